@@ -1,0 +1,169 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Koa, { type Context, type Next } from 'koa';
+import Router from '@koa/router';
+import getRawBody from 'raw-body';
+import { AppError } from '../core/errors.js';
+import type { ApiKeyService, AuthContext } from '../core/api-keys/api-key-service.js';
+import type { RateLimiter } from '../core/rate-limit/rate-limiter.js';
+import type { Logger } from '../lib/logger.js';
+import { toHttpError } from './http-errors.js';
+import type { RouteDef, RouteRequest } from './route-types.js';
+
+export interface HttpServerDeps {
+  logger: Logger;
+  apiKeys: ApiKeyService;
+  rateLimiter: RateLimiter;
+  defaultRateLimit: number;
+  bodyLimitBytes: number;
+  /** API routes, mounted under /v1 and /api/v1 (the usesend-js SDK appends /api/v1). */
+  routes: RouteDef[];
+  /** Routes outside the API prefix (health, tracking, unsubscribe pages): raw Koa handlers. */
+  extra?: (router: Router) => void;
+}
+
+const API_PREFIXES = ['/v1', '/api/v1'];
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']); // DESIGN 4: the SDK sends a body on DELETE
+
+export function createHttpApp(deps: HttpServerDeps): Koa {
+  const app = new Koa();
+  app.proxy = true; // behind a reverse proxy, X-Forwarded-For gives the client IP for tracking events
+  const router = new Router();
+
+  for (const route of deps.routes) {
+    for (const prefix of API_PREFIXES) {
+      router.register(prefix + route.path, [route.method], [
+        authenticate(route, deps),
+        parseBody(deps.bodyLimitBytes),
+        async (ctx: Context) => {
+          const req: RouteRequest = {
+            auth: ctx.state.auth as AuthContext,
+            params: (ctx as Context & { params: Record<string, string> }).params ?? {},
+            query: ctx.query as Record<string, string | string[] | undefined>,
+            body: ctx.state.body,
+            rawBody: ctx.state.rawBody as Buffer | undefined,
+            header: (name) => ctx.get(name) || undefined,
+            koa: ctx,
+          };
+          const result = await route.handler(req);
+          if (ctx.body === undefined || ctx.body === null) {
+            ctx.status = 200;
+            ctx.body = result ?? {};
+          }
+        },
+      ]);
+    }
+  }
+  deps.extra?.(router);
+
+  app.use(errorMiddleware(deps.logger));
+  app.use(router.routes());
+  // Nothing matched: 405 if the path exists with other methods, else 404 (spec, Errors).
+  app.use(async (ctx) => {
+    const match = router.match(ctx.path, ctx.method);
+    if (match.path.length > 0 && !match.route) {
+      const allowed = new Set(match.path.flatMap((layer) => layer.methods).filter((m) => m !== 'HEAD'));
+      ctx.set('Allow', [...allowed].join(', '));
+      throw new AppError('METHOD_NOT_ALLOWED', `method ${ctx.method} is not allowed on ${ctx.path}`);
+    }
+    throw new AppError('NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
+  });
+  return app;
+}
+
+function errorMiddleware(logger: Logger) {
+  return async (ctx: Context, next: Next) => {
+    const started = performance.now();
+    try {
+      await next();
+    } catch (err) {
+      const httpError = toHttpError(err);
+      if (httpError.status >= 500) logger.error({ err, method: ctx.method, path: ctx.path }, 'request failed');
+      ctx.status = httpError.status;
+      ctx.body = httpError.body;
+      if (httpError.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(httpError.retryAfterSeconds));
+    }
+    if (logger.isLevelEnabled('debug')) {
+      logger.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
+    }
+  };
+}
+
+function authenticate(route: RouteDef, deps: HttpServerDeps) {
+  return async (ctx: Context, next: Next) => {
+    if (route.access === 'public') return next();
+    const header = ctx.get('authorization');
+    const token = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
+    const auth = await deps.apiKeys.authenticate(header ? (token ?? '') || undefined : undefined);
+    // Rate limiting runs on every authenticated request, before any work, and its headers
+    // go on every authenticated response, errors included.
+    const decision = deps.rateLimiter.consume(auth.teamId, auth.teamRateLimit ?? deps.defaultRateLimit);
+    ctx.set('X-RateLimit-Limit', String(decision.limit));
+    ctx.set('X-RateLimit-Remaining', String(decision.remaining));
+    ctx.set('X-RateLimit-Reset', String(decision.resetEpochSeconds));
+    if (!decision.allowed) {
+      throw new AppError('RATE_LIMITED', `rate limit of ${decision.limit} requests per second exceeded; retry in ${decision.retryAfterSeconds} s`, decision.retryAfterSeconds);
+    }
+    if (route.access === 'full' && auth.permission !== 'FULL') {
+      throw new AppError('FORBIDDEN', 'this API key has SENDING permission and may only use the email endpoints');
+    }
+    ctx.state.auth = auth;
+    return next();
+  };
+}
+
+function parseBody(limitBytes: number) {
+  return async (ctx: Context, next: Next) => {
+    if (!BODY_METHODS.has(ctx.method)) return next();
+    const length = ctx.get('content-length');
+    if (!length && !ctx.get('transfer-encoding')) return next();
+    let raw: Buffer;
+    try {
+      raw = await getRawBody(ctx.req, { limit: limitBytes, length: length || undefined });
+    } catch (err) {
+      const type = (err as { type?: string }).type;
+      if (type === 'entity.too.large') throw new AppError('PAYLOAD_TOO_LARGE', `request body exceeds ${limitBytes} bytes`);
+      throw new AppError('BAD_REQUEST', `could not read the request body: ${(err as Error).message}`);
+    }
+    if (raw.length === 0) return next();
+    const type = ctx.get('content-type');
+    if (type && !/^application\/([a-z.+-]*\+)?json\b/i.test(type)) {
+      throw new AppError('BAD_REQUEST', `unsupported Content-Type "${type}": send application/json`);
+    }
+    try {
+      ctx.state.body = JSON.parse(raw.toString('utf8'));
+    } catch (err) {
+      throw new AppError('BAD_REQUEST', `malformed JSON body: ${(err as Error).message}`);
+    }
+    ctx.state.rawBody = raw;
+    return next();
+  };
+}
+
+export interface RunningHttpServer {
+  server: Server;
+  port: number;
+  close(): Promise<void>;
+}
+
+export async function listenHttp(app: Koa, host: string, port: number): Promise<RunningHttpServer> {
+  const server = createServer(app.callback());
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        // Stop accepting, let in-flight requests finish, then drop idle keep-alive sockets.
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
+}

@@ -1,0 +1,138 @@
+import { randomBytes } from 'node:crypto';
+import { join, resolve } from 'node:path';
+import type Router from '@koa/router';
+import type { Config } from './config/defaults.js';
+import { systemClock, type Clock } from './lib/clock.js';
+import { createLogger, type Logger } from './lib/logger.js';
+import { createDnsClient, type DnsResolver } from './lib/dns/dns-client.js';
+import { openStore, type Store } from './store/db.js';
+import { migrateToLatest } from './store/migrate.js';
+import { createTeamsRepository } from './store/repositories/teams-repository.js';
+import { createApiKeysRepository } from './store/repositories/api-keys-repository.js';
+import { createSettingsRepository } from './store/repositories/settings-repository.js';
+import { createDomainsRepository } from './store/repositories/domains-repository.js';
+import { EventBus } from './core/events.js';
+import { createApiKeyService } from './core/api-keys/api-key-service.js';
+import { createTeamService } from './core/teams/team-service.js';
+import { createRateLimiter } from './core/rate-limit/rate-limiter.js';
+import { createDomainService } from './core/domains/domain-service.js';
+import { createHttpApp, listenHttp, type RunningHttpServer } from './api/http-server.js';
+import { apiKeysRoutes } from './api/routes/api-keys-routes.js';
+import { domainsRoutes } from './api/routes/domains-routes.js';
+import { startCronJobs, type CronJobs } from './scheduler/cron-jobs.js';
+import type { RouteDef } from './api/route-types.js';
+
+// The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
+
+export interface AppOptions {
+  config: Config;
+  clock?: Clock;
+  logger?: Logger;
+  /** DNS resolver; tests inject one pointed at their own zone. */
+  resolver?: DnsResolver;
+}
+
+export interface Listeners {
+  http?: { host: string; port: number };
+}
+
+export type App = Awaited<ReturnType<typeof createApp>>;
+
+export async function createApp(opts: AppOptions) {
+  const config = opts.config;
+  const clock = opts.clock ?? systemClock;
+  const logger = opts.logger ?? createLogger(config.log.level);
+  const resolver = opts.resolver ?? createDnsClient({ servers: config.dns.servers, timeoutMs: config.dns.timeoutMs });
+  const dataDir = resolve(config.dataDir);
+  const store: Store = openStore(join(dataDir, 'posthorn.db'));
+  await migrateToLatest(store.db);
+
+  const settings = createSettingsRepository(store.db);
+  // Signs tracking, unsubscribe and confirmation links; kept in the store so links survive restarts.
+  const secret = config.secret || (await settings.getOrInsert('link_secret', randomBytes(32).toString('hex')));
+
+  const events = new EventBus(logger);
+  const teamsRepo = createTeamsRepository(store.db);
+  const teams = createTeamService({ teams: teamsRepo, clock });
+  const domainsRepo = createDomainsRepository(store.db);
+  const domains = createDomainService({
+    domains: domainsRepo,
+    resolver,
+    clock,
+    events,
+    logger,
+    hostname: config.hostname,
+    dkimSelector: config.domains.dkimSelector,
+    bounceLabel: config.domains.bounceLabel,
+  });
+  const apiKeys = createApiKeyService({ apiKeys: createApiKeysRepository(store.db), clock, domainBelongsToTeam: domains.belongsToTeam });
+  const rateLimiter = createRateLimiter(clock);
+
+  const services = { teams, apiKeys, events, settings, domains };
+
+  const routes: RouteDef[] = [...apiKeysRoutes(apiKeys), ...domainsRoutes(domains)];
+  let cron: CronJobs | undefined;
+  const listeners: Listeners = {};
+  let http: RunningHttpServer | undefined;
+  let stopping = false;
+
+  function healthRoute(router: Router) {
+    router.get('/health', async (ctx) => {
+      let storeOk = true;
+      try {
+        store.sqlite.prepare('select 1').get();
+      } catch {
+        storeOk = false;
+      }
+      ctx.status = storeOk && !stopping ? 200 : 503;
+      ctx.body = { status: storeOk && !stopping ? 'ok' : 'degraded', store: storeOk ? 'ok' : 'error', listeners };
+    });
+  }
+
+  return {
+    config,
+    clock,
+    logger,
+    resolver,
+    store,
+    secret,
+    services,
+    listeners,
+
+    /** On a store with no key at all, makes a team and a FULL key so a newcomer can call the API at once. */
+    async ensureFirstKey(): Promise<string | null> {
+      if ((await apiKeys.count()) > 0) return null;
+      const existing = await teams.list();
+      const teamId = existing[0]?.id ?? (await teams.create('Default team'));
+      const key = await apiKeys.create(teamId, { name: 'first key', permission: 'FULL' });
+      return key.token;
+    },
+
+    async start(): Promise<Listeners> {
+      const koa = createHttpApp({
+        logger,
+        apiKeys,
+        rateLimiter,
+        defaultRateLimit: config.rateLimit.perSecond,
+        bodyLimitBytes: config.http.bodyLimitBytes,
+        routes,
+        extra: healthRoute,
+      });
+      http = await listenHttp(koa, config.http.host, config.http.port);
+      listeners.http = { host: config.http.host, port: http.port };
+      logger.info({ listener: 'http', host: config.http.host, port: http.port }, `HTTP API listening on ${config.http.host}:${http.port}`);
+      cron = startCronJobs({ logger, domains, config });
+      return listeners;
+    },
+
+    /** Graceful: stop accepting, let in-flight work finish, close the database. */
+    async stop(): Promise<void> {
+      if (stopping) return;
+      stopping = true;
+      cron?.stop();
+      await http?.close();
+      await store.close();
+      logger.info('stopped');
+    },
+  };
+}

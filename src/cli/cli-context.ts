@@ -1,0 +1,41 @@
+import type { Command } from 'commander';
+import { loadConfig } from '../config/load.js';
+import type { Config } from '../config/defaults.js';
+import { createApp, type App } from '../app.js';
+import { createLogger } from '../lib/logger.js';
+
+/** The config for a command: the global --config file, then the environment. */
+export function configFrom(cmd: Command): Config {
+  const root = cmd.optsWithGlobals() as { config?: string };
+  return loadConfig({ configFile: root.config });
+}
+
+/** Builds the app for an admin command (store open and migrated, no listeners), runs fn, closes. */
+export async function withApp<T>(cmd: Command, fn: (app: App) => Promise<T>): Promise<T> {
+  const config = configFrom(cmd);
+  // Admin commands print results on stdout; keep logs on stderr-quiet so output stays parseable.
+  const app = await createApp({ config, logger: createLogger('warn') });
+  try {
+    return await fn(app);
+  } finally {
+    await app.stop();
+  }
+}
+
+export function parseIntOption(value: string, name: string): number {
+  if (!/^\d+$/.test(value)) throw new Error(`${name} must be a positive integer, got "${value}"`);
+  return Number(value);
+}
+
+/** Prints rows as an aligned text table. */
+export function printTable(rows: Record<string, unknown>[]): void {
+  if (rows.length === 0) {
+    process.stdout.write('(none)\n');
+    return;
+  }
+  const headers = Object.keys(rows[0]!);
+  const cells = rows.map((r) => headers.map((h) => String(r[h] ?? '')));
+  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
+  const line = (cols: string[]) => cols.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  process.stdout.write(`${line(headers)}\n${cells.map(line).join('\n')}\n`);
+}

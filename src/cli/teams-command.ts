@@ -1,0 +1,37 @@
+import type { Command } from 'commander';
+import { parseIntOption, printTable, withApp } from './cli-context.js';
+
+export function registerTeams(program: Command): void {
+  const teams = program.command('teams').description('manage teams (accounts)');
+  teams
+    .command('create')
+    .description('create a team and print its id')
+    .requiredOption('--name <name>', 'team name')
+    .option('--rate-limit <n>', 'API requests per second for this team (default: the configured limit)')
+    .action(async (opts: { name: string; rateLimit?: string }, cmd: Command) => {
+      await withApp(cmd, async (app) => {
+        const id = await app.services.teams.create(opts.name, opts.rateLimit ? parseIntOption(opts.rateLimit, '--rate-limit') : null);
+        process.stdout.write(`${id}\n`);
+      });
+    });
+  teams
+    .command('list')
+    .description('list teams')
+    .action(async (_opts, cmd: Command) => {
+      await withApp(cmd, async (app) => {
+        printTable((await app.services.teams.list()).map((t) => ({ id: t.id, name: t.name, rateLimit: t.rateLimit ?? 'default', createdAt: t.createdAt })));
+      });
+    });
+  teams
+    .command('set-rate-limit')
+    .description('set a team\'s API requests per second ("default" clears the override)')
+    .argument('<teamId>')
+    .argument('<limit>')
+    .action(async (teamId: string, limit: string, _opts, cmd: Command) => {
+      await withApp(cmd, async (app) => {
+        const ok = await app.services.teams.setRateLimit(parseIntOption(teamId, 'teamId'), limit === 'default' ? null : parseIntOption(limit, 'limit'));
+        if (!ok) throw new Error(`team ${teamId} not found`);
+        process.stdout.write('ok\n');
+      });
+    });
+}

@@ -1,0 +1,82 @@
+// Every configuration key with its default. Override in a TOML file (`--config path`,
+// same nesting and key names as here) and then with POSTHORN_* environment variables.
+export interface Config {
+  /** Where the SQLite database, generated keys and certificates live (created if missing). */
+  dataDir: string;
+  /** Public host name of this server: used in DNS records we ask users to publish, EHLO and Message-IDs. */
+  hostname: string;
+  /** Base URL for tracking, unsubscribe and confirmation links (no trailing slash). */
+  publicUrl: string;
+  /** Secret for HMAC-signed links; empty means "generate one and keep it in the data dir". */
+  secret: string;
+  log: {
+    /** pino level: trace, debug, info, warn, error, fatal, silent. */
+    level: string;
+  };
+  http: {
+    host: string;
+    /** 0 picks a free port; the chosen port is logged. */
+    port: number;
+    /** Largest accepted request body, in bytes (413 beyond it). 40 MB fits 10 attachments of ~3 MB each base64-encoded. */
+    bodyLimitBytes: number;
+  };
+  rateLimit: {
+    /** Default API requests per second per team (a team can have its own override). */
+    perSecond: number;
+  };
+  dns: {
+    /** Resolvers as "ip" or "ip:port"; empty means the system resolver. */
+    servers: string[];
+    /** Timeout per DNS try, in milliseconds. */
+    timeoutMs: number;
+  };
+  domains: {
+    /** DKIM selector published at <selector>._domainkey.<domain>. */
+    dkimSelector: string;
+    /** Label of the return-path host <bounceLabel>.<domain> (VERP bounces come back there). */
+    bounceLabel: string;
+    /** Re-check unverified domains this often (cron expression). */
+    recheckUnverifiedCron: string;
+    /** Re-check verified domains this often (cron expression). */
+    recheckVerifiedCron: string;
+  };
+  inbound: {
+    /** Port of the inbound SMTP listener (bounces, complaints, receiving domains); 0 = pick a free one. */
+    port: number;
+    host: string;
+  };
+  submission: {
+    /** Port of authenticated SMTP submission; 0 = pick a free one. */
+    port: number;
+    host: string;
+  };
+  outbound: {
+    /** Destination SMTP port on recipients' MX hosts (25 in production; tests point it at a sink). */
+    port: number;
+  };
+  webhooks: {
+    /** Allow webhook URLs that resolve to private, loopback or link-local addresses. */
+    allowPrivate: boolean;
+  };
+}
+
+export const DEFAULT_CONFIG: Config = {
+  dataDir: './data',
+  hostname: 'localhost',
+  publicUrl: 'http://localhost:3000',
+  secret: '',
+  log: { level: 'info' },
+  http: { host: '0.0.0.0', port: 3000, bodyLimitBytes: 40 * 1024 * 1024 },
+  rateLimit: { perSecond: 10 },
+  dns: { servers: [], timeoutMs: 2000 },
+  domains: {
+    dkimSelector: 'posthorn',
+    bounceLabel: 'bounces',
+    recheckUnverifiedCron: '*/10 * * * *',
+    recheckVerifiedCron: '17 3 * * *',
+  },
+  inbound: { port: 25, host: '0.0.0.0' },
+  submission: { port: 587, host: '0.0.0.0' },
+  outbound: { port: 25 },
+  webhooks: { allowPrivate: false },
+};

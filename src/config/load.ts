@@ -1,0 +1,113 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseToml } from 'smol-toml';
+import { DEFAULT_CONFIG, type Config } from './defaults.js';
+import { configSchema } from './schema.js';
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+// The POSTHORN_* names are a public interface (README, systemd units): keep them stable.
+const ENV_KEYS: Record<string, { path: string[]; kind: 'string' | 'int' | 'bool' | 'list' }> = {
+  POSTHORN_DATA_DIR: { path: ['dataDir'], kind: 'string' },
+  POSTHORN_HOSTNAME: { path: ['hostname'], kind: 'string' },
+  POSTHORN_PUBLIC_URL: { path: ['publicUrl'], kind: 'string' },
+  POSTHORN_SECRET: { path: ['secret'], kind: 'string' },
+  POSTHORN_LOG_LEVEL: { path: ['log', 'level'], kind: 'string' },
+  POSTHORN_HTTP_HOST: { path: ['http', 'host'], kind: 'string' },
+  POSTHORN_HTTP_PORT: { path: ['http', 'port'], kind: 'int' },
+  POSTHORN_RATE_LIMIT: { path: ['rateLimit', 'perSecond'], kind: 'int' },
+  POSTHORN_DNS_SERVERS: { path: ['dns', 'servers'], kind: 'list' },
+  POSTHORN_INBOUND_PORT: { path: ['inbound', 'port'], kind: 'int' },
+  POSTHORN_SUBMISSION_PORT: { path: ['submission', 'port'], kind: 'int' },
+  POSTHORN_OUTBOUND_PORT: { path: ['outbound', 'port'], kind: 'int' },
+  POSTHORN_WEBHOOKS_ALLOW_PRIVATE: { path: ['webhooks', 'allowPrivate'], kind: 'bool' },
+};
+
+export const ENV_NAMES = Object.keys(ENV_KEYS);
+
+export interface LoadOptions {
+  configFile?: string;
+  env?: Env;
+  overrides?: DeepPartial<Config>;
+}
+
+export type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? (T[K] extends unknown[] ? T[K] : DeepPartial<T[K]>) : T[K] };
+
+/** defaults <- TOML file <- environment <- explicit overrides (tests). The only reader of process.env. */
+export function loadConfig(opts: LoadOptions = {}): Config {
+  const env = opts.env ?? process.env;
+  let merged: Record<string, unknown> = structuredClone(DEFAULT_CONFIG) as unknown as Record<string, unknown>;
+  if (opts.configFile) {
+    let text: string;
+    try {
+      text = readFileSync(opts.configFile, 'utf8');
+    } catch (err) {
+      throw new ConfigError(`cannot read config file ${opts.configFile}: ${(err as Error).message}`);
+    }
+    let fileValues: Record<string, unknown>;
+    try {
+      fileValues = parseToml(text) as Record<string, unknown>;
+    } catch (err) {
+      throw new ConfigError(`config file ${opts.configFile} is not valid TOML: ${(err as Error).message}`);
+    }
+    merged = deepMerge(merged, fileValues);
+  }
+  for (const [name, spec] of Object.entries(ENV_KEYS)) {
+    const raw = env[name];
+    if (raw === undefined || (raw === '' && spec.kind !== 'list' && spec.kind !== 'string')) continue;
+    setPath(merged, spec.path, convert(name, raw, spec.kind));
+  }
+  if (opts.overrides) merged = deepMerge(merged, opts.overrides as Record<string, unknown>);
+  const parsed = configSchema.safeParse(merged);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+    throw new ConfigError(`invalid configuration: ${issues}`);
+  }
+  return parsed.data as Config;
+}
+
+function convert(name: string, raw: string, kind: 'string' | 'int' | 'bool' | 'list'): unknown {
+  switch (kind) {
+    case 'string':
+      return raw;
+    case 'int': {
+      if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a non-negative integer, got "${raw}"`);
+      return Number(raw.trim());
+    }
+    case 'bool': {
+      const v = raw.trim().toLowerCase();
+      if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+      if (['0', 'false', 'no', 'off', ''].includes(v)) return false;
+      throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+    }
+    case 'list':
+      return raw.split(',').map((s) => s.trim()).filter(Boolean);
+  }
+}
+
+function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {
+  let node = target;
+  for (const key of path.slice(0, -1)) node = node[key] as Record<string, unknown>;
+  node[path[path.length - 1]!] = value;
+}
+
+function deepMerge(base: Record<string, unknown>, extra: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(extra)) {
+    const current = out[key];
+    if (value && typeof value === 'object' && !Array.isArray(value) && current && typeof current === 'object' && !Array.isArray(current)) {
+      out[key] = deepMerge(current as Record<string, unknown>, value as Record<string, unknown>);
+    } else if (value !== undefined) {
+      out[key] = value;
+    }
+  }
+  return out;
+}
+
+/** The config with secrets replaced, for `posthorn config print`. */
+export function redactConfig(config: Config): Config {
+  const copy = structuredClone(config);
+  if (copy.secret) copy.secret = '[redacted]';
+  return copy;
+}

@@ -1,0 +1,116 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { AppError, badRequest, notFound } from '../errors.js';
+import { randomString } from '../../lib/ids.js';
+import type { Clock } from '../../lib/clock.js';
+import type { ApiKeysRepository, ApiKeyRow } from '../../store/repositories/api-keys-repository.js';
+
+export type Permission = 'FULL' | 'SENDING';
+
+/** Who is calling: resolved once per request by authenticate(). */
+export interface AuthContext {
+  teamId: number;
+  keyId: number;
+  permission: Permission;
+  /** A key bound to a domain sends only from it and sees only its emails, domain and analytics. */
+  domainId: number | null;
+  /** The team's requests-per-second override, null for the configured default. */
+  teamRateLimit: number | null;
+}
+
+export interface ApiKeyView {
+  id: number;
+  name: string;
+  permission: Permission;
+  domainId: number | null;
+  partialKey: string;
+  lastUsed: string | null;
+  createdAt: string;
+}
+
+const KEY_PREFIX = 'ph';
+const PUBLIC_ID_CHARS = 12;
+const SECRET_BYTES = 24; // 192 bits: far beyond guessing, so one SHA-256 is enough (DESIGN 4)
+const LAST_USED_WRITE_INTERVAL_MS = 60_000; // don't write a row on every request
+const KEY_PATTERN = /^ph_([0-9a-z]{12})_([A-Za-z0-9_-]{20,})$/;
+
+export interface ApiKeyServiceDeps {
+  apiKeys: ApiKeysRepository;
+  clock: Clock;
+  /** Checks that a domain id belongs to the team (wired once domains exist). */
+  domainBelongsToTeam?: (teamId: number, domainId: number) => Promise<boolean>;
+}
+
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}
+
+export function createApiKeyService(deps: ApiKeyServiceDeps) {
+  const lastTouched = new Map<number, number>();
+
+  function toView(row: ApiKeyRow): ApiKeyView {
+    return {
+      id: row.id,
+      name: row.name,
+      permission: row.permission,
+      domainId: row.domainId,
+      partialKey: row.partialKey,
+      lastUsed: row.lastUsedAt,
+      createdAt: row.createdAt,
+    };
+  }
+
+  return {
+    async create(teamId: number, input: { name: string; permission?: Permission; domainId?: number | null }) {
+      const name = input.name.trim();
+      if (!name) throw badRequest('name: must not be empty');
+      const permission = input.permission ?? 'FULL';
+      const domainId = input.domainId ?? null;
+      if (domainId !== null && deps.domainBelongsToTeam && !(await deps.domainBelongsToTeam(teamId, domainId))) {
+        throw badRequest(`domainId: domain ${domainId} does not exist in this team`);
+      }
+      const publicId = randomString(PUBLIC_ID_CHARS, '0123456789abcdefghijklmnopqrstuvwxyz');
+      const secret = randomBytes(SECRET_BYTES).toString('base64url');
+      const token = `${KEY_PREFIX}_${publicId}_${secret}`;
+      const createdAt = deps.clock.now().toISOString();
+      const partialKey = `${token.slice(0, 9)}...${token.slice(-3)}`;
+      const id = await deps.apiKeys.insert({ teamId, name, publicId, secretHash: hashSecret(secret), partialKey, permission, domainId, createdAt });
+      return { ...toView({ id, teamId, name, publicId, secretHash: '', partialKey, permission, domainId, lastUsedAt: null, createdAt }), token };
+    },
+
+    async list(teamId: number): Promise<ApiKeyView[]> {
+      return (await deps.apiKeys.listByTeam(teamId)).map(toView);
+    },
+
+    async listAll(): Promise<(ApiKeyView & { teamId: number })[]> {
+      return (await deps.apiKeys.listAll()).map((r) => ({ ...toView(r), teamId: r.teamId }));
+    },
+
+    /** Revocation deletes the row, so the very next request with the key fails (spec, Authentication 4). */
+    async revoke(id: number, teamId?: number): Promise<void> {
+      if (!(await deps.apiKeys.deleteById(id, teamId))) throw notFound(`API key ${id} not found`);
+    },
+
+    async count(): Promise<number> {
+      return deps.apiKeys.count();
+    },
+
+    /** Resolves a presented token, or throws UNAUTHORIZED. Compares hashes in constant time. */
+    async authenticate(token: string | undefined): Promise<AuthContext> {
+      if (!token) throw new AppError('UNAUTHORIZED', 'missing API key: send "Authorization: Bearer <key>"');
+      const match = KEY_PATTERN.exec(token);
+      if (!match) throw new AppError('UNAUTHORIZED', 'invalid API key');
+      const row = await deps.apiKeys.findForAuth(match[1]!);
+      const presented = Buffer.from(hashSecret(match[2]!), 'hex');
+      // Hash-compare even when the row is missing so timing does not reveal which public ids exist.
+      const stored = Buffer.from(row?.secretHash ?? '0'.repeat(64), 'hex');
+      if (!timingSafeEqual(presented, stored) || !row) throw new AppError('UNAUTHORIZED', 'invalid API key');
+      const now = deps.clock.nowMs();
+      if (now - (lastTouched.get(row.id) ?? 0) > LAST_USED_WRITE_INTERVAL_MS) {
+        lastTouched.set(row.id, now);
+        await deps.apiKeys.touch(row.id, new Date(now).toISOString());
+      }
+      return { teamId: row.teamId, keyId: row.id, permission: row.permission, domainId: row.domainId, teamRateLimit: row.teamRateLimit };
+    },
+  };
+}
+export type ApiKeyService = ReturnType<typeof createApiKeyService>;

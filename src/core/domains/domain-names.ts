@@ -1,0 +1,30 @@
+import { parse } from 'tldts';
+import { badRequest } from '../errors.js';
+
+const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
+
+/**
+ * A sending domain must be a registrable domain (example.com, example.co.uk) or a
+ * subdomain of one (news.example.com). Returns the lowercased name and its subdomain part.
+ */
+export function normalizeDomainName(input: string): { name: string; subdomain: string | null } {
+  const name = input.trim().toLowerCase().replace(/\.$/, '');
+  if (!name || name.length > 253) throw badRequest('name: must be a domain name of at most 253 characters');
+  const labels = name.split('.');
+  if (labels.length < 2 || !labels.every((l) => LABEL.test(l))) throw badRequest(`name: "${input}" is not a valid domain name`);
+  const parsed = parse(name, { allowPrivateDomains: false });
+  if (parsed.isIp || !parsed.domain || !parsed.isIcann) {
+    throw badRequest(`name: "${input}" is not a registrable domain or a subdomain of one`);
+  }
+  return { name, subdomain: parsed.subdomain || null };
+}
+
+/** Whether host equals name or is below it (both already lowercased, no trailing dot). */
+export function isSameOrSubdomain(host: string, name: string): boolean {
+  return host === name || host.endsWith(`.${name}`);
+}
+
+/** Canonical form of a host name from DNS: lowercase, no trailing dot. */
+export function canonicalHost(host: string): string {
+  return host.trim().toLowerCase().replace(/\.$/, '');
+}

@@ -1,0 +1,356 @@
+import { generateKeyPair } from 'node:crypto';
+import { promisify } from 'node:util';
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/logger.js';
+import type { DnsResolver } from '../../lib/dns/dns-client.js';
+import type { DomainRecord, DomainsRepository, DomainStatus } from '../../store/repositories/domains-repository.js';
+import { AppError, badRequest, forbidden, notFound, notUnique } from '../errors.js';
+import type { EventBus, DomainEventType } from '../events.js';
+import { buildDnsRecords, type DnsRecordView } from './dns-records.js';
+import { canonicalHost, isSameOrSubdomain, normalizeDomainName } from './domain-names.js';
+import { checkDomainDns, type RecordCheck } from './domain-verifier.js';
+
+const generateKeyPairAsync = promisify(generateKeyPair);
+
+/** A domain unverified this long turns FAILED (it keeps being re-checked). */
+export const VERIFY_GIVE_UP_MS = 72 * 60 * 60 * 1000;
+const DKIM_KEY_BITS = 2048;
+const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
+
+/** What the caller may see: a key bound to a domain sees only that domain. */
+export interface DomainScope {
+  teamId: number;
+  domainId: number | null;
+}
+
+export interface DomainView {
+  id: number;
+  name: string;
+  teamId: number;
+  status: DomainStatus;
+  region: string;
+  clickTracking: boolean;
+  openTracking: boolean;
+  trackingDomain: string | null;
+  trackingDomainStatus: DomainStatus | null;
+  tlsPolicy: 'OPPORTUNISTIC' | 'ENFORCED';
+  receiving: boolean;
+  publicKey: string;
+  dkimStatus: DomainStatus | null;
+  spfDetails: DomainStatus | null;
+  createdAt: string;
+  updatedAt: string;
+  dmarcAdded: boolean;
+  isVerifying: boolean;
+  errorMessage: string | null;
+  subdomain: string | null;
+  verificationError: string | null;
+  lastCheckedTime: string | null;
+  dnsRecords: DnsRecordView[];
+}
+
+export interface DomainPatchInput {
+  clickTracking?: boolean;
+  openTracking?: boolean;
+  trackingDomain?: string | null;
+  tlsPolicy?: 'OPPORTUNISTIC' | 'ENFORCED';
+  receiving?: boolean;
+}
+
+export interface DomainServiceDeps {
+  domains: DomainsRepository;
+  resolver: DnsResolver;
+  clock: Clock;
+  events: EventBus;
+  logger: Logger;
+  hostname: string;
+  dkimSelector: string;
+  bounceLabel: string;
+}
+
+function worst(...checks: RecordCheck[]): DomainStatus {
+  const order: DomainStatus[] = ['TEMPORARY_FAILURE', 'FAILED', 'PENDING', 'NOT_STARTED', 'SUCCESS'];
+  return order.find((s) => checks.some((c) => c.status === s)) ?? 'SUCCESS';
+}
+
+export function createDomainService(deps: DomainServiceDeps) {
+  const { domains, clock, events } = deps;
+
+  function view(d: DomainRecord): DomainView {
+    return {
+      id: d.id,
+      name: d.name,
+      teamId: d.teamId,
+      status: d.status,
+      region: d.region,
+      clickTracking: d.clickTracking,
+      openTracking: d.openTracking,
+      trackingDomain: d.trackingDomain,
+      trackingDomainStatus: d.trackingDomain ? d.trackingDomainStatus : null,
+      tlsPolicy: d.tlsPolicy,
+      receiving: d.receiving,
+      publicKey: d.publicKey,
+      dkimStatus: d.dkimStatus,
+      spfDetails: d.spfStatus,
+      createdAt: d.createdAt,
+      updatedAt: d.updatedAt,
+      dmarcAdded: d.dmarcAdded,
+      isVerifying: d.isVerifying,
+      errorMessage: d.errorMessage,
+      subdomain: d.subdomain,
+      verificationError: d.verificationError,
+      lastCheckedTime: d.lastCheckedAt,
+      dnsRecords: buildDnsRecords(d, deps.hostname),
+    };
+  }
+
+  function emit(type: DomainEventType, d: DomainRecord): void {
+    const v = view(d);
+    events.emit({
+      type,
+      teamId: d.teamId,
+      domainId: d.id,
+      occurredAt: clock.now().toISOString(),
+      data: {
+        id: v.id,
+        name: v.name,
+        status: v.status,
+        region: v.region,
+        createdAt: v.createdAt,
+        updatedAt: v.updatedAt,
+        clickTracking: v.clickTracking,
+        openTracking: v.openTracking,
+        subdomain: v.subdomain,
+        dkimStatus: v.dkimStatus,
+        spfDetails: v.spfDetails,
+        dmarcAdded: v.dmarcAdded,
+      },
+    });
+  }
+
+  /** Reads: a domain outside the scope is simply not there (404). */
+  async function load(scope: DomainScope, id: number): Promise<DomainRecord> {
+    const d = scope.domainId !== null && scope.domainId !== id ? undefined : await domains.findById(scope.teamId, id);
+    if (!d) throw notFound(`domain ${id} not found`);
+    return d;
+  }
+
+  /** Writes: a domain outside the key's domain is refused (403); an unknown one is 404. */
+  async function loadForWrite(scope: DomainScope, id: number): Promise<DomainRecord> {
+    if (scope.domainId !== null && scope.domainId !== id) {
+      throw forbidden(`this API key is restricted to domain ${scope.domainId}`);
+    }
+    return load(scope, id);
+  }
+
+  function normalizeTrackingDomain(d: DomainRecord, input: string): string {
+    const host = canonicalHost(input);
+    const full = host.includes('.') ? host : `${host}.${d.name}`;
+    if (!isSameOrSubdomain(full, d.name) || full === d.name) {
+      throw badRequest(`trackingDomain: must be a subdomain of ${d.name}, given in full or as its label only`);
+    }
+    if (!full.slice(0, -(d.name.length + 1)).split('.').every((l) => LABEL.test(l))) {
+      throw badRequest(`trackingDomain: "${input}" is not a valid host name`);
+    }
+    return full;
+  }
+
+  /** Runs the DNS check and stores each record's status and the domain's status. */
+  async function runCheck(d: DomainRecord): Promise<DomainRecord> {
+    await domains.update(d.id, { isVerifying: true });
+    const check = await checkDomainDns(deps.resolver, d, deps.hostname);
+    const now = clock.now();
+    const required = [check.dkim, check.spf, check.mx];
+    const requiredStatus = worst(...required);
+    let status: DomainStatus;
+    let unverifiedSince = d.unverifiedSince;
+    const problems = [check.dkim, check.spf, check.mx, check.tracking, check.receivingMx]
+      .filter((c): c is RecordCheck => !!c && c.status !== 'SUCCESS')
+      .map((c) => c.problem!);
+    if (requiredStatus === 'SUCCESS') {
+      status = 'SUCCESS';
+      unverifiedSince = null;
+    } else if (requiredStatus === 'TEMPORARY_FAILURE' && d.status === 'SUCCESS' && required.every((c) => c.status === 'SUCCESS' || c.status === 'TEMPORARY_FAILURE')) {
+      // A verified domain is not taken out of service by a flaky resolver: only records that
+      // are really gone or wrong revoke SUCCESS.
+      status = 'SUCCESS';
+    } else {
+      unverifiedSince ??= now.toISOString();
+      if (requiredStatus === 'TEMPORARY_FAILURE') status = 'TEMPORARY_FAILURE';
+      else status = now.getTime() - Date.parse(unverifiedSince) >= VERIFY_GIVE_UP_MS ? 'FAILED' : 'PENDING';
+    }
+    const updated = (await domains.update(d.id, {
+      status,
+      dkimStatus: check.dkim.status,
+      spfStatus: worst(check.spf, check.mx) === 'SUCCESS' ? 'SUCCESS' : check.spf.status !== 'SUCCESS' ? check.spf.status : check.mx.status,
+      mxStatus: check.mx.status,
+      dmarcStatus: check.dmarc.status === 'SUCCESS' ? 'SUCCESS' : 'NOT_STARTED',
+      dmarcAdded: check.dmarc.status === 'SUCCESS',
+      trackingDomainStatus: check.tracking?.status ?? null,
+      receivingMxStatus: check.receivingMx?.status ?? null,
+      isVerifying: false,
+      errorMessage: status === 'SUCCESS' ? null : status === 'FAILED' ? 'Domain records were not found for 72 hours' : status === 'TEMPORARY_FAILURE' ? 'DNS lookups failed temporarily' : null,
+      verificationError: problems.length ? problems.join('; ') : null,
+      lastCheckedAt: now.toISOString(),
+      unverifiedSince,
+      updatedAt: now.toISOString(),
+    }))!;
+    if (updated.status === 'SUCCESS' && d.status !== 'SUCCESS') emit('domain.verified', updated);
+    else if (updated.status !== d.status) emit('domain.updated', updated);
+    return updated;
+  }
+
+  return {
+    view,
+
+    async create(scope: DomainScope, input: { name: string; region: string }): Promise<DomainView> {
+      if (scope.domainId !== null) throw forbidden('an API key restricted to one domain cannot add domains');
+      const { name, subdomain } = normalizeDomainName(input.name);
+      if (await domains.findByName(scope.teamId, name)) throw notUnique(`domain ${name} already exists in this team`);
+      const { publicKey, privateKey } = await generateKeyPairAsync('rsa', {
+        modulusLength: DKIM_KEY_BITS,
+        publicKeyEncoding: { type: 'spki', format: 'der' },
+        privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+      });
+      const now = clock.now().toISOString();
+      let d: DomainRecord;
+      try {
+        d = await domains.insert({
+          teamId: scope.teamId,
+          name,
+          region: input.region,
+          status: 'PENDING',
+          subdomain,
+          dkimSelector: deps.dkimSelector,
+          dkimPrivateKey: privateKey,
+          publicKey: (publicKey as Buffer).toString('base64'),
+          bounceLabel: deps.bounceLabel,
+          dkimStatus: 'NOT_STARTED',
+          spfStatus: 'NOT_STARTED',
+          mxStatus: 'NOT_STARTED',
+          dmarcStatus: 'NOT_STARTED',
+          dmarcAdded: false,
+          clickTracking: false,
+          openTracking: false,
+          trackingDomain: null,
+          trackingDomainStatus: null,
+          tlsPolicy: 'OPPORTUNISTIC',
+          receiving: false,
+          receivingMxStatus: null,
+          isVerifying: false,
+          errorMessage: null,
+          verificationError: null,
+          lastCheckedAt: null,
+          unverifiedSince: now,
+          createdAt: now,
+          updatedAt: now,
+        });
+      } catch (err) {
+        // Two concurrent creates of the same name: the partial unique index decides.
+        if (/UNIQUE constraint failed/.test((err as Error).message)) throw notUnique(`domain ${name} already exists in this team`);
+        throw err;
+      }
+      emit('domain.created', d);
+      return view(d);
+    },
+
+    async list(scope: DomainScope): Promise<DomainView[]> {
+      return (await domains.list(scope.teamId, scope.domainId)).map(view);
+    },
+
+    async get(scope: DomainScope, id: number): Promise<DomainView> {
+      return view(await load(scope, id));
+    },
+
+    /** PUT /domains/{id}/verify: checks DNS now and reports the outcome. */
+    async verify(scope: DomainScope, id: number): Promise<{ message: string; domain: DomainView }> {
+      const d = await runCheck(await load(scope, id));
+      const message =
+        d.status === 'SUCCESS'
+          ? 'Domain verified: all required DNS records were found'
+          : `Domain verification finished with status ${d.status}${d.verificationError ? `: ${d.verificationError}` : ''}`;
+      return { message, domain: view(d) };
+    },
+
+    async update(scope: DomainScope, id: number, patch: DomainPatchInput): Promise<DomainView> {
+      const d = await loadForWrite(scope, id);
+      const now = clock.now().toISOString();
+      const changes: Parameters<DomainsRepository['update']>[1] = { updatedAt: now };
+      if (patch.clickTracking !== undefined) changes.clickTracking = patch.clickTracking;
+      if (patch.openTracking !== undefined) changes.openTracking = patch.openTracking;
+      if (patch.tlsPolicy !== undefined) changes.tlsPolicy = patch.tlsPolicy;
+      if (patch.trackingDomain !== undefined) {
+        if (patch.trackingDomain === null) {
+          changes.trackingDomain = null;
+          changes.trackingDomainStatus = null;
+        } else {
+          const host = normalizeTrackingDomain(d, patch.trackingDomain);
+          if (host !== d.trackingDomain) {
+            changes.trackingDomain = host;
+            // Tracking moves to this host only once its CNAME resolves (spec, Domain rule 4).
+            changes.trackingDomainStatus = 'PENDING';
+          }
+        }
+      }
+      if (patch.receiving !== undefined) {
+        if (patch.receiving && d.status !== 'SUCCESS') {
+          throw badRequest(`receiving: domain ${d.name} must be verified before receiving can be turned on`);
+        }
+        changes.receiving = patch.receiving;
+        if (patch.receiving !== d.receiving) changes.receivingMxStatus = patch.receiving ? 'PENDING' : null;
+      }
+      const updated = await domains.update(d.id, changes);
+      if (!updated) throw notFound(`domain ${id} not found`);
+      emit('domain.updated', updated);
+      return view(updated);
+    },
+
+    async remove(scope: DomainScope, id: number): Promise<{ id: number; success: boolean; message: string }> {
+      const d = await loadForWrite(scope, id);
+      if (!(await domains.softDelete(scope.teamId, d.id, clock.now().toISOString()))) throw notFound(`domain ${id} not found`);
+      emit('domain.deleted', { ...d, updatedAt: clock.now().toISOString() });
+      return { id: d.id, success: true, message: 'Domain deleted successfully' };
+    },
+
+    /** Cron: re-check every unverified (or every verified) domain; one failure never stops the rest. */
+    async recheck(verified: boolean): Promise<number> {
+      const list = await domains.listForRecheck(verified);
+      for (const d of list) {
+        try {
+          await runCheck(d);
+        } catch (err) {
+          deps.logger.warn({ err, domain: d.name }, 'domain re-check failed');
+          await domains.update(d.id, { isVerifying: false });
+        }
+      }
+      return list.length;
+    },
+
+    /** For the CLI: find by id or name within a team (or any team when teamId is null). */
+    async findForCli(teamId: number | null, idOrName: string): Promise<DomainRecord | undefined> {
+      if (/^\d+$/.test(idOrName)) {
+        const d = await domains.findByIdAnyTeam(Number(idOrName));
+        return d && (teamId === null || d.teamId === teamId) ? d : undefined;
+      }
+      const name = canonicalHost(idOrName);
+      const all = await domains.findAllByName(name);
+      return all.find((d) => teamId === null || d.teamId === teamId);
+    },
+
+    runCheck,
+
+    /** The domain a team may send from, or the reason it may not (DESIGN 4: 403). */
+    async sendingDomain(scope: DomainScope, name: string): Promise<DomainRecord> {
+      const d = await domains.findByName(scope.teamId, canonicalHost(name));
+      if (!d) throw new AppError('FORBIDDEN', `domain ${name} is not a domain of this team: add and verify it first`);
+      if (scope.domainId !== null && scope.domainId !== d.id) throw forbidden(`this API key may only send from domain ${scope.domainId}`);
+      if (d.status !== 'SUCCESS') throw forbidden(`domain ${d.name} is not verified (status ${d.status})`);
+      return d;
+    },
+
+    async belongsToTeam(teamId: number, id: number): Promise<boolean> {
+      return !!(await domains.findById(teamId, id));
+    },
+  };
+}
+export type DomainService = ReturnType<typeof createDomainService>;

@@ -1,0 +1,45 @@
+import type { Clock } from '../../lib/clock.js';
+
+// Per-team fixed 1-second window (spec, Limits; DESIGN 4). Counters live in memory: they
+// guard the API, they are not accepted work, so losing them on restart is harmless.
+
+export interface RateDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Epoch seconds at which the current window ends. */
+  resetEpochSeconds: number;
+  retryAfterSeconds: number;
+}
+
+const WINDOW_MS = 1000;
+
+export function createRateLimiter(clock: Clock) {
+  const windows = new Map<number, { windowStart: number; count: number }>();
+
+  return {
+    /** Counts one request for the team against `limit` requests per second. */
+    consume(teamId: number, limit: number): RateDecision {
+      const now = clock.nowMs();
+      const windowStart = now - (now % WINDOW_MS);
+      let w = windows.get(teamId);
+      if (!w || w.windowStart !== windowStart) {
+        w = { windowStart, count: 0 };
+        windows.set(teamId, w);
+        // Keep the map small: drop windows that ended long ago.
+        if (windows.size > 10_000) for (const [k, v] of windows) if (v.windowStart < windowStart) windows.delete(k);
+      }
+      const resetMs = windowStart + WINDOW_MS;
+      const allowed = w.count < limit;
+      if (allowed) w.count += 1;
+      return {
+        allowed,
+        limit,
+        remaining: Math.max(0, limit - w.count),
+        resetEpochSeconds: Math.ceil(resetMs / 1000),
+        retryAfterSeconds: Math.max(1, Math.ceil((resetMs - now) / 1000)),
+      };
+    },
+  };
+}
+export type RateLimiter = ReturnType<typeof createRateLimiter>;

@@ -1,0 +1,52 @@
+/**
+ * Errors raised by our stub resolver (dns-client.ts).
+ *
+ * The split between permanent and temporary matters to every caller: a
+ * NOTFOUND/NODATA answer is an authoritative statement about the domain (RFC
+ * 2308 negative answer) and may bounce mail or fail a check, while SERVFAIL,
+ * timeouts and garbage say nothing about the domain and must only ever defer.
+ */
+
+export type DnsErrorCode = 'NOTFOUND' | 'NODATA' | 'SERVFAIL' | 'TIMEOUT' | 'REFUSED' | 'FORMERR' | 'BADRESPONSE';
+
+/**
+ * FORMERR is permanent: we raise it for names that cannot be encoded on the
+ * wire (empty label, label over 63 octets, name over 253 — RFC 1035 §2.3.4)
+ * and for a server rejecting our query even after the plain RFC 1035 retry
+ * without EDNS; sending the same bytes again cannot succeed.
+ */
+const TEMPORARY_CODES: ReadonlySet<DnsErrorCode> = new Set<DnsErrorCode>(['SERVFAIL', 'TIMEOUT', 'REFUSED', 'BADRESPONSE']);
+
+export function isTemporaryDnsErrorCode(code: DnsErrorCode): boolean {
+  return TEMPORARY_CODES.has(code);
+}
+
+export class DnsError extends Error {
+  readonly code: DnsErrorCode;
+  readonly temporary: boolean;
+  readonly hostname: string;
+  readonly rrtype: string;
+
+  constructor(code: DnsErrorCode, hostname: string, rrtype: string, detail?: string, options?: { cause?: unknown }) {
+    super(`DNS ${rrtype} ${hostname}: ${code}${detail ? ` (${detail})` : ''}`, options);
+    this.name = 'DnsError';
+    this.code = code;
+    this.temporary = isTemporaryDnsErrorCode(code);
+    this.hostname = hostname;
+    this.rrtype = rrtype;
+  }
+}
+
+/**
+ * The err.code strings node:dns (c-ares) uses, which mailauth and other
+ * node-style consumers switch on.
+ */
+export const NODE_DNS_ERROR_CODES: Readonly<Record<DnsErrorCode, string>> = {
+  NOTFOUND: 'ENOTFOUND',
+  NODATA: 'ENODATA',
+  SERVFAIL: 'ESERVFAIL',
+  TIMEOUT: 'ETIMEOUT',
+  REFUSED: 'EREFUSED',
+  FORMERR: 'EFORMERR',
+  BADRESPONSE: 'EBADRESP',
+};

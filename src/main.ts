@@ -1,0 +1,30 @@
+import type { Config } from './config/defaults.js';
+import { createApp } from './app.js';
+
+/** `posthorn serve`: runs the process until SIGTERM/SIGINT. */
+export async function serve(config: Config): Promise<void> {
+  const app = await createApp({ config });
+  const firstKey = await app.ensureFirstKey();
+  await app.start();
+  if (firstKey) {
+    // Printed once, on the very first start, so a newcomer can call the API right away.
+    process.stdout.write(
+      `\nNo API key existed, so a team and a FULL key were created. Save it now; it is not shown again:\n\n  ${firstKey}\n\n`,
+    );
+  }
+  let shuttingDown = false;
+  const shutdown = (signal: string) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    app.logger.info({ signal }, 'shutting down');
+    app.stop().then(
+      () => process.exit(0),
+      (err) => {
+        app.logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}

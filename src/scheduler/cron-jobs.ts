@@ -1,0 +1,39 @@
+import cron, { type ScheduledTask } from 'node-cron';
+import type { Config } from '../config/defaults.js';
+import type { DomainService } from '../core/domains/domain-service.js';
+import type { Logger } from '../lib/logger.js';
+
+export interface CronJobs {
+  stop(): void;
+}
+
+/** Periodic jobs (node-cron). Each job skips a tick while its previous run is still going. */
+export function startCronJobs(deps: { logger: Logger; domains: DomainService; config: Config }): CronJobs {
+  const tasks: ScheduledTask[] = [];
+  const job = (name: string, expression: string, fn: () => Promise<unknown>) => {
+    let running = false;
+    tasks.push(
+      cron.schedule(expression, async () => {
+        if (running) return;
+        running = true;
+        try {
+          const result = await fn();
+          deps.logger.debug({ job: name, result }, 'cron job finished');
+        } catch (err) {
+          deps.logger.error({ err, job: name }, 'cron job failed');
+        } finally {
+          running = false;
+        }
+      }),
+    );
+  };
+  // Unverified domains often, so a newly published record is picked up soon; verified ones
+  // daily, so a domain whose records disappear loses SUCCESS.
+  job('recheck-unverified-domains', deps.config.domains.recheckUnverifiedCron, () => deps.domains.recheck(false));
+  job('recheck-verified-domains', deps.config.domains.recheckVerifiedCron, () => deps.domains.recheck(true));
+  return {
+    stop() {
+      for (const t of tasks) t.stop();
+    },
+  };
+}

@@ -1,0 +1,39 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
+import type { Database } from './tables/database.js';
+
+export type Db = Kysely<Database>;
+
+export interface Store {
+  db: Db;
+  /** The raw handle, for the few hot paths (claims) that need synchronous transactions. */
+  sqlite: BetterSqlite3.Database;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens (creating if missing) the SQLite file. WAL lets readers run beside the one writer;
+ * synchronous=NORMAL in WAL mode is durable against a killed process (only an OS crash
+ * can lose the last transactions), which is the failure we promise to survive.
+ */
+export function openStore(file: string): Store {
+  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  const sqlite = new BetterSqlite3(file);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 5000');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  let closed = false;
+  return {
+    db,
+    sqlite,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await db.destroy(); // closes the better-sqlite3 handle too
+    },
+  };
+}

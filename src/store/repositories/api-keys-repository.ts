@@ -1,0 +1,81 @@
+import type { Db } from '../db.js';
+
+export interface ApiKeyRow {
+  id: number;
+  teamId: number;
+  name: string;
+  publicId: string;
+  secretHash: string;
+  partialKey: string;
+  permission: 'FULL' | 'SENDING';
+  domainId: number | null;
+  lastUsedAt: string | null;
+  createdAt: string;
+}
+
+export interface ApiKeyAuthRow extends ApiKeyRow {
+  teamRateLimit: number | null;
+}
+
+export function createApiKeysRepository(db: Db) {
+  const columns = [
+    'api_keys.id as id',
+    'api_keys.team_id as teamId',
+    'api_keys.name as name',
+    'api_keys.public_id as publicId',
+    'api_keys.secret_hash as secretHash',
+    'api_keys.partial_key as partialKey',
+    'api_keys.permission as permission',
+    'api_keys.domain_id as domainId',
+    'api_keys.last_used_at as lastUsedAt',
+    'api_keys.created_at as createdAt',
+  ] as const;
+  return {
+    async insert(row: Omit<ApiKeyRow, 'id' | 'lastUsedAt'>): Promise<number> {
+      const r = await db
+        .insertInto('api_keys')
+        .values({
+          team_id: row.teamId,
+          name: row.name,
+          public_id: row.publicId,
+          secret_hash: row.secretHash,
+          partial_key: row.partialKey,
+          permission: row.permission,
+          domain_id: row.domainId,
+          created_at: row.createdAt,
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      return r.id;
+    },
+    /** One indexed lookup per request: the key and its team's rate limit together. */
+    async findForAuth(publicId: string): Promise<ApiKeyAuthRow | undefined> {
+      return db
+        .selectFrom('api_keys')
+        .innerJoin('teams', 'teams.id', 'api_keys.team_id')
+        .select([...columns, 'teams.rate_limit as teamRateLimit'])
+        .where('api_keys.public_id', '=', publicId)
+        .executeTakeFirst();
+    },
+    async listByTeam(teamId: number): Promise<ApiKeyRow[]> {
+      return db.selectFrom('api_keys').select(columns).where('team_id', '=', teamId).orderBy('id').execute();
+    },
+    async listAll(): Promise<ApiKeyRow[]> {
+      return db.selectFrom('api_keys').select(columns).orderBy('id').execute();
+    },
+    async count(): Promise<number> {
+      const r = await db.selectFrom('api_keys').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      return Number(r.n);
+    },
+    async deleteById(id: number, teamId?: number): Promise<boolean> {
+      let q = db.deleteFrom('api_keys').where('id', '=', id);
+      if (teamId !== undefined) q = q.where('team_id', '=', teamId);
+      const res = await q.executeTakeFirst();
+      return res.numDeletedRows > 0n;
+    },
+    async touch(id: number, nowIso: string): Promise<void> {
+      await db.updateTable('api_keys').set({ last_used_at: nowIso }).where('id', '=', id).execute();
+    },
+  };
+}
+export type ApiKeysRepository = ReturnType<typeof createApiKeysRepository>;

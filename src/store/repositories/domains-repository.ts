@@ -1,0 +1,188 @@
+import type { Selectable, Updateable } from 'kysely';
+import type { Db } from '../db.js';
+import type { DomainsTable, DomainStatus } from '../tables/database.js';
+
+export type { DomainStatus };
+
+export interface DomainRecord {
+  id: number;
+  teamId: number;
+  name: string;
+  region: string;
+  status: DomainStatus;
+  subdomain: string | null;
+  dkimSelector: string;
+  dkimPrivateKey: string;
+  publicKey: string;
+  bounceLabel: string;
+  dkimStatus: DomainStatus | null;
+  spfStatus: DomainStatus | null;
+  mxStatus: DomainStatus | null;
+  dmarcStatus: DomainStatus | null;
+  dmarcAdded: boolean;
+  clickTracking: boolean;
+  openTracking: boolean;
+  trackingDomain: string | null;
+  trackingDomainStatus: DomainStatus | null;
+  tlsPolicy: 'OPPORTUNISTIC' | 'ENFORCED';
+  receiving: boolean;
+  receivingMxStatus: DomainStatus | null;
+  isVerifying: boolean;
+  errorMessage: string | null;
+  verificationError: string | null;
+  lastCheckedAt: string | null;
+  unverifiedSince: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type DomainPatch = Partial<Omit<DomainRecord, 'id' | 'teamId' | 'name' | 'createdAt' | 'dkimPrivateKey' | 'publicKey'>>;
+
+function fromRow(r: Selectable<DomainsTable>): DomainRecord {
+  return {
+    id: r.id,
+    teamId: r.team_id,
+    name: r.name,
+    region: r.region,
+    status: r.status,
+    subdomain: r.subdomain,
+    dkimSelector: r.dkim_selector,
+    dkimPrivateKey: r.dkim_private_key,
+    publicKey: r.public_key,
+    bounceLabel: r.bounce_label,
+    dkimStatus: r.dkim_status,
+    spfStatus: r.spf_status,
+    mxStatus: r.mx_status,
+    dmarcStatus: r.dmarc_status,
+    dmarcAdded: r.dmarc_added === 1,
+    clickTracking: r.click_tracking === 1,
+    openTracking: r.open_tracking === 1,
+    trackingDomain: r.tracking_domain,
+    trackingDomainStatus: r.tracking_domain_status,
+    tlsPolicy: r.tls_policy,
+    receiving: r.receiving === 1,
+    receivingMxStatus: r.receiving_mx_status,
+    isVerifying: r.is_verifying === 1,
+    errorMessage: r.error_message,
+    verificationError: r.verification_error,
+    lastCheckedAt: r.last_checked_at,
+    unverifiedSince: r.unverified_since,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+function toRow(p: DomainPatch): Updateable<DomainsTable> {
+  const b = (v: boolean | undefined) => (v === undefined ? undefined : v ? 1 : 0);
+  const row: Updateable<DomainsTable> = {
+    region: p.region,
+    status: p.status,
+    subdomain: p.subdomain,
+    dkim_selector: p.dkimSelector,
+    bounce_label: p.bounceLabel,
+    dkim_status: p.dkimStatus,
+    spf_status: p.spfStatus,
+    mx_status: p.mxStatus,
+    dmarc_status: p.dmarcStatus,
+    dmarc_added: b(p.dmarcAdded),
+    click_tracking: b(p.clickTracking),
+    open_tracking: b(p.openTracking),
+    tracking_domain: p.trackingDomain,
+    tracking_domain_status: p.trackingDomainStatus,
+    tls_policy: p.tlsPolicy,
+    receiving: b(p.receiving),
+    receiving_mx_status: p.receivingMxStatus,
+    is_verifying: b(p.isVerifying),
+    error_message: p.errorMessage,
+    verification_error: p.verificationError,
+    last_checked_at: p.lastCheckedAt,
+    unverified_since: p.unverifiedSince,
+    updated_at: p.updatedAt,
+  };
+  for (const k of Object.keys(row) as (keyof typeof row)[]) if (row[k] === undefined) delete row[k];
+  return row;
+}
+
+export function createDomainsRepository(db: Db) {
+  const live = () => db.selectFrom('domains').selectAll().where('deleted_at', 'is', null);
+  return {
+    async insert(d: Omit<DomainRecord, 'id'>): Promise<DomainRecord> {
+      const row = await db
+        .insertInto('domains')
+        .values({
+          team_id: d.teamId,
+          name: d.name,
+          region: d.region,
+          status: d.status,
+          subdomain: d.subdomain,
+          dkim_selector: d.dkimSelector,
+          dkim_private_key: d.dkimPrivateKey,
+          public_key: d.publicKey,
+          bounce_label: d.bounceLabel,
+          dkim_status: d.dkimStatus,
+          spf_status: d.spfStatus,
+          mx_status: d.mxStatus,
+          dmarc_status: d.dmarcStatus,
+          dmarc_added: d.dmarcAdded ? 1 : 0,
+          click_tracking: d.clickTracking ? 1 : 0,
+          open_tracking: d.openTracking ? 1 : 0,
+          tracking_domain: d.trackingDomain,
+          tracking_domain_status: d.trackingDomainStatus,
+          tls_policy: d.tlsPolicy,
+          receiving: d.receiving ? 1 : 0,
+          receiving_mx_status: d.receivingMxStatus,
+          is_verifying: d.isVerifying ? 1 : 0,
+          error_message: d.errorMessage,
+          verification_error: d.verificationError,
+          last_checked_at: d.lastCheckedAt,
+          unverified_since: d.unverifiedSince,
+          created_at: d.createdAt,
+          updated_at: d.updatedAt,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return fromRow(row);
+    },
+    async findById(teamId: number, id: number): Promise<DomainRecord | undefined> {
+      const r = await live().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
+      return r && fromRow(r);
+    },
+    /** Any team's live domain by id (engine and inbound use this). */
+    async findByIdAnyTeam(id: number): Promise<DomainRecord | undefined> {
+      const r = await live().where('id', '=', id).executeTakeFirst();
+      return r && fromRow(r);
+    },
+    async findByName(teamId: number, name: string): Promise<DomainRecord | undefined> {
+      const r = await live().where('team_id', '=', teamId).where('name', '=', name).executeTakeFirst();
+      return r && fromRow(r);
+    },
+    /** Live domains of any team with this exact name (inbound routing). */
+    async findAllByName(name: string): Promise<DomainRecord[]> {
+      return (await live().where('name', '=', name).orderBy('id').execute()).map(fromRow);
+    },
+    async list(teamId: number, onlyId?: number | null): Promise<DomainRecord[]> {
+      let q = live().where('team_id', '=', teamId);
+      if (onlyId) q = q.where('id', '=', onlyId);
+      return (await q.orderBy('id').execute()).map(fromRow);
+    },
+    async listForRecheck(verified: boolean): Promise<DomainRecord[]> {
+      const q = live();
+      return (await (verified ? q.where('status', '=', 'SUCCESS') : q.where('status', '!=', 'SUCCESS')).orderBy('id').execute()).map(fromRow);
+    },
+    async update(id: number, patch: DomainPatch): Promise<DomainRecord | undefined> {
+      const r = await db.updateTable('domains').set(toRow(patch)).where('id', '=', id).where('deleted_at', 'is', null).returningAll().executeTakeFirst();
+      return r && fromRow(r);
+    },
+    async softDelete(teamId: number, id: number, nowIso: string): Promise<boolean> {
+      const res = await db
+        .updateTable('domains')
+        .set({ deleted_at: nowIso, updated_at: nowIso, receiving: 0 })
+        .where('team_id', '=', teamId)
+        .where('id', '=', id)
+        .where('deleted_at', 'is', null)
+        .executeTakeFirst();
+      return res.numUpdatedRows > 0n;
+    },
+  };
+}
+export type DomainsRepository = ReturnType<typeof createDomainsRepository>;

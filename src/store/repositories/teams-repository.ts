@@ -1,0 +1,34 @@
+import type { Db } from '../db.js';
+
+export interface TeamRow {
+  id: number;
+  name: string;
+  rateLimit: number | null;
+  createdAt: string;
+}
+
+export function createTeamsRepository(db: Db) {
+  return {
+    async insert(name: string, nowIso: string, rateLimit: number | null = null): Promise<number> {
+      const row = await db
+        .insertInto('teams')
+        .values({ name, rate_limit: rateLimit, created_at: nowIso, updated_at: nowIso })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      return row.id;
+    },
+    async findById(id: number): Promise<TeamRow | undefined> {
+      const r = await db.selectFrom('teams').selectAll().where('id', '=', id).executeTakeFirst();
+      return r && { id: r.id, name: r.name, rateLimit: r.rate_limit, createdAt: r.created_at };
+    },
+    async list(): Promise<TeamRow[]> {
+      const rows = await db.selectFrom('teams').selectAll().orderBy('id').execute();
+      return rows.map((r) => ({ id: r.id, name: r.name, rateLimit: r.rate_limit, createdAt: r.created_at }));
+    },
+    async setRateLimit(id: number, rateLimit: number | null, nowIso: string): Promise<boolean> {
+      const res = await db.updateTable('teams').set({ rate_limit: rateLimit, updated_at: nowIso }).where('id', '=', id).executeTakeFirst();
+      return res.numUpdatedRows > 0n;
+    },
+  };
+}
+export type TeamsRepository = ReturnType<typeof createTeamsRepository>;

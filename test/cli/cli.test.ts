@@ -1,0 +1,61 @@
+import test from 'ava';
+import { execFile } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { startTestApp } from '../helpers/test-app.js';
+
+const run = promisify(execFile);
+const BIN = fileURLToPath(new URL('../../../bin/posthorn', import.meta.url));
+
+function cli(dataDir: string, ...args: string[]) {
+  return run(process.execPath, [BIN, ...args], {
+    env: { PATH: process.env.PATH, POSTHORN_DATA_DIR: dataDir, POSTHORN_DNS_SERVERS: '127.0.0.1:9' },
+  });
+}
+
+test('keys create on an empty data dir makes team 1 and prints the key last; the key works against the API', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'posthorn-cli-'));
+  const { stdout } = await cli(dataDir, 'keys', 'create', '--name', 'ci');
+  const key = stdout.trim().split('\n').pop()!;
+  t.regex(key, /^ph_[0-9a-z]{12}_/);
+  const app = await startTestApp({ dataDir });
+  try {
+    const res = await app.request('GET', '/v1/apiKeys', { key });
+    t.is(res.status, 200);
+    t.true(res.body.some((k: any) => k.name === 'ci'));
+  } finally {
+    await app.stop();
+  }
+});
+
+test('teams create prints the id; keys list and revoke; migrate is idempotent; config print redacts', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'posthorn-cli-'));
+  const first = await cli(dataDir, 'migrate');
+  t.regex(first.stdout, /applied \d+ migration/);
+  const second = await cli(dataDir, 'migrate');
+  t.regex(second.stdout, /up to date/);
+  const team = (await cli(dataDir, 'teams', 'create', '--name', 'Acme')).stdout.trim();
+  t.regex(team, /^\d+$/);
+  const created = await cli(dataDir, 'keys', 'create', '--name', 'sender', '--team', team, '--permission', 'SENDING');
+  t.regex(created.stdout, /SENDING/);
+  const list = (await cli(dataDir, 'keys', 'list')).stdout;
+  t.regex(list, /sender/);
+  t.false(list.includes(created.stdout.trim().split('\n').pop()!));
+  const id = /created key (\d+)/.exec(created.stdout)![1]!;
+  t.regex((await cli(dataDir, 'keys', 'revoke', id)).stdout, /revoked/);
+  const err = await t.throwsAsync(cli(dataDir, 'keys', 'revoke', id));
+  t.regex((err as any).stderr, /not found/);
+  const printed = JSON.parse((await run(process.execPath, [BIN, 'config', 'print'], { env: { PATH: process.env.PATH, POSTHORN_SECRET: 'topsecretvalue' } })).stdout);
+  t.is(printed.secret, '[redacted]');
+});
+
+test('bad arguments exit non-zero with a message', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'posthorn-cli-'));
+  const err = await t.throwsAsync(cli(dataDir, 'keys', 'create', '--name', 'x', '--permission', 'ROOT'));
+  t.regex((err as any).stderr, /FULL or SENDING/);
+  const missing = await t.throwsAsync(cli(dataDir, 'keys', 'create'));
+  t.regex((missing as any).stderr, /--name/);
+});

@@ -1,0 +1,124 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createApp, type App } from '../../src/app.js';
+import { loadConfig, type DeepPartial } from '../../src/config/load.js';
+import type { Config } from '../../src/config/defaults.js';
+import type { Clock } from '../../src/lib/clock.js';
+import { createDnsClient } from '../../src/lib/dns/dns-client.js';
+import { startDnsZone, type DnsZone } from './dns-zone.js';
+
+export interface TestResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  /** Raw body text, sent as is (for malformed JSON tests). */
+  rawBody?: string;
+  /** API key to use; null sends no Authorization header. Defaults to the team's FULL key. */
+  key?: string | null;
+  headers?: Record<string, string>;
+}
+
+export interface TestApp {
+  app: App;
+  baseUrl: string;
+  /** A FULL key of team `teamId`. */
+  key: string;
+  teamId: number;
+  zone: DnsZone;
+  dataDir: string;
+  config: Config;
+  request<T = any>(method: string, path: string, opts?: RequestOptions): Promise<TestResponse<T>>;
+  /** Stops the app but keeps the data dir (for restart tests). */
+  stop(): Promise<void>;
+  /** Stops the app and removes its data dir and DNS zone. */
+  close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  overrides?: DeepPartial<Config>;
+  clock?: Clock;
+  /** Reuse a data dir (restart tests). */
+  dataDir?: string;
+  zone?: DnsZone;
+}
+
+/** Each test file builds its own world: temp data dir, its own DNS zone, HTTP on 127.0.0.1:0. */
+export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'posthorn-test-'));
+  const zone = opts.zone ?? (await startDnsZone());
+  const base: DeepPartial<Config> = {
+    dataDir,
+    hostname: 'mx.posthorn.test',
+    publicUrl: 'http://posthorn.test',
+    log: { level: 'silent' },
+    http: { host: '127.0.0.1', port: 0 },
+    inbound: { host: '127.0.0.1', port: 0 },
+    submission: { host: '127.0.0.1', port: 0 },
+    rateLimit: { perSecond: 10_000 },
+    dns: { servers: [zone.server], timeoutMs: 500 },
+  };
+  const config = loadConfig({ env: {}, overrides: deepMerge(base, opts.overrides ?? {}) });
+  const resolver = createDnsClient({ servers: [zone.server], timeoutMs: 500, tries: 1 });
+  const app = await createApp({ config, clock: opts.clock, resolver });
+  const listeners = await app.start();
+  const baseUrl = `http://127.0.0.1:${listeners.http!.port}`;
+  const teams = await app.services.teams.list();
+  const teamId = teams[0]?.id ?? (await app.services.teams.create('Test team'));
+  const key = (await app.services.apiKeys.create(teamId, { name: 'test', permission: 'FULL' })).token;
+
+  async function request<T>(method: string, path: string, ro: RequestOptions = {}): Promise<TestResponse<T>> {
+    const headers: Record<string, string> = { ...(ro.headers ?? {}) };
+    const useKey = ro.key === undefined ? key : ro.key;
+    if (useKey !== null) headers.authorization = `Bearer ${useKey}`;
+    let body: string | undefined;
+    if (ro.rawBody !== undefined) body = ro.rawBody;
+    else if (ro.body !== undefined) body = JSON.stringify(ro.body);
+    if (body !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
+    const res = await fetch(baseUrl + path, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      // keep text (HTML pages, raw MIME)
+    }
+    return { status: res.status, headers: res.headers, body: parsed as T };
+  }
+
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await app.stop();
+  };
+  return {
+    app,
+    baseUrl,
+    key,
+    teamId,
+    zone,
+    dataDir,
+    config,
+    request,
+    stop,
+    async close() {
+      await stop();
+      if (!opts.zone) await zone.close();
+      if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+function deepMerge<T>(a: T, b: unknown): T {
+  if (!b || typeof b !== 'object' || Array.isArray(b)) return (b ?? a) as T;
+  const out: Record<string, unknown> = { ...(a as Record<string, unknown>) };
+  for (const [k, v] of Object.entries(b as Record<string, unknown>)) {
+    out[k] = v && typeof v === 'object' && !Array.isArray(v) && out[k] && typeof out[k] === 'object' ? deepMerge(out[k], v) : v;
+  }
+  return out as T;
+}
