@@ -6,6 +6,7 @@ import { registerMigrate } from './migrate-command.js';
 import { registerTeams } from './teams-command.js';
 import { registerKeys } from './keys-command.js';
 import { registerConfig } from './config-command.js';
+import { registerDomains } from './domains-command.js';
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -20,6 +21,7 @@ export function buildProgram(): Command {
   registerTeams(program);
   registerKeys(program);
   registerConfig(program);
+  registerDomains(program);
   return program;
 }
 

@@ -59,3 +59,26 @@ test('bad arguments exit non-zero with a message', async (t) => {
   const missing = await t.throwsAsync(cli(dataDir, 'keys', 'create'));
   t.regex((missing as any).stderr, /--name/);
 });
+
+test('domains add prints the records; verify checks them through the configured DNS servers', async (t) => {
+  const { startDnsZone } = await import('../helpers/dns-zone.js');
+  const zone = await startDnsZone();
+  const dataDir = mkdtempSync(join(tmpdir(), 'posthorn-cli-'));
+  const env = { PATH: process.env.PATH, POSTHORN_DATA_DIR: dataDir, POSTHORN_DNS_SERVERS: zone.server, POSTHORN_HOSTNAME: 'mx.cli.test' };
+  try {
+    const added = (await run(process.execPath, [BIN, 'domains', 'add', 'cli-example.com'], { env })).stdout;
+    t.regex(added, /posthorn\._domainkey\.cli-example\.com/);
+    t.regex(added, /bounces\.cli-example\.com/);
+    const pending = (await run(process.execPath, [BIN, 'domains', 'verify', 'cli-example.com'], { env })).stdout;
+    t.regex(pending, /cli-example\.com: PENDING/);
+    const dkim = /v=DKIM1; k=rsa; p=([A-Za-z0-9+/=]+)/.exec(added)![1]!;
+    zone.set('posthorn._domainkey.cli-example.com', 'TXT', [`v=DKIM1; k=rsa; p=${dkim}`]);
+    zone.set('bounces.cli-example.com', 'TXT', ['v=spf1 a:mx.cli.test ~all']);
+    zone.set('bounces.cli-example.com', 'MX', [{ exchange: 'mx.cli.test', priority: 10 }]);
+    const ok = (await run(process.execPath, [BIN, 'domains', 'verify', '1'], { env })).stdout;
+    t.regex(ok, /cli-example\.com: SUCCESS/);
+    t.regex((await run(process.execPath, [BIN, 'domains', 'list'], { env })).stdout, /cli-example\.com\s+SUCCESS/);
+  } finally {
+    await zone.close();
+  }
+});

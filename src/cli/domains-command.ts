@@ -1,0 +1,64 @@
+import type { Command } from 'commander';
+import { parseIntOption, printTable, withApp } from './cli-context.js';
+import type { App } from '../app.js';
+
+async function teamFor(app: App, team?: string): Promise<number> {
+  if (team) {
+    const id = parseIntOption(team, '--team');
+    if (!(await app.services.teams.get(id))) throw new Error(`team ${id} not found`);
+    return id;
+  }
+  return (await app.services.teams.list())[0]?.id ?? (await app.services.teams.create('Default team'));
+}
+
+function printRecords(records: { type: string; name: string; value: string; priority: string | null; status: string; recommended: boolean }[]): void {
+  printTable(records.map((r) => ({ type: r.type, name: r.name, priority: r.priority ?? '', value: r.value, status: r.status, required: r.recommended ? 'recommended' : 'yes' })));
+}
+
+export function registerDomains(program: Command): void {
+  const domains = program.command('domains').description('manage sending domains');
+  domains
+    .command('add')
+    .description('add a sending domain and print the DNS records to publish')
+    .argument('<name>')
+    .option('--team <id>', 'team id (default: the first team)')
+    .option('--region <region>', 'region label', 'default')
+    .action(async (name: string, opts: { team?: string; region: string }, cmd: Command) => {
+      await withApp(cmd, async (app) => {
+        const teamId = await teamFor(app, opts.team);
+        const d = await app.services.domains.create({ teamId, domainId: null }, { name, region: opts.region });
+        process.stdout.write(`domain ${d.id} ${d.name} added to team ${teamId}. Publish these records, then run: posthorn domains verify ${d.name}\n\n`);
+        printRecords(d.dnsRecords);
+      });
+    });
+  domains
+    .command('list')
+    .description('list domains of a team, or of every team')
+    .option('--team <id>', 'only this team')
+    .action(async (opts: { team?: string }, cmd: Command) => {
+      await withApp(cmd, async (app) => {
+        const teams = opts.team ? [parseIntOption(opts.team, '--team')] : (await app.services.teams.list()).map((t) => t.id);
+        const rows = [];
+        for (const teamId of teams) {
+          for (const d of await app.services.domains.list({ teamId, domainId: null })) {
+            rows.push({ id: d.id, team: teamId, name: d.name, status: d.status, dkim: d.dkimStatus ?? '', spf: d.spfDetails ?? '', lastChecked: d.lastCheckedTime ?? 'never' });
+          }
+        }
+        printTable(rows);
+      });
+    });
+  domains
+    .command('verify')
+    .description('check the DNS records of a domain now and print each record\'s status')
+    .argument('<nameOrId>')
+    .option('--team <id>', 'team id, when several teams have the name')
+    .action(async (nameOrId: string, opts: { team?: string }, cmd: Command) => {
+      await withApp(cmd, async (app) => {
+        const found = await app.services.domains.findForCli(opts.team ? parseIntOption(opts.team, '--team') : null, nameOrId);
+        if (!found) throw new Error(`domain ${nameOrId} not found`);
+        const result = await app.services.domains.verify({ teamId: found.teamId, domainId: null }, found.id);
+        process.stdout.write(`${result.domain.name}: ${result.domain.status}\n${result.message}\n\n`);
+        printRecords(result.domain.dnsRecords);
+      });
+    });
+}
