@@ -1,0 +1,39 @@
+import { compile, type HtmlToTextOptions } from 'html-to-text';
+
+/*
+ * Plain-text alternative for sends that only supply HTML. Multipart mail with
+ * a sensible text part scores better with spam filters and reads in
+ * text-only clients.
+ */
+
+const HEADINGS = ['h1', 'h2', 'h3', 'h4', 'h5', 'h6'];
+
+const OPTIONS: HtmlToTextOptions = {
+  wordwrap: 78,
+  selectors: [
+    { selector: 'a', options: { linkBrackets: ['[', ']'], hideLinkHrefIfSameAsText: true } },
+    { selector: 'img', format: 'skip' },
+    // Hidden preheaders are inbox-preview filler, not content.
+    { selector: 'div[style*="display:none"]', format: 'skip' },
+    { selector: 'div[style*="display: none"]', format: 'skip' },
+    // Keep heading case: uppercasing would also rewrite `{{firstName}}`
+    // placeholders if the HTML has not been personalised yet.
+    ...HEADINGS.map((selector) => ({ selector, options: { uppercase: false } })),
+    { selector: 'table', format: 'block' },
+  ],
+};
+
+// Compiling once builds the selector matcher once, not per message.
+const convert = compile(OPTIONS);
+
+export function htmlToPlainText(html: string): string {
+  // Layout tables and &nbsp; spacer cells leave whitespace-only lines behind.
+  return convert(html)
+    .split('\n')
+    .map((line) => line.trimEnd())
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    // Only blank lines are trimmed: a leading space can be list indentation.
+    .replace(/^\n+/, '')
+    .replace(/\n+$/, '');
+}

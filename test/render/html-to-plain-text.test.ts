@@ -1,0 +1,56 @@
+import test from 'ava';
+import { parseEditorDocument } from '../../src/render/editor-document.js';
+import { renderEditorHtml } from '../../src/render/editor-html-renderer.js';
+import { htmlToPlainText } from '../../src/render/html-to-plain-text.js';
+import { KITCHEN_SINK_JSON } from './helpers/fixtures.js';
+
+test('links are shown as text [url]', (t) => {
+  t.is(htmlToPlainText('<p>Read <a href="https://docs.example.com">the docs</a>.</p>'), 'Read the docs [https://docs.example.com].');
+});
+
+test('a link whose text is its url is not repeated', (t) => {
+  t.is(htmlToPlainText('<p><a href="https://example.com">https://example.com</a></p>'), 'https://example.com');
+});
+
+test('images are dropped', (t) => {
+  t.is(htmlToPlainText('<p>Before<img src="https://a.example/x.png" alt="Logo">After</p>'), 'BeforeAfter');
+  t.is(htmlToPlainText('<a href="https://a.example"><img src="https://a.example/x.png" alt="Banner"></a><p>Text</p>'), 'https://a.example\n\nText', 'a linked image leaves its url');
+});
+
+test('wraps at 78 columns', (t) => {
+  const words = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ');
+  const out = htmlToPlainText(`<p>${words}</p>`);
+  const lines = out.split('\n');
+  t.true(lines.length > 1);
+  for (const line of lines) t.true(line.length <= 78, line);
+  t.is(out.replace(/\n/g, ' '), words);
+});
+
+test('headings keep their case so placeholders survive', (t) => {
+  t.is(htmlToPlainText('<h1>Hello {{firstName}}</h1><p>Body</p>'), 'Hello {{firstName}}\n\nBody');
+});
+
+test('entities are decoded and scripts/styles produce no text', (t) => {
+  t.is(htmlToPlainText('<style>p{color:red}</style><script>alert(1)</script><p>Fish &amp; chips &lt;3</p>'), 'Fish & chips <3');
+});
+
+test('lists', (t) => {
+  t.is(htmlToPlainText('<ul><li>One</li><li>Two</li></ul>'), ' * One\n * Two');
+});
+
+test('rendered editor email: preheader skipped, structure kept', (t) => {
+  const html = renderEditorHtml(parseEditorDocument(KITCHEN_SINK_JSON), { previewText: 'SECRET PREVIEW' });
+  const out = htmlToPlainText(html);
+  t.false(out.includes('SECRET PREVIEW'));
+  t.false(/\n{3,}/.test(out), 'no runs of blank lines from layout tables');
+  t.true(out.startsWith('Hello {{firstName,fallback=there}}'));
+  t.true(out.includes('a link [https://example.com/?a=1&b=2]'));
+  t.true(out.includes('Confirm [{{verifyUrl}}]'));
+  t.true(out.includes('Unsubscribe [{{unsubscribeUrl}}]'));
+  t.snapshot(out);
+});
+
+test('empty and non-html input', (t) => {
+  t.is(htmlToPlainText(''), '');
+  t.is(htmlToPlainText('just words'), 'just words');
+});
