@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { hostname as osHostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type Router from '@koa/router';
 import type { Config } from './config/defaults.js';
@@ -11,13 +13,25 @@ import { createTeamsRepository } from './store/repositories/teams-repository.js'
 import { createApiKeysRepository } from './store/repositories/api-keys-repository.js';
 import { createSettingsRepository } from './store/repositories/settings-repository.js';
 import { createDomainsRepository } from './store/repositories/domains-repository.js';
+import { createEmailsRepository } from './store/repositories/emails-repository.js';
+import { createDeliveriesRepository } from './store/repositories/deliveries-repository.js';
+import { createIdempotencyRepository } from './store/repositories/idempotency-repository.js';
+import { createSuppressionsRepository } from './store/repositories/suppressions-repository.js';
 import { EventBus } from './core/events.js';
 import { createApiKeyService } from './core/api-keys/api-key-service.js';
 import { createTeamService } from './core/teams/team-service.js';
 import { createRateLimiter } from './core/rate-limit/rate-limiter.js';
 import { createDomainService } from './core/domains/domain-service.js';
+import { createEmailService } from './core/emails/email-service.js';
+import { createDeliveryService } from './core/deliveries/delivery-service.js';
+import { DeliveryEngine } from './smtp/outbound/delivery-engine.js';
+import { createMessageFactory } from './smtp/outbound/message-factory.js';
+import { createDkimSigner } from './smtp/outbound/dkim-signer.js';
+import { createMxResolver } from './smtp/outbound/mx-resolver.js';
+import { createSmtpClientPool } from './smtp/outbound/smtp-client-pool.js';
 import { createHttpApp, listenHttp, type RunningHttpServer } from './api/http-server.js';
 import { apiKeysRoutes } from './api/routes/api-keys-routes.js';
+import { emailsRoutes } from './api/routes/emails-routes.js';
 import { domainsRoutes } from './api/routes/domains-routes.js';
 import { startCronJobs, type CronJobs } from './scheduler/cron-jobs.js';
 import type { RouteDef } from './api/route-types.js';
@@ -68,10 +82,63 @@ export async function createApp(opts: AppOptions) {
   const apiKeys = createApiKeyService({ apiKeys: createApiKeysRepository(store.db), clock, domainBelongsToTeam: domains.belongsToTeam });
   const rateLimiter = createRateLimiter(clock);
 
-  const services = { teams, apiKeys, events, settings, domains };
+  const emailsRepo = createEmailsRepository(store.db);
+  const deliveriesRepo = createDeliveriesRepository(store.db);
+  const suppressionsRepo = createSuppressionsRepository(store.db);
+  let engine: DeliveryEngine | undefined;
+  const emails = createEmailService({
+    emails: emailsRepo,
+    idempotency: createIdempotencyRepository(store.db),
+    suppressions: suppressionsRepo,
+    domains,
+    events,
+    clock,
+    onQueued: () => engine?.wake(),
+  });
+  const deliveries = createDeliveryService({
+    deliveries: deliveriesRepo,
+    emails: emailsRepo,
+    domains: domainsRepo,
+    events,
+    clock,
+    logger,
+    maxAgeMs: config.outbound.maxAgeHours * 3_600_000,
+    leaseMs: 10 * 60_000, // longer than any one SMTP transaction may take (RFC 5321 data timeouts)
+    owner: `${osHostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
+  });
 
-  const routes: RouteDef[] = [...apiKeysRoutes(apiKeys), ...domainsRoutes(domains)];
+  const services = { teams, apiKeys, events, settings, domains, emails, deliveries, deliveriesRepo, suppressionsRepo };
+
+  const routes: RouteDef[] = [...apiKeysRoutes(apiKeys), ...domainsRoutes(domains), ...emailsRoutes(emails)];
   let cron: CronJobs | undefined;
+  const relay = config.outbound.relay.host
+    ? {
+        host: config.outbound.relay.host,
+        port: config.outbound.relay.port,
+        secure: config.outbound.relay.secure,
+        user: config.outbound.relay.user || undefined,
+        password: config.outbound.relay.password || undefined,
+      }
+    : undefined;
+  const signer = createDkimSigner({ workers: config.outbound.signingWorkers });
+  const pool = createSmtpClientPool({
+    heloName: config.hostname,
+    logger,
+    ca: config.outbound.caFile ? readFileSync(config.outbound.caFile) : undefined,
+    relay,
+    maxConnectionsPerHost: config.outbound.maxConnectionsPerHost,
+    maxConnections: config.outbound.maxConnections,
+  });
+  engine = new DeliveryEngine({
+    deliveries,
+    messages: createMessageFactory({ signer }),
+    mx: createMxResolver(resolver, clock),
+    pool,
+    clock,
+    logger,
+    port: config.outbound.port,
+    relay,
+  });
   const listeners: Listeners = {};
   let http: RunningHttpServer | undefined;
   let stopping = false;
@@ -98,6 +165,7 @@ export async function createApp(opts: AppOptions) {
     secret,
     services,
     listeners,
+    engine,
 
     /** On a store with no key at all, makes a team and a FULL key so a newcomer can call the API at once. */
     async ensureFirstKey(): Promise<string | null> {
@@ -121,6 +189,9 @@ export async function createApp(opts: AppOptions) {
       http = await listenHttp(koa, config.http.host, config.http.port);
       listeners.http = { host: config.http.host, port: http.port };
       logger.info({ listener: 'http', host: config.http.host, port: http.port }, `HTTP API listening on ${config.http.host}:${http.port}`);
+      const released = await deliveries.releaseStaleLeases();
+      if (released) logger.info({ released }, 'released delivery leases left by a previous run');
+      engine!.start();
       cron = startCronJobs({ logger, domains, config });
       return listeners;
     },
@@ -131,6 +202,9 @@ export async function createApp(opts: AppOptions) {
       stopping = true;
       cron?.stop();
       await http?.close();
+      await engine!.stop();
+      await pool.close();
+      await signer.close();
       await store.close();
       logger.info('stopped');
     },

@@ -7,6 +7,7 @@ import { registerTeams } from './teams-command.js';
 import { registerKeys } from './keys-command.js';
 import { registerConfig } from './config-command.js';
 import { registerDomains } from './domains-command.js';
+import { registerQueue, registerSend } from './send-command.js';
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -22,6 +23,8 @@ export function buildProgram(): Command {
   registerKeys(program);
   registerConfig(program);
   registerDomains(program);
+  registerSend(program);
+  registerQueue(program);
   return program;
 }
 

@@ -53,6 +53,24 @@ export interface Config {
   outbound: {
     /** Destination SMTP port on recipients' MX hosts (25 in production; tests point it at a sink). */
     port: number;
+    /** Give up on a message still undelivered this many hours after acceptance (FAILED). */
+    maxAgeHours: number;
+    /** Extra CA certificates (PEM file) trusted for ENFORCED TLS, besides the system store. */
+    caFile: string;
+    /** Concurrent SMTP connections to one destination host, and in total. */
+    maxConnectionsPerHost: number;
+    maxConnections: number;
+    /** Worker threads that DKIM-sign (RSA costs ~1 ms per message; keep the event loop free). */
+    signingWorkers: number;
+    /** Upstream relay (smarthost): when host is set, all mail goes through it, still DKIM-signed by us. */
+    relay: {
+      host: string;
+      port: number;
+      /** implicit = TLS from the first byte (465); starttls = upgrade (587/25); none = plaintext (not recommended). */
+      secure: 'implicit' | 'starttls' | 'none';
+      user: string;
+      password: string;
+    };
   };
   webhooks: {
     /** Allow webhook URLs that resolve to private, loopback or link-local addresses. */
@@ -77,6 +95,14 @@ export const DEFAULT_CONFIG: Config = {
   },
   inbound: { port: 25, host: '0.0.0.0' },
   submission: { port: 587, host: '0.0.0.0' },
-  outbound: { port: 25 },
+  outbound: {
+    port: 25,
+    maxAgeHours: 72,
+    caFile: '',
+    maxConnectionsPerHost: 10,
+    maxConnections: 100,
+    signingWorkers: 1,
+    relay: { host: '', port: 587, secure: 'starttls', user: '', password: '' },
+  },
   webhooks: { allowPrivate: false },
 };

@@ -109,5 +109,6 @@ function deepMerge(base: Record<string, unknown>, extra: Record<string, unknown>
 export function redactConfig(config: Config): Config {
   const copy = structuredClone(config);
   if (copy.secret) copy.secret = '[redacted]';
+  if (copy.outbound.relay.password) copy.outbound.relay.password = '[redacted]';
   return copy;
 }

@@ -37,7 +37,25 @@ export const configSchema = z
       .strict(),
     inbound: z.object({ port, host: z.string().min(1) }).strict(),
     submission: z.object({ port, host: z.string().min(1) }).strict(),
-    outbound: z.object({ port: port.min(1) }).strict(),
+    outbound: z
+      .object({
+        port: port.min(1),
+        maxAgeHours: z.number().positive(),
+        caFile: z.string(),
+        maxConnectionsPerHost: z.number().int().positive(),
+        maxConnections: z.number().int().positive(),
+        signingWorkers: z.number().int().min(0).max(16),
+        relay: z
+          .object({
+            host: z.string(),
+            port: port.min(1),
+            secure: z.enum(['implicit', 'starttls', 'none']),
+            user: z.string(),
+            password: z.string(),
+          })
+          .strict(),
+      })
+      .strict(),
     webhooks: z.object({ allowPrivate: z.boolean() }).strict(),
   })
   .strict();

@@ -54,6 +54,10 @@ export type SmtpSinkOptions = Partial<SinkBehaviour> & {
   cert?: { key: string; cert: string };
   /** RFC 1870 SIZE limit in bytes; no limit by default. */
   size?: number;
+  /** Loopback address to bind (another 127.x address lets a second sink share the port). */
+  host?: string;
+  /** Port to bind; 0 (default) picks a free one. */
+  port?: number;
 };
 
 const SINK_HOST = '127.0.0.1';
@@ -132,7 +136,7 @@ function skipGreetingDelay(server: SMTPServer): void {
 }
 
 export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSink> {
-  const { hostname = DEFAULT_SINK_HOSTNAME, cert: ownCert, size, ...initialBehaviour } = opts;
+  const { hostname = DEFAULT_SINK_HOSTNAME, cert: ownCert, size, host = SINK_HOST, port: bindPort = 0, ...initialBehaviour } = opts;
   const { key, cert } = ownCert ?? (await defaultCert(hostname));
 
   let behaviour: SinkBehaviour = { ...initialBehaviour, starttls: initialBehaviour.starttls ?? true };
@@ -227,7 +231,7 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
 
   await new Promise<void>((resolve, reject) => {
     server.server.once('error', reject);
-    server.listen(0, SINK_HOST, () => {
+    server.listen(bindPort, host, () => {
       server.server.off('error', reject);
       resolve();
     });
@@ -238,7 +242,7 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
 
   return {
     port,
-    host: SINK_HOST,
+    host,
     ca: cert,
     hostname,
     messages,

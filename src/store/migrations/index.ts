@@ -1,10 +1,12 @@
 import type { Migration } from 'kysely';
 import * as m20261122010000 from './20261122010000-init.js';
 import * as m20261122020000 from './20261122020000-domains.js';
+import * as m20261122030000 from './20261122030000-emails.js';
 
 // Every migration, keyed by its timestamped name. Kysely runs them in name order and
 // records each in kysely_migration, so they are forward-only and run once.
 export const MIGRATIONS: Record<string, Migration> = {
   '20261122010000-init': m20261122010000,
   '20261122020000-domains': m20261122020000,
+  '20261122030000-emails': m20261122030000,
 };

@@ -70,7 +70,96 @@ export interface DomainsTable {
   deleted_at: string | null;
 }
 
+export interface EmailsTable {
+  id: string;
+  team_id: number;
+  domain_id: number | null;
+  api_key_id: number | null;
+  from_addr: string;
+  to_json: string;
+  cc_json: string | null;
+  bcc_json: string | null;
+  reply_to_json: string | null;
+  subject: string;
+  text_body: string | null;
+  html_body: string | null;
+  headers_json: string | null;
+  attachments_json: string | null;
+  tags_json: string;
+  template_id: string | null;
+  campaign_id: string | null;
+  contact_id: string | null;
+  in_reply_to: string | null;
+  references_json: string | null;
+  message_id: string;
+  scheduled_at: string | null;
+  latest_status: string;
+  status_rank: number;
+  sent_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface EmailTagsTable {
+  email_id: string;
+  team_id: number;
+  tag: string;
+}
+
+export interface EmailEventsTable {
+  id: Generated<number>;
+  email_id: string;
+  status: string;
+  data_json: string | null;
+  created_at: string;
+}
+
+export type DeliveryState = 'queued' | 'delivered' | 'bounced' | 'failed' | 'cancelled';
+
+export interface DeliveriesTable {
+  id: Generated<number>;
+  email_id: string;
+  team_id: number;
+  recipient: string;
+  rcpt_domain: string;
+  kind: 'to' | 'cc' | 'bcc';
+  state: DeliveryState;
+  attempts: number;
+  next_attempt_at: number;
+  lease_owner: string | null;
+  lease_until: number | null;
+  last_code: number | null;
+  last_response: string | null;
+  mx_host: string | null;
+  accepted_at: number;
+  updated_at: string;
+}
+
+export interface IdempotencyKeysTable {
+  team_id: number;
+  key: string;
+  body_hash: string;
+  state: 'in_flight' | 'done';
+  response_json: string | null;
+  created_at: number;
+}
+
+export interface SuppressionsTable {
+  id: Generated<number>;
+  team_id: number;
+  email: string;
+  reason: 'HARD_BOUNCE' | 'COMPLAINT' | 'MANUAL';
+  source: string | null;
+  created_at: string;
+}
+
 export interface Database {
+  emails: EmailsTable;
+  email_tags: EmailTagsTable;
+  email_events: EmailEventsTable;
+  deliveries: DeliveriesTable;
+  idempotency_keys: IdempotencyKeysTable;
+  suppressions: SuppressionsTable;
   domains: DomainsTable;
   teams: TeamsTable;
   api_keys: ApiKeysTable;

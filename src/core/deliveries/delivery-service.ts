@@ -1,0 +1,192 @@
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/logger.js';
+import type { DeliveriesRepository, DeliveryRow, DeliveryUpdate, ResultsWrite, StatusEventWrite } from '../../store/repositories/deliveries-repository.js';
+import type { EmailRow, EmailsRepository } from '../../store/repositories/emails-repository.js';
+import type { DomainRecord, DomainsRepository } from '../../store/repositories/domains-repository.js';
+import type { EventBus, BusEvent } from '../events.js';
+import { statusEventType, statusRank, type EmailStatus } from '../emails/email-status.js';
+import { addressKey } from '../emails/addresses.js';
+import { retryDelayMs } from './retry-schedule.js';
+import { notFound } from '../errors.js';
+
+/** Recipients of one email at one destination domain: one SMTP transaction (per MX). */
+export interface DeliveryGroup {
+  email: EmailRow;
+  domain: DomainRecord | undefined;
+  rcptDomain: string;
+  deliveries: DeliveryRow[];
+}
+
+/** What one attempt did for one recipient (a value, not an exception: DESIGN 3.5). */
+export interface AttemptResult {
+  deliveryId: number;
+  outcome: 'delivered' | 'deferred' | 'bounced' | 'failed';
+  code?: number;
+  response: string;
+  mxHost?: string | null;
+  /** The mailbox does not exist: suppress this recipient (and only it). */
+  hardBounce?: boolean;
+  /** The remote asked to wait at least this long. */
+  retryAfterMs?: number;
+}
+
+export interface DeliveryServiceDeps {
+  deliveries: DeliveriesRepository;
+  emails: EmailsRepository;
+  domains: DomainsRepository;
+  events: EventBus;
+  clock: Clock;
+  logger: Logger;
+  /** Give up on a temporarily failing delivery this long after acceptance. */
+  maxAgeMs: number;
+  /** Lease on claimed rows; a crashed holder's rows are claimable again after it. */
+  leaseMs: number;
+  owner: string;
+}
+
+/** At most this many recipients per SMTP transaction (RFC 5321 4.5.3.1.8 requires servers to take 100). */
+export const MAX_RCPTS_PER_TRANSACTION = 100;
+
+export function createDeliveryService(deps: DeliveryServiceDeps) {
+  const { clock } = deps;
+
+  return {
+    /** Claims due deliveries and groups them by (email, destination domain). */
+    async claim(limit: number): Promise<DeliveryGroup[]> {
+      const now = clock.nowMs();
+      const rows = await deps.deliveries.claimDue(deps.owner, now, deps.leaseMs, limit);
+      if (!rows.length) return [];
+      const byKey = new Map<string, DeliveryRow[]>();
+      for (const r of rows) {
+        const key = `${r.email_id}\u0000${r.rcpt_domain}`;
+        const list = byKey.get(key) ?? [];
+        list.push(r);
+        byKey.set(key, list);
+      }
+      const emailCache = new Map<string, EmailRow | undefined>();
+      const domainCache = new Map<number, DomainRecord | undefined>();
+      const groups: DeliveryGroup[] = [];
+      for (const list of byKey.values()) {
+        const first = list[0]!;
+        if (!emailCache.has(first.email_id)) emailCache.set(first.email_id, await deps.emails.findByIdAnyTeam(first.email_id));
+        const email = emailCache.get(first.email_id);
+        if (!email) continue; // deleted with its team: the cascade removed the deliveries too
+        let domain: DomainRecord | undefined;
+        if (email.domain_id !== null) {
+          if (!domainCache.has(email.domain_id)) domainCache.set(email.domain_id, await deps.domains.findByIdAnyTeam(email.domain_id));
+          domain = domainCache.get(email.domain_id);
+        }
+        for (let i = 0; i < list.length; i += MAX_RCPTS_PER_TRANSACTION) {
+          groups.push({ email, domain, rcptDomain: first.rcpt_domain, deliveries: list.slice(i, i + MAX_RCPTS_PER_TRANSACTION) });
+        }
+      }
+      return groups;
+    },
+
+    /** Puts claimed rows back untouched (shutdown before they were attempted). */
+    async release(group: DeliveryGroup): Promise<void> {
+      await deps.deliveries.releaseLeases(group.deliveries.map((d) => d.id));
+    },
+
+    /** Operator gives up on one queued delivery: recorded as FAILED like a give-up. */
+    async purge(deliveryId: number): Promise<void> {
+      const d = await deps.deliveries.findById(deliveryId);
+      if (!d || d.state !== 'queued') throw notFound(`delivery ${deliveryId} is not queued`);
+      const email = await deps.emails.findByIdAnyTeam(d.email_id);
+      if (!email) throw notFound(`delivery ${deliveryId} has no email`);
+      const group: DeliveryGroup = { email, domain: undefined, rcptDomain: d.rcpt_domain, deliveries: [d] };
+      await this.complete(group, clock.now(), [{ deliveryId, outcome: 'failed', response: 'purged by an operator' }]);
+    },
+
+    async nextDueAt(): Promise<number | null> {
+      return deps.deliveries.nextDueAt();
+    },
+
+    async releaseStaleLeases(): Promise<number> {
+      return deps.deliveries.releaseAllLeases();
+    },
+
+    /**
+     * Records one attempt: per-recipient state, status events (latestStatus moves forward
+     * only), hard-bounce suppressions, retries on the schedule, FAILED past the give-up
+     * age; then announces the events. `attemptStartedAt` stamps SENT.
+     */
+    async complete(group: DeliveryGroup, attemptStartedAt: Date, results: AttemptResult[]): Promise<void> {
+      const now = clock.now();
+      const nowIso = now.toISOString();
+      const email = group.email;
+      const byId = new Map(group.deliveries.map((d) => [d.id, d]));
+      const updates: DeliveryUpdate[] = [];
+      const events: StatusEventWrite[] = [];
+      const suppressions: ResultsWrite['suppressions'] = [];
+      const bus: { status: Exclude<EmailStatus, 'SCHEDULED'>; extra: Record<string, unknown> }[] = [];
+      const ev = (status: Exclude<EmailStatus, 'SCHEDULED'>, data: Record<string, unknown>) => {
+        events.push({ emailId: email.id, status, rank: statusRank(status), data, at: nowIso });
+        bus.push({ status, extra: data });
+      };
+
+      for (const r of results) {
+        const d = byId.get(r.deliveryId);
+        if (!d) continue;
+        const attempts = d.attempts + 1;
+        const base = { recipient: d.recipient, mxHost: r.mxHost ?? null, smtpCode: r.code ?? null, response: r.response };
+        const update = { id: d.id, attempts, code: r.code ?? null, response: r.response.slice(0, 2000), mxHost: r.mxHost ?? null };
+        if (r.outcome === 'delivered') {
+          updates.push({ ...update, state: 'delivered', nextAttemptAt: d.next_attempt_at });
+          ev('DELIVERED', base);
+        } else if (r.outcome === 'bounced') {
+          updates.push({ ...update, state: 'bounced', nextAttemptAt: d.next_attempt_at });
+          ev('BOUNCED', { ...base, bounce: { type: r.hardBounce ? 'Permanent' : 'Transient', subType: r.hardBounce ? 'General' : 'Policy', message: r.response } });
+          if (r.hardBounce) {
+            suppressions.push({ teamId: email.team_id, email: addressKey(d.recipient), reason: 'HARD_BOUNCE', source: email.id, at: nowIso });
+          }
+        } else if (r.outcome === 'failed') {
+          updates.push({ ...update, state: 'failed', nextAttemptAt: d.next_attempt_at });
+          ev('FAILED', { ...base, failed: { reason: r.response } });
+        } else {
+          const age = now.getTime() - d.accepted_at;
+          if (age >= deps.maxAgeMs) {
+            updates.push({ ...update, state: 'failed', nextAttemptAt: d.next_attempt_at });
+            ev('FAILED', { ...base, failed: { reason: `gave up after ${attempts} attempts over ${Math.round(age / 3_600_000)} hours; last reply: ${r.response}` } });
+          } else {
+            const next = now.getTime() + retryDelayMs(attempts, r.retryAfterMs);
+            updates.push({ ...update, state: 'queued', nextAttemptAt: next });
+            const data = { ...base, attempt: attempts, nextAttemptAt: new Date(next).toISOString() };
+            events.push({ emailId: email.id, status: 'DELIVERY_DELAYED', rank: statusRank('DELIVERY_DELAYED'), data, at: nowIso });
+            // Announce a delay once per recipient, not on every retry.
+            if (attempts === 1) bus.push({ status: 'DELIVERY_DELAYED', extra: data });
+          }
+        }
+      }
+
+      const newlySent = await deps.deliveries.applyResults(
+        { sent: { emailIds: [email.id], at: attemptStartedAt.toISOString(), rank: statusRank('SENT') }, updates, events, suppressions },
+        nowIso,
+      );
+      const announce = (status: Exclude<EmailStatus, 'SCHEDULED'>, extra: Record<string, unknown>, at: string) => {
+        const event: BusEvent = {
+          type: statusEventType(status),
+          teamId: email.team_id,
+          domainId: email.domain_id,
+          occurredAt: at,
+          data: {
+            id: email.id,
+            status,
+            from: email.from_addr,
+            to: JSON.parse(email.to_json) as string[],
+            subject: email.subject,
+            domainId: email.domain_id,
+            campaignId: email.campaign_id ?? undefined,
+            contactId: email.contact_id ?? undefined,
+            occurredAt: at,
+            ...extra,
+          },
+        };
+        deps.events.emit(event);
+      };
+      if (newlySent.length) announce('SENT', {}, attemptStartedAt.toISOString());
+      for (const b of bus) announce(b.status, b.extra, nowIso);
+    },
+  };
+}
+export type DeliveryService = ReturnType<typeof createDeliveryService>;

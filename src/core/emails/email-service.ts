@@ -1,0 +1,358 @@
+import { createHash } from 'node:crypto';
+import type { Clock } from '../../lib/clock.js';
+import { canonicalJson } from '../../lib/canonical-json.js';
+import { randomString, newId } from '../../lib/ids.js';
+import type { EmailRow, EmailsRepository, NewEmail } from '../../store/repositories/emails-repository.js';
+import type { IdempotencyRepository } from '../../store/repositories/idempotency-repository.js';
+import type { SuppressionsRepository } from '../../store/repositories/suppressions-repository.js';
+import type { DomainService } from '../domains/domain-service.js';
+import { badRequest, notFound, notUnique } from '../errors.js';
+import type { EventBus } from '../events.js';
+import { addressKey, domainOf, formatMailbox, parseMailbox, parseMailboxList, type Mailbox } from './addresses.js';
+import { validateCustomHeaders } from './email-headers.js';
+import { statusEventType, statusRank, type EmailStatus } from './email-status.js';
+import { parseScheduledAt } from './scheduled-at.js';
+import type { SendInput } from './send-schema.js';
+
+/** Idempotency entries live 24 hours (spec rule 4). */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+/** An in-flight entry this old belonged to a request that died before committing. */
+export const IDEMPOTENCY_STALE_MS = 60 * 1000;
+export const MAX_RECIPIENTS = 100;
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** Who is sending: the team, the key's domain restriction, and the key (for auditing). */
+export interface SendContext {
+  teamId: number;
+  domainId: number | null;
+  apiKeyId: number | null;
+}
+
+export interface SubmitOptions {
+  campaignId?: string;
+  contactId?: string;
+  /** Headers set by Posthorn itself (List-Unsubscribe for campaigns): allowed to be engine-owned. */
+  systemHeaders?: Record<string, string>;
+  idempotencyKey?: string;
+  /** The request body as received, hashed canonically for the idempotency check. */
+  rawBody?: unknown;
+}
+
+export interface RenderedTemplate {
+  subject: string;
+  html: string;
+  text: string;
+}
+
+export interface EmailServiceDeps {
+  emails: EmailsRepository;
+  idempotency: IdempotencyRepository;
+  suppressions: SuppressionsRepository;
+  domains: DomainService;
+  events: EventBus;
+  clock: Clock;
+  /** Renders the published version of a template with variables (wired by the templates feature). */
+  renderTemplate?: (teamId: number, templateId: string, variables: Record<string, string>) => Promise<RenderedTemplate>;
+  /** Called after new deliveries are committed, so the engine picks them up at once. */
+  onQueued?: () => void;
+}
+
+interface Prepared {
+  item: NewEmail;
+  status: EmailStatus;
+  eventData: Record<string, unknown>;
+}
+
+export interface EmailListQuery {
+  offset: number;
+  limit: number;
+  startDate?: string;
+  endDate?: string;
+  domainIds?: number[];
+  tags?: string[];
+}
+
+function parseJsonList(v: string | null): string[] | null {
+  return v === null ? null : (JSON.parse(v) as string[]);
+}
+
+/** One address stays a string and several an array, as they were given (SDK shape). */
+function shapeList(v: string[] | null): string | string[] | null {
+  if (v === null) return null;
+  return v.length === 1 ? v[0]! : v;
+}
+
+export function createEmailService(deps: EmailServiceDeps) {
+  const { emails, clock, events } = deps;
+
+  function busData(row: Pick<EmailRow, 'id' | 'from_addr' | 'to_json' | 'subject' | 'domain_id' | 'campaign_id' | 'contact_id'>, status: EmailStatus, extra: Record<string, unknown> = {}) {
+    return {
+      id: row.id,
+      status,
+      from: row.from_addr,
+      to: JSON.parse(row.to_json) as string[],
+      subject: row.subject,
+      domainId: row.domain_id,
+      campaignId: row.campaign_id ?? undefined,
+      contactId: row.contact_id ?? undefined,
+      occurredAt: clock.now().toISOString(),
+      ...extra,
+    };
+  }
+
+  /** Validates and resolves one send body into rows ready to insert. Throws 400/403 on bad input. */
+  async function prepare(ctx: SendContext, input: SendInput, opts: SubmitOptions, field = ''): Promise<Prepared> {
+    const f = (name: string) => (field ? `${field}.${name}` : name);
+    const now = clock.now();
+    const nowIso = now.toISOString();
+
+    let subject = input.subject;
+    let html = input.html ?? null;
+    let text = input.text ?? null;
+    let templateId: string | null = null;
+    if (input.templateId) {
+      if (!deps.renderTemplate) throw badRequest(`${f('templateId')}: templates are not available`);
+      const variables = input.variables ?? {};
+      const rendered = await deps.renderTemplate(ctx.teamId, input.templateId, variables);
+      templateId = input.templateId;
+      subject = input.subject ?? rendered.subject;
+      html = rendered.html;
+      text = rendered.text;
+    }
+    if (!subject) throw badRequest(`${f('subject')}: required unless templateId is given`);
+    if (/[\r\n]/.test(subject)) subject = subject.replace(/\r?\n|\r/g, ' '); // folded subjects from forms; never a header break
+    if (!html && !text) throw badRequest(`${field || 'body'}: either text or html is required (or a templateId)`);
+
+    const from = parseMailbox(input.from, f('from'));
+    const domain = await deps.domains.sendingDomain({ teamId: ctx.teamId, domainId: ctx.domainId }, domainOf(from.address));
+    const to = parseMailboxList(input.to, f('to'));
+    const cc = parseMailboxList(input.cc, f('cc'));
+    const bcc = parseMailboxList(input.bcc, f('bcc'));
+    const replyTo = parseMailboxList(input.replyTo, f('replyTo'));
+    if (to.length === 0) throw badRequest(`${f('to')}: at least one recipient is required`);
+    if (to.length + cc.length + bcc.length > MAX_RECIPIENTS) throw badRequest(`${field || 'body'}: at most ${MAX_RECIPIENTS} recipients in to, cc and bcc together`);
+
+    const headers = { ...validateCustomHeaders(input.headers), ...(opts.systemHeaders ?? {}) };
+    const attachments = (input.attachments ?? []).map((a, i) => {
+      const content = a.content.replace(/\s+/g, '');
+      if (content.length % 4 !== 0 || !BASE64.test(content)) throw badRequest(`${f(`attachments[${i}].content`)}: must be base64`);
+      if (/[\r\n\0/\\]/.test(a.filename)) throw badRequest(`${f(`attachments[${i}].filename`)}: must be a plain file name`);
+      return { filename: a.filename, content };
+    });
+    const tags = [...new Set(input.tags ?? [])];
+
+    let scheduledAt: Date | null = null;
+    if (input.scheduledAt) scheduledAt = parseScheduledAt(input.scheduledAt, now, f('scheduledAt'));
+
+    let inReplyTo: string | null = null;
+    let references: string[] | null = null;
+    if (input.inReplyToId) {
+      const parent = await emails.findById(ctx.teamId, input.inReplyToId);
+      if (!parent) throw badRequest(`${f('inReplyToId')}: email ${input.inReplyToId} not found in this team`);
+      inReplyTo = parent.message_id;
+      references = [...(parseJsonList(parent.references_json) ?? []), parent.message_id];
+    }
+
+    // Suppressions: all To suppressed -> nothing is sent; suppressed cc/bcc are dropped.
+    const suppressed = await deps.suppressions.findSuppressed(ctx.teamId, [...to, ...cc, ...bcc].map((m) => addressKey(m.address)));
+    const isSuppressed = (m: Mailbox) => suppressed.has(addressKey(m.address));
+    const allToSuppressed = to.every(isSuppressed);
+    const droppedRecipients = [...to, ...cc, ...bcc].filter(isSuppressed).map((m) => m.address);
+
+    const id = newId('em');
+    const messageId = `<${randomString(24).toLowerCase()}.${Date.now().toString(36)}@${domain.name}>`;
+    const status: EmailStatus = allToSuppressed ? 'SUPPRESSED' : scheduledAt ? 'SCHEDULED' : 'QUEUED';
+    const dueMs = scheduledAt ? scheduledAt.getTime() : now.getTime();
+
+    const seen = new Set<string>();
+    const deliveries = allToSuppressed
+      ? []
+      : (
+          [
+            ...to.map((m) => ({ m, kind: 'to' as const })),
+            ...cc.map((m) => ({ m, kind: 'cc' as const })),
+            ...bcc.map((m) => ({ m, kind: 'bcc' as const })),
+          ] as const
+        )
+          .filter(({ m }) => !isSuppressed(m))
+          .filter(({ m }) => {
+            const k = addressKey(m.address);
+            if (seen.has(k)) return false;
+            seen.add(k);
+            return true;
+          })
+          .map(({ m, kind }) => ({ recipient: m.address, rcptDomain: domainOf(m.address), kind, nextAttemptAt: dueMs }));
+
+    const eventData: Record<string, unknown> = {};
+    if (droppedRecipients.length) eventData.suppressedRecipients = droppedRecipients;
+    if (scheduledAt) eventData.scheduledAt = scheduledAt.toISOString();
+    if (allToSuppressed) eventData.error = 'every To recipient is on the suppression list';
+
+    const row = {
+      id,
+      team_id: ctx.teamId,
+      domain_id: domain.id,
+      api_key_id: ctx.apiKeyId,
+      from_addr: formatMailbox(from),
+      to_json: JSON.stringify(to.map(formatMailbox)),
+      cc_json: cc.length ? JSON.stringify(cc.map(formatMailbox)) : null,
+      bcc_json: bcc.length ? JSON.stringify(bcc.map(formatMailbox)) : null,
+      reply_to_json: replyTo.length ? JSON.stringify(replyTo.map(formatMailbox)) : null,
+      subject,
+      text_body: text,
+      html_body: html,
+      headers_json: Object.keys(headers).length ? JSON.stringify(headers) : null,
+      attachments_json: attachments.length ? JSON.stringify(attachments) : null,
+      tags_json: JSON.stringify(tags),
+      template_id: templateId,
+      campaign_id: opts.campaignId ?? null,
+      contact_id: opts.contactId ?? null,
+      in_reply_to: inReplyTo,
+      references_json: references ? JSON.stringify(references) : null,
+      message_id: messageId,
+      scheduled_at: scheduledAt ? scheduledAt.toISOString() : null,
+      latest_status: status,
+      status_rank: statusRank(status),
+      sent_at: null,
+      created_at: nowIso,
+      updated_at: nowIso,
+    };
+    return {
+      item: { row, tags, deliveries, events: [{ status, data: Object.keys(eventData).length ? eventData : null, createdAt: nowIso }] },
+      status,
+      eventData,
+    };
+  }
+
+  function announce(prepared: Prepared[]): void {
+    for (const p of prepared) {
+      const type = p.status === 'SUPPRESSED' ? 'email.suppressed' : 'email.queued';
+      events.emit({
+        type,
+        teamId: p.item.row.team_id,
+        domainId: p.item.row.domain_id,
+        occurredAt: p.item.row.created_at,
+        data: busData(p.item.row, p.status, p.eventData),
+      });
+    }
+    if (prepared.some((p) => p.item.deliveries.length > 0)) deps.onQueued?.();
+  }
+
+  /**
+   * Runs fn under the spec's idempotency rules: same key + same body replays the stored
+   * response; another body or a request still in flight is 409 NOT_UNIQUE.
+   */
+  async function idempotent<T>(ctx: SendContext, opts: SubmitOptions, fn: (complete: { teamId: number; key: string } | undefined) => Promise<T>): Promise<T> {
+    const key = opts.idempotencyKey;
+    if (key === undefined) return fn(undefined);
+    if (key.length < 1 || key.length > 256) throw badRequest('Idempotency-Key: must be 1 to 256 characters');
+    const bodyHash = createHash('sha256').update(canonicalJson(opts.rawBody ?? null)).digest('hex');
+    const begin = await deps.idempotency.begin(ctx.teamId, key, bodyHash, clock.nowMs(), IDEMPOTENCY_TTL_MS, IDEMPOTENCY_STALE_MS);
+    if (begin.kind === 'replay') return JSON.parse(begin.responseJson) as T;
+    if (begin.kind === 'conflict') {
+      throw notUnique(
+        begin.reason === 'in_flight'
+          ? 'a request with this Idempotency-Key is still in progress; retry later'
+          : 'this Idempotency-Key was already used with a different request body',
+      );
+    }
+    try {
+      return await fn({ teamId: ctx.teamId, key });
+    } catch (err) {
+      await deps.idempotency.abandon(ctx.teamId, key);
+      throw err;
+    }
+  }
+
+  function toListItem(r: EmailRow) {
+    return {
+      id: r.id,
+      to: shapeList(parseJsonList(r.to_json))!,
+      replyTo: shapeList(parseJsonList(r.reply_to_json)),
+      cc: shapeList(parseJsonList(r.cc_json)),
+      bcc: shapeList(parseJsonList(r.bcc_json)),
+      from: r.from_addr,
+      subject: r.subject,
+      html: r.html_body,
+      text: r.text_body,
+      tags: JSON.parse(r.tags_json) as string[],
+      latestStatus: r.latest_status as EmailStatus,
+      scheduledAt: r.scheduled_at,
+      domainId: r.domain_id,
+      createdAt: r.created_at,
+      updatedAt: r.updated_at,
+    };
+  }
+
+  async function loadScoped(ctx: SendContext, id: string): Promise<EmailRow> {
+    const row = await emails.findById(ctx.teamId, id);
+    if (!row || (ctx.domainId !== null && row.domain_id !== ctx.domainId)) throw notFound(`email ${id} not found`);
+    return row;
+  }
+
+  return {
+    busData,
+
+    /** The one way in for outbound mail (DESIGN 3.1): API, batch, campaigns, submission, double opt-in, CLI. */
+    async submit(ctx: SendContext, input: SendInput, opts: SubmitOptions = {}): Promise<{ emailId: string }> {
+      return idempotent(ctx, opts, async (complete) => {
+        const prepared = await prepare(ctx, input, opts);
+        const response = { emailId: prepared.item.row.id };
+        await emails.insertAccepted([prepared.item], complete && { ...complete, responseJson: JSON.stringify(response) });
+        announce([prepared]);
+        return response;
+      });
+    },
+
+    /** All or nothing: any invalid item rejects the whole batch with 400 naming its index. */
+    async submitBatch(ctx: SendContext, inputs: SendInput[], opts: SubmitOptions = {}): Promise<{ data: { emailId: string }[] }> {
+      return idempotent(ctx, opts, async (complete) => {
+        const prepared: Prepared[] = [];
+        for (let i = 0; i < inputs.length; i++) prepared.push(await prepare(ctx, inputs[i]!, opts, `[${i}]`));
+        const response = { data: prepared.map((p) => ({ emailId: p.item.row.id })) };
+        await emails.insertAccepted(prepared.map((p) => p.item), complete && { ...complete, responseJson: JSON.stringify(response) });
+        announce(prepared);
+        return response;
+      });
+    },
+
+    async get(ctx: SendContext, id: string) {
+      const row = await loadScoped(ctx, id);
+      const { tags: _tags, ...item } = toListItem(row);
+      return { ...item, tags: JSON.parse(row.tags_json) as string[], teamId: row.team_id, emailEvents: await emails.events(row.id) };
+    },
+
+    async list(ctx: SendContext, q: EmailListQuery) {
+      let domainIds = q.domainIds;
+      if (ctx.domainId !== null) {
+        // A key bound to a domain sees only that domain's emails.
+        if (domainIds?.length && !domainIds.includes(ctx.domainId)) return { data: [], count: 0 };
+        domainIds = [ctx.domainId];
+      }
+      const { rows, count } = await emails.list({ teamId: ctx.teamId, domainIds, startDate: q.startDate, endDate: q.endDate, tags: q.tags, offset: q.offset, limit: q.limit });
+      return { data: rows.map(toListItem), count };
+    },
+
+    async reschedule(ctx: SendContext, id: string, scheduledAtInput: string): Promise<{ emailId: string }> {
+      const row = await loadScoped(ctx, id);
+      if (row.latest_status !== 'SCHEDULED') throw badRequest(`email ${id} is ${row.latest_status}; only a scheduled email can be rescheduled`);
+      const now = clock.now();
+      const at = parseScheduledAt(scheduledAtInput, now) ?? now;
+      if (!(await emails.reschedule(ctx.teamId, id, at.toISOString(), at.getTime(), now.toISOString()))) {
+        throw badRequest(`email ${id} is no longer scheduled`);
+      }
+      deps.onQueued?.();
+      return { emailId: id };
+    },
+
+    async cancel(ctx: SendContext, id: string): Promise<{ emailId: string }> {
+      const row = await loadScoped(ctx, id);
+      if (row.latest_status !== 'SCHEDULED') throw badRequest(`email ${id} is ${row.latest_status}; only a scheduled email can be cancelled`);
+      const now = clock.now().toISOString();
+      if (!(await emails.cancel(ctx.teamId, id, now, statusRank('CANCELLED')))) throw badRequest(`email ${id} is no longer scheduled`);
+      events.emit({ type: statusEventType('CANCELLED'), teamId: row.team_id, domainId: row.domain_id, occurredAt: now, data: busData(row, 'CANCELLED') });
+      return { emailId: id };
+    },
+  };
+}
+export type EmailService = ReturnType<typeof createEmailService>;

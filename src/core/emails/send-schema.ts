@@ -1,0 +1,36 @@
+import { z } from 'zod';
+
+// The send body shared by POST /emails, each batch item, SMTP submission and the CLI
+// (spec, Emails). Unknown fields are ignored rather than refused so SDKs that add fields
+// keep working; every known field is checked.
+
+const addressList = z.union([z.string().min(1).max(1000), z.array(z.string().min(1).max(1000)).min(1).max(100)]);
+const scalar = z.union([z.string(), z.number(), z.boolean()]).transform((v) => String(v));
+
+export const MAX_ATTACHMENTS = 10;
+export const MAX_TAGS = 10;
+
+export const sendBodySchema = z.object({
+  to: addressList,
+  from: z.string().min(1).max(1000),
+  subject: z.string().min(1).max(998).optional(),
+  templateId: z.string().min(1).max(100).optional(),
+  variables: z.record(z.string().max(100), scalar).optional(),
+  replyTo: addressList.nullable().optional(),
+  cc: addressList.nullable().optional(),
+  bcc: addressList.nullable().optional(),
+  text: z.string().min(1).nullable().optional(),
+  html: z.string().min(1).nullable().optional(),
+  headers: z.record(z.string().min(1).max(200), z.string().min(1).max(4000)).optional(),
+  attachments: z
+    .array(z.object({ filename: z.string().min(1).max(255), content: z.string().min(1) }))
+    .max(MAX_ATTACHMENTS, `at most ${MAX_ATTACHMENTS} attachments`)
+    .optional(),
+  scheduledAt: z.string().min(1).max(200).nullable().optional(),
+  tags: z.array(z.string().min(1).max(64)).max(MAX_TAGS, `at most ${MAX_TAGS} tags`).optional(),
+  inReplyToId: z.string().min(1).max(100).nullable().optional(),
+});
+
+export type SendInput = z.infer<typeof sendBodySchema>;
+
+export const batchBodySchema = z.array(sendBodySchema).min(1, 'a batch needs at least 1 email').max(100, 'a batch holds at most 100 emails');

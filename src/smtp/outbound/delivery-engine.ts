@@ -1,0 +1,222 @@
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/logger.js';
+import type { AttemptResult, DeliveryGroup, DeliveryService } from '../../core/deliveries/delivery-service.js';
+import type { MessageFactory } from './message-factory.js';
+import { MxLookupError, type MxResolver } from './mx-resolver.js';
+import type { DeliveryTarget, SmtpClientPool, TransactionResult } from './smtp-client-pool.js';
+
+export interface DeliveryEngineOptions {
+  deliveries: DeliveryService;
+  messages: MessageFactory;
+  mx: MxResolver;
+  pool: SmtpClientPool;
+  clock: Clock;
+  logger: Logger;
+  /** Destination SMTP port (25; tests use their sink's). */
+  port: number;
+  /** When set, every transaction goes to the relay; MX lookup is skipped. */
+  relay?: { host: string; address?: string; port: number };
+  /** Deliveries claimed per round. */
+  claimBatch?: number;
+  /** Groups (transactions) in flight at once; the pool applies per-host and global connection limits. */
+  maxInFlight?: number;
+  /** Poll interval when idle, in ms: picks up retries whose time has come. */
+  idlePollMs?: number;
+  /** MX hosts/addresses tried per attempt before deferring. */
+  maxTargetsPerAttempt?: number;
+}
+
+/**
+ * Claims due deliveries, builds and signs each email once, resolves MX hosts, hands one SMTP
+ * transaction per (email, destination domain) to the connection pool and records what
+ * happened through the core delivery service. Stateless between rounds: everything it
+ * needs to resume lives in the store.
+ */
+export class DeliveryEngine {
+  private readonly claimBatch: number;
+  private readonly maxInFlight: number;
+  private readonly idlePollMs: number;
+  private readonly maxTargets: number;
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly messageCache = new Map<string, { message: Promise<Buffer>; users: number }>();
+  private running = false;
+  private loopDone: Promise<void> | undefined;
+  private wakeUp: (() => void) | undefined;
+  private pendingWake = false;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(private readonly o: DeliveryEngineOptions) {
+    this.claimBatch = o.claimBatch ?? 500;
+    this.maxInFlight = o.maxInFlight ?? 300;
+    this.idlePollMs = o.idlePollMs ?? 1000;
+    this.maxTargets = o.maxTargetsPerAttempt ?? 6;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loopDone = this.loop().catch((err) => this.o.logger.fatal({ err }, 'delivery engine loop crashed'));
+  }
+
+  /** New work was committed (or the clock moved in a test): claim now instead of at the next poll. */
+  wake(): void {
+    this.pendingWake = true;
+    this.wakeUp?.();
+  }
+
+  /** Resolves once nothing is in flight and the last claim round found nothing due. */
+  whenIdle(): Promise<void> {
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Stops claiming and waits for in-flight transactions to be recorded. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wakeUp?.();
+    await this.loopDone;
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  private async loop(): Promise<void> {
+    while (this.running) {
+      if (this.inFlight.size >= this.maxInFlight) {
+        await Promise.race(this.inFlight);
+        continue;
+      }
+      this.pendingWake = false;
+      let groups: DeliveryGroup[] = [];
+      try {
+        groups = await this.o.deliveries.claim(Math.min(this.claimBatch, this.maxInFlight - this.inFlight.size));
+      } catch (err) {
+        this.o.logger.error({ err }, 'claiming deliveries failed');
+      }
+      for (const g of groups) this.track(this.process(g));
+      if (groups.length === 0) {
+        if (this.inFlight.size === 0) this.notifyIdle();
+        if (!this.pendingWake) await this.sleep();
+      }
+    }
+  }
+
+  private notifyIdle(): void {
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  private sleep(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wakeUp = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, this.idlePollMs);
+      timer.unref?.();
+      this.wakeUp = done;
+      // Finished work frees capacity: wake the loop so it claims more.
+      if (this.inFlight.size > 0) Promise.race(this.inFlight).then(done, done);
+    });
+  }
+
+  private track(p: Promise<void>): void {
+    this.inFlight.add(p);
+    void p.finally(() => {
+      this.inFlight.delete(p);
+      this.wakeUp?.();
+    });
+  }
+
+  private message(group: DeliveryGroup): Promise<Buffer> {
+    const id = group.email.id;
+    let entry = this.messageCache.get(id);
+    if (!entry) {
+      entry = { message: this.o.messages.build(group.email, group.domain!), users: 0 };
+      this.messageCache.set(id, entry);
+    }
+    entry.users += 1;
+    return entry.message;
+  }
+
+  private releaseMessage(emailId: string): void {
+    const entry = this.messageCache.get(emailId);
+    if (entry && --entry.users <= 0) this.messageCache.delete(emailId);
+  }
+
+  private async process(group: DeliveryGroup): Promise<void> {
+    const started = this.o.clock.now();
+    let results: AttemptResult[];
+    const all = (outcome: AttemptResult['outcome'], response: string, extra: Partial<AttemptResult> = {}) =>
+      group.deliveries.map((d) => ({ deliveryId: d.id, outcome, response, ...extra }));
+    if (!group.domain) {
+      results = all('failed', 'the sending domain was deleted before delivery');
+    } else {
+      let message: Buffer | undefined;
+      try {
+        message = await this.message(group);
+      } catch (err) {
+        this.o.logger.error({ err, emailId: group.email.id }, 'building or signing the message failed');
+        results = all('deferred', `local error while preparing the message: ${(err as Error).message}`);
+      } finally {
+        this.releaseMessage(group.email.id);
+      }
+      results = message ? await this.attempt(group, message) : results!;
+    }
+    try {
+      await this.o.deliveries.complete(group, started, results);
+    } catch (err) {
+      // The lease expires and the deliveries are attempted again: at-least-once, never lost.
+      this.o.logger.error({ err, emailId: group.email.id }, 'recording delivery results failed');
+    }
+  }
+
+  private async attempt(group: DeliveryGroup, message: Buffer): Promise<AttemptResult[]> {
+    const domain = group.domain!;
+    const idsByRecipient = new Map(group.deliveries.map((d) => [d.recipient, d.id]));
+    const recipients = group.deliveries.map((d) => d.recipient);
+    // VERP return path (DESIGN 4): a DSN to it names the email even if the body is rewritten.
+    const mailFrom = `bounces+${group.email.id}@${domain.bounceLabel}.${domain.name}`;
+    const defer = (response: string) => group.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'deferred' as const, response }));
+
+    let targets: DeliveryTarget[];
+    if (this.o.relay) {
+      targets = [{ host: this.o.relay.host, address: this.o.relay.address ?? this.o.relay.host, port: this.o.relay.port }];
+    } else {
+      try {
+        const hosts = await this.o.mx.resolve(group.rcptDomain);
+        targets = hosts.flatMap((h) => h.addresses.map((address) => ({ host: h.host, address, port: this.o.port })));
+      } catch (err) {
+        if (err instanceof MxLookupError && err.permanent) {
+          // No such domain, or a null MX (RFC 7505): the address can never receive mail.
+          return group.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'bounced' as const, response: err.message, hardBounce: true }));
+        }
+        return defer(`MX lookup for ${group.rcptDomain} failed: ${(err as Error).message}`);
+      }
+    }
+
+    const errors: string[] = [];
+    for (const target of targets.slice(0, this.maxTargets)) {
+      let res: TransactionResult;
+      try {
+        res = await this.o.pool.send(target, { mailFrom, recipients, message, tlsPolicy: domain.tlsPolicy });
+      } catch (err) {
+        errors.push(`${target.host}[${target.address}]: ${(err as Error).message}`);
+        continue;
+      }
+      if (!res.connected) {
+        errors.push(`${target.host}[${target.address}]: ${res.error ?? 'no session'}`);
+        continue;
+      }
+      return res.recipients.map((r) => ({
+        deliveryId: idsByRecipient.get(r.recipient)!,
+        outcome: r.outcome,
+        code: r.code,
+        response: r.response,
+        mxHost: target.host,
+        hardBounce: r.hardBounce,
+        retryAfterMs: r.retryAfterMs,
+      }));
+    }
+    return defer(targets.length ? `no MX host took the message: ${errors.join('; ')}` : `no usable MX host for ${group.rcptDomain}`);
+  }
+}

@@ -1,0 +1,46 @@
+import type { EmailRow } from '../../store/repositories/emails-repository.js';
+import type { DomainRecord } from '../../store/repositories/domains-repository.js';
+import { htmlToPlainText } from '../../render/html-to-plain-text.js';
+import { composeMessage } from './mime-builder.js';
+import type { DkimSigner } from './dkim-signer.js';
+
+/** Rewrites the HTML of one email before it is composed (open pixel, click links). */
+export type HtmlTransform = (html: string, email: EmailRow, domain: DomainRecord) => Promise<string> | string;
+
+export interface MessageFactory {
+  /** The signed RFC 5322 message for an email: composed once, shared by all its recipients. */
+  build(email: EmailRow, domain: DomainRecord): Promise<Buffer>;
+}
+
+export function createMessageFactory(opts: { signer: DkimSigner; transformHtml?: HtmlTransform }): MessageFactory {
+  const list = (json: string | null): string[] => (json ? (JSON.parse(json) as string[]) : []);
+  return {
+    async build(email, domain) {
+      let html = email.html_body;
+      if (html && opts.transformHtml) html = await opts.transformHtml(html, email, domain);
+      // An HTML-only message gets a plain-text alternative: better for accessibility,
+      // text-only clients and spam scoring.
+      const text = email.text_body ?? (html ? htmlToPlainText(email.html_body!) : null);
+      const headers: Record<string, string> = {
+        ...(email.headers_json ? (JSON.parse(email.headers_json) as Record<string, string>) : {}),
+        'X-Posthorn-Email-ID': email.id,
+      };
+      const raw = await composeMessage({
+        from: email.from_addr,
+        to: list(email.to_json),
+        cc: list(email.cc_json),
+        replyTo: list(email.reply_to_json),
+        subject: email.subject,
+        text,
+        html,
+        headers,
+        attachments: email.attachments_json ? (JSON.parse(email.attachments_json) as { filename: string; content: string }[]) : [],
+        messageId: email.message_id,
+        date: new Date(email.created_at),
+        inReplyTo: email.in_reply_to,
+        references: email.references_json ? (JSON.parse(email.references_json) as string[]) : undefined,
+      });
+      return opts.signer.sign(raw, { domain: domain.name, selector: domain.dkimSelector, privateKey: domain.dkimPrivateKey });
+    },
+  };
+}

@@ -1,0 +1,188 @@
+// Turns a stored email into RFC 5322 / MIME bytes, ready for DKIM signing and SMTP DATA.
+// The MIME work (tree layout, RFC 2047 header encoding, RFC 2231 filenames, transfer
+// encodings, folding) is nodemailer's MailComposer; this file decides what goes in and
+// checks what comes out.
+import MailComposer from 'nodemailer/lib/mail-composer';
+import type { MailComposerAttachment } from 'nodemailer/lib/mail-composer';
+import { detectMimeType } from 'nodemailer/lib/mime-funcs';
+
+export interface ComposeInput {
+  /** May be a display-name form: "Acme <hi@acme.com>". */
+  from: string;
+  to: string[];
+  cc: string[];
+  replyTo: string[];
+  // Bcc is not an input: Bcc recipients exist only in the SMTP envelope, never in the headers.
+  subject: string;
+  text?: string | null;
+  html?: string | null;
+  /** Custom headers, already validated upstream (no CR/LF). Engine-set ones (List-Unsubscribe...) come here too. */
+  headers: Record<string, string>;
+  attachments: { filename: string; content: string /* base64 */; contentType?: string }[];
+  /** "<id@domain>" form. */
+  messageId: string;
+  date: Date;
+  inReplyTo?: string | null;
+  references?: string[];
+}
+
+/**
+ * Header fields the composer writes itself, from the typed fields above or as part of the
+ * MIME structure, plus trace and authentication fields that only relays and signers add.
+ * One of them in `headers` would duplicate or fight the composer's own, so composeMessage()
+ * refuses it.
+ *
+ * Not in here: List-Unsubscribe and List-Unsubscribe-Post. The engine sets them itself
+ * (campaign one-click unsubscribe, RFC 8058) and hands them over in `headers`; keeping
+ * callers away from them is the API's job (core/emails/email-headers.ts, which has its own
+ * stricter list). Both are DKIM-signed (RFC 8058 4).
+ */
+export const ENGINE_OWNED_HEADERS: ReadonlySet<string> = new Set([
+  // originator, destination and identification fields (RFC 5322 3.6)
+  'from',
+  'sender',
+  'reply-to',
+  'to',
+  'cc',
+  'bcc',
+  'subject',
+  'date',
+  'message-id',
+  'in-reply-to',
+  'references',
+  // MIME structure (RFC 2045, RFC 2183, RFC 2392)
+  'mime-version',
+  'content-type',
+  'content-transfer-encoding',
+  'content-disposition',
+  'content-id',
+  // added in transit or by the signer (RFC 5321 4.4, RFC 6376)
+  'return-path',
+  'received',
+  'dkim-signature',
+]);
+
+/** RFC 5322 2.1.1: a line is at most 998 octets, CRLF excluded. */
+const MAX_LINE_OCTETS = 998;
+/** RFC 5322 2.2: field name is printable US-ASCII other than colon. */
+const HEADER_NAME = /^[!-9;-~]+$/;
+const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
+
+/** Content type by file extension (nodemailer's table), application/octet-stream when unknown. */
+export function contentTypeForFilename(filename: string): string {
+  const base = filename.split(/[/\\]/).pop() ?? '';
+  const dot = base.lastIndexOf('.');
+  // nodemailer would also read an extension-less name as an extension ("pdf" -> application/pdf)
+  if (dot <= 0 || dot === base.length - 1) return DEFAULT_CONTENT_TYPE;
+  return detectMimeType(base) || DEFAULT_CONTENT_TYPE;
+}
+
+/** Composes the message. Rejects input that would produce an invalid message; never writes a Bcc header. */
+export async function composeMessage(input: ComposeInput): Promise<Buffer> {
+  const headerCase = checkCustomHeaders(input.headers);
+  const composer = new MailComposer({
+    from: input.from,
+    to: nonEmpty(input.to),
+    cc: nonEmpty(input.cc),
+    replyTo: nonEmpty(input.replyTo),
+    subject: input.subject,
+    text: input.text ? crlf(input.text) : undefined,
+    html: input.html ? crlf(input.html) : undefined,
+    headers: input.headers,
+    attachments: input.attachments.map(toAttachment),
+    messageId: input.messageId,
+    date: input.date,
+    inReplyTo: input.inReplyTo || undefined,
+    references: input.references?.length ? input.references : undefined,
+    // CRLF everywhere (RFC 5322 2.3, RFC 5321 2.3.8); without it nodemailer keeps the line
+    // breaks of the content as given
+    newline: 'win',
+    // nodemailer re-cases header names ("X-MyHeader" -> "X-Myheader"); names are case-
+    // insensitive, but callers expect to see theirs as written
+    normalizeHeaderKey: (key) => headerCase.get(key.toLowerCase()) ?? key,
+    // content is always inline bytes; never let a value be read as a path or URL
+    disableFileAccess: true,
+    disableUrlAccess: true,
+  });
+  const message = await composer.compile().build();
+  assertLineLengths(message);
+  return message;
+}
+
+/** Validates custom headers and returns lowercase name -> the caller's casing. */
+function checkCustomHeaders(headers: Record<string, string>): Map<string, string> {
+  const casing = new Map<string, string>();
+  for (const [name, value] of Object.entries(headers)) {
+    if (!HEADER_NAME.test(name)) throw new Error(`composeMessage: invalid header name ${JSON.stringify(name)}`);
+    if (ENGINE_OWNED_HEADERS.has(name.toLowerCase())) throw new Error(`composeMessage: header "${name}" is written by the composer and can not be set`);
+    if (typeof value !== 'string' || /[\r\n\0]/.test(value)) throw new Error(`composeMessage: header "${name}" must be a string without CR, LF or NUL`);
+    casing.set(name.toLowerCase(), name);
+  }
+  return casing;
+}
+
+function nonEmpty(list: string[]): string[] | undefined {
+  return list.length ? list : undefined;
+}
+
+/** Every line break, bare CR included (RFC 5322 2.3 allows neither bare CR nor bare LF), as CRLF. */
+function crlf(text: string): string {
+  return text.replace(/\r\n|\r|\n/g, '\r\n');
+}
+
+function toAttachment(attachment: ComposeInput['attachments'][number]): MailComposerAttachment {
+  // decoded here rather than with nodemailer's `encoding: 'base64'` (same decoder,
+  // Buffer.from), so that message/* parts can be inspected below
+  const content = Buffer.from(attachment.content, 'base64');
+  let contentType = attachment.contentType || contentTypeForFilename(attachment.filename);
+  if (/^multipart\//i.test(contentType)) {
+    // nodemailer would make it a container node and drop the content
+    throw new Error(`composeMessage: attachment "${attachment.filename}" can not have a multipart content type`);
+  }
+  if (/^message\//i.test(contentType) && !fitsSevenBit(content)) {
+    // A message/* part can not be base64-encoded (RFC 2046 5.2.1), so nodemailer sends one
+    // that is not 7bit-clean as 8bit: that needs 8BITMIME at every hop (RFC 6152) and breaks
+    // on lines over 998 octets. As opaque bytes it travels base64 and still opens by name.
+    contentType = DEFAULT_CONTENT_TYPE;
+  }
+  return { filename: attachment.filename, content, contentType };
+}
+
+/** ASCII without NUL, lines within the RFC 5322 limit. */
+function fitsSevenBit(bytes: Buffer): boolean {
+  let lineLength = 0;
+  for (const c of bytes) {
+    if (c === 0 || c > 0x7f) return false;
+    if (c === 0x0a || c === 0x0d) lineLength = 0;
+    else if (++lineLength > MAX_LINE_OCTETS) return false;
+  }
+  return true;
+}
+
+/**
+ * RFC 5322 2.1.1. nodemailer folds at whitespace and encodes bodies, but it can not fold a
+ * header with an unbroken run longer than a line (a 1000-character token in a custom
+ * header, Subject or display name), and sends it as is. Rejecting beats a message that
+ * relays truncate or bounce.
+ */
+function assertLineLengths(message: Buffer): void {
+  const headerEnd = message.indexOf('\r\n\r\n');
+  let field = '';
+  let start = 0;
+  while (start < message.length) {
+    let end = message.indexOf(0x0a, start);
+    if (end === -1) end = message.length;
+    const lineEnd = end > start && message[end - 1] === 0x0d ? end - 1 : end;
+    const inHeader = headerEnd === -1 || start <= headerEnd;
+    if (inHeader && message[start] !== 0x20 && message[start] !== 0x09) {
+      field = message.toString('latin1', start, Math.min(lineEnd, start + 80)).split(':')[0]!;
+    }
+    if (lineEnd - start > MAX_LINE_OCTETS) {
+      const where = inHeader ? `header "${field}"` : 'body';
+      throw new RangeError(
+        `composeMessage: ${where} has a ${lineEnd - start}-octet line, over the ${MAX_LINE_OCTETS} of RFC 5322 2.1.1 (an unbroken run of characters can not be folded)`,
+      );
+    }
+    start = end + 1;
+  }
+}

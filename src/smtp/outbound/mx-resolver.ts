@@ -1,0 +1,275 @@
+/**
+ * Where to deliver mail for a domain (RFC 5321 §5.1), through our own stub
+ * resolver so answers carry TTLs and tests can point a zone at loopback.
+ *
+ *   MX records      -> hosts in preference order, equal preferences shuffled
+ *                      (RFC 5321 §5.1: "randomize them to spread the load")
+ *   no MX (NODATA)  -> implicit MX: the domain itself, preference 0 (§5.1)
+ *   null MX ("." )  -> permanent: the domain accepts no mail (RFC 7505 §3)
+ *   NXDOMAIN        -> permanent: the domain does not exist
+ *   SERVFAIL/timeout-> temporary
+ *
+ * Each MX host's A and AAAA records are looked up here too (IPv4 first, then
+ * IPv6); a host that resolves to nothing is skipped, and when every host
+ * fails the lookup is temporary (a half-migrated zone is a common and
+ * short-lived mistake; the retry schedule's give-up age bounds it).
+ *
+ * Cache: per (name, type), for the answer's TTL by the injected clock, bounded
+ * in size (least recently used out first). Failures are cached briefly so a
+ * campaign to a broken domain does not hammer the resolver: temporary ones
+ * for negativeTtlSeconds, authoritative negatives (NXDOMAIN/NODATA) a little
+ * longer, as RFC 2308 allows. Concurrent lookups of one name share one query.
+ */
+import type { DnsAnswer, DnsResolver } from '../../lib/dns/dns-client.js';
+import { DnsError } from '../../lib/dns/dns-client.js';
+import type { Clock } from '../../lib/clock.js';
+
+export interface MxHost {
+  host: string;
+  priority: number;
+  /** IPv4 first, then IPv6, as resolved through our resolver. */
+  addresses: string[];
+}
+
+export class MxLookupError extends Error {
+  /** true: the domain cannot receive mail (bounce); false: try again later. */
+  readonly permanent: boolean;
+  readonly domain: string;
+  constructor(domain: string, message: string, permanent: boolean, options?: { cause?: unknown }) {
+    super(`${domain}: ${message}`, options);
+    this.name = 'MxLookupError';
+    this.domain = domain;
+    this.permanent = permanent;
+  }
+}
+
+export interface MxResolver {
+  resolve(domain: string): Promise<MxHost[]>;
+}
+
+export interface MxResolverOptions {
+  /** Per cache (answers are cached per name and type), default 10,000. */
+  maxCacheEntries?: number;
+  /** How long a temporary failure (SERVFAIL, timeout) is remembered, default 30 s. */
+  negativeTtlSeconds?: number;
+  /** For tests that want a fixed order of equal-preference hosts; default Math.random. */
+  random?: () => number;
+}
+
+const DEFAULT_MAX_CACHE_ENTRIES = 10_000;
+const DEFAULT_NEGATIVE_TTL_SECONDS = 30;
+/**
+ * NXDOMAIN/NODATA are authoritative (RFC 2308) but our resolver does not hand
+ * us the SOA minimum; five minutes is a common SOA minimum and short enough
+ * that a domain owner fixing their DNS is not kept waiting long.
+ */
+const AUTHORITATIVE_NEGATIVE_TTL_SECONDS = 300;
+/** Upper bound on any cached TTL: a week-long TTL should not pin a stale answer in a long-running process. */
+const MAX_TTL_SECONDS = 24 * 60 * 60;
+/**
+ * A hostile or broken zone may list hundreds of MX hosts; we resolve at most
+ * this many (in preference order). Postfix tries 5 addresses, ZoneMTA 20.
+ */
+const MAX_MX_HOSTS = 10;
+const MS_PER_SECOND = 1000;
+
+type RecordType = 'MX' | 'A' | 'AAAA';
+type MxRecords = { exchange: string; priority: number }[];
+
+interface CacheEntry {
+  expiresAtMs: number;
+  answer?: DnsAnswer<unknown>;
+  error?: unknown;
+}
+
+/** Least-recently-used map: Map keeps insertion order, so re-inserting on read moves an entry to the back. */
+class LruCache {
+  private readonly entries = new Map<string, CacheEntry>();
+  constructor(private readonly maxEntries: number) {}
+
+  get(key: string, nowMs: number): CacheEntry | undefined {
+    const entry = this.entries.get(key);
+    if (!entry) return undefined;
+    this.entries.delete(key);
+    if (entry.expiresAtMs <= nowMs) return undefined;
+    this.entries.set(key, entry);
+    return entry;
+  }
+
+  set(key: string, entry: CacheEntry): void {
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+    while (this.entries.size > this.maxEntries) {
+      const oldest = this.entries.keys().next().value as string;
+      this.entries.delete(oldest);
+    }
+  }
+}
+
+function normalizeDomain(domain: string): string {
+  const trimmed = domain.trim().toLowerCase();
+  return trimmed.endsWith('.') ? trimmed.slice(0, -1) : trimmed;
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Fisher-Yates on a copy. */
+function shuffled<T>(items: readonly T[], random: () => number): T[] {
+  const out = items.slice();
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+function positiveInteger(value: number | undefined, fallback: number, what: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value <= 0) throw new RangeError(`createMxResolver: ${what} must be a positive integer, got ${value}`);
+  return value;
+}
+
+interface HostAddresses {
+  addresses: string[];
+  /** Why there are none, for the error message. */
+  failure?: string;
+  /** A lookup failed in a way that may succeed later. */
+  temporary: boolean;
+}
+
+export function createMxResolver(
+  resolver: DnsResolver,
+  clock: Clock,
+  opts: MxResolverOptions = {},
+): MxResolver {
+  const cache = new LruCache(positiveInteger(opts.maxCacheEntries, DEFAULT_MAX_CACHE_ENTRIES, 'maxCacheEntries'));
+  const negativeTtlSeconds = opts.negativeTtlSeconds ?? DEFAULT_NEGATIVE_TTL_SECONDS;
+  if (!Number.isFinite(negativeTtlSeconds) || negativeTtlSeconds < 0) {
+    throw new RangeError(`createMxResolver: negativeTtlSeconds must be >= 0, got ${negativeTtlSeconds}`);
+  }
+  const random = opts.random ?? Math.random;
+  const inFlight = new Map<string, Promise<DnsAnswer<unknown>>>();
+
+  function query(type: RecordType, name: string): Promise<DnsAnswer<unknown>> {
+    switch (type) {
+      case 'MX':
+        return resolver.resolveMx(name);
+      case 'A':
+        return resolver.resolve4(name);
+      case 'AAAA':
+        return resolver.resolve6(name);
+    }
+  }
+
+  function failureTtlSeconds(err: unknown): number {
+    if (err instanceof DnsError && !err.temporary) return Math.max(negativeTtlSeconds, AUTHORITATIVE_NEGATIVE_TTL_SECONDS);
+    return negativeTtlSeconds;
+  }
+
+  /** One cached, de-duplicated lookup; rejects with the (cached) DnsError. */
+  async function lookup<T>(type: RecordType, name: string): Promise<DnsAnswer<T>> {
+    const key = `${type} ${name}`;
+    const hit = cache.get(key, clock.nowMs());
+    if (hit) {
+      if (hit.answer) return hit.answer as DnsAnswer<T>;
+      throw hit.error;
+    }
+    let pending = inFlight.get(key);
+    if (!pending) {
+      pending = (async () => {
+        try {
+          const answer = await query(type, name);
+          const ttl = Math.min(Math.max(answer.ttlSeconds, 0), MAX_TTL_SECONDS);
+          // TTL 0 means "use once, do not cache" (RFC 1035 §3.2.1).
+          if (ttl > 0) cache.set(key, { expiresAtMs: clock.nowMs() + ttl * MS_PER_SECOND, answer });
+          return answer;
+        } catch (err) {
+          const ttl = failureTtlSeconds(err);
+          if (ttl > 0) cache.set(key, { expiresAtMs: clock.nowMs() + ttl * MS_PER_SECOND, error: err });
+          throw err;
+        } finally {
+          inFlight.delete(key);
+        }
+      })();
+      inFlight.set(key, pending);
+    }
+    return (await pending) as DnsAnswer<T>;
+  }
+
+  async function addressesOf(host: string): Promise<HostAddresses> {
+    const [v4, v6] = await Promise.allSettled([lookup<string>('A', host), lookup<string>('AAAA', host)]);
+    const addresses = [...(v4.status === 'fulfilled' ? v4.value.records : []), ...(v6.status === 'fulfilled' ? v6.value.records : [])];
+    const failures = [v4, v6].filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as unknown);
+    // NODATA/NXDOMAIN are answers; anything else (SERVFAIL, timeout, a bug) may change.
+    const temporary = failures.some((e) => !(e instanceof DnsError) || e.temporary);
+    const result: HostAddresses = { addresses: [...new Set(addresses)], temporary };
+    if (addresses.length === 0) result.failure = failures.map(describe).join('; ') || 'no addresses';
+    return result;
+  }
+
+  async function implicitMx(domain: string): Promise<MxHost[]> {
+    const found = await addressesOf(domain);
+    if (found.addresses.length > 0) return [{ host: domain, priority: 0, addresses: found.addresses }];
+    // RFC 5321 §5.1: an unusable implicit MX "MUST be reported as an error".
+    if (found.temporary) throw new MxLookupError(domain, `no MX records and the address lookup failed: ${found.failure}`, false);
+    throw new MxLookupError(domain, 'no MX records and no A/AAAA records: the domain has no mail server', true);
+  }
+
+  async function explicitMx(domain: string, records: MxRecords): Promise<MxHost[]> {
+    // RFC 7505 §3: "." is a null MX. It must stand alone; if a zone mixes it with
+    // real MX records we ignore the null one rather than refuse mail the real ones take.
+    const real = records.filter((r) => r.exchange !== '' && r.exchange !== '.');
+    if (real.length === 0) throw new MxLookupError(domain, 'null MX (RFC 7505): the domain accepts no mail', true);
+
+    const bestPriority = new Map<string, number>();
+    for (const r of real) {
+      const host = normalizeDomain(r.exchange);
+      const known = bestPriority.get(host);
+      if (known === undefined || r.priority < known) bestPriority.set(host, r.priority);
+    }
+    const ordered = [...bestPriority.entries()]
+      .map(([host, priority]) => ({ host, priority }))
+      .sort((a, b) => a.priority - b.priority)
+      .slice(0, MAX_MX_HOSTS);
+
+    const resolved = await Promise.all(ordered.map(async (mx) => ({ ...mx, found: await addressesOf(mx.host) })));
+    const usable = resolved.filter((r) => r.found.addresses.length > 0);
+    if (usable.length === 0) {
+      const why = resolved.map((r) => `${r.host}: ${r.found.failure}`).join('; ');
+      throw new MxLookupError(domain, `none of the MX hosts resolved (${why})`, false);
+    }
+
+    // Shuffle within each preference level, per call, so the load spreads even while cached.
+    const out: MxHost[] = [];
+    let i = 0;
+    while (i < usable.length) {
+      let j = i;
+      while (j < usable.length && usable[j]!.priority === usable[i]!.priority) j++;
+      for (const r of shuffled(usable.slice(i, j), random)) out.push({ host: r.host, priority: r.priority, addresses: r.found.addresses.slice() });
+      i = j;
+    }
+    return out;
+  }
+
+  return {
+    async resolve(rawDomain: string): Promise<MxHost[]> {
+      const domain = normalizeDomain(rawDomain);
+      if (domain.length === 0) throw new MxLookupError(rawDomain, 'empty domain', true);
+      let mx: DnsAnswer<{ exchange: string; priority: number }>;
+      try {
+        mx = await lookup('MX', domain);
+      } catch (err) {
+        if (err instanceof DnsError) {
+          if (err.code === 'NODATA') return implicitMx(domain);
+          if (err.code === 'NOTFOUND') throw new MxLookupError(domain, 'domain does not exist (NXDOMAIN)', true, { cause: err });
+          throw new MxLookupError(domain, `MX lookup failed: ${err.message}`, !err.temporary, { cause: err });
+        }
+        throw new MxLookupError(domain, `MX lookup failed: ${describe(err)}`, false, { cause: err });
+      }
+      if (mx.records.length === 0) return implicitMx(domain);
+      return explicitMx(domain, mx.records);
+    },
+  };
+}

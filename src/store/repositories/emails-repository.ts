@@ -1,0 +1,221 @@
+import { sql, type Selectable, type Transaction } from 'kysely';
+import type { Db } from '../db.js';
+import type { Database, DeliveriesTable, EmailsTable } from '../tables/database.js';
+
+export type EmailRow = Selectable<EmailsTable>;
+
+export interface NewDelivery {
+  recipient: string;
+  rcptDomain: string;
+  kind: 'to' | 'cc' | 'bcc';
+  /** Initial state: queued normally, cancelled never; suppressed emails get no deliveries. */
+  nextAttemptAt: number;
+}
+
+export interface NewEvent {
+  status: string;
+  data: unknown;
+  createdAt: string;
+}
+
+export interface NewEmail {
+  row: EmailsTable;
+  tags: string[];
+  deliveries: NewDelivery[];
+  events: NewEvent[];
+}
+
+export interface IdempotencyCompletion {
+  teamId: number;
+  key: string;
+  responseJson: string;
+}
+
+export interface EmailListFilter {
+  teamId: number;
+  domainIds?: number[];
+  startDate?: string;
+  endDate?: string;
+  tags?: string[];
+  offset: number;
+  limit: number;
+}
+
+export interface EmailEventRow {
+  emailId: string;
+  status: string;
+  createdAt: string;
+  data: unknown;
+}
+
+type Executor = Db | Transaction<Database>;
+
+/** Appends one status event and moves latestStatus forward only (by rank). */
+export async function insertEventAndBump(trx: Executor, e: { emailId: string; status: string; rank: number; data: unknown; at: string }): Promise<void> {
+  await trx
+    .insertInto('email_events')
+    .values({ email_id: e.emailId, status: e.status, data_json: e.data === undefined || e.data === null ? null : JSON.stringify(e.data), created_at: e.at })
+    .execute();
+  await trx.updateTable('emails').set({ latest_status: e.status, status_rank: e.rank, updated_at: e.at }).where('id', '=', e.emailId).where('status_rank', '<', e.rank).execute();
+}
+
+export function createEmailsRepository(db: Db) {
+  return {
+    /**
+     * Stores accepted emails with their tags, per-recipient deliveries and first events in
+     * one transaction, and completes the idempotency entry in the same transaction, so a
+     * crash leaves either everything or nothing.
+     */
+    async insertAccepted(items: NewEmail[], idem?: IdempotencyCompletion): Promise<void> {
+      await db.transaction().execute(async (trx) => {
+        for (const item of items) {
+          await trx.insertInto('emails').values(item.row).execute();
+          if (item.tags.length) {
+            await trx.insertInto('email_tags').values(item.tags.map((tag) => ({ email_id: item.row.id, team_id: item.row.team_id, tag }))).execute();
+          }
+          if (item.deliveries.length) {
+            await trx
+              .insertInto('deliveries')
+              .values(
+                item.deliveries.map((d) => ({
+                  email_id: item.row.id,
+                  team_id: item.row.team_id,
+                  recipient: d.recipient,
+                  rcpt_domain: d.rcptDomain,
+                  kind: d.kind,
+                  state: 'queued' as const,
+                  attempts: 0,
+                  next_attempt_at: d.nextAttemptAt,
+                  accepted_at: Date.parse(item.row.created_at),
+                  updated_at: item.row.created_at,
+                })),
+              )
+              .execute();
+          }
+          for (const e of item.events) {
+            await trx
+              .insertInto('email_events')
+              .values({ email_id: item.row.id, status: e.status, data_json: e.data === undefined ? null : JSON.stringify(e.data), created_at: e.createdAt })
+              .execute();
+          }
+        }
+        if (idem) {
+          await trx
+            .updateTable('idempotency_keys')
+            .set({ state: 'done', response_json: idem.responseJson })
+            .where('team_id', '=', idem.teamId)
+            .where('key', '=', idem.key)
+            .execute();
+        }
+      });
+    },
+
+    async findById(teamId: number, id: string): Promise<EmailRow | undefined> {
+      return db.selectFrom('emails').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
+    },
+
+    async findByIdAnyTeam(id: string): Promise<EmailRow | undefined> {
+      return db.selectFrom('emails').selectAll().where('id', '=', id).executeTakeFirst();
+    },
+
+    async findByMessageId(messageId: string): Promise<EmailRow | undefined> {
+      return db.selectFrom('emails').selectAll().where('message_id', '=', messageId).executeTakeFirst();
+    },
+
+    async events(emailId: string): Promise<EmailEventRow[]> {
+      const rows = await db.selectFrom('email_events').select(['email_id', 'status', 'created_at', 'data_json']).where('email_id', '=', emailId).orderBy('id').execute();
+      return rows.map((r) => ({ emailId: r.email_id, status: r.status, createdAt: r.created_at, data: r.data_json === null ? null : JSON.parse(r.data_json) }));
+    },
+
+    async list(f: EmailListFilter): Promise<{ rows: EmailRow[]; count: number }> {
+      let q = db.selectFrom('emails').where('team_id', '=', f.teamId);
+      if (f.domainIds?.length) q = q.where('domain_id', 'in', f.domainIds);
+      if (f.startDate) q = q.where('created_at', '>=', f.startDate);
+      if (f.endDate) q = q.where('created_at', '<=', f.endDate);
+      if (f.tags?.length) {
+        const tags = [...new Set(f.tags)];
+        // AND semantics: the email carries every requested tag.
+        q = q.where('id', 'in', (eb) =>
+          eb
+            .selectFrom('email_tags')
+            .select('email_id')
+            .where('team_id', '=', f.teamId)
+            .where('tag', 'in', tags)
+            .groupBy('email_id')
+            .having(sql<number>`count(distinct tag)`, '=', tags.length),
+        );
+      }
+      const [rows, total] = await Promise.all([
+        q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
+        q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+      ]);
+      return { rows, count: Number(total.n) };
+    },
+
+    /** Appends events and moves latestStatus forward only (by rank), in one transaction. */
+    async recordEvents(items: { emailId: string; status: string; rank: number; data: unknown; at: string }[]): Promise<void> {
+      if (!items.length) return;
+      await db.transaction().execute(async (trx) => {
+        for (const e of items) await insertEventAndBump(trx, e);
+      });
+    },
+
+    /**
+     * Marks the email SENT the first time an attempt starts. Returns the ids that were newly
+     * marked, so SENT is recorded once per email however many recipients it has.
+     */
+    async markSent(emailIds: string[], at: string, sentRank: number): Promise<string[]> {
+      if (!emailIds.length) return [];
+      const rows = await db.transaction().execute(async (trx) => {
+        const updated = await trx
+          .updateTable('emails')
+          .set({ sent_at: at, updated_at: at })
+          .where('id', 'in', emailIds)
+          .where('sent_at', 'is', null)
+          .returning('id')
+          .execute();
+        for (const r of updated) {
+          await trx.insertInto('email_events').values({ email_id: r.id, status: 'SENT', data_json: null, created_at: at }).execute();
+          await trx.updateTable('emails').set({ latest_status: 'SENT', status_rank: sentRank }).where('id', '=', r.id).where('status_rank', '<', sentRank).execute();
+        }
+        return updated;
+      });
+      return rows.map((r) => r.id);
+    },
+
+    /** Reschedules only while SCHEDULED (checked in the same statement). */
+    async reschedule(teamId: number, id: string, scheduledAt: string, dueMs: number, nowIso: string): Promise<boolean> {
+      return db.transaction().execute(async (trx) => {
+        const res = await trx
+          .updateTable('emails')
+          .set({ scheduled_at: scheduledAt, updated_at: nowIso })
+          .where('team_id', '=', teamId)
+          .where('id', '=', id)
+          .where('latest_status', '=', 'SCHEDULED')
+          .executeTakeFirst();
+        if (res.numUpdatedRows === 0n) return false;
+        await trx.updateTable('deliveries').set({ next_attempt_at: dueMs, updated_at: nowIso }).where('email_id', '=', id).where('state', '=', 'queued').execute();
+        return true;
+      });
+    },
+
+    /** Cancels only while SCHEDULED: the email becomes CANCELLED and its deliveries never run. */
+    async cancel(teamId: number, id: string, nowIso: string, cancelledRank: number): Promise<boolean> {
+      return db.transaction().execute(async (trx) => {
+        const res = await trx
+          .updateTable('emails')
+          .set({ latest_status: 'CANCELLED', status_rank: cancelledRank, updated_at: nowIso })
+          .where('team_id', '=', teamId)
+          .where('id', '=', id)
+          .where('latest_status', '=', 'SCHEDULED')
+          .executeTakeFirst();
+        if (res.numUpdatedRows === 0n) return false;
+        await trx.updateTable('deliveries').set({ state: 'cancelled', updated_at: nowIso, lease_owner: null, lease_until: null }).where('email_id', '=', id).where('state', '=', 'queued').execute();
+        await trx.insertInto('email_events').values({ email_id: id, status: 'CANCELLED', data_json: null, created_at: nowIso }).execute();
+        return true;
+      });
+    },
+  };
+}
+export type EmailsRepository = ReturnType<typeof createEmailsRepository>;
+export type DeliveryRow = Selectable<DeliveriesTable>;

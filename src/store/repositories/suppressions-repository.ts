@@ -1,0 +1,60 @@
+import type { Selectable } from 'kysely';
+import type { Db } from '../db.js';
+import type { SuppressionsTable } from '../tables/database.js';
+
+export type SuppressionRow = Selectable<SuppressionsTable>;
+export type SuppressionReason = SuppressionsTable['reason'];
+
+export function createSuppressionsRepository(db: Db) {
+  return {
+    /** Which of these (lowercased) addresses are suppressed for the team. */
+    async findSuppressed(teamId: number, emails: string[]): Promise<Set<string>> {
+      if (!emails.length) return new Set();
+      const rows = await db.selectFrom('suppressions').select('email').where('team_id', '=', teamId).where('email', 'in', [...new Set(emails)]).execute();
+      return new Set(rows.map((r) => r.email));
+    },
+    /** Adds or keeps an entry (an existing entry keeps its first reason). Returns true when added. */
+    async add(teamId: number, email: string, reason: SuppressionReason, source: string | null, nowIso: string): Promise<boolean> {
+      const res = await db
+        .insertInto('suppressions')
+        .values({ team_id: teamId, email, reason, source, created_at: nowIso })
+        .onConflict((oc) => oc.columns(['team_id', 'email']).doNothing())
+        .executeTakeFirst();
+      return Number(res.numInsertedOrUpdatedRows ?? 0n) > 0;
+    },
+    async addMany(teamId: number, emails: string[], reason: SuppressionReason, source: string | null, nowIso: string): Promise<number> {
+      if (!emails.length) return 0;
+      let added = 0;
+      await db.transaction().execute(async (trx) => {
+        for (const email of new Set(emails)) {
+          const res = await trx
+            .insertInto('suppressions')
+            .values({ team_id: teamId, email, reason, source, created_at: nowIso })
+            .onConflict((oc) => oc.columns(['team_id', 'email']).doNothing())
+            .executeTakeFirst();
+          added += Number(res.numInsertedOrUpdatedRows ?? 0n);
+        }
+      });
+      return added;
+    },
+    async get(teamId: number, email: string): Promise<SuppressionRow | undefined> {
+      return db.selectFrom('suppressions').selectAll().where('team_id', '=', teamId).where('email', '=', email).executeTakeFirst();
+    },
+    async remove(teamId: number, emails: string[]): Promise<number> {
+      if (!emails.length) return 0;
+      const res = await db.deleteFrom('suppressions').where('team_id', '=', teamId).where('email', 'in', [...new Set(emails)]).executeTakeFirst();
+      return Number(res.numDeletedRows);
+    },
+    async list(teamId: number, f: { search?: string; reason?: SuppressionReason; offset: number; limit: number }): Promise<{ rows: SuppressionRow[]; total: number }> {
+      let q = db.selectFrom('suppressions').where('team_id', '=', teamId);
+      if (f.search) q = q.where('email', 'like', `%${f.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+      if (f.reason) q = q.where('reason', '=', f.reason);
+      const [rows, total] = await Promise.all([
+        q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
+        q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+      ]);
+      return { rows, total: Number(total.n) };
+    },
+  };
+}
+export type SuppressionsRepository = ReturnType<typeof createSuppressionsRepository>;

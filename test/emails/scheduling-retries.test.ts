@@ -1,0 +1,190 @@
+import test from 'ava';
+import { ManualClock } from '../../src/lib/clock.js';
+import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
+
+const clock = new ManualClock(Date.UTC(2026, 10, 22, 8, 0, 0));
+let w: MailWorld;
+test.before(async () => {
+  w = await startMailWorld({ clock });
+});
+test.after.always(async () => {
+  await w?.close();
+});
+
+const get = async (id: string) => (await w.t0.request('GET', `/v1/emails/${id}`)).body;
+
+test.serial('idempotency: same key and body replays; another body is 409; in flight is 409; entries expire after 24 h', async (t) => {
+  const body = sendBody(w, { to: 'idem@example.net', tags: ['a'] });
+  const headers = { 'idempotency-key': 'order-1001' };
+  const first = await w.t0.request('POST', '/v1/emails', { body, headers });
+  t.is(first.status, 200);
+  // Same body with another key order and whitespace: the original answer, nothing new stored.
+  const reordered = `{ "tags": ["a"],   "text": ${JSON.stringify(body.text)}, "subject": "Hello", "to": "idem@example.net", "from": ${JSON.stringify(body.from)} }`;
+  const replay = await w.t0.request('POST', '/v1/emails', { rawBody: reordered, headers });
+  t.is(replay.status, 200);
+  t.deepEqual(replay.body, first.body);
+  const count = (await w.t0.request('GET', '/v1/emails?tag=a')).body.count;
+  t.is(count, 1);
+  const different = await w.t0.request('POST', '/v1/emails', { body: { ...body, subject: 'Other' }, headers });
+  t.is(different.status, 409);
+  t.is(different.body.error.code, 'NOT_UNIQUE');
+  // A request holding the key (in flight) makes a concurrent one 409.
+  const repo = (await import('../../src/store/repositories/idempotency-repository.js')).createIdempotencyRepository(w.t0.app.store.db);
+  await repo.begin(w.t0.teamId, 'in-flight-key', 'somehash', clock.nowMs(), 86_400_000, 60_000);
+  const inFlight = await w.t0.request('POST', '/v1/emails', { body, headers: { 'idempotency-key': 'in-flight-key' } });
+  t.is(inFlight.status, 409);
+  t.regex(inFlight.body.error.message, /in progress/);
+  // Batch uses the same rules.
+  const batch1 = await w.t0.request('POST', '/v1/emails/batch', { body: [body, body], headers: { 'idempotency-key': 'batch-1' } });
+  const batch2 = await w.t0.request('POST', '/v1/emails/batch', { body: [body, body], headers: { 'idempotency-key': 'batch-1' } });
+  t.deepEqual(batch2.body, batch1.body);
+  // Key length 1..256.
+  t.is((await w.t0.request('POST', '/v1/emails', { body, headers: { 'idempotency-key': 'k'.repeat(257) } })).status, 400);
+  // After 24 hours the key is free again: a new email.
+  clock.advance(24 * 3600 * 1000 + 1);
+  const later = await w.t0.request('POST', '/v1/emails', { body, headers });
+  t.is(later.status, 200);
+  t.not(later.body.emailId, first.body.emailId);
+  // A failed request is not remembered.
+  const failing = await w.t0.request('POST', '/v1/emails', { body: { ...body, from: 'x@unknown.dev' }, headers: { 'idempotency-key': 'fails' } });
+  t.is(failing.status, 403);
+  const retry = await w.t0.request('POST', '/v1/emails', { body, headers: { 'idempotency-key': 'fails' } });
+  t.is(retry.status, 200);
+  await w.settle();
+});
+
+test.serial('scheduled sends wait, can be rescheduled, and go out at their time', async (t) => {
+  const at = new Date(clock.nowMs() + 3600_000).toISOString();
+  const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'later@example.net', scheduledAt: at }) });
+  let e = await get(res.body.emailId);
+  t.is(e.latestStatus, 'SCHEDULED');
+  t.is(e.scheduledAt, at);
+  await w.settle();
+  t.false(w.sink.messages.some((m) => m.rcptTo.includes('later@example.net')));
+  const newAt = new Date(clock.nowMs() + 7200_000).toISOString();
+  const patched = await w.t0.request('PATCH', `/v1/emails/${res.body.emailId}`, { body: { scheduledAt: newAt } });
+  t.deepEqual(patched.body, { emailId: res.body.emailId });
+  e = await get(res.body.emailId);
+  t.is(e.scheduledAt, newAt);
+  t.is(e.latestStatus, 'SCHEDULED');
+  clock.advance(3600_000 + 1000);
+  await w.settle();
+  t.false(w.sink.messages.some((m) => m.rcptTo.includes('later@example.net')), 'not at the old time');
+  clock.advance(3600_000);
+  await w.settle();
+  t.true(w.sink.messages.some((m) => m.rcptTo.includes('later@example.net')));
+  e = await get(res.body.emailId);
+  t.is(e.latestStatus, 'DELIVERED');
+  // Too late to reschedule or cancel now.
+  t.is((await w.t0.request('PATCH', `/v1/emails/${res.body.emailId}`, { body: { scheduledAt: newAt } })).status, 400);
+  t.is((await w.t0.request('POST', `/v1/emails/${res.body.emailId}/cancel`)).status, 400);
+});
+
+test.serial('plain-English scheduledAt and cancel', async (t) => {
+  const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'cancel@example.net', scheduledAt: 'in 2 hours' }) });
+  t.is(res.status, 200);
+  const e = await get(res.body.emailId);
+  t.is(Date.parse(e.scheduledAt), clock.nowMs() + 2 * 3600_000);
+  const cancelled = await w.t0.request('POST', `/v1/emails/${res.body.emailId}/cancel`);
+  t.deepEqual(cancelled.body, { emailId: res.body.emailId });
+  clock.advance(3 * 3600_000);
+  await w.settle();
+  t.false(w.sink.messages.some((m) => m.rcptTo.includes('cancel@example.net')));
+  const after = await get(res.body.emailId);
+  t.is(after.latestStatus, 'CANCELLED');
+  t.deepEqual(after.emailEvents.map((x: any) => x.status), ['SCHEDULED', 'CANCELLED']);
+  t.is((await w.t0.request('POST', `/v1/emails/${res.body.emailId}/cancel`)).status, 400);
+  const tomorrow = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { scheduledAt: 'tomorrow 9am' }) });
+  t.is(tomorrow.status, 200);
+  t.is((await w.t0.request('PATCH', `/v1/emails/${tomorrow.body.emailId}`, { body: {} })).status, 400);
+  await w.t0.request('POST', `/v1/emails/${tomorrow.body.emailId}/cancel`);
+});
+
+test.serial('a 4xx defers with DELIVERY_DELAYED and the retry delivers later', async (t) => {
+  let calls = 0;
+  w.sink.setBehaviour({ onRcpt: (a) => (a === 'grey@example.net' && calls++ === 0 ? { code: 451, message: '4.7.1 Greylisted, please try again later' } : undefined) });
+  try {
+    const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'grey@example.net' }) });
+    await w.settle();
+    let e = await get(res.body.emailId);
+    t.is(e.latestStatus, 'DELIVERY_DELAYED');
+    const delayed = e.emailEvents.find((x: any) => x.status === 'DELIVERY_DELAYED');
+    t.regex(delayed.data.response, /Greylisted/);
+    t.is(delayed.data.recipient, 'grey@example.net');
+    // Not before the retry time.
+    clock.advance(10_000);
+    await w.settle();
+    t.is((await get(res.body.emailId)).latestStatus, 'DELIVERY_DELAYED');
+    clock.advance(2 * 60_000);
+    await w.settle();
+    e = await get(res.body.emailId);
+    t.is(e.latestStatus, 'DELIVERED');
+  } finally {
+    w.sink.setBehaviour({ onRcpt: undefined });
+  }
+});
+
+test.serial('retries give up after the maximum age with FAILED', async (t) => {
+  w.sink.setBehaviour({ onRcpt: (a) => (a === 'never@example.net' ? { code: 452, message: '4.2.2 Mailbox full, try later' } : undefined) });
+  try {
+    const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'never@example.net' }) });
+    await w.settle();
+    t.is((await get(res.body.emailId)).latestStatus, 'DELIVERY_DELAYED');
+    for (let i = 0; i < 30; i++) {
+      clock.advance(3 * 3600_000);
+      await w.settle();
+      if ((await get(res.body.emailId)).latestStatus === 'FAILED') break;
+    }
+    const e = await get(res.body.emailId);
+    t.is(e.latestStatus, 'FAILED');
+    t.regex(e.emailEvents.find((x: any) => x.status === 'FAILED').data.failed.reason, /gave up/);
+  } finally {
+    w.sink.setBehaviour({ onRcpt: undefined });
+  }
+});
+
+test.serial('ENFORCED TLS never sends in the clear: deferred while the MX offers no STARTTLS, delivered once it does', async (t) => {
+  const plain = await w.startSecondSink('tls-required.example', { starttls: false });
+  await w.t0.request('PATCH', `/v1/domains/${w.domain.id}`, { body: { tlsPolicy: 'ENFORCED' } });
+  try {
+    const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'secure@tls-required.example' }) });
+    await w.settle();
+    t.is(plain.messages.length, 0, 'nothing was sent in plaintext');
+    const e = await get(res.body.emailId);
+    t.is(e.latestStatus, 'DELIVERY_DELAYED');
+    t.regex(e.emailEvents.find((x: any) => x.status === 'DELIVERY_DELAYED').data.response, /TLS|STARTTLS/i);
+    plain.setBehaviour({ starttls: true });
+    clock.advance(2 * 60_000);
+    await w.settle();
+    t.is((await get(res.body.emailId)).latestStatus, 'DELIVERED');
+    t.is(plain.messages.length, 1);
+    t.true(plain.messages[0]!.secure);
+  } finally {
+    await w.t0.request('PATCH', `/v1/domains/${w.domain.id}`, { body: { tlsPolicy: 'OPPORTUNISTIC' } });
+  }
+});
+
+test.serial('OPPORTUNISTIC delivers in plaintext when the MX offers no STARTTLS', async (t) => {
+  const plain = await w.startSecondSink('no-tls.example', { starttls: false });
+  const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'plain@no-tls.example' }) });
+  await w.settle();
+  t.is((await get(res.body.emailId)).latestStatus, 'DELIVERED');
+  t.is(plain.messages.length, 1);
+  t.false(plain.messages[0]!.secure);
+});
+
+test.serial('a restart mid-queue loses nothing: leases left by a dead process are released', async (t) => {
+  w.sink.setBehaviour({ onConnect: () => ({ code: 421, message: '4.3.2 Service not available, closing channel' }) });
+  const ids: string[] = [];
+  for (let i = 0; i < 12; i++) ids.push((await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: `restart${i}@example.org` }) })).body.emailId);
+  await w.settle();
+  // Simulate a process killed while holding leases on half of them.
+  const db = w.t0.app.store.db;
+  await db.updateTable('deliveries').set({ lease_owner: 'dead-process', lease_until: clock.nowMs() + 3600_000 }).where('email_id', 'in', ids.slice(0, 6)).execute();
+  await w.restart();
+  w.sink.setBehaviour({ onConnect: undefined });
+  clock.advance(2 * 60_000);
+  await w.settle();
+  for (const id of ids) t.is((await get(id)).latestStatus, 'DELIVERED', id);
+  for (let i = 0; i < 12; i++) t.true(w.sink.messages.some((m) => m.rcptTo.includes(`restart${i}@example.org`)));
+});

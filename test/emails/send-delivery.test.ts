@@ -1,0 +1,147 @@
+import test from 'ava';
+import { simpleParser } from 'mailparser';
+import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
+
+let w: MailWorld;
+test.before(async () => {
+  w = await startMailWorld();
+});
+test.after.always(async () => {
+  await w?.close();
+});
+
+async function waitForStatus(id: string, status: string) {
+  for (let i = 0; i < 50; i++) {
+    await w.settle();
+    const res = await w.t0.request('GET', `/v1/emails/${id}`);
+    if (res.body.latestStatus === status) return res.body;
+  }
+  throw new Error(`email ${id} never reached ${status}`);
+}
+
+test.serial('a send is accepted, DKIM-signed and delivered to the recipient MX; events record each step', async (t) => {
+  const before = w.sink.messages.length;
+  const res = await w.t0.request('POST', '/v1/emails', {
+    body: sendBody(w, {
+      to: ['Alice <alice@example.net>'],
+      cc: 'carol@example.org',
+      bcc: ['bob@example.net'],
+      replyTo: 'replies@sender.dev',
+      html: '<p>Hi <b>there</b></p>',
+      headers: { 'X-Campaign': 'launch' },
+      attachments: [{ filename: 'notes.txt', content: Buffer.from('attached bytes').toString('base64') }],
+      tags: ['welcome', 'onboarding'],
+    }),
+  });
+  t.is(res.status, 200);
+  t.regex(res.body.emailId, /^em_[A-Za-z0-9]{21}$/);
+  const email = await waitForStatus(res.body.emailId, 'DELIVERED');
+  const received = w.sink.messages.slice(before);
+  // example.net (alice, bob) and example.org (carol): one transaction per destination domain.
+  t.is(received.length, 2);
+  const net = received.find((m) => m.rcptTo.includes('alice@example.net'))!;
+  t.deepEqual([...net.rcptTo].sort(), ['alice@example.net', 'bob@example.net']);
+  t.regex(net.mailFrom, new RegExp(`^bounces\\+${res.body.emailId}@bounces\\.sender\\.dev$`));
+  t.true(net.secure, 'STARTTLS was used');
+  t.is(await w.dkimStatus(net.raw), 'pass');
+  const parsed = await simpleParser(net.raw);
+  t.is(parsed.subject, 'Hello');
+  t.is(parsed.from?.value[0]?.address, 'hello@sender.dev');
+  t.is(parsed.headers.get('x-campaign'), 'launch');
+  t.is(parsed.headers.get('bcc'), undefined);
+  t.regex(String(parsed.messageId), /@sender\.dev>?$/);
+  t.is(parsed.attachments[0]?.filename, 'notes.txt');
+  t.is(parsed.attachments[0]?.contentType, 'text/plain');
+  t.is(parsed.attachments[0]?.content.toString(), 'attached bytes');
+  t.regex(parsed.text ?? '', /Hi there/);
+  const statuses = email.emailEvents.map((e: any) => e.status);
+  t.deepEqual(statuses.slice(0, 2), ['QUEUED', 'SENT']);
+  t.is(statuses.filter((s: string) => s === 'DELIVERED').length, 3);
+  const delivered = email.emailEvents.find((e: any) => e.status === 'DELIVERED');
+  t.is(delivered.data.mxHost, 'mx.sink.test');
+  t.truthy(delivered.data.recipient);
+  t.regex(delivered.data.response, /250/);
+  t.is(email.teamId, w.t0.teamId);
+  t.deepEqual(email.tags, ['welcome', 'onboarding']);
+  t.is(email.to, 'Alice <alice@example.net>');
+});
+
+test.serial('several emails to one domain reuse connections', async (t) => {
+  const conns = w.sink.connectionCount;
+  const before = w.sink.messages.length;
+  const ids = [];
+  for (let i = 0; i < 8; i++) ids.push((await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { subject: `n${i}` }) })).body.emailId);
+  await w.sink.waitForMessages(before + 8);
+  await w.settle();
+  t.true(w.sink.connectionCount - conns < 8, `${w.sink.connectionCount - conns} connections for 8 messages`);
+});
+
+test.serial('a 5.1.1 unknown user hard-bounces and suppresses only that recipient', async (t) => {
+  w.sink.setBehaviour({ onRcpt: (a) => (a === 'ghost@example.net' ? { code: 550, message: '5.1.1 <ghost@example.net>: user unknown' } : undefined) });
+  try {
+    const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: ['ghost@example.net', 'real@example.net'] }) });
+    const email = await waitForStatus(res.body.emailId, 'BOUNCED');
+    const bounce = email.emailEvents.find((e: any) => e.status === 'BOUNCED');
+    t.is(bounce.data.recipient, 'ghost@example.net');
+    t.is(bounce.data.bounce.type, 'Permanent');
+    t.true(email.emailEvents.some((e: any) => e.status === 'DELIVERED' && e.data.recipient === 'real@example.net'));
+    const sup = await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'ghost@example.net');
+    t.is(sup?.reason, 'HARD_BOUNCE');
+    t.is(sup?.source, res.body.emailId);
+    t.is(await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'real@example.net'), undefined);
+    // The next send to the suppressed address is SUPPRESSED and nothing goes out.
+    const again = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'ghost@example.net' }) });
+    const suppressed = (await w.t0.request('GET', `/v1/emails/${again.body.emailId}`)).body;
+    t.is(suppressed.latestStatus, 'SUPPRESSED');
+  } finally {
+    w.sink.setBehaviour({ onRcpt: undefined });
+  }
+});
+
+test.serial('a policy 5.7.1 rejection bounces without suppressing', async (t) => {
+  w.sink.setBehaviour({ onRcpt: () => ({ code: 554, message: '5.7.1 Service unavailable; client host blocked using zen.spamhaus.org' }) });
+  try {
+    const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'policy@example.net' }) });
+    const email = await waitForStatus(res.body.emailId, 'BOUNCED');
+    t.is(email.emailEvents.find((e: any) => e.status === 'BOUNCED').data.bounce.type, 'Transient');
+    t.is(await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'policy@example.net'), undefined);
+  } finally {
+    w.sink.setBehaviour({ onRcpt: undefined });
+  }
+});
+
+test.serial('cc/bcc on the suppression list are dropped and named; all To suppressed means SUPPRESSED', async (t) => {
+  const now = new Date().toISOString();
+  await w.t0.app.services.suppressionsRepo.add(w.t0.teamId, 'blocked@example.org', 'MANUAL', 'test', now);
+  const before = w.sink.messages.length;
+  const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'ok@example.net', cc: 'Blocked@Example.org' }) });
+  const email = await waitForStatus(res.body.emailId, 'DELIVERED');
+  t.deepEqual(email.emailEvents[0].data.suppressedRecipients, ['Blocked@example.org']);
+  t.false(w.sink.messages.slice(before).some((m) => m.rcptTo.some((r) => r.toLowerCase() === 'blocked@example.org')));
+  const all = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: ['blocked@example.org'] }) });
+  const sup = (await w.t0.request('GET', `/v1/emails/${all.body.emailId}`)).body;
+  t.is(sup.latestStatus, 'SUPPRESSED');
+  t.deepEqual(sup.emailEvents.map((e: any) => e.status), ['SUPPRESSED']);
+});
+
+test.serial('a null MX (RFC 7505) is a permanent failure', async (t) => {
+  w.zone.set('nullmx.example', 'MX', [{ exchange: '.', priority: 0 }]);
+  const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'x@nullmx.example' }) });
+  const email = await waitForStatus(res.body.emailId, 'BOUNCED');
+  t.regex(email.emailEvents.find((e: any) => e.status === 'BOUNCED').data.response, /no mail|null MX|accepts no mail/i);
+});
+
+test.serial('inReplyToId threads the reply with In-Reply-To and References', async (t) => {
+  const first = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'thread@example.net', subject: 'First' }) });
+  await waitForStatus(first.body.emailId, 'DELIVERED');
+  const firstMsg = w.sink.messages.find((m) => m.rcptTo.includes('thread@example.net'))!;
+  const firstId = (await simpleParser(firstMsg.raw)).messageId;
+  const before = w.sink.messages.length;
+  const reply = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'thread@example.net', subject: 'Re: First', inReplyToId: first.body.emailId }) });
+  await waitForStatus(reply.body.emailId, 'DELIVERED');
+  const parsed = await simpleParser(w.sink.messages.slice(before).find((m) => m.rcptTo.includes('thread@example.net'))!.raw);
+  t.is(parsed.inReplyTo, firstId!);
+  t.is(String(parsed.references), String(firstId));
+  const bad = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { inReplyToId: 'em_doesnotexist' }) });
+  t.is(bad.status, 400);
+});

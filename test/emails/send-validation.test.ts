@@ -1,0 +1,135 @@
+import test from 'ava';
+import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
+
+let w: MailWorld;
+test.before(async () => {
+  w = await startMailWorld();
+});
+test.after.always(async () => {
+  await w?.close();
+});
+
+const b64 = Buffer.from('x').toString('base64');
+
+const badBodies: [string, Record<string, unknown>, RegExp][] = [
+  ['missing to', { to: undefined }, /to/],
+  ['empty to list', { to: [] }, /to/],
+  ['bad recipient', { to: 'not-an-address' }, /to/],
+  ['two addresses in one string', { to: 'a@example.net, b@example.net' }, /to/],
+  ['missing from', { from: undefined }, /from/],
+  ['bad from', { from: 'nobody' }, /from/],
+  ['missing subject', { subject: undefined }, /subject/],
+  ['empty subject', { subject: '' }, /subject/],
+  ['no body', { text: undefined }, /text or html/],
+  ['empty html', { text: undefined, html: '' }, /html/],
+  ['CRLF in header value', { headers: { 'X-A': 'a\r\nBcc: evil@example.com' } }, /headers/],
+  ['CR/LF in header name', { headers: { 'X-A\r\nBcc': 'x' } }, /header/],
+  ['engine-owned header', { headers: { 'Message-ID': '<x@y>' } }, /Message-ID/],
+  ['empty header value', { headers: { 'X-A': '' } }, /headers/],
+  ['11 attachments', { attachments: Array.from({ length: 11 }, (_, i) => ({ filename: `f${i}.txt`, content: b64 })) }, /attachments/],
+  ['bad base64', { attachments: [{ filename: 'f.txt', content: 'not base64!!' }] }, /base64/],
+  ['attachment without filename', { attachments: [{ content: b64 }] }, /filename/],
+  ['11 tags', { tags: Array.from({ length: 11 }, (_, i) => `t${i}`) }, /tags/],
+  ['65-char tag', { tags: ['x'.repeat(65)] }, /tags/],
+  ['empty tag', { tags: [''] }, /tags/],
+  ['unparseable scheduledAt', { scheduledAt: 'when pigs fly' }, /scheduledAt/],
+  ['past scheduledAt', { scheduledAt: '2001-01-01T00:00:00Z' }, /past/],
+  ['wrong type', { subject: 42 }, /subject/],
+  ['unknown template', { templateId: 'tp_nope', subject: undefined, text: undefined }, /template/],
+];
+
+for (const [name, extra, message] of badBodies) {
+  test(`400: ${name}`, async (t) => {
+    const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, extra) });
+    t.is(res.status, 400, JSON.stringify(res.body));
+    t.is(res.body.error.code, 'BAD_REQUEST');
+    t.regex(res.body.error.message, message);
+  });
+}
+
+test('a non-object body is 400', async (t) => {
+  for (const raw of ['[]', '"x"', 'null', '42']) {
+    const res = await w.t0.request('POST', '/v1/emails', { rawBody: raw });
+    t.is(res.status, 400, raw);
+  }
+});
+
+test('403 for a from-domain that is not verified, not the team\'s, or outside the key\'s domain', async (t) => {
+  const unverified = await w.t0.request('POST', '/v1/domains', { body: { name: 'unverified.dev', region: 'r' } });
+  let res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { from: 'a@unverified.dev' }) });
+  t.is(res.status, 403);
+  t.is(res.body.error.code, 'FORBIDDEN');
+  res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { from: 'a@stranger.dev' }) });
+  t.is(res.status, 403);
+  const bound = (await w.t0.request('POST', '/v1/apiKeys', { body: { name: 'bound', permission: 'SENDING', domainId: unverified.body.id } })).body.token;
+  res = await w.t0.request('POST', '/v1/emails', { key: bound, body: sendBody(w) });
+  t.is(res.status, 403);
+  t.regex(res.body.error.message, /only send from domain/);
+  const otherTeam = await w.t0.app.services.teams.create('Other');
+  const otherKey = (await w.t0.app.services.apiKeys.create(otherTeam, { name: 'o' })).token;
+  res = await w.t0.request('POST', '/v1/emails', { key: otherKey, body: sendBody(w) });
+  t.is(res.status, 403);
+});
+
+test('a SENDING key may send and read emails but not manage domains', async (t) => {
+  const key = (await w.t0.request('POST', '/v1/apiKeys', { body: { name: 'sender', permission: 'SENDING' } })).body.token;
+  const sent = await w.t0.request('POST', '/v1/emails', { key, body: sendBody(w) });
+  t.is(sent.status, 200);
+  t.is((await w.t0.request('GET', `/v1/emails/${sent.body.emailId}`, { key })).status, 200);
+  t.is((await w.t0.request('GET', '/v1/domains', { key })).status, 403);
+});
+
+test('batch: 1..100 items, ids in input order, one rate-limit request, all-or-nothing validation', async (t) => {
+  const items = Array.from({ length: 5 }, (_, i) => sendBody(w, { subject: `batch ${i}` }));
+  const res = await w.t0.request('POST', '/v1/emails/batch', { body: items });
+  t.is(res.status, 200);
+  t.is(res.body.data.length, 5);
+  for (let i = 0; i < 5; i++) {
+    const e = (await w.t0.request('GET', `/v1/emails/${res.body.data[i].emailId}`)).body;
+    t.is(e.subject, `batch ${i}`);
+  }
+  t.is((await w.t0.request('POST', '/v1/emails/batch', { body: [] })).status, 400);
+  const tooMany = await w.t0.request('POST', '/v1/emails/batch', { body: Array.from({ length: 101 }, () => sendBody(w)) });
+  t.is(tooMany.status, 400);
+  const listBefore = (await w.t0.request('GET', '/v1/emails?limit=1')).body.count;
+  const oneBad = await w.t0.request('POST', '/v1/emails/batch', { body: [sendBody(w), sendBody(w, { to: 'bad' })] });
+  t.is(oneBad.status, 400);
+  t.regex(oneBad.body.error.message, /\[1\]\.to/);
+  t.is((await w.t0.request('GET', '/v1/emails?limit=1')).body.count, listBefore, 'nothing of a rejected batch was stored');
+  t.is((await w.t0.request('POST', '/v1/emails/batch', { body: { not: 'an array' } })).status, 400);
+});
+
+test('a batch of 100 counts as one request for the rate limit', async (t) => {
+  const team = await w.t0.app.services.teams.create('Limited', 2);
+  const key = (await w.t0.app.services.apiKeys.create(team, { name: 'k' })).token;
+  // This team has no verified domain: the batch is refused with 403, but it still counts once.
+  const res = await w.t0.request('POST', '/v1/emails/batch', { key, body: Array.from({ length: 100 }, () => sendBody(w)) });
+  t.is(res.status, 403);
+  t.is(res.headers.get('x-ratelimit-remaining'), '1');
+});
+
+test('emails list: data and count, page and limit, tag AND filter, domainId filter, dates', async (t) => {
+  const tagA = `a-${Date.now()}`;
+  const tagB = `b-${Date.now()}`;
+  await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { tags: [tagA] }) });
+  await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { tags: [tagA, tagB] }) });
+  await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { tags: [tagB] }) });
+  const one = await w.t0.request('GET', `/v1/emails?tag=${tagA}`);
+  t.is(one.body.count, 2);
+  const both = await w.t0.request('GET', `/v1/emails?tag=${tagA}&tag=${tagB}`);
+  t.is(both.body.count, 1);
+  t.deepEqual(both.body.data[0].tags.sort(), [tagA, tagB].sort());
+  const item = both.body.data[0];
+  for (const k of ['id', 'to', 'replyTo', 'cc', 'bcc', 'from', 'subject', 'html', 'text', 'latestStatus', 'scheduledAt', 'domainId', 'createdAt', 'updatedAt']) t.true(k in item, k);
+  const paged = await w.t0.request('GET', '/v1/emails?limit=1&page=2');
+  t.is(paged.body.data.length, 1);
+  t.true(paged.body.count >= 3);
+  t.is((await w.t0.request('GET', `/v1/emails?domainId=${w.domain.id}&tag=${tagA}`)).body.count, 2);
+  t.is((await w.t0.request('GET', `/v1/emails?domainId=999999&tag=${tagA}`)).body.count, 0);
+  t.is((await w.t0.request('GET', `/v1/emails?startDate=2999-01-01T00:00:00Z`)).body.count, 0);
+  t.is((await w.t0.request('GET', '/v1/emails?startDate=yesterday-ish')).status, 400);
+  t.is((await w.t0.request('GET', '/v1/emails?limit=101')).status, 400);
+  t.is((await w.t0.request('GET', '/v1/emails?domainId=abc')).status, 400);
+  t.is((await w.t0.request('GET', '/v1/emails/xy')).status, 400);
+  t.is((await w.t0.request('GET', '/v1/emails/em_missing')).status, 404);
+});

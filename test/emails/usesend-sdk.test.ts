@@ -1,0 +1,67 @@
+import test from 'ava';
+import { UseSend } from 'usesend-js';
+import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
+import { publishRecords } from '../helpers/domain-fixtures.js';
+
+// Posthorn is a drop-in server for the usesend-js SDK: it appends /api/v1 to the base URL.
+const sdkCode = (e: unknown) => (e as { error?: { code?: string }; code?: string }).error?.code ?? (e as { code?: string }).code;
+let w: MailWorld;
+let sdk: UseSend;
+test.before(async () => {
+  w = await startMailWorld();
+  sdk = new UseSend(w.t0.key, w.t0.baseUrl);
+});
+test.after.always(async () => {
+  await w?.close();
+});
+
+test.serial('emails: send, get, batch, schedule, update, cancel', async (t) => {
+  const sent = await sdk.emails.send({ from: `hello@${w.domain.name}`, to: 'sdk@example.net', subject: 'From the SDK', html: '<p>Hi</p>' });
+  t.is(sent.error, null);
+  t.regex(sent.data!.emailId!, /^em_/);
+  await w.sink.waitForMessages(1);
+  const got = await sdk.emails.get(sent.data!.emailId!);
+  t.is(got.error, null);
+  t.is(got.data!.subject, 'From the SDK');
+  t.true(Array.isArray(got.data!.emailEvents));
+
+  const idem = await sdk.emails.send({ from: `hello@${w.domain.name}`, to: 'sdk@example.net', subject: 'Once', text: 'x' }, { idempotencyKey: 'sdk-1' });
+  const idem2 = await sdk.emails.send({ from: `hello@${w.domain.name}`, to: 'sdk@example.net', subject: 'Once', text: 'x' }, { idempotencyKey: 'sdk-1' });
+  t.is(idem2.data!.emailId, idem.data!.emailId!);
+
+  const batch = await sdk.emails.batch([
+    { from: `hello@${w.domain.name}`, to: 'b1@example.net', subject: 'B1', text: 'one' },
+    { from: `hello@${w.domain.name}`, to: 'b2@example.net', subject: 'B2', text: 'two' },
+  ]);
+  t.is(batch.error, null);
+  t.is(batch.data!.length, 2);
+
+  const scheduled = await sdk.emails.send({ from: `hello@${w.domain.name}`, to: 'later@example.net', subject: 'Later', text: 'x', scheduledAt: new Date(Date.now() + 3600_000).toISOString() });
+  const updated = await sdk.emails.update(scheduled.data!.emailId!, { scheduledAt: new Date(Date.now() + 7200_000).toISOString() });
+  t.is(updated.error, null);
+  t.is(updated.data!.emailId, scheduled.data!.emailId!);
+  const cancelled = await sdk.emails.cancel(scheduled.data!.emailId!);
+  t.is(cancelled.error, null);
+  t.is(((await sdk.emails.get(scheduled.data!.emailId!)).data as { latestStatus?: string }).latestStatus, "CANCELLED");
+
+  const bad = await sdk.emails.send({ from: 'nobody@unknown.dev', to: 'x@example.net', subject: 's', text: 't' });
+  t.is(bad.data, null);
+  // The SDK wraps the whole error body: {error: {code, message}}.
+  t.is(sdkCode(bad.error), 'FORBIDDEN');
+});
+
+test.serial('domains: create, list, get, verify, delete', async (t) => {
+  const created = await sdk.domains.create({ name: 'sdk-domain.dev', region: 'us-east-1' });
+  t.is(created.error, null);
+  const id = created.data!.id;
+  t.true((await sdk.domains.list()).data!.some((d: { id: number }) => d.id === id));
+  publishRecords(w.t0, created.data as never);
+  const verified = await sdk.domains.verify(id);
+  t.is(verified.error, null);
+  t.is(typeof verified.data!.message, 'string');
+  t.is((await sdk.domains.get(id)).data!.status, 'SUCCESS');
+  const deleted = await sdk.domains.delete(id);
+  t.deepEqual(deleted.data, { id, success: true, message: 'Domain deleted successfully' });
+  const again = await sdk.domains.delete(id);
+  t.is(sdkCode(again.error), 'NOT_FOUND');
+});

@@ -1,0 +1,237 @@
+import test from 'ava';
+import { simpleParser } from 'mailparser';
+import type { AddressObject, ParsedMail } from 'mailparser';
+import { composeMessage, contentTypeForFilename, ENGINE_OWNED_HEADERS, type ComposeInput } from '../../../src/smtp/outbound/mime-builder.js';
+
+const PDF_BYTES = Buffer.concat([Buffer.from('%PDF-1.4\n'), Buffer.from(Array.from({ length: 3000 }, (_, i) => (i * 37) % 256))]);
+const CSV_BYTES = Buffer.from('name,city\r\nZoë,Zürich\r\n');
+
+function baseInput(overrides: Partial<ComposeInput> = {}): ComposeInput {
+  return {
+    from: 'Acmé Ltd <hi@acme.com>',
+    to: ['bob@example.com', '"Smith, Alice" <alice@example.org>'],
+    cc: ['Carol <carol@example.net>'],
+    replyTo: ['support@acme.com'],
+    subject: 'Your invoice — Grüße from Zürich',
+    text: 'Hello Bob,\n\nyour invoice is attached.\n',
+    html: '<p>Hello <b>Bob</b>,</p><p>your invoice is attached. ✓</p>',
+    headers: { 'X-Campaign': 'Été 2024 — soldes', 'X-Entity-Ref-ID': 'abc-123', 'List-Unsubscribe': '<https://acme.com/u/1>' },
+    attachments: [
+      { filename: 'invoice.pdf', content: PDF_BYTES.toString('base64') },
+      { filename: 'données été.csv', content: CSV_BYTES.toString('base64'), contentType: 'text/csv' },
+    ],
+    messageId: '<0193a5b2.c3d4@acme.com>',
+    date: new Date('2024-06-01T12:34:56Z'),
+    inReplyTo: '<parent@example.com>',
+    references: ['<root@example.com>', '<parent@example.com>'],
+    ...overrides,
+  };
+}
+
+/**
+ * mailparser leaves unknown (X-) headers as encoded words, so they are decoded here
+ * (RFC 2047: Q and B words, whitespace between adjacent words dropped, 6.2).
+ */
+function decodeWords(value: string): string {
+  return value
+    .replace(/(\?=)\s+(?==\?)/g, '$1')
+    .replace(/=\?([^?]+)\?([QqBb])\?([^?]*)\?=/g, (_, charset: string, enc: string, text: string) => {
+      const bytes =
+        enc.toUpperCase() === 'B'
+          ? Buffer.from(text, 'base64')
+          : Buffer.from(text.replace(/_/g, ' ').replace(/=([0-9A-Fa-f]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16))), 'latin1');
+      return new TextDecoder(charset).decode(bytes);
+    });
+}
+
+function addresses(field: AddressObject | AddressObject[] | undefined): { name: string; address: string | undefined }[] {
+  return [field ?? []].flat().flatMap((group) => group.value.map((a) => ({ name: a.name, address: a.address })));
+}
+
+/** The raw header block, unfolded, one entry per field. */
+function rawHeaderFields(message: Buffer): string[] {
+  const text = message.toString('latin1');
+  return text
+    .slice(0, text.indexOf('\r\n\r\n'))
+    .replace(/\r\n[ \t]/g, ' ')
+    .split('\r\n');
+}
+
+function assertWireFormat(t: import('ava').ExecutionContext, message: Buffer): void {
+  const text = message.toString('latin1');
+  t.false(/(^|[^\r])\n/.test(text), 'no bare LF');
+  t.false(/\r(?!\n)/.test(text), 'no bare CR');
+  t.true(text.endsWith('\r\n'));
+  const longest = Math.max(...text.split('\r\n').map((line) => line.length));
+  t.true(longest <= 998, `longest line ${longest} octets`);
+}
+
+test('composes every field, and mailparser reads them all back', async (t) => {
+  const message = await composeMessage(baseInput());
+  const parsed: ParsedMail = await simpleParser(message);
+
+  t.deepEqual(addresses(parsed.from), [{ name: 'Acmé Ltd', address: 'hi@acme.com' }]);
+  t.deepEqual(addresses(parsed.to), [
+    { name: '', address: 'bob@example.com' },
+    { name: 'Smith, Alice', address: 'alice@example.org' },
+  ]);
+  t.deepEqual(addresses(parsed.cc), [{ name: 'Carol', address: 'carol@example.net' }]);
+  t.deepEqual(addresses(parsed.replyTo), [{ name: '', address: 'support@acme.com' }]);
+  t.is(parsed.subject, 'Your invoice — Grüße from Zürich');
+  t.is(parsed.messageId, '<0193a5b2.c3d4@acme.com>');
+  t.is(parsed.date?.toISOString(), '2024-06-01T12:34:56.000Z');
+  t.is(parsed.inReplyTo, '<parent@example.com>');
+  t.deepEqual([parsed.references ?? []].flat(), ['<root@example.com>', '<parent@example.com>']);
+
+  t.is(parsed.text, 'Hello Bob,\n\nyour invoice is attached.\n');
+  t.is(parsed.html, '<p>Hello <b>Bob</b>,</p><p>your invoice is attached. ✓</p>');
+
+  t.is(decodeWords(String(parsed.headers.get('x-campaign'))), 'Été 2024 — soldes');
+  t.is(parsed.headers.get('x-entity-ref-id'), 'abc-123');
+  t.deepEqual((parsed.headers.get('list') as { unsubscribe?: { url: string } } | undefined)?.unsubscribe?.url, 'https://acme.com/u/1');
+  t.is(parsed.headers.get('mime-version'), '1.0');
+
+  t.is(parsed.attachments.length, 2);
+  const [pdf, csv] = parsed.attachments;
+  t.is(pdf!.filename, 'invoice.pdf');
+  t.is(pdf!.contentType, 'application/pdf');
+  t.true(pdf!.content.equals(PDF_BYTES), 'pdf bytes identical');
+  t.is(csv!.filename, 'données été.csv');
+  t.is(csv!.contentType, 'text/csv');
+  t.true(csv!.content.equals(CSV_BYTES), 'csv bytes identical');
+
+  const fields = rawHeaderFields(message);
+  t.false(parsed.headers.has('bcc'));
+  t.false(fields.some((f) => /^bcc:/i.test(f)), 'no Bcc header');
+  // the caller's casing is kept (nodemailer alone would write "X-Entity-Ref-Id")
+  t.true(fields.includes('X-Entity-Ref-ID: abc-123'));
+  // non-ASCII header values travel as RFC 2047 encoded words, the header block is ASCII
+  t.true(/^[\x20-\x7e\r\n\t]*$/.test(message.toString('latin1', 0, message.indexOf('\r\n\r\n'))));
+  assertWireFormat(t, message);
+});
+
+test('html only: no plain-text part is invented', async (t) => {
+  const message = await composeMessage(baseInput({ text: null, attachments: [] }));
+  const parsed = await simpleParser(message);
+  t.regex(parsed.headers.get('content-type') ? String((parsed.headers.get('content-type') as { value: string }).value) : '', /^text\/html$/);
+  t.is((parsed.html || '').trimEnd(), '<p>Hello <b>Bob</b>,</p><p>your invoice is attached. ✓</p>');
+  // (mailparser derives parsed.text from the html itself, so the raw message is what tells)
+  t.false(message.toString().includes('text/plain'));
+});
+
+test('empty cc, reply-to and references produce no header at all', async (t) => {
+  const message = await composeMessage(baseInput({ cc: [], replyTo: [], references: [], inReplyTo: null, attachments: [] }));
+  const names = rawHeaderFields(message).map((f) => f.split(':')[0]!.toLowerCase());
+  for (const absent of ['cc', 'reply-to', 'references', 'in-reply-to', 'bcc']) t.false(names.includes(absent), absent);
+  for (const present of ['from', 'to', 'subject', 'date', 'message-id', 'mime-version', 'content-type']) t.true(names.includes(present), present);
+});
+
+test('bare LF and bare CR in bodies become CRLF', async (t) => {
+  const message = await composeMessage(baseInput({ text: 'one\ntwo\rthree\r\nfour', html: '<p>a</p>\n<p>b</p>\r<p>c</p>', attachments: [] }));
+  assertWireFormat(t, message);
+  const parsed = await simpleParser(message);
+  t.is(parsed.text, 'one\ntwo\nthree\nfour');
+});
+
+test('long lines in bodies and long headers with spaces stay within 998 octets', async (t) => {
+  const message = await composeMessage(
+    baseInput({
+      text: 'x'.repeat(5000),
+      html: `<p>${'y'.repeat(5000)}</p>`,
+      subject: 'word '.repeat(400).trim(),
+      headers: { 'X-Words': 'token '.repeat(400).trim() },
+    }),
+  );
+  assertWireFormat(t, message);
+  const parsed = await simpleParser(message);
+  t.is(parsed.text?.trim(), 'x'.repeat(5000));
+  t.is(parsed.subject, 'word '.repeat(400).trim());
+});
+
+test('an unbroken 1000-character header value is refused (RFC 5322 2.1.1) instead of sent over-long', async (t) => {
+  const err = await t.throwsAsync(composeMessage(baseInput({ headers: { 'X-Token': 'z'.repeat(1000) } })), { instanceOf: RangeError });
+  t.regex(err!.message, /header "X-Token" has a 10\d\d-octet line/);
+  await t.throwsAsync(composeMessage(baseInput({ subject: 'q'.repeat(1200) })), { message: /header "Subject"/ });
+});
+
+test('custom headers the composer owns, or with CR/LF, or with a bad name are refused', async (t) => {
+  for (const name of ['From', 'bcc', 'Content-Type', 'DKIM-Signature', 'Message-ID', 'Reply-To']) {
+    await t.throwsAsync(composeMessage(baseInput({ headers: { [name]: 'x' } })), { message: /written by the composer/ }, name);
+  }
+  await t.throwsAsync(composeMessage(baseInput({ headers: { 'X-Evil': 'a\r\nBcc: victim@example.com' } })), { message: /without CR, LF or NUL/ });
+  await t.throwsAsync(composeMessage(baseInput({ headers: { 'X Bad': 'a' } })), { message: /invalid header name/ });
+  await t.throwsAsync(composeMessage(baseInput({ headers: { 'X-Colon:': 'a' } })), { message: /invalid header name/ });
+});
+
+test('ENGINE_OWNED_HEADERS: lowercase, covers what the composer writes, leaves List-Unsubscribe to the engine', (t) => {
+  for (const name of ENGINE_OWNED_HEADERS) t.is(name, name.toLowerCase());
+  for (const name of ['from', 'to', 'cc', 'bcc', 'subject', 'date', 'message-id', 'mime-version', 'content-type', 'content-transfer-encoding', 'dkim-signature', 'return-path', 'received', 'in-reply-to', 'references', 'sender', 'reply-to']) {
+    t.true(ENGINE_OWNED_HEADERS.has(name), name);
+  }
+  t.false(ENGINE_OWNED_HEADERS.has('list-unsubscribe'));
+  t.false(ENGINE_OWNED_HEADERS.has('list-unsubscribe-post'));
+});
+
+test('engine headers List-Unsubscribe / List-Unsubscribe-Post pass through unchanged', async (t) => {
+  const headers = { 'List-Unsubscribe': '<https://acme.com/u/Zx9>, <mailto:u+Zx9@acme.com>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' };
+  const fields = rawHeaderFields(await composeMessage(baseInput({ headers })));
+  t.true(fields.includes('List-Unsubscribe: <https://acme.com/u/Zx9>, <mailto:u+Zx9@acme.com>'));
+  t.true(fields.includes('List-Unsubscribe-Post: List-Unsubscribe=One-Click'));
+});
+
+test('message/rfc822 attachments: 7bit-clean ones stay message/rfc822, others travel as base64 octets', async (t) => {
+  const clean = Buffer.from('From: a@b.c\r\nSubject: hi\r\n\r\nplain ascii\r\n');
+  const eightBit = Buffer.from('From: a@b.c\r\nSubject: hi\r\n\r\nGrüße\r\n');
+  const message = await composeMessage(
+    baseInput({
+      attachments: [
+        { filename: 'clean.eml', content: clean.toString('base64') },
+        { filename: 'utf8.eml', content: eightBit.toString('base64') },
+      ],
+    }),
+  );
+  const text = message.toString('latin1');
+  t.false(/Content-Transfer-Encoding: 8bit/i.test(text), 'nothing that needs 8BITMIME');
+  t.regex(text, /Content-Type: message\/rfc822; name=clean\.eml/);
+  t.regex(text, /Content-Type: application\/octet-stream; name=utf8\.eml/);
+  const parsed = await simpleParser(message);
+  const utf8 = parsed.attachments.find((a) => a.filename === 'utf8.eml');
+  t.true(utf8?.content.equals(eightBit));
+  assertWireFormat(t, message);
+});
+
+test('a multipart content type for an attachment is refused', async (t) => {
+  await t.throwsAsync(composeMessage(baseInput({ attachments: [{ filename: 'x.bin', content: 'AAAA', contentType: 'multipart/mixed' }] })), {
+    message: /multipart/,
+  });
+});
+
+test('contentTypeForFilename', (t) => {
+  const cases: [string, string][] = [
+    ['invoice.pdf', 'application/pdf'],
+    ['INVOICE.PDF', 'application/pdf'],
+    ['photo.jpeg', 'image/jpeg'],
+    ['photo.JPG', 'image/jpeg'],
+    ['logo.png', 'image/png'],
+    ['report.docx', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document'],
+    ['sheet.xlsx', 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet'],
+    ['data.csv', 'text/csv'],
+    ['notes.txt', 'text/plain'],
+    ['page.html', 'text/html'],
+    ['data.json', 'application/json'],
+    ['archive.tar.gz', 'application/x-gzip'],
+    ['bundle.zip', 'application/zip'],
+    ['invite.ics', 'text/calendar'],
+    ['forwarded.eml', 'message/rfc822'],
+    ['dir/sub/logo.png', 'image/png'],
+    ['C:\\Users\\x\\logo.png', 'image/png'],
+    ['données été.csv', 'text/csv'],
+    ['unknown.weird-ext', 'application/octet-stream'],
+    ['README', 'application/octet-stream'],
+    ['pdf', 'application/octet-stream'], // a bare name is not an extension
+    ['.bashrc', 'application/octet-stream'],
+    ['trailing.', 'application/octet-stream'],
+    ['', 'application/octet-stream'],
+  ];
+  for (const [filename, expected] of cases) t.is(contentTypeForFilename(filename), expected, filename);
+});

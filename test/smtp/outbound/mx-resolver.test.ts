@@ -1,0 +1,184 @@
+/**
+ * MX resolution through the real stub resolver against the in-process DNS
+ * zone; cache expiry is driven by a ManualClock and observed with the zone's
+ * queryCount. Each test owns its zone, resolver and clock.
+ */
+import test from 'ava';
+import type { ExecutionContext } from 'ava';
+import { ManualClock } from '../../../src/lib/clock.js';
+import { createDnsClient } from '../../../src/lib/dns/dns-client.js';
+import { createMxResolver, MxLookupError } from '../../../src/smtp/outbound/mx-resolver.js';
+import type { MxResolverOptions } from '../../../src/smtp/outbound/mx-resolver.js';
+import { startDnsZone } from '../../helpers/dns-zone.js';
+import type { DnsZone } from '../../helpers/dns-zone.js';
+
+/** Short so SERVFAIL/blackhole cases stay fast; loopback answers take well under this. */
+const DNS_TIMEOUT_MS = 300;
+const MS_PER_SECOND = 1000;
+
+async function world(t: ExecutionContext, opts: MxResolverOptions = {}) {
+  const zone = await startDnsZone();
+  t.teardown(() => zone.close());
+  const clock = new ManualClock();
+  const dns = createDnsClient({ servers: [zone.server], timeoutMs: DNS_TIMEOUT_MS, tries: 1 });
+  const mx = createMxResolver(dns, clock, opts);
+  return { zone, clock, mx };
+}
+
+async function rejects(t: ExecutionContext, promise: Promise<unknown>, permanent: boolean, message: RegExp): Promise<void> {
+  const err = await t.throwsAsync(promise, { instanceOf: MxLookupError });
+  t.is(err?.permanent, permanent, err?.message);
+  t.regex(err?.message ?? '', message);
+}
+
+function setHost(zone: DnsZone, name: string, v4: string[], v6: string[] = [], ttl?: number): void {
+  if (v4.length) zone.set(name, 'A', v4, ttl);
+  if (v6.length) zone.set(name, 'AAAA', v6, ttl);
+}
+
+test('MX hosts come back in preference order with their addresses, IPv4 before IPv6', async (t) => {
+  const { zone, mx } = await world(t);
+  zone.set('example.test', 'MX', [
+    { exchange: 'backup.example.test', priority: 20 },
+    { exchange: 'mx1.example.test', priority: 10 },
+  ]);
+  setHost(zone, 'mx1.example.test', ['192.0.2.1', '192.0.2.2'], ['2001:db8::1']);
+  setHost(zone, 'backup.example.test', [], ['2001:db8::2']);
+  const hosts = await mx.resolve('Example.TEST.');
+  t.deepEqual(hosts, [
+    { host: 'mx1.example.test', priority: 10, addresses: ['192.0.2.1', '192.0.2.2', '2001:db8::1'] },
+    { host: 'backup.example.test', priority: 20, addresses: ['2001:db8::2'] },
+  ]);
+});
+
+test('equal preferences are shuffled on every call, lower preference always first (RFC 5321 5.1)', async (t) => {
+  const { zone, mx } = await world(t);
+  zone.set('spread.test', 'MX', [
+    { exchange: 'a.spread.test', priority: 10 },
+    { exchange: 'b.spread.test', priority: 10 },
+    { exchange: 'c.spread.test', priority: 5 },
+  ]);
+  for (const h of ['a', 'b', 'c']) setHost(zone, `${h}.spread.test`, ['192.0.2.10']);
+  const seen = new Set<string>();
+  // 2^-63 chance that one order never shows up.
+  for (let i = 0; i < 64; i++) {
+    const hosts = await mx.resolve('spread.test');
+    t.is(hosts[0]!.host, 'c.spread.test');
+    seen.add(hosts.map((h) => h.host).join(','));
+  }
+  t.deepEqual([...seen].sort(), ['c.spread.test,a.spread.test,b.spread.test', 'c.spread.test,b.spread.test,a.spread.test']);
+});
+
+test('no MX records: the domain itself is the implicit MX with preference 0', async (t) => {
+  const { zone, mx } = await world(t);
+  zone.set('implicit.test', 'TXT', ['v=spf1 -all']); // the name exists, MX is NODATA
+  setHost(zone, 'implicit.test', ['192.0.2.30'], ['2001:db8::30']);
+  t.deepEqual(await mx.resolve('implicit.test'), [{ host: 'implicit.test', priority: 0, addresses: ['192.0.2.30', '2001:db8::30'] }]);
+});
+
+test('no MX and no address records: permanent', async (t) => {
+  const { zone, mx } = await world(t);
+  zone.set('nothing.test', 'TXT', ['hello']);
+  await rejects(t, mx.resolve('nothing.test'), true, /no MX records and no A\/AAAA/);
+});
+
+test('null MX (RFC 7505) is permanent: the domain accepts no mail', async (t) => {
+  const { zone, mx } = await world(t);
+  zone.set('nomail.test', 'MX', [{ exchange: '.', priority: 0 }]);
+  setHost(zone, 'nomail.test', ['192.0.2.40']); // must not be used as an implicit MX
+  await rejects(t, mx.resolve('nomail.test'), true, /null MX/);
+});
+
+test('NXDOMAIN is permanent', async (t) => {
+  const { mx } = await world(t);
+  await rejects(t, mx.resolve('no-such-domain.test'), true, /does not exist/);
+});
+
+test('SERVFAIL and timeouts are temporary', async (t) => {
+  const { zone, mx } = await world(t);
+  zone.servfail('broken.test');
+  await rejects(t, mx.resolve('broken.test'), false, /SERVFAIL/);
+  zone.blackhole('silent.test');
+  await rejects(t, mx.resolve('silent.test'), false, /TIMEOUT/);
+});
+
+test('an MX host that does not resolve is skipped; when none resolves the failure is temporary', async (t) => {
+  const { zone, mx } = await world(t);
+  zone.set('partial.test', 'MX', [
+    { exchange: 'gone.partial.test', priority: 5 },
+    { exchange: 'ok.partial.test', priority: 10 },
+  ]);
+  setHost(zone, 'ok.partial.test', ['192.0.2.50']);
+  t.deepEqual(await mx.resolve('partial.test'), [{ host: 'ok.partial.test', priority: 10, addresses: ['192.0.2.50'] }]);
+
+  zone.set('allbad.test', 'MX', [{ exchange: 'gone.allbad.test', priority: 5 }, { exchange: 'fail.allbad.test', priority: 10 }]);
+  zone.servfail('fail.allbad.test');
+  await rejects(t, mx.resolve('allbad.test'), false, /none of the MX hosts resolved/);
+});
+
+test('answers are cached for their TTL by the injected clock', async (t) => {
+  const { zone, clock, mx } = await world(t);
+  zone.set('cached.test', 'MX', [{ exchange: 'mx.cached.test', priority: 10 }], 60);
+  zone.set('mx.cached.test', 'A', ['192.0.2.60'], 600);
+  zone.set('mx.cached.test', 'AAAA', ['2001:db8::60'], 600);
+
+  t.deepEqual((await mx.resolve('cached.test'))[0]!.addresses, ['192.0.2.60', '2001:db8::60']);
+  const afterFirst = zone.queryCount;
+  t.is(afterFirst, 3); // MX, A, AAAA
+
+  clock.advance(59 * MS_PER_SECOND);
+  await mx.resolve('cached.test');
+  t.is(zone.queryCount, afterFirst, 'all answers still fresh');
+
+  zone.set('cached.test', 'MX', [{ exchange: 'mx.cached.test', priority: 20 }], 60);
+  clock.advance(2 * MS_PER_SECOND);
+  const hosts = await mx.resolve('cached.test');
+  t.is(hosts[0]!.priority, 20, 'the expired MX answer was fetched again');
+  t.is(zone.queryCount, afterFirst + 1, 'only the MX record expired; the host addresses are still cached');
+
+  clock.advance(600 * MS_PER_SECOND);
+  await mx.resolve('cached.test');
+  t.is(zone.queryCount, afterFirst + 4);
+});
+
+test('concurrent lookups of one domain share the queries', async (t) => {
+  const { zone, mx } = await world(t);
+  zone.set('shared.test', 'MX', [{ exchange: 'mx.shared.test', priority: 10 }]);
+  setHost(zone, 'mx.shared.test', ['192.0.2.70']);
+  const results = await Promise.all(Array.from({ length: 10 }, () => mx.resolve('shared.test')));
+  t.true(results.every((r) => r[0]!.addresses[0] === '192.0.2.70'));
+  t.is(zone.queryCount, 3);
+});
+
+test('temporary failures are cached briefly (negativeTtlSeconds), then asked again', async (t) => {
+  const { zone, clock, mx } = await world(t, { negativeTtlSeconds: 30 });
+  zone.servfail('flaky.test');
+  await rejects(t, mx.resolve('flaky.test'), false, /SERVFAIL/);
+  const afterFailure = zone.queryCount;
+
+  zone.clear('flaky.test');
+  zone.set('flaky.test', 'MX', [{ exchange: 'mx.flaky.test', priority: 10 }]);
+  setHost(zone, 'mx.flaky.test', ['192.0.2.80']);
+  clock.advance(29 * MS_PER_SECOND);
+  await rejects(t, mx.resolve('flaky.test'), false, /SERVFAIL/);
+  t.is(zone.queryCount, afterFailure, 'the failure came from the cache');
+
+  clock.advance(2 * MS_PER_SECOND);
+  t.is((await mx.resolve('flaky.test'))[0]!.host, 'mx.flaky.test');
+});
+
+test('the cache is bounded: the least recently used answers are dropped', async (t) => {
+  const { zone, mx } = await world(t, { maxCacheEntries: 3 });
+  for (const d of ['one', 'two']) {
+    zone.set(`${d}.test`, 'MX', [{ exchange: `mx.${d}.test`, priority: 10 }]);
+    zone.set(`mx.${d}.test`, 'A', ['192.0.2.90']);
+  }
+  await mx.resolve('one.test'); // MX one, A mx.one, AAAA mx.one: full
+  const afterOne = zone.queryCount;
+  await mx.resolve('one.test');
+  t.is(zone.queryCount, afterOne);
+  await mx.resolve('two.test'); // pushes all of one.test out
+  const afterTwo = zone.queryCount;
+  await mx.resolve('one.test');
+  t.is(zone.queryCount, afterTwo + 3);
+});
