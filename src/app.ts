@@ -17,12 +17,14 @@ import { createEmailsRepository } from './store/repositories/emails-repository.j
 import { createDeliveriesRepository } from './store/repositories/deliveries-repository.js';
 import { createIdempotencyRepository } from './store/repositories/idempotency-repository.js';
 import { createSuppressionsRepository } from './store/repositories/suppressions-repository.js';
+import { createTemplatesRepository } from './store/repositories/templates-repository.js';
 import { EventBus } from './core/events.js';
 import { createApiKeyService } from './core/api-keys/api-key-service.js';
 import { createTeamService } from './core/teams/team-service.js';
 import { createRateLimiter } from './core/rate-limit/rate-limiter.js';
 import { createDomainService } from './core/domains/domain-service.js';
 import { createEmailService } from './core/emails/email-service.js';
+import { createTemplateService } from './core/templates/template-service.js';
 import { createDeliveryService } from './core/deliveries/delivery-service.js';
 import { DeliveryEngine } from './smtp/outbound/delivery-engine.js';
 import { createMessageFactory } from './smtp/outbound/message-factory.js';
@@ -32,6 +34,7 @@ import { createSmtpClientPool } from './smtp/outbound/smtp-client-pool.js';
 import { createHttpApp, listenHttp, type RunningHttpServer } from './api/http-server.js';
 import { apiKeysRoutes } from './api/routes/api-keys-routes.js';
 import { emailsRoutes } from './api/routes/emails-routes.js';
+import { templatesRoutes } from './api/routes/templates-routes.js';
 import { domainsRoutes } from './api/routes/domains-routes.js';
 import { startCronJobs, type CronJobs } from './scheduler/cron-jobs.js';
 import type { RouteDef } from './api/route-types.js';
@@ -67,7 +70,8 @@ export async function createApp(opts: AppOptions) {
 
   const events = new EventBus(logger);
   const teamsRepo = createTeamsRepository(store.db);
-  const teams = createTeamService({ teams: teamsRepo, clock });
+  const templates = createTemplateService({ templates: createTemplatesRepository(store.db), clock });
+  const teams = createTeamService({ teams: teamsRepo, clock, onTeamCreated: (teamId) => templates.seedDefaults(teamId) });
   const domainsRepo = createDomainsRepository(store.db);
   const domains = createDomainService({
     domains: domainsRepo,
@@ -93,6 +97,7 @@ export async function createApp(opts: AppOptions) {
     domains,
     events,
     clock,
+    renderTemplate: (teamId, templateId, variables) => templates.renderForSend(teamId, templateId, variables),
     onQueued: () => engine?.wake(),
   });
   const deliveries = createDeliveryService({
@@ -107,9 +112,9 @@ export async function createApp(opts: AppOptions) {
     owner: `${osHostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
   });
 
-  const services = { teams, apiKeys, events, settings, domains, emails, deliveries, deliveriesRepo, suppressionsRepo };
+  const services = { templates, teams, apiKeys, events, settings, domains, emails, deliveries, deliveriesRepo, suppressionsRepo };
 
-  const routes: RouteDef[] = [...apiKeysRoutes(apiKeys), ...domainsRoutes(domains), ...emailsRoutes(emails)];
+  const routes: RouteDef[] = [...apiKeysRoutes(apiKeys), ...domainsRoutes(domains), ...emailsRoutes(emails), ...templatesRoutes(templates)];
   let cron: CronJobs | undefined;
   const relay = config.outbound.relay.host
     ? {
@@ -124,6 +129,8 @@ export async function createApp(opts: AppOptions) {
   const pool = createSmtpClientPool({
     heloName: config.hostname,
     logger,
+    resolver, // a relay given by name is resolved through our resolver, never the system's
+    clock,
     ca: config.outbound.caFile ? readFileSync(config.outbound.caFile) : undefined,
     relay,
     maxConnectionsPerHost: config.outbound.maxConnectionsPerHost,

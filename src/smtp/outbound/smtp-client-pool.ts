@@ -25,6 +25,22 @@
  *   in the clear.
  * - Relay (smarthost) mode: every transaction goes to one upstream server with
  *   implicit TLS (port 465, RFC 8314) or STARTTLS, always verified, and AUTH.
+ *
+ * Outcome per recipient:
+ *
+ *   what happened                              outcome
+ *   RCPT refused                               classifyReply(RCPT reply)
+ *   MAIL FROM refused                          classifyReply(MAIL reply), never hard: it is about the sender
+ *   DATA or the final dot refused              classifyReply(that reply), hard only with one recipient
+ *   2yz after the final dot                    delivered
+ *   session lost before the final reply        deferred (other RCPT refusals keep their own outcome)
+ *   no session (refused, timeout, greeting,    deferred, connected=false: the caller tries the next MX
+ *     TLS required but not possible, AUTH)
+ *
+ * A reused session that fails before any RCPT got a reply (it died while
+ * idle, or the server caps messages per connection with a 421 to MAIL FROM)
+ * cannot have delivered anything, so the transaction is retried once on a
+ * fresh session instead of deferring.
  */
 import { isAscii } from 'node:buffer';
 import { isIP } from 'node:net';
@@ -121,7 +137,7 @@ export interface SmtpClientPoolOptions {
 }
 
 export interface SmtpClientPool {
-  /** Never rejects: every outcome, connection failures included, is a value. */
+  /** Every outcome, connection failures included, is a value; it rejects only on a bug. */
   send(target: DeliveryTarget, req: TransactionRequest): Promise<TransactionResult>;
   /** Refuses queued and new sends, lets transactions in flight finish, QUITs every session and waits for the sockets to close. */
   close(): Promise<void>;
@@ -234,7 +250,6 @@ function replyCodeOf(response: string | undefined): number | undefined {
 function oneLine(text: string): string {
   return text.replace(/\s+/g, ' ').trim();
 }
-
 
 /** nodemailer refuses the whole envelope for one address with CR, LF or angle brackets; we refuse only that recipient. */
 function invalidAddress(address: string): boolean {

@@ -2,6 +2,7 @@ import type { Migration } from 'kysely';
 import * as m20261122010000 from './20261122010000-init.js';
 import * as m20261122020000 from './20261122020000-domains.js';
 import * as m20261122030000 from './20261122030000-emails.js';
+import * as m20261122035000 from './20261122035000-templates.js';
 
 // Every migration, keyed by its timestamped name. Kysely runs them in name order and
 // records each in kysely_migration, so they are forward-only and run once.
@@ -9,4 +10,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261122010000-init': m20261122010000,
   '20261122020000-domains': m20261122020000,
   '20261122030000-emails': m20261122030000,
+  '20261122035000-templates': m20261122035000,
 };

@@ -153,7 +153,33 @@ export interface SuppressionsTable {
   created_at: string;
 }
 
+export interface TemplatesTable {
+  id: string;
+  team_id: number;
+  name: string;
+  subject: string;
+  content: string;
+  html: string;
+  text_body: string;
+  published_version: number | null;
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+}
+
+export interface TemplateVersionsTable {
+  template_id: string;
+  version_number: number;
+  subject: string;
+  content: string;
+  html: string;
+  text_body: string;
+  created_at: string;
+}
+
 export interface Database {
+  templates: TemplatesTable;
+  template_versions: TemplateVersionsTable;
   emails: EmailsTable;
   email_tags: EmailTagsTable;
   email_events: EmailEventsTable;
