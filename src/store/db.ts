@@ -3,6 +3,8 @@ import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import type { Database } from './tables/database.js';
+import { withStatementCache } from './statement-cache.js';
+import { createHotPath, registerHotPath } from './hot-path.js';
 
 export type Db = Kysely<Database>;
 
@@ -25,7 +27,12 @@ export function openStore(file: string): Store {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  // 64 MB page cache (default 2 MB) keeps the hot indexes of the queue in memory.
+  sqlite.pragma('cache_size = -65536');
+  sqlite.pragma('temp_store = MEMORY');
+  const cached = withStatementCache(sqlite);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cached }) });
+  registerHotPath(db, createHotPath(db, cached));
   let closed = false;
   return {
     db,

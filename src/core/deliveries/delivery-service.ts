@@ -47,13 +47,22 @@ export interface DeliveryServiceDeps {
 /** At most this many recipients per SMTP transaction (RFC 5321 4.5.3.1.8 requires servers to take 100). */
 export const MAX_RCPTS_PER_TRANSACTION = 100;
 
+/** How often expired leases are looked for. */
+const LEASE_SWEEP_INTERVAL_MS = 30_000;
+
 export function createDeliveryService(deps: DeliveryServiceDeps) {
   const { clock } = deps;
+  let lastLeaseSweepMs = -Infinity;
 
   return {
     /** Claims due deliveries and groups them by (email, destination domain). */
     async claim(limit: number): Promise<DeliveryGroup[]> {
       const now = clock.nowMs();
+      if (now - lastLeaseSweepMs >= LEASE_SWEEP_INTERVAL_MS || now < lastLeaseSweepMs) {
+        lastLeaseSweepMs = now;
+        const released = await deps.deliveries.releaseExpiredLeases(now);
+        if (released) deps.logger.warn({ released }, 'released expired delivery leases (a worker died or hung)');
+      }
       const rows = await deps.deliveries.claimDue(deps.owner, now, deps.leaseMs, limit);
       if (!rows.length) return [];
       const byKey = new Map<string, DeliveryRow[]>();
@@ -68,7 +77,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       const groups: DeliveryGroup[] = [];
       for (const list of byKey.values()) {
         const first = list[0]!;
-        if (!emailCache.has(first.email_id)) emailCache.set(first.email_id, await deps.emails.findByIdAnyTeam(first.email_id));
+        if (!emailCache.has(first.email_id)) emailCache.set(first.email_id, await deps.emails.findByIdAnyTeamFast(first.email_id));
         const email = emailCache.get(first.email_id);
         if (!email) continue; // deleted with its team: the cascade removed the deliveries too
         let domain: DomainRecord | undefined;

@@ -79,7 +79,9 @@ export class DeliveryEngine {
 
   private async loop(): Promise<void> {
     while (this.running) {
-      if (this.inFlight.size >= this.maxInFlight) {
+      // Claim in large batches: wait until half the in-flight capacity is free, so each
+      // claim round trip takes many rows instead of one per finished transaction.
+      if (this.inFlight.size >= Math.max(1, this.maxInFlight / 2)) {
         await Promise.race(this.inFlight);
         continue;
       }

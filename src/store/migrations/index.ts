@@ -3,6 +3,7 @@ import * as m20261122010000 from './20261122010000-init.js';
 import * as m20261122020000 from './20261122020000-domains.js';
 import * as m20261122030000 from './20261122030000-emails.js';
 import * as m20261122035000 from './20261122035000-templates.js';
+import * as m20261122080000 from './20261122080000-delivery-claim-index.js';
 
 // Every migration, keyed by its timestamped name. Kysely runs them in name order and
 // records each in kysely_migration, so they are forward-only and run once.
@@ -11,4 +12,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261122020000-domains': m20261122020000,
   '20261122030000-emails': m20261122030000,
   '20261122035000-templates': m20261122035000,
+  '20261122080000-delivery-claim-index': m20261122080000,
 };

@@ -1,6 +1,8 @@
+import type { Transaction } from 'kysely';
 import type { Db } from '../db.js';
-import type { DeliveryState } from '../tables/database.js';
-import { insertEventAndBump, type DeliveryRow } from './emails-repository.js';
+import type { Database, DeliveryState } from '../tables/database.js';
+import { type DeliveryRow } from './emails-repository.js';
+import { hotPathOf, type HotPath } from '../hot-path.js';
 
 export type { DeliveryRow };
 
@@ -30,7 +32,41 @@ export interface ResultsWrite {
   suppressions: { teamId: number; email: string; reason: 'HARD_BOUNCE' | 'COMPLAINT'; source: string; at: string }[];
 }
 
+/** What an asynchronous report (a DSN received after our 250) says about one delivery. */
+export interface ReportDeliveryUpdate {
+  id: number;
+  /** New state, applied only while the row is in one of `fromStates`; omitted = keep the state. */
+  state?: DeliveryState;
+  fromStates?: DeliveryState[];
+  code: number | null;
+  response: string;
+  at: string;
+}
+
+/**
+ * Applies a report to a delivery row inside the caller's transaction. A permanent DSN
+ * after a 250 is normal (the remote accepted, then could not deliver), so `delivered`
+ * may become `bounced`; a row we are still retrying ourselves keeps its state.
+ */
+export async function applyReportToDelivery(trx: Transaction<Database>, u: ReportDeliveryUpdate): Promise<void> {
+  const set = { last_code: u.code, last_response: u.response.slice(0, 2000), updated_at: u.at };
+  if (u.state && u.fromStates?.length) {
+    const moved = await trx.updateTable('deliveries').set({ ...set, state: u.state }).where('id', '=', u.id).where('state', 'in', u.fromStates).executeTakeFirst();
+    if (moved.numUpdatedRows > 0n) return;
+  }
+  await trx.updateTable('deliveries').set(set).where('id', '=', u.id).execute();
+}
+
+/** Appends a status event and moves latestStatus forward only (synchronous, inside a hot write). */
+function bumpSync(sqlite: HotPath['sqlite'], e: StatusEventWrite): void {
+  sqlite
+    .prepare('insert into email_events (email_id, status, data_json, created_at) values (?, ?, ?, ?)')
+    .run(e.emailId, e.status, e.data === undefined || e.data === null ? null : JSON.stringify(e.data), e.at);
+  sqlite.prepare('update emails set latest_status = ?, status_rank = ?, updated_at = ? where id = ? and status_rank < ?').run(e.status, e.rank, e.at, e.emailId, e.rank);
+}
+
 export function createDeliveriesRepository(db: Db) {
+  const hot = hotPathOf(db);
   return {
     /**
      * Claims due deliveries with a lease in one UPDATE ... RETURNING (DESIGN 3.6), so two
@@ -38,21 +74,25 @@ export function createDeliveriesRepository(db: Db) {
      * whose holder died expires and the row is claimed again.
      */
     async claimDue(owner: string, nowMs: number, leaseMs: number, limit: number): Promise<DeliveryRow[]> {
-      return db
-        .updateTable('deliveries')
-        .set({ lease_owner: owner, lease_until: nowMs + leaseMs })
-        .where('id', 'in', (eb) =>
-          eb
-            .selectFrom('deliveries')
-            .select('id')
-            .where('state', '=', 'queued')
-            .where('next_attempt_at', '<=', nowMs)
-            .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', nowMs)]))
-            .orderBy('next_attempt_at')
-            .limit(limit),
-        )
-        .returningAll()
-        .execute();
+      // Hot path: a prepared UPDATE ... RETURNING over the partial index of due, unleased rows.
+      return hot.write(
+        () =>
+          hot.sqlite
+            .prepare(
+              `update deliveries set lease_owner = ?, lease_until = ?
+               where id in (select id from deliveries where state = 'queued' and lease_owner is null and next_attempt_at <= ?
+                            order by next_attempt_at limit ?)
+               returning *`,
+            )
+            .all(owner, nowMs + leaseMs, nowMs, limit) as DeliveryRow[],
+      );
+    },
+
+    /** Leases whose holder died (or hung past the lease) become claimable again. */
+    async releaseExpiredLeases(nowMs: number): Promise<number> {
+      return hot.write(
+        () => hot.sqlite.prepare(`update deliveries set lease_owner = null, lease_until = null where lease_owner is not null and lease_until < ?`).run(nowMs).changes,
+      );
     },
 
     /** Earliest due time among queued, unleased deliveries (to sleep until then). */
@@ -61,7 +101,7 @@ export function createDeliveriesRepository(db: Db) {
         .selectFrom('deliveries')
         .select((eb) => eb.fn.min('next_attempt_at').as('due'))
         .where('state', '=', 'queued')
-        .where('lease_until', 'is', null)
+        .where('lease_owner', 'is', null)
         .executeTakeFirst();
       return r?.due === null || r?.due === undefined ? null : Number(r.due);
     },
@@ -77,45 +117,32 @@ export function createDeliveriesRepository(db: Db) {
       await db.updateTable('deliveries').set({ lease_owner: null, lease_until: null }).where('id', 'in', ids).where('state', '=', 'queued').execute();
     },
 
-    /** Writes one attempt's results, status events and suppressions in one transaction. */
+    /** Writes one attempt's results, status events and suppressions atomically (group-committed). */
     async applyResults(w: ResultsWrite, nowIso: string): Promise<string[]> {
-      return db.transaction().execute(async (trx) => {
-        let newlySent: string[] = [];
-        if (w.sent && w.sent.emailIds.length) {
-          const rows = await trx
-            .updateTable('emails')
-            .set({ sent_at: w.sent.at })
-            .where('id', 'in', w.sent.emailIds)
-            .where('sent_at', 'is', null)
-            .returning('id')
-            .execute();
-          newlySent = rows.map((r) => r.id);
-          for (const id of newlySent) await insertEventAndBump(trx, { emailId: id, status: 'SENT', rank: w.sent.rank, data: null, at: w.sent.at });
+      const { sqlite } = hot;
+      return hot.write(() => {
+        const newlySent: string[] = [];
+        if (w.sent) {
+          for (const id of w.sent.emailIds) {
+            if (sqlite.prepare('update emails set sent_at = ? where id = ? and sent_at is null').run(w.sent.at, id).changes > 0) {
+              newlySent.push(id);
+              bumpSync(sqlite, { emailId: id, status: 'SENT', rank: w.sent.rank, data: null, at: w.sent.at });
+            }
+          }
         }
         for (const u of w.updates) {
-          await trx
-            .updateTable('deliveries')
-            .set({
-              state: u.state,
-              attempts: u.attempts,
-              next_attempt_at: u.nextAttemptAt,
-              last_code: u.code,
-              last_response: u.response,
-              mx_host: u.mxHost,
-              lease_owner: null,
-              lease_until: null,
-              updated_at: nowIso,
-            })
-            .where('id', '=', u.id)
-            .execute();
+          sqlite
+            .prepare(
+              `update deliveries set state = ?, attempts = ?, next_attempt_at = ?, last_code = ?, last_response = ?, mx_host = ?,
+               lease_owner = null, lease_until = null, updated_at = ? where id = ?`,
+            )
+            .run(u.state, u.attempts, u.nextAttemptAt, u.code, u.response, u.mxHost, nowIso, u.id);
         }
-        for (const e of w.events) await insertEventAndBump(trx, e);
-        for (const s of w.suppressions) {
-          await trx
-            .insertInto('suppressions')
-            .values({ team_id: s.teamId, email: s.email, reason: s.reason, source: s.source, created_at: s.at })
-            .onConflict((oc) => oc.columns(['team_id', 'email']).doNothing())
-            .execute();
+        for (const e of w.events) bumpSync(sqlite, e);
+        for (const x of w.suppressions) {
+          sqlite
+            .prepare('insert into suppressions (team_id, email, reason, source, created_at) values (?, ?, ?, ?, ?) on conflict (team_id, email) do nothing')
+            .run(x.teamId, x.email, x.reason, x.source, x.at);
         }
         return newlySent;
       });

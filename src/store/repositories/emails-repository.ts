@@ -1,5 +1,6 @@
 import { sql, type Selectable, type Transaction } from 'kysely';
 import type { Db } from '../db.js';
+import { hotPathOf } from '../hot-path.js';
 import type { Database, DeliveriesTable, EmailsTable } from '../tables/database.js';
 
 export type EmailRow = Selectable<EmailsTable>;
@@ -59,7 +60,15 @@ export async function insertEventAndBump(trx: Executor, e: { emailId: string; st
   await trx.updateTable('emails').set({ latest_status: e.status, status_rank: e.rank, updated_at: e.at }).where('id', '=', e.emailId).where('status_rank', '<', e.rank).execute();
 }
 
+const EMAIL_COLUMNS = [
+  'id', 'team_id', 'domain_id', 'api_key_id', 'from_addr', 'to_json', 'cc_json', 'bcc_json', 'reply_to_json', 'subject',
+  'text_body', 'html_body', 'headers_json', 'attachments_json', 'tags_json', 'template_id', 'campaign_id', 'contact_id',
+  'in_reply_to', 'references_json', 'message_id', 'scheduled_at', 'latest_status', 'status_rank', 'sent_at', 'created_at', 'updated_at',
+] as const satisfies readonly (keyof EmailsTable)[];
+const INSERT_EMAIL_SQL = `insert into emails (${EMAIL_COLUMNS.join(', ')}) values (${EMAIL_COLUMNS.map(() => '?').join(', ')})`;
+
 export function createEmailsRepository(db: Db) {
+  const hot = hotPathOf(db);
   return {
     /**
      * Stores accepted emails with their tags, per-recipient deliveries and first events in
@@ -67,47 +76,36 @@ export function createEmailsRepository(db: Db) {
      * crash leaves either everything or nothing.
      */
     async insertAccepted(items: NewEmail[], idem?: IdempotencyCompletion): Promise<void> {
-      await db.transaction().execute(async (trx) => {
+      const { sqlite } = hot;
+      await hot.write(() => {
         for (const item of items) {
-          await trx.insertInto('emails').values(item.row).execute();
-          if (item.tags.length) {
-            await trx.insertInto('email_tags').values(item.tags.map((tag) => ({ email_id: item.row.id, team_id: item.row.team_id, tag }))).execute();
-          }
-          if (item.deliveries.length) {
-            await trx
-              .insertInto('deliveries')
-              .values(
-                item.deliveries.map((d) => ({
-                  email_id: item.row.id,
-                  team_id: item.row.team_id,
-                  recipient: d.recipient,
-                  rcpt_domain: d.rcptDomain,
-                  kind: d.kind,
-                  state: 'queued' as const,
-                  attempts: 0,
-                  next_attempt_at: d.nextAttemptAt,
-                  accepted_at: Date.parse(item.row.created_at),
-                  updated_at: item.row.created_at,
-                })),
+          const r = item.row;
+          sqlite.prepare(INSERT_EMAIL_SQL).run(EMAIL_COLUMNS.map((c) => r[c]));
+          for (const tag of item.tags) sqlite.prepare('insert into email_tags (email_id, team_id, tag) values (?, ?, ?)').run(r.id, r.team_id, tag);
+          const acceptedAt = Date.parse(r.created_at);
+          for (const d of item.deliveries) {
+            sqlite
+              .prepare(
+                `insert into deliveries (email_id, team_id, recipient, rcpt_domain, kind, state, attempts, next_attempt_at, accepted_at, updated_at)
+                 values (?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?)`,
               )
-              .execute();
+              .run(r.id, r.team_id, d.recipient, d.rcptDomain, d.kind, d.nextAttemptAt, acceptedAt, r.created_at);
           }
           for (const e of item.events) {
-            await trx
-              .insertInto('email_events')
-              .values({ email_id: item.row.id, status: e.status, data_json: e.data === undefined ? null : JSON.stringify(e.data), created_at: e.createdAt })
-              .execute();
+            sqlite
+              .prepare('insert into email_events (email_id, status, data_json, created_at) values (?, ?, ?, ?)')
+              .run(r.id, e.status, e.data === undefined || e.data === null ? null : JSON.stringify(e.data), e.createdAt);
           }
         }
         if (idem) {
-          await trx
-            .updateTable('idempotency_keys')
-            .set({ state: 'done', response_json: idem.responseJson })
-            .where('team_id', '=', idem.teamId)
-            .where('key', '=', idem.key)
-            .execute();
+          sqlite.prepare(`update idempotency_keys set state = 'done', response_json = ? where team_id = ? and key = ?`).run(idem.responseJson, idem.teamId, idem.key);
         }
       });
+    },
+
+    /** Hot path: one email by id, any team (the engine's claim). */
+    async findByIdAnyTeamFast(id: string): Promise<EmailRow | undefined> {
+      return hot.read(() => hot.sqlite.prepare('select * from emails where id = ?').get(id) as EmailRow | undefined);
     },
 
     async findById(teamId: number, id: string): Promise<EmailRow | undefined> {
@@ -116,6 +114,15 @@ export function createEmailsRepository(db: Db) {
 
     async findByIdAnyTeam(id: string): Promise<EmailRow | undefined> {
       return db.selectFrom('emails').selectAll().where('id', '=', id).executeTakeFirst();
+    },
+
+    /** For VERP tokens an MTA lowercased on the way back (indexed on lower(id) by the inbound migration). */
+    async findByIdIgnoringCase(id: string): Promise<EmailRow | undefined> {
+      return db
+        .selectFrom('emails')
+        .selectAll()
+        .where(sql<string>`lower(id)`, '=', id.toLowerCase())
+        .executeTakeFirst();
     },
 
     async findByMessageId(messageId: string): Promise<EmailRow | undefined> {

@@ -1,0 +1,54 @@
+// Load generator for the API benchmark, run as a separate process so it does not share the
+// server's event loop. Sends `total` POSTs with `concurrency` in flight over keep-alive
+// connections and prints {ok, failed, seconds, latenciesMs: {p50, p99, max}} as JSON.
+import http from 'node:http';
+
+const [url, key, bodyJson, totalArg, concurrencyArg] = process.argv.slice(2);
+const total = Number(totalArg);
+const concurrency = Number(concurrencyArg);
+const target = new URL(url!);
+const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+const body = Buffer.from(bodyJson!);
+
+function post(): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.request(
+      {
+        host: target.hostname,
+        port: target.port,
+        path: target.pathname,
+        method: 'POST',
+        agent,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': body.length },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on('error', () => resolve(0));
+    req.end(body);
+  });
+}
+
+const latencies: number[] = [];
+let ok = 0;
+let failed = 0;
+let next = 0;
+const started = performance.now();
+async function worker(): Promise<void> {
+  while (next < total) {
+    next++;
+    const t0 = performance.now();
+    const status = await post();
+    latencies.push(performance.now() - t0);
+    if (status === 200) ok++;
+    else failed++;
+  }
+}
+await Promise.all(Array.from({ length: concurrency }, worker));
+const seconds = (performance.now() - started) / 1000;
+latencies.sort((a, b) => a - b);
+const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!;
+process.stdout.write(JSON.stringify({ ok, failed, seconds, latenciesMs: { p50: pct(50), p99: pct(99), max: latencies[latencies.length - 1] } }));
+agent.destroy();

@@ -1,0 +1,134 @@
+// npm run bench: measures Posthorn's speed on this machine (a benchmark, never a test).
+//  1. API acceptance: POST /v1/emails from a separate load process (rate limit raised; the
+//     delivery engine paused so it does not compete), rate and latency p50/p99.
+//  2. End-to-end delivery: the queued messages (10,000 by default), DKIM-signed, delivered
+//     to a loopback SMTP sink over real SMTP through the real engine; delivered messages/s.
+//  3. Peak memory (max RSS) of the whole run.
+// Prints a table and writes bench/results.json.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { createApp } from '../src/app.js';
+import { loadConfig } from '../src/config/load.js';
+import { createDnsClient } from '../src/lib/dns/dns-client.js';
+import { startDnsZone } from '../test/helpers/dns-zone.js';
+import { startFastSink } from './fast-sink.js';
+import { runCampaignBench } from './campaign-bench.js';
+
+const run = promisify(execFile);
+const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 10_000);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
+const RECIPIENT_DOMAINS = 20;
+
+async function main() {
+  const dataDir = mkdtempSync(join(tmpdir(), 'posthorn-bench-'));
+  const zone = await startDnsZone();
+  const sink = await startFastSink();
+  zone.set('mx.bench.test', 'A', ['127.0.0.1']);
+  for (let i = 0; i < RECIPIENT_DOMAINS; i++) zone.set(`rcpt${i}.bench.test`, 'MX', [{ exchange: 'mx.bench.test', priority: 10 }]);
+  const config = loadConfig({
+    env: {},
+    overrides: {
+      dataDir,
+      hostname: 'mx.posthorn.bench',
+      log: { level: 'warn' },
+      http: { host: '127.0.0.1', port: 0 },
+      inbound: { host: '127.0.0.1', port: 0 },
+      submission: { host: '127.0.0.1', port: 0 },
+      rateLimit: { perSecond: 1_000_000 },
+      dns: { servers: [zone.server] },
+      outbound: { port: sink.port },
+    },
+  });
+  const resolver = createDnsClient({ servers: [zone.server], timeoutMs: 1000, tries: 1 });
+  const app = await createApp({ config, resolver });
+  const listeners = await app.start();
+  await app.engine.stop(); // phase 1 measures acceptance alone
+  const teamId = (await app.services.teams.list())[0]?.id ?? (await app.services.teams.create('Bench'));
+  const key = (await app.services.apiKeys.create(teamId, { name: 'bench' })).token;
+  const domain = await app.services.domains.create({ teamId, domainId: null }, { name: 'bench-sender.com', region: 'local' });
+  for (const r of domain.dnsRecords) zone.set(r.name, r.type as 'TXT', [r.type === 'MX' ? { exchange: r.value, priority: 10 } : r.value]);
+  await app.services.domains.verify({ teamId, domainId: null }, domain.id);
+
+  // Phase 1: acceptance over HTTP from another process.
+  const body = JSON.stringify({
+    from: 'Bench <hello@bench-sender.com>',
+    to: 'user@rcpt0.bench.test',
+    subject: 'Benchmark message',
+    html: `<p>${'Hello from the benchmark. '.repeat(40)}</p>`,
+    text: 'Hello from the benchmark.',
+  });
+  const client = fileURLToPath(new URL('./load-client.js', import.meta.url));
+  const url = `http://127.0.0.1:${listeners.http!.port}/v1/emails`;
+  await run(process.execPath, [client, url, key, body, '500', '16']); // warm-up
+  const { stdout } = await run(process.execPath, [client, url, key, body, String(MESSAGES), String(CONCURRENCY)], { maxBuffer: 1 << 20 });
+  const api = JSON.parse(stdout) as { ok: number; failed: number; seconds: number; latenciesMs: { p50: number; p99: number; max: number } };
+
+  if (process.env.BENCH_API_ONLY) {
+    process.stdout.write(`${JSON.stringify(api)}\n`);
+    await app.stop();
+    await sink.close();
+    await zone.close();
+    return;
+  }
+  // Spread the queued messages over several destination domains, like real traffic.
+  const db = app.store.db;
+  const queued = await db.selectFrom('deliveries').select('id').where('state', '=', 'queued').orderBy('id').execute();
+  for (let i = 0; i < queued.length; i++) {
+    const d = `rcpt${i % RECIPIENT_DOMAINS}.bench.test`;
+    await db.updateTable('deliveries').set({ recipient: `user${i}@${d}`, rcpt_domain: d }).where('id', '=', queued[i]!.id).execute();
+  }
+
+  // Phase 2: end-to-end delivery of everything queued.
+  const total = queued.length;
+  const before = sink.received;
+  const started = performance.now();
+  app.engine.start();
+  await sink.onCount(before + total);
+  await app.engine.whenIdle();
+  const deliverSeconds = (performance.now() - started) / 1000;
+  const delivered = Number(
+    (await db.selectFrom('deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('state', '=', 'delivered').executeTakeFirstOrThrow()).n,
+  );
+  await app.stop();
+  await sink.close();
+  await zone.close();
+  rmSync(dataDir, { recursive: true, force: true });
+
+  const campaign = await runCampaignBench();
+
+  const results = {
+    machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
+    api: {
+      requests: MESSAGES,
+      concurrency: CONCURRENCY,
+      ok: api.ok,
+      failed: api.failed,
+      acceptedPerSecond: Math.round(api.ok / api.seconds),
+      latencyMs: { p50: round(api.latenciesMs.p50), p99: round(api.latenciesMs.p99), max: round(api.latenciesMs.max) },
+    },
+    delivery: { messages: total, delivered, seconds: round(deliverSeconds), deliveredPerSecond: Math.round(delivered / deliverSeconds), dkimSigned: true },
+    campaign,
+    peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
+  };
+  writeFileSync(new URL('../../bench/results.json', import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
+  const rows: [string, string][] = [
+    ['machine', `${results.machine.cpus} x ${results.machine.model ?? '?'}, Node ${results.machine.node}`],
+    ['API sends accepted/s', `${results.api.acceptedPerSecond} (${api.ok} ok, ${api.failed} failed, ${CONCURRENCY} in flight)`],
+    ['API latency p50 / p99', `${results.api.latencyMs.p50} ms / ${results.api.latencyMs.p99} ms`],
+    ['delivered messages/s (DKIM, SMTP)', `${results.delivery.deliveredPerSecond} (${delivered} in ${results.delivery.seconds} s)`],
+    ...(campaign ? ([['campaign contacts queued/s', `${campaign.contactsQueuedPerSecond} (${campaign.contacts} in ${campaign.seconds} s)`]] as [string, string][]) : []),
+    ['peak RSS', `${results.peakRssMb} MB`],
+  ];
+  const width = Math.max(...rows.map((r) => r[0].length));
+  process.stdout.write(`\n${rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n')}\n\nwritten to bench/results.json\n`);
+}
+
+function round(n: number): number {
+  return Math.round(n * 10) / 10;
+}
+
+await main();
