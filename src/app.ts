@@ -38,6 +38,17 @@ import { templatesRoutes } from './api/routes/templates-routes.js';
 import { domainsRoutes } from './api/routes/domains-routes.js';
 import { startCronJobs, type CronJobs } from './scheduler/cron-jobs.js';
 import type { RouteDef } from './api/route-types.js';
+import { createContactBooksRepository } from './store/repositories/contact-books-repository.js';
+import { createContactsRepository } from './store/repositories/contacts-repository.js';
+import { createSegmentsRepository } from './store/repositories/segments-repository.js';
+import { createContactBookService } from './core/contacts/contact-book-service.js';
+import { createContactService } from './core/contacts/contact-service.js';
+import { createSegmentService } from './core/segments/segment-service.js';
+import { createSuppressionService } from './core/suppressions/suppression-service.js';
+import { contactBooksRoutes } from './api/routes/contact-books-routes.js';
+import { contactConfirmationPages, contactsRoutes } from './api/routes/contacts-routes.js';
+import { segmentsRoutes } from './api/routes/segments-routes.js';
+import { suppressionsRoutes } from './api/routes/suppressions-routes.js';
 
 // The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
 
@@ -112,9 +123,18 @@ export async function createApp(opts: AppOptions) {
     owner: `${osHostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
   });
 
-  const services = { templates, teams, apiKeys, events, settings, domains, emails, deliveries, deliveriesRepo, suppressionsRepo };
+  // Audience: contact books, contacts (with double opt-in through the send path), segments, suppressions.
+  const contactBooksRepo = createContactBooksRepository(store.db);
+  const contactsRepo = createContactsRepository(store.db);
+  const contacts = createContactService({ books: contactBooksRepo, contacts: contactsRepo, domains, emails, events, clock, logger, secret, publicUrl: config.publicUrl });
+  const contactBooks = createContactBookService({ books: contactBooksRepo, domains, clock, contacts });
+  const segments = createSegmentService({ segments: createSegmentsRepository(store.db), books: contactBooksRepo, contacts: contactsRepo, clock });
+  const suppressions = createSuppressionService({ suppressions: suppressionsRepo, clock });
+
+  const services = { templates, teams, apiKeys, events, settings, domains, emails, deliveries, deliveriesRepo, suppressionsRepo, contactBooks, contacts, contactsRepo, segments, suppressions };
 
   const routes: RouteDef[] = [...apiKeysRoutes(apiKeys), ...domainsRoutes(domains), ...emailsRoutes(emails), ...templatesRoutes(templates)];
+  routes.push(...contactBooksRoutes(contactBooks), ...contactsRoutes(contacts), ...segmentsRoutes(segments), ...suppressionsRoutes(suppressions));
   let cron: CronJobs | undefined;
   const relay = config.outbound.relay.host
     ? {
@@ -191,7 +211,10 @@ export async function createApp(opts: AppOptions) {
         defaultRateLimit: config.rateLimit.perSecond,
         bodyLimitBytes: config.http.bodyLimitBytes,
         routes,
-        extra: healthRoute,
+        extra: (router) => {
+          healthRoute(router);
+          contactConfirmationPages(router, contacts);
+        },
       });
       http = await listenHttp(koa, config.http.host, config.http.port);
       listeners.http = { host: config.http.host, port: http.port };

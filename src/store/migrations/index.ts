@@ -3,6 +3,7 @@ import * as m20261122010000 from './20261122010000-init.js';
 import * as m20261122020000 from './20261122020000-domains.js';
 import * as m20261122030000 from './20261122030000-emails.js';
 import * as m20261122035000 from './20261122035000-templates.js';
+import * as m20261122040000 from './20261122040000-audience.js';
 import * as m20261122080000 from './20261122080000-delivery-claim-index.js';
 
 // Every migration, keyed by its timestamped name. Kysely runs them in name order and
@@ -12,5 +13,6 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261122020000-domains': m20261122020000,
   '20261122030000-emails': m20261122030000,
   '20261122035000-templates': m20261122035000,
+  '20261122040000-audience': m20261122040000,
   '20261122080000-delivery-claim-index': m20261122080000,
 };

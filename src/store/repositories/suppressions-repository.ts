@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from '../db.js';
 import type { SuppressionsTable } from '../tables/database.js';
 
@@ -47,7 +47,8 @@ export function createSuppressionsRepository(db: Db) {
     },
     async list(teamId: number, f: { search?: string; reason?: SuppressionReason; offset: number; limit: number }): Promise<{ rows: SuppressionRow[]; total: number }> {
       let q = db.selectFrom('suppressions').where('team_id', '=', teamId);
-      if (f.search) q = q.where('email', 'like', `%${f.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+      // ESCAPE makes the backslashes count: a search for "a_b" means that text, not "a?b".
+      if (f.search) q = q.where(sql<SqlBool>`email like ${`%${f.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`} escape '\\'`);
       if (f.reason) q = q.where('reason', '=', f.reason);
       const [rows, total] = await Promise.all([
         q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),

@@ -177,7 +177,55 @@ export interface TemplateVersionsTable {
   created_at: string;
 }
 
+export interface ContactBooksTable {
+  id: string;
+  team_id: number;
+  name: string;
+  emoji: string;
+  /** JSON object of string to string. */
+  properties_json: string;
+  /** JSON array of variable names. */
+  variables_json: string;
+  double_opt_in_enabled: number;
+  double_opt_in_from: string | null;
+  double_opt_in_subject: string | null;
+  /** Editor document JSON; null = the default confirmation email. */
+  double_opt_in_content: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ContactsTable {
+  id: string;
+  team_id: number;
+  contact_book_id: string;
+  /** Trimmed and lowercased. */
+  email: string;
+  first_name: string | null;
+  last_name: string | null;
+  subscribed: number;
+  /** Why the contact is unsubscribed; null with subscribed = 0 means double opt-in pending. */
+  unsubscribe_reason: string | null;
+  /** JSON object of string to string. */
+  properties_json: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface SegmentsTable {
+  id: string;
+  team_id: number;
+  contact_book_id: string;
+  name: string;
+  filters_json: string;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface Database {
+  contact_books: ContactBooksTable;
+  contacts: ContactsTable;
+  segments: SegmentsTable;
   templates: TemplatesTable;
   template_versions: TemplateVersionsTable;
   emails: EmailsTable;

@@ -1,0 +1,512 @@
+import { z } from 'zod';
+import type { Clock } from '../../lib/clock.js';
+import { canonicalJson } from '../../lib/canonical-json.js';
+import { newId } from '../../lib/ids.js';
+import type { Logger } from '../../lib/logger.js';
+import type { ContactBookRow, ContactBooksRepository } from '../../store/repositories/contact-books-repository.js';
+import type { ContactChanges, ContactRow, ContactsRepository, ContactsStore } from '../../store/repositories/contacts-repository.js';
+import type { ContactsTable } from '../../store/tables/database.js';
+import type { DomainService } from '../domains/domain-service.js';
+import type { EmailService, SendContext } from '../emails/email-service.js';
+import { badRequest, notFound, notUnique } from '../errors.js';
+import type { ContactEventType, EventBus } from '../events.js';
+import { resolveSender, type BookScope } from './contact-book-service.js';
+import { contactCreateSchema, normalizeContactEmail, type ContactCreateInput, type ContactPatchInput } from './contact-schema.js';
+import { CONFIRMATION_TTL_MS, signConfirmationToken, verifyConfirmationToken } from './confirmation-token.js';
+import { CONFIRM_URL_VARIABLE, LEGACY_CONFIRM_URL_VARIABLE, confirmationTemplate, personalize } from './double-opt-in-content.js';
+
+/** Spec, Limits: bulk add and bulk delete take at most 1000 contacts per request. */
+export const MAX_BULK_CONTACTS = 1000;
+/** Book deletion removes contacts in batches of this many (one short transaction each). */
+const DELETE_BATCH = 1000;
+/** Why a contact is unsubscribed. A contact with subscribed = false and no reason is pending double opt-in. */
+export type UnsubscribeReason = 'UNSUBSCRIBED' | 'BOUNCED' | 'COMPLAINED';
+
+export interface ContactView {
+  id: string;
+  email: string;
+  firstName: string | null;
+  lastName: string | null;
+  subscribed: boolean;
+  /** Null while subscribed, and while a double opt-in confirmation is pending. */
+  unsubscribeReason: string | null;
+  properties: Record<string, string>;
+  contactBookId: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export const bulkDeleteSchema = z
+  .object({ contactIds: z.array(z.string().min(1).max(100)).min(1, 'at least 1 contact id').max(MAX_BULK_CONTACTS, `at most ${MAX_BULK_CONTACTS} contact ids`) })
+  .strict();
+
+export function contactView(r: ContactRow): ContactView {
+  return {
+    id: r.id,
+    email: r.email,
+    firstName: r.first_name,
+    lastName: r.last_name,
+    subscribed: r.subscribed === 1,
+    unsubscribeReason: r.unsubscribe_reason,
+    properties: JSON.parse(r.properties_json) as Record<string, string>,
+    contactBookId: r.contact_book_id,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+const isPending = (r: Pick<ContactRow, 'subscribed' | 'unsubscribe_reason'>) => r.subscribed === 0 && r.unsubscribe_reason === null;
+
+/** A blank name is no name. */
+function cleanName(v: string | null | undefined): string | null | undefined {
+  if (v === undefined || v === null) return v;
+  const s = v.trim();
+  return s === '' ? null : s;
+}
+
+/**
+ * How a write treats `subscribed` on an existing contact:
+ * - explicit (PATCH): the caller is acting on this one contact, so true resubscribes and false unsubscribes;
+ * - import (create of an existing email, PUT upsert, bulk): false unsubscribes, but true never
+ *   resubscribes someone who unsubscribed and never skips a pending confirmation, so re-importing
+ *   an old list cannot undo an unsubscribe (usesend-notes 3.10, upsert rules).
+ */
+type SubscribeMode = 'explicit' | 'import';
+
+interface Fields {
+  firstName?: string | null;
+  lastName?: string | null;
+  properties?: Record<string, string>;
+  subscribed?: boolean;
+}
+
+function merge(existing: ContactRow, input: Fields, mode: SubscribeMode, book: ContactBookRow, nowIso: string): ContactRow | undefined {
+  const after: ContactRow = { ...existing };
+  const firstName = cleanName(input.firstName);
+  const lastName = cleanName(input.lastName);
+  if (firstName !== undefined) after.first_name = firstName;
+  if (lastName !== undefined) after.last_name = lastName;
+  if (input.properties !== undefined) after.properties_json = canonicalJson(input.properties);
+  if (input.subscribed === false) {
+    after.subscribed = 0;
+    after.unsubscribe_reason = existing.unsubscribe_reason ?? 'UNSUBSCRIBED';
+  } else if (input.subscribed === true) {
+    if (mode === 'explicit') {
+      after.subscribed = 1;
+      after.unsubscribe_reason = null;
+    } else if (isPending(existing) && book.double_opt_in_enabled !== 1) {
+      // Pending from a time the book required confirmation; it no longer does.
+      after.subscribed = 1;
+    }
+  }
+  const changed =
+    after.first_name !== existing.first_name ||
+    after.last_name !== existing.last_name ||
+    after.properties_json !== existing.properties_json ||
+    after.subscribed !== existing.subscribed ||
+    after.unsubscribe_reason !== existing.unsubscribe_reason;
+  if (!changed) return undefined;
+  after.updated_at = nowIso;
+  return after;
+}
+
+function newContact(teamId: number, book: ContactBookRow, email: string, input: Fields, nowIso: string): { row: ContactsTable; confirm: boolean } {
+  // Double opt-in: a new contact waits, unsubscribed, until it confirms. An explicit
+  // subscribed:false means "not subscribed", so no confirmation is sent to it.
+  const optOut = input.subscribed === false;
+  const pending = !optOut && book.double_opt_in_enabled === 1;
+  return {
+    row: {
+      id: newId('ct'),
+      team_id: teamId,
+      contact_book_id: book.id,
+      email,
+      first_name: cleanName(input.firstName) ?? null,
+      last_name: cleanName(input.lastName) ?? null,
+      subscribed: optOut || pending ? 0 : 1,
+      unsubscribe_reason: optOut ? 'UNSUBSCRIBED' : null,
+      properties_json: canonicalJson(input.properties ?? {}),
+      created_at: nowIso,
+      updated_at: nowIso,
+    },
+    confirm: pending,
+  };
+}
+
+function changesOf(after: ContactRow): ContactChanges {
+  return {
+    email: after.email,
+    first_name: after.first_name,
+    last_name: after.last_name,
+    subscribed: after.subscribed,
+    unsubscribe_reason: after.unsubscribe_reason,
+    properties_json: after.properties_json,
+    updated_at: after.updated_at,
+  };
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  return /UNIQUE constraint failed/.test((err as Error)?.message ?? '');
+}
+
+function listParam(raw: string | string[] | undefined): string[] | undefined {
+  if (raw === undefined) return undefined;
+  const items = (Array.isArray(raw) ? raw : [raw]).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
+  return items.length ? [...new Set(items)] : undefined;
+}
+
+export type ConfirmationState =
+  | { state: 'invalid' }
+  | { state: 'expired' }
+  | { state: 'gone' }
+  | { state: 'unsubscribed'; bookName: string; email: string }
+  | { state: 'pending'; bookName: string; email: string }
+  | { state: 'confirmed'; bookName: string; email: string };
+
+export interface ContactServiceDeps {
+  books: ContactBooksRepository;
+  contacts: ContactsRepository;
+  domains: DomainService;
+  /** The one send path (DESIGN 3.1); double opt-in mail goes through it like any other. */
+  emails: Pick<EmailService, 'submit'>;
+  events: EventBus;
+  clock: Clock;
+  logger: Logger;
+  /** App secret: signs confirmation links. */
+  secret: string;
+  /** POSTHORN_PUBLIC_URL without a trailing slash: confirmation links point here. */
+  publicUrl: string;
+}
+
+export interface BulkAddResult {
+  message: string;
+  /** Valid rows, each now in the book (added, updated or already as given). */
+  count: number;
+  created: number;
+  updated: number;
+  /** Rows refused, by their index in the request. */
+  errors: { index: number; email: string | null; message: string }[];
+}
+
+export function createContactService(deps: ContactServiceDeps) {
+  const { books, contacts, events, clock } = deps;
+
+  function emit(type: ContactEventType, r: ContactRow): void {
+    const v = contactView(r);
+    events.emit({
+      type,
+      teamId: r.team_id,
+      domainId: null,
+      occurredAt: clock.now().toISOString(),
+      data: { id: v.id, email: v.email, contactBookId: v.contactBookId, subscribed: v.subscribed, properties: v.properties, firstName: v.firstName, lastName: v.lastName, createdAt: v.createdAt, updatedAt: v.updatedAt },
+    });
+  }
+
+  async function loadBook(teamId: number, bookId: string): Promise<ContactBookRow> {
+    const book = await books.findById(teamId, bookId);
+    if (!book) throw notFound(`contact book ${bookId} not found`);
+    return book;
+  }
+
+  async function loadContact(bookId: string, id: string): Promise<ContactRow> {
+    const c = await contacts.findById(bookId, id);
+    if (!c) throw notFound(`contact ${id} not found in contact book ${bookId}`);
+    return c;
+  }
+
+  function confirmUrl(contactId: string): string {
+    const token = signConfirmationToken(deps.secret, contactId, clock.nowMs() + CONFIRMATION_TTL_MS);
+    return `${deps.publicUrl}/confirm/${token}`;
+  }
+
+  /** Checked before writing when a confirmation will be needed, so a bad sender changes nothing. */
+  async function senderFor(scope: BookScope, book: ContactBookRow): Promise<string> {
+    if (!book.double_opt_in_from) throw badRequest(`contact book ${book.id}: double opt-in is on but doubleOptInFrom is not set`);
+    return resolveSender(deps.domains, scope, book.double_opt_in_from, 'doubleOptInFrom');
+  }
+
+  /**
+   * Sends the confirmation email through the normal send path. `strict` rethrows the first
+   * failure (single adds: the caller sees it and can retry); bulk adds log failures instead so
+   * one bad address does not hide the rest.
+   */
+  async function sendConfirmations(from: string, book: ContactBookRow, rows: ContactRow[], strict: boolean): Promise<void> {
+    if (!rows.length) return;
+    const tpl = confirmationTemplate({ subject: book.double_opt_in_subject, content: book.double_opt_in_content });
+    const ctx: SendContext = { teamId: book.team_id, domainId: null, apiKeyId: null };
+    for (const r of rows) {
+      const url = confirmUrl(r.id);
+      const values: Record<string, string> = {
+        ...(JSON.parse(r.properties_json) as Record<string, string>),
+        email: r.email,
+        firstName: r.first_name ?? '',
+        lastName: r.last_name ?? '',
+        [CONFIRM_URL_VARIABLE]: url,
+        [LEGACY_CONFIRM_URL_VARIABLE]: url,
+      };
+      const mail = personalize(tpl, values);
+      try {
+        await deps.emails.submit(ctx, { from, to: r.email, subject: mail.subject, html: mail.html, text: mail.text }, { contactId: r.id });
+      } catch (err) {
+        if (strict) throw err;
+        deps.logger.warn({ err, contactId: r.id, contactBookId: book.id }, 'double opt-in confirmation could not be sent');
+      }
+    }
+  }
+
+  /**
+   * Create-or-update of one contact by email (POST) or by id then email (PUT). Reads, decides
+   * and writes in one transaction; events and the confirmation email follow the commit.
+   */
+  async function writeOne(scope: BookScope, bookId: string, input: ContactCreateInput, how: { putId?: string }): Promise<{ contactId: string }> {
+    const book = await loadBook(scope.teamId, bookId);
+    const email = normalizeContactEmail(input.email);
+    const fields: Fields = { firstName: input.firstName, lastName: input.lastName, properties: input.properties, subscribed: input.subscribed };
+    // POST of an address still pending re-sends its confirmation (the person asked again);
+    // PUT never re-sends, so repeating it is harmless.
+    const resend = how.putId === undefined;
+
+    let sender: string | null = null;
+    if (book.double_opt_in_enabled === 1) {
+      const before = (how.putId && (await contacts.findById(bookId, how.putId))) || (await contacts.findByEmail(bookId, email));
+      if (input.subscribed !== false && (!before || (resend && isPending(before)))) sender = await senderFor(scope, book);
+    }
+
+    const nowIso = clock.now().toISOString();
+    let outcome: { row: ContactRow; event: ContactEventType | null; confirm: boolean };
+    try {
+      outcome = await contacts.transaction(async (tx: ContactsStore) => {
+        let existing = how.putId ? await tx.findById(bookId, how.putId) : undefined;
+        if (existing && existing.email !== email) {
+          const clash = await tx.findByEmail(bookId, email);
+          if (clash) throw notUnique(`email: ${email} already belongs to contact ${clash.id} in this book`);
+        }
+        existing ??= await tx.findByEmail(bookId, email);
+        if (!existing) {
+          const created = newContact(scope.teamId, book, email, fields, nowIso);
+          await tx.insertMany([created.row]);
+          return { row: created.row, event: 'contact.created' as const, confirm: created.confirm };
+        }
+        const base = existing.email === email ? existing : { ...existing, email };
+        const after = merge(base, fields, 'import', book, nowIso) ?? (base !== existing ? { ...base, updated_at: nowIso } : undefined);
+        const confirm = resend && book.double_opt_in_enabled === 1 && isPending(after ?? existing);
+        if (!after) return { row: existing, event: null, confirm };
+        const saved = await tx.update(bookId, existing.id, changesOf(after));
+        return { row: saved ?? after, event: 'contact.updated' as const, confirm };
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw notUnique(`email: ${email} already exists in contact book ${bookId}`);
+      throw err;
+    }
+    if (outcome.event) emit(outcome.event, outcome.row);
+    if (outcome.confirm) {
+      // The pre-check normally resolved the sender; a concurrent change of the book or the
+      // contact can make a confirmation necessary only now.
+      sender ??= await senderFor(scope, book);
+      await sendConfirmations(sender, book, [outcome.row], true);
+    }
+    return { contactId: outcome.row.id };
+  }
+
+  async function deleteAllInBook(_teamId: number, bookId: string): Promise<void> {
+    for (;;) {
+      const rows = await contacts.deleteBatchOfBook(bookId, DELETE_BATCH);
+      announceDeleted(rows);
+      if (rows.length < DELETE_BATCH) return;
+    }
+  }
+
+  function announceDeleted(rows: ContactRow[]): void {
+    for (const r of rows) emit('contact.deleted', r);
+  }
+
+  async function resolveToken(token: string): Promise<{ state: ConfirmationState; contact?: ContactRow }> {
+    const check = verifyConfirmationToken(deps.secret, token, clock.nowMs());
+    if (!check.ok) return { state: { state: check.reason } };
+    const contact = await contacts.findAnyBook(check.contactId);
+    if (!contact) return { state: { state: 'gone' } };
+    const book = await books.findById(contact.team_id, contact.contact_book_id);
+    const bookName = book?.name ?? 'this list';
+    if (contact.subscribed === 1) return { state: { state: 'confirmed', bookName, email: contact.email }, contact };
+    if (contact.unsubscribe_reason !== null) return { state: { state: 'unsubscribed', bookName, email: contact.email }, contact };
+    return { state: { state: 'pending', bookName, email: contact.email }, contact };
+  }
+
+  return {
+    contactView,
+    announceDeleted,
+    deleteAllInBook,
+
+    async create(scope: BookScope, bookId: string, input: ContactCreateInput): Promise<{ contactId: string }> {
+      return writeOne(scope, bookId, input, {});
+    },
+
+    async upsert(scope: BookScope, bookId: string, contactId: string, input: ContactCreateInput): Promise<{ contactId: string }> {
+      return writeOne(scope, bookId, input, { putId: contactId });
+    },
+
+    async get(scope: BookScope, bookId: string, id: string): Promise<ContactView> {
+      await loadBook(scope.teamId, bookId);
+      return contactView(await loadContact(bookId, id));
+    },
+
+    async list(
+      scope: BookScope,
+      bookId: string,
+      q: { emails?: string | string[]; ids?: string | string[]; offset: number; limit: number },
+    ): Promise<ContactView[]> {
+      await loadBook(scope.teamId, bookId);
+      const emails = listParam(q.emails)?.map((e) => e.toLowerCase());
+      const ids = listParam(q.ids);
+      if ((emails?.length ?? 0) > MAX_BULK_CONTACTS) throw badRequest(`emails: at most ${MAX_BULK_CONTACTS} addresses`);
+      if ((ids?.length ?? 0) > MAX_BULK_CONTACTS) throw badRequest(`ids: at most ${MAX_BULK_CONTACTS} ids`);
+      return (await contacts.list(bookId, { emails, ids, offset: q.offset, limit: q.limit })).map(contactView);
+    },
+
+    async update(scope: BookScope, bookId: string, id: string, patch: ContactPatchInput): Promise<{ contactId: string }> {
+      const book = await loadBook(scope.teamId, bookId);
+      const nowIso = clock.now().toISOString();
+      const saved = await contacts.transaction(async (tx) => {
+        const existing = await tx.findById(bookId, id);
+        if (!existing) throw notFound(`contact ${id} not found in contact book ${bookId}`);
+        const after = merge(existing, patch, 'explicit', book, nowIso);
+        return after ? ((await tx.update(bookId, id, changesOf(after))) ?? after) : undefined;
+      });
+      if (saved) emit('contact.updated', saved);
+      return { contactId: id };
+    },
+
+    async remove(scope: BookScope, bookId: string, id: string): Promise<{ success: boolean }> {
+      await loadBook(scope.teamId, bookId);
+      const deleted = await contacts.deleteMany(bookId, [id]);
+      if (!deleted.length) throw notFound(`contact ${id} not found in contact book ${bookId}`);
+      announceDeleted(deleted);
+      return { success: true };
+    },
+
+    async bulkRemove(scope: BookScope, bookId: string, contactIds: string[]): Promise<{ success: boolean; count: number }> {
+      await loadBook(scope.teamId, bookId);
+      const deleted = await contacts.transaction((tx) => tx.deleteMany(bookId, contactIds));
+      announceDeleted(deleted);
+      return { success: true, count: deleted.length };
+    },
+
+    /**
+     * Bulk add: every valid row is written in one transaction (a row whose email is already in
+     * the book updates that contact; a repeated email in the request updates its earlier row);
+     * invalid rows are reported by index and change nothing.
+     */
+    async bulkAdd(scope: BookScope, bookId: string, body: unknown): Promise<BulkAddResult> {
+      if (!Array.isArray(body)) throw badRequest('body: must be an array of contacts');
+      if (body.length === 0) throw badRequest('body: at least 1 contact is required');
+      if (body.length > MAX_BULK_CONTACTS) throw badRequest(`body: at most ${MAX_BULK_CONTACTS} contacts per request (got ${body.length})`);
+      const book = await loadBook(scope.teamId, bookId);
+
+      const errors: BulkAddResult['errors'] = [];
+      const valid: { email: string; fields: Fields }[] = [];
+      body.forEach((raw, index) => {
+        const rawEmail = raw && typeof raw === 'object' && typeof (raw as { email?: unknown }).email === 'string' ? (raw as { email: string }).email : null;
+        const parsed = contactCreateSchema.safeParse(raw);
+        if (!parsed.success) {
+          const issue = parsed.error.issues[0]!;
+          errors.push({ index, email: rawEmail, message: `${[index, ...issue.path].join('.')}: ${issue.message}` });
+          return;
+        }
+        const email = addressOrNull(parsed.data.email);
+        if (!email) {
+          errors.push({ index, email: rawEmail, message: `${index}.email: "${parsed.data.email}" is not a valid email address` });
+          return;
+        }
+        const { firstName, lastName, properties, subscribed } = parsed.data;
+        valid.push({ email, fields: { firstName, lastName, properties, subscribed } });
+      });
+
+      let sender: string | null = null;
+      if (book.double_opt_in_enabled === 1 && valid.length) {
+        // Any address not yet in the book will need a confirmation: check the sender first, so
+        // a sender that cannot send refuses the request before anything is written.
+        const known = await contacts.findByEmails(bookId, valid.map((v) => v.email));
+        if (valid.some((v) => !known.has(v.email) && v.fields.subscribed !== false)) sender = await senderFor(scope, book);
+      }
+
+      const nowIso = clock.now().toISOString();
+      const result = await contacts.transaction(async (tx) => {
+        const existing = await tx.findByEmails(bookId, valid.map((v) => v.email));
+        const inserts = new Map<string, { row: ContactsTable; confirm: boolean }>();
+        const updates = new Map<string, ContactRow>();
+        for (const { email, fields } of valid) {
+          const pendingInsert = inserts.get(email);
+          if (pendingInsert) {
+            // The same address twice in one request: later values win, as separate requests would.
+            const merged = merge(pendingInsert.row, fields, 'import', book, nowIso) ?? pendingInsert.row;
+            inserts.set(email, { row: merged, confirm: pendingInsert.confirm && isPending(merged) });
+            continue;
+          }
+          const current = existing.get(email);
+          if (!current) {
+            inserts.set(email, newContact(scope.teamId, book, email, fields, nowIso));
+            continue;
+          }
+          const after = merge(updates.get(current.id) ?? current, fields, 'import', book, nowIso);
+          if (after) updates.set(current.id, after);
+        }
+        await tx.insertMany([...inserts.values()].map((i) => i.row));
+        const saved: ContactRow[] = [];
+        for (const after of updates.values()) saved.push((await tx.update(bookId, after.id, changesOf(after))) ?? after);
+        return { inserts: [...inserts.values()], saved };
+      });
+
+      for (const i of result.inserts) emit('contact.created', i.row);
+      for (const r of result.saved) emit('contact.updated', r);
+      const toConfirm = result.inserts.filter((i) => i.confirm).map((i) => i.row);
+      if (toConfirm.length) {
+        sender ??= await senderFor(scope, book);
+        await sendConfirmations(sender, book, toConfirm, false);
+      }
+      const created = result.inserts.length;
+      const updated = result.saved.length;
+      return {
+        message: `Added ${created} contacts, updated ${updated}${errors.length ? `, rejected ${errors.length}` : ''}`,
+        count: valid.length,
+        created,
+        updated,
+        errors,
+      };
+    },
+
+    /** For unsubscribe links, bounces and complaints: never resubscribed by an import afterwards. */
+    async unsubscribe(teamId: number, contactId: string, reason: UnsubscribeReason): Promise<ContactView | undefined> {
+      const row = await contacts.unsubscribe(teamId, contactId, reason, clock.now().toISOString());
+      if (row) emit('contact.updated', row);
+      return row && contactView(row);
+    },
+
+    /** GET on a confirmation link: what the page should say. Changes nothing (link scanners fetch it). */
+    async confirmationState(token: string): Promise<ConfirmationState> {
+      return (await resolveToken(token)).state;
+    },
+
+    /** POST on a confirmation link: subscribes a pending contact, never one who unsubscribed. */
+    async confirm(token: string): Promise<ConfirmationState> {
+      const { state, contact } = await resolveToken(token);
+      if (state.state !== 'pending' || !contact) return state;
+      const updated = await contacts.confirmPending(contact.id, clock.now().toISOString());
+      if (!updated) return (await resolveToken(token)).state; // changed meanwhile: report what it is now
+      emit('contact.updated', updated);
+      return { state: 'confirmed', bookName: state.bookName, email: updated.email };
+    },
+
+    /** A confirmation URL for a contact (tests and the CLI print one). */
+    confirmUrl,
+  };
+}
+
+function addressOrNull(raw: string): string | null {
+  try {
+    return normalizeContactEmail(raw);
+  } catch {
+    return null;
+  }
+}
+
+export type ContactService = ReturnType<typeof createContactService>;

@@ -1,0 +1,62 @@
+import { sql, type Selectable, type Updateable } from 'kysely';
+import type { Db } from '../db.js';
+import type { ContactBooksTable } from '../tables/database.js';
+import type { ContactRow } from './contacts-repository.js';
+
+export type ContactBookRow = Selectable<ContactBooksTable> & { contact_count: number };
+export type ContactBookChanges = Omit<Updateable<ContactBooksTable>, 'id' | 'team_id' | 'created_at'>;
+
+export function createContactBooksRepository(db: Db) {
+  const withCount = () =>
+    db
+      .selectFrom('contact_books')
+      .selectAll('contact_books')
+      .select((eb) =>
+        eb
+          .selectFrom('contacts')
+          .select((c) => c.fn.countAll<number>().as('n'))
+          .whereRef('contacts.contact_book_id', '=', 'contact_books.id')
+          .as('contact_count'),
+      );
+
+  const normalise = (r: Omit<ContactBookRow, 'contact_count'> & { contact_count: number | null }): ContactBookRow => ({ ...r, contact_count: Number(r.contact_count ?? 0) });
+
+  return {
+    async insert(row: ContactBooksTable): Promise<ContactBookRow> {
+      await db.insertInto('contact_books').values(row).execute();
+      return { ...row, contact_count: 0 };
+    },
+
+    async findById(teamId: number, id: string): Promise<ContactBookRow | undefined> {
+      const r = await withCount().where('contact_books.team_id', '=', teamId).where('contact_books.id', '=', id).executeTakeFirst();
+      return r && normalise(r);
+    },
+
+    async list(teamId: number): Promise<ContactBookRow[]> {
+      const rows = await withCount().where('contact_books.team_id', '=', teamId).orderBy(sql`contact_books.created_at desc, contact_books.rowid desc`).execute();
+      return rows.map(normalise);
+    },
+
+    async update(teamId: number, id: string, changes: ContactBookChanges): Promise<ContactBookRow | undefined> {
+      const res = await db.updateTable('contact_books').set(changes).where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
+      if (Number(res.numUpdatedRows) === 0) return undefined;
+      return this.findById(teamId, id);
+    },
+
+    /**
+     * Removes the book with whatever contacts it still has (segments go by cascade) in one
+     * transaction; returns those contacts, or undefined when the book is not there.
+     */
+    async delete(teamId: number, id: string): Promise<ContactRow[] | undefined> {
+      return db.transaction().execute(async (trx) => {
+        const book = await trx.selectFrom('contact_books').select('id').where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
+        if (!book) return undefined;
+        const contacts = await trx.deleteFrom('contacts').where('contact_book_id', '=', id).returningAll().execute();
+        await trx.deleteFrom('segments').where('contact_book_id', '=', id).execute();
+        await trx.deleteFrom('contact_books').where('id', '=', id).execute();
+        return contacts;
+      });
+    },
+  };
+}
+export type ContactBooksRepository = ReturnType<typeof createContactBooksRepository>;

@@ -1,0 +1,130 @@
+import { sql, type Selectable, type Transaction, type Updateable } from 'kysely';
+import type { Db } from '../db.js';
+import type { ContactsTable, Database } from '../tables/database.js';
+import { compileContactFilter, type FilterNode } from './contact-filter-sql.js';
+
+export type ContactRow = Selectable<ContactsTable>;
+export type ContactChanges = Omit<Updateable<ContactsTable>, 'id' | 'team_id' | 'contact_book_id' | 'created_at'>;
+
+type Executor = Db | Transaction<Database>;
+
+// SQLite bounds the number of bound parameters per statement; 11 columns x 500 rows stays far
+// below it and keeps each statement's size reasonable.
+const INSERT_CHUNK = 500;
+const LOOKUP_CHUNK = 900;
+
+/** Newest first; rowid breaks ties between contacts created in the same millisecond (bulk adds). */
+const NEWEST_FIRST = sql`contacts.created_at desc, contacts.rowid desc`;
+
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+function build(db: Executor) {
+  return {
+    async findById(bookId: string, id: string): Promise<ContactRow | undefined> {
+      return db.selectFrom('contacts').selectAll().where('contact_book_id', '=', bookId).where('id', '=', id).executeTakeFirst();
+    },
+
+    async findByEmail(bookId: string, email: string): Promise<ContactRow | undefined> {
+      return db.selectFrom('contacts').selectAll().where('contact_book_id', '=', bookId).where('email', '=', email).executeTakeFirst();
+    },
+
+    /** Contacts of the book with these (normalised) emails, keyed by email. */
+    async findByEmails(bookId: string, emails: string[]): Promise<Map<string, ContactRow>> {
+      const found = new Map<string, ContactRow>();
+      for (const part of chunks([...new Set(emails)], LOOKUP_CHUNK)) {
+        const rows = await db.selectFrom('contacts').selectAll().where('contact_book_id', '=', bookId).where('email', 'in', part).execute();
+        for (const r of rows) found.set(r.email, r);
+      }
+      return found;
+    },
+
+    async insertMany(rows: ContactsTable[]): Promise<void> {
+      for (const part of chunks(rows, INSERT_CHUNK)) await db.insertInto('contacts').values(part).execute();
+    },
+
+    async update(bookId: string, id: string, changes: ContactChanges): Promise<ContactRow | undefined> {
+      return db.updateTable('contacts').set(changes).where('contact_book_id', '=', bookId).where('id', '=', id).returningAll().executeTakeFirst();
+    },
+
+    /** Deletes and returns what was deleted (nothing when already gone). */
+    async deleteMany(bookId: string, ids: string[]): Promise<ContactRow[]> {
+      const out: ContactRow[] = [];
+      for (const part of chunks([...new Set(ids)], LOOKUP_CHUNK)) {
+        out.push(...(await db.deleteFrom('contacts').where('contact_book_id', '=', bookId).where('id', 'in', part).returningAll().execute()));
+      }
+      return out;
+    },
+
+    /** Deletes up to `limit` contacts of a book and returns them (book deletion works in bounded batches). */
+    async deleteBatchOfBook(bookId: string, limit: number): Promise<ContactRow[]> {
+      return db
+        .deleteFrom('contacts')
+        .where('id', 'in', (eb) => eb.selectFrom('contacts').select('id').where('contact_book_id', '=', bookId).limit(limit))
+        .returningAll()
+        .execute();
+    },
+
+    async list(bookId: string, f: { emails?: string[]; ids?: string[]; offset: number; limit: number }): Promise<ContactRow[]> {
+      let q = db.selectFrom('contacts').selectAll().where('contact_book_id', '=', bookId);
+      if (f.emails) q = q.where('email', 'in', f.emails);
+      if (f.ids) q = q.where('id', 'in', f.ids);
+      return q.orderBy(NEWEST_FIRST).limit(f.limit).offset(f.offset).execute();
+    },
+
+    /** A segment evaluated now: the filter runs in SQL, with the total for the page envelope. */
+    async listMatching(bookId: string, filter: FilterNode, page: { offset: number; limit: number }): Promise<{ rows: ContactRow[]; total: number }> {
+      const where = compileContactFilter(filter);
+      const base = db.selectFrom('contacts').where('contact_book_id', '=', bookId).where(where);
+      const rows = await base.selectAll().orderBy(NEWEST_FIRST).limit(page.limit).offset(page.offset).execute();
+      const total = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      return { rows, total: Number(total.n) };
+    },
+
+    /** Marks a contact unsubscribed with a reason (unsubscribe links, bounces, complaints). */
+    async unsubscribe(teamId: number, id: string, reason: string, nowIso: string): Promise<ContactRow | undefined> {
+      return db
+        .updateTable('contacts')
+        .set({ subscribed: 0, unsubscribe_reason: reason, updated_at: nowIso })
+        .where('team_id', '=', teamId)
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirst();
+    },
+
+    /**
+     * Double opt-in confirmation: subscribes the contact only while it is pending, never one
+     * who unsubscribed in the meantime. Returns the row when it changed.
+     */
+    async confirmPending(id: string, nowIso: string): Promise<ContactRow | undefined> {
+      return db
+        .updateTable('contacts')
+        .set({ subscribed: 1, updated_at: nowIso })
+        .where('id', '=', id)
+        .where('subscribed', '=', 0)
+        .where('unsubscribe_reason', 'is', null)
+        .returningAll()
+        .executeTakeFirst();
+    },
+
+    async findAnyBook(id: string): Promise<ContactRow | undefined> {
+      return db.selectFrom('contacts').selectAll().where('id', '=', id).executeTakeFirst();
+    },
+  };
+}
+
+export type ContactsStore = ReturnType<typeof build>;
+
+export function createContactsRepository(db: Db) {
+  return {
+    ...build(db),
+    /** Runs fn in one transaction with the same functions bound to it (read-decide-write stays atomic). */
+    async transaction<T>(fn: (tx: ContactsStore) => Promise<T>): Promise<T> {
+      return db.transaction().execute((trx) => fn(build(trx)));
+    },
+  };
+}
+export type ContactsRepository = ReturnType<typeof createContactsRepository>;
