@@ -49,6 +49,16 @@ import { contactBooksRoutes } from './api/routes/contact-books-routes.js';
 import { contactConfirmationPages, contactsRoutes } from './api/routes/contacts-routes.js';
 import { segmentsRoutes } from './api/routes/segments-routes.js';
 import { suppressionsRoutes } from './api/routes/suppressions-routes.js';
+import { createWebhooksRepository } from './store/repositories/webhooks-repository.js';
+import { createAnalyticsRepository } from './store/repositories/analytics-repository.js';
+import { createTrackingRepository } from './store/repositories/tracking-repository.js';
+import { createWebhookService } from './core/webhooks/webhook-service.js';
+import { createAnalyticsService } from './core/analytics/analytics-service.js';
+import { createTrackingService } from './core/tracking/tracking-service.js';
+import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
+import { webhooksRoutes } from './api/routes/webhooks-routes.js';
+import { analyticsRoutes } from './api/routes/analytics-routes.js';
+import { trackingRoutes } from './api/tracking-routes.js';
 
 // The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
 
@@ -131,10 +141,41 @@ export async function createApp(opts: AppOptions) {
   const segments = createSegmentService({ segments: createSegmentsRepository(store.db), books: contactBooksRepo, contacts: contactsRepo, clock });
   const suppressions = createSuppressionService({ suppressions: suppressionsRepo, clock });
 
-  const services = { templates, teams, apiKeys, events, settings, domains, emails, deliveries, deliveriesRepo, suppressionsRepo, contactBooks, contacts, contactsRepo, segments, suppressions };
+  // Events out: the webhook outbox and its dispatcher, open/click tracking, analytics rollups.
+  const webhooks = createWebhookService({
+    webhooks: createWebhooksRepository(store.db, store.sqlite),
+    resolver,
+    clock,
+    logger,
+    allowPrivate: config.webhooks.allowPrivate,
+    domainBelongsToTeam: domains.belongsToTeam,
+    leaseMs: 5 * 60_000, // far beyond one attempt (timeout at most 60 s) plus recording it
+    owner: `${osHostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
+    onEnqueued: (webhookIds, dueMs) => {
+      for (const id of webhookIds) webhookDispatcher.noteDue(id, dueMs);
+      webhookDispatcher.wake();
+    },
+  });
+  const webhookDispatcher = new WebhookDispatcher({ webhooks, clock, logger, timeoutMs: config.webhooks.timeoutMs });
+  const analytics = createAnalyticsService({ analytics: createAnalyticsRepository(store.db), clock, logger, domainBelongsToTeam: domains.belongsToTeam });
+  const tracking = createTrackingService({
+    emails: emailsRepo,
+    tracking: createTrackingRepository(store.db),
+    events,
+    clock,
+    logger,
+    secret,
+    publicUrl: config.publicUrl,
+    busData: emails.busData,
+  });
+  events.on('*', (event) => webhooks.handleBusEvent(event));
+  events.on('*', (event) => analytics.handleBusEvent(event));
+
+  const services = { templates, teams, apiKeys, events, settings, domains, emails, deliveries, deliveriesRepo, suppressionsRepo, contactBooks, contacts, contactsRepo, segments, suppressions, webhooks, analytics, tracking };
 
   const routes: RouteDef[] = [...apiKeysRoutes(apiKeys), ...domainsRoutes(domains), ...emailsRoutes(emails), ...templatesRoutes(templates)];
   routes.push(...contactBooksRoutes(contactBooks), ...contactsRoutes(contacts), ...segmentsRoutes(segments), ...suppressionsRoutes(suppressions));
+  routes.push(...webhooksRoutes(webhooks), ...analyticsRoutes(analytics));
   let cron: CronJobs | undefined;
   const relay = config.outbound.relay.host
     ? {
@@ -158,7 +199,7 @@ export async function createApp(opts: AppOptions) {
   });
   engine = new DeliveryEngine({
     deliveries,
-    messages: createMessageFactory({ signer }),
+    messages: createMessageFactory({ signer, transformHtml: tracking.transformHtml }),
     mx: createMxResolver(resolver, clock),
     pool,
     clock,
@@ -193,6 +234,7 @@ export async function createApp(opts: AppOptions) {
     services,
     listeners,
     engine,
+    webhookDispatcher,
 
     /** On a store with no key at all, makes a team and a FULL key so a newcomer can call the API at once. */
     async ensureFirstKey(): Promise<string | null> {
@@ -214,6 +256,7 @@ export async function createApp(opts: AppOptions) {
         extra: (router) => {
           healthRoute(router);
           contactConfirmationPages(router, contacts);
+          trackingRoutes(tracking, logger)(router);
         },
       });
       http = await listenHttp(koa, config.http.host, config.http.port);
@@ -222,6 +265,9 @@ export async function createApp(opts: AppOptions) {
       const released = await deliveries.releaseStaleLeases();
       if (released) logger.info({ released }, 'released delivery leases left by a previous run');
       engine!.start();
+      const releasedCalls = await webhooks.releaseStaleLeases();
+      if (releasedCalls) logger.info({ released: releasedCalls }, 'released webhook call leases left by a previous run');
+      webhookDispatcher.start();
       cron = startCronJobs({ logger, domains, config });
       return listeners;
     },
@@ -233,6 +279,8 @@ export async function createApp(opts: AppOptions) {
       cron?.stop();
       await http?.close();
       await engine!.stop();
+      await webhookDispatcher.stop(); // unsent calls stay in the outbox for the next start
+      await analytics.flush();
       await pool.close();
       await signer.close();
       await store.close();

@@ -75,6 +75,8 @@ export interface Config {
   webhooks: {
     /** Allow webhook URLs that resolve to private, loopback or link-local addresses. */
     allowPrivate: boolean;
+    /** Per-attempt HTTP timeout in milliseconds (connect, headers and body); a timeout is a failed attempt. */
+    timeoutMs: number;
   };
 }
 
@@ -104,5 +106,5 @@ export const DEFAULT_CONFIG: Config = {
     signingWorkers: 1,
     relay: { host: '', port: 587, secure: 'starttls', user: '', password: '' },
   },
-  webhooks: { allowPrivate: false },
+  webhooks: { allowPrivate: false, timeoutMs: 10_000 },
 };

@@ -56,6 +56,6 @@ export const configSchema = z
           .strict(),
       })
       .strict(),
-    webhooks: z.object({ allowPrivate: z.boolean() }).strict(),
+    webhooks: z.object({ allowPrivate: z.boolean(), timeoutMs: z.number().int().min(100).max(60_000) }).strict(),
   })
   .strict();

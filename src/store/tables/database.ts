@@ -222,7 +222,90 @@ export interface SegmentsTable {
   updated_at: string;
 }
 
+export interface WebhooksTable {
+  id: string;
+  team_id: number;
+  url: string;
+  description: string | null;
+  event_types_json: string;
+  /** JSON array of domain ids; null means every domain. */
+  domain_ids_json: string | null;
+  secret: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface WebhookEventsTable {
+  id: string;
+  team_id: number;
+  type: string;
+  domain_id: number | null;
+  /** The exact JSON body POSTed on every attempt. */
+  body: string;
+  created_at: string;
+}
+
+export type WebhookCallState = 'pending' | 'delivered' | 'failed';
+
+export interface WebhookCallsTable {
+  id: Generated<number>;
+  webhook_id: string;
+  event_id: string;
+  state: WebhookCallState;
+  attempts: number;
+  next_attempt_at: number;
+  lease_owner: string | null;
+  lease_until: number | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface WebhookAttemptsTable {
+  id: Generated<number>;
+  public_id: string;
+  call_id: number;
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  attempt: number;
+  url: string;
+  request_headers_json: string;
+  response_status: number | null;
+  response_body: string | null;
+  duration_ms: number;
+  error: string | null;
+  succeeded: number;
+  next_attempt_at: number | null;
+  created_at: string;
+}
+
+export interface EmailDailyStatsTable {
+  team_id: number;
+  /** 0 when the event carried no domain. */
+  domain_id: number;
+  /** YYYY-MM-DD (UTC). */
+  day: string;
+  sent: number;
+  delivered: number;
+  opened: number;
+  clicked: number;
+  bounced: number;
+  hard_bounced: number;
+  complained: number;
+}
+
+export interface EmailEngagementCountedTable {
+  email_id: string;
+  kind: 'opened' | 'clicked';
+}
+
 export interface Database {
+  webhooks: WebhooksTable;
+  webhook_events: WebhookEventsTable;
+  webhook_calls: WebhookCallsTable;
+  webhook_attempts: WebhookAttemptsTable;
+  email_daily_stats: EmailDailyStatsTable;
+  email_engagement_counted: EmailEngagementCountedTable;
   contact_books: ContactBooksTable;
   contacts: ContactsTable;
   segments: SegmentsTable;

@@ -1,0 +1,163 @@
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/logger.js';
+import { ZERO_COUNTERS, type AnalyticsRepository, type EngagementHit, type StatCounters, type StatDelta } from '../../store/repositories/analytics-repository.js';
+import { forbidden, notFound } from '../errors.js';
+import type { BusEvent } from '../events.js';
+
+// Daily rollups keyed by (team, domain, UTC day), kept up to date from bus events, so the
+// analytics endpoints read a few dozen rollup rows instead of scanning emails.
+//
+// Units: `sent` counts emails (email.sent fires once per email); delivered, bounced and
+// complained count recipients (one event per recipient's outcome); opened and clicked count
+// emails, once each however often they are opened or clicked.
+
+export interface AnalyticsScope {
+  teamId: number;
+  /** A key bound to a domain sees only that domain's numbers. */
+  domainId: number | null;
+}
+
+export interface TimeSeriesPoint {
+  date: string;
+  sent: number;
+  delivered: number;
+  opened: number;
+  clicked: number;
+  bounced: number;
+  complained: number;
+}
+
+export interface AnalyticsServiceDeps {
+  analytics: AnalyticsRepository;
+  clock: Clock;
+  logger: Logger;
+  domainBelongsToTeam(teamId: number, domainId: number): Promise<boolean>;
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+const SERIES_KEYS = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained'] as const;
+
+function dayOf(iso: string, fallbackMs: number): string {
+  const ms = Date.parse(iso);
+  return new Date(Number.isNaN(ms) ? fallbackMs : ms).toISOString().slice(0, 10);
+}
+
+/** Percentages as useSend reports them: part per delivered x 100, 0 when nothing was delivered. */
+function percent(part: number, delivered: number): number {
+  return delivered === 0 ? 0 : Math.round((part / delivered) * 100 * 100) / 100;
+}
+
+export function createAnalyticsService(deps: AnalyticsServiceDeps) {
+  // Increments are buffered for one event-loop turn and written together: under load many
+  // events share one transaction instead of one write each; when quiet, the write follows
+  // at once. Readers flush first, so the API always sees every event emitted before it.
+  let deltas = new Map<string, StatDelta>();
+  let hits: EngagementHit[] = [];
+  let scheduled = false;
+  let writing: Promise<void> = Promise.resolve();
+
+  function bump(teamId: number, domainId: number, day: string, counter: keyof StatCounters, extra?: keyof StatCounters): void {
+    const key = `${teamId}|${domainId}|${day}`;
+    let d = deltas.get(key);
+    if (!d) deltas.set(key, (d = { ...ZERO_COUNTERS, teamId, domainId, day }));
+    d[counter] += 1;
+    if (extra) d[extra] += 1;
+    schedule();
+  }
+
+  function schedule(): void {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(() => {
+      scheduled = false;
+      void flush();
+    });
+  }
+
+  function flush(): Promise<void> {
+    const batch = [...deltas.values()];
+    const batchHits = hits;
+    deltas = new Map();
+    hits = [];
+    if (batch.length || batchHits.length) {
+      writing = writing.then(() =>
+        deps.analytics.apply(batch, batchHits).catch((err) => deps.logger.error({ err, rows: batch.length }, 'updating analytics rollups failed')),
+      );
+    }
+    return writing;
+  }
+
+  async function resolveDomain(scope: AnalyticsScope, domainId: number | undefined): Promise<number | null> {
+    if (domainId === undefined) return scope.domainId;
+    if (scope.domainId !== null && scope.domainId !== domainId) throw forbidden(`this API key is restricted to domain ${scope.domainId}`);
+    if (!(await deps.domainBelongsToTeam(scope.teamId, domainId))) throw notFound(`domainId: domain ${domainId} not found`);
+    return domainId;
+  }
+
+  return {
+    /** Bus subscriber ('*'). */
+    handleBusEvent(event: BusEvent): void {
+      const domainId = event.domainId ?? 0;
+      const day = dayOf(event.occurredAt, deps.clock.nowMs());
+      switch (event.type) {
+        case 'email.sent':
+          return bump(event.teamId, domainId, day, 'sent');
+        case 'email.delivered':
+          return bump(event.teamId, domainId, day, 'delivered');
+        case 'email.bounced': {
+          const bounce = event.data.bounce as { type?: string } | undefined;
+          return bump(event.teamId, domainId, day, 'bounced', bounce?.type === 'Permanent' ? 'hardBounced' : undefined);
+        }
+        case 'email.complained':
+          return bump(event.teamId, domainId, day, 'complained');
+        case 'email.opened':
+        case 'email.clicked': {
+          const emailId = event.data.id;
+          if (typeof emailId !== 'string') return;
+          hits.push({ emailId, kind: event.type === 'email.opened' ? 'opened' : 'clicked', teamId: event.teamId, domainId, day });
+          return schedule();
+        }
+        default:
+          return;
+      }
+    },
+
+    /** Writes everything buffered so far (readers and shutdown call it). */
+    flush,
+
+    /** `days` points ending today (UTC), oldest first, zero-filled, and their totals. */
+    async timeSeries(scope: AnalyticsScope, q: { days: 7 | 30; domainId?: number }) {
+      const domainId = await resolveDomain(scope, q.domainId);
+      await flush();
+      const today = Date.parse(deps.clock.now().toISOString().slice(0, 10));
+      const dates = Array.from({ length: q.days }, (_, i) => new Date(today - (q.days - 1 - i) * DAY_MS).toISOString().slice(0, 10));
+      const rows = new Map((await deps.analytics.daily(scope.teamId, domainId, dates[0]!, dates[dates.length - 1]!)).map((r) => [r.day, r]));
+      const totalCounts = { sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, complained: 0 };
+      const result: TimeSeriesPoint[] = dates.map((date) => {
+        const r = rows.get(date);
+        const point: TimeSeriesPoint = { date, sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, complained: 0 };
+        for (const k of SERIES_KEYS) {
+          point[k] = r?.[k] ?? 0;
+          totalCounts[k] += point[k];
+        }
+        return point;
+      });
+      return { result, totalCounts };
+    },
+
+    /** All-time reputation: hard bounces and complaints as percentages of delivered. */
+    async reputation(scope: AnalyticsScope, q: { domainId?: number }) {
+      const domainId = await resolveDomain(scope, q.domainId);
+      await flush();
+      const t = await deps.analytics.totals(scope.teamId, domainId);
+      return {
+        delivered: t.delivered,
+        hardBounced: t.hardBounced,
+        complained: t.complained,
+        bounceRate: percent(t.hardBounced, t.delivered),
+        complaintRate: percent(t.complained, t.delivered),
+      };
+    },
+  };
+}
+export type AnalyticsService = ReturnType<typeof createAnalyticsService>;

@@ -1,0 +1,138 @@
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/logger.js';
+import { applyTracking } from '../../render/tracking-rewrite.js';
+import type { DomainRecord } from '../../store/repositories/domains-repository.js';
+import type { EmailRow, EmailsRepository } from '../../store/repositories/emails-repository.js';
+import type { TrackingRepository } from '../../store/repositories/tracking-repository.js';
+import type { EmailService } from '../emails/email-service.js';
+import { statusRank } from '../emails/email-status.js';
+import type { EventBus } from '../events.js';
+import { createTrackingTokens } from './tracking-tokens.js';
+
+export interface TrackingServiceDeps {
+  emails: EmailsRepository;
+  tracking: TrackingRepository;
+  events: EventBus;
+  clock: Clock;
+  logger: Logger;
+  /** The app secret (HMAC key for tokens). */
+  secret: string;
+  /** The shared tracking host (POSTHORN_PUBLIC_URL), used when a domain has no working tracking domain. */
+  publicUrl: string;
+  busData: EmailService['busData'];
+}
+
+/** Who opened or clicked, as the HTTP edge saw it. */
+export interface TrackingHit {
+  token: string;
+  userAgent: string | null;
+  ip: string | null;
+  /** The Host the request came in on (lowercase, no port). */
+  host: string;
+}
+
+const MAX_USER_AGENT = 512;
+
+/** List-Unsubscribe values are "<https://...>, <mailto:...>" (RFC 2369); the http(s) ones. */
+function listUnsubscribeUrls(email: EmailRow): Set<string> {
+  if (!email.headers_json) return new Set();
+  const headers = JSON.parse(email.headers_json) as Record<string, string>;
+  const value = Object.entries(headers).find(([k]) => k.toLowerCase() === 'list-unsubscribe')?.[1] ?? '';
+  return new Set([...value.matchAll(/<\s*(https?:[^>\s]+)\s*>/gi)].map((m) => m[1]!));
+}
+
+export function createTrackingService(deps: TrackingServiceDeps) {
+  const tokens = createTrackingTokens(deps.secret);
+  const shared = deps.publicUrl.replace(/\/+$/, '');
+  const scheme = new URL(shared).protocol;
+
+  /** The domain's own tracking host once its CNAME verified (spec, Domain rule 4), else the shared one. */
+  function trackingBase(domain: DomainRecord): string {
+    if (domain.trackingDomain && domain.trackingDomainStatus === 'SUCCESS') return `${scheme}//${domain.trackingDomain}`;
+    return shared;
+  }
+
+  /**
+   * An unsubscribe link is never rewritten: it must work directly, in one step, from the
+   * message (RFC 8058 practice, and what mailbox providers check), and a tracked redirect in
+   * front of it would record scanners' prefetches as clicks on it.
+   */
+  function isUnsubscribeLink(url: string, listUnsubscribe: Set<string>): boolean {
+    return listUnsubscribe.has(url) || /unsubscribe/i.test(url);
+  }
+
+  /** A token's email, if the request's host may serve it: another domain's tracking host may not. */
+  async function emailFor(emailId: string, host: string): Promise<{ email: EmailRow | undefined; hostOk: boolean }> {
+    const [email, owners] = await Promise.all([deps.emails.findByIdAnyTeam(emailId), deps.tracking.domainIdsForTrackingHost(host)]);
+    const hostOk = owners.length === 0 || (email?.domain_id != null && owners.includes(email.domain_id));
+    return { email, hostOk };
+  }
+
+  async function record(email: EmailRow, kind: 'OPENED' | 'CLICKED', detail: Record<string, unknown>): Promise<void> {
+    const at = detail.timestamp as string;
+    await deps.emails.recordEvents([{ emailId: email.id, status: kind, rank: statusRank(kind), data: detail, at }]);
+    const type = kind === 'OPENED' ? 'email.opened' : 'email.clicked';
+    const extra = kind === 'OPENED' ? { open: detail } : { click: detail };
+    deps.events.emit({ type, teamId: email.team_id, domainId: email.domain_id, occurredAt: at, data: { ...deps.busData(email, kind, extra), occurredAt: at } });
+  }
+
+  function who(hit: TrackingHit) {
+    return { userAgent: hit.userAgent ? hit.userAgent.slice(0, MAX_USER_AGENT) : null, ip: hit.ip };
+  }
+
+  return {
+    /** The message factory's HTML hook: open pixel and tracked links, per the domain's settings. */
+    transformHtml(html: string, email: EmailRow, domain: DomainRecord): string {
+      if (!domain.openTracking && !domain.clickTracking) return html;
+      const base = trackingBase(domain);
+      const unsubscribe = listUnsubscribeUrls(email);
+      return applyTracking(html, {
+        pixelUrl: domain.openTracking ? `${base}/t/o/${tokens.open(email.id)}.gif` : undefined,
+        rewriteLink: domain.clickTracking
+          ? (url) => {
+              if (isUnsubscribeLink(url, unsubscribe)) return undefined;
+              let href: string;
+              try {
+                href = new URL(url).href; // percent-encoded, so it is a valid Location header later
+              } catch {
+                return undefined;
+              }
+              return `${base}/t/c/${tokens.click(email.id, href)}`;
+            }
+          : undefined,
+      });
+    },
+
+    /** Pixel fetched: records OPENED (every open is an event; analytics counts the first). */
+    async recordOpen(hit: TrackingHit): Promise<boolean> {
+      const valid = tokens.verifyOpen(hit.token);
+      if (!valid) return false;
+      const { email, hostOk } = await emailFor(valid.emailId, hit.host);
+      if (!email || !hostOk) return false;
+      await record(email, 'OPENED', { timestamp: deps.clock.now().toISOString(), ...who(hit) });
+      return true;
+    },
+
+    /**
+     * Tracked link followed: the signed destination, or null (404) for a forged or foreign
+     * link. `record` is false for HEAD requests, which only probe.
+     */
+    async click(hit: TrackingHit, recordIt: boolean): Promise<string | null> {
+      const valid = tokens.verifyClick(hit.token);
+      if (!valid) return null;
+      const { email, hostOk } = await emailFor(valid.emailId, hit.host);
+      if (!hostOk) return null;
+      if (email && recordIt) {
+        const { userAgent, ip } = who(hit);
+        try {
+          await record(email, 'CLICKED', { timestamp: deps.clock.now().toISOString(), url: valid.url, userAgent, ip });
+        } catch (err) {
+          // The reader still gets where they were going; only the statistic is lost.
+          deps.logger.error({ err, emailId: email.id }, 'recording a click failed');
+        }
+      }
+      return valid.url;
+    },
+  };
+}
+export type TrackingService = ReturnType<typeof createTrackingService>;

@@ -1,0 +1,277 @@
+import type BetterSqlite3 from 'better-sqlite3';
+import type { Selectable } from 'kysely';
+import type { Db } from '../db.js';
+import type { WebhookAttemptsTable, WebhookCallsTable, WebhooksTable } from '../tables/database.js';
+
+export type WebhookRow = Selectable<WebhooksTable>;
+export type WebhookCallRow = Selectable<WebhookCallsTable>;
+export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
+
+/** A claimed call with what the dispatcher needs to make the request. */
+export interface ClaimedCall {
+  id: number;
+  webhookId: string;
+  eventId: string;
+  eventType: string;
+  /** Attempts made before this one. */
+  attempts: number;
+  url: string;
+  secret: string;
+  body: string;
+}
+
+export interface NewWebhookEvent {
+  id: string;
+  teamId: number;
+  type: string;
+  domainId: number | null;
+  body: string;
+  createdAt: string;
+}
+
+export interface AttemptWrite {
+  callId: number;
+  owner: string;
+  /** The call's state after this attempt. */
+  state: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  /** For a pending call: when to try again. */
+  nextAttemptAt: number | null;
+  attempt: Omit<WebhookAttemptsTable, 'id' | 'call_id'>;
+}
+
+export interface AttemptWithBody extends WebhookAttemptRow {
+  body: string | null;
+}
+
+export function createWebhooksRepository(db: Db, sqlite: BetterSqlite3.Database) {
+  // The bus handler writes the outbox synchronously, in the same turn the event is emitted
+  // (so nothing can run between an event and its durable record). Kysely's SQLite driver is
+  // asynchronous, so this one path uses prepared statements on the raw handle. A future
+  // PostgreSQL store would use the async path below instead.
+  const syncListForTeam = sqlite.prepare<[number], WebhookRow>('select * from webhooks where team_id = ? order by created_at, id');
+  const syncInsertEvent = sqlite.prepare<[string, number, string, number | null, string, string]>(
+    'insert into webhook_events (id, team_id, type, domain_id, body, created_at) values (?, ?, ?, ?, ?, ?)',
+  );
+  const syncInsertCall = sqlite.prepare<[string, string, number, string, string]>(
+    "insert into webhook_calls (webhook_id, event_id, state, attempts, next_attempt_at, created_at, updated_at) values (?, ?, 'pending', 0, ?, ?, ?)",
+  );
+  const syncEnqueue = sqlite.transaction((event: NewWebhookEvent, webhookIds: string[], dueMs: number) => {
+    syncInsertEvent.run(event.id, event.teamId, event.type, event.domainId, event.body, event.createdAt);
+    for (const id of webhookIds) syncInsertCall.run(id, event.id, dueMs, event.createdAt, event.createdAt);
+  });
+
+  return {
+    /**
+     * True when a synchronous write would land inside a transaction some async code has
+     * open on the shared connection (and be rolled back with it): use the async path then.
+     */
+    syncWriteSafe(): boolean {
+      return !sqlite.inTransaction;
+    },
+
+    listForTeamSync(teamId: number): WebhookRow[] {
+      return syncListForTeam.all(teamId);
+    },
+
+    enqueueSync(event: NewWebhookEvent, webhookIds: string[], dueMs: number): void {
+      syncEnqueue(event, webhookIds, dueMs);
+    },
+
+    async listForTeam(teamId: number): Promise<WebhookRow[]> {
+      return db.selectFrom('webhooks').selectAll().where('team_id', '=', teamId).orderBy('created_at').orderBy('id').execute();
+    },
+
+    /** Async twin of enqueueSync: queued behind any open transaction by Kysely's driver. */
+    async enqueue(event: NewWebhookEvent, webhookIds: string[], dueMs: number): Promise<void> {
+      await db.transaction().execute(async (trx) => {
+        await trx
+          .insertInto('webhook_events')
+          .values({ id: event.id, team_id: event.teamId, type: event.type, domain_id: event.domainId, body: event.body, created_at: event.createdAt })
+          .execute();
+        await trx
+          .insertInto('webhook_calls')
+          .values(
+            webhookIds.map((webhookId) => ({
+              webhook_id: webhookId,
+              event_id: event.id,
+              state: 'pending' as const,
+              attempts: 0,
+              next_attempt_at: dueMs,
+              created_at: event.createdAt,
+              updated_at: event.createdAt,
+            })),
+          )
+          .execute();
+      });
+    },
+
+    async insert(row: WebhookRow): Promise<void> {
+      await db.insertInto('webhooks').values(row).execute();
+    },
+
+    async findById(teamId: number, id: string): Promise<WebhookRow | undefined> {
+      return db.selectFrom('webhooks').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
+    },
+
+    async countForTeam(teamId: number): Promise<number> {
+      const r = await db.selectFrom('webhooks').select((eb) => eb.fn.countAll<number>().as('n')).where('team_id', '=', teamId).executeTakeFirstOrThrow();
+      return Number(r.n);
+    },
+
+    /** onlyDomainIdsJson: restrict to endpoints whose domain list is exactly this (domain-bound keys). */
+    async list(teamId: number, offset: number, limit: number, onlyDomainIdsJson?: string): Promise<{ rows: WebhookRow[]; total: number }> {
+      let q = db.selectFrom('webhooks').where('team_id', '=', teamId);
+      if (onlyDomainIdsJson !== undefined) q = q.where('domain_ids_json', '=', onlyDomainIdsJson);
+      const [rows, total] = await Promise.all([
+        q.selectAll().orderBy('created_at').orderBy('id').limit(limit).offset(offset).execute(),
+        q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+      ]);
+      return { rows, total: Number(total.n) };
+    },
+
+    async update(teamId: number, id: string, changes: Partial<Omit<WebhookRow, 'id' | 'team_id' | 'created_at'>>): Promise<WebhookRow | undefined> {
+      return db.updateTable('webhooks').set(changes).where('team_id', '=', teamId).where('id', '=', id).returningAll().executeTakeFirst();
+    },
+
+    /** Deletes the endpoint; its pending calls and recorded attempts go with it (cascade). */
+    async remove(teamId: number, id: string): Promise<boolean> {
+      const res = await db.deleteFrom('webhooks').where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
+      return res.numDeletedRows > 0n;
+    },
+
+    /**
+     * Claims up to `limit` due calls of one endpoint, oldest first, with a lease, in one
+     * UPDATE ... RETURNING (DESIGN 3.6); an expired lease (its holder died) is claimable.
+     */
+    async claimForWebhook(webhookId: string, owner: string, nowMs: number, leaseMs: number, limit: number): Promise<ClaimedCall[]> {
+      const claimed = await db
+        .updateTable('webhook_calls')
+        .set({ lease_owner: owner, lease_until: nowMs + leaseMs })
+        .where('id', 'in', (eb) =>
+          eb
+            .selectFrom('webhook_calls')
+            .select('id')
+            .where('webhook_id', '=', webhookId)
+            .where('state', '=', 'pending')
+            .where('next_attempt_at', '<=', nowMs)
+            .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', nowMs)]))
+            .orderBy('next_attempt_at')
+            .orderBy('id')
+            .limit(limit),
+        )
+        .returning('id')
+        .execute();
+      if (!claimed.length) return [];
+      const rows = await db
+        .selectFrom('webhook_calls as c')
+        .innerJoin('webhooks as w', 'w.id', 'c.webhook_id')
+        .innerJoin('webhook_events as e', 'e.id', 'c.event_id')
+        .select(['c.id', 'c.webhook_id', 'c.event_id', 'c.attempts', 'c.next_attempt_at', 'w.url', 'w.secret', 'e.type', 'e.body'])
+        .where(
+          'c.id',
+          'in',
+          claimed.map((r) => r.id),
+        )
+        .orderBy('c.next_attempt_at')
+        .orderBy('c.id')
+        .execute();
+      return rows.map((r) => ({ id: r.id, webhookId: r.webhook_id, eventId: r.event_id, eventType: r.type, attempts: r.attempts, url: r.url, secret: r.secret, body: r.body }));
+    },
+
+    /** Earliest due time of unleased pending calls per endpoint (a full scan: used rarely). */
+    async dueByWebhook(nowMs: number): Promise<{ webhookId: string; dueAt: number }[]> {
+      const rows = await db
+        .selectFrom('webhook_calls')
+        .select(['webhook_id', (eb) => eb.fn.min<number>('next_attempt_at').as('due')])
+        .where('state', '=', 'pending')
+        .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', nowMs)]))
+        .groupBy('webhook_id')
+        .execute();
+      return rows.map((r) => ({ webhookId: r.webhook_id, dueAt: Number(r.due) }));
+    },
+
+    /** Earliest due time of one endpoint's unleased pending calls (index range scan). */
+    async nextDueForWebhook(webhookId: string, nowMs: number): Promise<number | null> {
+      const r = await db
+        .selectFrom('webhook_calls')
+        .select((eb) => eb.fn.min<number>('next_attempt_at').as('due'))
+        .where('webhook_id', '=', webhookId)
+        .where('state', '=', 'pending')
+        .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', nowMs)]))
+        .executeTakeFirst();
+      return r?.due === null || r?.due === undefined ? null : Number(r.due);
+    },
+
+    /**
+     * Records one attempt and moves the call on, in one transaction. Only the lease holder
+     * may write: if the call is gone (endpoint deleted) or the lease was lost, nothing is recorded.
+     */
+    async recordAttempt(w: AttemptWrite, nowIso: string): Promise<boolean> {
+      return db.transaction().execute(async (trx) => {
+        const updated = await trx
+          .updateTable('webhook_calls')
+          .set({
+            state: w.state,
+            attempts: w.attempts,
+            ...(w.nextAttemptAt !== null ? { next_attempt_at: w.nextAttemptAt } : {}),
+            lease_owner: null,
+            lease_until: null,
+            updated_at: nowIso,
+          })
+          .where('id', '=', w.callId)
+          .where('lease_owner', '=', w.owner)
+          .returning('id')
+          .executeTakeFirst();
+        if (!updated) return false;
+        await trx
+          .insertInto('webhook_attempts')
+          .values({ call_id: w.callId, ...w.attempt })
+          .execute();
+        return true;
+      });
+    },
+
+    async releaseLeases(ids: number[]): Promise<void> {
+      if (!ids.length) return;
+      await db.updateTable('webhook_calls').set({ lease_owner: null, lease_until: null }).where('id', 'in', ids).where('state', '=', 'pending').execute();
+    },
+
+    /** On start with SQLite (one node per database file): every lease belonged to a dead process. */
+    async releaseAllLeases(): Promise<number> {
+      const res = await db.updateTable('webhook_calls').set({ lease_owner: null, lease_until: null }).where('lease_owner', 'is not', null).executeTakeFirst();
+      return Number(res.numUpdatedRows);
+    },
+
+    /** Newest first; `beforeId` is the cursor (the last id of the previous page). */
+    async listAttempts(webhookId: string, limit: number, beforeId?: number): Promise<AttemptWithBody[]> {
+      let q = db
+        .selectFrom('webhook_attempts as a')
+        .leftJoin('webhook_events as e', 'e.id', 'a.event_id')
+        .selectAll('a')
+        .select('e.body')
+        .where('a.webhook_id', '=', webhookId);
+      if (beforeId !== undefined) q = q.where('a.id', '<', beforeId);
+      return q.orderBy('a.id', 'desc').limit(limit).execute();
+    },
+
+    async callsForEvent(eventId: string): Promise<WebhookCallRow[]> {
+      return db.selectFrom('webhook_calls').selectAll().where('event_id', '=', eventId).orderBy('id').execute();
+    },
+
+    /** Retention: finished calls, their attempts and unreferenced events older than the cut-off. */
+    async prune(beforeIso: string): Promise<number> {
+      return db.transaction().execute(async (trx) => {
+        const attempts = await trx.deleteFrom('webhook_attempts').where('created_at', '<', beforeIso).executeTakeFirst();
+        await trx.deleteFrom('webhook_calls').where('state', '!=', 'pending').where('updated_at', '<', beforeIso).execute();
+        await trx
+          .deleteFrom('webhook_events')
+          .where('created_at', '<', beforeIso)
+          .where(({ not, exists, selectFrom }) => not(exists(selectFrom('webhook_calls').select('id').whereRef('webhook_calls.event_id', '=', 'webhook_events.id'))))
+          .execute();
+        return Number(attempts.numDeletedRows);
+      });
+    },
+  };
+}
+export type WebhooksRepository = ReturnType<typeof createWebhooksRepository>;

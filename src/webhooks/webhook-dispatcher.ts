@@ -1,0 +1,240 @@
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import { MAX_RESPONSE_BODY_BYTES, type AttemptOutcome, type ClaimedCall, type SignedRequest, type WebhookService } from '../core/webhooks/webhook-service.js';
+import { WebhookUrlError } from '../core/webhooks/url-policy.js';
+import { createWebhookAgents, postPinned } from './http-post.js';
+
+export interface WebhookDispatcherOptions {
+  webhooks: WebhookService;
+  clock: Clock;
+  logger: Logger;
+  /** Per-attempt timeout (spec: 10 s). */
+  timeoutMs: number;
+  /** Calls in flight to one endpoint: a slow endpoint holds only its own slots. */
+  perEndpointConcurrency?: number;
+  /** Calls in flight in total. */
+  maxInFlight?: number;
+  /** Longest sleep when idle, in ms (real time): picks up retries whose time has come. */
+  idlePollMs?: number;
+  /** How often the store is scanned for due work this process was not told about, in ms (real time). */
+  sweepIntervalMs?: number;
+  /** Finished calls and attempts are kept this long (by the app clock). */
+  retentionMs?: number;
+  /** How often old calls are pruned, in ms (real time). */
+  pruneIntervalMs?: number;
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Delivers the webhook outbox. Work is tracked per endpoint: an in-memory hint of each
+ * endpoint's earliest due call (fed by new events and scheduled retries, and by a periodic
+ * sweep of the store that also finds work left by a crash or another node), and claims are
+ * made per endpoint for its free slots only. So one slow or dead endpoint fills its own
+ * slots and never holds back another endpoint, and the sending path never waits for any
+ * of this: it only writes outbox rows.
+ */
+export class WebhookDispatcher {
+  private readonly perEndpoint: number;
+  private readonly maxInFlight: number;
+  private readonly idlePollMs: number;
+  private readonly sweepIntervalMs: number;
+  private readonly retentionMs: number;
+  private readonly pruneIntervalMs: number;
+  private readonly agents = createWebhookAgents();
+  /** Endpoint id -> earliest due time (epoch ms, app clock) of work it may have. */
+  private readonly due = new Map<string, number>();
+  private readonly active = new Map<string, number>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly inFlightCalls = new Set<number>();
+  private running = false;
+  private loopDone: Promise<void> | undefined;
+  private wakeUp: (() => void) | undefined;
+  private pendingWake = false;
+  private idleWaiters: (() => void)[] = [];
+  private lastSweep = 0;
+  private lastPrune = 0;
+
+  constructor(private readonly o: WebhookDispatcherOptions) {
+    this.perEndpoint = o.perEndpointConcurrency ?? 4;
+    this.maxInFlight = o.maxInFlight ?? 64;
+    this.idlePollMs = o.idlePollMs ?? 1000;
+    this.sweepIntervalMs = o.sweepIntervalMs ?? 30_000;
+    this.retentionMs = o.retentionMs ?? 30 * DAY_MS;
+    this.pruneIntervalMs = o.pruneIntervalMs ?? 60 * 60_000;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.lastPrune = performance.now();
+    this.loopDone = this.loop().catch((err) => this.o.logger.fatal({ err }, 'webhook dispatcher loop crashed'));
+  }
+
+  /** An endpoint has work due at `dueMs` (new event or scheduled retry). */
+  noteDue(webhookId: string, dueMs: number): void {
+    const current = this.due.get(webhookId);
+    if (current === undefined || dueMs < current) this.due.set(webhookId, dueMs);
+  }
+
+  /** New work was committed, or the clock moved in a test: look now instead of at the next poll. */
+  wake(): void {
+    this.pendingWake = true;
+    this.wakeUp?.();
+  }
+
+  /** Resolves once nothing is in flight and nothing is due (by the app clock). */
+  whenIdle(): Promise<void> {
+    return new Promise((resolve) => {
+      this.idleWaiters.push(resolve);
+      this.wake();
+    });
+  }
+
+  /** Stops claiming and waits for in-flight calls to be recorded (each is bounded by the timeout). */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wakeUp?.();
+    await this.loopDone;
+    await Promise.allSettled([...this.inFlight]);
+    this.agents.http.destroy();
+    this.agents.https.destroy();
+  }
+
+  private async loop(): Promise<void> {
+    while (this.running) {
+      this.pendingWake = false;
+      await this.housekeeping();
+      let started = 0;
+      try {
+        started = await this.claimRound();
+      } catch (err) {
+        this.o.logger.error({ err }, 'claiming webhook calls failed');
+      }
+      if (started === 0) {
+        const now = this.o.clock.nowMs();
+        const dueNow = [...this.due.values()].some((d) => d <= now);
+        if (this.inFlight.size === 0 && !dueNow) this.notifyIdle();
+        if (!this.pendingWake && this.running) await this.sleep(this.sleepMs(now));
+      }
+    }
+  }
+
+  private async housekeeping(): Promise<void> {
+    const t = performance.now();
+    if (this.lastSweep === 0 || t - this.lastSweep >= this.sweepIntervalMs) {
+      this.lastSweep = t;
+      try {
+        for (const d of await this.o.webhooks.dueByWebhook()) this.noteDue(d.webhookId, d.dueAt);
+      } catch (err) {
+        this.o.logger.error({ err }, 'scanning for due webhook calls failed');
+      }
+    }
+    if (t - this.lastPrune >= this.pruneIntervalMs) {
+      this.lastPrune = t;
+      try {
+        const pruned = await this.o.webhooks.prune(this.retentionMs);
+        if (pruned) this.o.logger.info({ pruned }, 'pruned old webhook attempts');
+      } catch (err) {
+        this.o.logger.error({ err }, 'pruning webhook attempts failed');
+      }
+    }
+  }
+
+  /** One pass over endpoints with due work; returns how many calls were started. */
+  private async claimRound(): Promise<number> {
+    let started = 0;
+    const now = this.o.clock.nowMs();
+    for (const [webhookId, dueAt] of [...this.due]) {
+      if (!this.running || this.inFlight.size >= this.maxInFlight) break;
+      if (dueAt > now) continue;
+      const free = Math.min(this.perEndpoint - (this.active.get(webhookId) ?? 0), this.maxInFlight - this.inFlight.size);
+      if (free <= 0) continue;
+      const calls = await this.o.webhooks.claim(webhookId, free);
+      for (const call of calls) {
+        // Our own lease can only be re-taken if the app clock jumped past it mid-call.
+        if (this.inFlightCalls.has(call.id)) continue;
+        this.track(call);
+        started++;
+      }
+      if (calls.length < free) {
+        // Nothing more due and unleased right now: remember when the next one is.
+        const next = await this.o.webhooks.nextDueForWebhook(webhookId);
+        if (next === null) this.due.delete(webhookId);
+        else this.due.set(webhookId, next);
+      }
+    }
+    return started;
+  }
+
+  private sleepMs(now: number): number {
+    // A full endpoint (or a full dispatcher) is woken by a finishing call, not by the clock.
+    if (this.inFlight.size >= this.maxInFlight) return this.idlePollMs;
+    let next = Infinity;
+    for (const [webhookId, d] of this.due) {
+      if ((this.active.get(webhookId) ?? 0) < this.perEndpoint) next = Math.min(next, d);
+    }
+    return Math.max(1, Math.min(this.idlePollMs, next - now));
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wakeUp = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      timer.unref?.();
+      this.wakeUp = done;
+    });
+  }
+
+  private notifyIdle(): void {
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  private track(call: ClaimedCall): void {
+    this.active.set(call.webhookId, (this.active.get(call.webhookId) ?? 0) + 1);
+    this.inFlightCalls.add(call.id);
+    const p = this.deliver(call);
+    this.inFlight.add(p);
+    void p.finally(() => {
+      this.inFlight.delete(p);
+      this.inFlightCalls.delete(call.id);
+      const left = (this.active.get(call.webhookId) ?? 1) - 1;
+      if (left <= 0) this.active.delete(call.webhookId);
+      else this.active.set(call.webhookId, left);
+      // A freed slot may let this endpoint's next call go.
+      this.wake();
+    });
+  }
+
+  private async deliver(call: ClaimedCall): Promise<void> {
+    let request: SignedRequest | undefined;
+    let outcome: AttemptOutcome;
+    const started = performance.now();
+    try {
+      request = this.o.webhooks.signedRequest(call);
+      // Checked again right before connecting: the name may now point somewhere internal.
+      const target = await this.o.webhooks.resolveTarget(call.url);
+      outcome = await postPinned(target, request.headers, request.body, {
+        timeoutMs: this.o.timeoutMs,
+        maxBodyBytes: MAX_RESPONSE_BODY_BYTES,
+        agents: this.agents,
+      });
+    } catch (err) {
+      const message = err instanceof WebhookUrlError && err.problem === 'private' ? `refused: ${err.message}` : (err as Error).message;
+      outcome = { status: null, body: null, error: message, durationMs: performance.now() - started };
+    }
+    try {
+      const next = await this.o.webhooks.recordAttempt(call, request ?? { url: call.url, headers: {}, body: call.body }, outcome);
+      if (next !== null) this.noteDue(call.webhookId, next);
+    } catch (err) {
+      // The lease expires and the call is attempted again: at-least-once, never lost.
+      this.o.logger.error({ err, webhookId: call.webhookId, eventId: call.eventId }, 'recording a webhook attempt failed');
+    }
+  }
+}
