@@ -212,7 +212,8 @@ test('bulk add: valid rows written, invalid rows reported, duplicates merged, ex
   t.deepEqual(eventsFor(byEmail['new1@example.com'].id), ['contact.created']);
 });
 
-test('bulk add limits: an array of 1 to 1000; 1000 contacts in well under a second', async (t) => {
+// Serial: the timing below measures this request alone, not the file's other tests sharing the app.
+test.serial('bulk add limits: an array of 1 to 1000; 1000 contacts in well under a second', async (t) => {
   const book = await newBook();
   for (const body of [[], {}, { email: 'x@example.com' }]) {
     const res = await t0.request('POST', path(book, '/bulk'), { body });
@@ -225,6 +226,8 @@ test('bulk add limits: an array of 1 to 1000; 1000 contacts in well under a seco
   t.regex(over.body.error.message, /at most 1000/);
   t.is((await t0.request('GET', path(book))).body.length, 0, 'nothing written');
 
+  // A small batch first, so the timing is of the work, not of compiling the code path.
+  await t0.request('POST', path(book, '/bulk'), { body: Array.from({ length: 50 }, (_, i) => ({ email: `warm${i}@example.com` })) });
   const before = events.length;
   const rows = tooMany.slice(0, 1000).map((r, i) => ({ ...r, firstName: `F${i}`, properties: { n: String(i) } }));
   const started = performance.now();
@@ -233,7 +236,7 @@ test('bulk add limits: an array of 1 to 1000; 1000 contacts in well under a seco
   t.is(res.status, 200);
   t.is(res.body.created, 1000);
   t.true(ms < 1000, `${Math.round(ms)} ms for 1000 contacts`);
-  t.is((await t0.request('GET', `/v1/contactBooks/${book}`)).body._count.contacts, 1000);
+  t.is((await t0.request('GET', `/v1/contactBooks/${book}`)).body._count.contacts, 1050);
   t.is(events.slice(before).filter((e) => e.type === 'contact.created' && e.data.contactBookId === book).length, 1000);
   // Re-importing the same rows is an update of nothing: no writes, no events.
   const again = await t0.request('POST', path(book, '/bulk'), { body: rows });
