@@ -49,6 +49,17 @@ import { contactBooksRoutes } from './api/routes/contact-books-routes.js';
 import { contactConfirmationPages, contactsRoutes } from './api/routes/contacts-routes.js';
 import { segmentsRoutes } from './api/routes/segments-routes.js';
 import { suppressionsRoutes } from './api/routes/suppressions-routes.js';
+import { toNodeStyleResolver } from './lib/dns/dns-client.js';
+import { createReceivedEmailsRepository } from './store/repositories/received-emails-repository.js';
+import { createInboundReportsRepository } from './store/repositories/inbound-reports-repository.js';
+import { createInboundRouter } from './core/inbound/inbound-router.js';
+import { createReportService } from './core/inbound/report-service.js';
+import { createReceivedEmailService } from './core/inbound/received-email-service.js';
+import { receivedEmailsRoutes } from './api/routes/received-emails-routes.js';
+import { createListenerTlsSource } from './smtp/listener-tls.js';
+import { startOrReport, type SmtpListener } from './smtp/smtp-listener.js';
+import { startInboundServer } from './smtp/inbound/inbound-server.js';
+import { startSubmissionServer } from './smtp/submission/submission-server.js';
 import { createWebhooksRepository } from './store/repositories/webhooks-repository.js';
 import { createAnalyticsRepository } from './store/repositories/analytics-repository.js';
 import { createTrackingRepository } from './store/repositories/tracking-repository.js';
@@ -72,6 +83,9 @@ export interface AppOptions {
 
 export interface Listeners {
   http?: { host: string; port: number };
+  /** Inbound SMTP (bounces, complaints, receiving domains) and authenticated submission. */
+  inbound?: { host: string; port: number };
+  submission?: { host: string; port: number };
 }
 
 export type App = Awaited<ReturnType<typeof createApp>>;
@@ -171,10 +185,24 @@ export async function createApp(opts: AppOptions) {
   events.on('*', (event) => webhooks.handleBusEvent(event));
   events.on('*', (event) => analytics.handleBusEvent(event));
 
+  // Mail in (DESIGN 6): inbound SMTP for bounces, complaints and receiving domains; submission.
+  const inboundReportsRepo = createInboundReportsRepository(store.db);
+  const inboundRouter = createInboundRouter({ domains: domainsRepo, emails: emailsRepo, complaintAddress: config.inbound.complaintAddress || `complaints@${config.hostname}` });
+  const inbound = {
+    router: inboundRouter,
+    reports: createReportService({ router: inboundRouter, emails: emailsRepo, deliveries: deliveriesRepo, reports: inboundReportsRepo, events, clock, logger }),
+    received: createReceivedEmailService({ received: createReceivedEmailsRepository(store.db), events, clock }),
+    reportsRepo: inboundReportsRepo,
+  };
+  const listenerTls = createListenerTlsSource({ dataDir, hostname: config.hostname, logger });
+  let inboundListener: SmtpListener | undefined;
+  let submissionListener: SmtpListener | undefined;
+
   const services = { templates, teams, apiKeys, events, settings, domains, emails, deliveries, deliveriesRepo, suppressionsRepo, contactBooks, contacts, contactsRepo, segments, suppressions, webhooks, analytics, tracking };
 
   const routes: RouteDef[] = [...apiKeysRoutes(apiKeys), ...domainsRoutes(domains), ...emailsRoutes(emails), ...templatesRoutes(templates)];
   routes.push(...contactBooksRoutes(contactBooks), ...contactsRoutes(contacts), ...segmentsRoutes(segments), ...suppressionsRoutes(suppressions));
+  routes.push(...receivedEmailsRoutes(inbound.received));
   routes.push(...webhooksRoutes(webhooks), ...analyticsRoutes(analytics));
   let cron: CronJobs | undefined;
   const relay = config.outbound.relay.host
@@ -234,6 +262,7 @@ export async function createApp(opts: AppOptions) {
     services,
     listeners,
     engine,
+    inbound,
     webhookDispatcher,
 
     /** On a store with no key at all, makes a team and a FULL key so a newcomer can call the API at once. */
@@ -262,6 +291,26 @@ export async function createApp(opts: AppOptions) {
       http = await listenHttp(koa, config.http.host, config.http.port);
       listeners.http = { host: config.http.host, port: http.port };
       logger.info({ listener: 'http', host: config.http.host, port: http.port }, `HTTP API listening on ${config.http.host}:${http.port}`);
+      const [inboundTls, submissionTls] = await Promise.all([listenerTls(config.inbound), listenerTls(config.submission)]);
+      const smtpCommon = { hostname: config.hostname, logger };
+      inboundListener = await startOrReport('inbound', config.inbound, logger, () =>
+        startInboundServer({
+          ...smtpCommon,
+          ...config.inbound,
+          tls: inboundTls,
+          router: inbound.router,
+          reports: inbound.reports,
+          received: inbound.received,
+          resolver: toNodeStyleResolver(resolver) as never, // mailauth's resolver signature, typed loosely there
+          clock,
+        }),
+      );
+      if (inboundListener) listeners.inbound = { host: config.inbound.host, port: inboundListener.port };
+      submissionListener = await startOrReport('submission', config.submission, logger, () =>
+        startSubmissionServer({ ...smtpCommon, ...config.submission, tls: submissionTls, apiKeys, emails, rateLimiter, defaultRateLimit: config.rateLimit.perSecond }),
+      );
+      if (submissionListener) listeners.submission = { host: config.submission.host, port: submissionListener.port };
+      logger.info({ inbound: listeners.inbound, submission: listeners.submission }, 'SMTP listeners started');
       const released = await deliveries.releaseStaleLeases();
       if (released) logger.info({ released }, 'released delivery leases left by a previous run');
       engine!.start();
@@ -278,6 +327,8 @@ export async function createApp(opts: AppOptions) {
       stopping = true;
       cron?.stop();
       await http?.close();
+      // Messages being stored finish and get their reply before the store closes.
+      await Promise.all([inboundListener?.close(), submissionListener?.close()]);
       await engine!.stop();
       await webhookDispatcher.stop(); // unsent calls stay in the outbox for the next start
       await analytics.flush();

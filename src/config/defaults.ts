@@ -44,11 +44,31 @@ export interface Config {
     /** Port of the inbound SMTP listener (bounces, complaints, receiving domains); 0 = pick a free one. */
     port: number;
     host: string;
+    /** PEM certificate chain and key for STARTTLS; both empty = a self-signed pair generated in <dataDir>/tls/. */
+    certFile: string;
+    keyFile: string;
+    /** Where feedback loops send ARF complaint reports; empty = complaints@<hostname>. */
+    complaintAddress: string;
+    /** Largest accepted message in bytes (RFC 1870 SIZE); larger is refused with 552 5.3.4. */
+    maxMessageBytes: number;
+    /** Concurrent SMTP connections; more are told 421 and closed. */
+    maxConnections: number;
+    /** RCPT TO commands accepted per message (RFC 5321 4.5.3.1.8 requires at least 100); more get 452. */
+    maxRecipients: number;
   };
   submission: {
     /** Port of authenticated SMTP submission; 0 = pick a free one. */
     port: number;
     host: string;
+    /** PEM certificate chain and key for STARTTLS; both empty = the same self-signed pair as inbound. */
+    certFile: string;
+    keyFile: string;
+    /** Largest accepted message in bytes (RFC 1870 SIZE). */
+    maxMessageBytes: number;
+    /** Concurrent SMTP connections. */
+    maxConnections: number;
+    /** Recipients per message; a send takes at most 100 in to, cc and bcc together. */
+    maxRecipients: number;
   };
   outbound: {
     /** Destination SMTP port on recipients' MX hosts (25 in production; tests point it at a sink). */
@@ -95,8 +115,25 @@ export const DEFAULT_CONFIG: Config = {
     recheckUnverifiedCron: '*/10 * * * *',
     recheckVerifiedCron: '17 3 * * *',
   },
-  inbound: { port: 25, host: '0.0.0.0' },
-  submission: { port: 587, host: '0.0.0.0' },
+  inbound: {
+    port: 25,
+    host: '0.0.0.0',
+    certFile: '',
+    keyFile: '',
+    complaintAddress: '',
+    maxMessageBytes: 30 * 1024 * 1024,
+    maxConnections: 200,
+    maxRecipients: 100,
+  },
+  submission: {
+    port: 587,
+    host: '0.0.0.0',
+    certFile: '',
+    keyFile: '',
+    maxMessageBytes: 30 * 1024 * 1024,
+    maxConnections: 100,
+    maxRecipients: 100,
+  },
   outbound: {
     port: 25,
     maxAgeHours: 72,

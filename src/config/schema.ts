@@ -3,6 +3,15 @@ import { parseDnsServers } from '../lib/dns/dns-client.js';
 
 const port = z.number().int().min(0).max(65535);
 const cron = z.string().min(1);
+// SMTP listeners: a certificate needs its key (and the other way round).
+const smtpTls = { certFile: z.string(), keyFile: z.string() };
+const bothOrNeither = (v: { certFile: string; keyFile: string }) => !v.certFile === !v.keyFile;
+const bothOrNeitherMessage = { message: 'certFile and keyFile must be set together (or both left empty for a self-signed pair)' };
+const smtpLimits = {
+  maxMessageBytes: z.number().int().min(1024),
+  maxConnections: z.number().int().positive(),
+  maxRecipients: z.number().int().min(1).max(1000),
+};
 
 // Strict: an unknown key in the file is a typo the user wants to hear about.
 export const configSchema = z
@@ -35,8 +44,20 @@ export const configSchema = z
         recheckVerifiedCron: cron,
       })
       .strict(),
-    inbound: z.object({ port, host: z.string().min(1) }).strict(),
-    submission: z.object({ port, host: z.string().min(1) }).strict(),
+    inbound: z
+      .object({
+        port,
+        host: z.string().min(1),
+        ...smtpTls,
+        complaintAddress: z.union([z.literal(''), z.string().regex(/^[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+$/, 'must be an email address')]),
+        ...smtpLimits,
+      })
+      .strict()
+      .refine(bothOrNeither, bothOrNeitherMessage),
+    submission: z
+      .object({ port, host: z.string().min(1), ...smtpTls, ...smtpLimits })
+      .strict()
+      .refine(bothOrNeither, bothOrNeitherMessage),
     outbound: z
       .object({
         port: port.min(1),

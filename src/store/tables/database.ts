@@ -299,6 +299,74 @@ export interface EmailEngagementCountedTable {
   kind: 'opened' | 'clicked';
 }
 
+/** A message received for a receiving domain (one row per message and domain). */
+export interface ReceivedEmailsTable {
+  id: string;
+  team_id: number;
+  domain_id: number;
+  message_id: string | null;
+  /** Envelope MAIL FROM; '' for the null sender. */
+  mail_from: string;
+  rcpt_to_json: string;
+  from_addr: string | null;
+  to_json: string;
+  cc_json: string;
+  reply_to_json: string;
+  subject: string | null;
+  text_body: string | null;
+  html_body: string | null;
+  /** JSON [{name, value}] in message order, values unfolded but not decoded. */
+  headers_json: string;
+  in_reply_to: string | null;
+  references_json: string | null;
+  date_header: string | null;
+  spf_result: string;
+  dkim_result: string;
+  dmarc_result: string;
+  auth_json: string;
+  remote_ip: string | null;
+  helo: string | null;
+  tls: number;
+  size_bytes: number;
+  attachment_count: number;
+  created_at: string;
+}
+
+export interface ReceivedEmailRawTable {
+  received_email_id: string;
+  raw: Buffer;
+}
+
+export interface ReceivedAttachmentsTable {
+  id: Generated<number>;
+  received_email_id: string;
+  position: number;
+  filename: string | null;
+  content_type: string;
+  content_id: string | null;
+  disposition: string | null;
+  size_bytes: number;
+  checksum: string;
+  content: Buffer;
+}
+
+export type InboundReportKind = 'bounce' | 'delay' | 'complaint' | 'feedback' | 'notification' | 'unparsed';
+
+/** A DSN, ARF or other message accepted at a return-path or complaint address. */
+export interface InboundReportsTable {
+  id: Generated<number>;
+  kind: InboundReportKind;
+  team_id: number | null;
+  email_id: string | null;
+  linked_by: string | null;
+  mail_from: string;
+  rcpt_to_json: string;
+  remote_ip: string | null;
+  summary_json: string;
+  raw: Buffer;
+  created_at: string;
+}
+
 export interface Database {
   webhooks: WebhooksTable;
   webhook_events: WebhookEventsTable;
@@ -306,6 +374,10 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable;
   email_daily_stats: EmailDailyStatsTable;
   email_engagement_counted: EmailEngagementCountedTable;
+  received_emails: ReceivedEmailsTable;
+  received_email_raw: ReceivedEmailRawTable;
+  received_attachments: ReceivedAttachmentsTable;
+  inbound_reports: InboundReportsTable;
   contact_books: ContactBooksTable;
   contacts: ContactsTable;
   segments: SegmentsTable;

@@ -1,0 +1,102 @@
+import { domainToASCII } from 'node:url';
+import type { DomainRecord, DomainsRepository } from '../../store/repositories/domains-repository.js';
+import type { EmailRow, EmailsRepository } from '../../store/repositories/emails-repository.js';
+import { canonicalHost } from '../domains/domain-names.js';
+import { forbidden, notFound } from '../errors.js';
+
+// Which mail the inbound listener takes (DESIGN 6): bounces to our return paths, reports to
+// the complaint address, and mail for domains with receiving on. Everything else is a relay
+// attempt and refused at RCPT (RFC 5321 3.6.2: a server that is not a relay refuses it).
+
+/** Local part of the return path: `bounces+<email id>` (VERP, set by the outbound engine). */
+const VERP_LOCAL = /^bounces(?:\+([A-Za-z0-9_]{1,100}))?$/i;
+
+export type InboundRoute =
+  /** A return-path address; `email` when the VERP token named one. */
+  | { kind: 'bounce'; address: string; domains: DomainRecord[]; email: EmailRow | null }
+  | { kind: 'complaint'; address: string }
+  | { kind: 'receive'; address: string; domains: DomainRecord[] };
+
+export interface SplitAddress {
+  local: string;
+  /** Lowercased, A-label form, no trailing dot. */
+  domain: string;
+}
+
+export function splitAddress(address: string): SplitAddress | null {
+  const at = address.lastIndexOf('@');
+  if (at < 1 || at === address.length - 1) return null;
+  const local = address.slice(0, at);
+  const ascii = domainToASCII(canonicalHost(address.slice(at + 1)));
+  if (!ascii) return null;
+  return { local, domain: ascii };
+}
+
+/** The email id in a VERP return path, when the address is one. */
+export function verpToken(address: string): string | null {
+  const split = splitAddress(address.replace(/^<|>$/g, '').trim());
+  if (!split) return null;
+  return VERP_LOCAL.exec(split.local)?.[1] ?? null;
+}
+
+export interface InboundRouterDeps {
+  domains: DomainsRepository;
+  emails: EmailsRepository;
+  /** Full complaint address, e.g. complaints@mx.example.com. */
+  complaintAddress: string;
+}
+
+export function createInboundRouter(deps: InboundRouterDeps) {
+  const complaint = splitAddress(deps.complaintAddress);
+
+  /** Live domains whose return-path host `<bounceLabel>.<name>` is this host name. */
+  async function returnPathDomains(host: string): Promise<DomainRecord[]> {
+    const dot = host.indexOf('.');
+    if (dot < 1) return [];
+    const label = host.slice(0, dot);
+    const name = host.slice(dot + 1);
+    return (await deps.domains.findAllByName(name)).filter((d) => d.bounceLabel.toLowerCase() === label);
+  }
+
+  async function emailFor(token: string, domains: DomainRecord[]): Promise<EmailRow | undefined> {
+    const ids = new Set(domains.map((d) => d.id));
+    const exact = await deps.emails.findByIdAnyTeam(token);
+    const row = exact ?? (await deps.emails.findByIdIgnoringCase(token));
+    // The token must name an email sent from this very return-path domain: a token that
+    // belongs to another domain (or team) is as unknown here as a made-up one.
+    return row && row.domain_id !== null && ids.has(row.domain_id) ? row : undefined;
+  }
+
+  return {
+    returnPathDomains,
+    emailFor,
+
+    /**
+     * Decides one RCPT TO. Throws NOT_FOUND (550 5.1.1) for a return-path mailbox that does
+     * not exist and FORBIDDEN (550 5.7.1) for anything that is not ours to accept.
+     * Reads the store every time, so turning receiving off refuses the domain at once.
+     */
+    async route(address: string): Promise<InboundRoute> {
+      const split = splitAddress(address);
+      if (!split) throw forbidden(`<${address}>: not a mailbox this server accepts mail for`);
+      if (complaint && split.domain === complaint.domain && split.local.toLowerCase() === complaint.local.toLowerCase()) {
+        return { kind: 'complaint', address };
+      }
+      const rpDomains = await returnPathDomains(split.domain);
+      if (rpDomains.length) {
+        const m = VERP_LOCAL.exec(split.local);
+        if (!m) throw notFound(`<${address}>: no such mailbox at this return-path host`);
+        if (!m[1]) return { kind: 'bounce', address, domains: rpDomains, email: null };
+        const email = await emailFor(m[1], rpDomains);
+        if (!email) throw notFound(`<${address}>: unknown return path`);
+        return { kind: 'bounce', address, domains: rpDomains, email };
+      }
+      // The receiving flag alone decides (it can only be turned on for a verified domain); a
+      // later DNS re-check hiccup must not bounce the customer's incoming mail.
+      const receiving = (await deps.domains.findAllByName(split.domain)).filter((d) => d.receiving);
+      if (receiving.length) return { kind: 'receive', address, domains: receiving };
+      throw forbidden(`<${address}>: relay access denied`);
+    },
+  };
+}
+export type InboundRouter = ReturnType<typeof createInboundRouter>;

@@ -1,0 +1,271 @@
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/logger.js';
+import type { DeliveriesRepository, DeliveryRow, ReportDeliveryUpdate, StatusEventWrite } from '../../store/repositories/deliveries-repository.js';
+import type { EmailRow, EmailsRepository } from '../../store/repositories/emails-repository.js';
+import type { InboundReportsRepository, ReportEffects } from '../../store/repositories/inbound-reports-repository.js';
+import type { InboundReportKind } from '../../store/tables/database.js';
+import { addressKey } from '../emails/addresses.js';
+import { statusEventType, statusRank, type EmailStatus } from '../emails/email-status.js';
+import type { EventBus } from '../events.js';
+import type { DsnRecipient, InboundEnvelope, ParsedReport } from './inbound-types.js';
+import { splitAddress, verpToken, type InboundRoute, type InboundRouter } from './inbound-router.js';
+
+// Asynchronous bounces (RFC 3464 DSNs) and complaints (RFC 5965 ARF) that come back to the
+// inbound listener. A report is linked to the email it is about, most reliable first:
+// the VERP token of the address it came to, a return path quoted inside the report, our
+// X-Posthorn-Email-ID header in the returned message, and its Message-ID. Its effects on
+// deliveries, status events and suppressions are stored in the same transaction as the
+// report itself, before the SMTP 250.
+
+/** RFC 5965 7.3 feedback types that mean "the recipient does not want this mail". */
+const COMPLAINT_TYPES = new Set(['abuse', 'fraud', 'virus', 'other', '']);
+
+type LinkedBy = 'verp' | 'report' | 'header' | 'message-id';
+
+export interface ReportIntake {
+  envelope: InboundEnvelope;
+  /** The bounce/complaint routes the transaction's recipients resolved to. */
+  routes: Extract<InboundRoute, { kind: 'bounce' | 'complaint' }>[];
+  report: ParsedReport;
+  raw: Buffer;
+}
+
+export interface ReportOutcome {
+  reportId: number;
+  kind: InboundReportKind;
+  emailId: string | null;
+}
+
+export interface ReportServiceDeps {
+  router: InboundRouter;
+  emails: EmailsRepository;
+  deliveries: DeliveriesRepository;
+  reports: InboundReportsRepository;
+  events: EventBus;
+  clock: Clock;
+  logger: Logger;
+}
+
+interface Announcement {
+  status: Exclude<EmailStatus, 'SCHEDULED'>;
+  data: Record<string, unknown>;
+}
+
+export function createReportService(deps: ReportServiceDeps) {
+  const { router, clock } = deps;
+
+  /** Finds the email a report is about, or null. Reports at return paths stay within those domains. */
+  async function link(intake: ReportIntake): Promise<{ email: EmailRow; by: LinkedBy } | null> {
+    const bounceRoutes = intake.routes.filter((r): r is Extract<InboundRoute, { kind: 'bounce' }> => r.kind === 'bounce');
+    const viaVerp = bounceRoutes.find((r) => r.email)?.email;
+    if (viaVerp) return { email: viaVerp, by: 'verp' };
+    // Came only to tokenless return paths: whatever we find must be from one of those domains.
+    const allowedDomains = intake.routes.some((r) => r.kind === 'complaint') ? null : new Set(bounceRoutes.flatMap((r) => r.domains.map((d) => d.id)));
+    const allowed = (row: EmailRow | undefined): row is EmailRow =>
+      !!row && (allowedDomains === null || (row.domain_id !== null && allowedDomains.has(row.domain_id)));
+
+    // A return path quoted by the reporter: ARF Original-Mail-From, or the Return-Path the
+    // final MTA wrote into the returned message (RFC 5321 4.4).
+    for (const quoted of [intake.report.feedback?.originalMailFrom, intake.report.original?.returnPath]) {
+      if (!quoted) continue;
+      const token = verpToken(quoted);
+      const split = splitAddress(quoted.replace(/^<|>$/g, '').trim());
+      if (!token || !split) continue;
+      const domains = await router.returnPathDomains(split.domain);
+      const row = domains.length ? await router.emailFor(token, domains) : undefined;
+      if (allowed(row)) return { email: row, by: 'report' };
+    }
+    const headerId = intake.report.original?.posthornEmailId;
+    if (headerId && /^em_[A-Za-z0-9]{1,100}$/.test(headerId)) {
+      const row = await deps.emails.findByIdAnyTeam(headerId);
+      if (allowed(row)) return { email: row, by: 'header' };
+    }
+    const messageId = intake.report.original?.messageId;
+    if (messageId) {
+      const normalized = messageId.startsWith('<') ? messageId : `<${messageId}>`;
+      const row = await deps.emails.findByMessageId(normalized);
+      if (allowed(row)) return { email: row, by: 'message-id' };
+    }
+    return null;
+  }
+
+  /** The delivery a report names: its recipient, else the only delivery of the email. */
+  function matchDelivery(deliveries: DeliveryRow[], ...addresses: (string | null | undefined)[]): DeliveryRow | undefined {
+    for (const a of addresses) {
+      if (!a) continue;
+      const key = addressKey(a);
+      const hit = deliveries.find((d) => addressKey(d.recipient) === key);
+      if (hit) return hit;
+    }
+    // Forwarders and redacting feedback loops (AOL writes "redacted@...") rewrite the
+    // recipient; with a single recipient there is no doubt which one it was.
+    return deliveries.length === 1 ? deliveries[0] : undefined;
+  }
+
+  function dsnData(r: DsnRecipient, reportingMta: string | null) {
+    return {
+      reportingMta,
+      remoteMta: r.remoteMta,
+      action: r.action,
+      status: r.status,
+      diagnosticCode: r.diagnosticCode,
+    };
+  }
+
+  function planDsn(email: EmailRow, deliveries: DeliveryRow[], report: ParsedReport, nowIso: string) {
+    const effects: ReportEffects = { deliveries: [], events: [], suppressions: [] };
+    const announce: Announcement[] = [];
+    let bounced = 0;
+    let delayed = 0;
+    for (const r of report.recipients) {
+      if (r.action !== 'failed' && r.action !== 'delayed') continue; // delivered/relayed/expanded: success notices
+      const delivery = matchDelivery(deliveries, r.finalRecipient, r.originalRecipient);
+      const recipient = delivery?.recipient ?? r.finalRecipient ?? r.originalRecipient;
+      const response = r.diagnosticCode ?? (r.status ? `status ${r.status}` : `action ${r.action}`);
+      const reporter = report.reportingMta ? ` (reported by ${report.reportingMta})` : '';
+      const base = { recipient, smtpCode: r.smtpCode, response, source: 'dsn', dsn: dsnData(r, report.reportingMta) };
+      if (r.action === 'failed') {
+        bounced++;
+        const data = {
+          ...base,
+          bounce: { type: r.hardBounce ? 'Permanent' : 'Transient', subType: r.hardBounce ? 'General' : 'Policy', category: r.category, message: response },
+        };
+        effects.events.push(event(email.id, 'BOUNCED', data, nowIso));
+        announce.push({ status: 'BOUNCED', data });
+        if (delivery) {
+          effects.deliveries.push(deliveryUpdate(delivery, { state: 'bounced', fromStates: ['delivered'], code: r.smtpCode, response: `DSN${reporter}: ${response}`, at: nowIso }));
+        }
+        if (r.hardBounce && recipient) {
+          effects.suppressions.push({ teamId: email.team_id, email: addressKey(recipient), reason: 'HARD_BOUNCE', source: email.id, at: nowIso });
+        }
+      } else {
+        delayed++;
+        const data = { ...base, willRetryUntil: r.willRetryUntil };
+        effects.events.push(event(email.id, 'DELIVERY_DELAYED', data, nowIso));
+        announce.push({ status: 'DELIVERY_DELAYED', data });
+        if (delivery) effects.deliveries.push(deliveryUpdate(delivery, { code: r.smtpCode, response: `delayed DSN${reporter}: ${response}`, at: nowIso }));
+      }
+    }
+    const kind: InboundReportKind = bounced ? 'bounce' : delayed ? 'delay' : 'notification';
+    return { effects, announce, kind };
+  }
+
+  function planComplaint(email: EmailRow, deliveries: DeliveryRow[], report: ParsedReport, nowIso: string) {
+    const effects: ReportEffects = { deliveries: [], events: [], suppressions: [] };
+    const announce: Announcement[] = [];
+    const fb = report.feedback!;
+    if (!COMPLAINT_TYPES.has(fb.feedbackType)) {
+      // not-spam, auth-failure (RFC 6591) and the like: kept as a report, not a complaint.
+      return { effects, announce, kind: 'feedback' as const };
+    }
+    // Original-Rcpt-To names the complainer; failing that (redacted), a To header that
+    // matches exactly one of our recipients does.
+    let delivery = matchDelivery(deliveries, ...fb.originalRcptTo);
+    if (!delivery) {
+      const keys = new Set((report.original?.to ?? []).map(addressKey));
+      const hits = deliveries.filter((d) => keys.has(addressKey(d.recipient)));
+      if (hits.length === 1) delivery = hits[0];
+    }
+    const recipient = delivery?.recipient ?? null;
+    const data = {
+      recipient,
+      source: 'arf',
+      complaint: {
+        feedbackType: fb.feedbackType || 'abuse',
+        userAgent: fb.userAgent,
+        arrivalDate: fb.arrivalDate,
+        sourceIp: fb.sourceIp,
+        reportingMta: report.reportingMta,
+        reportedRecipients: fb.originalRcptTo,
+      },
+    };
+    effects.events.push(event(email.id, 'COMPLAINED', data, nowIso));
+    announce.push({ status: 'COMPLAINED', data });
+    // Only the recipient that complained is suppressed (DESIGN 4); with several recipients
+    // and a redacted report there is no one we can name, so nobody is.
+    if (recipient) effects.suppressions.push({ teamId: email.team_id, email: addressKey(recipient), reason: 'COMPLAINT', source: email.id, at: nowIso });
+    return { effects, announce, kind: 'complaint' as const };
+  }
+
+  function event(emailId: string, status: Exclude<EmailStatus, 'SCHEDULED'>, data: unknown, at: string): StatusEventWrite {
+    return { emailId, status, rank: statusRank(status), data, at };
+  }
+
+  function deliveryUpdate(d: DeliveryRow, u: Omit<ReportDeliveryUpdate, 'id'>): ReportDeliveryUpdate {
+    return { id: d.id, ...u };
+  }
+
+  return {
+    /** Stores one accepted report and applies what it says; resolves before the SMTP 250. */
+    async record(intake: ReportIntake): Promise<ReportOutcome> {
+      const nowIso = clock.now().toISOString();
+      const { report, envelope } = intake;
+      const linked = report.type === 'other' ? null : await link(intake);
+      let plan: { effects: ReportEffects; announce: Announcement[]; kind: InboundReportKind } = {
+        effects: { deliveries: [], events: [], suppressions: [] },
+        announce: [],
+        kind: 'unparsed',
+      };
+      if (linked && report.type === 'dsn') {
+        plan = planDsn(linked.email, await deps.deliveries.listForEmail(linked.email.id), report, nowIso);
+      } else if (linked && report.type === 'arf' && report.feedback) {
+        plan = planComplaint(linked.email, await deps.deliveries.listForEmail(linked.email.id), report, nowIso);
+      } else if (report.type === 'dsn') {
+        plan.kind = report.recipients.some((r) => r.action === 'failed') ? 'bounce' : report.recipients.some((r) => r.action === 'delayed') ? 'delay' : 'notification';
+      } else if (report.type === 'arf') {
+        plan.kind = COMPLAINT_TYPES.has(report.feedback?.feedbackType ?? '') ? 'complaint' : 'feedback';
+      }
+      const summary = {
+        type: report.type,
+        subject: report.subject,
+        from: report.from,
+        reportingMta: report.reportingMta,
+        recipients: report.recipients.map((r) => ({ finalRecipient: r.finalRecipient, action: r.action, status: r.status, diagnosticCode: r.diagnosticCode })),
+        feedback: report.feedback,
+        original: report.original,
+      };
+      const reportId = await deps.reports.record(
+        {
+          kind: plan.kind,
+          team_id: linked?.email.team_id ?? null,
+          email_id: linked?.email.id ?? null,
+          linked_by: linked?.by ?? null,
+          mail_from: envelope.mailFrom,
+          rcpt_to_json: JSON.stringify(envelope.rcptTo),
+          remote_ip: envelope.remoteIp,
+          summary_json: JSON.stringify(summary),
+          raw: intake.raw,
+          created_at: nowIso,
+        },
+        plan.effects,
+      );
+      if (linked) {
+        const email = linked.email;
+        for (const a of plan.announce) {
+          deps.events.emit({
+            type: statusEventType(a.status),
+            teamId: email.team_id,
+            domainId: email.domain_id,
+            occurredAt: nowIso,
+            data: {
+              id: email.id,
+              status: a.status,
+              from: email.from_addr,
+              to: JSON.parse(email.to_json) as string[],
+              subject: email.subject,
+              domainId: email.domain_id,
+              campaignId: email.campaign_id ?? undefined,
+              contactId: email.contact_id ?? undefined,
+              occurredAt: nowIso,
+              ...a.data,
+            },
+          });
+        }
+      } else if (report.type !== 'other') {
+        deps.logger.warn({ reportId, kind: plan.kind, rcptTo: envelope.rcptTo }, 'inbound report could not be linked to an email; kept in inbound_reports');
+      }
+      return { reportId, kind: plan.kind, emailId: linked?.email.id ?? null };
+    },
+  };
+}
+export type ReportService = ReturnType<typeof createReportService>;

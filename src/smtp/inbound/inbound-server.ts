@@ -1,0 +1,159 @@
+import { randomBytes } from 'node:crypto';
+import type { DNSResolver } from 'mailauth';
+import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/logger.js';
+import type { PemKeyPair } from '../../lib/tls-cert.js';
+import type { InboundRoute, InboundRouter } from '../../core/inbound/inbound-router.js';
+import type { InboundEnvelope } from '../../core/inbound/inbound-types.js';
+import type { ReceivedEmailService } from '../../core/inbound/received-email-service.js';
+import type { ReportService } from '../../core/inbound/report-service.js';
+import type { DomainRecord } from '../../store/repositories/domains-repository.js';
+import { AppError } from '../../core/errors.js';
+import { smtpError, toSmtpError } from '../smtp-errors.js';
+import { readMessage, SmtpListener } from '../smtp-listener.js';
+import { parseMessage } from '../parsed-mail.js';
+import { parseReport } from './report-parser.js';
+import { buildReceivedMessage, plainIp } from './received-message.js';
+
+// The MX-facing listener (port 25): bounces to return paths, ARF reports to the complaint
+// address, mail for receiving domains. Anything else is refused at RCPT with 550 5.7.1, so it
+// is never an open relay. Whatever is accepted is stored before the 250 (DESIGN 1: nothing
+// accepted lives only in memory); a local failure answers 451 so the sender keeps the message.
+
+export interface InboundServerOptions {
+  host: string;
+  port: number;
+  hostname: string;
+  tls: PemKeyPair;
+  maxMessageBytes: number;
+  maxConnections: number;
+  maxRecipients: number;
+  router: InboundRouter;
+  reports: ReportService;
+  received: ReceivedEmailService;
+  /** mailauth-style resolver over Posthorn's DNS client (never the system resolver). */
+  resolver: DNSResolver;
+  clock: Clock;
+  logger: Logger;
+}
+
+export async function startInboundServer(o: InboundServerOptions): Promise<SmtpListener> {
+  const logger = o.logger.child({ listener: 'inbound' });
+  const listener = new SmtpListener(logger, 'inbound');
+
+  const envelopeOf = (session: SMTPServerSession): InboundEnvelope => ({
+    mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+    rcptTo: session.envelope.rcptTo.map((r) => r.address),
+    remoteIp: plainIp(session.remoteAddress ?? null),
+    helo: session.hostNameAppearsAs || null,
+    tls: session.secure,
+  });
+
+  async function handleMessage(raw: Buffer, session: SMTPServerSession): Promise<string> {
+    const envelope = envelopeOf(session);
+    // Routes are read again now: receiving may have been turned off since RCPT.
+    const routes: InboundRoute[] = [];
+    for (const rcpt of envelope.rcptTo) {
+      try {
+        routes.push(await o.router.route(rcpt));
+      } catch (err) {
+        logger.info({ rcpt, err: (err as Error).message }, 'recipient no longer accepted at DATA; skipped');
+      }
+    }
+    if (!routes.length) throw smtpError(550, '5.7.1', 'no recipient of this message is accepted here any more');
+
+    const parsed = await parseMessage(raw);
+    const ids: string[] = [];
+    const reportRoutes = routes.filter((r): r is Extract<InboundRoute, { kind: 'bounce' | 'complaint' }> => r.kind !== 'receive');
+    if (reportRoutes.length) {
+      const outcome = await o.reports.record({ envelope, routes: reportRoutes, report: parseReport(raw, parsed), raw });
+      logger.info({ reportId: outcome.reportId, kind: outcome.kind, emailId: outcome.emailId }, 'inbound report recorded');
+      ids.push(`report-${outcome.reportId}`);
+    }
+
+    // One stored copy per receiving domain, each with the envelope recipients at that domain.
+    const byDomain = new Map<number, { domain: DomainRecord; rcptTo: string[] }>();
+    for (const r of routes) {
+      if (r.kind !== 'receive') continue;
+      for (const d of r.domains) {
+        const entry = byDomain.get(d.id) ?? { domain: d, rcptTo: [] };
+        entry.rcptTo.push(r.address);
+        byDomain.set(d.id, entry);
+      }
+    }
+    if (byDomain.size) {
+      const message = await buildReceivedMessage(raw, parsed, {
+        envelope,
+        hostname: o.hostname,
+        resolver: o.resolver,
+        traceId: session.id,
+        now: o.clock.now(),
+      });
+      const stored = await o.received.store(message, [...byDomain.values()]);
+      logger.info({ ids: stored, rcptTo: envelope.rcptTo, spf: message.auth.spf.result, dkim: message.auth.dkim.result, dmarc: message.auth.dmarc.result }, 'received email stored');
+      ids.push(...stored);
+    }
+    return ids.join(' ');
+  }
+
+  const server = new SMTPServer({
+    name: o.hostname,
+    key: o.tls.key,
+    cert: o.tls.cert,
+    logger: false,
+    // An MX does not authenticate its peers (RFC 5321 relay-in); AUTH is for submission.
+    disabledCommands: ['AUTH'],
+    authOptional: true,
+    // PTR names are chosen by whoever owns the client address; nothing here trusts them, and a
+    // lookup would go through the system resolver.
+    disableReverseLookup: true,
+    size: o.maxMessageBytes,
+    rejectOversized: true,
+    maxClients: o.maxConnections,
+    maxRecipients: o.maxRecipients,
+    banner: 'Posthorn ESMTP',
+
+    onConnect(_session, callback) {
+      if (listener.closing) return callback(smtpError(421, '4.3.2', `${o.hostname} shutting down, try again later`));
+      callback();
+    },
+
+    onMailFrom(_address, _session, callback) {
+      if (listener.closing) return callback(smtpError(421, '4.3.2', `${o.hostname} shutting down, try again later`));
+      callback();
+    },
+
+    onRcptTo(address, _session, callback) {
+      o.router.route(address.address).then(
+        () => callback(),
+        (err) => {
+          if (!(err instanceof AppError)) logger.error({ err }, 'routing a recipient failed');
+          callback(toSmtpError(err, 'rcpt'));
+        },
+      );
+    },
+
+    onData(stream, session, callback) {
+      const work = readMessage(stream, o.maxMessageBytes).then(async ({ raw, oversized }) => {
+        // smtp-server answers 552 itself (rejectOversized); nothing to store.
+        if (oversized) return callback(smtpError(552, '5.3.4', `message exceeds the fixed maximum size of ${o.maxMessageBytes} bytes`));
+        try {
+          const ids = await handleMessage(raw, session);
+          callback(null, `2.0.0 Ok: queued as ${ids || randomBytes(6).toString('hex')}`);
+        } catch (err) {
+          if ((err as { responseCode?: number }).responseCode) return callback(err as Error);
+          logger.error({ err, rcptTo: session.envelope.rcptTo.map((r) => r.address) }, 'storing an inbound message failed; answered 451');
+          callback(toSmtpError(err, 'data'));
+        }
+      }, (err) => {
+        logger.debug({ err }, 'DATA stream failed');
+        callback(smtpError(451, '4.3.0', 'error reading the message, try again'));
+      });
+      void listener.track(work);
+    },
+  });
+
+  await listener.listen(server, o.host, o.port);
+  return listener;
+}

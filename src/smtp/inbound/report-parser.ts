@@ -1,0 +1,215 @@
+import type { ParsedMail } from 'mailparser';
+import type { DsnRecipient, FeedbackReport, OriginalMessageRef, ParsedReport } from '../../core/inbound/inbound-types.js';
+import { classifyReply, parseEnhancedCode } from '../outbound/classify-reply.js';
+import { headerBlock, parseFieldGroups } from '../parsed-mail.js';
+
+// Reads the machine-readable parts of a report:
+// - RFC 3464 DSN: multipart/report; report-type=delivery-status with a message/delivery-status
+//   part (message/global-delivery-status per RFC 6533): per-message fields, then one block per
+//   recipient with Final-Recipient, Action, Status, Diagnostic-Code...
+// - RFC 5965 ARF: multipart/report; report-type=feedback-report with message/feedback-report.
+// - The returned original (message/rfc822, message/global, text/rfc822-headers) for linking.
+// Anything else is type 'other'. Never throws: garbage in, 'other' out.
+
+const DSN_TYPES = new Set(['message/delivery-status', 'message/global-delivery-status']);
+const ORIGINAL_TYPES = new Set(['message/rfc822', 'message/global', 'text/rfc822-headers', 'message/global-headers', 'message/rfc822-headers']);
+const ARF_TYPE = 'message/feedback-report';
+
+/** "rfc822; user@host" (RFC 3464 2.3.2) or "<user@host>" to the bare address. */
+function addressField(value: string | undefined): string | null {
+  if (!value) return null;
+  const semi = value.indexOf(';');
+  const address = (semi >= 0 ? value.slice(semi + 1) : value).trim().replace(/^<|>$/g, '').trim();
+  return address.includes('@') ? address : null;
+}
+
+/** "dns; mx.example.net" to "mx.example.net". */
+function mtaField(value: string | undefined): string | null {
+  if (!value) return null;
+  const semi = value.indexOf(';');
+  return (semi >= 0 ? value.slice(semi + 1) : value).trim() || null;
+}
+
+function field(group: [string, string][], name: string): string | undefined {
+  return group.find(([k]) => k === name)?.[1];
+}
+
+/** Reads one recipient block and classifies its reply with the outbound classifier's table. */
+function dsnRecipient(group: [string, string][]): DsnRecipient | null {
+  const action = (field(group, 'action') ?? '').toLowerCase().split(/[\s(]/)[0] ?? '';
+  const finalRecipient = addressField(field(group, 'final-recipient'));
+  const originalRecipient = addressField(field(group, 'original-recipient'));
+  if (!action && !finalRecipient) return null;
+  const statusRaw = field(group, 'status');
+  const status = statusRaw ? (parseEnhancedCode(statusRaw) ?? null) : null;
+  // Diagnostic-Code: diagnostic-type ";" *text (RFC 3464 2.3.6); "smtp" carries a reply.
+  const diagnosticRaw = field(group, 'diagnostic-code');
+  let diagnosticCode: string | null = null;
+  let smtpCode: number | null = null;
+  if (diagnosticRaw) {
+    const semi = diagnosticRaw.indexOf(';');
+    const type = semi >= 0 ? diagnosticRaw.slice(0, semi).trim().toLowerCase() : '';
+    diagnosticCode = (semi >= 0 ? diagnosticRaw.slice(semi + 1) : diagnosticRaw).trim() || null;
+    const code = diagnosticCode ? /^([245]\d\d)(?:[\s-]|$)/.exec(diagnosticCode) : null;
+    if (code && (type === 'smtp' || type === '' || type.startsWith('x-'))) smtpCode = Number(code[1]);
+  }
+  // Without an SMTP reply the status class stands in for one (RFC 3463 class 4 / 5).
+  const statusClass = status?.[0];
+  const effectiveCode = smtpCode ?? (statusClass === '5' ? 550 : statusClass === '4' ? 450 : action === 'failed' ? 550 : 450);
+  // The classifier reads the enhanced code first; a diagnostic without one gets the Status.
+  let text = diagnosticCode ?? '';
+  if (status && !parseEnhancedCode(text)) text = `${status} ${text}`.trim();
+  const verdict = classifyReply(effectiveCode, text);
+  return {
+    finalRecipient,
+    originalRecipient,
+    action,
+    status,
+    diagnosticCode,
+    smtpCode,
+    remoteMta: mtaField(field(group, 'remote-mta')),
+    willRetryUntil: field(group, 'will-retry-until') ?? null,
+    // Only a permanent failure can mean the mailbox is gone; a delay never suppresses.
+    hardBounce: action === 'failed' && verdict.hardBounce,
+    category: verdict.category ?? 'other',
+  };
+}
+
+function feedbackReport(text: string): { report: FeedbackReport; reportingMta: string | null } {
+  const fields = parseFieldGroups(text).flat();
+  const all = (name: string) => fields.filter(([k]) => k === name).map(([, v]) => v);
+  const one = (name: string) => all(name)[0] ?? null;
+  return {
+    report: {
+      feedbackType: (one('feedback-type') ?? '').toLowerCase().trim(),
+      userAgent: one('user-agent'),
+      originalMailFrom: addressField(one('original-mail-from') ?? undefined) ?? one('original-mail-from'),
+      originalRcptTo: all('original-rcpt-to').map((v) => addressField(v)).filter((a): a is string => !!a),
+      arrivalDate: one('arrival-date') ?? one('received-date'),
+      sourceIp: one('source-ip'),
+      reportedDomain: one('reported-domain'),
+    },
+    reportingMta: mtaField(one('reporting-mta') ?? undefined),
+  };
+}
+
+/** Message-ID, X-Posthorn-Email-ID, Return-Path and To of the returned original. */
+function originalRef(text: string): OriginalMessageRef {
+  const fields = parseFieldGroups(headerBlock(text))[0] ?? [];
+  const get = (name: string) => field(fields, name) ?? null;
+  const messageId = get('message-id')?.match(/<[^<>\s]+>/)?.[0] ?? get('message-id');
+  const to = (get('to') ?? '')
+    .split(',')
+    .map((p) => (/<([^<>]+)>/.exec(p)?.[1] ?? p).trim())
+    .filter((a) => /^[^\s@]+@[^\s@]+$/.test(a));
+  return {
+    messageId: messageId || null,
+    posthornEmailId: get('x-posthorn-email-id')?.trim() || null,
+    returnPath: get('return-path')?.replace(/^<|>$/g, '').trim() || null,
+    to,
+  };
+}
+
+interface MimePart {
+  contentType: string;
+  params: Record<string, string>;
+  body: Buffer;
+}
+
+/** "type/sub; a=b; c=\"d\"" to its lowercased type and parameters (RFC 2045 5.1). */
+function contentType(value: string | undefined): { type: string; params: Record<string, string> } {
+  const [type = '', ...rest] = (value ?? 'text/plain').split(';');
+  const params: Record<string, string> = {};
+  for (const m of rest.join(';').matchAll(/([A-Za-z0-9_.*-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;\s]+)/g)) {
+    const raw = m[2]!;
+    params[m[1]!.toLowerCase()] = raw.startsWith('"') ? raw.slice(1, -1).replace(/\\(.)/g, '$1') : raw;
+  }
+  return { type: type.trim().toLowerCase(), params };
+}
+
+/** RFC 2045 6.7 quoted-printable to bytes. */
+function decodeQuotedPrintable(text: string): Buffer {
+  const unfolded = text.replace(/=\r?\n/g, '');
+  const bytes: number[] = [];
+  for (let i = 0; i < unfolded.length; i++) {
+    const c = unfolded[i]!;
+    if (c === '=' && /^[0-9A-Fa-f]{2}$/.test(unfolded.slice(i + 1, i + 3))) {
+      bytes.push(parseInt(unfolded.slice(i + 1, i + 3), 16));
+      i += 2;
+    } else {
+      bytes.push(...Buffer.from(c, 'latin1'));
+    }
+  }
+  return Buffer.from(bytes);
+}
+
+function splitHead(buf: Buffer): { head: string; body: Buffer } {
+  const text = buf.toString('latin1');
+  const m = /\r?\n\r?\n/.exec(text);
+  if (!m) return { head: text, body: Buffer.alloc(0) };
+  return { head: text.slice(0, m.index), body: buf.subarray(m.index + m[0].length) };
+}
+
+/**
+ * The direct children of a multipart/report (RFC 6522), split by hand: mailparser renders an
+ * inline message/rfc822 into the text and drops it as a part, and a report's parts are
+ * simple (RFC 2046 5.2.1: message/* is 7bit, 8bit or binary), so this is the sturdier read.
+ */
+function reportParts(raw: Buffer): { reportType: string; parts: MimePart[] } | null {
+  const top = splitHead(raw);
+  const fields = parseFieldGroups(top.head)[0] ?? [];
+  const ct = contentType(field(fields, 'content-type'));
+  const boundary = ct.params.boundary;
+  if (!ct.type.startsWith('multipart/') || !boundary) return null;
+  const body = top.body.toString('latin1');
+  const delimiter = new RegExp(`(?:^|\\r?\\n)--${boundary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(--)?[ \\t]*(?=\\r?\\n|$)`, 'g');
+  const marks = [...body.matchAll(delimiter)];
+  const parts: MimePart[] = [];
+  for (let i = 0; i < marks.length - 1; i++) {
+    const mark = marks[i]!;
+    if (mark[1]) break; // the close delimiter
+    const start = mark.index! + mark[0].length;
+    const chunk = body.slice(start, marks[i + 1]!.index).replace(/^\r?\n/, '');
+    const part = splitHead(Buffer.from(chunk, 'latin1'));
+    const headers = parseFieldGroups(part.head)[0] ?? [];
+    const pct = contentType(field(headers, 'content-type'));
+    const cte = (field(headers, 'content-transfer-encoding') ?? '').trim().toLowerCase();
+    let content = part.body;
+    if (cte === 'base64') content = Buffer.from(content.toString('latin1').replace(/[^A-Za-z0-9+/=]/g, ''), 'base64');
+    else if (cte === 'quoted-printable') content = decodeQuotedPrintable(content.toString('latin1'));
+    parts.push({ contentType: pct.type, params: pct.params, body: content });
+  }
+  return { reportType: (ct.params['report-type'] ?? '').toLowerCase(), parts };
+}
+
+export function parseReport(raw: Buffer, parsed: ParsedMail | null): ParsedReport {
+  const empty: ParsedReport = { type: 'other', reportingMta: null, recipients: [], feedback: null, original: null, subject: null, from: null };
+  try {
+    const subject = parsed?.subject ?? null;
+    const from = parsed?.from?.value?.[0]?.address ?? null;
+    const split = reportParts(raw);
+    if (!split) return { ...empty, subject, from };
+    const { parts, reportType } = split;
+    const text = (p: MimePart) => p.body.toString('utf8');
+    const originalPart = parts.find((p) => ORIGINAL_TYPES.has(p.contentType));
+    const original = originalPart ? originalRef(text(originalPart)) : null;
+    const base = { ...empty, subject, from, original };
+
+    const arfPart = parts.find((p) => p.contentType === ARF_TYPE);
+    if (arfPart && reportType !== 'delivery-status') {
+      const { report, reportingMta } = feedbackReport(text(arfPart));
+      return { ...base, type: 'arf', feedback: report, reportingMta };
+    }
+    const dsnPart = parts.find((p) => DSN_TYPES.has(p.contentType));
+    if (dsnPart) {
+      const groups = parseFieldGroups(text(dsnPart));
+      // RFC 3464 2.1: the first group holds per-message fields, the rest one recipient each.
+      const perMessage = groups[0] && !field(groups[0], 'final-recipient') ? groups.shift()! : [];
+      const recipients = groups.map(dsnRecipient).filter((r): r is DsnRecipient => r !== null);
+      return { ...base, type: 'dsn', reportingMta: mtaField(field(perMessage, 'reporting-mta')), recipients };
+    }
+    return base;
+  } catch {
+    return empty;
+  }
+}

@@ -1,0 +1,92 @@
+import { simpleParser, type AddressObject, type EmailAddress, type HeaderLines, type ParsedMail } from 'mailparser';
+import { formatMailbox } from '../core/emails/addresses.js';
+
+// Small helpers over mailparser's result, shared by the inbound and submission listeners.
+
+/** Longest time we let mailparser work on one message before treating it as unparseable. */
+const PARSE_TIMEOUT_MS = 30_000;
+
+/**
+ * Parses a message; null when mailparser gives up or takes too long. Malformed MIME is
+ * ordinary on a public port and must never take the listener down.
+ */
+export async function parseMessage(raw: Buffer, opts: { skipHtmlToText?: boolean } = {}): Promise<ParsedMail | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), PARSE_TIMEOUT_MS);
+    timer.unref();
+  });
+  try {
+    // keepDeliveryStatus: RFC 3464 message/delivery-status stays a part of its own instead of
+    // being merged into the text body, so bounces can be read field by field.
+    return await Promise.race([simpleParser(raw, { keepDeliveryStatus: true, skipHtmlToText: opts.skipHtmlToText }), timeout]);
+  } catch {
+    return null;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Every mailbox of an address header, group members included, as {name, address}. */
+export function mailboxes(field: AddressObject | AddressObject[] | undefined): { name: string; address: string }[] {
+  const out: { name: string; address: string }[] = [];
+  const visit = (list: EmailAddress[]) => {
+    for (const a of list) {
+      if (a.group) visit(a.group);
+      else if (a.address) out.push({ name: a.name ?? '', address: a.address });
+    }
+  };
+  for (const obj of field === undefined ? [] : Array.isArray(field) ? field : [field]) visit(obj.value ?? []);
+  return out;
+}
+
+/** `Name <addr>` strings for display and storage. */
+export function formatMailboxes(field: AddressObject | AddressObject[] | undefined): string[] {
+  return mailboxes(field).map((m) => formatMailbox({ name: m.name.replace(/[\r\n]+/g, ' '), address: m.address }));
+}
+
+/** Header fields in message order with their original names; values unfolded (RFC 5322 2.2.3), not decoded. */
+export function headerFields(lines: HeaderLines | undefined): { name: string; value: string }[] {
+  const out: { name: string; value: string }[] = [];
+  for (const { line } of lines ?? []) {
+    const colon = line.indexOf(':');
+    if (colon < 1) continue;
+    out.push({ name: line.slice(0, colon).trim(), value: line.slice(colon + 1).replace(/\r?\n(?=[ \t])/g, '').trim() });
+  }
+  return out;
+}
+
+/**
+ * Parses a bare header block (RFC 5322 2.2) such as the fields of a delivery-status or
+ * feedback-report part, or text/rfc822-headers: groups separated by blank lines, each a list
+ * of [lowercased name, unfolded value] in order.
+ */
+export function parseFieldGroups(text: string): [string, string][][] {
+  const groups: [string, string][][] = [];
+  let current: [string, string][] = [];
+  let last: [string, string] | undefined;
+  for (const line of text.split(/\r?\n/)) {
+    if (line.trim() === '') {
+      if (current.length) groups.push(current);
+      current = [];
+      last = undefined;
+      continue;
+    }
+    if (/^[ \t]/.test(line) && last) {
+      last[1] = `${last[1]} ${line.trim()}`;
+      continue;
+    }
+    const colon = line.indexOf(':');
+    if (colon < 1) continue;
+    last = [line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim()];
+    current.push(last);
+  }
+  if (current.length) groups.push(current);
+  return groups;
+}
+
+/** Header block of a message: everything before the first empty line. */
+export function headerBlock(message: string): string {
+  const m = /\r?\n\r?\n/.exec(message);
+  return m ? message.slice(0, m.index) : message;
+}

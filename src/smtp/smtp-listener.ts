@@ -1,0 +1,110 @@
+import type { AddressInfo } from 'node:net';
+import type { SMTPServer, SMTPServerDataStream } from 'smtp-server';
+import type { Logger } from '../lib/logger.js';
+
+// Lifecycle shared by the inbound and submission listeners: listen, count in-flight message
+// handling, and a graceful close that lets every message already being stored finish (so a
+// 250 is never promised for something we did not keep) before telling idle clients 421.
+
+export class SmtpListener {
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private server: SMTPServer | undefined;
+  private closed: Promise<void> | undefined;
+  port = 0;
+  closing = false;
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly name: string,
+  ) {}
+
+  /** Runs one message handler; close() waits for it. */
+  track<T>(work: Promise<T>): Promise<T> {
+    this.inFlight.add(work);
+    const done = () => this.inFlight.delete(work);
+    void work.then(done, done);
+    return work;
+  }
+
+  async listen(server: SMTPServer, host: string, port: number): Promise<number> {
+    this.server = server;
+    // Connection-level errors (resets, TLS failures, clients vanishing) are routine on a
+    // public port; smtp-server reports them here and an unhandled 'error' would end the process.
+    server.on('error', (err: Error & { code?: string }) => this.logger.debug({ err: err.message, code: err.code, listener: this.name }, 'SMTP connection error'));
+    await new Promise<void>((resolve, reject) => {
+      server.server.once('error', reject);
+      server.listen(port, host, () => {
+        server.server.off('error', reject);
+        resolve();
+      });
+    });
+    this.port = (server.server.address() as AddressInfo).port;
+    return this.port;
+  }
+
+  /** Stops accepting, lets messages being stored finish and answer, then says 421 to the rest. */
+  async close(): Promise<void> {
+    if (this.closed) return this.closed;
+    this.closing = true;
+    const server = this.server;
+    if (!server) return;
+    this.closed = (async () => {
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      await Promise.allSettled([...this.inFlight]);
+      // RFC 5321 3.8: announce the shutdown with 421, then close.
+      for (const connection of [...server.connections]) {
+        connection.send(421, `${server.options.name ?? 'posthorn'} Service shutting down`);
+        connection.close();
+      }
+      await stopped;
+    })();
+    return this.closed;
+  }
+}
+
+/**
+ * Starts a listener; a port we may not bind (25 and 587 need privileges) or one already taken
+ * is logged loudly and leaves that listener off, rather than taking the HTTP API down with it
+ * (a fresh `npm start` as an ordinary user must still run). /health lists only what listens.
+ */
+export async function startOrReport(name: string, where: { host: string; port: number }, logger: Logger, start: () => Promise<SmtpListener>): Promise<SmtpListener | undefined> {
+  try {
+    return await start();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EACCES' && code !== 'EADDRINUSE' && code !== 'EADDRNOTAVAIL') throw err;
+    logger.error(
+      { listener: name, host: where.host, port: where.port, code },
+      `${name} SMTP cannot listen on ${where.host}:${where.port} (${code}); it stays off until restarted with a usable port (grant CAP_NET_BIND_SERVICE for ports below 1024, or set ${name}.port)`,
+    );
+    return undefined;
+  }
+}
+
+export interface ReadMessageResult {
+  raw: Buffer;
+  /** Bytes seen, including any beyond the limit that were discarded. */
+  bytes: number;
+  oversized: boolean;
+}
+
+/**
+ * Reads the DATA stream, keeping at most `limit` bytes in memory; the rest is drained so the
+ * session can continue (smtp-server answers 552 itself with rejectOversized).
+ */
+export function readMessage(stream: SMTPServerDataStream, limit: number): Promise<ReadMessageResult> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let kept = 0;
+    let bytes = 0;
+    stream.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+      if (kept + chunk.length <= limit) {
+        chunks.push(chunk);
+        kept += chunk.length;
+      }
+    });
+    stream.once('error', reject);
+    stream.once('end', () => resolve({ raw: Buffer.concat(chunks, kept), bytes, oversized: stream.sizeExceeded || bytes > limit }));
+  });
+}

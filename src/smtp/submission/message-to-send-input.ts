@@ -1,0 +1,87 @@
+import type { ParsedMail } from 'mailparser';
+import { detectExtension } from 'nodemailer/lib/mime-funcs';
+import { addressKey, formatMailbox } from '../../core/emails/addresses.js';
+import { ENGINE_OWNED_HEADERS } from '../../core/emails/email-headers.js';
+import { sendBodySchema, type SendInput } from '../../core/emails/send-schema.js';
+import { badRequest } from '../../core/errors.js';
+import { formatMailboxes, headerFields, mailboxes } from '../parsed-mail.js';
+
+// A submitted message (RFC 6409) becomes the same send body the API takes, so it goes through
+// submitEmail like any other send (DESIGN 3.1) and is recomposed, DKIM-signed and delivered
+// by the engine. The envelope decides who receives it (RFC 5321 3.3: RCPT is the delivery
+// list; headers are display): To and Cc keep the header recipients the envelope also has,
+// and envelope recipients in neither become Bcc, which never appears in a header.
+
+export interface SubmissionEnvelope {
+  mailFrom: string;
+  rcptTo: string[];
+}
+
+/** Custom headers that pass through: the X- family (RFC 6648 no longer reserves it, but it is where custom headers live). */
+const CUSTOM_HEADER = /^x-/i;
+
+function attachmentName(filename: string | undefined, contentType: string, index: number): string {
+  const clean = (filename ?? '').replace(/[\r\n\0/\\]+/g, '_').trim();
+  if (clean) return clean;
+  const ext = contentType === 'message/rfc822' ? 'eml' : detectExtension(contentType) || 'bin';
+  return `attachment-${index + 1}.${ext}`;
+}
+
+export function messageToSendInput(parsed: ParsedMail, envelope: SubmissionEnvelope): SendInput {
+  const envelopeKeys = new Map(envelope.rcptTo.map((a) => [addressKey(a), a]));
+  const inEnvelope = (m: { address: string }) => envelopeKeys.has(addressKey(m.address));
+
+  const from = mailboxes(parsed.from)[0];
+  const fromText = from ? formatMailbox({ name: from.name.replace(/[\r\n]+/g, ' '), address: from.address }) : envelope.mailFrom;
+  if (!fromText) throw badRequest('From: the message has no From header and the envelope sender is empty');
+
+  const seen = new Set<string>();
+  const pick = (list: { name: string; address: string }[]) =>
+    list.filter(inEnvelope).filter((m) => {
+      const k = addressKey(m.address);
+      if (seen.has(k)) return false;
+      seen.add(k);
+      return true;
+    });
+  const to = pick(mailboxes(parsed.to));
+  const cc = pick(mailboxes(parsed.cc));
+  const bcc = [...envelopeKeys.entries()].filter(([k]) => !seen.has(k)).map(([, address]) => address);
+  if (!to.length) {
+    // The composed message's To comes from here; a Bcc-only send would have to expose the
+    // blind recipients in To, so it is refused rather than silently leaked.
+    throw badRequest('To: at least one envelope recipient must appear in the To header (a message with only blind recipients cannot be sent)');
+  }
+
+  const headers: Record<string, string> = {};
+  for (const { name, value } of headerFields(parsed.headerLines)) {
+    const lower = name.toLowerCase();
+    if (!CUSTOM_HEADER.test(name) || ENGINE_OWNED_HEADERS.has(lower) || !value) continue;
+    if (Object.keys(headers).some((k) => k.toLowerCase() === lower)) continue; // first occurrence wins
+    headers[name] = value;
+  }
+
+  const replyTo = formatMailboxes(parsed.replyTo);
+  const attachments = (parsed.attachments ?? [])
+    .filter((a) => a.content.length > 0)
+    .map((a, i) => ({ filename: attachmentName(a.filename, a.contentType, i), content: a.content.toString('base64') }));
+
+  const body = {
+    from: fromText,
+    to: to.map((m) => formatMailbox({ name: m.name.replace(/[\r\n]+/g, ' '), address: m.address })),
+    cc: cc.length ? cc.map((m) => formatMailbox({ name: m.name.replace(/[\r\n]+/g, ' '), address: m.address })) : undefined,
+    bcc: bcc.length ? bcc : undefined,
+    replyTo: replyTo.length ? replyTo : undefined,
+    subject: parsed.subject?.replace(/\r?\n|\r/g, ' ').trim() || undefined,
+    text: parsed.text ? parsed.text : undefined,
+    html: typeof parsed.html === 'string' && parsed.html ? parsed.html : undefined,
+    headers: Object.keys(headers).length ? headers : undefined,
+    attachments: attachments.length ? attachments : undefined,
+  };
+  if (!body.subject) throw badRequest('Subject: the message needs a non-empty Subject header');
+  const checked = sendBodySchema.safeParse(body);
+  if (!checked.success) {
+    const issue = checked.error.issues[0]!;
+    throw badRequest(`${issue.path.join('.') || 'message'}: ${issue.message}`);
+  }
+  return checked.data;
+}

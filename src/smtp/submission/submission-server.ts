@@ -1,0 +1,142 @@
+import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+import type { AuthContext, ApiKeyService } from '../../core/api-keys/api-key-service.js';
+import type { EmailService } from '../../core/emails/email-service.js';
+import { AppError } from '../../core/errors.js';
+import type { RateLimiter } from '../../core/rate-limit/rate-limiter.js';
+import type { Logger } from '../../lib/logger.js';
+import type { PemKeyPair } from '../../lib/tls-cert.js';
+import { parseMessage } from '../parsed-mail.js';
+import { smtpError, toSmtpError } from '../smtp-errors.js';
+import { readMessage, SmtpListener } from '../smtp-listener.js';
+import { messageToSendInput } from './message-to-send-input.js';
+
+// Message submission (RFC 6409) on 587: STARTTLS (RFC 3207) before AUTH PLAIN/LOGIN
+// (RFC 4954, RFC 4616) with an API key as the password. Every message enters through
+// submitEmail with the key's team, permission and domain rules, so it is validated,
+// suppression-checked, DKIM-signed and delivered exactly like an API send, and counts one
+// request against the team's rate limit.
+
+export interface SubmissionServerOptions {
+  host: string;
+  port: number;
+  hostname: string;
+  tls: PemKeyPair;
+  maxMessageBytes: number;
+  maxConnections: number;
+  maxRecipients: number;
+  apiKeys: ApiKeyService;
+  emails: EmailService;
+  rateLimiter: RateLimiter;
+  defaultRateLimit: number;
+  logger: Logger;
+}
+
+/** What a session carries once authenticated: the key, so every message re-checks it. */
+interface SessionUser {
+  token: string;
+  auth: AuthContext;
+}
+
+export async function startSubmissionServer(o: SubmissionServerOptions): Promise<SmtpListener> {
+  const logger = o.logger.child({ listener: 'submission' });
+  const listener = new SmtpListener(logger, 'submission');
+
+  const shuttingDown = () => smtpError(421, '4.3.2', `${o.hostname} shutting down, try again later`);
+
+  /** The key again at MAIL FROM: a key deleted mid-session stops working at once (spec, Authentication 4). */
+  async function authorizeTransaction(session: SMTPServerSession): Promise<AuthContext> {
+    const user = session.user as SessionUser | undefined;
+    if (!user) throw new AppError('UNAUTHORIZED', 'authentication required');
+    const auth = await o.apiKeys.authenticate(user.token);
+    user.auth = auth;
+    // One message is one request for the team's limit (the API's limiter, DESIGN 4).
+    const decision = o.rateLimiter.consume(auth.teamId, auth.teamRateLimit ?? o.defaultRateLimit);
+    if (!decision.allowed) {
+      throw new AppError('RATE_LIMITED', `rate limit of ${decision.limit} messages per second exceeded; retry in ${decision.retryAfterSeconds} s`, decision.retryAfterSeconds);
+    }
+    return auth;
+  }
+
+  async function submit(raw: Buffer, session: SMTPServerSession): Promise<string> {
+    const user = session.user as SessionUser;
+    const parsed = await parseMessage(raw, { skipHtmlToText: true });
+    if (!parsed) throw new AppError('BAD_REQUEST', 'the message could not be parsed as MIME');
+    const input = messageToSendInput(parsed, {
+      mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+      rcptTo: session.envelope.rcptTo.map((r) => r.address),
+    });
+    const { emailId } = await o.emails.submit({ teamId: user.auth.teamId, domainId: user.auth.domainId, apiKeyId: user.auth.keyId }, input);
+    return emailId;
+  }
+
+  const server = new SMTPServer({
+    name: o.hostname,
+    key: o.tls.key,
+    cert: o.tls.cert,
+    logger: false,
+    authMethods: ['PLAIN', 'LOGIN'],
+    // No AUTH over plaintext: the password is an API key (RFC 4954 4: 538 until STARTTLS).
+    allowInsecureAuth: false,
+    authOptional: false,
+    authRequiredMessage: '5.7.0 Authentication required',
+    disableReverseLookup: true,
+    size: o.maxMessageBytes,
+    rejectOversized: true,
+    maxClients: o.maxConnections,
+    maxRecipients: o.maxRecipients,
+    banner: 'Posthorn ESMTP submission',
+
+    onConnect(_session, callback) {
+      if (listener.closing) return callback(shuttingDown());
+      callback();
+    },
+
+    onAuth(auth, _session, callback) {
+      const token = (auth.password ?? '').trim();
+      o.apiKeys.authenticate(token).then(
+        (ctx) => callback(null, { user: { token, auth: ctx } satisfies SessionUser }),
+        (err) => {
+          if (!(err instanceof AppError)) logger.error({ err }, 'authenticating a submission client failed');
+          else logger.info({ method: auth.method, remote: _session.remoteAddress }, 'submission AUTH refused');
+          callback(toSmtpError(err, 'auth'));
+        },
+      );
+    },
+
+    onMailFrom(_address, session, callback) {
+      if (listener.closing) return callback(shuttingDown());
+      authorizeTransaction(session).then(
+        () => callback(),
+        (err) => {
+          if (!(err instanceof AppError)) logger.error({ err }, 'checking a submission sender failed');
+          callback(toSmtpError(err, 'mail'));
+        },
+      );
+    },
+
+    onData(stream, session, callback) {
+      const work = readMessage(stream, o.maxMessageBytes).then(
+        async ({ raw, oversized }) => {
+          if (oversized) return callback(smtpError(552, '5.3.4', `message exceeds the fixed maximum size of ${o.maxMessageBytes} bytes`));
+          try {
+            const emailId = await submit(raw, session);
+            logger.info({ emailId, keyId: (session.user as SessionUser).auth.keyId }, 'message submitted');
+            callback(null, `2.0.0 Ok: queued as ${emailId}`);
+          } catch (err) {
+            if (!(err instanceof AppError)) logger.error({ err }, 'submitting a message failed; answered 451');
+            else logger.info({ code: err.code, reason: err.message }, 'submitted message refused');
+            callback(toSmtpError(err, 'data'));
+          }
+        },
+        (err) => {
+          logger.debug({ err }, 'DATA stream failed');
+          callback(smtpError(451, '4.3.0', 'error reading the message, try again'));
+        },
+      );
+      void listener.track(work);
+    },
+  });
+
+  await listener.listen(server, o.host, o.port);
+  return listener;
+}

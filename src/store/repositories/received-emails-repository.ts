@@ -1,0 +1,68 @@
+import type { Insertable, Selectable } from 'kysely';
+import type { Db } from '../db.js';
+import type { ReceivedAttachmentsTable, ReceivedEmailsTable } from '../tables/database.js';
+
+export type ReceivedEmailRow = Selectable<ReceivedEmailsTable>;
+export type ReceivedAttachmentRow = Selectable<ReceivedAttachmentsTable>;
+export type ReceivedAttachmentMeta = Omit<ReceivedAttachmentRow, 'content'>;
+
+export interface NewReceivedEmail {
+  row: Insertable<ReceivedEmailsTable>;
+  raw: Buffer;
+  attachments: Omit<Insertable<ReceivedAttachmentsTable>, 'received_email_id' | 'id'>[];
+}
+
+export interface ReceivedListFilter {
+  teamId: number;
+  domainIds?: number[];
+  offset: number;
+  limit: number;
+}
+
+export function createReceivedEmailsRepository(db: Db) {
+  return {
+    /**
+     * Stores messages with their raw bytes and attachments in one transaction: the inbound
+     * listener answers 250 only after this resolves, so an accepted message is never lost.
+     */
+    async insertMany(items: NewReceivedEmail[]): Promise<void> {
+      if (!items.length) return;
+      await db.transaction().execute(async (trx) => {
+        for (const item of items) {
+          await trx.insertInto('received_emails').values(item.row).execute();
+          await trx.insertInto('received_email_raw').values({ received_email_id: item.row.id, raw: item.raw }).execute();
+          for (const a of item.attachments) {
+            await trx
+              .insertInto('received_attachments')
+              .values({ ...a, received_email_id: item.row.id })
+              .execute();
+          }
+        }
+      });
+    },
+
+    async list(f: ReceivedListFilter): Promise<{ rows: ReceivedEmailRow[]; total: number }> {
+      let q = db.selectFrom('received_emails').where('team_id', '=', f.teamId);
+      if (f.domainIds?.length) q = q.where('domain_id', 'in', f.domainIds);
+      const [rows, total] = await Promise.all([
+        q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
+        q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+      ]);
+      return { rows, total: Number(total.n) };
+    },
+
+    async findById(teamId: number, id: string): Promise<ReceivedEmailRow | undefined> {
+      return db.selectFrom('received_emails').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
+    },
+
+    async attachments(receivedEmailId: string): Promise<ReceivedAttachmentRow[]> {
+      return db.selectFrom('received_attachments').selectAll().where('received_email_id', '=', receivedEmailId).orderBy('position').execute();
+    },
+
+    async raw(receivedEmailId: string): Promise<Buffer | undefined> {
+      const r = await db.selectFrom('received_email_raw').select('raw').where('received_email_id', '=', receivedEmailId).executeTakeFirst();
+      return r?.raw;
+    },
+  };
+}
+export type ReceivedEmailsRepository = ReturnType<typeof createReceivedEmailsRepository>;

@@ -1,0 +1,177 @@
+import test from 'ava';
+import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
+import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
+import { fixture, smtpSend } from './helpers/smtp-client.js';
+import { collectEvents, quotedHeaders, sendAndDeliver } from './helpers/inbound-world.js';
+import type { BusEvent } from '../../src/core/events.js';
+
+// Asynchronous bounces (RFC 3464 DSNs) coming back to the VERP return path after the
+// recipient's MX said 250: real providers' formats, sent through a real SMTP client.
+
+let w: MailWorld;
+let inboundPort: number;
+let events: BusEvent[];
+
+test.before(async () => {
+  w = await startMailWorld();
+  inboundPort = w.t0.app.listeners.inbound!.port;
+  events = collectEvents(w, ['email.bounced', 'email.delivery_delayed']);
+});
+test.after.always(async () => {
+  await w?.close();
+});
+
+async function deliveryRows(emailId: string) {
+  return w.t0.app.services.deliveriesRepo.listForEmail(emailId);
+}
+
+test.serial('a Postfix "User unknown" DSN bounces the email, updates the delivery row and suppresses the recipient', async (t) => {
+  const email = await sendAndDeliver(w, { to: 'ghost@example.net', subject: 'Postfix bounce' });
+  t.regex(email.returnPath, new RegExp(`^bounces\\+${email.id}@bounces\\.sender\\.dev$`));
+  const dsn = fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: email.returnPath, RECIPIENT: 'ghost@example.net', ORIGINAL: email.raw.toString() });
+  const res = await smtpSend({ port: inboundPort, from: '', to: [email.returnPath], raw: dsn });
+  t.true(res.ok, res.response);
+  t.regex(res.response, /^250 2\.0\.0 Ok: queued as /);
+  t.true(res.secure, 'the DSN came in over STARTTLS');
+
+  // Stored before the 250: no waiting needed.
+  const got = await w.t0.request('GET', `/v1/emails/${email.id}`);
+  t.is(got.body.latestStatus, 'BOUNCED');
+  const bounced = got.body.emailEvents.find((e: any) => e.status === 'BOUNCED');
+  t.is(bounced.data.recipient, 'ghost@example.net');
+  t.is(bounced.data.source, 'dsn');
+  t.is(bounced.data.smtpCode, 550);
+  t.is(bounced.data.bounce.type, 'Permanent');
+  t.is(bounced.data.dsn.status, '5.1.1');
+  t.is(bounced.data.dsn.reportingMta, 'mx1.example.net');
+  t.is(bounced.data.dsn.remoteMta, 'mailstore1.example.net');
+  t.regex(bounced.data.response, /User unknown in virtual mailbox table/);
+
+  const [row] = await deliveryRows(email.id);
+  t.is(row!.state, 'bounced', 'a permanent DSN after a 250 turns the delivered row into a bounce');
+  t.is(row!.last_code, 550);
+  t.regex(row!.last_response!, /^DSN \(reported by mx1\.example\.net\): 550 5\.1\.1/);
+
+  const suppression = await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'ghost@example.net');
+  t.is(suppression?.reason, 'HARD_BOUNCE');
+  t.is(suppression?.source, email.id);
+
+  const announced = events.find((e) => e.type === 'email.bounced' && e.data.id === email.id);
+  t.truthy(announced, 'email.bounced was emitted for webhooks');
+  t.is(announced!.data.recipient, 'ghost@example.net');
+  t.is(announced!.domainId, w.domain.id);
+
+  const reports = await w.t0.app.inbound.reportsRepo.listForEmail(email.id);
+  t.is(reports.length, 1);
+  t.is(reports[0]!.kind, 'bounce');
+  t.is(reports[0]!.linked_by, 'verp');
+});
+
+test.serial('a Google DSN to a return path an MTA lowercased still links by the VERP token', async (t) => {
+  const email = await sendAndDeliver(w, { to: 'nobody@example.org', subject: 'Gmail bounce' });
+  const lowered = email.returnPath.toLowerCase();
+  t.not(lowered, email.returnPath);
+  const dsn = fixture('gmail-dsn-no-such-user.eml', {
+    RETURN_PATH: lowered,
+    RECIPIENT: 'nobody@example.org',
+    MESSAGE_ID: email.messageId,
+    ORIGINAL: email.raw.toString(),
+  });
+  const res = await smtpSend({ port: inboundPort, from: '', to: [lowered], raw: dsn });
+  t.true(res.ok, res.response);
+  const got = await w.t0.request('GET', `/v1/emails/${email.id}`);
+  t.is(got.body.latestStatus, 'BOUNCED');
+  const bounced = got.body.emailEvents.find((e: any) => e.status === 'BOUNCED');
+  t.is(bounced.data.recipient, 'nobody@example.org');
+  t.is(bounced.data.bounce.type, 'Permanent');
+  t.is(bounced.data.dsn.reportingMta, 'googlemail.com');
+  t.regex(bounced.data.response, /^550-5\.1\.1 The email account that you tried to reach does not exist/);
+  t.is((await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'nobody@example.org'))?.reason, 'HARD_BOUNCE');
+});
+
+test.serial('an Exchange "delivery delayed" DSN records DELIVERY_DELAYED without regressing the status or suppressing', async (t) => {
+  const email = await sendAndDeliver(w, { to: 'slow@example.net', subject: 'Quarterly numbers' });
+  const dsn = fixture('exchange-dsn-delayed.eml', {
+    RETURN_PATH: email.returnPath,
+    RECIPIENT: 'slow@example.net',
+    MESSAGE_ID: email.messageId,
+    SUBJECT: email.subject,
+    ORIGINAL_HEADERS: quotedHeaders(email.raw),
+  });
+  const res = await smtpSend({ port: inboundPort, from: '', to: [email.returnPath], raw: dsn });
+  t.true(res.ok, res.response);
+  const got = await w.t0.request('GET', `/v1/emails/${email.id}`);
+  t.is(got.body.latestStatus, 'DELIVERED', 'DELIVERY_DELAYED ranks below DELIVERED (DESIGN 4)');
+  const delayed = got.body.emailEvents.filter((e: any) => e.status === 'DELIVERY_DELAYED');
+  t.is(delayed.length, 1);
+  t.is(delayed[0].data.dsn.status, '4.4.7');
+  t.is(delayed[0].data.willRetryUntil, 'Thu, 15 Jan 2026 10:11:37 +0000');
+  t.is(delayed[0].data.recipient, 'slow@example.net');
+  const [row] = await deliveryRows(email.id);
+  t.is(row!.state, 'delivered');
+  t.regex(row!.last_response!, /^delayed DSN .*400 4\.4\.7 Message delayed/);
+  t.is(await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'slow@example.net'), undefined);
+  t.truthy(events.find((e) => e.type === 'email.delivery_delayed' && e.data.id === email.id));
+});
+
+test.serial('a DSN to the tokenless return path is linked by the original Message-ID', async (t) => {
+  const email = await sendAndDeliver(w, { to: 'filtered@example.net', subject: 'Spam filter' });
+  // A reporter that quotes only some headers: no VERP, no X-Posthorn-Email-ID, just Message-ID.
+  const headers = quotedHeaders(email.raw, ['X-Posthorn-Email-ID']);
+  t.false(headers.includes(email.id));
+  const dsn = fixture('postfix-dsn-spam-policy.eml', { RETURN_PATH: 'bounces@bounces.sender.dev', RECIPIENT: 'filtered@example.net', ORIGINAL_HEADERS: headers });
+  const res = await smtpSend({ port: inboundPort, from: '', to: ['bounces@bounces.sender.dev'], raw: dsn });
+  t.true(res.ok, res.response);
+  const got = await w.t0.request('GET', `/v1/emails/${email.id}`);
+  t.is(got.body.latestStatus, 'BOUNCED');
+  const bounced = got.body.emailEvents.find((e: any) => e.status === 'BOUNCED');
+  t.is(bounced.data.bounce.type, 'Transient', 'a spam/policy refusal is not a dead mailbox');
+  t.is(bounced.data.bounce.category, 'spam');
+  t.is(await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'filtered@example.net'), undefined, 'policy bounces never suppress');
+  const reports = await w.t0.app.inbound.reportsRepo.listForEmail(email.id);
+  t.is(reports[0]!.linked_by, 'message-id');
+});
+
+test.serial('a DSN naming one of several recipients bounces and suppresses only that one', async (t) => {
+  const email = await sendAndDeliver(w, { to: ['keeper@example.net', 'leaver@example.net'], subject: 'Two of them' });
+  const dsn = fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: email.returnPath, RECIPIENT: 'leaver@example.net', ORIGINAL: email.raw.toString() });
+  t.true((await smtpSend({ port: inboundPort, from: '', to: [email.returnPath], raw: dsn })).ok);
+  const rows = await deliveryRows(email.id);
+  t.is(rows.find((r) => r.recipient === 'leaver@example.net')!.state, 'bounced');
+  t.is(rows.find((r) => r.recipient === 'keeper@example.net')!.state, 'delivered');
+  t.is((await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'leaver@example.net'))?.reason, 'HARD_BOUNCE');
+  t.is(await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'keeper@example.net'), undefined);
+});
+
+test.serial('a bounce that links to nothing is still accepted and kept for operators', async (t) => {
+  const dsn = fixture('postfix-dsn-user-unknown.eml', {
+    RETURN_PATH: 'bounces@bounces.sender.dev',
+    RECIPIENT: 'stranger@example.net',
+    ORIGINAL: 'Message-ID: <never-sent-by-us@sender.dev>\r\nSubject: ?\r\n\r\nbody\r\n',
+  });
+  const res = await smtpSend({ port: inboundPort, from: '', to: ['bounces@bounces.sender.dev'], raw: dsn });
+  t.true(res.ok, res.response);
+  const [latest] = await w.t0.app.inbound.reportsRepo.latest(1);
+  t.is(latest!.kind, 'bounce');
+  t.is(latest!.email_id, null);
+  t.is(latest!.linked_by, null);
+});
+
+test.serial('unknown return-path mailboxes and another domain\'s VERP token are refused at RCPT with 550 5.1.1', async (t) => {
+  const probe = (to: string) => smtpSend({ port: inboundPort, from: '', to: [to], raw: 'Subject: x\r\n\r\nx\r\n' });
+  const unknown = await probe('bounces+em_doesNotExist123@bounces.sender.dev');
+  t.false(unknown.ok);
+  t.regex(unknown.rcptErrors[0] ?? unknown.response, /^550 5\.1\.1 /);
+  const postmaster = await probe('postmaster@bounces.sender.dev');
+  t.regex(postmaster.rcptErrors[0] ?? postmaster.response, /^550 5\.1\.1 /);
+
+  // A real email id, but sent from another domain: not a return path of sender.dev.
+  await addVerifiedDomain(w.t0, 'elsewhere.dev');
+  const other = await w.t0.request('POST', '/v1/emails', { body: { from: 'hi@elsewhere.dev', to: 'x@example.net', subject: 'x', text: 'x' } });
+  t.is(other.status, 200);
+  const crossed = await probe(`bounces+${other.body.emailId}@bounces.sender.dev`);
+  t.false(crossed.ok);
+  t.regex(crossed.rcptErrors[0] ?? crossed.response, /^550 5\.1\.1 /);
+  const own = await probe(`bounces+${other.body.emailId}@bounces.elsewhere.dev`);
+  t.true(own.ok, own.response);
+});

@@ -1,0 +1,122 @@
+import test from 'ava';
+import { parseMessage } from '../../src/smtp/parsed-mail.js';
+import { parseReport } from '../../src/smtp/inbound/report-parser.js';
+import { fixture } from './helpers/smtp-client.js';
+
+// The report parser on its own: every field the linking and classification rely on, read
+// from providers' formats, and garbage that must come out as 'other' instead of an exception.
+
+const ORIGINAL = [
+  'DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=sender.dev; s=posthorn;',
+  ' h=from:to:subject; bh=abc=; b=def=',
+  'From: Sender <hello@sender.dev>',
+  'To: Alice <alice@example.net>, bob@example.net',
+  'Subject: Hello',
+  'Message-ID: <abc123.xyz@sender.dev>',
+  'X-Posthorn-Email-ID: em_0123456789abcdefghijk',
+  'MIME-Version: 1.0',
+  'Content-Type: text/plain; charset=utf-8',
+  '',
+  'Hi there',
+].join('\r\n');
+const RP = 'bounces+em_0123456789abcdefghijk@bounces.sender.dev';
+
+async function parse(raw: Buffer) {
+  return parseReport(raw, await parseMessage(raw));
+}
+
+test('Postfix DSN: recipient, action, status, diagnostic, MTAs, original, hard bounce', async (t) => {
+  const r = await parse(fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: RP, RECIPIENT: 'alice@example.net', ORIGINAL }));
+  t.is(r.type, 'dsn');
+  t.is(r.reportingMta, 'mx1.example.net');
+  t.is(r.recipients.length, 1);
+  const [rcpt] = r.recipients;
+  t.like(rcpt, {
+    finalRecipient: 'alice@example.net',
+    originalRecipient: 'alice@example.net',
+    action: 'failed',
+    status: '5.1.1',
+    smtpCode: 550,
+    remoteMta: 'mailstore1.example.net',
+    hardBounce: true,
+    category: 'recipient',
+  });
+  t.is(rcpt!.diagnosticCode, '550 5.1.1 <alice@example.net>: Recipient address rejected: User unknown in virtual mailbox table');
+  t.deepEqual(r.original, { messageId: '<abc123.xyz@sender.dev>', posthornEmailId: 'em_0123456789abcdefghijk', returnPath: null, to: ['alice@example.net', 'bob@example.net'] });
+  t.is(r.subject, 'Undelivered Mail Returned to Sender');
+});
+
+test('Google DSN: a multi-line 550-5.1.1 diagnostic and the original after a nested related part', async (t) => {
+  const r = await parse(fixture('gmail-dsn-no-such-user.eml', { RETURN_PATH: RP, RECIPIENT: 'alice@example.net', MESSAGE_ID: '<abc123.xyz@sender.dev>', ORIGINAL }));
+  t.is(r.type, 'dsn');
+  t.is(r.reportingMta, 'googlemail.com');
+  t.like(r.recipients[0], { finalRecipient: 'alice@example.net', action: 'failed', status: '5.1.1', smtpCode: 550, hardBounce: true });
+  t.regex(r.recipients[0]!.diagnosticCode!, /unnecessary spaces\. For more information, go to 550 5\.1\.1 {2}https:/);
+  t.is(r.original?.posthornEmailId, 'em_0123456789abcdefghijk');
+});
+
+test('Exchange delay: delayed 4.4.7 with Will-Retry-Until; never a hard bounce', async (t) => {
+  const r = await parse(
+    fixture('exchange-dsn-delayed.eml', { RETURN_PATH: RP, RECIPIENT: 'alice@example.net', MESSAGE_ID: '<abc123.xyz@sender.dev>', SUBJECT: 'Hello', ORIGINAL_HEADERS: ORIGINAL.split('\r\n\r\n')[0]! }),
+  );
+  t.is(r.type, 'dsn');
+  t.like(r.recipients[0], { action: 'delayed', status: '4.4.7', smtpCode: 400, hardBounce: false, willRetryUntil: 'Thu, 15 Jan 2026 10:11:37 +0000' });
+  t.is(r.original?.messageId, '<abc123.xyz@sender.dev>');
+});
+
+test('a 5.7.1 spam rejection is a bounce that does not suppress', async (t) => {
+  const r = await parse(fixture('postfix-dsn-spam-policy.eml', { RETURN_PATH: RP, RECIPIENT: 'alice@example.net', ORIGINAL_HEADERS: 'Message-ID: <m@sender.dev>' }));
+  t.like(r.recipients[0], { action: 'failed', status: '5.7.1', smtpCode: 554, hardBounce: false, category: 'spam' });
+  t.is(r.original?.messageId, '<m@sender.dev>');
+});
+
+test('Yahoo ARF: feedback fields and the return path it quotes', async (t) => {
+  const r = await parse(fixture('yahoo-arf-abuse.eml', { REPORT_TO: 'complaints@x.test', SUBJECT: 'Hello', RETURN_PATH: RP, RECIPIENT: 'alice@example.net', ORIGINAL }));
+  t.is(r.type, 'arf');
+  t.deepEqual(r.feedback, {
+    feedbackType: 'abuse',
+    userAgent: 'Yahoo!-Mail-Feedback/2.0',
+    originalMailFrom: RP,
+    originalRcptTo: ['alice@example.net'],
+    arrivalDate: 'Mon, 12 Jan 2026 16:31:07 +0000',
+    sourceIp: null,
+    reportedDomain: 'sender.dev',
+  });
+  t.is(r.original?.returnPath, RP);
+  t.is(r.original?.posthornEmailId, 'em_0123456789abcdefghijk');
+});
+
+test('AOL ARF: an inline message/rfc822 original is still read', async (t) => {
+  const r = await parse(fixture('aol-arf-redacted.eml', { REPORT_TO: 'complaints@x.test', MESSAGE_ID: '<abc123.xyz@sender.dev>', ORIGINAL_REDACTED: ORIGINAL.replace(/^To: .*$/m, 'To: redacted@aol.com') }));
+  t.is(r.type, 'arf');
+  t.is(r.feedback?.sourceIp, '203.0.113.25');
+  t.deepEqual(r.feedback?.originalRcptTo, []);
+  t.is(r.original?.messageId, '<abc123.xyz@sender.dev>');
+  t.deepEqual(r.original?.to, ['redacted@aol.com']);
+});
+
+test('a base64-encoded delivery-status part (seen from some gateways) is decoded', async (t) => {
+  const status = Buffer.from('Reporting-MTA: dns; gw.example\r\n\r\nFinal-Recipient: rfc822; alice@example.net\r\nAction: failed\r\nStatus: 5.2.2\r\n').toString('base64');
+  const raw = Buffer.from(
+    `Content-Type: multipart/report; report-type="delivery-status"; boundary="=_b"\r\nSubject: failed\r\n\r\n--=_b\r\nContent-Type: text/plain\r\n\r\nfailed\r\n--=_b\r\nContent-Type: message/delivery-status\r\nContent-Transfer-Encoding: base64\r\n\r\n${status}\r\n--=_b--\r\n`,
+  );
+  const r = await parse(raw);
+  t.is(r.reportingMta, 'gw.example');
+  t.like(r.recipients[0], { finalRecipient: 'alice@example.net', status: '5.2.2', hardBounce: false, category: 'mailbox-full' });
+});
+
+test('garbage comes out as "other" or an empty report, never an exception', async (t) => {
+  const inputs = [
+    Buffer.alloc(0),
+    Buffer.from([0, 1, 2, 3, 0xff, 0xfe, 0x0a]),
+    Buffer.from('Content-Type: multipart/report; boundary=\r\n\r\n--\r\n'),
+    Buffer.from('Content-Type: multipart/report; report-type=delivery-status; boundary="(.*)+"\r\n\r\n--(.*)+\r\nContent-Type: message/delivery-status\r\n\r\n\r\n\r\n--(.*)+--'),
+    Buffer.from('Content-Type: multipart/report; report-type=feedback-report; boundary=z\r\n\r\n--z\r\nContent-Type: message/feedback-report\r\n\r\n:::\r\nFeedback-Type\r\n--z'),
+    Buffer.from(`Content-Type: multipart/report; boundary=q\r\n\r\n${'--q\r\n\r\n'.repeat(5000)}`),
+  ];
+  for (const raw of inputs) {
+    const r = await parse(raw);
+    t.true(['other', 'dsn', 'arf'].includes(r.type));
+    t.true(Array.isArray(r.recipients));
+  }
+});

@@ -1,0 +1,199 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import test from 'ava';
+import { simpleParser } from 'mailparser';
+import { createTransport } from 'nodemailer';
+import SMTPConnection from 'nodemailer/lib/smtp-connection';
+import type SMTPTransport from 'nodemailer/lib/smtp-transport';
+import { ManualClock } from '../../src/lib/clock.js';
+import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
+import { waitForStatus } from '../inbound/helpers/inbound-world.js';
+
+// SMTP submission (RFC 6409) with an API key as the password, through nodemailer: the same
+// send path as the API, so messages are DKIM-signed and delivered to the recipients' MX.
+
+let w: MailWorld;
+let port: number;
+let ca: string;
+
+test.before(async () => {
+  w = await startMailWorld();
+  port = w.t0.app.listeners.submission!.port;
+  // Clients must trust the server: the generated certificate is pinned as the CA.
+  ca = readFileSync(join(w.t0.dataDir, 'tls', 'self-signed-cert.pem'), 'utf8');
+});
+test.after.always(async () => {
+  await w?.close();
+});
+
+function transport(pass: string, extra: Partial<SMTPTransport.Options> = {}) {
+  return createTransport({
+    host: '127.0.0.1',
+    port,
+    secure: false,
+    requireTLS: true,
+    tls: { ca, servername: 'mx.posthorn.test' },
+    auth: { user: 'apikey', pass },
+    ...extra,
+  } as SMTPTransport.Options);
+}
+
+async function sendError(p: Promise<unknown>): Promise<SMTPConnection.SMTPError> {
+  try {
+    await p;
+  } catch (err) {
+    return err as SMTPConnection.SMTPError;
+  }
+  throw new Error('expected the send to fail');
+}
+
+test.serial('a submitted message is queued, DKIM-signed and delivered like an API send; the reply carries the email id', async (t) => {
+  const before = w.sink.messages.length;
+  const tx = transport(w.t0.key);
+  const info = await tx.sendMail({
+    from: 'Sender <hello@sender.dev>',
+    to: 'Alice <alice@example.net>',
+    cc: 'carol@example.org',
+    bcc: 'bob@example.net',
+    replyTo: 'support@sender.dev',
+    subject: 'Submitted über SMTP',
+    text: 'Plain body',
+    html: '<p>HTML <b>body</b></p>',
+    headers: { 'X-Campaign': 'spring', 'X-Posthorn-Email-ID': 'em_forged' },
+    attachments: [{ filename: 'report.csv', content: 'a,b\n1,2\n' }],
+  });
+  tx.close();
+  const m = /^250 2\.0\.0 Ok: queued as (em_[A-Za-z0-9]{21})$/.exec(info.response);
+  t.truthy(m, info.response);
+  const emailId = m![1]!;
+
+  const email = await waitForStatus(w, emailId, 'DELIVERED');
+  t.is(email.from, 'Sender <hello@sender.dev>');
+  t.is(email.to, 'Alice <alice@example.net>');
+  t.is(email.cc, 'carol@example.org');
+  t.is(email.bcc, 'bob@example.net', 'envelope recipients in neither To nor Cc are Bcc');
+  t.is(email.subject, 'Submitted über SMTP');
+
+  const delivered = w.sink.messages.slice(before);
+  t.is(delivered.length, 2, 'one transaction per destination domain');
+  const toNet = delivered.find((d) => d.rcptTo.includes('alice@example.net'))!;
+  t.deepEqual([...toNet.rcptTo].sort(), ['alice@example.net', 'bob@example.net']);
+  t.is(toNet.mailFrom, `bounces+${emailId}@bounces.sender.dev`);
+  t.is(await w.dkimStatus(toNet.raw), 'pass');
+  const parsed = await simpleParser(toNet.raw);
+  t.is(parsed.subject, 'Submitted über SMTP');
+  t.is(parsed.headers.get('x-campaign'), 'spring');
+  t.is(parsed.headers.get('x-posthorn-email-id'), emailId, 'engine-owned headers cannot be forged through submission');
+  t.is(parsed.headers.get('bcc'), undefined);
+  t.regex(parsed.text ?? '', /Plain body/);
+  t.regex(String(parsed.html), /HTML <b>body<\/b>/);
+  t.is(parsed.attachments[0]?.filename, 'report.csv');
+  t.is(parsed.attachments[0]?.content.toString(), 'a,b\n1,2\n');
+  t.is(parsed.replyTo?.value[0]?.address, 'support@sender.dev');
+});
+
+test.serial('AUTH before STARTTLS is refused and the key never crosses in the clear', async (t) => {
+  const err = await sendError(transport(w.t0.key, { requireTLS: false, ignoreTLS: true }).sendMail({ from: 'hello@sender.dev', to: 'a@example.net', subject: 's', text: 't' }));
+  t.is(err.code, 'EAUTH');
+  t.is(err.responseCode, 538);
+});
+
+test.serial('bad credentials get 535 5.7.8', async (t) => {
+  const revoked = await w.t0.app.services.apiKeys.create(w.t0.teamId, { name: 'gone', permission: 'FULL' });
+  await w.t0.app.services.apiKeys.revoke(revoked.id, w.t0.teamId);
+  for (const pass of ['ph_000000000000_notARealSecretAtAll1234', 'not a key', `${w.t0.key}x`, revoked.token]) {
+    const err = await sendError(transport(pass).sendMail({ from: 'hello@sender.dev', to: 'a@example.net', subject: 's', text: 't' }));
+    t.is(err.code, 'EAUTH', pass);
+    t.is(err.responseCode, 535, pass);
+    t.regex(err.response ?? '', /^535 5\.7\.8 /);
+  }
+  // AUTH LOGIN (the other mechanism) answers the same way.
+  const login = await sendError(transport('wrong', { authMethod: 'LOGIN' }).sendMail({ from: 'hello@sender.dev', to: 'a@example.net', subject: 's', text: 't' }));
+  t.is(login.responseCode, 535);
+});
+
+test.serial('MAIL without AUTH gets 530 5.7.0', async (t) => {
+  const err = await sendError(transport('', { auth: undefined }).sendMail({ from: 'hello@sender.dev', to: 'a@example.net', subject: 's', text: 't' }));
+  t.is(err.responseCode, 530);
+  t.regex(err.response ?? '', /^530 5\.7\.0 Authentication required/);
+});
+
+test.serial('the key\'s rules apply: SENDING may send, a domain-bound key only from its domain, only verified team domains', async (t) => {
+  const sending = await w.t0.app.services.apiKeys.create(w.t0.teamId, { name: 'smtp sending', permission: 'SENDING' });
+  const ok = await transport(sending.token).sendMail({ from: 'hello@sender.dev', to: 'a@example.net', subject: 's', text: 't' });
+  t.regex(ok.response, /^250 2\.0\.0 Ok: queued as em_/);
+
+  const other = await addVerifiedDomain(w.t0, 'second.dev');
+  const bound = await w.t0.app.services.apiKeys.create(w.t0.teamId, { name: 'bound', permission: 'SENDING', domainId: other.id });
+  const refused = await sendError(transport(bound.token).sendMail({ from: 'hello@sender.dev', to: 'a@example.net', subject: 's', text: 't' }));
+  t.is(refused.responseCode, 550);
+  t.regex(refused.response ?? '', /^550 5\.7\.1 this API key may only send from domain/);
+  const own = await transport(bound.token).sendMail({ from: 'hello@second.dev', to: 'a@example.net', subject: 's', text: 't' });
+  t.regex(own.response, /^250 /);
+
+  const foreign = await sendError(transport(w.t0.key).sendMail({ from: 'ceo@bank.com', to: 'a@example.net', subject: 's', text: 't' }));
+  t.is(foreign.responseCode, 550);
+  t.regex(foreign.response ?? '', /^550 5\.7\.1 domain bank\.com is not a domain of this team/);
+});
+
+test.serial('invalid messages are refused with a 5xx that says why', async (t) => {
+  const noSubject = await sendError(transport(w.t0.key).sendMail({ from: 'hello@sender.dev', to: 'a@example.net', text: 't' }));
+  t.is(noSubject.responseCode, 550);
+  t.regex(noSubject.response ?? '', /^550 5\.6\.0 Subject:/);
+  const bccOnly = await sendError(transport(w.t0.key).sendMail({ from: 'hello@sender.dev', bcc: 'hidden@example.net', subject: 's', text: 't' }));
+  t.regex(bccOnly.response ?? '', /^550 5\.6\.0 To:/);
+  // RFC 5321 4.5.3.1.10: the recipient over the limit gets 452; the rest are taken.
+  const many = await transport(w.t0.key).sendMail({ from: 'hello@sender.dev', to: Array.from({ length: 101 }, (_, i) => `r${i}@example.org`), subject: 's', text: 't' });
+  t.is(many.accepted.length, 100);
+  t.deepEqual(many.rejected, ['r100@example.org']);
+  t.regex(many.response, /^250 2\.0\.0 Ok: queued as em_/);
+});
+
+test.serial('a key deleted mid-session stops working at the next message', async (t) => {
+  const key = await w.t0.app.services.apiKeys.create(w.t0.teamId, { name: 'short-lived', permission: 'FULL' });
+  const conn = new SMTPConnection({ host: '127.0.0.1', port, requireTLS: true, tls: { ca, servername: 'mx.posthorn.test' } });
+  await new Promise<void>((resolve, reject) => conn.connect((err) => (err ? reject(err) : resolve())));
+  await new Promise<void>((resolve, reject) => conn.login({ user: 'apikey', pass: key.token }, (err) => (err ? reject(err) : resolve())));
+  const raw = 'From: hello@sender.dev\r\nTo: a@example.net\r\nSubject: one\r\n\r\nbody\r\n';
+  const send = () =>
+    new Promise<{ err?: SMTPConnection.SMTPError; response?: string }>((resolve) =>
+      conn.send({ from: 'hello@sender.dev', to: ['a@example.net'] }, raw, (err, info) => resolve(err ? { err } : { response: info.response })),
+    );
+  t.regex((await send()).response ?? '', /^250 /);
+  await w.t0.app.services.apiKeys.revoke(key.id, w.t0.teamId);
+  const second = await send();
+  t.is(second.err?.responseCode, 535);
+  conn.quit();
+});
+
+test('each submitted message counts one request against the team rate limit: 451 4.7.0 beyond it', async (t) => {
+  const clock = new ManualClock();
+  const app: TestApp = await startTestApp({ clock });
+  t.teardown(() => app.close());
+  await addVerifiedDomain(app, 'limited.dev');
+  // The team's own limit (the API's per-team override) applies to submission too.
+  await app.app.services.teams.setRateLimit(app.teamId, 2);
+  const appCa = readFileSync(join(app.dataDir, 'tls', 'self-signed-cert.pem'), 'utf8');
+  const tx = createTransport({
+    host: '127.0.0.1',
+    port: app.app.listeners.submission!.port,
+    requireTLS: true,
+    pool: true, // one connection for all messages
+    maxConnections: 1,
+    tls: { ca: appCa, servername: 'mx.posthorn.test' },
+    auth: { user: 'apikey', pass: app.key },
+  } as SMTPTransport.Options);
+  t.teardown(() => tx.close());
+  const mail = { from: 'hello@limited.dev', to: 'a@example.net', subject: 's', text: 't' };
+  // Domain setup above used API requests in this same (frozen) second: start a fresh window.
+  clock.advance(1000);
+  t.regex((await tx.sendMail(mail)).response, /^250 /);
+  t.regex((await tx.sendMail(mail)).response, /^250 /);
+  const limited = await sendError(tx.sendMail(mail));
+  t.is(limited.responseCode, 451);
+  t.regex(limited.response ?? '', /^451 4\.7\.0 rate limit of 2 messages per second exceeded/);
+  clock.advance(1000);
+  t.regex((await tx.sendMail(mail)).response, /^250 /);
+});
