@@ -6,6 +6,9 @@ import type { Logger } from '../lib/logger.js';
 // handling, and a graceful close that lets every message already being stored finish (so a
 // 250 is never promised for something we did not keep) before telling idle clients 421.
 
+/** Idle time allowed between client commands (RFC 5321 4.5.3.2.7: at least 5 minutes). */
+export const SMTP_SERVER_TIMEOUT_MS = 5 * 60_000;
+
 export class SmtpListener {
   private readonly inFlight = new Set<Promise<unknown>>();
   private server: SMTPServer | undefined;

@@ -112,3 +112,14 @@ test.serial('anything else at the complaint address is accepted and kept as unpa
   t.is(latest!.kind, 'unparsed');
   t.is(latest!.email_id, null);
 });
+
+test.serial('a DSN sent to the complaint address is kept but changes nothing (DSNs go to the return path)', async (t) => {
+  const email = await sendAndDeliver(w, { to: 'target@example.net', subject: 'Not a bounce channel' });
+  const dsn = fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: COMPLAINTS, RECIPIENT: 'target@example.net', ORIGINAL: email.raw.toString() });
+  t.true((await smtpSend({ port: inboundPort, from: '', to: [COMPLAINTS], raw: dsn })).ok);
+  const got = await w.t0.request('GET', `/v1/emails/${email.id}`);
+  t.is(got.body.latestStatus, 'DELIVERED');
+  t.is(await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'target@example.net'), undefined);
+  const [report] = await w.t0.app.inbound.reportsRepo.listForEmail(email.id);
+  t.is(report!.kind, 'bounce');
+});

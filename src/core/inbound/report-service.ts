@@ -206,11 +206,15 @@ export function createReportService(deps: ReportServiceDeps) {
         announce: [],
         kind: 'unparsed',
       };
-      if (linked && report.type === 'dsn') {
+      // A DSN acts only when it came back to a return path (RFC 3464 2.2: it is sent to the
+      // envelope sender); one sent to the complaint address is kept, not applied.
+      const toReturnPath = intake.routes.some((r) => r.kind === 'bounce');
+      if (linked && report.type === 'dsn' && toReturnPath) {
         plan = planDsn(linked.email, await deps.deliveries.listForEmail(linked.email.id), report, nowIso);
       } else if (linked && report.type === 'arf' && report.feedback) {
         plan = planComplaint(linked.email, await deps.deliveries.listForEmail(linked.email.id), report, nowIso);
       } else if (report.type === 'dsn') {
+        // Unlinked, or not at a return path: recorded by kind, nothing changed.
         plan.kind = report.recipients.some((r) => r.action === 'failed') ? 'bounce' : report.recipients.some((r) => r.action === 'delayed') ? 'delay' : 'notification';
       } else if (report.type === 'arf') {
         plan.kind = COMPLAINT_TYPES.has(report.feedback?.feedbackType ?? '') ? 'complaint' : 'feedback';

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { DNSResolver } from 'mailauth';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 import type { Clock } from '../../lib/clock.js';
@@ -11,7 +10,7 @@ import type { ReportService } from '../../core/inbound/report-service.js';
 import type { DomainRecord } from '../../store/repositories/domains-repository.js';
 import { AppError } from '../../core/errors.js';
 import { smtpError, toSmtpError } from '../smtp-errors.js';
-import { readMessage, SmtpListener } from '../smtp-listener.js';
+import { readMessage, SMTP_SERVER_TIMEOUT_MS, SmtpListener } from '../smtp-listener.js';
 import { parseMessage } from '../parsed-mail.js';
 import { parseReport } from './report-parser.js';
 import { buildReceivedMessage, plainIp } from './received-message.js';
@@ -58,7 +57,9 @@ export async function startInboundServer(o: InboundServerOptions): Promise<SmtpL
       try {
         routes.push(await o.router.route(rcpt));
       } catch (err) {
-        logger.info({ rcpt, err: (err as Error).message }, 'recipient no longer accepted at DATA; skipped');
+        // A store failure is ours and transient (451 below); only a refusal drops the recipient.
+        if (!(err instanceof AppError)) throw err;
+        logger.info({ rcpt, err: err.message }, 'recipient no longer accepted at DATA; skipped');
       }
     }
     if (!routes.length) throw smtpError(550, '5.7.1', 'no recipient of this message is accepted here any more');
@@ -94,7 +95,8 @@ export async function startInboundServer(o: InboundServerOptions): Promise<SmtpL
       logger.info({ ids: stored, rcptTo: envelope.rcptTo, spf: message.auth.spf.result, dkim: message.auth.dkim.result, dmarc: message.auth.dmarc.result }, 'received email stored');
       ids.push(...stored);
     }
-    return ids.join(' ');
+    // RFC 5321 4.5.3.1.5: a reply line is at most 512 octets; a long list is summarised.
+    return ids.length > 8 ? `${ids.slice(0, 8).join(' ')} (+${ids.length - 8} more)` : ids.join(' ');
   }
 
   const server = new SMTPServer({
@@ -112,6 +114,9 @@ export async function startInboundServer(o: InboundServerOptions): Promise<SmtpL
     rejectOversized: true,
     maxClients: o.maxConnections,
     maxRecipients: o.maxRecipients,
+    // RFC 5321 4.5.3.2.7: a server waits at least 5 minutes for the next command; this also
+    // outlasts our own work on a message (DNS checks, storing) before the reply.
+    socketTimeout: SMTP_SERVER_TIMEOUT_MS,
     banner: 'Posthorn ESMTP',
 
     onConnect(_session, callback) {
@@ -140,7 +145,7 @@ export async function startInboundServer(o: InboundServerOptions): Promise<SmtpL
         if (oversized) return callback(smtpError(552, '5.3.4', `message exceeds the fixed maximum size of ${o.maxMessageBytes} bytes`));
         try {
           const ids = await handleMessage(raw, session);
-          callback(null, `2.0.0 Ok: queued as ${ids || randomBytes(6).toString('hex')}`);
+          callback(null, `2.0.0 Ok: queued as ${ids}`);
         } catch (err) {
           if ((err as { responseCode?: number }).responseCode) return callback(err as Error);
           logger.error({ err, rcptTo: session.envelope.rcptTo.map((r) => r.address) }, 'storing an inbound message failed; answered 451');

@@ -7,7 +7,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { PemKeyPair } from '../../lib/tls-cert.js';
 import { parseMessage } from '../parsed-mail.js';
 import { smtpError, toSmtpError } from '../smtp-errors.js';
-import { readMessage, SmtpListener } from '../smtp-listener.js';
+import { readMessage, SMTP_SERVER_TIMEOUT_MS, SmtpListener } from '../smtp-listener.js';
 import { messageToSendInput } from './message-to-send-input.js';
 
 // Message submission (RFC 6409) on 587: STARTTLS (RFC 3207) before AUTH PLAIN/LOGIN
@@ -84,6 +84,9 @@ export async function startSubmissionServer(o: SubmissionServerOptions): Promise
     rejectOversized: true,
     maxClients: o.maxConnections,
     maxRecipients: o.maxRecipients,
+    // RFC 5321 4.5.3.2.7: a server waits at least 5 minutes for the next command; this also
+    // outlasts our own work on a message (DNS checks, storing) before the reply.
+    socketTimeout: SMTP_SERVER_TIMEOUT_MS,
     banner: 'Posthorn ESMTP submission',
 
     onConnect(_session, callback) {
