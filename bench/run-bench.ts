@@ -120,7 +120,7 @@ async function main() {
     ['API sends accepted/s', `${results.api.acceptedPerSecond} (${api.ok} ok, ${api.failed} failed, ${CONCURRENCY} in flight)`],
     ['API latency p50 / p99', `${results.api.latencyMs.p50} ms / ${results.api.latencyMs.p99} ms`],
     ['delivered messages/s (DKIM, SMTP)', `${results.delivery.deliveredPerSecond} (${delivered} in ${results.delivery.seconds} s)`],
-    ...(campaign ? ([['campaign contacts queued/s', `${campaign.contactsQueuedPerSecond} (${campaign.contacts} in ${campaign.seconds} s)`]] as [string, string][]) : []),
+    ["campaign contacts queued/s", `${campaign.contactsQueuedPerSecond} (${campaign.emailsQueued} of ${campaign.contacts} in ${campaign.seconds} s)`],
     ['peak RSS', `${results.peakRssMb} MB`],
   ];
   const width = Math.max(...rows.map((r) => r[0].length));

@@ -46,6 +46,11 @@ import { createContactService } from './core/contacts/contact-service.js';
 import { createSegmentService } from './core/segments/segment-service.js';
 import { createSuppressionService } from './core/suppressions/suppression-service.js';
 import { contactBooksRoutes } from './api/routes/contact-books-routes.js';
+import { campaignsRoutes } from './api/routes/campaigns-routes.js';
+import { unsubscribeRoutes } from './api/unsubscribe-routes.js';
+import { createCampaignService } from './core/campaigns/campaign-service.js';
+import { createCampaignsRepository } from './store/repositories/campaigns-repository.js';
+import { startCampaignRunner, type CampaignRunner } from './scheduler/campaign-runner.js';
 import { contactConfirmationPages, contactsRoutes } from './api/routes/contacts-routes.js';
 import { segmentsRoutes } from './api/routes/segments-routes.js';
 import { suppressionsRoutes } from './api/routes/suppressions-routes.js';
@@ -152,7 +157,26 @@ export async function createApp(opts: AppOptions) {
   const contactsRepo = createContactsRepository(store.db);
   const contacts = createContactService({ books: contactBooksRepo, contacts: contactsRepo, domains, emails, events, clock, logger, secret, publicUrl: config.publicUrl });
   const contactBooks = createContactBookService({ books: contactBooksRepo, domains, clock, contacts });
-  const segments = createSegmentService({ segments: createSegmentsRepository(store.db), books: contactBooksRepo, contacts: contactsRepo, clock });
+  const segmentsRepo = createSegmentsRepository(store.db);
+  const segments = createSegmentService({ segments: segmentsRepo, books: contactBooksRepo, contacts: contactsRepo, clock });
+  const campaigns = createCampaignService({
+    campaigns: createCampaignsRepository(store.db),
+    contactBooks: contactBooksRepo,
+    segments: segmentsRepo,
+    contacts,
+    emails,
+    domains,
+    events,
+    clock,
+    logger,
+    secret,
+    publicUrl: config.publicUrl,
+    hostname: config.hostname,
+    batchWindowMs: config.campaigns.batchWindowSeconds * 1000,
+  });
+  // Campaign counters follow the status events of campaign emails.
+  events.on('*', (e) => (e.type.startsWith('email.') ? campaigns.onEmailEvent(e) : undefined));
+  let campaignRunner: CampaignRunner | undefined;
   const suppressions = createSuppressionService({ suppressions: suppressionsRepo, clock });
 
   // Events out: the webhook outbox and its dispatcher, open/click tracking, analytics rollups.
@@ -198,9 +222,10 @@ export async function createApp(opts: AppOptions) {
   let inboundListener: SmtpListener | undefined;
   let submissionListener: SmtpListener | undefined;
 
-  const services = { templates, teams, apiKeys, events, settings, domains, emails, deliveries, deliveriesRepo, suppressionsRepo, contactBooks, contacts, contactsRepo, segments, suppressions, webhooks, analytics, tracking };
+  const services = { campaigns, templates, teams, apiKeys, events, settings, domains, emails, deliveries, deliveriesRepo, suppressionsRepo, contactBooks, contacts, contactsRepo, segments, suppressions, webhooks, analytics, tracking };
 
   const routes: RouteDef[] = [...apiKeysRoutes(apiKeys), ...domainsRoutes(domains), ...emailsRoutes(emails), ...templatesRoutes(templates)];
+  routes.push(...campaignsRoutes(campaigns));
   routes.push(...contactBooksRoutes(contactBooks), ...contactsRoutes(contacts), ...segmentsRoutes(segments), ...suppressionsRoutes(suppressions));
   routes.push(...receivedEmailsRoutes(inbound.received));
   routes.push(...webhooksRoutes(webhooks), ...analyticsRoutes(analytics));
@@ -262,6 +287,8 @@ export async function createApp(opts: AppOptions) {
     services,
     listeners,
     engine,
+    /** Runs due campaign batches now (tests move their clock, then call this). */
+    runCampaigns: () => campaignRunner?.tickNow() ?? campaigns.tick(),
     inbound,
     webhookDispatcher,
 
@@ -285,6 +312,7 @@ export async function createApp(opts: AppOptions) {
         extra: (router) => {
           healthRoute(router);
           contactConfirmationPages(router, contacts);
+          unsubscribeRoutes(campaigns)(router);
           trackingRoutes(tracking, logger)(router);
         },
       });
@@ -318,6 +346,7 @@ export async function createApp(opts: AppOptions) {
       if (releasedCalls) logger.info({ released: releasedCalls }, 'released webhook call leases left by a previous run');
       webhookDispatcher.start();
       cron = startCronJobs({ logger, domains, config });
+      campaignRunner = startCampaignRunner({ campaigns, logger });
       return listeners;
     },
 
@@ -326,6 +355,7 @@ export async function createApp(opts: AppOptions) {
       if (stopping) return;
       stopping = true;
       cron?.stop();
+      await campaignRunner?.stop();
       await http?.close();
       // Messages being stored finish and get their reply before the store closes.
       await Promise.all([inboundListener?.close(), submissionListener?.close()]);

@@ -92,6 +92,10 @@ export interface Config {
       password: string;
     };
   };
+  campaigns: {
+    /** A campaign sends batchSize messages per window of this many seconds. */
+    batchWindowSeconds: number;
+  };
   webhooks: {
     /** Allow webhook URLs that resolve to private, loopback or link-local addresses. */
     allowPrivate: boolean;
@@ -143,5 +147,6 @@ export const DEFAULT_CONFIG: Config = {
     signingWorkers: 1,
     relay: { host: '', port: 587, secure: 'starttls', user: '', password: '' },
   },
+  campaigns: { batchWindowSeconds: 60 },
   webhooks: { allowPrivate: false, timeoutMs: 10_000 },
 };

@@ -77,6 +77,7 @@ export const configSchema = z
           .strict(),
       })
       .strict(),
+    campaigns: z.object({ batchWindowSeconds: z.number().min(0).max(86_400) }).strict(),
     webhooks: z.object({ allowPrivate: z.boolean(), timeoutMs: z.number().int().min(100).max(60_000) }).strict(),
   })
   .strict();

@@ -7,9 +7,10 @@ import type { Kysely } from 'kysely';
  * SQL itself (profiled: ~40 µs of query building per statement, ~150 µs per commit). So these
  * few repository functions use prepared statements directly and group commits:
  *
- * - write(fn) queues fn; all writes queued in one event-loop turn run in ONE transaction, each
- *   inside its own savepoint so a failing item rolls back alone. Callers are answered only after
- *   the commit, so "accepted" still means "on disk" (group commit).
+ * - write(fn) queues fn; all writes queued in one event-loop turn run in ONE transaction. If an
+ *   item throws, the batch is rolled back and redone with a savepoint per item, so a failing
+ *   item fails alone. fn must be a pure function of the database (it may run twice). Callers
+ *   are answered only after the commit, so "accepted" still means "on disk" (group commit).
  * - Both read() and write() hold Kysely's connection lock while they run, so they never run in
  *   the middle of a Kysely transaction that is awaiting between statements.
  *
@@ -39,18 +40,28 @@ export function createHotPath(db: Kysely<any>, sqlite: BetterSqlite3.Database): 
     const batch = queue.splice(0, MAX_BATCH);
     if (queue.length) schedule();
     if (!batch.length) return;
-    const outcomes: { ok: boolean; value: unknown }[] = [];
+    let outcomes: { ok: boolean; value: unknown }[] = [];
     try {
       await db.connection().execute(async () => {
-        sqlite.transaction(() => {
-          for (const item of batch) {
-            try {
-              outcomes.push({ ok: true, value: sqlite.transaction(item.fn)() }); // nested = savepoint
-            } catch (err) {
-              outcomes.push({ ok: false, value: err });
+        try {
+          // Fast path: the whole batch in one transaction, no per-item savepoints.
+          sqlite.transaction(() => {
+            outcomes = batch.map((item) => ({ ok: true, value: item.fn() }));
+          })();
+        } catch {
+          // Some item failed and rolled the batch back: redo it with a savepoint per item
+          // (a nested better-sqlite3 transaction), so only the failing items fail.
+          outcomes = [];
+          sqlite.transaction(() => {
+            for (const item of batch) {
+              try {
+                outcomes.push({ ok: true, value: sqlite.transaction(item.fn)() });
+              } catch (err) {
+                outcomes.push({ ok: false, value: err });
+              }
             }
-          }
-        })();
+          })();
+        }
       });
     } catch (err) {
       // The commit itself failed (disk full, I/O error): nothing of the batch is stored.

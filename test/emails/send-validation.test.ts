@@ -133,3 +133,13 @@ test('emails list: data and count, page and limit, tag AND filter, domainId filt
   t.is((await w.t0.request('GET', '/v1/emails/xy')).status, 400);
   t.is((await w.t0.request('GET', '/v1/emails/em_missing')).status, 404);
 });
+
+test('header values that can never be folded into legal lines are 400, not a delivery failure later', async (t) => {
+  const long = 'x'.repeat(1000);
+  for (const extra of [{ subject: long }, { from: `${long} <a@${w.domain.name}>` }, { headers: { 'X-Long': long } }, { headers: { 'Content-ID': '<x@y>' } }]) {
+    const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, extra) });
+    t.is(res.status, 400, JSON.stringify(extra).slice(0, 60));
+  }
+  const spaced = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { subject: 'word '.repeat(150) }) });
+  t.is(spaced.status, 200);
+});

@@ -6,10 +6,11 @@ import type { EmailRow, EmailsRepository, NewEmail } from '../../store/repositor
 import type { IdempotencyRepository } from '../../store/repositories/idempotency-repository.js';
 import type { SuppressionsRepository } from '../../store/repositories/suppressions-repository.js';
 import type { DomainService } from '../domains/domain-service.js';
+import type { DomainRecord } from '../../store/repositories/domains-repository.js';
 import { badRequest, notFound, notUnique } from '../errors.js';
 import type { EventBus } from '../events.js';
 import { addressKey, domainOf, formatMailbox, parseMailbox, parseMailboxList, type Mailbox } from './addresses.js';
-import { validateCustomHeaders } from './email-headers.js';
+import { assertFoldable, validateCustomHeaders } from './email-headers.js';
 import { statusEventType, statusRank, type EmailStatus } from './email-status.js';
 import { parseScheduledAt } from './scheduled-at.js';
 import type { SendInput } from './send-schema.js';
@@ -36,6 +37,10 @@ export interface SubmitOptions {
   idempotencyKey?: string;
   /** The request body as received, hashed canonically for the idempotency check. */
   rawBody?: unknown;
+  /** Reuse sending-domain lookups across many submits of one caller (campaign batches). */
+  domainCache?: Map<string, Promise<DomainRecord>>;
+  /** Suppression answers looked up once for a whole batch (addresses checked, and the suppressed ones). */
+  suppressedAmong?: { checked: Set<string>; suppressed: Set<string> };
 }
 
 export interface RenderedTemplate {
@@ -121,10 +126,18 @@ export function createEmailService(deps: EmailServiceDeps) {
     }
     if (!subject) throw badRequest(`${f('subject')}: required unless templateId is given`);
     if (/[\r\n]/.test(subject)) subject = subject.replace(/\r?\n|\r/g, ' '); // folded subjects from forms; never a header break
+    assertFoldable(subject, f('subject'));
     if (!html && !text) throw badRequest(`${field || 'body'}: either text or html is required (or a templateId)`);
 
     const from = parseMailbox(input.from, f('from'));
-    const domain = await deps.domains.sendingDomain({ teamId: ctx.teamId, domainId: ctx.domainId }, domainOf(from.address));
+    assertFoldable(from.name, f('from'));
+    const domainName = domainOf(from.address);
+    let domainLookup = opts.domainCache?.get(domainName);
+    if (!domainLookup) {
+      domainLookup = deps.domains.sendingDomain({ teamId: ctx.teamId, domainId: ctx.domainId }, domainName);
+      opts.domainCache?.set(domainName, domainLookup);
+    }
+    const domain = await domainLookup;
     const to = parseMailboxList(input.to, f('to'));
     const cc = parseMailboxList(input.cc, f('cc'));
     const bcc = parseMailboxList(input.bcc, f('bcc'));
@@ -154,7 +167,8 @@ export function createEmailService(deps: EmailServiceDeps) {
     }
 
     // Suppressions: all To suppressed -> nothing is sent; suppressed cc/bcc are dropped.
-    const suppressed = await deps.suppressions.findSuppressed(ctx.teamId, [...to, ...cc, ...bcc].map((m) => addressKey(m.address)));
+    const keys = [...to, ...cc, ...bcc].map((m) => addressKey(m.address));
+    const suppressed = opts.suppressedAmong && keys.every((k) => opts.suppressedAmong!.checked.has(k)) ? opts.suppressedAmong.suppressed : await deps.suppressions.findSuppressed(ctx.teamId, keys);
     const isSuppressed = (m: Mailbox) => suppressed.has(addressKey(m.address));
     const allToSuppressed = to.every(isSuppressed);
     const droppedRecipients = [...to, ...cc, ...bcc].filter(isSuppressed).map((m) => m.address);
@@ -218,7 +232,13 @@ export function createEmailService(deps: EmailServiceDeps) {
       updated_at: nowIso,
     };
     return {
-      item: { row, tags, deliveries, events: [{ status, data: Object.keys(eventData).length ? eventData : null, createdAt: nowIso }] },
+      item: {
+        row,
+        tags,
+        deliveries,
+        events: [{ status, data: Object.keys(eventData).length ? eventData : null, createdAt: nowIso }],
+        campaignRecipient: opts.campaignId && opts.contactId ? { campaignId: opts.campaignId, contactId: opts.contactId } : undefined,
+      },
       status,
       eventData,
     };
@@ -314,6 +334,41 @@ export function createEmailService(deps: EmailServiceDeps) {
         announce(prepared);
         return response;
       });
+    },
+
+    /**
+     * Many independent sends (campaign batches): each item is validated and stored on its own
+     * (one bad address never fails the others), and the inserts share group commits.
+     */
+    async submitEach(ctx: SendContext, items: { input: SendInput; opts: SubmitOptions }[]): Promise<({ emailId: string } | { error: Error })[]> {
+      type Settled = { ok: true; prepared: Prepared } | { ok: false; error: Error };
+      // One suppression lookup for the whole batch instead of one per message.
+      const checked = new Set<string>();
+      for (const { input } of items) {
+        for (const v of [input.to, input.cc, input.bcc]) {
+          for (const a of v === undefined || v === null ? [] : Array.isArray(v) ? v : [v]) {
+            try {
+              checked.add(addressKey(parseMailbox(a, 'to').address));
+            } catch {
+              // invalid: prepare() reports it for that item
+            }
+          }
+        }
+      }
+      const suppressedAmong = { checked, suppressed: await deps.suppressions.findSuppressed(ctx.teamId, [...checked]) };
+      const settled = await Promise.all(
+        items.map(async ({ input, opts }): Promise<Settled> => {
+          try {
+            const prepared = await prepare(ctx, input, { ...opts, suppressedAmong });
+            await emails.insertAccepted([prepared.item]);
+            return { ok: true, prepared };
+          } catch (error) {
+            return { ok: false, error: error as Error };
+          }
+        }),
+      );
+      announce(settled.flatMap((s) => (s.ok ? [s.prepared] : [])));
+      return settled.map((s) => (s.ok ? { emailId: s.prepared.item.row.id } : { error: s.error }));
     },
 
     async get(ctx: SendContext, id: string) {

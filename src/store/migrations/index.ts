@@ -6,6 +6,7 @@ import * as m20261122035000 from './20261122035000-templates.js';
 import * as m20261122040000 from './20261122040000-audience.js';
 import * as m20261122050000 from './20261122050000-webhooks-analytics.js';
 import * as m20261122060000 from './20261122060000-inbound.js';
+import * as m20261122070000 from './20261122070000-campaigns.js';
 import * as m20261122080000 from './20261122080000-delivery-claim-index.js';
 
 // Every migration, keyed by its timestamped name. Kysely runs them in name order and
@@ -18,5 +19,6 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261122040000-audience': m20261122040000,
   '20261122050000-webhooks-analytics': m20261122050000,
   '20261122060000-inbound': m20261122060000,
+  '20261122070000-campaigns': m20261122070000,
   '20261122080000-delivery-claim-index': m20261122080000,
 };

@@ -21,6 +21,9 @@ export interface NewEvent {
 
 export interface NewEmail {
   row: EmailsTable;
+  /** A campaign message: its (campaign, contact) row is written in the same transaction, and
+   *  an existing row makes the insert fail, so no contact ever gets a campaign twice. */
+  campaignRecipient?: { campaignId: string; contactId: string };
   tags: string[];
   deliveries: NewDelivery[];
   events: NewEvent[];
@@ -80,6 +83,11 @@ export function createEmailsRepository(db: Db) {
       await hot.write(() => {
         for (const item of items) {
           const r = item.row;
+          if (item.campaignRecipient) {
+            sqlite
+              .prepare('insert into campaign_recipients (campaign_id, contact_id, email_id) values (?, ?, ?)')
+              .run(item.campaignRecipient.campaignId, item.campaignRecipient.contactId, r.id);
+          }
           sqlite.prepare(INSERT_EMAIL_SQL).run(EMAIL_COLUMNS.map((c) => r[c]));
           for (const tag of item.tags) sqlite.prepare('insert into email_tags (email_id, team_id, tag) values (?, ?, ?)').run(r.id, r.team_id, tag);
           const acceptedAt = Date.parse(r.created_at);

@@ -367,7 +367,52 @@ export interface InboundReportsTable {
   created_at: string;
 }
 
+export type CampaignStatus = 'DRAFT' | 'SCHEDULED' | 'RUNNING' | 'PAUSED' | 'SENT';
+
+export interface CampaignsTable {
+  id: string;
+  team_id: number;
+  name: string;
+  from_addr: string;
+  subject: string;
+  preview_text: string | null;
+  contact_book_id: string;
+  segment_id: string | null;
+  content: string | null;
+  html: string | null;
+  text_body: string | null;
+  reply_to_json: string;
+  cc_json: string;
+  bcc_json: string;
+  status: CampaignStatus;
+  scheduled_at: string | null;
+  batch_size: number;
+  cursor: string | null;
+  next_batch_at: number | null;
+  total: number;
+  sent: number;
+  delivered: number;
+  opened: number;
+  clicked: number;
+  bounced: number;
+  complained: number;
+  unsubscribed: number;
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+}
+
+export interface CampaignRecipientsTable {
+  campaign_id: string;
+  contact_id: string;
+  email_id: string;
+  counted: string;
+  unsubscribed: number;
+}
+
 export interface Database {
+  campaigns: CampaignsTable;
+  campaign_recipients: CampaignRecipientsTable;
   webhooks: WebhooksTable;
   webhook_events: WebhookEventsTable;
   webhook_calls: WebhookCallsTable;

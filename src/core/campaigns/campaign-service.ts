@@ -1,0 +1,405 @@
+import type { Clock } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import type { Logger } from '../../lib/logger.js';
+import type { CampaignRow, CampaignsRepository, CountedStatus } from '../../store/repositories/campaigns-repository.js';
+import type { ContactBooksRepository } from '../../store/repositories/contact-books-repository.js';
+import type { SegmentsRepository } from '../../store/repositories/segments-repository.js';
+import type { CampaignStatus } from '../../store/tables/database.js';
+import type { FilterNode } from '../../store/repositories/contact-filter-sql.js';
+import type { ContactService } from '../contacts/contact-service.js';
+import type { DomainService } from '../domains/domain-service.js';
+import { parseMailbox, parseMailboxList, domainOf } from '../emails/addresses.js';
+import type { EmailService } from '../emails/email-service.js';
+import { parseScheduledAt } from '../emails/scheduled-at.js';
+import { badRequest, notFound } from '../errors.js';
+import type { BusEvent, EventBus } from '../events.js';
+import { personalizeCampaign, renderCampaignBody } from './campaign-content.js';
+import { signUnsubscribeToken, verifyUnsubscribeToken } from './unsubscribe-token.js';
+
+export const DEFAULT_BATCH_SIZE = 500;
+export const MAX_BATCH_SIZE = 100_000;
+/** Contacts submitted per store round trip inside one batch (bounds memory for huge batches). */
+const FAN_OUT_CHUNK = 1000;
+
+export interface CampaignInput {
+  name: string;
+  from: string;
+  subject: string;
+  contactBookId: string;
+  segmentId?: string | null;
+  previewText?: string | null;
+  content?: string | null;
+  html?: string | null;
+  replyTo?: string | string[] | null;
+  cc?: string | string[] | null;
+  bcc?: string | string[] | null;
+  sendNow?: boolean;
+  scheduledAt?: string | null;
+  batchSize?: number;
+}
+
+export interface CampaignScope {
+  teamId: number;
+  domainId: number | null;
+}
+
+export interface CampaignServiceDeps {
+  campaigns: CampaignsRepository;
+  contactBooks: ContactBooksRepository;
+  segments: SegmentsRepository;
+  contacts: ContactService;
+  emails: EmailService;
+  domains: DomainService;
+  events: EventBus;
+  clock: Clock;
+  logger: Logger;
+  secret: string;
+  publicUrl: string;
+  hostname: string;
+  /** Time between two batches of one campaign (batchSize messages per window). */
+  batchWindowMs: number;
+}
+
+const list = (v: string | string[] | null | undefined) => (v === undefined || v === null ? [] : Array.isArray(v) ? v : [v]);
+
+export function createCampaignService(deps: CampaignServiceDeps) {
+  const { campaigns, clock } = deps;
+  const running = new Set<string>();
+
+  function view(c: CampaignRow) {
+    return {
+      id: c.id,
+      name: c.name,
+      from: c.from_addr,
+      subject: c.subject,
+      previewText: c.preview_text,
+      contactBookId: c.contact_book_id,
+      segmentId: c.segment_id,
+      content: c.content,
+      html: c.html,
+      status: c.status,
+      scheduledAt: c.scheduled_at,
+      batchSize: c.batch_size,
+      batchWindowMinutes: deps.batchWindowMs / 60_000,
+      total: c.total,
+      sent: c.sent,
+      delivered: c.delivered,
+      opened: c.opened,
+      clicked: c.clicked,
+      bounced: c.bounced,
+      complained: c.complained,
+      unsubscribed: c.unsubscribed,
+      replyTo: JSON.parse(c.reply_to_json) as string[],
+      cc: JSON.parse(c.cc_json) as string[],
+      bcc: JSON.parse(c.bcc_json) as string[],
+      createdAt: c.created_at,
+      updatedAt: c.updated_at,
+    };
+  }
+
+  async function load(scope: CampaignScope, id: string): Promise<CampaignRow> {
+    const c = await campaigns.findById(scope.teamId, id);
+    if (!c) throw notFound(`campaign ${id} not found`);
+    return c;
+  }
+
+  /** Checks everything a campaign refers to; returns normalised columns. */
+  async function validate(scope: CampaignScope, input: Partial<CampaignInput>, current?: CampaignRow) {
+    const out: Partial<CampaignRow> = {};
+    if (input.from !== undefined) {
+      const from = parseMailbox(input.from, 'from');
+      // Verified, the team's, and inside the key's domain (403 otherwise), like any send.
+      await deps.domains.sendingDomain(scope, domainOf(from.address));
+      out.from_addr = input.from;
+    }
+    const bookId = input.contactBookId ?? current?.contact_book_id;
+    if (input.contactBookId !== undefined && !(await deps.contactBooks.findById(scope.teamId, input.contactBookId))) {
+      throw badRequest(`contactBookId: contact book ${input.contactBookId} not found`);
+    }
+    if (input.contactBookId !== undefined) out.contact_book_id = input.contactBookId;
+    if (input.segmentId !== undefined) {
+      if (input.segmentId !== null) {
+        const seg = await deps.segments.findById(scope.teamId, input.segmentId);
+        if (!seg) throw badRequest(`segmentId: segment ${input.segmentId} not found`);
+        if (seg.contact_book_id !== bookId) throw badRequest(`segmentId: segment ${input.segmentId} belongs to another contact book`);
+      }
+      out.segment_id = input.segmentId;
+    }
+    for (const [field, key] of [['replyTo', 'reply_to_json'], ['cc', 'cc_json'], ['bcc', 'bcc_json']] as const) {
+      const v = input[field];
+      if (v !== undefined) out[key] = JSON.stringify(parseMailboxList(v, field).map((m) => m.address));
+    }
+    if (input.name !== undefined) out.name = input.name;
+    if (input.subject !== undefined) out.subject = input.subject;
+    if (input.previewText !== undefined) out.preview_text = input.previewText;
+    if (input.content !== undefined || input.html !== undefined) {
+      const content = input.content !== undefined ? input.content : current?.content;
+      const html = input.html !== undefined ? input.html : content ? null : current?.html;
+      const rendered = renderCampaignBody({ content, html, previewText: input.previewText ?? current?.preview_text });
+      out.content = content ?? null;
+      out.html = content ? rendered.html : (html ?? null);
+      out.text_body = rendered.text;
+    }
+    if (input.batchSize !== undefined) out.batch_size = input.batchSize;
+    return out;
+  }
+
+  async function filterFor(c: CampaignRow): Promise<FilterNode | null> {
+    if (!c.segment_id) return null;
+    const seg = await deps.segments.findById(c.team_id, c.segment_id);
+    return seg ? (JSON.parse(seg.filters_json) as FilterNode) : null;
+  }
+
+  function resolveWhen(scheduledAt: string | null | undefined): string {
+    const now = clock.now();
+    return (scheduledAt ? (parseScheduledAt(scheduledAt, now) ?? now) : now).toISOString();
+  }
+
+  /** Sends one batch of a due campaign. Durable: the cursor and each contact's row are stored. */
+  async function runBatch(c: CampaignRow): Promise<void> {
+    const now = clock.now();
+    if (c.status === 'SCHEDULED') {
+      const total = (await campaigns.countReached(c.id)) + (await campaigns.countEligible(c, await filterFor(c)));
+      const started = await campaigns.update(c.id, { status: 'RUNNING', total, next_batch_at: null, updated_at: now.toISOString() }, ['SCHEDULED']);
+      if (!started) return; // paused or deleted meanwhile
+      c = started;
+    }
+    const book = await deps.contactBooks.findById(c.team_id, c.contact_book_id);
+    if (!book) {
+      await campaigns.update(c.id, { status: 'PAUSED', updated_at: now.toISOString() }, ['RUNNING']);
+      deps.logger.warn({ campaignId: c.id }, 'campaign paused: its contact book was deleted');
+      return;
+    }
+    const variables = JSON.parse(book.variables_json) as string[];
+    const filter = await filterFor(c);
+    const body = { subject: c.subject, html: c.html ?? '', text: c.text_body ?? '' };
+    const domainCache = new Map();
+    let remaining = c.batch_size;
+    let cursor = c.cursor;
+    while (remaining > 0) {
+      const contacts = await campaigns.nextContacts({ ...c, cursor }, filter, Math.min(FAN_OUT_CHUNK, remaining));
+      if (contacts.length === 0) {
+        await campaigns.update(c.id, { status: 'SENT', cursor, next_batch_at: null, updated_at: clock.now().toISOString() }, ['RUNNING']);
+        return;
+      }
+      const items = contacts.map((contact) => {
+        const properties = JSON.parse(contact.properties_json) as Record<string, string>;
+        const token = signUnsubscribeToken(deps.secret, c.id, contact.id);
+        const unsubscribeUrl = `${deps.publicUrl}/unsubscribe/${token}`;
+        const values: Record<string, string | undefined> = {
+          email: contact.email,
+          firstName: contact.first_name ?? undefined,
+          lastName: contact.last_name ?? undefined,
+          unsubscribeUrl,
+        };
+        for (const v of variables) values[v] = properties[v];
+        const personal = personalizeCampaign(body, values);
+        return {
+          input: {
+            from: c.from_addr,
+            to: contact.email,
+            subject: personal.subject,
+            html: personal.html,
+            text: personal.text,
+            replyTo: list(JSON.parse(c.reply_to_json) as string[]).length ? (JSON.parse(c.reply_to_json) as string[]) : undefined,
+            cc: (JSON.parse(c.cc_json) as string[]).length ? (JSON.parse(c.cc_json) as string[]) : undefined,
+            bcc: (JSON.parse(c.bcc_json) as string[]).length ? (JSON.parse(c.bcc_json) as string[]) : undefined,
+          },
+          opts: {
+            campaignId: c.id,
+            contactId: contact.id,
+            domainCache,
+            // RFC 2369 + RFC 8058: a URL for one-click POST and a mailto for older clients.
+            systemHeaders: {
+              'List-Unsubscribe': `<${unsubscribeUrl}>, <mailto:unsubscribe+${token}@${deps.hostname}>`,
+              'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+              Precedence: 'bulk',
+            },
+          },
+        };
+      });
+      const results = await deps.emails.submitEach({ teamId: c.team_id, domainId: null, apiKeyId: null }, items);
+      const failed = results.filter((r): r is { error: Error } => 'error' in r && !/UNIQUE|PRIMARY KEY/i.test(r.error.message));
+      if (failed.length) {
+        // A verification lapse or a deleted domain fails every item: pause rather than skip everyone.
+        if (failed.length === results.length && results.length > 0) {
+          await campaigns.update(c.id, { status: 'PAUSED', cursor, updated_at: clock.now().toISOString() }, ['RUNNING']);
+          deps.logger.error({ campaignId: c.id, error: failed[0]!.error.message }, 'campaign paused: sending failed for a whole batch');
+          return;
+        }
+        deps.logger.warn({ campaignId: c.id, failed: failed.length, first: failed[0]!.error.message }, 'some campaign messages were refused');
+      }
+      cursor = contacts[contacts.length - 1]!.id;
+      remaining -= contacts.length;
+      // Progress is durable per chunk: a restart continues after this cursor, and the
+      // (campaign, contact) key refuses anyone already reached.
+      const still = await campaigns.update(c.id, { cursor, updated_at: clock.now().toISOString() }, ['RUNNING']);
+      if (!still) return; // paused or deleted while sending: stop here, resume continues from the cursor
+    }
+    await campaigns.update(c.id, { next_batch_at: clock.nowMs() + deps.batchWindowMs, updated_at: clock.now().toISOString() }, ['RUNNING']);
+  }
+
+  const COUNTED: Partial<Record<BusEvent['type'], CountedStatus>> = {
+    'email.sent': 'sent',
+    'email.delivered': 'delivered',
+    'email.opened': 'opened',
+    'email.clicked': 'clicked',
+    'email.bounced': 'bounced',
+    'email.complained': 'complained',
+  };
+
+  return {
+    view,
+
+    async create(scope: CampaignScope, input: CampaignInput) {
+      if (!input.content && !input.html) throw badRequest('content or html is required');
+      if (input.sendNow && input.scheduledAt) throw badRequest('sendNow: give either sendNow or scheduledAt, not both');
+      const cols = await validate(scope, input);
+      const now = clock.now().toISOString();
+      const scheduled = input.sendNow || input.scheduledAt ? resolveWhen(input.scheduledAt) : null;
+      const row = {
+        id: newId('cp'),
+        team_id: scope.teamId,
+        name: input.name,
+        from_addr: input.from,
+        subject: input.subject,
+        preview_text: input.previewText ?? null,
+        contact_book_id: input.contactBookId,
+        segment_id: input.segmentId ?? null,
+        content: cols.content ?? null,
+        html: cols.html ?? null,
+        text_body: cols.text_body ?? null,
+        reply_to_json: cols.reply_to_json ?? '[]',
+        cc_json: cols.cc_json ?? '[]',
+        bcc_json: cols.bcc_json ?? '[]',
+        status: (scheduled ? 'SCHEDULED' : 'DRAFT') as CampaignStatus,
+        scheduled_at: scheduled,
+        batch_size: input.batchSize ?? DEFAULT_BATCH_SIZE,
+        cursor: null,
+        next_batch_at: null,
+        total: 0,
+        sent: 0,
+        delivered: 0,
+        opened: 0,
+        clicked: 0,
+        bounced: 0,
+        complained: 0,
+        unsubscribed: 0,
+        created_at: now,
+        updated_at: now,
+        deleted_at: null,
+      };
+      await campaigns.insert(row);
+      return view(row);
+    },
+
+    async list(scope: CampaignScope, q: { status?: CampaignStatus; search?: string; offset: number; limit: number }) {
+      const { rows, total } = await campaigns.list(scope.teamId, q);
+      return { items: rows.map(view), total };
+    },
+
+    async get(scope: CampaignScope, id: string) {
+      return view(await load(scope, id));
+    },
+
+    async update(scope: CampaignScope, id: string, patch: Partial<CampaignInput>) {
+      const c = await load(scope, id);
+      if (c.status !== 'DRAFT') throw badRequest(`campaign ${id} is ${c.status}; only a draft can be updated`);
+      const cols = await validate(scope, patch, c);
+      const updated = await campaigns.update(id, { ...cols, updated_at: clock.now().toISOString() }, ['DRAFT']);
+      if (!updated) throw badRequest(`campaign ${id} is no longer a draft`);
+      return view(updated);
+    },
+
+    async remove(scope: CampaignScope, id: string) {
+      const c = await campaigns.softDelete(scope.teamId, id, clock.now().toISOString());
+      if (!c) throw notFound(`campaign ${id} not found`);
+      return view(c);
+    },
+
+    async schedule(scope: CampaignScope, id: string, input: { scheduledAt?: string | null; batchSize?: number }) {
+      const c = await load(scope, id);
+      if (c.status !== 'DRAFT' && c.status !== 'SCHEDULED') {
+        throw badRequest(`campaign ${id} is ${c.status}; only a draft or scheduled campaign can be scheduled`);
+      }
+      if (!c.html) throw badRequest('content or html is required before scheduling');
+      await deps.domains.sendingDomain(scope, domainOf(parseMailbox(c.from_addr, 'from').address));
+      const updated = await campaigns.update(
+        id,
+        { status: 'SCHEDULED', scheduled_at: resolveWhen(input.scheduledAt), batch_size: input.batchSize ?? c.batch_size, updated_at: clock.now().toISOString() },
+        ['DRAFT', 'SCHEDULED'],
+      );
+      if (!updated) throw badRequest(`campaign ${id} changed state meanwhile`);
+      return { success: true, campaign: view(updated) };
+    },
+
+    async pause(scope: CampaignScope, id: string) {
+      const c = await load(scope, id);
+      if (c.status !== 'RUNNING') throw badRequest(`campaign ${id} is ${c.status}; only a running campaign can be paused`);
+      const updated = await campaigns.update(id, { status: 'PAUSED', updated_at: clock.now().toISOString() }, ['RUNNING']);
+      if (!updated) throw badRequest(`campaign ${id} changed state meanwhile`);
+      return { success: true, campaign: view(updated) };
+    },
+
+    async resume(scope: CampaignScope, id: string) {
+      const c = await load(scope, id);
+      if (c.status !== 'PAUSED') throw badRequest(`campaign ${id} is ${c.status}; only a paused campaign can be resumed`);
+      const future = c.scheduled_at !== null && Date.parse(c.scheduled_at) > clock.nowMs();
+      const updated = await campaigns.update(id, { status: future ? 'SCHEDULED' : 'RUNNING', next_batch_at: null, updated_at: clock.now().toISOString() }, ['PAUSED']);
+      if (!updated) throw badRequest(`campaign ${id} changed state meanwhile`);
+      return { success: true, campaign: view(updated) };
+    },
+
+    /** Runs one batch of every campaign with work due. Called by the scheduler every second. */
+    async tick(): Promise<number> {
+      const due = await campaigns.due(clock.now().toISOString(), clock.nowMs());
+      let ran = 0;
+      for (const c of due) {
+        if (running.has(c.id)) continue;
+        running.add(c.id);
+        try {
+          await runBatch(c);
+          ran++;
+        } catch (err) {
+          deps.logger.error({ err, campaignId: c.id }, 'campaign batch failed');
+        } finally {
+          running.delete(c.id);
+        }
+      }
+      return ran;
+    },
+
+    /** Counters move once per email per status, as status events arrive. */
+    async onEmailEvent(event: BusEvent): Promise<void> {
+      const status = COUNTED[event.type];
+      const emailId = event.data.id;
+      if (!status || !event.data.campaignId || typeof emailId !== 'string') return;
+      await campaigns.countStatus(emailId, status);
+    },
+
+    /** The unsubscribe page's view of a token. Changes nothing (link scanners fetch with GET). */
+    async unsubscribeState(token: string) {
+      const parsed = verifyUnsubscribeToken(deps.secret, token);
+      if (!parsed) return null;
+      const c = await campaigns.findByIdAnyTeam(parsed.campaignId);
+      return c ? { campaign: c, contactId: parsed.contactId } : null;
+    },
+
+    /** POST on the link (or a mail client's RFC 8058 one-click POST): unsubscribes at once. */
+    async unsubscribe(token: string): Promise<boolean> {
+      const parsed = verifyUnsubscribeToken(deps.secret, token);
+      if (!parsed) return false;
+      const c = await campaigns.findByIdAnyTeam(parsed.campaignId);
+      if (!c) return false;
+      const contact = await deps.contacts.unsubscribe(c.team_id, parsed.contactId, 'UNSUBSCRIBED');
+      if (!contact) return false;
+      await campaigns.countUnsubscribe(c.id, parsed.contactId);
+      return true;
+    },
+
+    unsubscribeUrl(campaignId: string, contactId: string): string {
+      return `${deps.publicUrl}/unsubscribe/${signUnsubscribeToken(deps.secret, campaignId, contactId)}`;
+    },
+  };
+}
+export type CampaignService = ReturnType<typeof createCampaignService>;

@@ -1,0 +1,127 @@
+import { sql, type Selectable, type Updateable } from 'kysely';
+import type { Db } from '../db.js';
+import { hotPathOf } from '../hot-path.js';
+import type { CampaignsTable, CampaignStatus, ContactsTable } from '../tables/database.js';
+import { compileContactFilter, type FilterNode } from './contact-filter-sql.js';
+
+export type CampaignRow = Selectable<CampaignsTable>;
+export type CampaignChanges = Omit<Updateable<CampaignsTable>, 'id' | 'team_id' | 'created_at'>;
+
+/** Counters a recipient's email moves once each (campaign_recipients.counted remembers which). */
+export const COUNTED_STATUSES = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained'] as const;
+export type CountedStatus = (typeof COUNTED_STATUSES)[number];
+
+export function createCampaignsRepository(db: Db) {
+  const hot = hotPathOf(db);
+  const live = () => db.selectFrom('campaigns').selectAll().where('deleted_at', 'is', null);
+
+  /** Contacts that may receive the campaign: subscribed, not suppressed, not yet reached. */
+  function eligible(c: CampaignRow, filter: FilterNode | null) {
+    let q = db
+      .selectFrom('contacts')
+      .where('contacts.contact_book_id', '=', c.contact_book_id)
+      .where('contacts.subscribed', '=', 1)
+      .where((eb) =>
+        eb.not(
+          eb.exists(
+            eb.selectFrom('suppressions').select(sql`1`.as('x')).whereRef('suppressions.email', '=', 'contacts.email').where('suppressions.team_id', '=', c.team_id),
+          ),
+        ),
+      );
+    if (filter) q = q.where(compileContactFilter(filter));
+    return q;
+  }
+
+  return {
+    async insert(row: CampaignsTable): Promise<void> {
+      await db.insertInto('campaigns').values(row).execute();
+    },
+    async findById(teamId: number, id: string): Promise<CampaignRow | undefined> {
+      return live().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
+    },
+    async findByIdAnyTeam(id: string): Promise<CampaignRow | undefined> {
+      return live().where('id', '=', id).executeTakeFirst();
+    },
+    async list(teamId: number, f: { status?: CampaignStatus; search?: string; offset: number; limit: number }): Promise<{ rows: CampaignRow[]; total: number }> {
+      let q = db.selectFrom('campaigns').where('team_id', '=', teamId).where('deleted_at', 'is', null);
+      if (f.status) q = q.where('status', '=', f.status);
+      if (f.search) {
+        const needle = f.search.toLowerCase();
+        q = q.where(sql<boolean>`(instr(lower(name), ${needle}) > 0 or instr(lower(subject), ${needle}) > 0)`);
+      }
+      const [rows, total] = await Promise.all([
+        q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
+        q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+      ]);
+      return { rows, total: Number(total.n) };
+    },
+    /** Updates only when the campaign is in one of `fromStatuses` (checked in the statement). */
+    async update(id: string, changes: CampaignChanges, fromStatuses?: CampaignStatus[]): Promise<CampaignRow | undefined> {
+      let q = db.updateTable('campaigns').set(changes).where('id', '=', id).where('deleted_at', 'is', null);
+      if (fromStatuses) q = q.where('status', 'in', fromStatuses);
+      return q.returningAll().executeTakeFirst();
+    },
+    async softDelete(teamId: number, id: string, nowIso: string): Promise<CampaignRow | undefined> {
+      return db
+        .updateTable('campaigns')
+        .set({ deleted_at: nowIso, updated_at: nowIso })
+        .where('team_id', '=', teamId)
+        .where('id', '=', id)
+        .where('deleted_at', 'is', null)
+        .returningAll()
+        .executeTakeFirst();
+    },
+    /** Campaigns with work due: scheduled ones whose time came, running ones whose batch window passed. */
+    async due(nowIso: string, nowMs: number): Promise<CampaignRow[]> {
+      return live()
+        .where((eb) =>
+          eb.or([
+            eb.and([eb('status', '=', 'SCHEDULED'), eb('scheduled_at', '<=', nowIso)]),
+            eb.and([eb('status', '=', 'RUNNING'), eb.or([eb('next_batch_at', 'is', null), eb('next_batch_at', '<=', nowMs)])]),
+          ]),
+        )
+        .orderBy('created_at')
+        .execute();
+    },
+    async countEligible(c: CampaignRow, filter: FilterNode | null): Promise<number> {
+      const r = await eligible(c, filter)
+        .where((eb) => eb.not(eb.exists(eb.selectFrom('campaign_recipients').select(sql`1`.as('x')).where('campaign_recipients.campaign_id', '=', c.id).whereRef('campaign_recipients.contact_id', '=', 'contacts.id'))))
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow();
+      return Number(r.n);
+    },
+    /** The next contacts after the cursor, in id order. Already-reached ones are skipped by the insert itself. */
+    async nextContacts(c: CampaignRow, filter: FilterNode | null, limit: number): Promise<Selectable<ContactsTable>[]> {
+      let q = eligible(c, filter).selectAll('contacts');
+      if (c.cursor) q = q.where('contacts.id', '>', c.cursor);
+      return q.orderBy('contacts.id').limit(limit).execute();
+    },
+    async countReached(campaignId: string): Promise<number> {
+      const r = await db.selectFrom('campaign_recipients').select((eb) => eb.fn.countAll<number>().as('n')).where('campaign_id', '=', campaignId).executeTakeFirstOrThrow();
+      return Number(r.n);
+    },
+    /** Counts a status of a campaign email once; returns whether it counted. */
+    async countStatus(emailId: string, status: CountedStatus): Promise<boolean> {
+      return hot.write(() => {
+        const rec = hot.sqlite.prepare('select campaign_id, counted from campaign_recipients where email_id = ?').get(emailId) as { campaign_id: string; counted: string } | undefined;
+        if (!rec || rec.counted.split(',').includes(status)) return false;
+        hot.sqlite.prepare('update campaign_recipients set counted = ? where email_id = ?').run(rec.counted ? `${rec.counted},${status}` : status, emailId);
+        // The column name comes from the closed COUNTED_STATUSES list, never from input.
+        hot.sqlite.prepare(`update campaigns set ${status} = ${status} + 1 where id = ?`).run(rec.campaign_id);
+        return true;
+      });
+    },
+    async recipient(campaignId: string, contactId: string) {
+      return db.selectFrom('campaign_recipients').selectAll().where('campaign_id', '=', campaignId).where('contact_id', '=', contactId).executeTakeFirst();
+    },
+    /** Counts an unsubscribe once per recipient. */
+    async countUnsubscribe(campaignId: string, contactId: string): Promise<boolean> {
+      return hot.write(() => {
+        const changed = hot.sqlite.prepare('update campaign_recipients set unsubscribed = 1 where campaign_id = ? and contact_id = ? and unsubscribed = 0').run(campaignId, contactId).changes;
+        if (changed) hot.sqlite.prepare('update campaigns set unsubscribed = unsubscribed + 1 where id = ?').run(campaignId);
+        return changed > 0;
+      });
+    },
+  };
+}
+export type CampaignsRepository = ReturnType<typeof createCampaignsRepository>;

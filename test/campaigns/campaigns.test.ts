@@ -1,0 +1,212 @@
+import test from 'ava';
+import { simpleParser } from 'mailparser';
+import { ManualClock } from '../../src/lib/clock.js';
+import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
+
+const clock = new ManualClock(Date.UTC(2026, 10, 22, 10, 0, 0));
+let w: MailWorld;
+test.before(async () => {
+  w = await startMailWorld({ clock, overrides: { campaigns: { batchWindowSeconds: 60 } } });
+});
+test.after.always(async () => {
+  await w?.close();
+});
+
+const doc = (...content: unknown[]) => JSON.stringify({ type: 'doc', content });
+const para = (...content: unknown[]) => ({ type: 'paragraph', content });
+const text = (t: string) => ({ type: 'text', text: t });
+
+async function book(name: string, contacts: Record<string, unknown>[], variables: string[] = []) {
+  const b = (await w.t0.request('POST', '/v1/contactBooks', { body: { name, variables } })).body;
+  const bulk = await w.t0.request('POST', `/v1/contactBooks/${b.id}/contacts/bulk`, { body: contacts });
+  if (bulk.status !== 200) throw new Error(JSON.stringify(bulk.body));
+  return b.id as string;
+}
+
+async function campaign(bookId: string, extra: Record<string, unknown> = {}) {
+  const res = await w.t0.request('POST', '/v1/campaigns', {
+    body: { name: 'Launch', from: `News <news@${w.domain.name}>`, subject: 'Hello {{firstName,fallback=friend}}', contactBookId: bookId, content: doc(para(text('Body'))), ...extra },
+  });
+  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  return res.body;
+}
+
+const get = async (id: string) => (await w.t0.request('GET', `/v1/campaigns/${id}`)).body;
+const run = async () => {
+  await w.t0.app.runCampaigns();
+  await w.settle();
+};
+const sentTo = (prefix: string) => w.sink.messages.filter((m) => m.rcptTo.some((r) => r.startsWith(prefix)));
+
+test.serial('state machine: draft -> scheduled -> running -> sent; wrong-state operations are 400', async (t) => {
+  const bookId = await book('States', [{ email: 'st1@example.net' }, { email: 'st2@example.net' }]);
+  const c = await campaign(bookId);
+  t.is(c.status, 'DRAFT');
+  t.regex(c.id, /^cp_/);
+  for (const k of ['total', 'sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained', 'unsubscribed']) t.is(c[k], 0, k);
+  t.is((await w.t0.request('POST', `/v1/campaigns/${c.id}/pause`)).status, 400);
+  t.is((await w.t0.request('POST', `/v1/campaigns/${c.id}/resume`)).status, 400);
+  const patched = await w.t0.request('PATCH', `/v1/campaigns/${c.id}`, { body: { name: 'Launch 2', batchSize: 10 } });
+  t.is(patched.body.name, 'Launch 2');
+  const sched = await w.t0.request('POST', `/v1/campaigns/${c.id}/schedule`, { body: { scheduledAt: 'in 1 hour' } });
+  t.true(sched.body.success);
+  t.is((await get(c.id)).status, 'SCHEDULED');
+  const notDraft = await w.t0.request('PATCH', `/v1/campaigns/${c.id}`, { body: { name: 'x' } });
+  t.is(notDraft.status, 400);
+  t.regex(notDraft.body.error.message, /draft/);
+  await run();
+  t.is((await get(c.id)).status, 'SCHEDULED', 'not before its time');
+  clock.advance(3600_000);
+  await run();
+  const after = await get(c.id);
+  t.true(after.status === 'RUNNING' || after.status === 'SENT');
+  t.is(after.total, 2);
+  await run();
+  t.is((await get(c.id)).status, 'SENT');
+  t.is(sentTo('st').length, 2);
+  t.is((await w.t0.request('POST', `/v1/campaigns/${c.id}/schedule`, {})).status, 400);
+  const list = await w.t0.request('GET', '/v1/campaigns?status=SENT&search=launch 2');
+  t.true(list.body.campaigns.some((x: any) => x.id === c.id));
+  t.is((await w.t0.request('GET', '/v1/campaigns?status=NOPE')).status, 400);
+  const del = await w.t0.request('DELETE', `/v1/campaigns/${c.id}`);
+  t.is(del.body.id, c.id);
+  t.is((await w.t0.request('DELETE', `/v1/campaigns/${c.id}`)).status, 404);
+});
+
+test.serial('pacing: batchSize messages per batch window', async (t) => {
+  const contacts = Array.from({ length: 7 }, (_, i) => ({ email: `pace${i}@example.net` }));
+  const bookId = await book('Pacing', contacts);
+  const c = await campaign(bookId, { sendNow: true, batchSize: 3 });
+  await run();
+  t.is(sentTo('pace').length, 3);
+  await run();
+  t.is(sentTo('pace').length, 3, 'the next batch waits for the window');
+  clock.advance(60_000);
+  await run();
+  t.is(sentTo('pace').length, 6);
+  clock.advance(60_000);
+  await run();
+  t.is(sentTo('pace').length, 7);
+  clock.advance(60_000);
+  await run();
+  const done = await get(c.id);
+  t.is(done.status, 'SENT');
+  t.is(done.total, 7);
+  t.is(done.sent, 7);
+  t.is(done.delivered, 7);
+});
+
+test.serial('personalised, with per-contact unsubscribe links and RFC 8058 headers; footer added when missing', async (t) => {
+  const bookId = await book('Personal', [{ email: 'ann@example.net', firstName: 'Ann', properties: { company: 'Acme & Co' } }, { email: 'bob@example.net' }], ['company']);
+  await campaign(bookId, { sendNow: true, subject: 'Hi {{firstName,fallback=friend}}', content: doc(para(text('Welcome {{email}} from {{company,fallback=nowhere}}'))) });
+  await run();
+  const ann = await simpleParser(sentTo('ann@')[0]!.raw);
+  const bob = await simpleParser(sentTo('bob@')[0]!.raw);
+  t.is(ann.subject, 'Hi Ann');
+  t.is(bob.subject, 'Hi friend');
+  t.regex(String(ann.html), /Welcome ann@example\.net from Acme &amp; Co/);
+  t.regex(String(bob.html), /from nowhere/);
+  const header = String(ann.headers.get('list-unsubscribe') ?? (ann.headers.get('list') as any)?.unsubscribe?.url ?? '');
+  const raw = sentTo('ann@')[0]!.raw.toString().replace(/\r\n[ \t]+/g, ' '); // unfold headers (RFC 5322 2.2.3)
+  t.regex(raw, /List-Unsubscribe: <http:\/\/posthorn\.test\/unsubscribe\/[^>]+>, <mailto:unsubscribe\+[^@]+@mx\.posthorn\.test>/);
+  t.regex(raw, /List-Unsubscribe-Post: List-Unsubscribe=One-Click/);
+  t.is(await w.dkimStatus(sentTo('ann@')[0]!.raw), 'pass');
+  t.truthy(header !== undefined);
+  // The footer carries the same per-contact link.
+  const link = /http:\/\/posthorn\.test\/unsubscribe\/[A-Za-z0-9_.-]+/.exec(String(ann.html))![0];
+  t.true(raw.includes(link.split('/unsubscribe/')[1]!.slice(0, 20)));
+});
+
+test.serial('unsubscribe: GET shows a page and changes nothing; POST unsubscribes; one-click POST works', async (t) => {
+  const bookId = await book('Unsub', [{ email: 'u1@example.net' }, { email: 'u2@example.net' }]);
+  const c = await campaign(bookId, { sendNow: true });
+  await run();
+  const link = (prefix: string) => /List-Unsubscribe: <([^>]+)>/.exec(sentTo(prefix)[0]!.raw.toString().replace(/\r\n[ \t]+/g, ' '))![1]!;
+  const path1 = new URL(link('u1@')).pathname;
+  const page = await w.t0.request('GET', path1, { key: null });
+  t.is(page.status, 200);
+  t.regex(String(page.body), /<form method="post"/);
+  let contacts = (await w.t0.request('GET', `/v1/contactBooks/${bookId}/contacts`)).body;
+  t.true(contacts.find((x: any) => x.email === 'u1@example.net').subscribed, 'GET changed nothing');
+  const posted = await w.t0.request('POST', path1, { key: null });
+  t.is(posted.status, 200);
+  const oneClick = await fetch(`${w.t0.baseUrl}${new URL(link('u2@')).pathname}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'List-Unsubscribe=One-Click',
+  });
+  t.is(oneClick.status, 200);
+  contacts = (await w.t0.request('GET', `/v1/contactBooks/${bookId}/contacts`)).body;
+  t.false(contacts.find((x: any) => x.email === 'u1@example.net').subscribed);
+  t.false(contacts.find((x: any) => x.email === 'u2@example.net').subscribed);
+  t.is((await get(c.id)).unsubscribed, 2);
+  await w.t0.request('POST', path1, { key: null });
+  t.is((await get(c.id)).unsubscribed, 2, 'counted once per contact');
+  const forged = await w.t0.request('POST', `${path1.slice(0, -3)}AAA`, { key: null });
+  t.is(forged.status, 400);
+  t.is((await w.t0.request('GET', '/unsubscribe/nonsense', { key: null })).status, 400);
+});
+
+test.serial('suppressed and unsubscribed contacts are skipped', async (t) => {
+  const bookId = await book('Skips', [{ email: 'keep@example.org' }, { email: 'supp@example.org' }, { email: 'gone@example.org', subscribed: false }]);
+  await w.t0.request('POST', '/v1/suppressions', { body: { email: 'supp@example.org', reason: 'MANUAL' } });
+  const c = await campaign(bookId, { sendNow: true });
+  await run();
+  await run();
+  t.is(sentTo('keep@').length, 1);
+  t.is(sentTo('supp@').length, 0);
+  t.is(sentTo('gone@').length, 0);
+  t.is((await get(c.id)).total, 1);
+});
+
+test.serial('pause and resume; a restart continues where it stopped and nobody gets the campaign twice', async (t) => {
+  const contacts = Array.from({ length: 10 }, (_, i) => ({ email: `resume${i}@example.org` }));
+  const bookId = await book('Resume', contacts);
+  const c = await campaign(bookId, { sendNow: true, batchSize: 4 });
+  await run();
+  t.is(sentTo('resume').length, 4);
+  t.deepEqual((await w.t0.request('POST', `/v1/campaigns/${c.id}/pause`)).body.success, true);
+  clock.advance(60_000);
+  await run();
+  t.is(sentTo('resume').length, 4, 'paused: nothing more');
+  t.is((await w.t0.request('POST', `/v1/campaigns/${c.id}/pause`)).status, 400);
+  await w.t0.request('POST', `/v1/campaigns/${c.id}/resume`);
+  // Simulate a crash mid-batch: the cursor was not saved for contacts already reached.
+  await w.t0.app.store.db.updateTable('campaigns').set({ cursor: null }).where('id', '=', c.id).execute();
+  await w.restart({ campaigns: { batchWindowSeconds: 60 } });
+  for (let i = 0; i < 5; i++) {
+    clock.advance(60_000);
+    await run();
+  }
+  const counts = new Map<string, number>();
+  for (const m of sentTo('resume')) for (const r of m.rcptTo) counts.set(r, (counts.get(r) ?? 0) + 1);
+  t.is(counts.size, 10);
+  t.true([...counts.values()].every((n) => n === 1), JSON.stringify([...counts]));
+  t.is((await get(c.id)).status, 'SENT');
+});
+
+test.serial('validation: required fields, unknown book, unverified from, segment targeting', async (t) => {
+  const bookId = await book('Valid', [{ email: 'seg-a@example.net', properties: { plan: 'pro' } }, { email: 'seg-b@example.net', properties: { plan: 'free' } }]);
+  for (const body of [
+    { from: `a@${w.domain.name}`, subject: 's', contactBookId: bookId, html: '<p>x</p>' },
+    { name: 'n', subject: 's', contactBookId: bookId, html: '<p>x</p>' },
+    { name: 'n', from: `a@${w.domain.name}`, contactBookId: bookId, html: '<p>x</p>' },
+    { name: 'n', from: `a@${w.domain.name}`, subject: 's', html: '<p>x</p>' },
+    { name: 'n', from: `a@${w.domain.name}`, subject: 's', contactBookId: bookId },
+    { name: 'n', from: `a@${w.domain.name}`, subject: 's', contactBookId: 'cb_nope', html: '<p>x</p>' },
+    { name: 'n', from: `a@${w.domain.name}`, subject: 's', contactBookId: bookId, content: '{bad json' },
+    { name: 'n', from: `a@${w.domain.name}`, subject: 's', contactBookId: bookId, html: '<p>x</p>', batchSize: 0 },
+  ]) {
+    const res = await w.t0.request('POST', '/v1/campaigns', { body });
+    t.is(res.status, 400, JSON.stringify(body));
+  }
+  t.is((await w.t0.request('POST', '/v1/campaigns', { body: { name: 'n', from: 'a@unverified.dev', subject: 's', contactBookId: bookId, html: '<p>x</p>' } })).status, 403);
+  const seg = await w.t0.request('POST', '/v1/segments', { body: { name: 'Pro', contactBookId: bookId, filters: { match: 'all', conditions: [{ field: 'properties.plan', op: 'eq', value: 'pro' }] } } });
+  t.is(seg.status, 200, JSON.stringify(seg.body));
+  const c = await campaign(bookId, { segmentId: seg.body.id, html: '<p>Only pros {{unsubscribeUrl}}</p>', content: undefined, sendNow: true });
+  await run();
+  await run();
+  t.is(sentTo('seg-a@').length, 1);
+  t.is(sentTo('seg-b@').length, 0);
+  t.is((await get(c.id)).total, 1);
+});
