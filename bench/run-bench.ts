@@ -40,7 +40,7 @@ async function main() {
       submission: { host: '127.0.0.1', port: 0 },
       rateLimit: { perSecond: 1_000_000 },
       dns: { servers: [zone.server] },
-      outbound: { port: sink.port },
+      outbound: { port: sink.port, signingWorkers: Number(process.env.BENCH_SIGNING_WORKERS ?? 1) },
     },
   });
   const resolver = createDnsClient({ servers: [zone.server], timeoutMs: 1000, tries: 1 });
@@ -85,11 +85,13 @@ async function main() {
   // Phase 2: end-to-end delivery of everything queued.
   const total = queued.length;
   const before = sink.received;
+  const profiler = process.env.BENCH_PROFILE_DELIVERY ? await startProfile() : undefined;
   const started = performance.now();
   app.engine.start();
   await sink.onCount(before + total);
   await app.engine.whenIdle();
   const deliverSeconds = (performance.now() - started) / 1000;
+  if (profiler) await profiler.stop(process.env.BENCH_PROFILE_DELIVERY!);
   const delivered = Number(
     (await db.selectFrom('deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('state', '=', 'delivered').executeTakeFirstOrThrow()).n,
   );
@@ -125,6 +127,22 @@ async function main() {
   ];
   const width = Math.max(...rows.map((r) => r[0].length));
   process.stdout.write(`\n${rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n')}\n\nwritten to bench/results.json\n`);
+}
+
+/** Optional CPU profile of the delivery phase alone (BENCH_PROFILE_DELIVERY=file.cpuprofile). */
+async function startProfile() {
+  const { Session } = await import('node:inspector/promises');
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return {
+    async stop(file: string) {
+      const { profile } = await session.post('Profiler.stop');
+      writeFileSync(file, JSON.stringify(profile));
+      session.disconnect();
+    },
+  };
 }
 
 function round(n: number): number {

@@ -17,6 +17,7 @@ import { createPrivateKey, sign as rsaSign, type KeyObject } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { DkimKey } from './dkim-signer.js';
+import { composeMessage, type ComposeInput } from './mime-builder.js';
 
 // ---- mailauth internals (CommonJS, no published types for these paths) ---------------
 // Pinned by package.json (~4.13); the byte-identity test catches a drift in these modules.
@@ -283,6 +284,8 @@ export interface SignRequest {
   id: number;
   /** The message bytes, transferred (exactly this buffer's size). */
   message: ArrayBuffer;
+  /** Compose the message from this first (then `message` is empty). */
+  compose?: ComposeInput;
   key: DkimKey;
 }
 
@@ -293,10 +296,14 @@ export type SignResponse =
 function serve(port: NonNullable<typeof parentPort>): void {
   const keys = new PrivateKeyCache();
   port.on('message', (request: SignRequest) => {
+    void handle(request);
+  });
+  async function handle(request: SignRequest): Promise<void> {
     let response: SignResponse;
     const transfer: ArrayBuffer[] = [];
     try {
-      const { signatureHeader, message } = signMessage(Buffer.from(request.message), request.key, keys);
+      const raw = request.compose ? await composeMessage(request.compose) : Buffer.from(request.message);
+      const { signatureHeader, message } = signMessage(raw, request.key, keys);
       // allocUnsafeSlow: an ArrayBuffer of its own (never the shared pool), so it can be
       // transferred back without a copy
       const headerBytes = Buffer.byteLength(signatureHeader, 'latin1') + 2;
@@ -309,7 +316,7 @@ function serve(port: NonNullable<typeof parentPort>): void {
       response = { id: request.id, ok: false, error: err instanceof Error ? err.message : String(err) };
     }
     port.postMessage(response, transfer);
-  });
+  }
 }
 
 if (parentPort && (workerData as { role?: unknown } | null)?.role === WORKER_ROLE) {

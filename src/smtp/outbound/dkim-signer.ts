@@ -4,6 +4,7 @@
 // lives in dkim-sign-worker.ts; this file only queues, dispatches and recovers.
 import { Worker } from 'node:worker_threads';
 import { PrivateKeyCache, signMessage, WORKER_ROLE, type SignRequest, type SignResponse } from './dkim-sign-worker.js';
+import { composeMessage, type ComposeInput } from './mime-builder.js';
 
 export interface DkimKey {
   /** d= tag: the signing domain. */
@@ -22,6 +23,11 @@ export interface DkimSigner {
    * The caller's buffer is copied, never detached or modified.
    */
   sign(message: Buffer, key: DkimKey): Promise<Buffer>;
+  /**
+   * Builds the MIME message (nodemailer) and signs it, both off the main thread: composing
+   * costs about as much CPU as signing, and the delivery engine's thread is the bottleneck.
+   */
+  composeAndSign(input: ComposeInput, key: DkimKey): Promise<Buffer>;
   close(): Promise<void>;
 }
 
@@ -91,6 +97,10 @@ class InThreadSigner implements DkimSigner {
     return Buffer.concat([Buffer.from(signed.signatureHeader + '\r\n', 'latin1'), signed.message]);
   }
 
+  async composeAndSign(input: ComposeInput, key: DkimKey): Promise<Buffer> {
+    return this.sign(await composeMessage(input), key);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
   }
@@ -100,6 +110,8 @@ interface Job {
   id: number;
   /** A private copy of the caller's bytes in an ArrayBuffer of exactly its size, to transfer. */
   message: ArrayBuffer;
+  /** When set, the worker composes the message from this (and `message` is empty). */
+  compose?: ComposeInput;
   key: DkimKey;
   resolve(signed: Buffer): void;
   reject(err: Error): void;
@@ -141,6 +153,14 @@ class WorkerPoolSigner implements DkimSigner {
     copy.set(message);
     return new Promise<Buffer>((resolve, reject) => {
       this.queue.push({ id: this.nextId++, message: copy.buffer, key: { domain: key?.domain, selector: key?.selector, privateKey: key?.privateKey }, resolve, reject });
+      this.pump();
+    });
+  }
+
+  composeAndSign(input: ComposeInput, key: DkimKey): Promise<Buffer> {
+    if (this.closed) return Promise.reject(closedError());
+    return new Promise<Buffer>((resolve, reject) => {
+      this.queue.push({ id: this.nextId++, message: new ArrayBuffer(0), compose: input, key: { domain: key?.domain, selector: key?.selector, privateKey: key?.privateKey }, resolve, reject });
       this.pump();
     });
   }
@@ -202,7 +222,7 @@ class WorkerPoolSigner implements DkimSigner {
     // only a worker with work keeps the process alive: a signer nobody closed must not
     // hang a CLI command, while a pending sign() must not be cut off by process exit
     slot.worker.ref();
-    const request: SignRequest = { id: job.id, message: job.message, key: job.key };
+    const request: SignRequest = { id: job.id, message: job.message, compose: job.compose, key: job.key };
     try {
       slot.worker.postMessage(request, [job.message]);
     } catch (err) {

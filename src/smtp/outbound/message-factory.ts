@@ -1,7 +1,6 @@
 import type { EmailRow } from '../../store/repositories/emails-repository.js';
 import type { DomainRecord } from '../../store/repositories/domains-repository.js';
 import { htmlToPlainText } from '../../render/html-to-plain-text.js';
-import { composeMessage } from './mime-builder.js';
 import type { DkimSigner } from './dkim-signer.js';
 
 /** Rewrites the HTML of one email before it is composed (open pixel, click links). */
@@ -25,7 +24,7 @@ export function createMessageFactory(opts: { signer: DkimSigner; transformHtml?:
         ...(email.headers_json ? (JSON.parse(email.headers_json) as Record<string, string>) : {}),
         'X-Posthorn-Email-ID': email.id,
       };
-      const raw = await composeMessage({
+      return opts.signer.composeAndSign({
         from: email.from_addr,
         to: list(email.to_json),
         cc: list(email.cc_json),
@@ -39,8 +38,7 @@ export function createMessageFactory(opts: { signer: DkimSigner; transformHtml?:
         date: new Date(email.created_at),
         inReplyTo: email.in_reply_to,
         references: email.references_json ? (JSON.parse(email.references_json) as string[]) : undefined,
-      });
-      return opts.signer.sign(raw, { domain: domain.name, selector: domain.dkimSelector, privateKey: domain.dkimPrivateKey });
+      }, { domain: domain.name, selector: domain.dkimSelector, privateKey: domain.dkimPrivateKey });
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { Db } from '../db.js';
+import { hotPathOf } from '../hot-path.js';
 
 export interface ApiKeyRow {
   id: number;
@@ -30,6 +31,13 @@ export function createApiKeysRepository(db: Db) {
     'api_keys.last_used_at as lastUsedAt',
     'api_keys.created_at as createdAt',
   ] as const;
+  const hot = hotPathOf(db);
+  const authQuery = db
+    .selectFrom('api_keys')
+    .innerJoin('teams', 'teams.id', 'api_keys.team_id')
+    .select([...columns, 'teams.rate_limit as teamRateLimit'])
+    .where('api_keys.public_id', '=', '?')
+    .compile();
   return {
     async insert(row: Omit<ApiKeyRow, 'id' | 'lastUsedAt'>): Promise<number> {
       const r = await db
@@ -50,12 +58,8 @@ export function createApiKeysRepository(db: Db) {
     },
     /** One indexed lookup per request: the key and its team's rate limit together. */
     async findForAuth(publicId: string): Promise<ApiKeyAuthRow | undefined> {
-      return db
-        .selectFrom('api_keys')
-        .innerJoin('teams', 'teams.id', 'api_keys.team_id')
-        .select([...columns, 'teams.rate_limit as teamRateLimit'])
-        .where('api_keys.public_id', '=', publicId)
-        .executeTakeFirst();
+      // Hot path (every request): compiled once by Kysely, then run as a prepared statement.
+      return hot.read(() => hot.sqlite.prepare(authQuery.sql).get(publicId) as ApiKeyAuthRow | undefined);
     },
     async listByTeam(teamId: number): Promise<ApiKeyRow[]> {
       return db.selectFrom('api_keys').select(columns).where('team_id', '=', teamId).orderBy('id').execute();

@@ -1,5 +1,6 @@
 import type { Selectable, Updateable } from 'kysely';
 import type { Db } from '../db.js';
+import { hotPathOf } from '../hot-path.js';
 import type { DomainsTable, DomainStatus } from '../tables/database.js';
 
 export type { DomainStatus };
@@ -104,6 +105,7 @@ function toRow(p: DomainPatch): Updateable<DomainsTable> {
 }
 
 export function createDomainsRepository(db: Db) {
+  const hot = hotPathOf(db);
   const live = () => db.selectFrom('domains').selectAll().where('deleted_at', 'is', null);
   return {
     async insert(d: Omit<DomainRecord, 'id'>): Promise<DomainRecord> {
@@ -153,7 +155,10 @@ export function createDomainsRepository(db: Db) {
       return r && fromRow(r);
     },
     async findByName(teamId: number, name: string): Promise<DomainRecord | undefined> {
-      const r = await live().where('team_id', '=', teamId).where('name', '=', name).executeTakeFirst();
+      // Hot path (every send checks its from-domain): a prepared statement.
+      const r = await hot.read(
+        () => hot.sqlite.prepare('select * from domains where team_id = ? and name = ? and deleted_at is null').get(teamId, name) as Selectable<DomainsTable> | undefined,
+      );
       return r && fromRow(r);
     },
     /** Live domains of any team with this exact name (inbound routing). */
