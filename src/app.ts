@@ -49,6 +49,7 @@ import { contactBooksRoutes } from './api/routes/contact-books-routes.js';
 import { campaignsRoutes } from './api/routes/campaigns-routes.js';
 import { unsubscribeRoutes } from './api/unsubscribe-routes.js';
 import { createCampaignService } from './core/campaigns/campaign-service.js';
+import { verifyUnsubscribeToken } from './core/campaigns/unsubscribe-token.js';
 import { createCampaignsRepository } from './store/repositories/campaigns-repository.js';
 import { startCampaignRunner, type CampaignRunner } from './scheduler/campaign-runner.js';
 import { contactConfirmationPages, contactsRoutes } from './api/routes/contacts-routes.js';
@@ -211,7 +212,13 @@ export async function createApp(opts: AppOptions) {
 
   // Mail in (DESIGN 6): inbound SMTP for bounces, complaints and receiving domains; submission.
   const inboundReportsRepo = createInboundReportsRepository(store.db);
-  const inboundRouter = createInboundRouter({ domains: domainsRepo, emails: emailsRepo, complaintAddress: config.inbound.complaintAddress || `complaints@${config.hostname}` });
+  const inboundRouter = createInboundRouter({
+    domains: domainsRepo,
+    emails: emailsRepo,
+    complaintAddress: config.inbound.complaintAddress || `complaints@${config.hostname}`,
+    unsubscribeHost: config.hostname,
+    isUnsubscribeToken: (token) => verifyUnsubscribeToken(secret, token) !== null,
+  });
   const inbound = {
     router: inboundRouter,
     reports: createReportService({ router: inboundRouter, emails: emailsRepo, deliveries: deliveriesRepo, reports: inboundReportsRepo, events, clock, logger }),
@@ -331,6 +338,7 @@ export async function createApp(opts: AppOptions) {
           received: inbound.received,
           resolver: toNodeStyleResolver(resolver) as never, // mailauth's resolver signature, typed loosely there
           clock,
+          unsubscribe: (token) => campaigns.unsubscribe(token),
         }),
       );
       if (inboundListener) listeners.inbound = { host: config.inbound.host, port: inboundListener.port };

@@ -210,3 +210,34 @@ test.serial('validation: required fields, unknown book, unverified from, segment
   t.is(sentTo('seg-b@').length, 0);
   t.is((await get(c.id)).total, 1);
 });
+
+test.serial('unsubscribe by mail (the List-Unsubscribe mailto) and a hard bounce both unsubscribe the contact', async (t) => {
+  const { createTransport } = await import('nodemailer');
+  w.sink.setBehaviour({ onRcpt: (a) => (a === 'dead@example.net' ? { code: 550, message: '5.1.1 <dead@example.net>: user unknown' } : undefined) });
+  try {
+    const bookId = await book('ByMail', [{ email: 'mailto@example.net' }, { email: 'dead@example.net' }]);
+    const c = await campaign(bookId, { sendNow: true });
+    await run();
+    await run();
+    const raw = sentTo('mailto@')[0]!.raw.toString().replace(/\r\n[ \t]+/g, ' ');
+    const mailto = /<mailto:([^>]+)>/.exec(raw)![1]!;
+    const transport = createTransport({ host: '127.0.0.1', port: w.t0.app.listeners.inbound!.port, secure: false, ignoreTLS: true });
+    const info = await transport.sendMail({ from: 'mailto@example.net', to: mailto, subject: 'unsubscribe', text: 'unsubscribe' });
+    t.regex(String(info.response), /^250/);
+    transport.close();
+    // An unknown token is refused at RCPT.
+    const bad = createTransport({ host: '127.0.0.1', port: w.t0.app.listeners.inbound!.port, secure: false, ignoreTLS: true });
+    await t.throwsAsync(bad.sendMail({ from: 'x@example.net', to: 'unsubscribe+forged.token@mx.posthorn.test', subject: 's', text: 't' }));
+    bad.close();
+    const contacts = (await w.t0.request('GET', `/v1/contactBooks/${bookId}/contacts`)).body;
+    const byEmail = (e: string) => contacts.find((x: any) => x.email === e);
+    t.false(byEmail('mailto@example.net').subscribed);
+    t.false(byEmail('dead@example.net').subscribed);
+    t.is(byEmail('dead@example.net').unsubscribeReason, 'BOUNCED');
+    const got = await get(c.id);
+    t.is(got.unsubscribed, 1);
+    t.is(got.bounced, 1);
+  } finally {
+    w.sink.setBehaviour({ onRcpt: undefined });
+  }
+});

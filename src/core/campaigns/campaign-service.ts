@@ -375,6 +375,13 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       const emailId = event.data.id;
       if (!status || !event.data.campaignId || typeof emailId !== 'string') return;
       await campaigns.countStatus(emailId, status);
+      // A campaign contact whose mailbox is gone, or who complained, is unsubscribed from the
+      // book too, so no later campaign tries them again (suppression covers sends as well).
+      const contactId = event.data.contactId;
+      if (typeof contactId !== 'string') return;
+      const hard = event.type === 'email.bounced' && (event.data.bounce as { type?: string } | undefined)?.type === 'Permanent';
+      if (hard) await deps.contacts.unsubscribe(event.teamId, contactId, 'BOUNCED');
+      if (event.type === 'email.complained') await deps.contacts.unsubscribe(event.teamId, contactId, 'COMPLAINED');
     },
 
     /** The unsubscribe page's view of a token. Changes nothing (link scanners fetch with GET). */

@@ -15,7 +15,9 @@ export type InboundRoute =
   /** A return-path address; `email` when the VERP token named one. */
   | { kind: 'bounce'; address: string; domains: DomainRecord[]; email: EmailRow | null }
   | { kind: 'complaint'; address: string }
-  | { kind: 'receive'; address: string; domains: DomainRecord[] };
+  | { kind: 'receive'; address: string; domains: DomainRecord[] }
+  /** A mail client's unsubscribe by mail: the mailto target of a campaign's List-Unsubscribe (RFC 2369). */
+  | { kind: 'unsubscribe'; address: string; token: string };
 
 export interface SplitAddress {
   local: string;
@@ -44,6 +46,10 @@ export interface InboundRouterDeps {
   emails: EmailsRepository;
   /** Full complaint address, e.g. complaints@mx.example.com. */
   complaintAddress: string;
+  /** This server's host name: `unsubscribe+<token>@<it>` is a campaign unsubscribe. */
+  unsubscribeHost?: string;
+  /** Whether a token is a validly signed campaign unsubscribe token. */
+  isUnsubscribeToken?: (token: string) => boolean;
 }
 
 export function createInboundRouter(deps: InboundRouterDeps) {
@@ -81,6 +87,11 @@ export function createInboundRouter(deps: InboundRouterDeps) {
       if (!split) throw forbidden(`<${address}>: not a mailbox this server accepts mail for`);
       if (complaint && split.domain === complaint.domain && split.local.toLowerCase() === complaint.local.toLowerCase()) {
         return { kind: 'complaint', address };
+      }
+      if (deps.unsubscribeHost && deps.isUnsubscribeToken && split.domain === deps.unsubscribeHost.toLowerCase() && /^unsubscribe\+/i.test(split.local)) {
+        const token = split.local.slice('unsubscribe+'.length);
+        if (!deps.isUnsubscribeToken(token)) throw notFound(`<${address}>: unknown unsubscribe address`);
+        return { kind: 'unsubscribe', address, token };
       }
       const rpDomains = await returnPathDomains(split.domain);
       if (rpDomains.length) {

@@ -35,6 +35,8 @@ export interface InboundServerOptions {
   resolver: DNSResolver;
   clock: Clock;
   logger: Logger;
+  /** Unsubscribes the contact a campaign unsubscribe token names (mailto List-Unsubscribe). */
+  unsubscribe?: (token: string) => Promise<boolean>;
 }
 
 export async function startInboundServer(o: InboundServerOptions): Promise<SmtpListener> {
@@ -66,7 +68,14 @@ export async function startInboundServer(o: InboundServerOptions): Promise<SmtpL
 
     const parsed = await parseMessage(raw);
     const ids: string[] = [];
-    const reportRoutes = routes.filter((r): r is Extract<InboundRoute, { kind: 'bounce' | 'complaint' }> => r.kind !== 'receive');
+    const reportRoutes = routes.filter((r): r is Extract<InboundRoute, { kind: 'bounce' | 'complaint' }> => r.kind === 'bounce' || r.kind === 'complaint');
+    for (const r of routes) {
+      if (r.kind !== 'unsubscribe') continue;
+      // Done before the 250: the sender's unsubscribe is durable once we accept the message.
+      const ok = (await o.unsubscribe?.(r.token)) ?? false;
+      logger.info({ ok }, 'unsubscribe by mail');
+      ids.push(ok ? 'unsubscribed' : 'unsubscribe-ignored');
+    }
     if (reportRoutes.length) {
       const outcome = await o.reports.record({ envelope, routes: reportRoutes, report: parseReport(raw, parsed), raw });
       logger.info({ reportId: outcome.reportId, kind: outcome.kind, emailId: outcome.emailId }, 'inbound report recorded');
