@@ -205,7 +205,6 @@ export async function createApp(opts: AppOptions) {
     logger,
     secret,
     publicUrl: config.publicUrl,
-    busData: emails.busData,
   });
   events.on('*', (event) => webhooks.handleBusEvent(event));
   events.on('*', (event) => analytics.handleBusEvent(event));

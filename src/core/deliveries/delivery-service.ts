@@ -3,10 +3,11 @@ import type { Logger } from '../../lib/logger.js';
 import type { DeliveriesRepository, DeliveryRow, DeliveryUpdate, ResultsWrite, StatusEventWrite } from '../../store/repositories/deliveries-repository.js';
 import type { EmailRow, EmailsRepository } from '../../store/repositories/emails-repository.js';
 import type { DomainRecord, DomainsRepository } from '../../store/repositories/domains-repository.js';
-import type { EventBus, BusEvent } from '../events.js';
+import type { EventBus } from '../events.js';
 import { statusEventType, statusRank, type EmailStatus } from '../emails/email-status.js';
 import { addressKey } from '../emails/addresses.js';
 import { retryDelayMs } from './retry-schedule.js';
+import { emailBusEvent } from '../emails/email-bus-event.js';
 import { notFound } from '../errors.js';
 
 /** Recipients of one email at one destination domain: one SMTP transaction (per MX). */
@@ -172,27 +173,8 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         { sent: { emailIds: [email.id], at: attemptStartedAt.toISOString(), rank: statusRank('SENT') }, updates, events, suppressions },
         nowIso,
       );
-      const announce = (status: Exclude<EmailStatus, 'SCHEDULED'>, extra: Record<string, unknown>, at: string) => {
-        const event: BusEvent = {
-          type: statusEventType(status),
-          teamId: email.team_id,
-          domainId: email.domain_id,
-          occurredAt: at,
-          data: {
-            id: email.id,
-            status,
-            from: email.from_addr,
-            to: JSON.parse(email.to_json) as string[],
-            subject: email.subject,
-            domainId: email.domain_id,
-            campaignId: email.campaign_id ?? undefined,
-            contactId: email.contact_id ?? undefined,
-            occurredAt: at,
-            ...extra,
-          },
-        };
-        deps.events.emit(event);
-      };
+      const announce = (status: Exclude<EmailStatus, 'SCHEDULED'>, extra: Record<string, unknown>, at: string) =>
+        deps.events.emit(emailBusEvent(statusEventType(status), email, status, at, extra));
       if (newlySent.length) announce('SENT', {}, attemptStartedAt.toISOString());
       for (const b of bus) announce(b.status, b.extra, nowIso);
     },

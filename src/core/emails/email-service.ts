@@ -12,6 +12,7 @@ import type { EventBus } from '../events.js';
 import { addressKey, domainOf, formatMailbox, parseMailbox, parseMailboxList, type Mailbox } from './addresses.js';
 import { assertFoldable, validateCustomHeaders } from './email-headers.js';
 import { statusEventType, statusRank, type EmailStatus } from './email-status.js';
+import { emailBusEvent } from './email-bus-event.js';
 import { parseScheduledAt } from './scheduled-at.js';
 import type { SendInput } from './send-schema.js';
 
@@ -89,21 +90,6 @@ function shapeList(v: string[] | null): string | string[] | null {
 
 export function createEmailService(deps: EmailServiceDeps) {
   const { emails, clock, events } = deps;
-
-  function busData(row: Pick<EmailRow, 'id' | 'from_addr' | 'to_json' | 'subject' | 'domain_id' | 'campaign_id' | 'contact_id'>, status: EmailStatus, extra: Record<string, unknown> = {}) {
-    return {
-      id: row.id,
-      status,
-      from: row.from_addr,
-      to: JSON.parse(row.to_json) as string[],
-      subject: row.subject,
-      domainId: row.domain_id,
-      campaignId: row.campaign_id ?? undefined,
-      contactId: row.contact_id ?? undefined,
-      occurredAt: clock.now().toISOString(),
-      ...extra,
-    };
-  }
 
   /** Validates and resolves one send body into rows ready to insert. Throws 400/403 on bad input. */
   async function prepare(ctx: SendContext, input: SendInput, opts: SubmitOptions, field = ''): Promise<Prepared> {
@@ -247,13 +233,7 @@ export function createEmailService(deps: EmailServiceDeps) {
   function announce(prepared: Prepared[]): void {
     for (const p of prepared) {
       const type = p.status === 'SUPPRESSED' ? 'email.suppressed' : 'email.queued';
-      events.emit({
-        type,
-        teamId: p.item.row.team_id,
-        domainId: p.item.row.domain_id,
-        occurredAt: p.item.row.created_at,
-        data: busData(p.item.row, p.status, p.eventData),
-      });
+      events.emit(emailBusEvent(type, p.item.row, p.status, p.item.row.created_at, p.eventData));
     }
     if (prepared.some((p) => p.item.deliveries.length > 0)) deps.onQueued?.();
   }
@@ -311,7 +291,6 @@ export function createEmailService(deps: EmailServiceDeps) {
   }
 
   return {
-    busData,
 
     /** The one way in for outbound mail (DESIGN 3.1): API, batch, campaigns, submission, double opt-in, CLI. */
     async submit(ctx: SendContext, input: SendInput, opts: SubmitOptions = {}): Promise<{ emailId: string }> {
@@ -405,7 +384,7 @@ export function createEmailService(deps: EmailServiceDeps) {
       if (row.latest_status !== 'SCHEDULED') throw badRequest(`email ${id} is ${row.latest_status}; only a scheduled email can be cancelled`);
       const now = clock.now().toISOString();
       if (!(await emails.cancel(ctx.teamId, id, now, statusRank('CANCELLED')))) throw badRequest(`email ${id} is no longer scheduled`);
-      events.emit({ type: statusEventType('CANCELLED'), teamId: row.team_id, domainId: row.domain_id, occurredAt: now, data: busData(row, 'CANCELLED') });
+      events.emit(emailBusEvent(statusEventType('CANCELLED'), row, 'CANCELLED', now));
       return { emailId: id };
     },
   };

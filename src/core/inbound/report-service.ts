@@ -9,6 +9,7 @@ import { statusEventType, statusRank, type EmailStatus } from '../emails/email-s
 import type { EventBus } from '../events.js';
 import type { DsnRecipient, InboundEnvelope, ParsedReport } from './inbound-types.js';
 import { splitAddress, verpToken, type InboundRoute, type InboundRouter } from './inbound-router.js';
+import { emailBusEvent } from '../emails/email-bus-event.js';
 
 // Asynchronous bounces (RFC 3464 DSNs) and complaints (RFC 5965 ARF) that come back to the
 // inbound listener. A report is linked to the email it is about, most reliable first:
@@ -246,24 +247,7 @@ export function createReportService(deps: ReportServiceDeps) {
       if (linked) {
         const email = linked.email;
         for (const a of plan.announce) {
-          deps.events.emit({
-            type: statusEventType(a.status),
-            teamId: email.team_id,
-            domainId: email.domain_id,
-            occurredAt: nowIso,
-            data: {
-              id: email.id,
-              status: a.status,
-              from: email.from_addr,
-              to: JSON.parse(email.to_json) as string[],
-              subject: email.subject,
-              domainId: email.domain_id,
-              campaignId: email.campaign_id ?? undefined,
-              contactId: email.contact_id ?? undefined,
-              occurredAt: nowIso,
-              ...a.data,
-            },
-          });
+          deps.events.emit(emailBusEvent(statusEventType(a.status), email, a.status, nowIso, a.data));
         }
       } else if (report.type !== 'other') {
         deps.logger.warn({ reportId, kind: plan.kind, rcptTo: envelope.rcptTo }, 'inbound report could not be linked to an email; kept in inbound_reports');

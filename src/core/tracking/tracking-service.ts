@@ -4,10 +4,10 @@ import { applyTracking } from '../../render/tracking-rewrite.js';
 import type { DomainRecord } from '../../store/repositories/domains-repository.js';
 import type { EmailRow, EmailsRepository } from '../../store/repositories/emails-repository.js';
 import type { TrackingRepository } from '../../store/repositories/tracking-repository.js';
-import type { EmailService } from '../emails/email-service.js';
 import { statusRank } from '../emails/email-status.js';
 import type { EventBus } from '../events.js';
 import { createTrackingTokens } from './tracking-tokens.js';
+import { emailBusEvent } from '../emails/email-bus-event.js';
 
 export interface TrackingServiceDeps {
   emails: EmailsRepository;
@@ -19,7 +19,6 @@ export interface TrackingServiceDeps {
   secret: string;
   /** The shared tracking host (POSTHORN_PUBLIC_URL), used when a domain has no working tracking domain. */
   publicUrl: string;
-  busData: EmailService['busData'];
 }
 
 /** Who opened or clicked, as the HTTP edge saw it. */
@@ -73,7 +72,7 @@ export function createTrackingService(deps: TrackingServiceDeps) {
     await deps.emails.recordEvents([{ emailId: email.id, status: kind, rank: statusRank(kind), data: detail, at }]);
     const type = kind === 'OPENED' ? 'email.opened' : 'email.clicked';
     const extra = kind === 'OPENED' ? { open: detail } : { click: detail };
-    deps.events.emit({ type, teamId: email.team_id, domainId: email.domain_id, occurredAt: at, data: { ...deps.busData(email, kind, extra), occurredAt: at } });
+    deps.events.emit(emailBusEvent(type, email, kind, at, extra));
   }
 
   function who(hit: TrackingHit) {
