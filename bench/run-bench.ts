@@ -6,15 +6,11 @@
 //  3. Peak memory (max RSS) of the whole run.
 // Prints a table and writes bench/results.json.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { createApp } from '../src/app.js';
-import { loadConfig } from '../src/config/load.js';
-import { createDnsClient } from '../src/lib/dns/dns-client.js';
-import { startDnsZone } from '../test/helpers/dns-zone.js';
+import { startBenchApp } from './bench-app.js';
 import { startFastSink } from './fast-sink.js';
 import { runCampaignBench } from './campaign-bench.js';
 
@@ -24,34 +20,17 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
 const RECIPIENT_DOMAINS = 20;
 
 async function main() {
-  const dataDir = mkdtempSync(join(tmpdir(), 'posthorn-bench-'));
-  const zone = await startDnsZone();
   const sink = await startFastSink();
+  const workers = process.env.BENCH_SIGNING_WORKERS; // default: the product's own default
+  // The engine starts paused: phase 1 measures acceptance alone.
+  const bench = await startBenchApp('bench-sender.com', {
+    rateLimit: { perSecond: 1_000_000 },
+    outbound: { port: sink.port, ...(workers ? { signingWorkers: Number(workers) } : {}) },
+  });
+  const { app, zone, teamId } = bench;
   zone.set('mx.bench.test', 'A', ['127.0.0.1']);
   for (let i = 0; i < RECIPIENT_DOMAINS; i++) zone.set(`rcpt${i}.bench.test`, 'MX', [{ exchange: 'mx.bench.test', priority: 10 }]);
-  const config = loadConfig({
-    env: {},
-    overrides: {
-      dataDir,
-      hostname: 'mx.posthorn.bench',
-      log: { level: 'warn' },
-      http: { host: '127.0.0.1', port: 0 },
-      inbound: { host: '127.0.0.1', port: 0 },
-      submission: { host: '127.0.0.1', port: 0 },
-      rateLimit: { perSecond: 1_000_000 },
-      dns: { servers: [zone.server] },
-      outbound: { port: sink.port, signingWorkers: Number(process.env.BENCH_SIGNING_WORKERS ?? 1) },
-    },
-  });
-  const resolver = createDnsClient({ servers: [zone.server], timeoutMs: 1000, tries: 1 });
-  const app = await createApp({ config, resolver });
-  const listeners = await app.start();
-  await app.engine.stop(); // phase 1 measures acceptance alone
-  const teamId = (await app.services.teams.list())[0]?.id ?? (await app.services.teams.create('Bench'));
   const key = (await app.services.apiKeys.create(teamId, { name: 'bench' })).token;
-  const domain = await app.services.domains.create({ teamId, domainId: null }, { name: 'bench-sender.com', region: 'local' });
-  for (const r of domain.dnsRecords) zone.set(r.name, r.type as 'TXT', [r.type === 'MX' ? { exchange: r.value, priority: 10 } : r.value]);
-  await app.services.domains.verify({ teamId, domainId: null }, domain.id);
 
   // Phase 1: acceptance over HTTP from another process.
   const body = JSON.stringify({
@@ -62,16 +41,15 @@ async function main() {
     text: 'Hello from the benchmark.',
   });
   const client = fileURLToPath(new URL('./load-client.js', import.meta.url));
-  const url = `http://127.0.0.1:${listeners.http!.port}/v1/emails`;
+  const url = `http://127.0.0.1:${bench.httpPort}/v1/emails`;
   await run(process.execPath, [client, url, key, body, '500', '16']); // warm-up
   const { stdout } = await run(process.execPath, [client, url, key, body, String(MESSAGES), String(CONCURRENCY)], { maxBuffer: 1 << 20 });
   const api = JSON.parse(stdout) as { ok: number; failed: number; seconds: number; latenciesMs: { p50: number; p99: number; max: number } };
 
   if (process.env.BENCH_API_ONLY) {
     process.stdout.write(`${JSON.stringify(api)}\n`);
-    await app.stop();
+    await bench.close();
     await sink.close();
-    await zone.close();
     return;
   }
   // Spread the queued messages over several destination domains, like real traffic.
@@ -95,10 +73,8 @@ async function main() {
   const delivered = Number(
     (await db.selectFrom('deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('state', '=', 'delivered').executeTakeFirstOrThrow()).n,
   );
-  await app.stop();
+  await bench.close();
   await sink.close();
-  await zone.close();
-  rmSync(dataDir, { recursive: true, force: true });
 
   const campaign = await runCampaignBench();
 
