@@ -82,3 +82,34 @@ test('domains add prints the records; verify checks them through the configured 
     await zone.close();
   }
 });
+
+test('send queues through the API path; queue shows counts and the due delivery; retry and purge act on it', async (t) => {
+  const { startDnsZone } = await import('../helpers/dns-zone.js');
+  const zone = await startDnsZone();
+  const dataDir = mkdtempSync(join(tmpdir(), 'posthorn-cli-'));
+  const env = { PATH: process.env.PATH, POSTHORN_DATA_DIR: dataDir, POSTHORN_DNS_SERVERS: zone.server, POSTHORN_HOSTNAME: 'mx.cli.test' };
+  const cliRun = (...args: string[]) => run(process.execPath, [BIN, ...args], { env });
+  try {
+    const added = (await cliRun('domains', 'add', 'cli-sender.com')).stdout;
+    const dkim = /v=DKIM1; k=rsa; p=([A-Za-z0-9+/=]+)/.exec(added)![1]!;
+    zone.set('posthorn._domainkey.cli-sender.com', 'TXT', [`v=DKIM1; k=rsa; p=${dkim}`]);
+    zone.set('bounces.cli-sender.com', 'TXT', ['v=spf1 a:mx.cli.test ~all']);
+    zone.set('bounces.cli-sender.com', 'MX', [{ exchange: 'mx.cli.test', priority: 10 }]);
+    await cliRun('domains', 'verify', 'cli-sender.com');
+    const refused = await t.throwsAsync(cliRun('send', '--from', 'a@unverified-cli.com', '--to', 'b@example.net', '--subject', 'S', '--text', 'T'));
+    t.regex((refused as any).stderr, /unverified-cli\.com/);
+    const emailId = (await cliRun('send', '--from', 'CLI <a@cli-sender.com>', '--to', 'b@example.net', '--subject', 'From the CLI', '--text', 'Hello')).stdout.trim();
+    t.regex(emailId, /^em_/);
+    const queue = (await cliRun('queue')).stdout;
+    t.regex(queue, /queued\s+1/);
+    t.regex(queue, /b@example\.net/);
+    const deliveryId = /^(\d+)\s+em_/m.exec(queue)![1]!;
+    t.regex((await cliRun('queue', 'retry', deliveryId)).stdout, /next engine round/);
+    t.regex((await cliRun('queue', 'purge', deliveryId)).stdout, /purged/);
+    t.regex((await cliRun('queue')).stdout, /failed\s+1/);
+    const err = await t.throwsAsync(cliRun('queue', 'purge', deliveryId));
+    t.regex((err as any).stderr, /not queued/);
+  } finally {
+    await zone.close();
+  }
+});

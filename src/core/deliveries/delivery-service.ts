@@ -105,7 +105,8 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       const email = await deps.emails.findByIdAnyTeam(d.email_id);
       if (!email) throw notFound(`delivery ${deliveryId} has no email`);
       const group: DeliveryGroup = { email, domain: undefined, rcptDomain: d.rcpt_domain, deliveries: [d] };
-      await this.complete(group, clock.now(), [{ deliveryId, outcome: 'failed', response: 'purged by an operator' }]);
+      // No attempt started: this is not SENT, only FAILED.
+      await this.complete(group, null, [{ deliveryId, outcome: 'failed', response: 'purged by an operator' }]);
     },
 
     async nextDueAt(): Promise<number | null> {
@@ -121,7 +122,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
      * only), hard-bounce suppressions, retries on the schedule, FAILED past the give-up
      * age; then announces the events. `attemptStartedAt` stamps SENT.
      */
-    async complete(group: DeliveryGroup, attemptStartedAt: Date, results: AttemptResult[]): Promise<void> {
+    async complete(group: DeliveryGroup, attemptStartedAt: Date | null, results: AttemptResult[]): Promise<void> {
       const now = clock.now();
       const nowIso = now.toISOString();
       const email = group.email;
@@ -170,12 +171,12 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       }
 
       const newlySent = await deps.deliveries.applyResults(
-        { sent: { emailIds: [email.id], at: attemptStartedAt.toISOString(), rank: statusRank('SENT') }, updates, events, suppressions },
+        { sent: attemptStartedAt ? { emailIds: [email.id], at: attemptStartedAt.toISOString(), rank: statusRank('SENT') } : undefined, updates, events, suppressions },
         nowIso,
       );
       const announce = (status: Exclude<EmailStatus, 'SCHEDULED'>, extra: Record<string, unknown>, at: string) =>
         deps.events.emit(emailBusEvent(statusEventType(status), email, status, at, extra));
-      if (newlySent.length) announce('SENT', {}, attemptStartedAt.toISOString());
+      if (newlySent.length && attemptStartedAt) announce('SENT', {}, attemptStartedAt.toISOString());
       for (const b of bus) announce(b.status, b.extra, nowIso);
     },
   };

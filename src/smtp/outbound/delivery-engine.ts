@@ -165,7 +165,8 @@ export class DeliveryEngine {
       results = message ? await this.attempt(group, message) : results!;
     }
     try {
-      await this.o.deliveries.complete(group, started, results);
+      // Without a domain nothing was attempted: FAILED, never SENT.
+      await this.o.deliveries.complete(group, group.domain ? started : null, results);
     } catch (err) {
       // The lease expires and the deliveries are attempted again: at-least-once, never lost.
       this.o.logger.error({ err, emailId: group.email.id }, 'recording delivery results failed');
