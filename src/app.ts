@@ -293,6 +293,8 @@ export async function createApp(opts: AppOptions) {
     services,
     listeners,
     engine,
+    /** The API route table (the OpenAPI document and route sweeps read it). */
+    routes,
     /** Runs due campaign batches now (tests move their clock, then call this). */
     runCampaigns: () => campaignRunner?.tickNow() ?? campaigns.tick(),
     inbound,
