@@ -2,19 +2,14 @@ import type { AnalyticsScope, AnalyticsService } from '../../core/analytics/anal
 import type { AuthContext } from '../../core/api-keys/api-key-service.js';
 import { badRequest } from '../../core/errors.js';
 import type { RouteDef } from '../route-types.js';
-import { parseIntId } from '../validation.js';
+import { parseIntId, singleQuery } from '../validation.js';
 
 function scope(auth: AuthContext): AnalyticsScope {
   return { teamId: auth.teamId, domainId: auth.domainId };
 }
 
-function single(v: string | string[] | undefined, name: string): string | undefined {
-  if (Array.isArray(v)) throw badRequest(`${name}: must be given once`);
-  return v === '' ? undefined : v;
-}
-
 function domainIdParam(query: Record<string, string | string[] | undefined>): number | undefined {
-  const raw = single(query.domainId, 'domainId');
+  const raw = singleQuery(query, 'domainId');
   return raw === undefined ? undefined : parseIntId(raw, 'domainId');
 }
 
@@ -26,7 +21,7 @@ export function analyticsRoutes(analytics: AnalyticsService): RouteDef[] {
       access: 'full',
       summary: 'Daily sent/delivered/opened/clicked/bounced/complained for the last 7 or 30 days, with totals.',
       handler: async ({ auth, query }) => {
-        const days = single(query.days, 'days') ?? '30';
+        const days = singleQuery(query, 'days') ?? '30';
         if (days !== '7' && days !== '30') throw badRequest('days: must be 7 or 30');
         return analytics.timeSeries(scope(auth), { days: days === '7' ? 7 : 30, domainId: domainIdParam(query) });
       },

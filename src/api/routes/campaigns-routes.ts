@@ -4,7 +4,7 @@ import { MAX_BATCH_SIZE } from '../../core/campaigns/campaign-service.js';
 import { badRequest } from '../../core/errors.js';
 import { pageEnvelope, parsePage } from '../pagination.js';
 import type { RouteDef } from '../route-types.js';
-import { parseInput } from '../validation.js';
+import { parseInput, enumQuery, searchQuery } from '../validation.js';
 
 const addresses = z.union([z.string().min(1).max(1000), z.array(z.string().min(1).max(1000)).max(50)]).nullable();
 const batchSize = z.number().int().min(1).max(MAX_BATCH_SIZE);
@@ -63,12 +63,8 @@ export function campaignsRoutes(campaigns: CampaignService): RouteDef[] {
       summary: 'List campaigns (page, status, search over name and subject).',
       handler: async ({ auth, query }) => {
         const page = parsePage(query);
-        const status = query.status;
-        if (status !== undefined && (typeof status !== 'string' || !(STATUSES as readonly string[]).includes(status))) {
-          throw badRequest(`status: must be one of ${STATUSES.join(', ')}`);
-        }
-        const search = typeof query.search === 'string' && query.search.trim() ? query.search.trim() : undefined;
-        const { items, total } = await campaigns.list(scope(auth), { status: status as (typeof STATUSES)[number] | undefined, search, offset: page.offset, limit: page.limit });
+        const status = enumQuery(query, 'status', STATUSES);
+        const { items, total } = await campaigns.list(scope(auth), { status, search: searchQuery(query), offset: page.offset, limit: page.limit });
         return pageEnvelope('campaigns', items, total, page);
       },
     },

@@ -5,7 +5,7 @@ import { badRequest } from '../../core/errors.js';
 import type { AuthContext } from '../../core/api-keys/api-key-service.js';
 import { parsePage } from '../pagination.js';
 import type { RouteDef, RouteRequest } from '../route-types.js';
-import { parseInput } from '../validation.js';
+import { parseInput, singleQuery, type Query } from '../validation.js';
 
 const rescheduleBody = z.object({ scheduledAt: z.string().min(1) });
 
@@ -23,9 +23,9 @@ function list(v: string | string[] | undefined): string[] {
   return v === undefined ? [] : Array.isArray(v) ? v : [v];
 }
 
-function dateParam(v: string | string[] | undefined, name: string): string | undefined {
-  if (v === undefined || v === '') return undefined;
-  if (Array.isArray(v)) throw badRequest(`${name}: must be given once`);
+function dateParam(query: Query, name: string): string | undefined {
+  const v = singleQuery(query, name);
+  if (v === undefined) return undefined;
   const ms = Date.parse(v);
   if (Number.isNaN(ms)) throw badRequest(`${name}: must be an ISO 8601 date-time`);
   return new Date(ms).toISOString();
@@ -69,8 +69,8 @@ export function emailsRoutes(emails: EmailService): RouteDef[] {
         return emails.list(sendContext(req.auth), {
           offset: page.offset,
           limit: page.limit,
-          startDate: dateParam(req.query.startDate, 'startDate'),
-          endDate: dateParam(req.query.endDate, 'endDate'),
+          startDate: dateParam(req.query, 'startDate'),
+          endDate: dateParam(req.query, 'endDate'),
           domainIds,
           tags,
         });

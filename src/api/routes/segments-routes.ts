@@ -1,8 +1,7 @@
 import { segmentCreateSchema, segmentPatchSchema, type SegmentService } from '../../core/segments/segment-service.js';
-import { badRequest } from '../../core/errors.js';
 import { pageEnvelope, parsePage } from '../pagination.js';
 import type { RouteDef } from '../route-types.js';
-import { parseInput } from '../validation.js';
+import { parseInput, singleQuery } from '../validation.js';
 import { pathId } from './contact-books-routes.js';
 
 export function segmentsRoutes(segments: SegmentService): RouteDef[] {
@@ -14,9 +13,7 @@ export function segmentsRoutes(segments: SegmentService): RouteDef[] {
       summary: 'List segments, newest first (page envelope with key segments; optional contactBookId filter).',
       handler: async ({ auth, query }) => {
         const page = parsePage(query);
-        const bookId = query.contactBookId;
-        if (Array.isArray(bookId)) throw badRequest('contactBookId: must be given once');
-        const { items, total } = await segments.list(auth.teamId, { contactBookId: bookId || undefined, offset: page.offset, limit: page.limit });
+        const { items, total } = await segments.list(auth.teamId, { contactBookId: singleQuery(query, 'contactBookId'), offset: page.offset, limit: page.limit });
         return pageEnvelope('segments', items, total, page);
       },
     },

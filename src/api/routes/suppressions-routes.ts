@@ -8,13 +8,7 @@ import {
 import { badRequest } from '../../core/errors.js';
 import { pageEnvelope, parsePage } from '../pagination.js';
 import type { RouteDef, RouteRequest } from '../route-types.js';
-import { parseInput } from '../validation.js';
-
-function oneParam(req: RouteRequest, name: string): string | undefined {
-  const v = req.query[name];
-  if (Array.isArray(v)) throw badRequest(`${name}: must be given once`);
-  return v === '' ? undefined : v;
-}
+import { parseInput, enumQuery, searchQuery } from '../validation.js';
 
 function emailParam(req: RouteRequest): string {
   const email = req.params.email ?? '';
@@ -31,15 +25,11 @@ export function suppressionsRoutes(suppressions: SuppressionService): RouteDef[]
       summary: 'List suppressed addresses, newest first (page envelope with key suppressions; search, reason).',
       handler: async (req) => {
         const page = parsePage(req.query);
-        const reason = oneParam(req, 'reason');
-        if (reason !== undefined && !(SUPPRESSION_REASONS as readonly string[]).includes(reason)) {
-          throw badRequest(`reason: must be one of ${SUPPRESSION_REASONS.join(', ')}`);
-        }
-        const search = oneParam(req, 'search');
-        if (search !== undefined && search.length > 320) throw badRequest('search: at most 320 characters');
+        const reason = enumQuery(req.query, 'reason', SUPPRESSION_REASONS);
+        const search = searchQuery(req.query);
         const { items, total } = await suppressions.list(req.auth.teamId, {
           search,
-          reason: reason as (typeof SUPPRESSION_REASONS)[number] | undefined,
+          reason,
           offset: page.offset,
           limit: page.limit,
         });

@@ -3,7 +3,7 @@ import type { TemplateService } from '../../core/templates/template-service.js';
 import { badRequest } from '../../core/errors.js';
 import { pageEnvelope, parsePage } from '../pagination.js';
 import type { RouteDef } from '../route-types.js';
-import { parseInput } from '../validation.js';
+import { parseInput, searchQuery } from '../validation.js';
 
 const name = z.string().trim().min(1).max(200);
 const subject = z.string().min(1).max(998);
@@ -26,8 +26,7 @@ export function templatesRoutes(templates: TemplateService): RouteDef[] {
       summary: 'List templates (page, limit up to 100, search over name and subject).',
       handler: async ({ auth, query }) => {
         const page = parsePage(query);
-        const search = typeof query.search === 'string' && query.search.trim() ? query.search.trim() : undefined;
-        const { items, total } = await templates.list(auth.teamId, { search, offset: page.offset, limit: page.limit });
+        const { items, total } = await templates.list(auth.teamId, { search: searchQuery(query), offset: page.offset, limit: page.limit });
         return pageEnvelope('templates', items, total, page);
       },
     },

@@ -5,7 +5,7 @@ import { MAX_WEBHOOK_URL_LENGTH } from '../../core/webhooks/url-policy.js';
 import { WEBHOOK_EVENT_TYPES, type WebhookScope, type WebhookService } from '../../core/webhooks/webhook-service.js';
 import { pageEnvelope, parsePage } from '../pagination.js';
 import type { RouteDef } from '../route-types.js';
-import { parseInput } from '../validation.js';
+import { parseInput, singleQuery } from '../validation.js';
 
 const eventTypes = z
   .array(z.enum(WEBHOOK_EVENT_TYPES, { error: `must be one of ${WEBHOOK_EVENT_TYPES.join(', ')}` }))
@@ -29,11 +29,6 @@ const patchBody = z
 
 function scope(auth: AuthContext): WebhookScope {
   return { teamId: auth.teamId, domainId: auth.domainId };
-}
-
-function single(v: string | string[] | undefined, name: string): string | undefined {
-  if (Array.isArray(v)) throw badRequest(`${name}: must be given once`);
-  return v === '' ? undefined : v;
 }
 
 export function webhooksRoutes(webhooks: WebhookService): RouteDef[] {
@@ -87,11 +82,11 @@ export function webhooksRoutes(webhooks: WebhookService): RouteDef[] {
       summary: 'Delivery attempts, newest first; cursor-paginated with nextCursor.',
       handler: async ({ auth, params, query }) => {
         const id = params.webhookId ?? '';
-        const limitText = single(query.limit, 'limit');
+        const limitText = singleQuery(query, 'limit');
         if (limitText !== undefined && (!/^\d{1,3}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 100)) {
           throw badRequest('limit: must be an integer from 1 to 100');
         }
-        return webhooks.listAttempts(scope(auth), id, limitText === undefined ? 25 : Number(limitText), single(query.cursor, 'cursor'));
+        return webhooks.listAttempts(scope(auth), id, limitText === undefined ? 25 : Number(limitText), singleQuery(query, 'cursor'));
       },
     },
     {

@@ -219,7 +219,9 @@ export function createCampaignService(deps: CampaignServiceDeps) {
         };
       });
       const results = await deps.emails.submitEach({ teamId: c.team_id, domainId: null, apiKeyId: null }, items);
-      const failed = results.filter((r): r is { error: Error } => 'error' in r && !/UNIQUE|PRIMARY KEY/i.test(r.error.message));
+      // A contact reached before a restart fails its insert on the (campaign, contact) key:
+      // that is the no-duplicates guarantee at work, not an error.
+      const failed = results.filter((r): r is { error: Error } => 'error' in r && !/constraint failed: campaign_recipients\./.test(r.error.message));
       if (failed.length) {
         // A verification lapse or a deleted domain fails every item: pause rather than skip everyone.
         if (failed.length === results.length && results.length > 0) {
