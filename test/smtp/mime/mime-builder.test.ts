@@ -1,7 +1,7 @@
 import test from 'ava';
 import { simpleParser } from 'mailparser';
 import type { AddressObject, ParsedMail } from 'mailparser';
-import { composeMessage, contentTypeForFilename, ENGINE_OWNED_HEADERS, type ComposeInput } from '../../../src/smtp/outbound/mime-builder.js';
+import { composeMessage, contentTypeForFilename, crlfBuffer, ENGINE_OWNED_HEADERS, type ComposeInput } from '../../../src/smtp/outbound/mime-builder.js';
 
 const PDF_BYTES = Buffer.concat([Buffer.from('%PDF-1.4\n'), Buffer.from(Array.from({ length: 3000 }, (_, i) => (i * 37) % 256))]);
 const CSV_BYTES = Buffer.from('name,city\r\nZoë,Zürich\r\n');
@@ -198,6 +198,21 @@ test('message/rfc822 attachments: 7bit-clean ones stay message/rfc822, others tr
   const utf8 = parsed.attachments.find((a) => a.filename === 'utf8.eml');
   t.true(utf8?.content.equals(eightBit));
   assertWireFormat(t, message);
+});
+
+test('a message/rfc822 attachment with bare LF line ends still goes out with CRLF only', async (t) => {
+  // The composer's output is made CRLF on the finished buffer (crlfBuffer), not by a stream stage.
+  const lf = Buffer.from('From: a@b.c\nSubject: hi\n\nline one\nline two\rend\n');
+  const message = await composeMessage(baseInput({ attachments: [{ filename: 'lf.eml', content: lf.toString('base64') }] }));
+  t.regex(message.toString('latin1'), /Content-Type: message\/rfc822; name=lf\.eml/);
+  assertWireFormat(t, message);
+});
+
+test('crlfBuffer returns the very same buffer when there is nothing to fix', (t) => {
+  const clean = Buffer.from('a: b\r\n\r\nbody\r\n');
+  t.is(crlfBuffer(clean), clean);
+  t.is(crlfBuffer(Buffer.from('a\nb\rc\r\n')).toString(), 'a\r\nb\r\nc\r\n');
+  t.is(crlfBuffer(Buffer.from('\nx')).toString(), '\r\nx');
 });
 
 test('a multipart content type for an attachment is refused', async (t) => {
