@@ -11,7 +11,7 @@ export interface AuthContext {
   teamId: number;
   keyId: number;
   permission: Permission;
-  /** A key bound to a domain sends only from it and sees only its emails, domain and analytics. */
+  /** A key bound to a domain sends only from it and sees only its emails, received mail, domain, webhooks, analytics and API keys. */
   domainId: number | null;
   /** The team's requests-per-second override, null for the configured default. */
   teamRateLimit: number | null;
