@@ -18,7 +18,7 @@ export function apiKeysRoutes(apiKeys: ApiKeyService): RouteDef[] {
       path: '/apiKeys',
       access: 'full',
       summary: 'List the team API keys (never the secret).',
-      handler: async ({ auth }) => apiKeys.list(auth.teamId),
+      handler: async ({ auth }) => apiKeys.list(auth.teamId, auth.domainId),
     },
     {
       method: 'POST',
@@ -27,7 +27,7 @@ export function apiKeysRoutes(apiKeys: ApiKeyService): RouteDef[] {
       summary: 'Create an API key; the full key is returned only here.',
       handler: async ({ auth, body }) => {
         const input = parseInput(createBody, body ?? {});
-        const created = await apiKeys.create(auth.teamId, input);
+        const created = await apiKeys.create(auth.teamId, input, auth.domainId);
         return created;
       },
     },
@@ -38,7 +38,7 @@ export function apiKeysRoutes(apiKeys: ApiKeyService): RouteDef[] {
       summary: 'Revoke an API key, effective immediately.',
       handler: async ({ auth, params }) => {
         const id = parseIntId(params.id);
-        await apiKeys.revoke(id, auth.teamId);
+        await apiKeys.revoke(id, auth.teamId, auth.domainId);
         return { id, success: true, message: 'API key deleted' };
       },
     },

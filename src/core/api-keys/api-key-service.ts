@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { AppError, badRequest, notFound } from '../errors.js';
+import { AppError, badRequest, forbidden, notFound } from '../errors.js';
 import { randomString } from '../../lib/ids.js';
 import type { Clock } from '../../lib/clock.js';
 import type { ApiKeysRepository, ApiKeyRow } from '../../store/repositories/api-keys-repository.js';
@@ -11,7 +11,7 @@ export interface AuthContext {
   teamId: number;
   keyId: number;
   permission: Permission;
-  /** A key bound to a domain sends only from it and sees only its emails, domain and analytics. */
+  /** A key bound to a domain sends only from it and sees only its emails, received mail, domain, webhooks, analytics and API keys. */
   domainId: number | null;
   /** The team's requests-per-second override, null for the configured default. */
   teamRateLimit: number | null;
@@ -59,12 +59,24 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
     };
   }
 
+  /**
+   * A key bound to a domain manages only keys bound to the same domain: it must not mint an
+   * unrestricted key (that would undo its own restriction) nor see or revoke the keys of
+   * other domains or of the whole team. `callerDomainId` is the calling key's domain.
+   */
+  function keyDomain(callerDomainId: number | null, requested: number | null | undefined): number | null {
+    if (callerDomainId === null) return requested ?? null;
+    if (requested === undefined) return callerDomainId;
+    if (requested !== callerDomainId) throw forbidden(`domainId: this API key is restricted to domain ${callerDomainId} and can only create keys bound to it`);
+    return requested;
+  }
+
   return {
-    async create(teamId: number, input: { name: string; permission?: Permission; domainId?: number | null }) {
+    async create(teamId: number, input: { name: string; permission?: Permission; domainId?: number | null }, callerDomainId: number | null = null) {
       const name = input.name.trim();
       if (!name) throw badRequest('name: must not be empty');
       const permission = input.permission ?? 'FULL';
-      const domainId = input.domainId ?? null;
+      const domainId = keyDomain(callerDomainId, input.domainId);
       if (domainId !== null && deps.domainBelongsToTeam && !(await deps.domainBelongsToTeam(teamId, domainId))) {
         throw badRequest(`domainId: domain ${domainId} does not exist in this team`);
       }
@@ -77,8 +89,8 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
       return { ...toView({ id, teamId, name, publicId, secretHash: '', partialKey, permission, domainId, lastUsedAt: null, createdAt }), token };
     },
 
-    async list(teamId: number): Promise<ApiKeyView[]> {
-      return (await deps.apiKeys.listByTeam(teamId)).map(toView);
+    async list(teamId: number, callerDomainId: number | null = null): Promise<ApiKeyView[]> {
+      return (await deps.apiKeys.listByTeam(teamId, callerDomainId ?? undefined)).map(toView);
     },
 
     async listAll(): Promise<(ApiKeyView & { teamId: number })[]> {
@@ -86,8 +98,9 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
     },
 
     /** Revocation deletes the row, so the very next request with the key fails (spec, Authentication 4). */
-    async revoke(id: number, teamId?: number): Promise<void> {
-      if (!(await deps.apiKeys.deleteById(id, teamId))) throw notFound(`API key ${id} not found`);
+    async revoke(id: number, teamId?: number, callerDomainId: number | null = null): Promise<void> {
+      // Outside a domain-bound caller's reach a key is simply not there (404).
+      if (!(await deps.apiKeys.deleteById(id, teamId, callerDomainId ?? undefined))) throw notFound(`API key ${id} not found`);
     },
 
     async count(): Promise<number> {

@@ -346,6 +346,10 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     async resume(scope: CampaignScope, id: string) {
       const c = await load(scope, id);
       if (c.status !== 'PAUSED') throw badRequest(`campaign ${id} is ${c.status}; only a paused campaign can be resumed`);
+      // Resuming sends, so a key bound to a domain may resume only campaigns from that domain
+      // (as schedule checks). Unbound keys keep resuming as before: a lapsed verification
+      // pauses the campaign again at its next batch.
+      if (scope.domainId !== null) await deps.domains.sendingDomain(scope, domainOf(parseMailbox(c.from_addr, 'from').address));
       const future = c.scheduled_at !== null && Date.parse(c.scheduled_at) > clock.nowMs();
       const updated = await campaigns.update(id, { status: future ? 'SCHEDULED' : 'RUNNING', next_batch_at: null, updated_at: clock.now().toISOString() }, ['PAUSED']);
       if (!updated) throw badRequest(`campaign ${id} changed state meanwhile`);

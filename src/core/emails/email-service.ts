@@ -147,7 +147,12 @@ export function createEmailService(deps: EmailServiceDeps) {
     let references: string[] | null = null;
     if (input.inReplyToId) {
       const parent = await emails.findById(ctx.teamId, input.inReplyToId);
-      if (!parent) throw badRequest(`${f('inReplyToId')}: email ${input.inReplyToId} not found in this team`);
+      // A key bound to a domain sees only that domain's emails, so another domain's email is
+      // not there for it either (otherwise a reply would reveal which ids exist, and copy the
+      // other domain's Message-ID into the new message).
+      if (!parent || (ctx.domainId !== null && parent.domain_id !== ctx.domainId)) {
+        throw badRequest(`${f('inReplyToId')}: email ${input.inReplyToId} not found in this team`);
+      }
       inReplyTo = parent.message_id;
       references = [...(parseJsonList(parent.references_json) ?? []), parent.message_id];
     }

@@ -61,8 +61,11 @@ export function createApiKeysRepository(db: Db) {
       // Hot path (every request): compiled once by Kysely, then run as a prepared statement.
       return hot.read(() => hot.sqlite.prepare(authQuery.sql).get(publicId) as ApiKeyAuthRow | undefined);
     },
-    async listByTeam(teamId: number): Promise<ApiKeyRow[]> {
-      return db.selectFrom('api_keys').select(columns).where('team_id', '=', teamId).orderBy('id').execute();
+    /** domainId: only the keys bound to that domain. */
+    async listByTeam(teamId: number, domainId?: number): Promise<ApiKeyRow[]> {
+      let q = db.selectFrom('api_keys').select(columns).where('team_id', '=', teamId);
+      if (domainId !== undefined) q = q.where('domain_id', '=', domainId);
+      return q.orderBy('id').execute();
     },
     async listAll(): Promise<ApiKeyRow[]> {
       return db.selectFrom('api_keys').select(columns).orderBy('id').execute();
@@ -71,9 +74,10 @@ export function createApiKeysRepository(db: Db) {
       const r = await db.selectFrom('api_keys').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
       return Number(r.n);
     },
-    async deleteById(id: number, teamId?: number): Promise<boolean> {
+    async deleteById(id: number, teamId?: number, domainId?: number): Promise<boolean> {
       let q = db.deleteFrom('api_keys').where('id', '=', id);
       if (teamId !== undefined) q = q.where('team_id', '=', teamId);
+      if (domainId !== undefined) q = q.where('domain_id', '=', domainId);
       const res = await q.executeTakeFirst();
       return res.numDeletedRows > 0n;
     },
