@@ -324,6 +324,8 @@ export async function createApp(opts: AppOptions) {
           trackingRoutes(tracking, logger)(router);
         },
       });
+      const releasedKeys = await emails.releaseInFlightKeys();
+      if (releasedKeys) logger.info({ released: releasedKeys }, 'released idempotency keys left in flight by a previous run');
       http = await listenHttp(koa, config.http.host, config.http.port);
       listeners.http = { host: config.http.host, port: http.port };
       logger.info({ listener: 'http', host: config.http.host, port: http.port }, `HTTP API listening on ${config.http.host}:${http.port}`);
