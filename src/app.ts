@@ -350,6 +350,8 @@ export async function createApp(opts: AppOptions) {
       );
       if (submissionListener) listeners.submission = { host: config.submission.host, port: submissionListener.port };
       logger.info({ inbound: listeners.inbound, submission: listeners.submission }, 'SMTP listeners started');
+      const recounted = await campaigns.recoverCounts();
+      if (recounted) logger.info({ recounted }, 'campaign counters a previous run left behind were counted');
       const released = await deliveries.releaseStaleLeases();
       if (released) logger.info({ released }, 'released delivery leases left by a previous run');
       engine!.start();

@@ -1,4 +1,5 @@
 import test from 'ava';
+import { sql } from 'kysely';
 import { ManualClock } from '../../src/lib/clock.js';
 import { createIdempotencyRepository } from '../../src/store/repositories/idempotency-repository.js';
 import { sendBody, startMailWorld, type MailWorld } from '../helpers/mail-world.js';
@@ -35,4 +36,34 @@ test.serial('an Idempotency-Key whose request died with the process is usable at
   await w.restart();
   t.deepEqual((await w.t0.request('POST', '/v1/emails', { body: { ...body, subject: 'done' }, headers: { 'idempotency-key': 'completed-before' } })).body, done.body);
   await w.settle();
+});
+
+test.serial('campaign counts a killed process never made are made at the next start, once', async (t) => {
+  const book = (await w.t0.request('POST', '/v1/contactBooks', { body: { name: 'Recount' } })).body;
+  const emails = ['rc1@example.net', 'rc2@example.net', 'rc3@example.net'];
+  await w.t0.request('POST', `/v1/contactBooks/${book.id}/contacts/bulk`, { body: emails.map((email) => ({ email })) });
+  const created = await w.t0.request('POST', '/v1/campaigns', {
+    body: { name: 'Recount', from: `news@${w.domain.name}`, subject: 'Hi', contactBookId: book.id, html: '<p>x</p>', sendNow: true },
+  });
+  const id = created.body.id as string;
+  await w.t0.app.runCampaigns();
+  await w.settle();
+  await w.t0.app.runCampaigns();
+  const get = async () => (await w.t0.request('GET', `/v1/campaigns/${id}`)).body;
+  t.like(await get(), { status: 'SENT', total: 3, sent: 3, delivered: 3 });
+
+  // The DELIVERED events of two recipients were committed, but the process died before the
+  // counting that follows them; one of them had not even counted SENT yet.
+  const db = w.t0.app.store.db;
+  const rows = await sql<{ email_id: string }>`select email_id from campaign_recipients where campaign_id = ${id} order by rowid`.execute(db);
+  const [a, b] = rows.rows.map((r) => r.email_id);
+  await sql`update campaign_recipients set counted = 'sent' where email_id = ${a}`.execute(db);
+  await sql`update campaign_recipients set counted = '' where email_id = ${b}`.execute(db);
+  await sql`update campaigns set sent = 2, delivered = 1 where id = ${id}`.execute(db);
+  t.like(await get(), { sent: 2, delivered: 1 }, 'the state a kill leaves');
+
+  await w.restart();
+  t.like(await get(), { status: 'SENT', total: 3, sent: 3, delivered: 3, opened: 0, bounced: 0 }, 'recounted from the stored events');
+  await w.restart();
+  t.like(await get(), { sent: 3, delivered: 3 }, 'a further restart counts nothing twice');
 });
