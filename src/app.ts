@@ -324,6 +324,8 @@ export async function createApp(opts: AppOptions) {
           trackingRoutes(tracking, logger)(router);
         },
       });
+      const releasedKeys = await emails.releaseInFlightKeys();
+      if (releasedKeys) logger.info({ released: releasedKeys }, 'released idempotency keys left in flight by a previous run');
       http = await listenHttp(koa, config.http.host, config.http.port);
       listeners.http = { host: config.http.host, port: http.port };
       logger.info({ listener: 'http', host: config.http.host, port: http.port }, `HTTP API listening on ${config.http.host}:${http.port}`);
@@ -348,6 +350,8 @@ export async function createApp(opts: AppOptions) {
       );
       if (submissionListener) listeners.submission = { host: config.submission.host, port: submissionListener.port };
       logger.info({ inbound: listeners.inbound, submission: listeners.submission }, 'SMTP listeners started');
+      const recounted = await campaigns.recoverCounts();
+      if (recounted) logger.info({ recounted }, 'campaign counters a previous run left behind were counted');
       const released = await deliveries.releaseStaleLeases();
       if (released) logger.info({ released }, 'released delivery leases left by a previous run');
       engine!.start();

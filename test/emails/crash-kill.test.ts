@@ -1,39 +1,12 @@
 import test from 'ava';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startDnsZone } from '../helpers/dns-zone.js';
 import { startSmtpSink } from '../helpers/smtp-sink.js';
+import { apiClient, startPosthorn } from '../proof/helpers/posthorn-process.js';
 
-const BIN = fileURLToPath(new URL('../../../bin/posthorn', import.meta.url));
 const MESSAGES = 150;
-
-interface Server {
-  child: ChildProcess;
-  port: number;
-  key?: string;
-}
-
-/** Starts `posthorn serve` as a real process and reads its port (and first key) from its output. */
-function serve(env: Record<string, string>): Promise<Server> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'serve'], { env: { PATH: process.env.PATH!, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let port: number | undefined;
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      port ??= Number(/HTTP API listening on [^:]+:(\d+)/.exec(out)?.[1]) || undefined;
-      if (port && /SMTP listeners started|"inbound"/.test(out)) {
-        child.stdout!.off('data', onData);
-        resolve({ child, port, key: /(ph_[0-9a-z]{12}_[A-Za-z0-9_-]+)/.exec(out)?.[1] });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`posthorn exited early (${code}): ${out}`)));
-  });
-}
 
 test('kill -9 while messages are in flight: after a restart every accepted message is delivered (at least once)', async (t) => {
   const zone = await startDnsZone();
@@ -52,22 +25,15 @@ test('kill -9 while messages are in flight: after a restart every accepted messa
     POSTHORN_RATE_LIMIT: '100000',
     POSTHORN_LOG_LEVEL: 'info',
   };
-  let server = await serve(env);
+  let server = await startPosthorn({ env, expectKey: true });
   t.teardown(async () => {
-    server.child.kill('SIGKILL');
+    await server.kill();
     await sink.close();
     await zone.close();
   });
   const key = server.key!;
   t.truthy(key, 'the first start printed a key');
-  const api = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`http://127.0.0.1:${server.port}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json()) as any };
-  };
+  const api = apiClient(() => server, key);
   const domain = (await api('POST', '/v1/domains', { name: 'crash-sender.dev', region: 'r' })).body;
   for (const r of domain.dnsRecords) zone.set(r.name, r.type, [r.type === 'MX' ? { exchange: r.value, priority: 10 } : r.value]);
   await api('PUT', `/v1/domains/${domain.id}/verify`);
@@ -84,12 +50,11 @@ test('kill -9 while messages are in flight: after a restart every accepted messa
   }
   // Kill the process mid-delivery: some messages are out, others leased or still queued.
   await sink.waitForMessages(10);
-  server.child.kill('SIGKILL');
-  await new Promise((r) => server.child.once('exit', r));
+  await server.kill();
   const deliveredBeforeKill = new Set(sink.messages.flatMap((m) => m.rcptTo)).size;
   t.log(`${deliveredBeforeKill} of ${MESSAGES} recipients had their message before the kill`);
 
-  server = await serve(env);
+  server = await startPosthorn({ env });
   const expected = new Set(Array.from({ length: MESSAGES }, (_, i) => `r${i}@crash-rcpt.example`));
   for (;;) {
     const got = new Set(sink.messages.flatMap((m) => m.rcptTo));

@@ -20,6 +20,8 @@ export const DEFAULT_BATCH_SIZE = 500;
 export const MAX_BATCH_SIZE = 100_000;
 /** Contacts submitted per store round trip inside one batch (bounds memory for huge batches). */
 const FAN_OUT_CHUNK = 1000;
+/** Campaign recipients re-checked per write when counters are recovered at startup. */
+const RECOUNT_CHUNK = 2000;
 
 export interface CampaignInput {
   name: string;
@@ -388,6 +390,21 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       const hard = event.type === 'email.bounced' && (event.data.bounce as { type?: string } | undefined)?.type === 'Permanent';
       if (hard) await deps.contacts.unsubscribe(event.teamId, contactId, 'BOUNCED');
       if (event.type === 'email.complained') await deps.contacts.unsubscribe(event.teamId, contactId, 'COMPLAINED');
+    },
+
+    /**
+     * At startup: counters a killed process never moved (its status events were committed,
+     * the counting after them was not) are counted now from the stored events. Counting is
+     * once per email and status, so this never counts twice, also next to live counting.
+     */
+    async recoverCounts(): Promise<number> {
+      let added = 0;
+      for (let after: number | null = 0; after !== null; ) {
+        const chunk = await campaigns.recountMissed(after, RECOUNT_CHUNK);
+        added += chunk.added;
+        after = chunk.last;
+      }
+      return added;
     },
 
     /** The unsubscribe page's view of a token. Changes nothing (link scanners fetch with GET). */

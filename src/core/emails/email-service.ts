@@ -355,6 +355,15 @@ export function createEmailService(deps: EmailServiceDeps) {
       return settled.map((s) => (s.ok ? { emailId: s.prepared.item.row.id } : { error: s.error }));
     },
 
+    /**
+     * At startup, before the API listens: keys a killed process left in flight answer like any
+     * unused key again, so a client retrying its request after the restart is served at once
+     * instead of being told 409 "still in progress" for IDEMPOTENCY_STALE_MS.
+     */
+    async releaseInFlightKeys(): Promise<number> {
+      return deps.idempotency.releaseInFlight();
+    },
+
     async get(ctx: SendContext, id: string) {
       const row = await loadScoped(ctx, id);
       const { tags: _tags, ...item } = toListItem(row);

@@ -111,6 +111,35 @@ export function createCampaignsRepository(db: Db) {
         return true;
       });
     },
+    /**
+     * Counts, once each, the statuses campaign emails reached (their email_events) that their
+     * recipient rows have not counted. Live counting (countStatus) runs after the status was
+     * committed, so a process killed in between loses that count; this repairs it. Works on
+     * the recipients after rowid `after`, `limit` of them; `last` is null when none are left.
+     */
+    async recountMissed(after: number, limit: number): Promise<{ last: number | null; added: number }> {
+      const reachable = COUNTED_STATUSES.map((s) => `'${s.toUpperCase()}'`).join(', ');
+      return hot.write(() => {
+        const rows = hot.sqlite
+          .prepare(
+            `select cr.rowid as rid, cr.campaign_id, cr.email_id, cr.counted,
+               (select group_concat(distinct e.status) from email_events e where e.email_id = cr.email_id and e.status in (${reachable})) as reached
+             from campaign_recipients cr where cr.rowid > ? order by cr.rowid limit ?`,
+          )
+          .all(after, limit) as { rid: number; campaign_id: string; email_id: string; counted: string; reached: string | null }[];
+        let added = 0;
+        for (const r of rows) {
+          const counted = r.counted ? r.counted.split(',') : [];
+          const missing = (r.reached ? r.reached.split(',') : []).map((s) => s.toLowerCase() as CountedStatus).filter((s) => COUNTED_STATUSES.includes(s) && !counted.includes(s));
+          if (!missing.length) continue;
+          hot.sqlite.prepare('update campaign_recipients set counted = ? where email_id = ?').run([...counted, ...missing].join(','), r.email_id);
+          // Column names come from the closed COUNTED_STATUSES list, never from input.
+          for (const s of missing) hot.sqlite.prepare(`update campaigns set ${s} = ${s} + 1 where id = ?`).run(r.campaign_id);
+          added += missing.length;
+        }
+        return { last: rows.length < limit ? null : rows[rows.length - 1]!.rid, added };
+      });
+    },
     async recipient(campaignId: string, contactId: string) {
       return db.selectFrom('campaign_recipients').selectAll().where('campaign_id', '=', campaignId).where('contact_id', '=', contactId).executeTakeFirst();
     },

@@ -31,6 +31,15 @@ export function createIdempotencyRepository(db: Db) {
     async abandon(teamId: number, key: string): Promise<void> {
       await db.deleteFrom('idempotency_keys').where('team_id', '=', teamId).where('key', '=', key).where('state', '=', 'in_flight').execute();
     },
+    /**
+     * Drops every in-flight entry. Only for startup: a request can not outlive the process
+     * that was serving it, so an entry still in flight then belonged to a request that died
+     * with the previous process (like the delivery leases released at startup).
+     */
+    async releaseInFlight(): Promise<number> {
+      const res = await db.deleteFrom('idempotency_keys').where('state', '=', 'in_flight').executeTakeFirst();
+      return Number(res.numDeletedRows);
+    },
     async purgeExpired(nowMs: number, ttlMs: number): Promise<number> {
       const res = await db.deleteFrom('idempotency_keys').where('created_at', '<', nowMs - ttlMs).executeTakeFirst();
       return Number(res.numDeletedRows);
