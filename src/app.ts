@@ -255,6 +255,9 @@ export async function createApp(opts: AppOptions) {
     relay,
     maxConnectionsPerHost: config.outbound.maxConnectionsPerHost,
     maxConnections: config.outbound.maxConnections,
+    connectTimeoutMs: config.outbound.connectTimeoutMs,
+    greetingTimeoutMs: config.outbound.greetingTimeoutMs,
+    socketTimeoutMs: config.outbound.socketTimeoutMs,
   });
   engine = new DeliveryEngine({
     deliveries,
