@@ -8,6 +8,8 @@ import { systemClock, type Clock } from './lib/clock.js';
 import { createLogger, type Logger } from './lib/logger.js';
 import { createDnsClient, type DnsResolver } from './lib/dns/dns-client.js';
 import { openStore, type Store } from './store/db.js';
+import { isStorageFailure } from './store/store-errors.js';
+import { storageUnavailable } from './core/errors.js';
 import { migrateToLatest } from './store/migrate.js';
 import { createTeamsRepository } from './store/repositories/teams-repository.js';
 import { createApiKeysRepository } from './store/repositories/api-keys-repository.js';
@@ -320,6 +322,7 @@ export async function createApp(opts: AppOptions) {
         defaultRateLimit: config.rateLimit.perSecond,
         bodyLimitBytes: config.http.bodyLimitBytes,
         routes,
+        translateError: (err) => (isStorageFailure(err) ? storageUnavailable() : err),
         extra: (router) => {
           healthRoute(router);
           contactConfirmationPages(router, contacts);
