@@ -114,13 +114,21 @@ export class WebhookDispatcher {
       if (started === 0) {
         const now = this.o.clock.nowMs();
         const dueNow = [...this.due.values()].some((d) => d <= now);
-        if (this.inFlight.size === 0 && !dueNow) this.notifyIdle();
+        if (this.inFlight.size === 0 && !dueNow && this.o.webhooks.pendingUnpersisted() === 0) this.notifyIdle();
         if (!this.pendingWake && this.running) await this.sleep(this.sleepMs(now));
       }
     }
   }
 
   private async housekeeping(): Promise<void> {
+    if (this.o.webhooks.pendingUnpersisted() > 0) {
+      // Events whose outbox rows could not be written (disk full): write them once there is room.
+      try {
+        await this.o.webhooks.flushUnpersisted();
+      } catch (err) {
+        this.o.logger.error({ err }, 'writing kept webhook events failed');
+      }
+    }
     const t = performance.now();
     if (this.lastSweep === 0 || t - this.lastSweep >= this.sweepIntervalMs) {
       this.lastSweep = t;
