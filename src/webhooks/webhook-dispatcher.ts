@@ -241,8 +241,10 @@ export class WebhookDispatcher {
       const next = await this.o.webhooks.recordAttempt(call, request ?? { url: call.url, headers: {}, body: call.body }, outcome);
       if (next !== null) this.noteDue(call.webhookId, next);
     } catch (err) {
-      // The lease expires and the call is attempted again: at-least-once, never lost.
+      // The lease expires and the call is attempted again: at-least-once, never lost. Noted
+      // as due then, or nothing but the (slow) store sweep would look at this endpoint again.
       this.o.logger.error({ err, webhookId: call.webhookId, eventId: call.eventId }, 'recording a webhook attempt failed');
+      this.noteDue(call.webhookId, this.o.clock.nowMs() + this.o.webhooks.leaseMs + 1);
     }
   }
 }
