@@ -32,6 +32,8 @@ export interface FaultyEndpoint {
   /** Mode for the next requests; or a function of the request's index (0-based over all requests). */
   setMode(mode: EndpointMode | ((index: number) => EndpointMode)): void;
   waitFor(n: number, timeoutMs?: number): Promise<void>;
+  /** Answers every held ('hang') request with this status and body; returns how many. */
+  release(status?: number, body?: string): number;
   /** Calls that got a 2xx, per event id. */
   acknowledged(eventId: string): number;
   callsFor(eventId: string): EndpointCall[];
@@ -111,6 +113,12 @@ export async function startFaultyEndpoint(opts: { slowMs?: number } = {}): Promi
       } finally {
         clearTimeout(timer);
       }
+    },
+    release(status = 200, body = 'ok') {
+      const all = [...held];
+      held.clear();
+      for (const res of all) res.writeHead(status, { 'content-type': 'text/plain' }).end(body);
+      return all.length;
     },
     acknowledged(eventId) {
       return calls.filter((c) => c.eventId === eventId && isAck(c)).length;
