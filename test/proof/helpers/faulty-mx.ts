@@ -40,9 +40,10 @@ export interface FaultyMx {
   readonly port: number;
   /**
    * Applies to connections opened from now on; open ones are cut (the MX changed: a client's
-   * idle pooled session must not carry the next message past the new fault).
+   * idle pooled session must not carry the next message past the new fault), unless keepOpen,
+   * in which case their next transactions meet the new fault at DATA.
    */
-  setFault(fault: MxFault, opts?: { dropAfterBytes?: number }): void;
+  setFault(fault: MxFault, opts?: { dropAfterBytes?: number; keepOpen?: boolean }): void;
   /** Connections that reached their fault so far. */
   readonly faultsHit: number;
   /** Connections held open right now by a stall (silent, stall-*, hold-after-dot). */
@@ -260,6 +261,9 @@ export async function startFaultyMx(opts: {
           chunk = all.subarray(eol + 2);
           line = Buffer.alloc(0);
           if (/^DATA\r\n$/i.test(cmd.toString('latin1'))) {
+            // Each transaction meets the fault set now (a session kept open by setFault's keepOpen changes with it).
+            f = fault;
+            dropAfter = dropAfterBytes;
             if (f === 'stall-at-data') {
               hit();
               holdOpen(client);
@@ -353,7 +357,7 @@ export async function startFaultyMx(opts: {
     port,
     setFault(f, o = {}) {
       fault = f;
-      for (const s of sockets) s.destroy();
+      if (!o.keepOpen) for (const s of sockets) s.destroy();
       if (o.dropAfterBytes !== undefined) dropAfterBytes = o.dropAfterBytes;
     },
     get faultsHit() {
