@@ -151,7 +151,9 @@ export async function createApp(opts: AppOptions) {
     clock,
     logger,
     maxAgeMs: config.outbound.maxAgeHours * 3_600_000,
-    leaseMs: 10 * 60_000, // longer than any one SMTP transaction may take (RFC 5321 data timeouts)
+    // Longer than a transaction usually takes; one still in flight when it runs out (a backlog
+    // behind a slow host) is not attempted twice: the engine skips what it is already attempting.
+    leaseMs: 10 * 60_000,
     owner: `${osHostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
   });
 
@@ -260,6 +262,7 @@ export async function createApp(opts: AppOptions) {
     connectTimeoutMs: config.outbound.connectTimeoutMs,
     greetingTimeoutMs: config.outbound.greetingTimeoutMs,
     socketTimeoutMs: config.outbound.socketTimeoutMs,
+    transactionTimeoutMs: config.outbound.transactionTimeoutMs,
   });
   engine = new DeliveryEngine({
     deliveries,

@@ -92,6 +92,10 @@ export interface Config {
      *  transaction (after DATA, say) is given up on after this and the message is deferred.
      *  RFC 5321 4.5.3.2 asks for minutes per command; the default is 5 minutes. */
     socketTimeoutMs: number;
+    /** Longest one message's transaction (MAIL FROM to the final reply) may take, in milliseconds.
+     *  Ends a server that keeps the session busy without ever finishing its reply (a tarpit
+     *  dribbling continuation lines defeats the inactivity timeout); the message is deferred. */
+    transactionTimeoutMs: number;
     /** Upstream relay (smarthost): when host is set, all mail goes through it, still DKIM-signed by us. */
     relay: {
       host: string;
@@ -158,6 +162,7 @@ export const DEFAULT_CONFIG: Config = {
     connectTimeoutMs: 30_000,
     greetingTimeoutMs: 30_000,
     socketTimeoutMs: 5 * 60_000,
+    transactionTimeoutMs: 15 * 60_000,
     relay: { host: '', port: 587, secure: 'starttls', user: '', password: '' },
   },
   campaigns: { batchWindowSeconds: 60 },

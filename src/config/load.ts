@@ -24,6 +24,7 @@ const ENV_KEYS: Record<string, { path: string[]; kind: 'string' | 'int' | 'bool'
   POSTHORN_OUTBOUND_CONNECT_TIMEOUT_MS: { path: ['outbound', 'connectTimeoutMs'], kind: 'int' },
   POSTHORN_OUTBOUND_GREETING_TIMEOUT_MS: { path: ['outbound', 'greetingTimeoutMs'], kind: 'int' },
   POSTHORN_OUTBOUND_SOCKET_TIMEOUT_MS: { path: ['outbound', 'socketTimeoutMs'], kind: 'int' },
+  POSTHORN_OUTBOUND_TRANSACTION_TIMEOUT_MS: { path: ['outbound', 'transactionTimeoutMs'], kind: 'int' },
   POSTHORN_WEBHOOKS_ALLOW_PRIVATE: { path: ['webhooks', 'allowPrivate'], kind: 'bool' },
 };
 

@@ -69,6 +69,7 @@ export const configSchema = z
         connectTimeoutMs: z.number().int().min(100).max(3_600_000),
         greetingTimeoutMs: z.number().int().min(100).max(3_600_000),
         socketTimeoutMs: z.number().int().min(100).max(3_600_000),
+        transactionTimeoutMs: z.number().int().min(100).max(24 * 3_600_000),
         relay: z
           .object({
             host: z.string(),
