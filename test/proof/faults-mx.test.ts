@@ -18,6 +18,8 @@ import { startFaultyMx, type FaultyMx, type MxFault } from './helpers/faulty-mx.
 const clock = new ManualClock(Date.UTC(2026, 5, 1, 8, 0, 0));
 /** Small enough to keep the file fast, large enough that a healthy session on a loaded box never hits it. */
 const TIMEOUT_MS = 3000;
+/** Past the socket timeout, so a tarpit (which is never idle) is what it ends. */
+const TRANSACTION_TIMEOUT_MS = 4000;
 const FAULTY_HOST = 'mx2.sink.test'; // a name in the sink certificate: ENFORCED verifies once the fault is cleared
 const FAULTY_DOMAIN = 'faulty.example';
 const EMAILS_PER_FAULT = 3;
@@ -30,7 +32,7 @@ let strict: any;
 test.before(async () => {
   w = await startMailWorld({
     clock,
-    overrides: { outbound: { greetingTimeoutMs: TIMEOUT_MS, socketTimeoutMs: TIMEOUT_MS }, webhooks: { allowPrivate: true, timeoutMs: 5000 } },
+    overrides: { outbound: { greetingTimeoutMs: TIMEOUT_MS, socketTimeoutMs: TIMEOUT_MS, transactionTimeoutMs: TRANSACTION_TIMEOUT_MS }, webhooks: { allowPrivate: true, timeoutMs: 5000 } },
   });
   // The faulty MX gets its own loopback address on the (global) outbound port; behind it, the world's sink.
   mx = await startFaultyMx({ host: '127.0.0.2', port: w.sink.port, name: FAULTY_HOST, upstream: { host: w.sink.host, port: w.sink.port } });
@@ -98,6 +100,8 @@ const CASES: Case[] = [
   // RFC 5321 6.1 / RFC 1047: a 250 lost after the final dot is the one place SMTP itself
   // duplicates: the sink has the message, we cannot know it, and must send again.
   { fault: 'stall-after-dot', cause: /timeout|timed out/i, stalls: true, expectedCopies: 2 },
+  // A tarpit never lets the socket go idle: only the transaction deadline ends it.
+  { fault: 'drip-after-dot', cause: /longer than|deadline/i, stalls: true, expectedCopies: 2 },
 ];
 
 for (const c of CASES) {

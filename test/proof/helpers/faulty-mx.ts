@@ -28,6 +28,12 @@ export type MxFault =
   | 'stall-after-dot'
   /** The connection is cut after `dropAfterBytes` bytes of the message. */
   | 'drop-mid-data'
+  /**
+   * A tarpit: the whole message reaches the sink, then instead of its 250 the MX dribbles
+   * "250-" continuation lines, one every 200 ms, forever: the reply never ends, yet the
+   * socket is never idle long enough for an inactivity timeout.
+   */
+  | 'drip-after-dot'
   /** Like stall-after-dot, until release() answers every held session with the given reply. */
   | 'hold-after-dot'
   /** STARTTLS offered; after "220 Ready" it sends garbage instead of a TLS handshake. */
@@ -62,6 +68,7 @@ export interface FaultyMx {
 const TLS_FAULTS = new Set<MxFault>(['tls-garbage', 'tls-bad-cert']);
 const DEFAULT_WAIT_MS = 15_000;
 const END_OF_DATA = Buffer.from('\r\n.\r\n');
+const DRIP_INTERVAL_MS = 200;
 
 export async function startFaultyMx(opts: {
   /** Loopback address to bind (its own, e.g. 127.0.0.6), and the port (the outbound port is global). */
@@ -305,11 +312,15 @@ export async function startFaultyMx(opts: {
         }
         up.write(body);
         state = 'cmd';
-        if (f === 'stall-after-dot' || f === 'hold-after-dot') {
+        if (f === 'stall-after-dot' || f === 'hold-after-dot' || f === 'drip-after-dot') {
           swallowReplies = true;
           hit();
           holdOpen(client);
-          if (f === 'stall-after-dot') {
+          if (f === 'drip-after-dot') {
+            const drip = setInterval(() => client.write('250-still working on it\r\n'), DRIP_INTERVAL_MS);
+            client.once('close', () => clearInterval(drip));
+          }
+          if (f === 'stall-after-dot' || f === 'drip-after-dot') {
             state = 'stalled';
             return;
           }
