@@ -4,12 +4,12 @@ import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_RETRY_DELAYS_MS, WEBHOOK_RETRY_JITTER_RAT
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
 import { startFaultyEndpoint, type EndpointMode, type FaultyEndpoint } from './helpers/faulty-endpoint.js';
 
-// Proof: webhook endpoints that hang, answer 500, reset the connection or answer slowly
-// never lose an event, never block each other, and every attempt is on record. The events
-// are real ones (email.queued from sends through the API), fanned out to one endpoint per
-// fault and a healthy one. After recovery every event is acknowledged at least once, and
-// each endpoint received exactly as many requests per event as there are recorded attempts
-// for it: the only duplicates are retries of attempts that were recorded as failed.
+// Proof: webhook endpoints that hang, answer 500, reset the connection, never finish their
+// body or answer slowly never lose an event, never block each other, and every attempt is
+// on record. The events are real ones (email.queued from sends through the API), fanned out
+// to one endpoint per fault and a healthy one. After recovery every event is acknowledged at
+// least once, and each endpoint received exactly as many requests per event as there are
+// recorded attempts for it: the only duplicates are retries of attempts recorded as failed.
 
 const clock = new ManualClock(Date.UTC(2026, 6, 1, 8, 0, 0));
 const TIMEOUT_MS = 2000;
@@ -57,10 +57,12 @@ const FAULTS: { mode: EndpointMode; firstAttempt: 'FAILED' | 'SUCCEEDED'; error?
   { mode: 'hang', firstAttempt: 'FAILED', error: new RegExp(`timed out after ${TIMEOUT_MS} ms`) },
   { mode: '500', firstAttempt: 'FAILED', error: /HTTP 500/ },
   { mode: 'reset', firstAttempt: 'FAILED', error: /socket hang up|ECONNRESET|closed/i },
+  // Headers at once, then a body that never ends: the timeout covers the whole exchange.
+  { mode: 'dribble', firstAttempt: 'FAILED', error: new RegExp(`timed out after ${TIMEOUT_MS} ms`) },
   { mode: 'slow', firstAttempt: 'SUCCEEDED' },
 ];
 
-test.serial('hang, 500, reset, slow: failed attempts are recorded, nobody blocks anybody, every event arrives after recovery', async (t) => {
+test.serial('hang, 500, reset, endless body, slow: failed attempts are recorded, nobody blocks anybody, every event arrives after recovery', async (t) => {
   const healthy = await endpoint('healthy', ['email.queued']);
   const faulty = new Map<EndpointMode, { id: string; ep: FaultyEndpoint }>();
   for (const f of FAULTS) {

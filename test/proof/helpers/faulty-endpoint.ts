@@ -14,7 +14,9 @@ export type EndpointMode =
   /** Reads the request, then resets the TCP connection without a response. */
   | 'reset'
   /** 200, but the body trickles out over `slowMs` before the response ends. */
-  | 'slow';
+  | 'slow'
+  /** 200 and a body that trickles out forever (headers arrive; the response never ends). */
+  | 'dribble';
 
 export interface EndpointCall {
   eventId: string;
@@ -69,6 +71,10 @@ export async function startFaultyEndpoint(opts: { slowMs?: number } = {}): Promi
         res.writeHead(500, { 'content-type': 'text/plain' }).end('internal error (fault injected)');
       } else if (m === 'reset') {
         req.socket.resetAndDestroy();
+      } else if (m === 'dribble') {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        const timer = setInterval(() => res.write('.'), 100);
+        res.on('close', () => clearInterval(timer));
       } else if (m === 'slow') {
         res.writeHead(200, { 'content-type': 'text/plain' });
         let sent = 0;
