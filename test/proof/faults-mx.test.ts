@@ -100,6 +100,7 @@ const CASES: Case[] = [
   // RFC 5321 6.1 / RFC 1047: a 250 lost after the final dot is the one place SMTP itself
   // duplicates: the sink has the message, we cannot know it, and must send again.
   { fault: 'stall-after-dot', cause: /timeout|timed out/i, stalls: true, expectedCopies: 2 },
+  { fault: 'drop-after-dot', cause: /clos|reset|ECONN|lost|unexpected/i, stalls: false, expectedCopies: 2 },
   // A tarpit never lets the socket go idle: only the transaction deadline ends it.
   { fault: 'drip-after-dot', cause: /longer than|deadline/i, stalls: true, expectedCopies: 2 },
 ];

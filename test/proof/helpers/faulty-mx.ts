@@ -28,6 +28,8 @@ export type MxFault =
   | 'stall-after-dot'
   /** The connection is cut after `dropAfterBytes` bytes of the message. */
   | 'drop-mid-data'
+  /** The whole message reaches the sink; the connection is cut as its 250 comes back (the 250 is lost). */
+  | 'drop-after-dot'
   /**
    * A tarpit: the whole message reaches the sink, then instead of its 250 the MX dribbles
    * "250-" continuation lines, one every 200 ms, forever: the reply never ends, yet the
@@ -242,7 +244,13 @@ export async function startFaultyMx(opts: {
     let tail = Buffer.alloc(0);
     let dataBytes = 0;
     let swallowReplies = false;
+    let dropOnReply = false;
     up.on('data', (c: Buffer) => {
+      if (dropOnReply) {
+        up.destroy();
+        client.destroy();
+        return;
+      }
       if (!swallowReplies) client.write(c);
     });
 
@@ -312,6 +320,12 @@ export async function startFaultyMx(opts: {
         }
         up.write(body);
         state = 'cmd';
+        if (f === 'drop-after-dot') {
+          hit();
+          dropOnReply = true;
+          state = 'stalled';
+          return;
+        }
         if (f === 'stall-after-dot' || f === 'hold-after-dot' || f === 'drip-after-dot') {
           swallowReplies = true;
           hit();
