@@ -97,6 +97,12 @@ export class WebhookDispatcher {
     this.wakeUp?.();
     await this.loopDone;
     await Promise.allSettled([...this.inFlight]);
+    if (this.o.webhooks.pendingUnpersisted() > 0) {
+      // Last chance for events kept in memory while the store refused writes.
+      await this.o.webhooks.flushUnpersisted().catch(() => 0);
+      const lost = this.o.webhooks.pendingUnpersisted();
+      if (lost) this.o.logger.error({ lost }, 'webhook events that could not be stored are lost at shutdown');
+    }
     this.agents.http.destroy();
     this.agents.https.destroy();
   }
