@@ -8,6 +8,8 @@ import { systemClock, type Clock } from './lib/clock.js';
 import { createLogger, type Logger } from './lib/logger.js';
 import { createDnsClient, type DnsResolver } from './lib/dns/dns-client.js';
 import { openStore, type Store } from './store/db.js';
+import { isStorageFailure } from './store/store-errors.js';
+import { storageUnavailable } from './core/errors.js';
 import { migrateToLatest } from './store/migrate.js';
 import { createTeamsRepository } from './store/repositories/teams-repository.js';
 import { createApiKeysRepository } from './store/repositories/api-keys-repository.js';
@@ -149,7 +151,9 @@ export async function createApp(opts: AppOptions) {
     clock,
     logger,
     maxAgeMs: config.outbound.maxAgeHours * 3_600_000,
-    leaseMs: 10 * 60_000, // longer than any one SMTP transaction may take (RFC 5321 data timeouts)
+    // Longer than a transaction usually takes; one still in flight when it runs out (a backlog
+    // behind a slow host) is not attempted twice: the engine skips what it is already attempting.
+    leaseMs: 10 * 60_000,
     owner: `${osHostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
   });
 
@@ -255,6 +259,10 @@ export async function createApp(opts: AppOptions) {
     relay,
     maxConnectionsPerHost: config.outbound.maxConnectionsPerHost,
     maxConnections: config.outbound.maxConnections,
+    connectTimeoutMs: config.outbound.connectTimeoutMs,
+    greetingTimeoutMs: config.outbound.greetingTimeoutMs,
+    socketTimeoutMs: config.outbound.socketTimeoutMs,
+    transactionTimeoutMs: config.outbound.transactionTimeoutMs,
   });
   engine = new DeliveryEngine({
     deliveries,
@@ -317,6 +325,7 @@ export async function createApp(opts: AppOptions) {
         defaultRateLimit: config.rateLimit.perSecond,
         bodyLimitBytes: config.http.bodyLimitBytes,
         routes,
+        translateError: (err) => (isStorageFailure(err) ? storageUnavailable() : err),
         extra: (router) => {
           healthRoute(router);
           contactConfirmationPages(router, contacts);

@@ -20,6 +20,8 @@ export interface HttpServerDeps {
   routes: RouteDef[];
   /** Routes outside the API prefix (health, tracking, unsubscribe pages): raw Koa handlers. */
   extra?: (router: Router) => void;
+  /** Turns an unexpected error into an AppError where the composition root knows better (a full disk); else returns it as is. */
+  translateError?: (err: unknown) => unknown;
 }
 
 const API_PREFIXES = ['/v1', '/api/v1'];
@@ -56,7 +58,7 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
   }
   deps.extra?.(router);
 
-  app.use(errorMiddleware(deps.logger));
+  app.use(errorMiddleware(deps.logger, deps.translateError));
   app.use(router.routes());
   // Nothing matched: 405 if the path exists with other methods, else 404 (spec, Errors).
   app.use(async (ctx) => {
@@ -71,13 +73,13 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
   return app;
 }
 
-function errorMiddleware(logger: Logger) {
+function errorMiddleware(logger: Logger, translate: (err: unknown) => unknown = (err) => err) {
   return async (ctx: Context, next: Next) => {
     const started = performance.now();
     try {
       await next();
     } catch (err) {
-      const httpError = toHttpError(err);
+      const httpError = toHttpError(err instanceof AppError ? err : translate(err));
       if (httpError.status >= 500) logger.error({ err, method: ctx.method, path: ctx.path }, 'request failed');
       ctx.status = httpError.status;
       ctx.body = httpError.body;

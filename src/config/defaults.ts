@@ -83,6 +83,19 @@ export interface Config {
     /** Worker threads that compose (nodemailer) and DKIM-sign messages: about 2 ms of CPU per
      *  message that would otherwise sit on the event loop. 2 uses both cores when busy. */
     signingWorkers: number;
+    /** TCP connect to a remote MX (or the relay), in milliseconds; then the next MX host is tried. */
+    connectTimeoutMs: number;
+    /** Wait for the 220 greeting (and for a STARTTLS handshake), in milliseconds. A host that
+     *  accepts the connection but never greets is given up on after this. */
+    greetingTimeoutMs: number;
+    /** Inactivity during an SMTP session, in milliseconds: a server that stops answering mid-
+     *  transaction (after DATA, say) is given up on after this and the message is deferred.
+     *  RFC 5321 4.5.3.2 asks for minutes per command; the default is 5 minutes. */
+    socketTimeoutMs: number;
+    /** Longest one message's transaction (MAIL FROM to the final reply) may take, in milliseconds.
+     *  Ends a server that keeps the session busy without ever finishing its reply (a tarpit
+     *  dribbling continuation lines defeats the inactivity timeout); the message is deferred. */
+    transactionTimeoutMs: number;
     /** Upstream relay (smarthost): when host is set, all mail goes through it, still DKIM-signed by us. */
     relay: {
       host: string;
@@ -146,6 +159,10 @@ export const DEFAULT_CONFIG: Config = {
     maxConnectionsPerHost: 10,
     maxConnections: 100,
     signingWorkers: 2,
+    connectTimeoutMs: 30_000,
+    greetingTimeoutMs: 30_000,
+    socketTimeoutMs: 5 * 60_000,
+    transactionTimeoutMs: 15 * 60_000,
     relay: { host: '', port: 587, secure: 'starttls', user: '', password: '' },
   },
   campaigns: { batchWindowSeconds: 60 },

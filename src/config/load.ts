@@ -21,6 +21,10 @@ const ENV_KEYS: Record<string, { path: string[]; kind: 'string' | 'int' | 'bool'
   POSTHORN_INBOUND_PORT: { path: ['inbound', 'port'], kind: 'int' },
   POSTHORN_SUBMISSION_PORT: { path: ['submission', 'port'], kind: 'int' },
   POSTHORN_OUTBOUND_PORT: { path: ['outbound', 'port'], kind: 'int' },
+  POSTHORN_OUTBOUND_CONNECT_TIMEOUT_MS: { path: ['outbound', 'connectTimeoutMs'], kind: 'int' },
+  POSTHORN_OUTBOUND_GREETING_TIMEOUT_MS: { path: ['outbound', 'greetingTimeoutMs'], kind: 'int' },
+  POSTHORN_OUTBOUND_SOCKET_TIMEOUT_MS: { path: ['outbound', 'socketTimeoutMs'], kind: 'int' },
+  POSTHORN_OUTBOUND_TRANSACTION_TIMEOUT_MS: { path: ['outbound', 'transactionTimeoutMs'], kind: 'int' },
   POSTHORN_WEBHOOKS_ALLOW_PRIVATE: { path: ['webhooks', 'allowPrivate'], kind: 'bool' },
 };
 

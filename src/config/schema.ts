@@ -66,6 +66,10 @@ export const configSchema = z
         maxConnectionsPerHost: z.number().int().positive(),
         maxConnections: z.number().int().positive(),
         signingWorkers: z.number().int().min(0).max(16),
+        connectTimeoutMs: z.number().int().min(100).max(3_600_000),
+        greetingTimeoutMs: z.number().int().min(100).max(3_600_000),
+        socketTimeoutMs: z.number().int().min(100).max(3_600_000),
+        transactionTimeoutMs: z.number().int().min(100).max(24 * 3_600_000),
         relay: z
           .object({
             host: z.string(),

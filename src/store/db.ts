@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, SqliteDialect } from 'kysely';
+import { Kysely, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDialectConfig } from 'kysely';
 import type { Database } from './tables/database.js';
 import { withStatementCache } from './statement-cache.js';
 import { createHotPath, registerHotPath } from './hot-path.js';
@@ -31,7 +31,7 @@ export function openStore(file: string): Store {
   sqlite.pragma('cache_size = -65536');
   sqlite.pragma('temp_store = MEMORY');
   const cached = withStatementCache(sqlite);
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cached }) });
+  const db = new Kysely<Database>({ dialect: new KeepErrorsSqliteDialect(sqlite, { database: cached }) });
   registerHotPath(db, createHotPath(db, cached));
   let closed = false;
   return {
@@ -43,4 +43,30 @@ export function openStore(file: string): Store {
       await db.destroy(); // closes the better-sqlite3 handle too
     },
   };
+}
+
+/**
+ * SQLITE_FULL, SQLITE_IOERR and a few others may roll back the whole transaction on their
+ * own (sqlite.org/lang_transaction.html). Kysely then still sends ROLLBACK, which fails with
+ * "cannot rollback - no transaction is active" and replaces the real error: a full disk
+ * would surface as a meaningless SQLITE_ERROR. Skip the ROLLBACK when there is nothing left
+ * to roll back, so the caller sees what actually happened.
+ */
+class KeepErrorsSqliteDialect extends SqliteDialect {
+  constructor(
+    private readonly handle: BetterSqlite3.Database,
+    private readonly driverConfig: SqliteDialectConfig,
+  ) {
+    super(driverConfig);
+  }
+
+  override createDriver(): Driver {
+    const handle = this.handle;
+    return new (class extends SqliteDriver {
+      override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+        if (!handle.inTransaction) return;
+        await super.rollbackTransaction(connection);
+      }
+    })(this.driverConfig);
+  }
 }

@@ -9,8 +9,10 @@ import type { Kysely } from 'kysely';
  *
  * - write(fn) queues fn; all writes queued in one event-loop turn run in ONE transaction. If an
  *   item throws, the batch is rolled back and redone with a savepoint per item, so a failing
- *   item fails alone. fn must be a pure function of the database (it may run twice). Callers
- *   are answered only after the commit, so "accepted" still means "on disk" (group commit).
+ *   item fails alone (when SQLite itself aborts the transaction, as a full disk does, each item
+ *   is redone in a transaction of its own). fn must be a pure function of the database (it may
+ *   run more than once). Callers are answered only after the commit, so "accepted" still means
+ *   "on disk" (group commit), and a failed write was not stored.
  * - Both read() and write() hold Kysely's connection lock while they run, so they never run in
  *   the middle of a Kysely transaction that is awaiting between statements.
  *
@@ -20,6 +22,13 @@ export interface HotPath {
   sqlite: BetterSqlite3.Database;
   write<T>(fn: () => T): Promise<T>;
   read<T>(fn: () => T): Promise<T>;
+}
+
+/** SQLite rolled the whole batch transaction back on its own (see flush). */
+class BatchAborted extends Error {
+  constructor(override readonly cause: unknown) {
+    super('the batch transaction was rolled back by SQLite');
+  }
 }
 
 interface Pending {
@@ -52,15 +61,34 @@ export function createHotPath(db: Kysely<any>, sqlite: BetterSqlite3.Database): 
           // Some item failed and rolled the batch back: redo it with a savepoint per item
           // (a nested better-sqlite3 transaction), so only the failing items fail.
           outcomes = [];
-          sqlite.transaction(() => {
-            for (const item of batch) {
-              try {
-                outcomes.push({ ok: true, value: sqlite.transaction(item.fn)() });
-              } catch (err) {
-                outcomes.push({ ok: false, value: err });
+          try {
+            sqlite.transaction(() => {
+              for (const item of batch) {
+                try {
+                  outcomes.push({ ok: true, value: sqlite.transaction(item.fn)() });
+                } catch (err) {
+                  // SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM... may roll back the WHOLE
+                  // transaction, not just the savepoint (sqlite.org/lang_transaction.html).
+                  // Going on would run the next items in autocommit (stored at once, yet
+                  // reported failed when the final COMMIT finds no transaction) while the
+                  // earlier ones were silently undone.
+                  if (!sqlite.inTransaction) throw new BatchAborted(err);
+                  outcomes.push({ ok: false, value: err });
+                }
               }
-            }
-          })();
+            })();
+          } catch (err) {
+            if (!(err instanceof BatchAborted)) throw err;
+            // Nothing of the batch is stored: each item alone, in its own transaction, so
+            // whatever still fits is stored and each answer says exactly what happened.
+            outcomes = batch.map((item) => {
+              try {
+                return { ok: true, value: sqlite.transaction(item.fn)() };
+              } catch (itemErr) {
+                return { ok: false, value: itemErr };
+              }
+            });
+          }
         }
       });
     } catch (err) {

@@ -97,6 +97,12 @@ export class WebhookDispatcher {
     this.wakeUp?.();
     await this.loopDone;
     await Promise.allSettled([...this.inFlight]);
+    if (this.o.webhooks.pendingUnpersisted() > 0) {
+      // Last chance for events kept in memory while the store refused writes.
+      await this.o.webhooks.flushUnpersisted().catch(() => 0);
+      const lost = this.o.webhooks.pendingUnpersisted();
+      if (lost) this.o.logger.error({ lost }, 'webhook events that could not be stored are lost at shutdown');
+    }
     this.agents.http.destroy();
     this.agents.https.destroy();
   }
@@ -114,13 +120,21 @@ export class WebhookDispatcher {
       if (started === 0) {
         const now = this.o.clock.nowMs();
         const dueNow = [...this.due.values()].some((d) => d <= now);
-        if (this.inFlight.size === 0 && !dueNow) this.notifyIdle();
+        if (this.inFlight.size === 0 && !dueNow && this.o.webhooks.pendingUnpersisted() === 0) this.notifyIdle();
         if (!this.pendingWake && this.running) await this.sleep(this.sleepMs(now));
       }
     }
   }
 
   private async housekeeping(): Promise<void> {
+    if (this.o.webhooks.pendingUnpersisted() > 0) {
+      // Events whose outbox rows could not be written (disk full): write them once there is room.
+      try {
+        await this.o.webhooks.flushUnpersisted();
+      } catch (err) {
+        this.o.logger.error({ err }, 'writing kept webhook events failed');
+      }
+    }
     const t = performance.now();
     if (this.lastSweep === 0 || t - this.lastSweep >= this.sweepIntervalMs) {
       this.lastSweep = t;
@@ -233,8 +247,10 @@ export class WebhookDispatcher {
       const next = await this.o.webhooks.recordAttempt(call, request ?? { url: call.url, headers: {}, body: call.body }, outcome);
       if (next !== null) this.noteDue(call.webhookId, next);
     } catch (err) {
-      // The lease expires and the call is attempted again: at-least-once, never lost.
+      // The lease expires and the call is attempted again: at-least-once, never lost. Noted
+      // as due then, or nothing but the (slow) store sweep would look at this endpoint again.
       this.o.logger.error({ err, webhookId: call.webhookId, eventId: call.eventId }, 'recording a webhook attempt failed');
+      this.noteDue(call.webhookId, this.o.clock.nowMs() + this.o.webhooks.leaseMs + 1);
     }
   }
 }

@@ -66,3 +66,21 @@ test('redaction hides the secret', (t) => {
   const c = loadConfig({ env: { POSTHORN_SECRET: 'hunter2hunter2' } });
   t.false(JSON.stringify(redactConfig(c)).includes('hunter2'));
 });
+
+test('outbound SMTP timeouts: defaults are the client pool\'s, environment names map, too small is refused', (t) => {
+  const d = loadConfig({ env: {} }).outbound;
+  t.is(d.connectTimeoutMs, 30_000);
+  t.is(d.greetingTimeoutMs, 30_000);
+  t.is(d.socketTimeoutMs, 300_000);
+  t.is(d.transactionTimeoutMs, 900_000);
+  const c = loadConfig({
+    env: {
+      POSTHORN_OUTBOUND_CONNECT_TIMEOUT_MS: '1000',
+      POSTHORN_OUTBOUND_GREETING_TIMEOUT_MS: '2000',
+      POSTHORN_OUTBOUND_SOCKET_TIMEOUT_MS: '3000',
+      POSTHORN_OUTBOUND_TRANSACTION_TIMEOUT_MS: '4000',
+    },
+  }).outbound;
+  t.deepEqual([c.connectTimeoutMs, c.greetingTimeoutMs, c.socketTimeoutMs, c.transactionTimeoutMs], [1000, 2000, 3000, 4000]);
+  t.throws(() => loadConfig({ env: { POSTHORN_OUTBOUND_SOCKET_TIMEOUT_MS: '5' } }), { instanceOf: ConfigError, message: /socketTimeoutMs/ });
+});

@@ -50,6 +50,8 @@ export const MAX_WEBHOOKS_PER_TEAM = 100;
 /** Response bodies are kept up to 4 KB (DESIGN 4). */
 export const MAX_RESPONSE_BODY_BYTES = 4096;
 const USER_AGENT = 'Posthorn-Webhook/1.0';
+/** Events kept in memory while the store refuses writes (each a few KB at most). */
+const MAX_UNPERSISTED_EVENTS = 10_000;
 
 export interface WebhookScope {
   teamId: number;
@@ -187,10 +189,32 @@ export function createWebhookService(deps: WebhookServiceDeps) {
     return ids.sort((a, b) => a - b);
   }
 
+  /**
+   * Events whose outbox rows could not be written (a full or failing disk). The state change
+   * that caused each one is already committed, so dropping it would lose the event for good:
+   * it is kept here and written as soon as the store takes writes again (the dispatcher calls
+   * flushUnpersisted on every round). Bounded, so a disk that stays full cannot eat the heap.
+   */
+  const unpersisted: { event: NewWebhookEvent; webhookIds: string[] }[] = [];
+
+  function keepForLater(event: NewWebhookEvent, webhookIds: string[], err: unknown): void {
+    if (unpersisted.length >= MAX_UNPERSISTED_EVENTS) {
+      const dropped = unpersisted.shift()!;
+      deps.logger.error({ eventId: dropped.event.id, type: dropped.event.type }, `webhook event dropped: more than ${MAX_UNPERSISTED_EVENTS} events are waiting for the store`);
+    }
+    unpersisted.push({ event, webhookIds });
+    deps.logger.error({ err, eventId: event.id, type: event.type }, 'storing a webhook event failed; kept in memory and retried');
+  }
+
   function persistEvent(event: NewWebhookEvent, webhookIds: string[]): void {
     const due = clock.nowMs();
     if (webhooks.syncWriteSafe()) {
-      webhooks.enqueueSync(event, webhookIds, due);
+      try {
+        webhooks.enqueueSync(event, webhookIds, due);
+      } catch (err) {
+        keepForLater(event, webhookIds, err);
+        return;
+      }
       deps.onEnqueued?.(webhookIds, due);
       return;
     }
@@ -199,7 +223,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
     webhooks
       .enqueue(event, webhookIds, due)
       .then(() => deps.onEnqueued?.(webhookIds, due))
-      .catch((err) => deps.logger.error({ err, eventId: event.id, type: event.type }, 'storing a webhook event failed'));
+      .catch((err) => keepForLater(event, webhookIds, err));
   }
 
   function newEvent(teamId: number, type: string, domainId: number | null, occurredAt: string, data: Record<string, unknown>): NewWebhookEvent {
@@ -323,6 +347,34 @@ export function createWebhookService(deps: WebhookServiceDeps) {
     },
 
     // ---- for the dispatcher
+
+    /** How long a claimed call stays leased: a call whose attempt could not be recorded is due again after it. */
+    leaseMs: deps.leaseMs,
+
+    /** Events waiting in memory for the store to take their outbox rows. */
+    pendingUnpersisted(): number {
+      return unpersisted.length;
+    },
+
+    /** Writes the events kept by a failed outbox write, oldest first; stops at the first that still fails. */
+    async flushUnpersisted(): Promise<number> {
+      let written = 0;
+      while (unpersisted.length) {
+        const { event, webhookIds } = unpersisted[0]!;
+        const due = clock.nowMs();
+        try {
+          await webhooks.enqueue(event, webhookIds, due);
+        } catch (err) {
+          deps.logger.warn({ err, waiting: unpersisted.length }, 'webhook events still cannot be stored; trying again shortly');
+          return written;
+        }
+        unpersisted.shift();
+        written++;
+        deps.onEnqueued?.(webhookIds, due);
+      }
+      if (written) deps.logger.info({ written }, 'stored webhook events kept while the store refused writes');
+      return written;
+    },
 
     async claim(webhookId: string, limit: number): Promise<ClaimedCall[]> {
       return webhooks.claimForWebhook(webhookId, deps.owner, clock.nowMs(), deps.leaseMs, limit);

@@ -38,6 +38,8 @@ export class DeliveryEngine {
   private readonly idlePollMs: number;
   private readonly maxTargets: number;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Delivery ids being attempted by this process right now. */
+  private readonly inFlightDeliveries = new Set<number>();
   private readonly messageCache = new Map<string, { message: Promise<Buffer>; users: number }>();
   private running = false;
   private loopDone: Promise<void> | undefined;
@@ -96,7 +98,15 @@ export class DeliveryEngine {
       } catch (err) {
         this.o.logger.error({ err }, 'claiming deliveries failed');
       }
-      for (const g of groups) this.track(this.process(g));
+      for (const g of groups) {
+        // A lease can run out while its transaction is still here, queued behind the per-host
+        // limit or held by a slow MX (a host that stalls every session, with a backlog): the
+        // sweep frees the rows and this claim takes them again (with a fresh lease, so they
+        // stay ours). Attempting them a second time at once would send the message twice.
+        const fresh = g.deliveries.filter((d) => !this.inFlightDeliveries.has(d.id));
+        if (fresh.length === 0) continue;
+        this.track(this.process(fresh.length === g.deliveries.length ? g : { ...g, deliveries: fresh }));
+      }
       if (groups.length === 0) {
         if (this.inFlight.size === 0) this.notifyIdle();
         if (!this.pendingWake) await this.sleep();
@@ -152,6 +162,15 @@ export class DeliveryEngine {
   }
 
   private async process(group: DeliveryGroup): Promise<void> {
+    for (const d of group.deliveries) this.inFlightDeliveries.add(d.id);
+    try {
+      await this.attemptAndRecord(group);
+    } finally {
+      for (const d of group.deliveries) this.inFlightDeliveries.delete(d.id);
+    }
+  }
+
+  private async attemptAndRecord(group: DeliveryGroup): Promise<void> {
     const started = this.o.clock.now();
     let results: AttemptResult[];
     const all = (outcome: AttemptResult['outcome'], response: string, extra: Partial<AttemptResult> = {}) =>

@@ -130,6 +130,12 @@ export interface SmtpClientPoolOptions {
   greetingTimeoutMs?: number;
   /** Inactivity during a session, default 5 min (RFC 5321 §4.5.3.2 per-command minimums). */
   socketTimeoutMs?: number;
+  /**
+   * Longest one transaction (MAIL FROM to the reply after the final dot) may take, default
+   * 15 min. Inactivity timeouts cannot end a reply that never finishes while bytes keep
+   * coming (a tarpit dribbling "250-" continuation lines); this deadline does.
+   */
+  transactionTimeoutMs?: number;
   /** Only for a relay given by name without address. */
   resolver?: DnsResolver;
   /** Time source for remembering hosts with broken TLS; default the system clock. */
@@ -154,6 +160,8 @@ const DEFAULT_IDLE_TIMEOUT_MS = 5_000;
 const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
 const DEFAULT_GREETING_TIMEOUT_MS = 30_000;
 const DEFAULT_SOCKET_TIMEOUT_MS = 5 * 60_000;
+/** RFC 5321 §4.5.3.2's waits for one message add up to about this (MAIL, RCPT, DATA, blocks, the final 10 min). */
+const DEFAULT_TRANSACTION_TIMEOUT_MS = 15 * 60_000;
 /** How long we wait for the 221 after QUIT before closing anyway (RFC 5321 §4.1.1.10 lets us). */
 const QUIT_REPLY_TIMEOUT_MS = 2_000;
 /** How long nodemailer waits for the peer's FIN after ours before destroying the socket. */
@@ -306,6 +314,7 @@ export function createSmtpClientPool(opts: SmtpClientPoolOptions): SmtpClientPoo
   const connectTimeoutMs = positiveInteger(opts.connectTimeoutMs, DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs');
   const greetingTimeoutMs = positiveInteger(opts.greetingTimeoutMs, DEFAULT_GREETING_TIMEOUT_MS, 'greetingTimeoutMs');
   const socketTimeoutMs = positiveInteger(opts.socketTimeoutMs, DEFAULT_SOCKET_TIMEOUT_MS, 'socketTimeoutMs');
+  const transactionTimeoutMs = positiveInteger(opts.transactionTimeoutMs, DEFAULT_TRANSACTION_TIMEOUT_MS, 'transactionTimeoutMs');
   const relay = opts.relay;
 
   // One context for every connection: building one per connection would
@@ -776,7 +785,18 @@ export function createSmtpClientPool(opts: SmtpClientPoolOptions): SmtpClientPoo
     };
     stats.transactions++;
     pc.transactions++;
-    const outcome = await onSession<SMTPConnectionSendInfo>(conn, () => closedError(pc), (done) => conn.send(envelope, req.message, done));
+    // The deadline ends the session like a dropped connection: every recipient without a
+    // final reply is deferred (and may be sent again: the server may have kept the message).
+    const deadline = setTimeout(() => {
+      const err: SmtpError = new Error(`the transaction took longer than ${transactionTimeoutMs} ms without a final reply; session closed`);
+      err.code = 'ETIMEDOUT';
+      pc.lastError = err;
+      conn.close();
+    }, transactionTimeoutMs);
+    deadline.unref();
+    const outcome = await onSession<SMTPConnectionSendInfo>(conn, () => closedError(pc), (done) => conn.send(envelope, req.message, done)).finally(() =>
+      clearTimeout(deadline),
+    );
     // nodemailer keeps its per-recipient bookkeeping on the envelope object it was given.
     const tracked = envelope as Partial<SMTPConnectionEnvelope>;
     const rejected = new Map<string, SmtpError>();

@@ -82,9 +82,17 @@ export function createWebhooksRepository(db: Db, sqlite: BetterSqlite3.Database)
       return db.selectFrom('webhooks').selectAll().where('team_id', '=', teamId).orderBy('created_at').orderBy('id').execute();
     },
 
-    /** Async twin of enqueueSync: queued behind any open transaction by Kysely's driver. */
+    /**
+     * Async twin of enqueueSync: queued behind any open transaction by Kysely's driver. An
+     * endpoint deleted since the event was matched is skipped (a late write of a kept event).
+     */
     async enqueue(event: NewWebhookEvent, webhookIds: string[], dueMs: number): Promise<void> {
       await db.transaction().execute(async (trx) => {
+        const existing = webhookIds.length
+          ? new Set((await trx.selectFrom('webhooks').select('id').where('id', 'in', webhookIds).execute()).map((r) => r.id))
+          : new Set<string>();
+        webhookIds = webhookIds.filter((id) => existing.has(id));
+        if (!webhookIds.length) return;
         await trx
           .insertInto('webhook_events')
           .values({ id: event.id, team_id: event.teamId, type: event.type, domain_id: event.domainId, body: event.body, created_at: event.createdAt })
