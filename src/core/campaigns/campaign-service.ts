@@ -87,6 +87,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       opened: c.opened,
       clicked: c.clicked,
       bounced: c.bounced,
+      hardBounced: c.hard_bounced,
       complained: c.complained,
       unsubscribed: c.unsubscribed,
       replyTo: JSON.parse(c.reply_to_json) as string[],
@@ -285,6 +286,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
         opened: 0,
         clicked: 0,
         bounced: 0,
+        hard_bounced: 0,
         complained: 0,
         unsubscribed: 0,
         created_at: now,
@@ -377,11 +379,12 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       const emailId = event.data.id;
       if (!status || !event.data.campaignId || typeof emailId !== 'string') return;
       await campaigns.countStatus(emailId, status);
+      const hard = event.type === 'email.bounced' && (event.data.bounce as { type?: string } | undefined)?.type === 'Permanent';
+      if (hard) await campaigns.countStatus(emailId, 'hard_bounced');
       // A campaign contact whose mailbox is gone, or who complained, is unsubscribed from the
       // book too, so no later campaign tries them again (suppression covers sends as well).
       const contactId = event.data.contactId;
       if (typeof contactId !== 'string') return;
-      const hard = event.type === 'email.bounced' && (event.data.bounce as { type?: string } | undefined)?.type === 'Permanent';
       if (hard) await deps.contacts.unsubscribe(event.teamId, contactId, 'BOUNCED');
       if (event.type === 'email.complained') await deps.contacts.unsubscribe(event.teamId, contactId, 'COMPLAINED');
     },
