@@ -80,7 +80,8 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       status: c.status,
       scheduledAt: c.scheduled_at,
       batchSize: c.batch_size,
-      batchWindowMinutes: deps.batchWindowMs / 60_000,
+      // An integer, as usesend's campaign resource has it: a window under a minute reads as 1.
+      batchWindowMinutes: Math.ceil(deps.batchWindowMs / 60_000),
       total: c.total,
       sent: c.sent,
       delivered: c.delivered,
