@@ -78,6 +78,7 @@ import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
 import { webhooksRoutes } from './api/routes/webhooks-routes.js';
 import { analyticsRoutes } from './api/routes/analytics-routes.js';
 import { trackingRoutes } from './api/tracking-routes.js';
+import { openApiRoute } from './api/openapi-document.js';
 
 // The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
 
@@ -239,6 +240,8 @@ export async function createApp(opts: AppOptions) {
   routes.push(...contactBooksRoutes(contactBooks), ...contactsRoutes(contacts), ...segmentsRoutes(segments), ...suppressionsRoutes(suppressions));
   routes.push(...receivedEmailsRoutes(inbound.received));
   routes.push(...webhooksRoutes(webhooks), ...analyticsRoutes(analytics));
+  // The machine-readable description of all of the above (and of itself), public.
+  routes.push(openApiRoute(() => routes));
   let cron: CronJobs | undefined;
   const relay = config.outbound.relay.host
     ? {

@@ -8,7 +8,9 @@ import type { ApiKeyService, AuthContext } from '../core/api-keys/api-key-servic
 import type { RateLimiter } from '../core/rate-limit/rate-limiter.js';
 import type { Logger } from '../lib/logger.js';
 import { toHttpError } from './http-errors.js';
+import { parseParams } from './params.js';
 import type { RouteDef, RouteRequest } from './route-types.js';
+import { parseInput } from './validation.js';
 
 export interface HttpServerDeps {
   logger: Logger;
@@ -33,24 +35,30 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
   const router = new Router();
 
   for (const route of deps.routes) {
+    checkPathParams(route);
     for (const prefix of API_PREFIXES) {
       router.register(prefix + route.path, [route.method], [
         authenticate(route, deps),
         parseBody(deps.bodyLimitBytes),
         async (ctx: Context) => {
-          const req: RouteRequest = {
-            auth: ctx.state.auth as AuthContext,
-            params: (ctx as Context & { params: Record<string, string> }).params ?? {},
-            query: ctx.query as Record<string, string | string[] | undefined>,
-            body: ctx.state.body,
-            rawBody: ctx.state.rawBody as Buffer | undefined,
-            header: (name) => ctx.get(name) || undefined,
-            koa: ctx,
+          const params = (ctx as Context & { params: Record<string, string> }).params ?? {};
+          const query = ctx.query as Record<string, string | string[] | undefined>;
+          const header = (name: string) => ctx.get(name) || undefined;
+          const body: unknown = ctx.state.body;
+          // The declared input, parsed in path, query, header, body order (route-types.ts).
+          const decl = route.request;
+          const input = {
+            params: parseParams(decl?.params, (name) => params[name]),
+            query: parseParams(decl?.query, (name) => query[name]),
+            headers: parseParams(decl?.headers, header),
+            body: decl?.body && decl.bodyParsedBy !== 'service' ? parseInput(decl.body, body ?? {}) : body,
           };
+          const req: RouteRequest = { auth: ctx.state.auth as AuthContext, input, params, query, body, rawBody: ctx.state.rawBody as Buffer | undefined, header, koa: ctx };
           const result = await route.handler(req);
           if (ctx.body === undefined || ctx.body === null) {
             ctx.status = 200;
             ctx.body = result ?? {};
+            if (route.contentType) ctx.type = route.contentType;
           }
         },
       ]);
@@ -71,6 +79,13 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
     throw new AppError('NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
   });
   return app;
+}
+
+/** Every `:name` in the path is declared in request.params, and nothing else is (the document lists them). */
+export function checkPathParams(route: RouteDef): void {
+  const inPath = [...route.path.matchAll(/:([A-Za-z]+)/g)].map((m) => m[1]).join(',');
+  const declared = Object.keys(route.request?.params ?? {}).join(',');
+  if (inPath !== declared) throw new Error(`${route.method} ${route.path}: path parameters [${inPath}] but request.params declares [${declared}]`);
 }
 
 function errorMiddleware(logger: Logger, translate: (err: unknown) => unknown = (err) => err) {

@@ -1,7 +1,8 @@
-import { badRequest } from '../core/errors.js';
-
 // The spec's page-numbered lists: page (default 1), limit (default 25, at most 100), and the
-// envelope {<resource>: [...], page, limit, total, totalPage, hasMore}.
+// envelope {<resource>: [...], page, limit, total, totalPage, hasMore}. The parameters are
+// declared with pageQueries() (params.ts); the envelope's schema is pageEnvelopeSchema
+// (schemas/common-schemas.ts).
+import { pageQueries, parseParams } from './params.js';
 
 export interface PageRequest {
   page: number;
@@ -9,24 +10,14 @@ export interface PageRequest {
   offset: number;
 }
 
-export function parsePage(
-  query: Record<string, string | string[] | undefined>,
-  opts: { defaultLimit?: number; maxLimit?: number } = {},
-): PageRequest {
-  const defaultLimit = opts.defaultLimit ?? 25;
-  const maxLimit = opts.maxLimit ?? 100;
-  const page = positiveInt(query.page, 'page', 1);
-  const limit = positiveInt(query.limit, 'limit', defaultLimit);
-  if (limit > maxLimit) throw badRequest(`limit: must be at most ${maxLimit}`);
-  if (page > 1_000_000_000) throw badRequest('page: too large');
-  return { page, limit, offset: (page - 1) * limit };
+/** The offset of a parsed page/limit pair. */
+export function pageOf(q: { page: number; limit: number }): PageRequest {
+  return { page: q.page, limit: q.limit, offset: (q.page - 1) * q.limit };
 }
 
-function positiveInt(raw: string | string[] | undefined, name: string, fallback: number): number {
-  if (raw === undefined || raw === '') return fallback;
-  if (Array.isArray(raw)) throw badRequest(`${name}: must be given once`);
-  if (!/^\d{1,10}$/.test(raw) || Number(raw) < 1) throw badRequest(`${name}: must be a positive integer`);
-  return Number(raw);
+/** Parses page and limit from a raw query with the declared parameters (for callers outside a route). */
+export function parsePage(query: Record<string, string | string[] | undefined>, opts: { defaultLimit?: number; maxLimit?: number } = {}): PageRequest {
+  return pageOf(parseParams(pageQueries(opts.defaultLimit, opts.maxLimit), (name) => query[name]));
 }
 
 export function pageEnvelope<K extends string, T>(key: K, items: T[], total: number, req: PageRequest) {

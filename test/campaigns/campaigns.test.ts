@@ -43,7 +43,7 @@ test.serial('state machine: draft -> scheduled -> running -> sent; wrong-state o
   const c = await campaign(bookId);
   t.is(c.status, 'DRAFT');
   t.regex(c.id, /^cp_/);
-  for (const k of ['total', 'sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained', 'unsubscribed']) t.is(c[k], 0, k);
+  for (const k of ['total', 'sent', 'delivered', 'opened', 'clicked', 'bounced', 'hardBounced', 'complained', 'unsubscribed']) t.is(c[k], 0, k);
   t.is((await w.t0.request('POST', `/v1/campaigns/${c.id}/pause`)).status, 400);
   t.is((await w.t0.request('POST', `/v1/campaigns/${c.id}/resume`)).status, 400);
   const patched = await w.t0.request('PATCH', `/v1/campaigns/${c.id}`, { body: { name: 'Launch 2', batchSize: 10 } });
@@ -237,6 +237,7 @@ test.serial('unsubscribe by mail (the List-Unsubscribe mailto) and a hard bounce
     const got = await get(c.id);
     t.is(got.unsubscribed, 1);
     t.is(got.bounced, 1);
+    t.is(got.hardBounced, 1, 'a 5xx at RCPT is a hard bounce');
   } finally {
     w.sink.setBehaviour({ onRcpt: undefined });
   }

@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import type { CampaignService } from '../../core/campaigns/campaign-service.js';
 import { MAX_BATCH_SIZE } from '../../core/campaigns/campaign-service.js';
-import { badRequest } from '../../core/errors.js';
-import { pageEnvelope, parsePage } from '../pagination.js';
-import type { RouteDef } from '../route-types.js';
-import { parseInput, enumQuery, searchQuery } from '../validation.js';
+import { enumQuery, pageQueries, searchQuery, stringPath } from '../params.js';
+import { pageEnvelope, pageOf } from '../pagination.js';
+import { defineRoute, type RouteDef } from '../route-types.js';
+import { CAMPAIGN_STATUSES, campaignActionSchema, campaignSchema } from '../schemas/campaign-schemas.js';
+import { pageEnvelopeSchema } from '../schemas/common-schemas.js';
 
 const addresses = z.union([z.string().min(1).max(1000), z.array(z.string().min(1).max(1000)).max(50)]).nullable();
 const batchSize = z.number().int().min(1).max(MAX_BATCH_SIZE);
@@ -37,54 +38,103 @@ const createBody = z
     scheduledAt: z.string().min(1).max(200).nullable().optional(),
   })
   .strict();
-const patchBody = z.object(Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v.optional()]))).strict();
+const patchBody = z.object(fields).partial().strict();
 const scheduleBody = z.object({ scheduledAt: z.string().min(1).max(200).nullable().optional(), batchSize: batchSize.optional() }).strict();
-const STATUSES = ['DRAFT', 'SCHEDULED', 'RUNNING', 'PAUSED', 'SENT'] as const;
-
-function id(raw: string | undefined): string {
-  if (!raw || raw.length > 100) throw badRequest('campaignId: invalid');
-  return raw;
-}
+const params = { campaignId: stringPath('Campaign id.') };
 
 export function campaignsRoutes(campaigns: CampaignService): RouteDef[] {
   const scope = (auth: { teamId: number; domainId: number | null }) => ({ teamId: auth.teamId, domainId: auth.domainId });
+  const tag = 'Campaigns';
   return [
-    {
+    defineRoute({
       method: 'POST',
       path: '/campaigns',
       access: 'full',
+      tag,
       summary: 'Create a campaign (draft, or scheduled with sendNow / scheduledAt).',
-      handler: async ({ auth, body }) => campaigns.create(scope(auth), parseInput(createBody, body ?? {})),
-    },
-    {
+      request: { body: createBody },
+      response: campaignSchema,
+      handler: async ({ auth, input }) => campaigns.create(scope(auth), input.body),
+    }),
+    defineRoute({
       method: 'GET',
       path: '/campaigns',
       access: 'full',
+      tag,
       summary: 'List campaigns (page, status, search over name and subject).',
-      handler: async ({ auth, query }) => {
-        const page = parsePage(query);
-        const status = enumQuery(query, 'status', STATUSES);
-        const { items, total } = await campaigns.list(scope(auth), { status, search: searchQuery(query), offset: page.offset, limit: page.limit });
+      request: { query: { ...pageQueries(), status: enumQuery(CAMPAIGN_STATUSES, 'Only campaigns in this status.'), search: searchQuery('Matches name or subject.') } },
+      response: pageEnvelopeSchema('campaigns', campaignSchema),
+      handler: async ({ auth, input: { query } }) => {
+        const page = pageOf(query);
+        const { items, total } = await campaigns.list(scope(auth), { status: query.status, search: query.search, offset: page.offset, limit: page.limit });
         return pageEnvelope('campaigns', items, total, page);
       },
-    },
-    { method: 'GET', path: '/campaigns/:id', access: 'full', summary: 'Get a campaign with its counters.', handler: async ({ auth, params }) => campaigns.get(scope(auth), id(params.id)) },
-    {
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/campaigns/:campaignId',
+      access: 'full',
+      tag,
+      summary: 'Get a campaign with its counters.',
+      request: { params },
+      response: campaignSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => campaigns.get(scope(auth), input.params.campaignId),
+    }),
+    defineRoute({
       method: 'PATCH',
-      path: '/campaigns/:id',
+      path: '/campaigns/:campaignId',
       access: 'full',
+      tag,
       summary: 'Edit a draft campaign.',
-      handler: async ({ auth, params, body }) => campaigns.update(scope(auth), id(params.id), parseInput(patchBody, body ?? {}) as never),
-    },
-    { method: 'DELETE', path: '/campaigns/:id', access: 'full', summary: 'Delete a campaign.', handler: async ({ auth, params }) => campaigns.remove(scope(auth), id(params.id)) },
-    {
-      method: 'POST',
-      path: '/campaigns/:id/schedule',
+      request: { params, body: patchBody },
+      response: campaignSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => campaigns.update(scope(auth), input.params.campaignId, input.body),
+    }),
+    defineRoute({
+      method: 'DELETE',
+      path: '/campaigns/:campaignId',
       access: 'full',
+      tag,
+      summary: 'Delete a campaign; answers the deleted campaign.',
+      request: { params },
+      response: campaignSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => campaigns.remove(scope(auth), input.params.campaignId),
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/campaigns/:campaignId/schedule',
+      access: 'full',
+      tag,
       summary: 'Schedule a draft (now, or at scheduledAt).',
-      handler: async ({ auth, params, body }) => campaigns.schedule(scope(auth), id(params.id), parseInput(scheduleBody, body ?? {})),
-    },
-    { method: 'POST', path: '/campaigns/:id/pause', access: 'full', summary: 'Pause a running campaign.', handler: async ({ auth, params }) => campaigns.pause(scope(auth), id(params.id)) },
-    { method: 'POST', path: '/campaigns/:id/resume', access: 'full', summary: 'Resume a paused campaign.', handler: async ({ auth, params }) => campaigns.resume(scope(auth), id(params.id)) },
+      request: { params, body: scheduleBody },
+      response: campaignActionSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => campaigns.schedule(scope(auth), input.params.campaignId, input.body),
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/campaigns/:campaignId/pause',
+      access: 'full',
+      tag,
+      summary: 'Pause a running campaign.',
+      request: { params },
+      response: campaignActionSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => campaigns.pause(scope(auth), input.params.campaignId),
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/campaigns/:campaignId/resume',
+      access: 'full',
+      tag,
+      summary: 'Resume a paused campaign.',
+      request: { params },
+      response: campaignActionSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => campaigns.resume(scope(auth), input.params.campaignId),
+    }),
   ];
 }

@@ -1,92 +1,118 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
+import { z } from 'zod';
 import { contactCreateSchema, contactPatchSchema } from '../../core/contacts/contact-schema.js';
-import { bulkDeleteSchema, type ConfirmationState, type ContactService } from '../../core/contacts/contact-service.js';
+import { bulkDeleteSchema, MAX_BULK_CONTACTS, type ConfirmationState, type ContactService } from '../../core/contacts/contact-service.js';
 import { escapeHtml } from '../../render/html-escape.js';
-import { parsePage } from '../pagination.js';
-import type { RouteDef } from '../route-types.js';
-import { parseInput } from '../validation.js';
-import { bookScope, pathId } from './contact-books-routes.js';
+import { pageQueries, stringListQuery, stringPath } from '../params.js';
+import { pageOf } from '../pagination.js';
+import { defineRoute, type RouteDef } from '../route-types.js';
+import { bulkCountSchema } from '../schemas/common-schemas.js';
+import { contactBulkAddSchema, contactDeletedSchema, contactIdSchema, contactSchema } from '../schemas/contact-schemas.js';
+import { bookScope, contactBookIdParam } from './contact-books-routes.js';
+
+/** The bulk import body as documented; the service checks it row by row with contactCreateSchema. */
+const bulkAddBody = z.array(contactCreateSchema).min(1).max(MAX_BULK_CONTACTS);
 
 export function contactsRoutes(contacts: ContactService): RouteDef[] {
   const base = '/contactBooks/:contactBookId/contacts';
+  const tag = 'Contacts';
+  const bookParams = { contactBookId: contactBookIdParam };
+  const params = { contactBookId: contactBookIdParam, contactId: stringPath('Contact id.') };
+  const list = (what: string) => stringListQuery(`Only these ${what}: comma-separated, or the parameter repeated (at most ${MAX_BULK_CONTACTS}).`);
   return [
-    {
+    defineRoute({
       method: 'POST',
       path: base,
       access: 'full',
+      tag,
       summary: 'Add a contact (an address already in the book updates that contact).',
-      handler: async (req) => {
-        const bookId = pathId(req, 'contactBookId');
-        return contacts.create(bookScope(req.auth), bookId, parseInput(contactCreateSchema, req.body ?? {}));
-      },
-    },
-    {
+      request: { params: bookParams, body: contactCreateSchema },
+      response: contactIdSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => contacts.create(bookScope(auth), input.params.contactBookId, input.body),
+    }),
+    defineRoute({
       method: 'GET',
       path: base,
       access: 'full',
+      tag,
       summary: 'List contacts, newest first (a bare array); filter by emails or ids (comma-separated).',
-      handler: async (req) => {
-        const bookId = pathId(req, 'contactBookId');
-        const page = parsePage(req.query);
-        return contacts.list(bookScope(req.auth), bookId, { emails: req.query.emails, ids: req.query.ids, offset: page.offset, limit: page.limit });
+      request: { params: bookParams, query: { ...pageQueries(), emails: list('addresses'), ids: list('contact ids') } },
+      response: z.array(contactSchema),
+      errors: [404],
+      handler: async ({ auth, input: { params, query } }) => {
+        const page = pageOf(query);
+        return contacts.list(bookScope(auth), params.contactBookId, { emails: query.emails, ids: query.ids, offset: page.offset, limit: page.limit });
       },
-    },
+    }),
     // The bulk routes come before /:contactId so "bulk" is never read as a contact id.
-    {
+    defineRoute({
       method: 'POST',
       path: `${base}/bulk`,
       access: 'full',
+      tag,
       summary: 'Add up to 1000 contacts in one transaction; invalid rows are reported, valid ones written.',
-      handler: async (req) => contacts.bulkAdd(bookScope(req.auth), pathId(req, 'contactBookId'), req.body),
-    },
-    {
+      request: { params: bookParams, body: bulkAddBody, bodyParsedBy: 'service' },
+      response: contactBulkAddSchema,
+      errors: [404],
+      handler: async (req) => contacts.bulkAdd(bookScope(req.auth), req.input.params.contactBookId, req.body),
+    }),
+    defineRoute({
       method: 'DELETE',
       path: `${base}/bulk`,
       access: 'full',
+      tag,
       summary: 'Delete up to 1000 contacts by id ({contactIds}, a JSON body on DELETE as the SDK sends it).',
-      handler: async (req) => {
-        const bookId = pathId(req, 'contactBookId');
-        const { contactIds } = parseInput(bulkDeleteSchema, req.body ?? {});
-        return contacts.bulkRemove(bookScope(req.auth), bookId, contactIds);
-      },
-    },
-    {
+      request: { params: bookParams, body: bulkDeleteSchema },
+      response: bulkCountSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => contacts.bulkRemove(bookScope(auth), input.params.contactBookId, input.body.contactIds),
+    }),
+    defineRoute({
       method: 'GET',
       path: `${base}/:contactId`,
       access: 'full',
+      tag,
       summary: 'Get a contact.',
-      handler: async (req) => contacts.get(bookScope(req.auth), pathId(req, 'contactBookId'), pathId(req, 'contactId')),
-    },
-    {
+      request: { params },
+      response: contactSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => contacts.get(bookScope(auth), input.params.contactBookId, input.params.contactId),
+    }),
+    defineRoute({
       method: 'PATCH',
       path: `${base}/:contactId`,
       access: 'full',
+      tag,
       summary: 'Change a contact (firstName, lastName, properties, subscribed).',
-      handler: async (req) => {
-        const bookId = pathId(req, 'contactBookId');
-        const id = pathId(req, 'contactId');
-        return contacts.update(bookScope(req.auth), bookId, id, parseInput(contactPatchSchema, req.body ?? {}));
-      },
-    },
-    {
+      request: { params, body: contactPatchSchema },
+      response: contactIdSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => contacts.update(bookScope(auth), input.params.contactBookId, input.params.contactId, input.body),
+    }),
+    defineRoute({
       method: 'PUT',
       path: `${base}/:contactId`,
       access: 'full',
+      tag,
       summary: 'Upsert a contact (by id, then by email); safe to repeat.',
-      handler: async (req) => {
-        const bookId = pathId(req, 'contactBookId');
-        const id = pathId(req, 'contactId');
-        return contacts.upsert(bookScope(req.auth), bookId, id, parseInput(contactCreateSchema, req.body ?? {}));
-      },
-    },
-    {
+      request: { params, body: contactCreateSchema },
+      response: contactIdSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => contacts.upsert(bookScope(auth), input.params.contactBookId, input.params.contactId, input.body),
+    }),
+    defineRoute({
       method: 'DELETE',
       path: `${base}/:contactId`,
       access: 'full',
+      tag,
       summary: 'Delete a contact (404 when already deleted).',
-      handler: async (req) => contacts.remove(bookScope(req.auth), pathId(req, 'contactBookId'), pathId(req, 'contactId')),
-    },
+      request: { params },
+      response: contactDeletedSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => contacts.remove(bookScope(auth), input.params.contactBookId, input.params.contactId),
+    }),
   ];
 }
 

@@ -1,105 +1,110 @@
 import { z } from 'zod';
 import type { EmailService, SendContext } from '../../core/emails/email-service.js';
 import { batchBodySchema, sendBodySchema } from '../../core/emails/send-schema.js';
-import { badRequest } from '../../core/errors.js';
 import type { AuthContext } from '../../core/api-keys/api-key-service.js';
-import { parsePage } from '../pagination.js';
-import type { RouteDef, RouteRequest } from '../route-types.js';
-import { parseInput, singleQuery, type Query } from '../validation.js';
+import { dateTimeQuery, intIdListQuery, pageQueries, stringListQuery, stringPath, textHeader } from '../params.js';
+import { pageOf } from '../pagination.js';
+import { defineRoute, type RouteDef } from '../route-types.js';
+import { batchResultSchema, emailIdSchema, emailListSchema, emailSchema } from '../schemas/email-schemas.js';
 
 const rescheduleBody = z.object({ scheduledAt: z.string().min(1) });
+const params = { emailId: stringPath('Email id.', { min: 3, max: 100 }) };
+const headers = {
+  'Idempotency-Key': textHeader(
+    'Makes the request safe to retry for 24 hours: the same key with the same body returns the original response and sends nothing again; with another body, or while the first request is in flight, 409 NOT_UNIQUE.',
+    { min: 1, max: 256 },
+  ),
+};
 
 function sendContext(auth: AuthContext): SendContext {
   return { teamId: auth.teamId, domainId: auth.domainId, apiKeyId: auth.keyId };
 }
 
-function emailId(req: RouteRequest): string {
-  const id = req.params.emailId ?? '';
-  if (id.length < 3 || id.length > 100) throw badRequest('emailId: must be 3 to 100 characters');
-  return id;
-}
-
-function list(v: string | string[] | undefined): string[] {
-  return v === undefined ? [] : Array.isArray(v) ? v : [v];
-}
-
-function dateParam(query: Query, name: string): string | undefined {
-  const v = singleQuery(query, name);
-  if (v === undefined) return undefined;
-  const ms = Date.parse(v);
-  if (Number.isNaN(ms)) throw badRequest(`${name}: must be an ISO 8601 date-time`);
-  return new Date(ms).toISOString();
-}
-
 export function emailsRoutes(emails: EmailService): RouteDef[] {
+  const tag = 'Emails';
   return [
-    {
+    defineRoute({
       method: 'POST',
       path: '/emails',
       access: 'sending',
+      tag,
       summary: 'Send an email (optionally scheduled, templated, idempotent).',
-      handler: async (req) => {
-        const input = parseInput(sendBodySchema, req.body ?? {});
-        return emails.submit(sendContext(req.auth), input, { idempotencyKey: req.header('idempotency-key'), rawBody: req.body });
-      },
-    },
-    {
+      request: { headers, body: sendBodySchema },
+      response: emailIdSchema,
+      errors: [403, 409],
+      handler: async (req) => emails.submit(sendContext(req.auth), req.input.body, { idempotencyKey: req.input.headers['Idempotency-Key'], rawBody: req.body }),
+    }),
+    defineRoute({
       method: 'POST',
       path: '/emails/batch',
       access: 'sending',
+      tag,
       summary: 'Send 1 to 100 emails in one request (counts as one request for the rate limit).',
-      handler: async (req) => {
-        const input = parseInput(batchBodySchema, req.body ?? null, 'body');
-        return emails.submitBatch(sendContext(req.auth), input, { idempotencyKey: req.header('idempotency-key'), rawBody: req.body });
-      },
-    },
-    {
+      request: { headers, body: batchBodySchema },
+      response: batchResultSchema,
+      errors: [403, 409],
+      handler: async (req) => emails.submitBatch(sendContext(req.auth), req.input.body, { idempotencyKey: req.input.headers['Idempotency-Key'], rawBody: req.body }),
+    }),
+    defineRoute({
       method: 'GET',
       path: '/emails',
       access: 'sending',
+      tag,
       summary: 'List emails, newest first.',
-      handler: async (req) => {
-        const page = parsePage(req.query, { defaultLimit: 50, maxLimit: 100 });
-        const domainIds = list(req.query.domainId).map((v) => {
-          if (!/^\d{1,10}$/.test(v) || Number(v) < 1 || Number(v) > 2147483647) throw badRequest('domainId: must be an integer between 1 and 2147483647');
-          return Number(v);
-        });
-        const tags = list(req.query.tag);
-        if (tags.some((t) => t.length < 1 || t.length > 64)) throw badRequest('tag: each tag is 1 to 64 characters');
-        return emails.list(sendContext(req.auth), {
+      request: {
+        query: {
+          ...pageQueries(50, 100),
+          startDate: dateTimeQuery('Only emails created at or after this instant.'),
+          endDate: dateTimeQuery('Only emails created at or before this instant.'),
+          domainId: intIdListQuery('Only emails from these domains (repeat the parameter for several).'),
+          tag: stringListQuery('Only emails carrying every given tag (repeat the parameter to require several).', { min: 1, max: 64, error: 'each tag is 1 to 64 characters' }),
+        },
+      },
+      response: emailListSchema,
+      handler: async ({ auth, input: { query } }) => {
+        const page = pageOf(query);
+        return emails.list(sendContext(auth), {
           offset: page.offset,
           limit: page.limit,
-          startDate: dateParam(req.query, 'startDate'),
-          endDate: dateParam(req.query, 'endDate'),
-          domainIds,
-          tags,
+          startDate: query.startDate,
+          endDate: query.endDate,
+          domainIds: query.domainId,
+          tags: query.tag,
         });
       },
-    },
-    {
+    }),
+    defineRoute({
       method: 'GET',
       path: '/emails/:emailId',
       access: 'sending',
+      tag,
       summary: 'Get an email with its status events, oldest first.',
-      handler: async (req) => emails.get(sendContext(req.auth), emailId(req)),
-    },
-    {
+      request: { params },
+      response: emailSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => emails.get(sendContext(auth), input.params.emailId),
+    }),
+    defineRoute({
       method: 'PATCH',
       path: '/emails/:emailId',
       access: 'sending',
+      tag,
       summary: 'Reschedule a scheduled email.',
-      handler: async (req) => {
-        const id = emailId(req);
-        const body = parseInput(rescheduleBody, req.body ?? {});
-        return emails.reschedule(sendContext(req.auth), id, body.scheduledAt);
-      },
-    },
-    {
+      request: { params, body: rescheduleBody },
+      response: emailIdSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => emails.reschedule(sendContext(auth), input.params.emailId, input.body.scheduledAt),
+    }),
+    defineRoute({
       method: 'POST',
       path: '/emails/:emailId/cancel',
       access: 'sending',
+      tag,
       summary: 'Cancel a scheduled email.',
-      handler: async (req) => emails.cancel(sendContext(req.auth), emailId(req)),
-    },
+      request: { params },
+      response: emailIdSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => emails.cancel(sendContext(auth), input.params.emailId),
+    }),
   ];
 }

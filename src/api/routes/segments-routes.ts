@@ -1,67 +1,87 @@
+import { z } from 'zod';
 import { segmentCreateSchema, segmentPatchSchema, type SegmentService } from '../../core/segments/segment-service.js';
-import { pageEnvelope, parsePage } from '../pagination.js';
-import type { RouteDef } from '../route-types.js';
-import { parseInput, singleQuery } from '../validation.js';
-import { pathId } from './contact-books-routes.js';
+import { pageQueries, stringPath, textQuery } from '../params.js';
+import { pageEnvelope, pageOf } from '../pagination.js';
+import { defineRoute, type RouteDef } from '../route-types.js';
+import { deletedSchema, pageEnvelopeSchema } from '../schemas/common-schemas.js';
+import { contactSchema } from '../schemas/contact-schemas.js';
+import { segmentSchema } from '../schemas/segment-schemas.js';
 
 export function segmentsRoutes(segments: SegmentService): RouteDef[] {
+  const tag = 'Segments';
+  const params = { segmentId: stringPath('Segment id.') };
   return [
-    {
+    defineRoute({
       method: 'GET',
       path: '/segments',
       access: 'full',
+      tag,
       summary: 'List segments, newest first (page envelope with key segments; optional contactBookId filter).',
-      handler: async ({ auth, query }) => {
-        const page = parsePage(query);
-        const { items, total } = await segments.list(auth.teamId, { contactBookId: singleQuery(query, 'contactBookId'), offset: page.offset, limit: page.limit });
+      request: { query: { ...pageQueries(), contactBookId: textQuery('Only segments of this contact book.', 100) } },
+      response: pageEnvelopeSchema('segments', segmentSchema),
+      handler: async ({ auth, input: { query } }) => {
+        const page = pageOf(query);
+        const { items, total } = await segments.list(auth.teamId, { contactBookId: query.contactBookId, offset: page.offset, limit: page.limit });
         return pageEnvelope('segments', items, total, page);
       },
-    },
-    {
+    }),
+    defineRoute({
       method: 'POST',
       path: '/segments',
       access: 'full',
+      tag,
       summary: 'Create a segment: a saved filter over one contact book.',
-      handler: async ({ auth, body }) => {
-        const input = parseInput(segmentCreateSchema, body ?? {});
-        return segments.create(auth.teamId, { name: input.name, contactBookId: input.contactBookId, filters: input.filters });
-      },
-    },
-    {
+      request: { body: segmentCreateSchema },
+      response: segmentSchema,
+      handler: async ({ auth, input: { body } }) => segments.create(auth.teamId, { name: body.name, contactBookId: body.contactBookId, filters: body.filters }),
+    }),
+    defineRoute({
       method: 'GET',
       path: '/segments/:segmentId',
       access: 'full',
+      tag,
       summary: 'Get a segment.',
-      handler: async (req) => segments.get(req.auth.teamId, pathId(req, 'segmentId')),
-    },
-    {
+      request: { params },
+      response: segmentSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => segments.get(auth.teamId, input.params.segmentId),
+    }),
+    defineRoute({
       method: 'PATCH',
       path: '/segments/:segmentId',
       access: 'full',
+      tag,
       summary: 'Rename a segment or change its filters.',
-      handler: async (req) => {
-        const id = pathId(req, 'segmentId');
-        return segments.update(req.auth.teamId, id, parseInput(segmentPatchSchema, req.body ?? {}));
-      },
-    },
-    {
+      request: { params, body: segmentPatchSchema },
+      response: segmentSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => segments.update(auth.teamId, input.params.segmentId, input.body),
+    }),
+    defineRoute({
       method: 'DELETE',
       path: '/segments/:segmentId',
       access: 'full',
+      tag,
       summary: 'Delete a segment (its contacts are untouched).',
-      handler: async (req) => segments.remove(req.auth.teamId, pathId(req, 'segmentId')),
-    },
-    {
+      request: { params },
+      response: deletedSchema(z.string()),
+      errors: [404],
+      handler: async ({ auth, input }) => segments.remove(auth.teamId, input.params.segmentId),
+    }),
+    defineRoute({
       method: 'GET',
       path: '/segments/:segmentId/contacts',
       access: 'full',
+      tag,
       summary: 'Contacts matching the segment now (page envelope with key contacts).',
-      handler: async (req) => {
-        const id = pathId(req, 'segmentId');
-        const page = parsePage(req.query);
-        const { items, total } = await segments.contacts(req.auth.teamId, id, page);
+      request: { params, query: pageQueries() },
+      response: pageEnvelopeSchema('contacts', contactSchema),
+      errors: [404],
+      handler: async ({ auth, input }) => {
+        const page = pageOf(input.query);
+        const { items, total } = await segments.contacts(auth.teamId, input.params.segmentId, page);
         return pageEnvelope('contacts', items, total, page);
       },
-    },
+    }),
   ];
 }

@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import type { TemplateService } from '../../core/templates/template-service.js';
-import { badRequest } from '../../core/errors.js';
-import { pageEnvelope, parsePage } from '../pagination.js';
-import type { RouteDef } from '../route-types.js';
-import { parseInput, searchQuery } from '../validation.js';
+import { pageQueries, searchQuery, stringPath } from '../params.js';
+import { pageEnvelope, pageOf } from '../pagination.js';
+import { defineRoute, type RouteDef } from '../route-types.js';
+import { deletedSchema, pageEnvelopeSchema } from '../schemas/common-schemas.js';
+import { templateSchema, templateVersionsSchema } from '../schemas/template-schemas.js';
 
 const name = z.string().trim().min(1).max(200);
 const subject = z.string().min(1).max(998);
@@ -11,68 +12,111 @@ const content = z.string().max(2_000_000);
 const createBody = z.object({ name, subject, content: content.optional() }).strict();
 const patchBody = z.object({ name: name.optional(), subject: subject.optional(), content: content.optional() }).strict();
 const rollbackBody = z.object({ versionNumber: z.number().int().min(1) }).strict();
-
-function templateId(raw: string | undefined): string {
-  if (!raw || raw.length > 100) throw badRequest('templateId: invalid');
-  return raw;
-}
+const params = { templateId: stringPath('Template id.') };
 
 export function templatesRoutes(templates: TemplateService): RouteDef[] {
+  const tag = 'Templates';
   return [
-    {
+    defineRoute({
       method: 'GET',
       path: '/templates',
       access: 'full',
+      tag,
       summary: 'List templates (page, limit up to 100, search over name and subject).',
-      handler: async ({ auth, query }) => {
-        const page = parsePage(query);
-        const { items, total } = await templates.list(auth.teamId, { search: searchQuery(query), offset: page.offset, limit: page.limit });
+      request: { query: { ...pageQueries(), search: searchQuery('Matches name or subject.') } },
+      response: pageEnvelopeSchema('templates', templateSchema),
+      handler: async ({ auth, input: { query } }) => {
+        const page = pageOf(query);
+        const { items, total } = await templates.list(auth.teamId, { search: query.search, offset: page.offset, limit: page.limit });
         return pageEnvelope('templates', items, total, page);
       },
-    },
-    {
+    }),
+    defineRoute({
       method: 'POST',
       path: '/templates',
       access: 'full',
+      tag,
       summary: 'Create a template draft from an editor document.',
-      handler: async ({ auth, body }) => templates.create(auth.teamId, parseInput(createBody, body ?? {})),
-    },
-    { method: 'GET', path: '/templates/:id', access: 'full', summary: 'Get a template.', handler: async ({ auth, params }) => templates.get(auth.teamId, templateId(params.id)) },
-    {
-      method: 'PATCH',
-      path: '/templates/:id',
-      access: 'full',
-      summary: 'Edit the draft (name, subject, content).',
-      handler: async ({ auth, params, body }) => templates.update(auth.teamId, templateId(params.id), parseInput(patchBody, body ?? {})),
-    },
-    { method: 'DELETE', path: '/templates/:id', access: 'full', summary: 'Delete a template.', handler: async ({ auth, params }) => templates.remove(auth.teamId, templateId(params.id)) },
-    {
-      method: 'POST',
-      path: '/templates/:id/duplicate',
-      access: 'full',
-      summary: 'Copy a template into a new draft.',
-      handler: async ({ auth, params }) => templates.duplicate(auth.teamId, templateId(params.id)),
-    },
-    {
-      method: 'POST',
-      path: '/templates/:id/publish',
-      access: 'full',
-      summary: 'Freeze the draft as the next version and send with it.',
-      handler: async ({ auth, params }) => templates.publish(auth.teamId, templateId(params.id)),
-    },
-    {
+      request: { body: createBody },
+      response: templateSchema,
+      handler: async ({ auth, input }) => templates.create(auth.teamId, input.body),
+    }),
+    defineRoute({
       method: 'GET',
-      path: '/templates/:id/versions',
+      path: '/templates/:templateId',
       access: 'full',
-      summary: 'List every published version and which one sends.',
-      handler: async ({ auth, params }) => templates.versions(auth.teamId, templateId(params.id)),
-    },
-    {
+      tag,
+      summary: 'Get a template.',
+      request: { params },
+      response: templateSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => templates.get(auth.teamId, input.params.templateId),
+    }),
+    defineRoute({
+      method: 'PATCH',
+      path: '/templates/:templateId',
+      access: 'full',
+      tag,
+      summary: 'Edit the draft (name, subject, content).',
+      request: { params, body: patchBody },
+      response: templateSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => templates.update(auth.teamId, input.params.templateId, input.body),
+    }),
+    defineRoute({
+      method: 'DELETE',
+      path: '/templates/:templateId',
+      access: 'full',
+      tag,
+      summary: 'Delete a template.',
+      request: { params },
+      response: deletedSchema(z.string()),
+      errors: [404],
+      handler: async ({ auth, input }) => templates.remove(auth.teamId, input.params.templateId),
+    }),
+    defineRoute({
       method: 'POST',
-      path: '/templates/:id/rollback',
+      path: '/templates/:templateId/duplicate',
       access: 'full',
+      tag,
+      summary: 'Copy a template into a new draft.',
+      request: { params },
+      response: templateSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => templates.duplicate(auth.teamId, input.params.templateId),
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/templates/:templateId/publish',
+      access: 'full',
+      tag,
+      summary: 'Freeze the draft as the next version and send with it.',
+      request: { params },
+      response: templateSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => templates.publish(auth.teamId, input.params.templateId),
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/templates/:templateId/versions',
+      access: 'full',
+      tag,
+      summary: 'List every published version and which one sends.',
+      request: { params },
+      response: templateVersionsSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => templates.versions(auth.teamId, input.params.templateId),
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/templates/:templateId/rollback',
+      access: 'full',
+      tag,
       summary: 'Send with an earlier version again.',
-      handler: async ({ auth, params, body }) => templates.rollback(auth.teamId, templateId(params.id), parseInput(rollbackBody, body ?? {}).versionNumber),
-    },
+      request: { params, body: rollbackBody },
+      response: templateSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => templates.rollback(auth.teamId, input.params.templateId, input.body.versionNumber),
+    }),
   ];
 }

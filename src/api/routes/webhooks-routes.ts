@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import type { AuthContext } from '../../core/api-keys/api-key-service.js';
-import { badRequest } from '../../core/errors.js';
 import { MAX_WEBHOOK_URL_LENGTH } from '../../core/webhooks/url-policy.js';
 import { WEBHOOK_EVENT_TYPES, type WebhookScope, type WebhookService } from '../../core/webhooks/webhook-service.js';
-import { pageEnvelope, parsePage } from '../pagination.js';
-import type { RouteDef } from '../route-types.js';
-import { parseInput, singleQuery } from '../validation.js';
+import { limitQuery, pageQueries, stringPath, textQuery } from '../params.js';
+import { pageEnvelope, pageOf } from '../pagination.js';
+import { defineRoute, type RouteDef } from '../route-types.js';
+import { deletedSchema, pageEnvelopeSchema } from '../schemas/common-schemas.js';
+import { createdWebhookSchema, updatedWebhookSchema, webhookAttemptsSchema, webhookSchema, webhookTestSchema } from '../schemas/webhook-schemas.js';
 
 const eventTypes = z
   .array(z.enum(WEBHOOK_EVENT_TYPES, { error: `must be one of ${WEBHOOK_EVENT_TYPES.join(', ')}` }))
@@ -32,69 +33,87 @@ function scope(auth: AuthContext): WebhookScope {
 }
 
 export function webhooksRoutes(webhooks: WebhookService): RouteDef[] {
+  const tag = 'Webhooks';
+  const params = { webhookId: stringPath('Webhook id.') };
   return [
-    {
+    defineRoute({
       method: 'GET',
       path: '/webhooks',
       access: 'full',
+      tag,
       summary: 'List webhook endpoints (page-numbered; secrets are never listed).',
-      handler: async ({ auth, query }) => {
-        const page = parsePage(query);
+      request: { query: pageQueries() },
+      response: pageEnvelopeSchema('webhooks', webhookSchema),
+      handler: async ({ auth, input }) => {
+        const page = pageOf(input.query);
         const { items, total } = await webhooks.list(scope(auth), page.offset, page.limit);
         return pageEnvelope('webhooks', items, total, page);
       },
-    },
-    {
+    }),
+    defineRoute({
       method: 'POST',
       path: '/webhooks',
       access: 'full',
+      tag,
       summary: 'Create a webhook endpoint; the signing secret is returned only here and on rotation.',
-      handler: async ({ auth, body }) => webhooks.create(scope(auth), parseInput(createBody, body ?? {})),
-    },
-    {
+      request: { body: createBody },
+      response: createdWebhookSchema,
+      handler: async ({ auth, input }) => webhooks.create(scope(auth), input.body),
+    }),
+    defineRoute({
       method: 'GET',
       path: '/webhooks/:webhookId',
       access: 'full',
+      tag,
       summary: 'Get a webhook endpoint.',
-      handler: async ({ auth, params }) => webhooks.get(scope(auth), params.webhookId ?? ''),
-    },
-    {
+      request: { params },
+      response: webhookSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => webhooks.get(scope(auth), input.params.webhookId),
+    }),
+    defineRoute({
       method: 'PATCH',
       path: '/webhooks/:webhookId',
       access: 'full',
+      tag,
       summary: 'Change url, eventTypes, description or domainIds; rotateSecret issues a new secret at once.',
-      handler: async ({ auth, params, body }) => {
-        const id = params.webhookId ?? '';
-        return webhooks.update(scope(auth), id, parseInput(patchBody, body ?? {}));
-      },
-    },
-    {
+      request: { params, body: patchBody },
+      response: updatedWebhookSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => webhooks.update(scope(auth), input.params.webhookId, input.body),
+    }),
+    defineRoute({
       method: 'DELETE',
       path: '/webhooks/:webhookId',
       access: 'full',
+      tag,
       summary: 'Delete a webhook endpoint and drop its pending deliveries.',
-      handler: async ({ auth, params }) => webhooks.remove(scope(auth), params.webhookId ?? ''),
-    },
-    {
+      request: { params },
+      response: deletedSchema(z.string()),
+      errors: [404],
+      handler: async ({ auth, input }) => webhooks.remove(scope(auth), input.params.webhookId),
+    }),
+    defineRoute({
       method: 'GET',
       path: '/webhooks/:webhookId/attempts',
       access: 'full',
+      tag,
       summary: 'Delivery attempts, newest first; cursor-paginated with nextCursor.',
-      handler: async ({ auth, params, query }) => {
-        const id = params.webhookId ?? '';
-        const limitText = singleQuery(query, 'limit');
-        if (limitText !== undefined && (!/^\d{1,3}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 100)) {
-          throw badRequest('limit: must be an integer from 1 to 100');
-        }
-        return webhooks.listAttempts(scope(auth), id, limitText === undefined ? 25 : Number(limitText), singleQuery(query, 'cursor'));
-      },
-    },
-    {
+      request: { params, query: { limit: limitQuery(25, 100), cursor: textQuery('The nextCursor of the previous page.') } },
+      response: webhookAttemptsSchema,
+      errors: [404],
+      handler: async ({ auth, input: { params, query } }) => webhooks.listAttempts(scope(auth), params.webhookId, query.limit, query.cursor),
+    }),
+    defineRoute({
       method: 'POST',
       path: '/webhooks/:webhookId/test',
       access: 'full',
+      tag,
       summary: 'Send a webhook.test event to this endpoint (whatever its event filter).',
-      handler: async ({ auth, params }) => webhooks.sendTest(scope(auth), params.webhookId ?? ''),
-    },
+      request: { params },
+      response: webhookTestSchema,
+      errors: [404],
+      handler: async ({ auth, input }) => webhooks.sendTest(scope(auth), input.params.webhookId),
+    }),
   ];
 }

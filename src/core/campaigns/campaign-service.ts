@@ -82,13 +82,15 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       status: c.status,
       scheduledAt: c.scheduled_at,
       batchSize: c.batch_size,
-      batchWindowMinutes: deps.batchWindowMs / 60_000,
+      // An integer, as usesend's campaign resource has it: a window under a minute reads as 1.
+      batchWindowMinutes: Math.ceil(deps.batchWindowMs / 60_000),
       total: c.total,
       sent: c.sent,
       delivered: c.delivered,
       opened: c.opened,
       clicked: c.clicked,
       bounced: c.bounced,
+      hardBounced: c.hard_bounced,
       complained: c.complained,
       unsubscribed: c.unsubscribed,
       replyTo: JSON.parse(c.reply_to_json) as string[],
@@ -287,6 +289,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
         opened: 0,
         clicked: 0,
         bounced: 0,
+        hard_bounced: 0,
         complained: 0,
         unsubscribed: 0,
         created_at: now,
@@ -383,11 +386,12 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       const emailId = event.data.id;
       if (!status || !event.data.campaignId || typeof emailId !== 'string') return;
       await campaigns.countStatus(emailId, status);
+      const hard = event.type === 'email.bounced' && (event.data.bounce as { type?: string } | undefined)?.type === 'Permanent';
+      if (hard) await campaigns.countStatus(emailId, 'hard_bounced');
       // A campaign contact whose mailbox is gone, or who complained, is unsubscribed from the
       // book too, so no later campaign tries them again (suppression covers sends as well).
       const contactId = event.data.contactId;
       if (typeof contactId !== 'string') return;
-      const hard = event.type === 'email.bounced' && (event.data.bounce as { type?: string } | undefined)?.type === 'Permanent';
       if (hard) await deps.contacts.unsubscribe(event.teamId, contactId, 'BOUNCED');
       if (event.type === 'email.complained') await deps.contacts.unsubscribe(event.teamId, contactId, 'COMPLAINED');
     },

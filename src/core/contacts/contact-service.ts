@@ -29,7 +29,7 @@ export interface ContactView {
   lastName: string | null;
   subscribed: boolean;
   /** Null while subscribed, and while a double opt-in confirmation is pending. */
-  unsubscribeReason: string | null;
+  unsubscribeReason: UnsubscribeReason | null;
   properties: Record<string, string>;
   contactBookId: string;
   createdAt: string;
@@ -47,7 +47,7 @@ export function contactView(r: ContactRow): ContactView {
     firstName: r.first_name,
     lastName: r.last_name,
     subscribed: r.subscribed === 1,
-    unsubscribeReason: r.unsubscribe_reason,
+    unsubscribeReason: r.unsubscribe_reason as UnsubscribeReason | null,
     properties: JSON.parse(r.properties_json) as Record<string, string>,
     contactBookId: r.contact_book_id,
     createdAt: r.created_at,

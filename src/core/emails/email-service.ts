@@ -366,8 +366,19 @@ export function createEmailService(deps: EmailServiceDeps) {
 
     async get(ctx: SendContext, id: string) {
       const row = await loadScoped(ctx, id);
-      const { tags: _tags, ...item } = toListItem(row);
-      return { ...item, tags: JSON.parse(row.tags_json) as string[], teamId: row.team_id, emailEvents: await emails.events(row.id) };
+      const { replyTo, cc, bcc, ...item } = toListItem(row);
+      // Event rows hold only statuses this service wrote, and data objects (or null).
+      const emailEvents = (await emails.events(row.id)) as { emailId: string; status: EmailStatus; createdAt: string; data: Record<string, unknown> | null }[];
+      // Retrieve-one: replyTo, cc and bcc are optional, not nullable (spec, Email: "nullable
+      // in the list"); usesend's SDK types them string | string[] there.
+      return {
+        ...item,
+        ...(replyTo === null ? {} : { replyTo }),
+        ...(cc === null ? {} : { cc }),
+        ...(bcc === null ? {} : { bcc }),
+        teamId: row.team_id,
+        emailEvents,
+      };
     },
 
     async list(ctx: SendContext, q: EmailListQuery) {

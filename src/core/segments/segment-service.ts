@@ -11,17 +11,20 @@ import { parseSegmentFilters } from './segment-filters.js';
 
 // Filters are checked by parseSegmentFilters (which names the bad condition); zod only
 // requires them to be present here.
+/** filters are checked by parseSegmentFilters (messages name the condition by its path). */
+const FILTERS_DOC = 'A filter group {match: "all" | "any", conditions: [{field, op, value} | group]}, as the SegmentFilterGroup schema of responses.';
+
 export const segmentCreateSchema = z
   .object({
     name: z.string().trim().min(1).max(200),
     contactBookId: z.string().min(1).max(100),
-    filters: z.unknown().refine((v) => v !== undefined, 'required'),
+    filters: z.unknown().refine((v) => v !== undefined, 'required').meta({ description: FILTERS_DOC }),
   })
   .strict();
 export const segmentPatchSchema = z
   .object({
     name: z.string().trim().min(1).max(200).optional(),
-    filters: z.unknown().optional(),
+    filters: z.unknown().optional().meta({ description: FILTERS_DOC }),
   })
   .strict();
 

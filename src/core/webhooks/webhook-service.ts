@@ -79,7 +79,7 @@ export interface WebhookView {
   url: string;
   description: string | null;
   /** Empty means every event type. */
-  eventTypes: string[];
+  eventTypes: WebhookEventType[];
   /** Empty means every domain. */
   domainIds: number[];
   status: 'ACTIVE';
@@ -137,7 +137,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
       id: row.id,
       url: row.url,
       description: row.description,
-      eventTypes: JSON.parse(row.event_types_json) as string[],
+      eventTypes: JSON.parse(row.event_types_json) as WebhookEventType[],
       domainIds: row.domain_ids_json === null ? [] : (JSON.parse(row.domain_ids_json) as number[]),
       status: 'ACTIVE',
       createdAt: row.created_at,
@@ -238,11 +238,11 @@ export function createWebhookService(deps: WebhookServiceDeps) {
       id: a.public_id,
       webhookId: a.webhook_id,
       eventId: a.event_id,
-      eventType: a.event_type,
+      eventType: a.event_type as WebhookEventType,
       attempt: a.attempt,
       maxAttempts: WEBHOOK_MAX_ATTEMPTS,
       status: a.succeeded ? ('SUCCEEDED' as const) : ('FAILED' as const),
-      request: { method: 'POST', url: a.url, headers: JSON.parse(a.request_headers_json) as Record<string, string>, body: a.body },
+      request: { method: 'POST' as const, url: a.url, headers: JSON.parse(a.request_headers_json) as Record<string, string>, body: a.body },
       response: a.response_status === null ? null : { status: a.response_status, body: a.response_body },
       durationMs: a.duration_ms,
       error: a.error,

@@ -8,7 +8,7 @@ export type CampaignRow = Selectable<CampaignsTable>;
 export type CampaignChanges = Omit<Updateable<CampaignsTable>, 'id' | 'team_id' | 'created_at'>;
 
 /** Counters a recipient's email moves once each (campaign_recipients.counted remembers which). */
-export const COUNTED_STATUSES = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained'] as const;
+export const COUNTED_STATUSES = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'hard_bounced', 'complained'] as const;
 export type CountedStatus = (typeof COUNTED_STATUSES)[number];
 
 export function createCampaignsRepository(db: Db) {

@@ -395,6 +395,8 @@ export interface CampaignsTable {
   opened: number;
   clicked: number;
   bounced: number;
+  /** Permanent bounces only (also counted in bounced). */
+  hard_bounced: number;
   complained: number;
   unsubscribed: number;
   created_at: string;

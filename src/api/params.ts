@@ -1,0 +1,164 @@
+import { z } from 'zod';
+import { badRequest } from '../core/errors.js';
+
+// Path, query and header parameters, declared once per route (route-types.ts `request`):
+// the server parses each with `parse`, and the OpenAPI document shows `schema`. The value
+// schema is the check itself (parse decodes the text, then validates with it), so the
+// document cannot claim a bound the server does not enforce. Every failure is a 400 whose
+// message starts with the parameter name.
+
+export type RawValue = string | string[] | undefined;
+
+export interface ParamDef<T = unknown> {
+  /** The decoded value's schema: validates it, and is the parameter's schema in the document. */
+  schema: z.ZodType;
+  description: string;
+  /** Query only: the parameter may be repeated (?tag=a&tag=b) and parses to an array. */
+  repeatable?: boolean;
+  /** Text -> value, or a 400 naming `name`. */
+  parse(raw: RawValue, name: string): T;
+}
+
+export type ParamValues<P extends Record<string, ParamDef>> = { [K in keyof P]: P[K] extends ParamDef<infer T> ? T : never };
+
+/** Parses every declared parameter from `source` (path params, query, or headers by name). */
+export function parseParams<P extends Record<string, ParamDef>>(defs: P | undefined, get: (name: string) => RawValue): ParamValues<P> {
+  const out: Record<string, unknown> = {};
+  if (defs) for (const [name, def] of Object.entries(defs)) out[name] = def.parse(get(name), name);
+  return out as ParamValues<P>;
+}
+
+type Decode = (text: string, name: string) => unknown;
+
+function check(schema: z.ZodType, value: unknown, name: string): unknown {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  throw badRequest(`${name}: ${result.error.issues[0]!.message}`);
+}
+
+/** A single-valued parameter: given at most once; an empty value counts as absent. */
+function single<S extends z.ZodType>(schema: S, description: string, decode?: Decode): ParamDef<z.output<S>> {
+  return {
+    schema,
+    description,
+    parse(raw, name) {
+      if (Array.isArray(raw)) throw badRequest(`${name}: must be given once`);
+      const text = raw === '' ? undefined : raw;
+      return check(schema, text === undefined || !decode ? text : decode(text, name), name) as z.output<S>;
+    },
+  };
+}
+
+/** A repeatable query parameter: every value is decoded and checked; empty values are ignored. */
+function repeatable<S extends z.ZodType>(item: S, description: string, decode?: Decode): ParamDef<z.output<S>[]> {
+  const schema = z.array(item);
+  return {
+    schema,
+    description,
+    repeatable: true,
+    parse(raw, name) {
+      const texts = (raw === undefined ? [] : Array.isArray(raw) ? raw : [raw]).filter((v) => v !== '');
+      return check(schema, decode ? texts.map((t) => decode(t, name)) : texts, name) as z.output<S>[];
+    },
+  };
+}
+
+/** Decimal digits only (no sign, exponent or spaces); anything else is `message`. */
+const integer =
+  (message: string): Decode =>
+  (text, name) => {
+    if (!/^\d{1,10}$/.test(text)) throw badRequest(`${name}: ${message}`);
+    return Number(text);
+  };
+
+const MAX_INT_ID = 2147483647;
+const INT_ID_MESSAGE = `must be an integer between 1 and ${MAX_INT_ID}`;
+const intIdSchema = z.int().min(1, { error: INT_ID_MESSAGE }).max(MAX_INT_ID, { error: INT_ID_MESSAGE });
+
+// --- Path parameters -------------------------------------------------------------------
+
+/** Integer ids (domains, API keys): 1..2147483647 (spec, Limits). */
+export function intIdPath(description: string): ParamDef<number> {
+  return single(intIdSchema, description, integer(INT_ID_MESSAGE));
+}
+
+/** String ids (em_, cb_, ct_, cp_, tp_, sg_, wh_, re_): bounded so a huge path never reaches the store. */
+export function stringPath(description: string, opts: { min?: number; max?: number } = {}): ParamDef<string> {
+  const min = opts.min ?? 1;
+  const max = opts.max ?? 100;
+  const error = `must be ${min} to ${max} characters`;
+  return single(z.string().min(min, { error }).max(max, { error }), description);
+}
+
+// --- Query parameters ------------------------------------------------------------------
+
+/** page: 1-based, default 1 (spec, Pagination). */
+export function pageQuery(): ParamDef<number> {
+  const error = 'must be a positive integer';
+  return single(z.int().min(1, { error }).max(1_000_000_000, { error: 'too large' }).default(1), 'Page number, 1-based.', integer(error));
+}
+
+/** limit: page size (spec: default 25, at most 100; the email list defaults to 50). */
+export function limitQuery(defaultLimit = 25, maxLimit = 100): ParamDef<number> {
+  const error = 'must be a positive integer';
+  return single(z.int().min(1, { error }).max(maxLimit, { error: `must be at most ${maxLimit}` }).default(defaultLimit), `Page size, 1 to ${maxLimit}.`, integer(error));
+}
+
+/** The page-numbered list parameters (spread into `query`). */
+export function pageQueries(defaultLimit = 25, maxLimit = 100) {
+  return { page: pageQuery(), limit: limitQuery(defaultLimit, maxLimit) };
+}
+
+/** An optional value from a closed set. */
+export function enumQuery<const T extends readonly [string, ...string[]]>(values: T, description: string): ParamDef<T[number] | undefined> {
+  return single(z.enum(values, { error: `must be one of ${values.join(', ')}` }).optional(), description);
+}
+
+/** The free-text `search` parameter, trimmed; blank is absent. */
+export function searchQuery(description: string, maxLength = 320): ParamDef<string | undefined> {
+  return single(z.string().max(maxLength, { error: `at most ${maxLength} characters` }).optional(), description, (text) => text.trim() || undefined);
+}
+
+/** An optional free-text value (ids, cursors). */
+export function textQuery(description: string, maxLength = 1000): ParamDef<string | undefined> {
+  return single(z.string().max(maxLength, { error: `at most ${maxLength} characters` }).optional(), description);
+}
+
+/** An optional integer id (e.g. ?domainId=3). */
+export function intIdQuery(description: string): ParamDef<number | undefined> {
+  return single(intIdSchema.optional(), description, integer(INT_ID_MESSAGE));
+}
+
+/** Repeatable integer ids (?domainId=1&domainId=2). */
+export function intIdListQuery(description: string): ParamDef<number[]> {
+  return repeatable(intIdSchema, description, integer(INT_ID_MESSAGE));
+}
+
+/** Repeatable strings, optionally with bounded length (?tag=a&tag=b). */
+export function stringListQuery(description: string, bounds?: { min: number; max: number; error: string }): ParamDef<string[]> {
+  return repeatable(bounds ? z.string().min(bounds.min, { error: bounds.error }).max(bounds.max, { error: bounds.error }) : z.string(), description);
+}
+
+/** An optional instant; anything Date.parse reads is accepted (documented as date-time) and normalised to ISO 8601 UTC. */
+export function dateTimeQuery(description: string): ParamDef<string | undefined> {
+  const error = 'must be an ISO 8601 date-time';
+  return single(z.string().meta({ format: 'date-time' }).optional(), description, (text, name) => {
+    const ms = Date.parse(text);
+    if (Number.isNaN(ms)) throw badRequest(`${name}: ${error}`);
+    return new Date(ms).toISOString();
+  });
+}
+
+/** An optional integer from a closed set, with a default (e.g. days=7|30). */
+export function intChoiceQuery<const T extends readonly [number, ...number[]]>(values: T, defaultValue: T[number], description: string): ParamDef<T[number]> {
+  const error = `must be ${values.slice(0, -1).join(', ')} or ${values[values.length - 1]}`;
+  return single(z.literal(values, { error }).default(defaultValue as never), description, integer(error)) as ParamDef<T[number]>;
+}
+
+// --- Headers ---------------------------------------------------------------------------
+
+/** An optional header value with bounded length. */
+export function textHeader(description: string, opts: { min: number; max: number }): ParamDef<string | undefined> {
+  const error = `must be ${opts.min} to ${opts.max} characters`;
+  return single(z.string().min(opts.min, { error }).max(opts.max, { error }).optional(), description);
+}

@@ -1,0 +1,39 @@
+import { z } from 'zod';
+import { count, timestamp } from './common-schemas.js';
+
+export const CAMPAIGN_STATUSES = ['DRAFT', 'SCHEDULED', 'RUNNING', 'PAUSED', 'SENT'] as const;
+
+export const campaignSchema = z
+  .strictObject({
+    id: z.string(),
+    name: z.string(),
+    from: z.string(),
+    subject: z.string(),
+    previewText: z.string().nullable(),
+    contactBookId: z.string(),
+    segmentId: z.string().nullable().meta({ description: 'Send only to the contacts this segment matches; null for the whole book.' }),
+    content: z.string().nullable(),
+    html: z.string().nullable(),
+    status: z.enum(CAMPAIGN_STATUSES),
+    scheduledAt: timestamp.nullable(),
+    batchSize: z.int().min(1),
+    batchWindowMinutes: z.int().min(0),
+    total: count,
+    sent: count,
+    delivered: count,
+    opened: count,
+    clicked: count,
+    bounced: count,
+    hardBounced: count,
+    complained: count,
+    unsubscribed: count,
+    replyTo: z.array(z.string()),
+    cc: z.array(z.string()),
+    bcc: z.array(z.string()),
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  })
+  .meta({ id: 'Campaign' });
+
+/** schedule, pause and resume. */
+export const campaignActionSchema = z.strictObject({ success: z.boolean(), campaign: campaignSchema });
