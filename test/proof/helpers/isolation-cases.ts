@@ -92,7 +92,7 @@ export function isolationCases(world: IsolationWorld): Record<string, RouteCase>
         }),
       ],
     },
-    'DELETE /apiKeys/:id': {
+    'DELETE /apiKeys/:apiKeyId': {
       cross: () => [
         probe("A's FULL key", 'hidden', (v) => del(`/apiKeys/${v.fullKeyId}`)),
         probe("A's SENDING key", 'hidden', (v) => del(`/apiKeys/${v.sendingKeyId}`)),
@@ -272,33 +272,33 @@ export function isolationCases(world: IsolationWorld): Record<string, RouteCase>
       ],
       restricted: () => [probe('create', 'ok', () => post('/templates', { name: 'probe template', subject: 'x' }), { markers: false, after: cleanUp((id) => `/templates/${id}`) })],
     },
-    'GET /templates/:id': {
+    'GET /templates/:templateId': {
       cross: () => [probe("A's template", 'hidden', (v) => get(`/templates/${v.templateId}`))],
       restricted: () => [probe("the team's template", 'ok', (v) => get(`/templates/${v.templateId}`), { markers: false })],
     },
-    'PATCH /templates/:id': {
+    'PATCH /templates/:templateId': {
       cross: () => [probe("A's template", 'hidden', (v) => patch(`/templates/${v.templateId}`, { name: 'taken over' }))],
       restricted: () => [probe("the team's template", 'ok', (v) => patch(`/templates/${v.templateId}`, { name: 'acme template' }), { markers: false })],
     },
-    'DELETE /templates/:id': {
+    'DELETE /templates/:templateId': {
       cross: () => [probe("A's template", 'hidden', (v) => del(`/templates/${v.templateId}`))],
       restricted: () => [
         probe('a template of the team', 'ok', (_v, _me, m) => del(`/templates/${m.id}`), { markers: false, before: (env) => setup(env, post('/templates', { name: 'probe doomed', subject: 'x' })) }),
       ],
     },
-    'POST /templates/:id/duplicate': {
+    'POST /templates/:templateId/duplicate': {
       cross: () => [probe("A's template", 'hidden', (v) => post(`/templates/${v.templateId}/duplicate`))],
       restricted: () => [probe("the team's template", 'ok', (v) => post(`/templates/${v.templateId}/duplicate`), { markers: false, after: cleanUp((id) => `/templates/${id}`) })],
     },
-    'POST /templates/:id/publish': {
+    'POST /templates/:templateId/publish': {
       cross: () => [probe("A's template", 'hidden', (v) => post(`/templates/${v.templateId}/publish`))],
       restricted: () => [probe("the team's template", 'ok', (v) => post(`/templates/${v.templateId}/publish`), { markers: false })],
     },
-    'GET /templates/:id/versions': {
+    'GET /templates/:templateId/versions': {
       cross: () => [probe("A's template", 'hidden', (v) => get(`/templates/${v.templateId}/versions`))],
       restricted: () => [probe("the team's template", 'ok', (v) => get(`/templates/${v.templateId}/versions`), { markers: false })],
     },
-    'POST /templates/:id/rollback': {
+    'POST /templates/:templateId/rollback': {
       cross: () => [probe("A's template", 'hidden', (v) => post(`/templates/${v.templateId}/rollback`, { versionNumber: 1 }))],
       restricted: () => [probe("the team's template", 'ok', (v) => post(`/templates/${v.templateId}/rollback`, { versionNumber: 2 }), { markers: false })],
     },
@@ -320,11 +320,11 @@ export function isolationCases(world: IsolationWorld): Record<string, RouteCase>
       cross: () => [probe('list', 'clean', () => get('/campaigns?limit=100')), probe("search for A's name", 'clean', () => get('/campaigns?search=acme'))],
       restricted: () => [probe('list (team-wide)', 'ok', () => get('/campaigns?limit=100'), { markers: false })],
     },
-    'GET /campaigns/:id': {
+    'GET /campaigns/:campaignId': {
       cross: () => [probe("A's draft", 'hidden', (v) => get(`/campaigns/${v.campaignId}`)), probe("A's running campaign", 'hidden', () => get(`/campaigns/${a.d2.campaignId}`))],
       restricted: () => [probe("another domain's campaign (team-wide read)", 'ok', (v) => get(`/campaigns/${v.campaignId}`), { markers: false })],
     },
-    'PATCH /campaigns/:id': {
+    'PATCH /campaigns/:campaignId': {
       cross: () => [
         probe("A's draft", 'hidden', (v) => patch(`/campaigns/${v.campaignId}`, { name: 'taken over' })),
         probe("B's draft pointed at A's contact book", 'refused', (v, me) => patch(`/campaigns/${me.campaignId}`, { contactBookId: v.bookId, segmentId: null }), { control: true }),
@@ -339,13 +339,13 @@ export function isolationCases(world: IsolationWorld): Record<string, RouteCase>
         probe('its draft renamed', 'ok', (_v, me) => patch(`/campaigns/${me.campaignId}`, { name: 'acme campaign' }), { markers: false }),
       ],
     },
-    'DELETE /campaigns/:id': {
+    'DELETE /campaigns/:campaignId': {
       cross: () => [probe("A's draft", 'hidden', (v) => del(`/campaigns/${v.campaignId}`)), probe("A's running campaign", 'hidden', () => del(`/campaigns/${a.d2.campaignId}`))],
       restricted: () => [
         probe('a draft of the team', 'ok', (_v, _me, m) => del(`/campaigns/${m.id}`), { markers: false, before: (env) => setup(env, post('/campaigns', campaignBody(env.role.me.domainName, env.role.me.bookId))) }),
       ],
     },
-    'POST /campaigns/:id/schedule': {
+    'POST /campaigns/:campaignId/schedule': {
       cross: () => [probe("A's draft", 'hidden', (v) => post(`/campaigns/${v.campaignId}/schedule`, { scheduledAt: inDays(30) }))],
       restricted: () => [
         probe("another domain's draft", 'forbidden', (_v, _me, m) => post(`/campaigns/${m.id}/schedule`, { scheduledAt: inDays(30) }), {
@@ -362,7 +362,7 @@ export function isolationCases(world: IsolationWorld): Record<string, RouteCase>
         }),
       ],
     },
-    'POST /campaigns/:id/pause': {
+    'POST /campaigns/:campaignId/pause': {
       cross: () => [probe("A's running campaign", 'hidden', () => post(`/campaigns/${a.d2.campaignId}/pause`))],
       restricted: () => [
         // Pausing sends nothing: a campaign is the team's.
@@ -372,7 +372,7 @@ export function isolationCases(world: IsolationWorld): Record<string, RouteCase>
         }),
       ],
     },
-    'POST /campaigns/:id/resume': {
+    'POST /campaigns/:campaignId/resume': {
       cross: () => [probe("A's campaign", 'hidden', () => post(`/campaigns/${a.d2.campaignId}/resume`))],
       restricted: () => [
         // Resuming would send from the other domain.
