@@ -357,6 +357,7 @@ export function createWebhookService(deps: WebhookServiceDeps) {
         // A bad stored filter is no reason to refuse the state change: this event is left to
         // the after-commit path, as every event was before.
         deps.logger.error({ err, type: event.type }, 'matching webhook endpoints in the transaction failed; left to after the commit');
+        writtenInTransaction.delete(event); // what an earlier, rolled-back run recorded
         return;
       }
       if (!targets.length) {
