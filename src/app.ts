@@ -211,6 +211,9 @@ export async function createApp(opts: AppOptions) {
     secret,
     publicUrl: config.publicUrl,
   });
+  // The outbox rows of events emitted inside a write commit with that write (transactional
+  // outbox); the after-commit handler wakes the dispatcher, or writes them for other events.
+  events.onInTransaction((event) => webhooks.handleInTransaction(event));
   events.on('*', (event) => webhooks.handleBusEvent(event));
   events.on('*', (event) => analytics.handleBusEvent(event));
 

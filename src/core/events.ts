@@ -3,6 +3,13 @@ import type { Logger } from '../lib/logger.js';
 // Typed internal events. Core operations emit them as the state change happens; webhooks,
 // analytics and campaign counters subscribe. Handlers run after the emitting call's
 // transaction committed; a failing handler is logged and never breaks the emitter.
+//
+// Transactional subscribers (onInTransaction) close the gap between that commit and the
+// handlers: an emitter whose write can run them calls inTransaction(events) INSIDE its write
+// transaction (a hot-path write fn or a Kysely transaction: the store is one connection, so
+// synchronous statements land in whatever transaction is open), and emit() after the commit
+// as always. What they write commits or rolls back with the state change itself, so a process
+// killed right after the commit still has, e.g., the webhook outbox rows of that change.
 
 export type EmailEventType =
   | 'email.queued'
@@ -35,9 +42,34 @@ export interface BusEvent {
 
 export type EventHandler = (event: BusEvent) => void | Promise<void>;
 
+/**
+ * Runs inside the emitter's write transaction: synchronous, touching the database only
+ * through synchronous statements, and pure (the write may be rolled back and run again, with
+ * the same event objects). A throw fails the emitter's write, so it must throw only for
+ * database errors that should refuse the state change too (a full disk).
+ */
+export type TransactionalHandler = (event: BusEvent) => void;
+
 export class EventBus {
   private readonly handlers = new Map<EventType | '*', EventHandler[]>();
+  private transactional: TransactionalHandler[] = [];
   constructor(private readonly logger?: Logger) {}
+
+  /** A subscriber run by inTransaction() for every event, inside the emitter's transaction. */
+  onInTransaction(handler: TransactionalHandler): () => void {
+    this.transactional.push(handler);
+    return () => {
+      this.transactional = this.transactional.filter((h) => h !== handler);
+    };
+  }
+
+  /**
+   * Called by an emitter inside its write transaction, for the events it will emit() after
+   * the commit (the same objects). Errors propagate: they fail the write.
+   */
+  inTransaction(events: readonly BusEvent[]): void {
+    for (const event of events) for (const handler of this.transactional) handler(event);
+  }
 
   on(type: EventType | '*', handler: EventHandler): () => void {
     const list = this.handlers.get(type) ?? [];

@@ -3,7 +3,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { DeliveriesRepository, DeliveryRow, DeliveryUpdate, ResultsWrite, StatusEventWrite } from '../../store/repositories/deliveries-repository.js';
 import type { EmailRow, EmailsRepository } from '../../store/repositories/emails-repository.js';
 import type { DomainRecord, DomainsRepository } from '../../store/repositories/domains-repository.js';
-import type { EventBus } from '../events.js';
+import type { BusEvent, EventBus } from '../events.js';
 import { statusEventType, statusRank, type EmailStatus } from '../emails/email-status.js';
 import { addressKey } from '../emails/addresses.js';
 import { retryDelayMs } from './retry-schedule.js';
@@ -170,14 +170,21 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         }
       }
 
-      const newlySent = await deps.deliveries.applyResults(
+      const busEvent = (status: Exclude<EmailStatus, 'SCHEDULED'>, extra: Record<string, unknown>, at: string) =>
+        emailBusEvent(statusEventType(status), email, status, at, extra);
+      const later = bus.map((b) => busEvent(b.status, b.extra, nowIso));
+      let announced: BusEvent[] = [];
+      await deps.deliveries.applyResults(
         { sent: attemptStartedAt ? { emailIds: [email.id], at: attemptStartedAt.toISOString(), rank: statusRank('SENT') } : undefined, updates, events, suppressions },
         nowIso,
+        (newlySent) => {
+          // Inside the results' transaction: the webhook outbox rows commit with them. SENT is
+          // announced only by the write that recorded it (it may run twice: the last run counts).
+          announced = newlySent.length && attemptStartedAt ? [busEvent('SENT', {}, attemptStartedAt.toISOString()), ...later] : later;
+          deps.events.inTransaction(announced);
+        },
       );
-      const announce = (status: Exclude<EmailStatus, 'SCHEDULED'>, extra: Record<string, unknown>, at: string) =>
-        deps.events.emit(emailBusEvent(statusEventType(status), email, status, at, extra));
-      if (newlySent.length && attemptStartedAt) announce('SENT', {}, attemptStartedAt.toISOString());
-      for (const b of bus) announce(b.status, b.extra, nowIso);
+      for (const e of announced) deps.events.emit(e);
     },
   };
 }

@@ -8,7 +8,7 @@ import type { SuppressionsRepository } from '../../store/repositories/suppressio
 import type { DomainService } from '../domains/domain-service.js';
 import type { DomainRecord } from '../../store/repositories/domains-repository.js';
 import { badRequest, notFound, notUnique } from '../errors.js';
-import type { EventBus } from '../events.js';
+import type { BusEvent, EventBus } from '../events.js';
 import { addressKey, domainOf, formatMailbox, parseMailbox, parseMailboxList, type Mailbox } from './addresses.js';
 import { assertFoldable, validateCustomHeaders } from './email-headers.js';
 import { statusEventType, statusRank, type EmailStatus } from './email-status.js';
@@ -67,6 +67,7 @@ interface Prepared {
   item: NewEmail;
   status: EmailStatus;
   eventData: Record<string, unknown>;
+  busEvent?: BusEvent;
 }
 
 export interface EmailListQuery {
@@ -235,11 +236,19 @@ export function createEmailService(deps: EmailServiceDeps) {
     };
   }
 
+  /** The email.queued / email.suppressed event of an accepted email (one object per email). */
+  function busEventOf(p: Prepared): BusEvent {
+    p.busEvent ??= emailBusEvent(p.status === 'SUPPRESSED' ? 'email.suppressed' : 'email.queued', p.item.row, p.status, p.item.row.created_at, p.eventData);
+    return p.busEvent;
+  }
+
+  /** Runs inside the insert's transaction: the webhook outbox rows commit with the emails. */
+  function inInsert(prepared: Prepared[]): () => void {
+    return () => events.inTransaction(prepared.map(busEventOf));
+  }
+
   function announce(prepared: Prepared[]): void {
-    for (const p of prepared) {
-      const type = p.status === 'SUPPRESSED' ? 'email.suppressed' : 'email.queued';
-      events.emit(emailBusEvent(type, p.item.row, p.status, p.item.row.created_at, p.eventData));
-    }
+    for (const p of prepared) events.emit(busEventOf(p));
     if (prepared.some((p) => p.item.deliveries.length > 0)) deps.onQueued?.();
   }
 
@@ -302,7 +311,7 @@ export function createEmailService(deps: EmailServiceDeps) {
       return idempotent(ctx, opts, async (complete) => {
         const prepared = await prepare(ctx, input, opts);
         const response = { emailId: prepared.item.row.id };
-        await emails.insertAccepted([prepared.item], complete && { ...complete, responseJson: JSON.stringify(response) });
+        await emails.insertAccepted([prepared.item], complete && { ...complete, responseJson: JSON.stringify(response) }, inInsert([prepared]));
         announce([prepared]);
         return response;
       });
@@ -314,7 +323,7 @@ export function createEmailService(deps: EmailServiceDeps) {
         const prepared: Prepared[] = [];
         for (let i = 0; i < inputs.length; i++) prepared.push(await prepare(ctx, inputs[i]!, opts, `[${i}]`));
         const response = { data: prepared.map((p) => ({ emailId: p.item.row.id })) };
-        await emails.insertAccepted(prepared.map((p) => p.item), complete && { ...complete, responseJson: JSON.stringify(response) });
+        await emails.insertAccepted(prepared.map((p) => p.item), complete && { ...complete, responseJson: JSON.stringify(response) }, inInsert(prepared));
         announce(prepared);
         return response;
       });
@@ -344,7 +353,7 @@ export function createEmailService(deps: EmailServiceDeps) {
         items.map(async ({ input, opts }): Promise<Settled> => {
           try {
             const prepared = await prepare(ctx, input, { ...opts, suppressedAmong });
-            await emails.insertAccepted([prepared.item]);
+            await emails.insertAccepted([prepared.item], undefined, inInsert([prepared]));
             return { ok: true, prepared };
           } catch (error) {
             return { ok: false, error: error as Error };
@@ -408,8 +417,12 @@ export function createEmailService(deps: EmailServiceDeps) {
       const row = await loadScoped(ctx, id);
       if (row.latest_status !== 'SCHEDULED') throw badRequest(`email ${id} is ${row.latest_status}; only a scheduled email can be cancelled`);
       const now = clock.now().toISOString();
-      if (!(await emails.cancel(ctx.teamId, id, now, statusRank('CANCELLED')))) throw badRequest(`email ${id} is no longer scheduled`);
-      events.emit(emailBusEvent(statusEventType('CANCELLED'), row, 'CANCELLED', now));
+      const cancelled = emailBusEvent(statusEventType('CANCELLED'), row, 'CANCELLED', now);
+      // The webhook outbox rows are written in the cancel's own transaction.
+      if (!(await emails.cancel(ctx.teamId, id, now, statusRank('CANCELLED'), () => events.inTransaction([cancelled])))) {
+        throw badRequest(`email ${id} is no longer scheduled`);
+      }
+      events.emit(cancelled);
       return { emailId: id };
     },
   };

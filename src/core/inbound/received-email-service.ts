@@ -4,7 +4,7 @@ import { newId } from '../../lib/ids.js';
 import type { DomainRecord } from '../../store/repositories/domains-repository.js';
 import type { NewReceivedEmail, ReceivedEmailRow, ReceivedEmailsRepository } from '../../store/repositories/received-emails-repository.js';
 import { badRequest, notFound } from '../errors.js';
-import type { EventBus } from '../events.js';
+import type { BusEvent, EventBus } from '../events.js';
 import type { AuthResults, ReceivedMessageInput } from './inbound-types.js';
 
 // Mail for receiving domains: stored durably before the SMTP 250 (raw bytes, parsed fields,
@@ -101,10 +101,9 @@ export function createReceivedEmailService(deps: ReceivedEmailServiceDeps) {
         raw: message.raw,
         attachments,
       }));
-      await deps.received.insertMany(items);
-      for (const item of items) {
+      const received: BusEvent[] = items.map((item) => {
         const row = item.row;
-        deps.events.emit({
+        return {
           type: 'email.received',
           teamId: row.team_id,
           domainId: row.domain_id,
@@ -123,8 +122,11 @@ export function createReceivedEmailService(deps: ReceivedEmailServiceDeps) {
             sizeBytes: row.size_bytes,
             occurredAt: nowIso,
           },
-        });
-      }
+        };
+      });
+      // The webhook outbox rows commit with the received emails themselves.
+      await deps.received.insertMany(items, () => deps.events.inTransaction(received));
+      for (const e of received) deps.events.emit(e);
       return items.map((i) => i.row.id);
     },
 

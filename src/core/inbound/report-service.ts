@@ -229,6 +229,8 @@ export function createReportService(deps: ReportServiceDeps) {
         feedback: report.feedback,
         original: report.original,
       };
+      // bounced / complained events: their webhook outbox rows commit with the report's effects.
+      const announced = linked ? plan.announce.map((a) => emailBusEvent(statusEventType(a.status), linked.email, a.status, nowIso, a.data)) : [];
       const reportId = await deps.reports.record(
         {
           kind: plan.kind,
@@ -243,12 +245,10 @@ export function createReportService(deps: ReportServiceDeps) {
           created_at: nowIso,
         },
         plan.effects,
+        () => deps.events.inTransaction(announced),
       );
       if (linked) {
-        const email = linked.email;
-        for (const a of plan.announce) {
-          deps.events.emit(emailBusEvent(statusEventType(a.status), email, a.status, nowIso, a.data));
-        }
+        for (const e of announced) deps.events.emit(e);
       } else if (report.type !== 'other') {
         deps.logger.warn({ reportId, kind: plan.kind, rcptTo: envelope.rcptTo }, 'inbound report could not be linked to an email; kept in inbound_reports');
       }

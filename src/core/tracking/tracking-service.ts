@@ -69,10 +69,12 @@ export function createTrackingService(deps: TrackingServiceDeps) {
 
   async function record(email: EmailRow, kind: 'OPENED' | 'CLICKED', detail: Record<string, unknown>): Promise<void> {
     const at = detail.timestamp as string;
-    await deps.emails.recordEvents([{ emailId: email.id, status: kind, rank: statusRank(kind), data: detail, at }]);
     const type = kind === 'OPENED' ? 'email.opened' : 'email.clicked';
     const extra = kind === 'OPENED' ? { open: detail } : { click: detail };
-    deps.events.emit(emailBusEvent(type, email, kind, at, extra));
+    const event = emailBusEvent(type, email, kind, at, extra);
+    // The webhook outbox rows are written in the same transaction as the email event.
+    await deps.emails.recordEvents([{ emailId: email.id, status: kind, rank: statusRank(kind), data: detail, at }], () => deps.events.inTransaction([event]));
+    deps.events.emit(event);
   }
 
   function who(hit: TrackingHit) {

@@ -197,6 +197,13 @@ export function createWebhookService(deps: WebhookServiceDeps) {
    */
   const unpersisted: { event: NewWebhookEvent; webhookIds: string[] }[] = [];
 
+  /**
+   * Bus events whose outbox rows were written inside the emitter's transaction (null: no
+   * endpoint matched), so the after-commit handler only wakes the dispatcher. Weak: an event
+   * whose write failed is never emitted and simply goes away.
+   */
+  const writtenInTransaction = new WeakMap<BusEvent, { webhookIds: string[]; due: number } | null>();
+
   function keepForLater(event: NewWebhookEvent, webhookIds: string[], err: unknown): void {
     if (unpersisted.length >= MAX_UNPERSISTED_EVENTS) {
       const dropped = unpersisted.shift()!;
@@ -334,10 +341,49 @@ export function createWebhookService(deps: WebhookServiceDeps) {
     },
 
     /**
-     * Bus subscriber: stores the event once and one call per matching endpoint, in the same
-     * turn the event is emitted, so it is durable before any HTTP request is made.
+     * Transactional bus subscriber (events.onInTransaction): writes the event and one call per
+     * matching endpoint inside the emitter's own write transaction, so the outbox rows commit
+     * with the state change they report (a kill right after that commit loses nothing). A
+     * database error propagates and refuses the state change too (a full disk refuses both).
+     * If the write is rolled back and run again, the rerun writes a fresh event and replaces
+     * the record below, so only what committed is woken after the commit.
+     */
+    handleInTransaction(event: BusEvent): void {
+      const rows = webhooks.listForTeamSync(event.teamId);
+      let targets: WebhookRow[];
+      try {
+        targets = rows.filter((row) => matches(row, event));
+      } catch (err) {
+        // A bad stored filter is no reason to refuse the state change: this event is left to
+        // the after-commit path, as every event was before.
+        deps.logger.error({ err, type: event.type }, 'matching webhook endpoints in the transaction failed; left to after the commit');
+        writtenInTransaction.delete(event); // what an earlier, rolled-back run recorded
+        return;
+      }
+      if (!targets.length) {
+        writtenInTransaction.set(event, null);
+        return;
+      }
+      const stored = newEvent(event.teamId, event.type, event.domainId, event.occurredAt, event.data);
+      const webhookIds = targets.map((t) => t.id);
+      const due = clock.nowMs();
+      webhooks.enqueueInOpenTransactionSync(stored, webhookIds, due);
+      writtenInTransaction.set(event, { webhookIds, due });
+    },
+
+    /**
+     * Bus subscriber (after the commit): wakes the dispatcher for outbox rows written in the
+     * emitter's transaction; for events emitted without one (domain, contact, ... events) it
+     * stores the event once and one call per matching endpoint, in the same turn the event is
+     * emitted, so it is durable before any HTTP request is made.
      */
     handleBusEvent(event: BusEvent): void {
+      if (writtenInTransaction.has(event)) {
+        const written = writtenInTransaction.get(event);
+        writtenInTransaction.delete(event);
+        if (written) deps.onEnqueued?.(written.webhookIds, written.due);
+        return;
+      }
       const targets = webhooks.listForTeamSync(event.teamId).filter((row) => matches(row, event));
       if (!targets.length) return;
       persistEvent(

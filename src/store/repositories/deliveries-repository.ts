@@ -117,8 +117,12 @@ export function createDeliveriesRepository(db: Db) {
       await db.updateTable('deliveries').set({ lease_owner: null, lease_until: null }).where('id', 'in', ids).where('state', '=', 'queued').execute();
     },
 
-    /** Writes one attempt's results, status events and suppressions atomically (group-committed). */
-    async applyResults(w: ResultsWrite, nowIso: string): Promise<string[]> {
+    /**
+     * Writes one attempt's results, status events and suppressions atomically (group-committed).
+     * `inTransaction` runs last inside the same transaction with the emails newly marked SENT
+     * (the transactional outbox); it may run more than once, like the write itself.
+     */
+    async applyResults(w: ResultsWrite, nowIso: string, inTransaction?: (newlySent: string[]) => void): Promise<string[]> {
       const { sqlite } = hot;
       return hot.write(() => {
         const newlySent: string[] = [];
@@ -144,6 +148,7 @@ export function createDeliveriesRepository(db: Db) {
             .prepare('insert into suppressions (team_id, email, reason, source, created_at) values (?, ?, ?, ?, ?) on conflict (team_id, email) do nothing')
             .run(x.teamId, x.email, x.reason, x.source, x.at);
         }
+        inTransaction?.(newlySent);
         return newlySent;
       });
     },

@@ -76,9 +76,10 @@ export function createEmailsRepository(db: Db) {
     /**
      * Stores accepted emails with their tags, per-recipient deliveries and first events in
      * one transaction, and completes the idempotency entry in the same transaction, so a
-     * crash leaves either everything or nothing.
+     * crash leaves either everything or nothing. `inTransaction` runs last inside the same
+     * transaction (the transactional outbox); it may run more than once, like the write.
      */
-    async insertAccepted(items: NewEmail[], idem?: IdempotencyCompletion): Promise<void> {
+    async insertAccepted(items: NewEmail[], idem?: IdempotencyCompletion, inTransaction?: () => void): Promise<void> {
       const { sqlite } = hot;
       await hot.write(() => {
         for (const item of items) {
@@ -108,6 +109,7 @@ export function createEmailsRepository(db: Db) {
         if (idem) {
           sqlite.prepare(`update idempotency_keys set state = 'done', response_json = ? where team_id = ? and key = ?`).run(idem.responseJson, idem.teamId, idem.key);
         }
+        inTransaction?.();
       });
     },
 
@@ -167,11 +169,15 @@ export function createEmailsRepository(db: Db) {
       return { rows, count: Number(total.n) };
     },
 
-    /** Appends events and moves latestStatus forward only (by rank), in one transaction. */
-    async recordEvents(items: { emailId: string; status: string; rank: number; data: unknown; at: string }[]): Promise<void> {
+    /**
+     * Appends events and moves latestStatus forward only (by rank), in one transaction;
+     * `inTransaction` runs synchronously inside it, last (the transactional outbox).
+     */
+    async recordEvents(items: { emailId: string; status: string; rank: number; data: unknown; at: string }[], inTransaction?: () => void): Promise<void> {
       if (!items.length) return;
       await db.transaction().execute(async (trx) => {
         for (const e of items) await insertEventAndBump(trx, e);
+        inTransaction?.();
       });
     },
 
@@ -214,8 +220,11 @@ export function createEmailsRepository(db: Db) {
       });
     },
 
-    /** Cancels only while SCHEDULED: the email becomes CANCELLED and its deliveries never run. */
-    async cancel(teamId: number, id: string, nowIso: string, cancelledRank: number): Promise<boolean> {
+    /**
+     * Cancels only while SCHEDULED: the email becomes CANCELLED and its deliveries never run.
+     * `inTransaction` runs synchronously inside the same transaction when the email was cancelled.
+     */
+    async cancel(teamId: number, id: string, nowIso: string, cancelledRank: number, inTransaction?: () => void): Promise<boolean> {
       return db.transaction().execute(async (trx) => {
         const res = await trx
           .updateTable('emails')
@@ -227,6 +236,7 @@ export function createEmailsRepository(db: Db) {
         if (res.numUpdatedRows === 0n) return false;
         await trx.updateTable('deliveries').set({ state: 'cancelled', updated_at: nowIso, lease_owner: null, lease_until: null }).where('email_id', '=', id).where('state', '=', 'queued').execute();
         await trx.insertInto('email_events').values({ email_id: id, status: 'CANCELLED', data_json: null, created_at: nowIso }).execute();
+        inTransaction?.();
         return true;
       });
     },

@@ -16,7 +16,8 @@ export function createInboundReportsRepository(db: Db) {
      * Stores the report and everything it changes (delivery rows, status events that move
      * latestStatus forward only, suppressions) in one transaction, before the SMTP 250.
      */
-    async record(report: Insertable<InboundReportsTable>, effects: ReportEffects): Promise<number> {
+    /** `inTransaction` runs synchronously inside the same transaction, after the effects (the transactional outbox). */
+    async record(report: Insertable<InboundReportsTable>, effects: ReportEffects, inTransaction?: () => void): Promise<number> {
       return db.transaction().execute(async (trx) => {
         const inserted = await trx.insertInto('inbound_reports').values(report).returning('id').executeTakeFirstOrThrow();
         for (const d of effects.deliveries) await applyReportToDelivery(trx, d);
@@ -28,6 +29,7 @@ export function createInboundReportsRepository(db: Db) {
             .onConflict((oc) => oc.columns(['team_id', 'email']).doNothing())
             .execute();
         }
+        inTransaction?.();
         return inserted.id;
       });
     },

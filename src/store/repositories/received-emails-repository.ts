@@ -25,7 +25,8 @@ export function createReceivedEmailsRepository(db: Db) {
      * Stores messages with their raw bytes and attachments in one transaction: the inbound
      * listener answers 250 only after this resolves, so an accepted message is never lost.
      */
-    async insertMany(items: NewReceivedEmail[]): Promise<void> {
+    /** `inTransaction` runs synchronously inside the same transaction, last (the transactional outbox). */
+    async insertMany(items: NewReceivedEmail[], inTransaction?: () => void): Promise<void> {
       if (!items.length) return;
       await db.transaction().execute(async (trx) => {
         for (const item of items) {
@@ -38,6 +39,7 @@ export function createReceivedEmailsRepository(db: Db) {
               .execute();
           }
         }
+        inTransaction?.();
       });
     },
 

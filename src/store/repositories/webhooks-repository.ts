@@ -78,6 +78,17 @@ export function createWebhooksRepository(db: Db, sqlite: BetterSqlite3.Database)
       syncEnqueue(event, webhookIds, dueMs);
     },
 
+    /**
+     * The transactional outbox: the same rows as enqueueSync, written into the transaction the
+     * caller has open (the write that changes the state this event reports), so both commit or
+     * neither does. No transaction or savepoint of its own (no extra statements per event).
+     */
+    enqueueInOpenTransactionSync(event: NewWebhookEvent, webhookIds: string[], dueMs: number): void {
+      if (!sqlite.inTransaction) throw new Error('enqueueInOpenTransactionSync: no transaction is open');
+      syncInsertEvent.run(event.id, event.teamId, event.type, event.domainId, event.body, event.createdAt);
+      for (const id of webhookIds) syncInsertCall.run(id, event.id, dueMs, event.createdAt, event.createdAt);
+    },
+
     async listForTeam(teamId: number): Promise<WebhookRow[]> {
       return db.selectFrom('webhooks').selectAll().where('team_id', '=', teamId).orderBy('created_at').orderBy('id').execute();
     },

@@ -29,11 +29,13 @@ export interface StartOptions {
   configFile?: string;
   /** Also wait for the first-start key (an empty data dir prints one right after starting). */
   expectKey?: boolean;
+  /** Another compiled entry point to run instead of `bin/posthorn serve` (it must log the same lines). */
+  script?: string;
 }
 
 /** Starts `posthorn serve`; resolves once the HTTP API and the SMTP listeners are up (read from its log). */
 export function startPosthorn(opts: StartOptions): Promise<PosthornProcess> {
-  const args = [BIN, ...(opts.configFile ? ['--config', opts.configFile] : []), 'serve'];
+  const args = opts.script ? [opts.script, ...(opts.configFile ? [opts.configFile] : [])] : [BIN, ...(opts.configFile ? ['--config', opts.configFile] : []), 'serve'];
   const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH!, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
