@@ -108,7 +108,10 @@ export class DeliveryEngine {
         this.track(this.process(fresh.length === g.deliveries.length ? g : { ...g, deliveries: fresh }));
       }
       if (groups.length === 0) {
-        if (this.inFlight.size === 0) this.notifyIdle();
+        // A wake() that arrived while this claim ran (work committed, or a test's clock moved)
+        // may have made something due that this round did not see: not idle until a round
+        // that started after it finds nothing (whenIdle() resolved early otherwise).
+        if (this.inFlight.size === 0 && !this.pendingWake) this.notifyIdle();
         if (!this.pendingWake) await this.sleep();
       }
     }
