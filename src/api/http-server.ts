@@ -130,14 +130,44 @@ function parseBody(limitBytes: number) {
     if (type && !/^application\/([a-z.+-]*\+)?json\b/i.test(type)) {
       throw new AppError('BAD_REQUEST', `unsupported Content-Type "${type}": send application/json`);
     }
+    const text = raw.toString('utf8');
+    if (nestingExceeds(text, MAX_JSON_DEPTH)) {
+      throw new AppError('BAD_REQUEST', `malformed JSON body: nested more than ${MAX_JSON_DEPTH} levels deep`);
+    }
     try {
-      ctx.state.body = JSON.parse(raw.toString('utf8'));
+      ctx.state.body = JSON.parse(text);
     } catch (err) {
       throw new AppError('BAD_REQUEST', `malformed JSON body: ${(err as Error).message}`);
     }
     ctx.state.rawBody = raw;
     return next();
   };
+}
+
+/**
+ * Deepest array/object nesting a request body may have. JSON.parse itself copes with any
+ * depth, but everything after it recurses (JSON.stringify, the idempotency hash, zod): a body
+ * of a few hundred thousand brackets, well within the size limit, overflowed the stack there
+ * and answered 500. The deepest legitimate body, an editor document given as an object (64
+ * node levels, two JSON levels each), stays well under this.
+ */
+export const MAX_JSON_DEPTH = 256;
+
+/** Whether JSON text opens more than `max` arrays/objects at once (strings skipped); a plain scan, no recursion. */
+export function nestingExceeds(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
 }
 
 export interface RunningHttpServer {
