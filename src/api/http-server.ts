@@ -122,7 +122,14 @@ function parseBody(limitBytes: number) {
       raw = await getRawBody(ctx.req, { limit: limitBytes, length: length || undefined });
     } catch (err) {
       const type = (err as { type?: string }).type;
-      if (type === 'entity.too.large') throw new AppError('PAYLOAD_TOO_LARGE', `request body exceeds ${limitBytes} bytes`);
+      if (type === 'entity.too.large') {
+        // raw-body pauses the request when it gives up. Left paused, the rest of the body sits
+        // unread when the 413 goes out and the socket is closed with data pending, which is a
+        // TCP reset: the client often loses the 413 and sees ECONNRESET instead. Discard the
+        // rest (as Node does with a body nobody reads) so the answer arrives.
+        ctx.req.resume();
+        throw new AppError('PAYLOAD_TOO_LARGE', `request body exceeds ${limitBytes} bytes`);
+      }
       throw new AppError('BAD_REQUEST', `could not read the request body: ${(err as Error).message}`);
     }
     if (raw.length === 0) return next();
