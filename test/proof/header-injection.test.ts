@@ -178,6 +178,9 @@ test.serial('regression: text around a mailbox could pick the recipient (address
     '<x@evil.com> <victim@example.net>',
     'Jane <victim@example.net>x@evil.com',
     'victim@example.net x@evil.com',
+    // seed 1918891711 (FUZZ_RUNS=800): reply-to 'rreplyTo0@sender.dev Support<x@evil.com>'
+    'victim@example.net Support<x@evil.com>',
+    'x@evil.com <victim@example.net>', // two addresses, which one is meant is a guess
     '"a\u0000b"@example.net', // the NUL was dropped: mail went to ab@example.net
   ];
   for (const cc of hijacks) {
@@ -186,7 +189,7 @@ test.serial('regression: text around a mailbox could pick the recipient (address
     t.regex(res.body.error?.message ?? '', /^cc: /, cc);
   }
   // what a name may hold when it is quoted, and the ordinary forms, still work
-  for (const cc of ['"Evil <x@evil.com>" <victim@example.net>', 'x@evil.com <victim@example.net>', '"Smith, Alice" <victim@example.net>', 'Jane (work) <victim@example.net>', '<victim@example.net>', ' victim@example.net ', '"victim"@example.net']) {
+  for (const cc of ['"Evil <x@evil.com>" <victim@example.net>', '"x@evil.com" <victim@example.net>', '"Smith, Alice" <victim@example.net>', 'Jane (work) <victim@example.net>', '<victim@example.net>', ' victim@example.net ', '"victim"@example.net']) {
     const res = await w.t0.request('POST', '/v1/emails', { body: { from: 'hello@sender.dev', to: 'alice@example.net', cc, subject: 's', text: 't', scheduledAt: 'in 1 day' } });
     t.is(res.status, 200, `${cc}: ${JSON.stringify(res.body)}`);
     t.deepEqual((await envelopeOf(res.body.emailId)).sort(), ['alice@example.net', 'victim@example.net'], cc);

@@ -42,13 +42,16 @@ export function domainOf(address: string): string {
  * The addr-spec a mailbox string holds, read by its structure (RFC 5322 3.4): outside quoted
  * strings and comments, either no angle brackets at all (the whole input, comments aside, is
  * the address) or exactly one `<...>`, last, after the display name. Null for anything else: a
- * second angle-addr, text after the `>`, unbalanced quotes, comments or brackets.
+ * second angle-addr, text after the `>`, unbalanced quotes, comments or brackets, or an `@` in
+ * an unquoted display name (`a@b.example Name <c@d.example>` holds two addresses, and which one
+ * is meant is anyone's guess; quoted, the name may say what it likes).
  */
 function addrSpecOf(input: string): string | null {
   let inQuote = false;
   let depth = 0;
   let open = -1;
   let close = -1;
+  let atInName = false;
   let bare = '';
   for (let i = 0; i < input.length; i++) {
     const c = input[i]!;
@@ -76,9 +79,12 @@ function addrSpecOf(input: string): string | null {
       if (close >= 0 || open < 0) return null;
       close = i;
     } else if (close >= 0 && !/\s/.test(c)) return null;
-    else bare += c;
+    else {
+      if (c === '@' && open < 0) atInName = true;
+      bare += c;
+    }
   }
-  if (inQuote || depth > 0 || (open >= 0 && close < 0)) return null;
+  if (inQuote || depth > 0 || (open >= 0 && close < 0) || (open >= 0 && atInName)) return null;
   return open >= 0 ? input.slice(open + 1, close).trim() : bare.trim();
 }
 
