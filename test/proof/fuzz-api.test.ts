@@ -62,6 +62,23 @@ async function check(name: string, property: fc.IAsyncProperty<any>, runs: numbe
   return `${name}: seed ${details.seed}, path "${details.counterexamplePath}", ${details.numRuns} runs, shrunk ${details.numShrinks} times\n  ${error.slice(0, 3000)}`;
 }
 
+/**
+ * A weird path id can be a real one ("1", "%31"): revoking the suite's own key or deleting the
+ * sending domain would be a legitimate answer that ends the run, so those draws are skipped.
+ */
+function deletesWhatTheSuiteNeeds(route: RouteDef, path: string): boolean {
+  if (route.method !== 'DELETE') return false;
+  const target = route.path === '/apiKeys/:id' ? fixtures.ownKeyId : route.path === '/domains/:id' ? fixtures.domain.id : null;
+  if (target === null) return false;
+  let segment = path.split('?')[0]!.split('/').pop()!;
+  try {
+    segment = decodeURIComponent(segment);
+  } catch {
+    return false;
+  }
+  return /^\d+$/.test(segment) && Number(segment) === target;
+}
+
 test.serial('every route in app.routes has a valid example, and every example a route', (t) => {
   const keys = t0.app.routes.map(routeKey);
   t.true(keys.length >= 69);
@@ -87,6 +104,7 @@ test.serial(`fast-check over every route: mutated ids, queries, bodies, framing 
   for (const route of t0.app.routes as RouteDef[]) {
     const key = routeKey(route);
     const property = fc.asyncProperty(routeRequest(route, fixtures.examples.get(key)!, t0.key), async ({ request, describe }) => {
+      fc.pre(!deletesWhatTheSuiteNeeds(route, request.path));
       const res = await judged(request, describe);
       perRoute.set(key, (perRoute.get(key) ?? 0) + 1);
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);

@@ -18,6 +18,8 @@ export interface RouteExample {
 
 export interface ApiFixtures {
   domain: any;
+  /** The id of the key the suite itself uses (t0.key): revoking it would end the run. */
+  ownKeyId: number;
   examples: Map<string, RouteExample>;
 }
 
@@ -168,5 +170,7 @@ export async function buildApiFixtures(t0: TestApp): Promise<ApiFixtures> {
     ['GET /analytics/email-time-series', { params: {}, query: { days: '7', domainId: dom } }],
     ['GET /analytics/reputation-metrics', { params: {}, query: { domainId: dom } }],
   ];
-  return { domain, examples: new Map(e) };
+  const keys = (await ok(t0, 'GET', '/v1/apiKeys')) as { id: number; name: string }[];
+  const ownKeyId = keys.find((k) => k.name === 'test')!.id;
+  return { domain, ownKeyId, examples: new Map(e) };
 }
