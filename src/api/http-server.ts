@@ -1,4 +1,5 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, STATUS_CODES, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import Koa, { type Context, type Next } from 'koa';
 import Router from '@koa/router';
@@ -32,6 +33,11 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']); // DESIGN 4: t
 export function createHttpApp(deps: HttpServerDeps): Koa {
   const app = new Koa();
   app.proxy = true; // behind a reverse proxy, X-Forwarded-For gives the client IP for tracking events
+  // Koa reports connection-level failures here (a client resetting mid-body, broken chunked
+  // framing: errorMiddleware has already answered or the socket is gone). With no listener Koa
+  // prints each one to stderr, so any client could write to our stderr at will; they are
+  // routine on a public port and go to the log at debug level instead.
+  app.on('error', (err: Error & { code?: string }) => deps.logger.debug({ err: err.message, code: err.code }, 'HTTP connection error'));
   const router = new Router();
 
   for (const route of deps.routes) {
@@ -67,6 +73,16 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
   deps.extra?.(router);
 
   app.use(errorMiddleware(deps.logger, deps.translateError));
+  app.use(async (ctx, next) => {
+    // RFC 9112 3.2: an HTTP/1.1 request without Host is a 400. Node's own check
+    // (requireHostHeader, turned off in listenHttp) answers it without a body; this one
+    // carries the spec's error body.
+    if (ctx.req.httpVersion === '1.1' && ctx.req.headers.host === undefined) {
+      ctx.set('Connection', 'close');
+      throw new AppError('BAD_REQUEST', 'an HTTP/1.1 request needs a Host header');
+    }
+    return next();
+  });
   app.use(router.routes());
   // Nothing matched: 405 if the path exists with other methods, else 404 (spec, Errors).
   app.use(async (ctx) => {
@@ -139,7 +155,14 @@ function parseBody(limitBytes: number) {
       raw = await getRawBody(ctx.req, { limit: limitBytes, length: length || undefined });
     } catch (err) {
       const type = (err as { type?: string }).type;
-      if (type === 'entity.too.large') throw new AppError('PAYLOAD_TOO_LARGE', `request body exceeds ${limitBytes} bytes`);
+      if (type === 'entity.too.large') {
+        // raw-body pauses the request when it gives up. Left paused, the rest of the body sits
+        // unread when the 413 goes out and the socket is closed with data pending, which is a
+        // TCP reset: the client often loses the 413 and sees ECONNRESET instead. Discard the
+        // rest (as Node does with a body nobody reads) so the answer arrives.
+        ctx.req.resume();
+        throw new AppError('PAYLOAD_TOO_LARGE', `request body exceeds ${limitBytes} bytes`);
+      }
       throw new AppError('BAD_REQUEST', `could not read the request body: ${(err as Error).message}`);
     }
     if (raw.length === 0) return next();
@@ -147,8 +170,12 @@ function parseBody(limitBytes: number) {
     if (type && !/^application\/([a-z.+-]*\+)?json\b/i.test(type)) {
       throw new AppError('BAD_REQUEST', `unsupported Content-Type "${type}": send application/json`);
     }
+    const text = raw.toString('utf8');
+    if (nestingExceeds(text, MAX_JSON_DEPTH)) {
+      throw new AppError('BAD_REQUEST', `malformed JSON body: nested more than ${MAX_JSON_DEPTH} levels deep`);
+    }
     try {
-      ctx.state.body = JSON.parse(raw.toString('utf8'));
+      ctx.state.body = JSON.parse(text);
     } catch (err) {
       throw new AppError('BAD_REQUEST', `malformed JSON body: ${(err as Error).message}`);
     }
@@ -157,15 +184,71 @@ function parseBody(limitBytes: number) {
   };
 }
 
+/**
+ * Deepest array/object nesting a request body may have. JSON.parse itself copes with any
+ * depth, but everything after it recurses (JSON.stringify, the idempotency hash, zod): a body
+ * of a few hundred thousand brackets, well within the size limit, overflowed the stack there
+ * and answered 500. The deepest legitimate body, an editor document given as an object (64
+ * node levels, two JSON levels each), stays well under this.
+ */
+export const MAX_JSON_DEPTH = 256;
+
+/** Whether JSON text opens more than `max` arrays/objects at once (strings skipped); a plain scan, no recursion. */
+export function nestingExceeds(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
 export interface RunningHttpServer {
   server: Server;
   port: number;
   close(): Promise<void>;
 }
 
+/**
+ * A request Node's parser refuses (a malformed request line, header or chunk, headers over the
+ * size limit) never reaches Koa, and Node's own answer is a bare status line. This one carries
+ * the spec's error body like every other error (DESIGN 4), under the same care as Node's: only
+ * when no response of this connection has started, then the connection is closed. Headers too
+ * large keep their precise status, 431 (RFC 6585 5), with code BAD_REQUEST, as 413 does.
+ */
+function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (err.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
+    const [status, message] =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'request headers are too large']
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'the request was not received in time']
+          : [400, 'malformed HTTP request'];
+    const body = JSON.stringify({ error: { code: 'BAD_REQUEST', message } });
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  }
+  socket.destroy();
+}
+
 export async function listenHttp(app: Koa, host: string, port: number): Promise<RunningHttpServer> {
-  const server = createServer(app.callback());
+  const server = createServer({ requireHostHeader: false }, app.callback());
   server.keepAliveTimeout = 5_000;
+  server.on('clientError', answerClientError);
+  // An Expect other than 100-continue (RFC 9110 10.1.1): 417, with the spec's error body
+  // rather than Node's empty one.
+  server.on('checkExpectation', (_req, res) => {
+    const body = JSON.stringify({ error: { code: 'BAD_REQUEST', message: 'unsupported Expect header; only 100-continue is understood' } });
+    res.writeHead(417, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), Connection: 'close' });
+    res.end(body);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -38,12 +38,75 @@ export function domainOf(address: string): string {
   return address.slice(address.lastIndexOf('@') + 1).toLowerCase();
 }
 
+/**
+ * The addr-spec a mailbox string holds, read by its structure (RFC 5322 3.4): outside quoted
+ * strings and comments, either no angle brackets at all (the whole input, comments aside, is
+ * the address) or exactly one `<...>`, last, after the display name. Null for anything else: a
+ * second angle-addr, text after the `>`, unbalanced quotes, comments or brackets, or an `@` in
+ * an unquoted display name (`a@b.example Name <c@d.example>` holds two addresses, and which one
+ * is meant is anyone's guess; quoted, the name may say what it likes).
+ */
+function addrSpecOf(input: string): string | null {
+  let inQuote = false;
+  let depth = 0;
+  let open = -1;
+  let close = -1;
+  let atInName = false;
+  let bare = '';
+  for (let i = 0; i < input.length; i++) {
+    const c = input[i]!;
+    if (inQuote) {
+      if (c === '\\') {
+        bare += c + (input[i + 1] ?? '');
+        i++;
+        continue;
+      }
+      if (c === '"') inQuote = false;
+      bare += c;
+    } else if (depth > 0) {
+      if (c === '\\') i++;
+      else if (c === '(') depth++;
+      else if (c === ')') depth--;
+    } else if (c === '"') {
+      inQuote = true;
+      bare += c;
+    } else if (c === '(') depth++;
+    else if (c === ')') return null;
+    else if (c === '<') {
+      if (open >= 0) return null;
+      open = i;
+    } else if (c === '>') {
+      if (close >= 0 || open < 0) return null;
+      close = i;
+    } else if (close >= 0 && !/\s/.test(c)) return null;
+    else {
+      if (c === '@' && open < 0) atInName = true;
+      bare += c;
+    }
+  }
+  if (inQuote || depth > 0 || (open >= 0 && close < 0) || (open >= 0 && atInName)) return null;
+  return open >= 0 ? input.slice(open + 1, close).trim() : bare.trim();
+}
+
+/** `"john"@x` and `john@x` are one address (RFC 5321 4.1.2): quotes around a plain dot-atom local part dropped. */
+function unquoted(address: string): string {
+  const m = /^"([A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*)"(@.*)$/s.exec(address);
+  return m ? m[1]! + m[2]! : address;
+}
+
 /** Parses one mailbox such as `Acme <hi@acme.com>` or `hi@acme.com`; 400 naming the field otherwise. */
 export function parseMailbox(input: string, field: string): Mailbox {
   if (/[\r\n]/.test(input)) throw badRequest(`${field}: must not contain line breaks`);
   const parsed = addressparser(input, { flatten: true });
   if (parsed.length !== 1 || !parsed[0]!.address) throw badRequest(`${field}: "${input}" is not a single valid email address`);
   const { name, address } = parsed[0] as { name: string; address: string };
+  // addressparser is lenient: of `Evil <x@evil.com> <victim@example.net>` it takes the first
+  // angle-addr and folds the rest into the name, of `victim@example.net junk x@evil.com` the
+  // last address-looking word, and it drops characters it cannot place (a NUL in a quoted
+  // local part). A display name built from user input could then pick the recipient. So the
+  // address it found must be exactly the one the input holds where a mailbox puts it.
+  const spec = addrSpecOf(input);
+  if (spec === null || unquoted(spec) !== unquoted(address)) throw badRequest(`${field}: "${input}" is not a single valid email address`);
   if (!isValidAddress(address)) throw badRequest(`${field}: "${address}" is not a valid email address`);
   return { name, address: normalizeAddress(address) };
 }
