@@ -172,7 +172,7 @@ test.serial('regression: a body nested 100,000 levels deep answered 500 (JSON.st
 });
 
 test.serial('bodies near and over the size limit: 413 with the spec body exactly when over, with Content-Length or chunked', async (t) => {
-  const targets = ['POST /emails', 'POST /contactBooks/:contactBookId/contacts/bulk', 'PATCH /templates/:id', 'POST /emails/batch'];
+  const targets = ['POST /emails', 'POST /contactBooks/:contactBookId/contacts/bulk', 'PATCH /templates/:templateId', 'POST /emails/batch'];
   let requests = 0;
   const property = fc.asyncProperty(
     fc.constantFrom(...targets),
