@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startDnsZone } from '../helpers/dns-zone.js';
 import { startSmtpSink } from '../helpers/smtp-sink.js';
-import { apiClient, startPosthorn } from '../proof/helpers/posthorn-process.js';
+import { apiClient, loopbackEnv, startPosthorn } from '../proof/helpers/posthorn-process.js';
 
 const MESSAGES = 150;
 
@@ -13,18 +13,10 @@ test('kill -9 while messages are in flight: after a restart every accepted messa
   const sink = await startSmtpSink({ hostname: 'mx.crash.test' });
   zone.set('mx.crash.test', 'A', ['127.0.0.1']);
   zone.set('crash-rcpt.example', 'MX', [{ exchange: 'mx.crash.test', priority: 10 }]);
-  const env = {
-    POSTHORN_DATA_DIR: mkdtempSync(join(tmpdir(), 'posthorn-crash-')),
-    POSTHORN_HTTP_HOST: '127.0.0.1',
-    POSTHORN_HTTP_PORT: '0',
-    POSTHORN_INBOUND_PORT: '0',
-    POSTHORN_SUBMISSION_PORT: '0',
-    POSTHORN_HOSTNAME: 'mx.posthorn-crash.test',
-    POSTHORN_DNS_SERVERS: zone.server,
-    POSTHORN_OUTBOUND_PORT: String(sink.port),
-    POSTHORN_RATE_LIMIT: '100000',
-    POSTHORN_LOG_LEVEL: 'info',
-  };
+  const env = loopbackEnv(
+    { dataDir: mkdtempSync(join(tmpdir(), 'posthorn-crash-')), dnsServer: zone.server, sinkPort: sink.port, hostname: 'mx.posthorn-crash.test' },
+    { POSTHORN_RATE_LIMIT: '100000' },
+  );
   let server = await startPosthorn({ env, expectKey: true });
   t.teardown(async () => {
     await server.kill();

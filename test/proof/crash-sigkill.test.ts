@@ -7,7 +7,7 @@ import { startDnsZone } from '../helpers/dns-zone.js';
 import { startSmtpSink } from '../helpers/smtp-sink.js';
 import { startWebhookReceiver } from '../webhooks/webhook-receiver.js';
 import { CrashObserver, publishDomainRecords } from './helpers/crash-observer.js';
-import { apiClient, startPosthorn, type PosthornProcess } from './helpers/posthorn-process.js';
+import { apiClient, loopbackEnv, startPosthorn, type PosthornProcess } from './helpers/posthorn-process.js';
 import { planRequests, postRequest, idsOf, sendPlan, type PlannedRequest } from './helpers/send-plan.js';
 
 // Crash proof: `posthorn serve` is killed with SIGKILL twice while API sends, a campaign and
@@ -58,19 +58,10 @@ test('SIGKILL twice with sends, a campaign and webhooks in flight: nothing accep
   const configFile = join(dir, 'posthorn.toml');
   // Campaign batches back to back (no window between them): the campaign queues over ~10 ticks.
   writeFileSync(configFile, '[campaigns]\nbatchWindowSeconds = 0\n');
-  const env = {
-    POSTHORN_DATA_DIR: join(dir, 'data'),
-    POSTHORN_HTTP_HOST: '127.0.0.1',
-    POSTHORN_HTTP_PORT: '0',
-    POSTHORN_INBOUND_PORT: '0',
-    POSTHORN_SUBMISSION_PORT: '0',
-    POSTHORN_HOSTNAME: 'mx.posthorn-proof.test',
-    POSTHORN_DNS_SERVERS: zone.server,
-    POSTHORN_OUTBOUND_PORT: String(sink.port),
-    POSTHORN_RATE_LIMIT: '1000000',
-    POSTHORN_WEBHOOKS_ALLOW_PRIVATE: 'true',
-    POSTHORN_LOG_LEVEL: 'info',
-  };
+  const env = loopbackEnv(
+    { dataDir: join(dir, 'data'), dnsServer: zone.server, sinkPort: sink.port },
+    { POSTHORN_RATE_LIMIT: '1000000', POSTHORN_WEBHOOKS_ALLOW_PRIVATE: 'true' },
+  );
   let server: PosthornProcess = await startPosthorn({ env, configFile, expectKey: true });
   t.teardown(async () => {
     await server.kill();

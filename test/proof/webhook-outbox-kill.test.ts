@@ -8,7 +8,7 @@ import { startDnsZone } from '../helpers/dns-zone.js';
 import { startSmtpSink } from '../helpers/smtp-sink.js';
 import { startWebhookReceiver, verifySignature, type ReceivedCall } from '../webhooks/webhook-receiver.js';
 import { publishDomainRecords } from './helpers/crash-observer.js';
-import { apiClient, startPosthorn, type PosthornProcess } from './helpers/posthorn-process.js';
+import { apiClient, loopbackEnv, startPosthorn, type PosthornProcess } from './helpers/posthorn-process.js';
 
 // The transactional webhook outbox, proven with real kills. A child process (the app as
 // `posthorn serve` builds it) SIGKILLs itself on the first bus event of a given type: right
@@ -37,18 +37,7 @@ test('a SIGKILL right after a status commit loses no webhook event: the outbox r
   zone.set(RCPT_DOMAIN, 'MX', [{ exchange: MX, priority: 10 }]);
   const dir = mkdtempSync(join(tmpdir(), 'posthorn-outbox-kill-'));
   const dataDir = join(dir, 'data');
-  const env = {
-    POSTHORN_DATA_DIR: dataDir,
-    POSTHORN_HTTP_HOST: '127.0.0.1',
-    POSTHORN_HTTP_PORT: '0',
-    POSTHORN_INBOUND_PORT: '0',
-    POSTHORN_SUBMISSION_PORT: '0',
-    POSTHORN_HOSTNAME: 'mx.posthorn-proof.test',
-    POSTHORN_DNS_SERVERS: zone.server,
-    POSTHORN_OUTBOUND_PORT: String(sink.port),
-    POSTHORN_WEBHOOKS_ALLOW_PRIVATE: 'true',
-    POSTHORN_LOG_LEVEL: 'info',
-  };
+  const env = loopbackEnv({ dataDir, dnsServer: zone.server, sinkPort: sink.port }, { POSTHORN_WEBHOOKS_ALLOW_PRIVATE: 'true' });
   let server: PosthornProcess = await startPosthorn({ script: CHILD, env: { ...env, POSTHORN_TEST_KILL_ON: 'email.queued' }, expectKey: true });
   t.teardown(async () => {
     await server.kill();

@@ -8,6 +8,25 @@ const BIN = fileURLToPath(new URL('../../../../bin/posthorn', import.meta.url));
 /** Output kept for error messages (the tail only: a busy server logs a lot). */
 const KEEP_OUTPUT_CHARS = 20_000;
 
+/**
+ * The environment of a child `posthorn serve` that stays on loopback: every listener on
+ * 127.0.0.1 port 0, DNS from the test zone, outbound SMTP to the test sink's port.
+ */
+export function loopbackEnv(o: { dataDir: string; dnsServer: string; sinkPort: number; hostname?: string }, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    POSTHORN_DATA_DIR: o.dataDir,
+    POSTHORN_HTTP_HOST: '127.0.0.1',
+    POSTHORN_HTTP_PORT: '0',
+    POSTHORN_INBOUND_PORT: '0',
+    POSTHORN_SUBMISSION_PORT: '0',
+    POSTHORN_HOSTNAME: o.hostname ?? 'mx.posthorn-proof.test',
+    POSTHORN_DNS_SERVERS: o.dnsServer,
+    POSTHORN_OUTBOUND_PORT: String(o.sinkPort),
+    POSTHORN_LOG_LEVEL: 'info',
+    ...extra,
+  };
+}
+
 export interface PosthornProcess {
   child: ChildProcess;
   /** The HTTP API port it chose (it listens on port 0). */
