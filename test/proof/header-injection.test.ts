@@ -60,6 +60,8 @@ function addresses(field: AddressObject | AddressObject[] | undefined): string[]
 }
 
 const key = (a: string) => a.toLowerCase();
+/** Lone surrogates as U+FFFD (String.prototype.toWellFormed, not in this TS lib). */
+const wellFormed = (s: string) => Buffer.from(s, 'utf8').toString('utf8');
 /** The payloads' addresses are all at evil.com ("x@evil.com"@example.org is a mailbox at example.org). */
 const isAttackers = (address: string) => /@evil\.com$/i.test(address.trim());
 
@@ -97,7 +99,8 @@ async function acceptedProblems(c: InjectionCase, meant: Record<string, string[]
     if (header[field].length !== meant[field]!.length) problems.push(`${field}: ${meant[field]!.length} addresses asked for, the header has ${JSON.stringify(header[field])}`);
   }
   // the envelope: exactly the distinct requested to, cc and bcc; nothing of the attacker's
-  const asked = [...meant.to!, ...meant.cc!, ...meant.bcc!];
+  // a lone surrogate leaves the client as U+FFFD (fetch encodes UTF-8): that is what was asked
+  const asked = [...meant.to!, ...meant.cc!, ...meant.bcc!].map(wellFormed);
   const distinct = new Set(asked.map(key));
   if (envelope.some(isAttackers)) problems.push(`envelope holds an attacker's address: ${JSON.stringify(envelope)}`);
   if (new Set(envelope.map(key)).size !== distinct.size || envelope.length !== distinct.size) problems.push(`envelope ${JSON.stringify(envelope)} for ${distinct.size} distinct requested recipients`);
@@ -166,7 +169,7 @@ test.serial('end to end to the SMTP sink: the delivered bytes and the RCPT list 
   t.true(counts.e2e.accepted > 3);
 });
 
-test.serial('regression: text around a mailbox could pick the recipient (addressparser took the address it liked best)', async (t) => {
+test.serial('regression: mailboxes that picked another recipient (lenient addressparser) or broke the header block (folding at U+2028)', async (t) => {
   // Found by this suite (seed 1920568644): cc "rcc0@example.org Carol%0d%0aBcc: x@evil.com" was
   // accepted and delivered to x@evil.com. An app that builds `${name} <${email}>` from a user's
   // name sent its mail wherever the name pointed.
@@ -182,6 +185,11 @@ test.serial('regression: text around a mailbox could pick the recipient (address
     'victim@example.net Support<x@evil.com>',
     'x@evil.com <victim@example.net>', // two addresses, which one is meant is a guess
     '"a\u0000b"@example.net', // the NUL was dropped: mail went to ab@example.net
+    // seed 1918891711 (FUZZ_RUNS=800): nodemailer folded the Cc line before the U+2028 and
+    // wrote a header line "\u2028X-Injected: 1"@example.org>"
+    '"c\u2028X-Injected: 1"@example.org',
+    '"c\u00a0X-Injected: 1"@example.org',
+    '"c\u202eevil"@example.org',
   ];
   for (const cc of hijacks) {
     const res = await w.t0.request('POST', '/v1/emails', { body: { from: 'hello@sender.dev', to: 'alice@example.net', cc, subject: 's', text: 't', scheduledAt: 'in 1 day' } });

@@ -11,6 +11,7 @@ export interface Mailbox {
 // LDH labels (or an IDN already in A-labels / Unicode letters).
 const LOCAL = /^(?:[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*|"(?:[^"\\\r\n]|\\.)+")$/;
 const DOMAIN_LABEL = /^(?!-)[\p{L}\p{N}-]{1,63}(?<!-)$/u;
+const NOT_PRINTABLE = /(?![ \t])[\p{C}\p{Z}]/u;
 
 export function isValidAddress(address: string): boolean {
   if (address.length > 254) return false;
@@ -19,6 +20,11 @@ export function isValidAddress(address: string): boolean {
   const local = address.slice(0, at);
   const domain = address.slice(at + 1);
   if (local.length > 64 || !LOCAL.test(local)) return false;
+  // A quoted local part may hold UTF-8 (RFC 6531), but no control, format, unassigned or
+  // surrogate code point and no white space beyond SP and HTAB: nodemailer folds header lines
+  // before any JavaScript white space, so a U+2028 or U+00A0 there began a header line of its
+  // own ('"c\u2028X-Injected: 1"@example.org' wrote a line "\u2028X-Injected: 1...").
+  if (NOT_PRINTABLE.test(local)) return false;
   const labels = domain.split('.');
   return labels.length >= 2 && labels.every((l) => DOMAIN_LABEL.test(l)) && !/^\d+$/.test(labels[labels.length - 1]!);
 }

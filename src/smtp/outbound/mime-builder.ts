@@ -107,7 +107,25 @@ export async function composeMessage(input: ComposeInput): Promise<Buffer> {
   });
   const message = crlfBuffer(await composer.compile().build());
   assertLineLengths(message);
+  assertHeaderLines(message);
   return message;
+}
+
+/**
+ * The top header block is fields and folds only (RFC 5322 2.2, 2.2.3): every line is `name:`
+ * or begins with SP or HTAB. nodemailer folds before any JavaScript white space, so a U+2028
+ * that reached a header raw (a UTF-8 local part) began a line of its own; input validation
+ * keeps such characters out, and this makes a slip there fail the message instead of sending
+ * a header block that readers can split into fields nobody asked for.
+ */
+function assertHeaderLines(message: Buffer): void {
+  const headerEnd = message.indexOf('\r\n\r\n');
+  const block = message.toString('latin1', 0, headerEnd === -1 ? message.length : headerEnd);
+  for (const line of block.split('\r\n')) {
+    if (!/^[ \t]/.test(line) && !/^[!-9;-~]+:/.test(line)) {
+      throw new Error(`composeMessage: the header block would hold a line that is neither a field nor a fold: ${JSON.stringify(line.slice(0, 80))}`);
+    }
+  }
 }
 
 /** Validates custom headers and returns lowercase name -> the caller's casing. */

@@ -129,7 +129,7 @@ function applyEdits(base: Buffer, edits: [string, number, string][]): Buffer {
 export function messageBody(templates: Buffer[], maxMessageBytes: number): fc.Arbitrary<Buffer> {
   return fc.oneof(
     { arbitrary: fc.tuple(fc.constantFrom(...templates), fc.array(byteEdit, { maxLength: 4 })).map(([t, edits]) => applyEdits(t, edits)), weight: 6 },
-    { arbitrary: fc.uint8Array({ maxLength: 3000 }).map((b) => Buffer.from(b)), weight: 2 },
+    { arbitrary: fc.uint8Array({ maxLength: 3000, size: 'max' }).map((b) => Buffer.from(b)), weight: 2 },
     { arbitrary: fc.constantFrom(5, 50, 500, 3000).map((d) => Buffer.from(multipart(d))), weight: 1 },
     { arbitrary: fc.constantFrom(5, 50, 500, 3000).map((d) => Buffer.from(nestedRfc822(d))), weight: 1 },
     {

@@ -221,6 +221,18 @@ test('a multipart content type for an attachment is refused', async (t) => {
   });
 });
 
+test('a header that nodemailer would fold at a U+2028 or U+00A0 is refused, not written as a line of its own', async (t) => {
+  // a UTF-8 local part reaches the header raw; the API refuses these characters, this is the backstop
+  for (const sep of ['\u2028', '\u00a0', '\u3000']) {
+    const err = await t.throwsAsync(composeMessage(baseInput({ cc: ['rcc0@example.org', '"Zoë" <rcc1@example.org>', `"c${sep}X-Injected: 1"@example.org`, `${'x'.repeat(30)}@example.org`] })));
+    t.regex(err!.message, /neither a field nor a fold/);
+  }
+  // an ordinary space folds into a proper continuation line
+  const message = await composeMessage(baseInput({ cc: ['rcc0@example.org', '"Zoë" <rcc1@example.org>', '"c X-Folded: 1"@example.org', `${'x'.repeat(30)}@example.org`] }));
+  assertWireFormat(t, message);
+  t.true(message.includes('<"c\r\n X-Folded: 1"@example.org>'), 'folded at the space, as a continuation line');
+});
+
 test('contentTypeForFilename', (t) => {
   const cases: [string, string][] = [
     ['invoice.pdf', 'application/pdf'],
