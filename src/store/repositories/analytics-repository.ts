@@ -117,16 +117,7 @@ export function createAnalyticsRepository(db: Db) {
         .groupBy('day')
         .orderBy('day')
         .execute();
-      return rows.map((r) => ({
-        day: r.day,
-        sent: Number(r.sent),
-        delivered: Number(r.delivered),
-        opened: Number(r.opened),
-        clicked: Number(r.clicked),
-        bounced: Number(r.bounced),
-        hardBounced: Number(r.hard_bounced),
-        complained: Number(r.complained),
-      }));
+      return rows.map((r) => ({ day: r.day, ...toCounters(r) }));
     },
 
     /** All-time sums (rollup rows: domains x days, never the emails). */
@@ -144,16 +135,20 @@ export function createAnalyticsRepository(db: Db) {
           eb.fn.coalesce(eb.fn.sum<number>('complained'), sql<number>`0`).as('complained'),
         ])
         .executeTakeFirstOrThrow();
-      return {
-        sent: Number(r.sent),
-        delivered: Number(r.delivered),
-        opened: Number(r.opened),
-        clicked: Number(r.clicked),
-        bounced: Number(r.bounced),
-        hardBounced: Number(r.hard_bounced),
-        complained: Number(r.complained),
-      };
+      return toCounters(r);
     },
+  };
+}
+/** SQL sums (numbers or numeric strings) as the API's counters. */
+function toCounters(r: Record<'sent' | 'delivered' | 'opened' | 'clicked' | 'bounced' | 'hard_bounced' | 'complained', unknown>): StatCounters {
+  return {
+    sent: Number(r.sent),
+    delivered: Number(r.delivered),
+    opened: Number(r.opened),
+    clicked: Number(r.clicked),
+    bounced: Number(r.bounced),
+    hardBounced: Number(r.hard_bounced),
+    complained: Number(r.complained),
   };
 }
 export type AnalyticsRepository = ReturnType<typeof createAnalyticsRepository>;
