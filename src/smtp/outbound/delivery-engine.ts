@@ -112,7 +112,10 @@ export class DeliveryEngine {
         // may have made something due that this round did not see: not idle until a round
         // that started after it finds nothing (whenIdle() resolved early otherwise).
         if (this.inFlight.size === 0 && !this.pendingWake) this.notifyIdle();
-        if (!this.pendingWake) await this.sleep();
+        // stop() may have run while this claim was awaited: its wakeUp() found no sleeper, and a
+        // sleep now (on an unref'd timer) would leave stop() waiting on a loop that a process
+        // with nothing else to do exits under, its promise never settled.
+        if (!this.pendingWake && this.running) await this.sleep();
       }
     }
   }
