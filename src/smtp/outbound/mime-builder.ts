@@ -5,6 +5,7 @@
 import MailComposer from 'nodemailer/lib/mail-composer';
 import type { MailComposerAttachment } from 'nodemailer/lib/mail-composer';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs';
+import { serializeMimeTree } from './mime-serializer.js';
 
 export interface ComposeInput {
   /** May be a display-name form: "Acme <hi@acme.com>". */
@@ -105,7 +106,9 @@ export async function composeMessage(input: ComposeInput): Promise<Buffer> {
     disableFileAccess: true,
     disableUrlAccess: true,
   });
-  const message = crlfBuffer(await composer.compile().build());
+  const tree = composer.compile();
+  // nodemailer's bytes without its stream machinery (mime-serializer.ts); build() for anything else
+  const message = crlfBuffer(serializeMimeTree(tree) ?? (await tree.build()));
   assertLineLengths(message);
   assertHeaderLines(message);
   return message;
