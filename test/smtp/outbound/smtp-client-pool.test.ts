@@ -34,7 +34,7 @@ test('delivers one message: envelope, body and HELO as the sink recorded them', 
   t.deepEqual(pool.stats, { connectionsOpened: 1, transactions: 1 });
 });
 
-test('several transactions reuse one connection (RSET between them)', async (t) => {
+test('several transactions reuse one connection (no RSET after a message the server accepted)', async (t) => {
   const sink = await sinkFor(t, { starttls: false });
   const pool = poolFor(t);
   for (let i = 0; i < 4; i++) {
@@ -258,6 +258,40 @@ test('a pooled connection that died while idle is replaced without failing the n
   t.true(res.connected);
   t.is(res.recipients[0]!.outcome, 'delivered');
   t.is(proxy.accepted, 2);
+});
+
+test('a reused session found dead at MAIL FROM (no RSET probe first) is replaced: the message is delivered once', async (t) => {
+  const sink = await sinkFor(t, { starttls: false });
+  // Forwards both ways, but cuts a connection at its second MAIL FROM without passing it on:
+  // the peer went away while the session sat idle and nobody noticed.
+  const server = net.createServer((client) => {
+    let mails = 0;
+    const upstream = net.connect(sink.port, LOOPBACK);
+    upstream.on('data', (chunk: Buffer) => client.write(chunk));
+    client.on('data', (chunk: Buffer) => {
+      if (/^MAIL FROM:/im.test(chunk.toString('latin1')) && ++mails === 2) {
+        client.destroy();
+        upstream.destroy();
+        return;
+      }
+      upstream.write(chunk);
+    });
+    for (const s of [client, upstream]) {
+      s.on('error', () => {});
+      s.on('close', () => (s === client ? upstream : client).destroy());
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, LOOPBACK, () => resolve()));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const pool = poolFor(t);
+  const target = { host: 'mx.sink.test', address: LOOPBACK, port: (server.address() as net.AddressInfo).port };
+  t.is((await pool.send(target, request(['a@example.test']))).recipients[0]!.outcome, 'delivered');
+  const res = await pool.send(target, request(['b@example.test']));
+  t.like(res, { connected: true });
+  t.is(res.recipients[0]!.outcome, 'delivered');
+  const messages = await sink.waitForMessages(2);
+  t.deepEqual(messages.map((m) => m.rcptTo), [['a@example.test'], ['b@example.test']]);
+  t.is(pool.stats.connectionsOpened, 2);
 });
 
 test('the SIZE the server announces is respected before sending (RFC 1870)', async (t) => {
