@@ -43,11 +43,17 @@ async function main() {
   const client = fileURLToPath(new URL('./load-client.js', import.meta.url));
   const url = `http://127.0.0.1:${bench.httpPort}/v1/emails`;
   await run(process.execPath, [client, url, key, body, '500', '16']); // warm-up
+  // CPU of this process (the server; the load client is another process) per accepted send.
+  const apiProfiler = process.env.BENCH_PROFILE_API ? await startProfile() : undefined;
+  const apiCpuBefore = process.cpuUsage();
   const { stdout } = await run(process.execPath, [client, url, key, body, String(MESSAGES), String(CONCURRENCY)], { maxBuffer: 1 << 20 });
+  const apiCpu = process.cpuUsage(apiCpuBefore);
+  if (apiProfiler) await apiProfiler.stop(process.env.BENCH_PROFILE_API!);
   const api = JSON.parse(stdout) as { ok: number; failed: number; seconds: number; latenciesMs: { p50: number; p99: number; max: number } };
 
+  const apiCpuMsPerRequest = round((apiCpu.user + apiCpu.system) / 1000 / Math.max(1, api.ok), 3);
   if (process.env.BENCH_API_ONLY) {
-    process.stdout.write(`${JSON.stringify(api)}\n`);
+    process.stdout.write(`${JSON.stringify({ ...api, cpuMsPerRequest: apiCpuMsPerRequest })}\n`);
     await bench.close();
     await sink.close();
     return;
@@ -94,6 +100,7 @@ async function main() {
       failed: api.failed,
       acceptedPerSecond: Math.round(api.ok / api.seconds),
       latencyMs: { p50: round(api.latenciesMs.p50), p99: round(api.latenciesMs.p99), max: round(api.latenciesMs.max) },
+      serverCpuMsPerRequest: apiCpuMsPerRequest,
     },
     delivery: { messages: total, delivered, seconds: round(deliverSeconds), deliveredPerSecond: Math.round(delivered / deliverSeconds), dkimSigned: true,
       cpuMsPerMessage: round((cpu.user + cpu.system) / 1000 / Math.max(1, delivered), 2),
@@ -108,6 +115,7 @@ async function main() {
     ['machine', `${results.machine.cpus} x ${results.machine.model ?? '?'}, Node ${results.machine.node}`],
     ['API sends accepted/s', `${results.api.acceptedPerSecond} (${api.ok} ok, ${api.failed} failed, ${CONCURRENCY} in flight)`],
     ['API latency p50 / p99', `${results.api.latencyMs.p50} ms / ${results.api.latencyMs.p99} ms`],
+    ['API server CPU per accepted send', `${results.api.serverCpuMsPerRequest} ms`],
     ['delivered messages/s (DKIM, SMTP)', `${results.delivery.deliveredPerSecond} (${delivered} in ${results.delivery.seconds} s)`],
     ['delivery CPU per message (all threads)', `${results.delivery.cpuMsPerMessage} ms; ${results.delivery.coresUsed} cores busy, main thread ${Math.round(results.delivery.mainThreadBusy * 100)}%`],
     ["campaign contacts queued/s", `${campaign.contactsQueuedPerSecond} (${campaign.emailsQueued} of ${campaign.contacts} in ${campaign.seconds} s)`],
@@ -118,7 +126,7 @@ async function main() {
   process.stdout.write(`\n${rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n')}\n\nwritten to bench/results.json\n`);
 }
 
-/** Optional CPU profile of the delivery phase alone (BENCH_PROFILE_DELIVERY=file.cpuprofile). */
+/** Optional CPU profile of one phase (BENCH_PROFILE_API / BENCH_PROFILE_DELIVERY=file.cpuprofile). */
 async function startProfile() {
   const { Session } = await import('node:inspector/promises');
   const session = new Session();
