@@ -1,6 +1,6 @@
 // Load generator for the API benchmark, run as a separate process so it does not share the
 // server's event loop. Sends `total` POSTs with `concurrency` in flight over keep-alive
-// connections and prints {ok, failed, seconds, latenciesMs: {p50, p99, max}} as JSON.
+// connections and prints {ok, failed, seconds, latenciesMs: {p50, p99, max}, clientCpuMsPerRequest} as JSON.
 import http from 'node:http';
 
 const [url, key, bodyJson, totalArg, concurrencyArg] = process.argv.slice(2);
@@ -36,6 +36,7 @@ let ok = 0;
 let failed = 0;
 let next = 0;
 const started = performance.now();
+const cpuBefore = process.cpuUsage();
 async function worker(): Promise<void> {
   while (next < total) {
     next++;
@@ -48,7 +49,10 @@ async function worker(): Promise<void> {
 }
 await Promise.all(Array.from({ length: concurrency }, worker));
 const seconds = (performance.now() - started) / 1000;
+const cpu = process.cpuUsage(cpuBefore);
+// the load generator shares the machine with the server: its own CPU per request is part of the picture
+const clientCpuMsPerRequest = (cpu.user + cpu.system) / 1000 / Math.max(1, total);
 latencies.sort((a, b) => a - b);
 const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!;
-process.stdout.write(JSON.stringify({ ok, failed, seconds, latenciesMs: { p50: pct(50), p99: pct(99), max: latencies[latencies.length - 1] } }));
+process.stdout.write(JSON.stringify({ ok, failed, seconds, latenciesMs: { p50: pct(50), p99: pct(99), max: latencies[latencies.length - 1] }, clientCpuMsPerRequest }));
 agent.destroy();

@@ -31,8 +31,9 @@ export function openStore(file: string): Store {
   sqlite.pragma('cache_size = -65536');
   sqlite.pragma('temp_store = MEMORY');
   const cached = withStatementCache(sqlite);
-  const db = new Kysely<Database>({ dialect: new KeepErrorsSqliteDialect(sqlite, { database: cached }) });
-  registerHotPath(db, createHotPath(db, cached));
+  const dialect = new KeepErrorsSqliteDialect(sqlite, { database: cached });
+  const db = new Kysely<Database>({ dialect });
+  registerHotPath(db, createHotPath(db, cached, () => dialect.connectionHeld));
   let closed = false;
   return {
     db,
@@ -46,6 +47,7 @@ export function openStore(file: string): Store {
 }
 
 /**
+ * Tracks who holds the connection (for the hot path's synchronous reads), and:
  * SQLITE_FULL, SQLITE_IOERR and a few others may roll back the whole transaction on their
  * own (sqlite.org/lang_transaction.html). Kysely then still sends ROLLBACK, which fails with
  * "cannot rollback - no transaction is active" and replaces the real error: a full disk
@@ -53,6 +55,9 @@ export function openStore(file: string): Store {
  * to roll back, so the caller sees what actually happened.
  */
 class KeepErrorsSqliteDialect extends SqliteDialect {
+  /** Someone (a Kysely query or transaction, or the hot path) holds the one connection. */
+  connectionHeld = false;
+
   constructor(
     private readonly handle: BetterSqlite3.Database,
     private readonly driverConfig: SqliteDialectConfig,
@@ -62,7 +67,17 @@ class KeepErrorsSqliteDialect extends SqliteDialect {
 
   override createDriver(): Driver {
     const handle = this.handle;
+    const dialect = this;
     return new (class extends SqliteDriver {
+      override async acquireConnection(): Promise<DatabaseConnection> {
+        const connection = await super.acquireConnection();
+        dialect.connectionHeld = true;
+        return connection;
+      }
+      override async releaseConnection(): Promise<void> {
+        dialect.connectionHeld = false;
+        await super.releaseConnection();
+      }
       override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
         if (!handle.inTransaction) return;
         await super.rollbackTransaction(connection);
