@@ -162,7 +162,7 @@ export async function createApp(opts: AppOptions) {
   const contactBooksRepo = createContactBooksRepository(store.db);
   const contactsRepo = createContactsRepository(store.db);
   const contacts = createContactService({ books: contactBooksRepo, contacts: contactsRepo, domains, emails, events, clock, logger, secret, publicUrl: config.publicUrl });
-  const contactBooks = createContactBookService({ books: contactBooksRepo, domains, clock, contacts });
+  const contactBooks = createContactBookService({ books: contactBooksRepo, domains, clock, contacts, events });
   const segmentsRepo = createSegmentsRepository(store.db);
   const segments = createSegmentService({ segments: segmentsRepo, books: contactBooksRepo, contacts: contactsRepo, clock });
   const campaigns = createCampaignService({

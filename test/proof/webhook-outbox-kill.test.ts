@@ -127,3 +127,72 @@ test('a SIGKILL right after a status commit loses no webhook event: the outbox r
   t.is(sink.messages.length, 1, 'the email itself was not sent again');
   t.like((await ok('GET', `/v1/emails/${emailId}`)) as object, { latestStatus: 'DELIVERED' });
 });
+
+test('a SIGKILL right after a contact or domain write loses no webhook event either', async (t) => {
+  t.timeout(120_000);
+  const zone = await startDnsZone();
+  const receiver = await startWebhookReceiver();
+  const dir = mkdtempSync(join(tmpdir(), 'posthorn-outbox-kill-'));
+  const dataDir = join(dir, 'data');
+  const env = loopbackEnv({ dataDir, dnsServer: zone.server, sinkPort: 1 }, { POSTHORN_WEBHOOKS_ALLOW_PRIVATE: 'true' });
+  let server: PosthornProcess = await startPosthorn({ script: CHILD, env: { ...env, POSTHORN_TEST_KILL_ON: 'contact.created' }, expectKey: true });
+  t.teardown(async () => {
+    await server.kill();
+    await Promise.all([zone.close(), receiver.close()]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const key = server.key!;
+  const api = apiClient(() => server, key);
+  const ok = async (method: string, path: string, body?: unknown) => {
+    const res = await api(method, path, body);
+    if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body;
+  };
+  const domain = await ok('POST', '/v1/domains', { name: 'outbox-domain.dev', region: 'local' });
+  const book = await ok('POST', '/v1/contactBooks', { name: 'Outbox' });
+  const hook = await ok('POST', '/v1/webhooks', { url: receiver.url, eventTypes: ['contact.created', 'domain.updated'] });
+  const stored = (type: string) => {
+    const db = new Database(join(dataDir, 'posthorn.db'));
+    try {
+      return (db.prepare('select e.id, count(c.id) as calls from webhook_events e join webhook_calls c on c.event_id = e.id where e.type = ? group by e.id').all(type) as { id: string; calls: number }[]);
+    } finally {
+      db.close();
+    }
+  };
+
+  // ---- Run 1 dies right after the contact's commit, before any after-commit handler.
+  const added = await api('POST', `/v1/contactBooks/${book.id}/contacts`, { email: 'kill@example.com' }).then(
+    (res) => `answered ${res.status}`,
+    () => 'cut',
+  );
+  t.is(await server.exited, null, 'run 1 was killed by a signal');
+  t.is(added, 'cut');
+  const contactEvents = stored('contact.created');
+  t.is(contactEvents.length, 1, 'the contact.created outbox row (and its call) committed with the contact');
+
+  // ---- Run 2 dies right after a domain change commits.
+  server = await startPosthorn({ script: CHILD, env: { ...env, POSTHORN_TEST_KILL_ON: 'domain.updated' } });
+  const patched = await api('PATCH', `/v1/domains/${domain.id}`, { clickTracking: true }).then(
+    (res) => `answered ${res.status}`,
+    () => 'cut',
+  );
+  t.is(await server.exited, null, 'run 2 was killed by a signal');
+  t.is(patched, 'cut');
+  const domainEvents = stored('domain.updated');
+  t.is(domainEvents.length, 1, 'the domain.updated outbox row committed with the change');
+  if (contactEvents.length !== 1 || domainEvents.length !== 1) return;
+
+  // ---- Run 3: the dispatcher sends both, each with the event id stored before the kill.
+  server = await startPosthorn({ script: CHILD, env });
+  const of = (type: string) => receiver.calls.filter((c) => c.json?.type === type);
+  let gaveUp = false;
+  const safetyNet = new Promise<void>((resolve) => setTimeout(() => resolve(void (gaveUp = true)), DELIVERY_TIMEOUT_MS).unref());
+  while (!(of('contact.created').length && of('domain.updated').length) && !gaveUp) {
+    await Promise.race([receiver.waitFor(receiver.calls.length + 1), server.exited, safetyNet]);
+  }
+  t.deepEqual([...new Set(of('contact.created').map((c) => c.json.id))], [contactEvents[0]!.id]);
+  t.is(of('contact.created')[0]?.json.data.email, 'kill@example.com');
+  t.deepEqual([...new Set(of('domain.updated').map((c) => c.json.id))], [domainEvents[0]!.id]);
+  t.true([...of('contact.created'), ...of('domain.updated')].every((c) => verifySignature(hook.secret as string, c)));
+  t.like((await ok('GET', `/v1/domains/${domain.id}`)) as object, { clickTracking: true });
+});

@@ -5,6 +5,7 @@ import type { ContactBookRow, ContactBooksRepository } from '../../store/reposit
 import type { ContactRow } from '../../store/repositories/contacts-repository.js';
 import type { DomainService } from '../domains/domain-service.js';
 import { AppError, badRequest, forbidden, notFound } from '../errors.js';
+import type { BusEvent, EventBus } from '../events.js';
 import { domainOf, formatMailbox, parseMailbox } from '../emails/addresses.js';
 import { validateConfirmationContent } from './double-opt-in-content.js';
 
@@ -123,8 +124,10 @@ export interface ContactBookServiceDeps {
   /** Contact-side work of deleting a book (contact-service.ts): contact.deleted for every contact. */
   contacts: {
     deleteAllInBook(teamId: number, bookId: string): Promise<void>;
-    announceDeleted(rows: ContactRow[]): void;
+    /** Events for contacts deleted inside the caller's open transaction, written to the outbox there; emit them after the commit. */
+    deletedEvents(rows: ContactRow[]): BusEvent[];
   };
+  events: EventBus;
 }
 
 export function createContactBookService(deps: ContactBookServiceDeps) {
@@ -210,9 +213,12 @@ export function createContactBookService(deps: ContactBookServiceDeps) {
       // Contacts go first in bounded batches (short transactions, DESIGN 3.6); the book and
       // anything added meanwhile go in the final transaction.
       await deps.contacts.deleteAllInBook(scope.teamId, id);
-      const leftovers = await books.delete(scope.teamId, id);
+      let announced: BusEvent[] = [];
+      const leftovers = await books.delete(scope.teamId, id, (rows) => {
+        announced = deps.contacts.deletedEvents(rows);
+      });
       if (!leftovers) throw notFound(`contact book ${id} not found`);
-      deps.contacts.announceDeleted(leftovers);
+      for (const e of announced) deps.events.emit(e);
       return { id, success: true, message: 'Contact book deleted successfully' };
     },
   };

@@ -9,7 +9,7 @@ import type { ContactsTable } from '../../store/tables/database.js';
 import type { DomainService } from '../domains/domain-service.js';
 import type { EmailService, SendContext } from '../emails/email-service.js';
 import { badRequest, notFound, notUnique } from '../errors.js';
-import type { ContactEventType, EventBus } from '../events.js';
+import type { BusEvent, ContactEventType, EventBus } from '../events.js';
 import { resolveSender, type BookScope } from './contact-book-service.js';
 import { contactCreateSchema, normalizeContactEmail, type ContactCreateInput, type ContactPatchInput } from './contact-schema.js';
 import { CONFIRMATION_TTL_MS, signConfirmationToken, verifyConfirmationToken } from './confirmation-token.js';
@@ -191,15 +191,37 @@ export interface BulkAddResult {
 export function createContactService(deps: ContactServiceDeps) {
   const { books, contacts, events, clock } = deps;
 
-  function emit(type: ContactEventType, r: ContactRow): void {
+  function contactEvent(type: ContactEventType, r: ContactRow): BusEvent {
     const v = contactView(r);
-    events.emit({
+    return {
       type,
       teamId: r.team_id,
       domainId: null,
       occurredAt: clock.now().toISOString(),
       data: { id: v.id, email: v.email, contactBookId: v.contactBookId, subscribed: v.subscribed, properties: v.properties, firstName: v.firstName, lastName: v.lastName, createdAt: v.createdAt, updatedAt: v.updatedAt },
+    };
+  }
+
+  /**
+   * A contact write and its events in one transaction: the events' transactional subscribers
+   * (the webhook outbox) write inside it, so a process killed right after the commit still
+   * has them; the after-commit handlers follow the commit (events.ts).
+   */
+  async function announced<T>(write: (tx: ContactsStore) => Promise<{ value: T; events: BusEvent[] }>): Promise<T> {
+    const done = await contacts.transaction(async (tx) => {
+      const r = await write(tx);
+      events.inTransaction(r.events);
+      return r;
     });
+    for (const e of done.events) events.emit(e);
+    return done.value;
+  }
+
+  /** Contacts deleted by another service's transaction (a book's deletion), inside it. */
+  function deletedEvents(rows: ContactRow[]): BusEvent[] {
+    const list = rows.map((r) => contactEvent('contact.deleted', r));
+    events.inTransaction(list);
+    return list;
   }
 
   async function loadBook(teamId: number, bookId: string): Promise<ContactBookRow> {
@@ -275,7 +297,8 @@ export function createContactService(deps: ContactServiceDeps) {
     const nowIso = clock.now().toISOString();
     let outcome: { row: ContactRow; event: ContactEventType | null; confirm: boolean };
     try {
-      outcome = await contacts.transaction(async (tx: ContactsStore) => {
+      outcome = await announced(async (tx: ContactsStore) => {
+        const result = (r: { row: ContactRow; event: ContactEventType | null; confirm: boolean }) => ({ value: r, events: r.event ? [contactEvent(r.event, r.row)] : [] });
         let existing = how.putId ? await tx.findById(bookId, how.putId) : undefined;
         if (existing && existing.email !== email) {
           const clash = await tx.findByEmail(bookId, email);
@@ -285,20 +308,19 @@ export function createContactService(deps: ContactServiceDeps) {
         if (!existing) {
           const created = newContact(scope.teamId, book, email, fields, nowIso);
           await tx.insertMany([created.row]);
-          return { row: created.row, event: 'contact.created' as const, confirm: created.confirm };
+          return result({ row: created.row, event: 'contact.created', confirm: created.confirm });
         }
         const base = existing.email === email ? existing : { ...existing, email };
         const after = merge(base, fields, 'import', book, nowIso) ?? (base !== existing ? { ...base, updated_at: nowIso } : undefined);
         const confirm = resend && book.double_opt_in_enabled === 1 && isPending(after ?? existing);
-        if (!after) return { row: existing, event: null, confirm };
+        if (!after) return result({ row: existing, event: null, confirm });
         const saved = await tx.update(bookId, existing.id, changesOf(after));
-        return { row: saved ?? after, event: 'contact.updated' as const, confirm };
+        return result({ row: saved ?? after, event: 'contact.updated', confirm });
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw notUnique(`email: ${email} already exists in contact book ${bookId}`);
       throw err;
     }
-    if (outcome.event) emit(outcome.event, outcome.row);
     if (outcome.confirm) {
       // The pre-check normally resolved the sender; a concurrent change of the book or the
       // contact can make a confirmation necessary only now.
@@ -310,15 +332,14 @@ export function createContactService(deps: ContactServiceDeps) {
 
   async function deleteAllInBook(_teamId: number, bookId: string): Promise<void> {
     for (;;) {
-      const rows = await contacts.deleteBatchOfBook(bookId, DELETE_BATCH);
-      announceDeleted(rows);
+      const rows = await announced(async (tx) => {
+        const deleted = await tx.deleteBatchOfBook(bookId, DELETE_BATCH);
+        return { value: deleted, events: deleted.map((r) => contactEvent('contact.deleted', r)) };
+      });
       if (rows.length < DELETE_BATCH) return;
     }
   }
 
-  function announceDeleted(rows: ContactRow[]): void {
-    for (const r of rows) emit('contact.deleted', r);
-  }
 
   async function resolveToken(token: string): Promise<{ state: ConfirmationState; contact?: ContactRow }> {
     const check = verifyConfirmationToken(deps.secret, token, clock.nowMs());
@@ -334,7 +355,7 @@ export function createContactService(deps: ContactServiceDeps) {
 
   return {
     contactView,
-    announceDeleted,
+    deletedEvents,
     deleteAllInBook,
 
     async create(scope: BookScope, bookId: string, input: ContactCreateInput): Promise<{ contactId: string }> {
@@ -366,28 +387,32 @@ export function createContactService(deps: ContactServiceDeps) {
     async update(scope: BookScope, bookId: string, id: string, patch: ContactPatchInput): Promise<{ contactId: string }> {
       const book = await loadBook(scope.teamId, bookId);
       const nowIso = clock.now().toISOString();
-      const saved = await contacts.transaction(async (tx) => {
+      await announced(async (tx) => {
         const existing = await tx.findById(bookId, id);
         if (!existing) throw notFound(`contact ${id} not found in contact book ${bookId}`);
         const after = merge(existing, patch, 'explicit', book, nowIso);
-        return after ? ((await tx.update(bookId, id, changesOf(after))) ?? after) : undefined;
+        const saved = after ? ((await tx.update(bookId, id, changesOf(after))) ?? after) : undefined;
+        return { value: saved, events: saved ? [contactEvent('contact.updated', saved)] : [] };
       });
-      if (saved) emit('contact.updated', saved);
       return { contactId: id };
     },
 
     async remove(scope: BookScope, bookId: string, id: string): Promise<{ success: boolean }> {
       await loadBook(scope.teamId, bookId);
-      const deleted = await contacts.deleteMany(bookId, [id]);
+      const deleted = await announced(async (tx) => {
+        const rows = await tx.deleteMany(bookId, [id]);
+        return { value: rows, events: rows.map((r) => contactEvent('contact.deleted', r)) };
+      });
       if (!deleted.length) throw notFound(`contact ${id} not found in contact book ${bookId}`);
-      announceDeleted(deleted);
       return { success: true };
     },
 
     async bulkRemove(scope: BookScope, bookId: string, contactIds: string[]): Promise<{ success: boolean; count: number }> {
       await loadBook(scope.teamId, bookId);
-      const deleted = await contacts.transaction((tx) => tx.deleteMany(bookId, contactIds));
-      announceDeleted(deleted);
+      const deleted = await announced(async (tx) => {
+        const rows = await tx.deleteMany(bookId, contactIds);
+        return { value: rows, events: rows.map((r) => contactEvent('contact.deleted', r)) };
+      });
       return { success: true, count: deleted.length };
     },
 
@@ -430,7 +455,7 @@ export function createContactService(deps: ContactServiceDeps) {
       }
 
       const nowIso = clock.now().toISOString();
-      const result = await contacts.transaction(async (tx) => {
+      const result = await announced(async (tx) => {
         const existing = await tx.findByEmails(bookId, valid.map((v) => v.email));
         const inserts = new Map<string, { row: ContactsTable; confirm: boolean }>();
         const updates = new Map<string, ContactRow>();
@@ -453,11 +478,13 @@ export function createContactService(deps: ContactServiceDeps) {
         await tx.insertMany([...inserts.values()].map((i) => i.row));
         const saved: ContactRow[] = [];
         for (const after of updates.values()) saved.push((await tx.update(bookId, after.id, changesOf(after))) ?? after);
-        return { inserts: [...inserts.values()], saved };
+        const value = { inserts: [...inserts.values()], saved };
+        return {
+          value,
+          events: [...value.inserts.map((i) => contactEvent('contact.created', i.row)), ...saved.map((r) => contactEvent('contact.updated', r))],
+        };
       });
 
-      for (const i of result.inserts) emit('contact.created', i.row);
-      for (const r of result.saved) emit('contact.updated', r);
       const toConfirm = result.inserts.filter((i) => i.confirm).map((i) => i.row);
       if (toConfirm.length) {
         sender ??= await senderFor(scope, book);
@@ -476,8 +503,10 @@ export function createContactService(deps: ContactServiceDeps) {
 
     /** For unsubscribe links, bounces and complaints: never resubscribed by an import afterwards. */
     async unsubscribe(teamId: number, contactId: string, reason: UnsubscribeReason): Promise<ContactView | undefined> {
-      const row = await contacts.unsubscribe(teamId, contactId, reason, clock.now().toISOString());
-      if (row) emit('contact.updated', row);
+      const row = await announced(async (tx) => {
+        const changed = await tx.unsubscribe(teamId, contactId, reason, clock.now().toISOString());
+        return { value: changed, events: changed ? [contactEvent('contact.updated', changed)] : [] };
+      });
       return row && contactView(row);
     },
 
@@ -490,9 +519,11 @@ export function createContactService(deps: ContactServiceDeps) {
     async confirm(token: string): Promise<ConfirmationState> {
       const { state, contact } = await resolveToken(token);
       if (state.state !== 'pending' || !contact) return state;
-      const updated = await contacts.confirmPending(contact.id, clock.now().toISOString());
+      const updated = await announced(async (tx) => {
+        const changed = await tx.confirmPending(contact.id, clock.now().toISOString());
+        return { value: changed, events: changed ? [contactEvent('contact.updated', changed)] : [] };
+      });
       if (!updated) return (await resolveToken(token)).state; // changed meanwhile: report what it is now
-      emit('contact.updated', updated);
       return { state: 'confirmed', bookName: state.bookName, email: updated.email };
     },
 

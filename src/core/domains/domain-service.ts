@@ -5,7 +5,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { DnsResolver } from '../../lib/dns/dns-client.js';
 import type { DomainRecord, DomainsRepository, DomainStatus } from '../../store/repositories/domains-repository.js';
 import { AppError, badRequest, forbidden, notFound, notUnique } from '../errors.js';
-import type { EventBus, DomainEventType } from '../events.js';
+import type { BusEvent, EventBus, DomainEventType } from '../events.js';
 import { buildDnsRecords, type DnsRecordView } from './dns-records.js';
 import { canonicalHost, isSameOrSubdomain, normalizeDomainName } from './domain-names.js';
 import { checkDomainDns, type RecordCheck } from './domain-verifier.js';
@@ -104,9 +104,23 @@ export function createDomainService(deps: DomainServiceDeps) {
     };
   }
 
-  function emit(type: DomainEventType, d: DomainRecord): void {
+  /**
+   * Runs a domain write whose result calls for events: they are written to the outbox inside
+   * the write's transaction (a kill right after the commit loses none) and emitted after it.
+   */
+  async function announced<T>(write: (inTransaction: (result: T) => void) => Promise<T>, eventsFor: (result: T) => BusEvent[]): Promise<T> {
+    let list: BusEvent[] = [];
+    const result = await write((r) => {
+      list = eventsFor(r);
+      events.inTransaction(list);
+    });
+    for (const e of list) events.emit(e);
+    return result;
+  }
+
+  function domainEvent(type: DomainEventType, d: DomainRecord): BusEvent {
     const v = view(d);
-    events.emit({
+    return {
       type,
       teamId: d.teamId,
       domainId: d.id,
@@ -125,7 +139,7 @@ export function createDomainService(deps: DomainServiceDeps) {
         spfDetails: v.spfDetails,
         dmarcAdded: v.dmarcAdded,
       },
-    });
+    };
   }
 
   /** Reads: a domain outside the scope is simply not there (404). */
@@ -179,7 +193,7 @@ export function createDomainService(deps: DomainServiceDeps) {
       if (requiredStatus === 'TEMPORARY_FAILURE') status = 'TEMPORARY_FAILURE';
       else status = now.getTime() - Date.parse(unverifiedSince) >= VERIFY_GIVE_UP_MS ? 'FAILED' : 'PENDING';
     }
-    const updated = (await domains.update(d.id, {
+    const updated = (await announced<DomainRecord | undefined>((inTx) => domains.update(d.id, {
       status,
       dkimStatus: check.dkim.status,
       spfStatus: worst(check.spf, check.mx) === 'SUCCESS' ? 'SUCCESS' : check.spf.status !== 'SUCCESS' ? check.spf.status : check.mx.status,
@@ -194,9 +208,11 @@ export function createDomainService(deps: DomainServiceDeps) {
       lastCheckedAt: now.toISOString(),
       unverifiedSince,
       updatedAt: now.toISOString(),
+    }, inTx), (u) => {
+      if (!u) return [];
+      if (u.status === 'SUCCESS' && d.status !== 'SUCCESS') return [domainEvent('domain.verified', u)];
+      return u.status !== d.status ? [domainEvent('domain.updated', u)] : [];
     }))!;
-    if (updated.status === 'SUCCESS' && d.status !== 'SUCCESS') emit('domain.verified', updated);
-    else if (updated.status !== d.status) emit('domain.updated', updated);
     return updated;
   }
 
@@ -215,7 +231,7 @@ export function createDomainService(deps: DomainServiceDeps) {
       const now = clock.now().toISOString();
       let d: DomainRecord;
       try {
-        d = await domains.insert({
+        d = await announced((inTx) => domains.insert({
           teamId: scope.teamId,
           name,
           region: input.region,
@@ -244,13 +260,12 @@ export function createDomainService(deps: DomainServiceDeps) {
           unverifiedSince: now,
           createdAt: now,
           updatedAt: now,
-        });
+        }, inTx), (created) => [domainEvent('domain.created', created)]);
       } catch (err) {
         // Two concurrent creates of the same name: the partial unique index decides.
         if (/UNIQUE constraint failed/.test((err as Error).message)) throw notUnique(`domain ${name} already exists in this team`);
         throw err;
       }
-      emit('domain.created', d);
       return view(d);
     },
 
@@ -299,16 +314,19 @@ export function createDomainService(deps: DomainServiceDeps) {
         changes.receiving = patch.receiving;
         if (patch.receiving !== d.receiving) changes.receivingMxStatus = patch.receiving ? 'PENDING' : null;
       }
-      const updated = await domains.update(d.id, changes);
+      const updated = await announced<DomainRecord | undefined>((inTx) => domains.update(d.id, changes, inTx), (u) => (u ? [domainEvent('domain.updated', u)] : []));
       if (!updated) throw notFound(`domain ${id} not found`);
-      emit('domain.updated', updated);
       return view(updated);
     },
 
     async remove(scope: DomainScope, id: number): Promise<{ id: number; success: boolean; message: string }> {
       const d = await loadForWrite(scope, id);
-      if (!(await domains.softDelete(scope.teamId, d.id, clock.now().toISOString()))) throw notFound(`domain ${id} not found`);
-      emit('domain.deleted', { ...d, updatedAt: clock.now().toISOString() });
+      const nowIso = clock.now().toISOString();
+      const deleted = await announced(
+        (inTx) => domains.softDelete(scope.teamId, d.id, nowIso, inTx),
+        (ok) => (ok ? [domainEvent('domain.deleted', { ...d, updatedAt: nowIso })] : []),
+      );
+      if (!deleted) throw notFound(`domain ${id} not found`);
       return { id: d.id, success: true, message: 'Domain deleted successfully' };
     },
 

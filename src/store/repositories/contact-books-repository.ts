@@ -47,13 +47,15 @@ export function createContactBooksRepository(db: Db) {
      * Removes the book with whatever contacts it still has (segments go by cascade) in one
      * transaction; returns those contacts, or undefined when the book is not there.
      */
-    async delete(teamId: number, id: string): Promise<ContactRow[] | undefined> {
+    /** inTransaction runs inside the deleting transaction with the contacts it deleted (the outbox). */
+    async delete(teamId: number, id: string, inTransaction?: (deleted: ContactRow[]) => void): Promise<ContactRow[] | undefined> {
       return db.transaction().execute(async (trx) => {
         const book = await trx.selectFrom('contact_books').select('id').where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
         if (!book) return undefined;
         const contacts = await trx.deleteFrom('contacts').where('contact_book_id', '=', id).returningAll().execute();
         await trx.deleteFrom('segments').where('contact_book_id', '=', id).execute();
         await trx.deleteFrom('contact_books').where('id', '=', id).execute();
+        inTransaction?.(contacts);
         return contacts;
       });
     },

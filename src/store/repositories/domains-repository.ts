@@ -1,7 +1,7 @@
-import type { Selectable, Updateable } from 'kysely';
+import type { Selectable, Transaction, Updateable } from 'kysely';
 import type { Db } from '../db.js';
 import { hotPathOf } from '../hot-path.js';
-import type { DomainsTable, DomainStatus } from '../tables/database.js';
+import type { Database, DomainsTable, DomainStatus } from '../tables/database.js';
 
 export type { DomainStatus };
 
@@ -104,12 +104,27 @@ function toRow(p: DomainPatch): Updateable<DomainsTable> {
   return row;
 }
 
+/**
+ * `inTransaction` runs with the write's result inside the write's own transaction (the
+ * webhook outbox of the domain events it causes, core/events.ts); without it the write is a
+ * single autocommitted statement as before.
+ */
+type InTransaction<T> = ((result: T) => void) | undefined;
+
 export function createDomainsRepository(db: Db) {
   const hot = hotPathOf(db);
   const live = () => db.selectFrom('domains').selectAll().where('deleted_at', 'is', null);
+  async function write<T>(run: (ex: Db | Transaction<Database>) => Promise<T>, inTransaction: InTransaction<T>): Promise<T> {
+    if (!inTransaction) return run(db);
+    return db.transaction().execute(async (trx) => {
+      const result = await run(trx);
+      inTransaction(result);
+      return result;
+    });
+  }
   return {
-    async insert(d: Omit<DomainRecord, 'id'>): Promise<DomainRecord> {
-      const row = await db
+    async insert(d: Omit<DomainRecord, 'id'>, inTransaction?: InTransaction<DomainRecord>): Promise<DomainRecord> {
+      return write(async (ex) => fromRow(await ex
         .insertInto('domains')
         .values({
           team_id: d.teamId,
@@ -142,8 +157,7 @@ export function createDomainsRepository(db: Db) {
           updated_at: d.updatedAt,
         })
         .returningAll()
-        .executeTakeFirstOrThrow();
-      return fromRow(row);
+        .executeTakeFirstOrThrow()), inTransaction);
     },
     async findById(teamId: number, id: number): Promise<DomainRecord | undefined> {
       const r = await live().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
@@ -174,19 +188,23 @@ export function createDomainsRepository(db: Db) {
       const q = live();
       return (await (verified ? q.where('status', '=', 'SUCCESS') : q.where('status', '!=', 'SUCCESS')).orderBy('id').execute()).map(fromRow);
     },
-    async update(id: number, patch: DomainPatch): Promise<DomainRecord | undefined> {
-      const r = await db.updateTable('domains').set(toRow(patch)).where('id', '=', id).where('deleted_at', 'is', null).returningAll().executeTakeFirst();
-      return r && fromRow(r);
+    async update(id: number, patch: DomainPatch, inTransaction?: InTransaction<DomainRecord | undefined>): Promise<DomainRecord | undefined> {
+      return write(async (ex) => {
+        const r = await ex.updateTable('domains').set(toRow(patch)).where('id', '=', id).where('deleted_at', 'is', null).returningAll().executeTakeFirst();
+        return r && fromRow(r);
+      }, inTransaction);
     },
-    async softDelete(teamId: number, id: number, nowIso: string): Promise<boolean> {
-      const res = await db
-        .updateTable('domains')
-        .set({ deleted_at: nowIso, updated_at: nowIso, receiving: 0 })
-        .where('team_id', '=', teamId)
-        .where('id', '=', id)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst();
-      return res.numUpdatedRows > 0n;
+    async softDelete(teamId: number, id: number, nowIso: string, inTransaction?: InTransaction<boolean>): Promise<boolean> {
+      return write(async (ex) => {
+        const res = await ex
+          .updateTable('domains')
+          .set({ deleted_at: nowIso, updated_at: nowIso, receiving: 0 })
+          .where('team_id', '=', teamId)
+          .where('id', '=', id)
+          .where('deleted_at', 'is', null)
+          .executeTakeFirst();
+        return res.numUpdatedRows > 0n;
+      }, inTransaction);
     },
   };
 }
