@@ -105,7 +105,10 @@ export async function createApp(opts: AppOptions) {
   const logger = opts.logger ?? createLogger(config.log.level);
   const resolver = opts.resolver ?? createDnsClient({ servers: config.dns.servers, timeoutMs: config.dns.timeoutMs });
   const dataDir = resolve(config.dataDir);
-  const store: Store = openStore(join(dataDir, 'posthorn.db'));
+  const store: Store = openStore(join(dataDir, 'posthorn.db'), {
+    backgroundCheckpoints: true,
+    onCheckpointError: (message) => logger.warn({ err: message }, 'WAL checkpoint failed; retried at the next interval'),
+  });
   await migrateToLatest(store.db);
 
   const settings = createSettingsRepository(store.db);

@@ -5,6 +5,7 @@ import { Kysely, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driv
 import type { Database } from './tables/database.js';
 import { withStatementCache } from './statement-cache.js';
 import { createHotPath, registerHotPath } from './hot-path.js';
+import { startWalCheckpointer, type WalCheckpointer } from './wal-checkpointer.js';
 
 export type Db = Kysely<Database>;
 
@@ -12,19 +13,43 @@ export interface Store {
   db: Db;
   /** The raw handle, for the few hot paths (claims) that need synchronous transactions. */
   sqlite: BetterSqlite3.Database;
+  /** Set when checkpoints run in the background (see StoreOptions). */
+  checkpointer?: WalCheckpointer;
   close(): Promise<void>;
 }
+
+export interface StoreOptions {
+  /**
+   * Checkpoint the WAL from a worker thread (the long-running server). Without it SQLite
+   * checkpoints inside the COMMIT that crosses 1000 pages, blocking the event loop on the
+   * page copying and fsyncs.
+   */
+  backgroundCheckpoints?: boolean;
+  onCheckpointError?: (message: string) => void;
+}
+
+/** The main connection's own threshold when the worker checkpoints: 16384 pages of 4 KiB = 64 MiB. */
+const SAFETY_NET_CHECKPOINT_PAGES = 16384;
+/** The WAL file is truncated back to this after a checkpoint reset it. */
+const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 
 /**
  * Opens (creating if missing) the SQLite file. WAL lets readers run beside the one writer;
  * synchronous=NORMAL in WAL mode is durable against a killed process (only an OS crash
  * can lose the last transactions), which is the failure we promise to survive.
  */
-export function openStore(file: string): Store {
+export function openStore(file: string, opts: StoreOptions = {}): Store {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   const sqlite = new BetterSqlite3(file);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
+  const checkpointer = opts.backgroundCheckpoints && file !== ':memory:' ? startWalCheckpointer(file, { onError: opts.onCheckpointError }) : undefined;
+  if (checkpointer) {
+    // The worker checkpoints; this connection only if the WAL grows past the safety net
+    // (the worker stuck or dead). After a checkpoint the WAL file is cut back to the limit.
+    sqlite.pragma(`wal_autocheckpoint = ${SAFETY_NET_CHECKPOINT_PAGES}`);
+    sqlite.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
+  }
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   // 64 MB page cache (default 2 MB) keeps the hot indexes of the queue in memory.
@@ -38,10 +63,14 @@ export function openStore(file: string): Store {
   return {
     db,
     sqlite,
+    checkpointer,
     async close() {
       if (closed) return;
       closed = true;
-      await db.destroy(); // closes the better-sqlite3 handle too
+      // First, so that this connection is the last one and its close checkpoints and removes the WAL.
+      await checkpointer?.stop();
+      await db.destroy(); // closes the better-sqlite3 handle too, if Kysely ever opened its driver
+      if (sqlite.open) sqlite.close(); // it had not: only the raw handle was used
     },
   };
 }
