@@ -28,6 +28,15 @@ const MX = 'mx.outbox-kill.test';
 /** A safety net against a hang only; a healthy run gets both events within a second or two. */
 const DELIVERY_TIMEOUT_MS = 60_000;
 
+/** A request that must answer 200; its body. */
+function okFor(api: ReturnType<typeof apiClient>) {
+  return async (method: string, path: string, body?: unknown) => {
+    const res = await api(method, path, body);
+    if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body;
+  };
+}
+
 test('a SIGKILL right after a status commit loses no webhook event: the outbox rows committed with it', async (t) => {
   t.timeout(120_000);
   const zone = await startDnsZone();
@@ -46,11 +55,7 @@ test('a SIGKILL right after a status commit loses no webhook event: the outbox r
   });
   const key = server.key!;
   const api = apiClient(() => server, key);
-  const ok = async (method: string, path: string, body?: unknown) => {
-    const res = await api(method, path, body);
-    if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
-    return res.body;
-  };
+  const ok = okFor(api);
 
   const domain = await ok('POST', '/v1/domains', { name: SENDER_DOMAIN, region: 'local' });
   publishDomainRecords(zone, domain);
@@ -143,11 +148,7 @@ test('a SIGKILL right after a contact or domain write loses no webhook event eit
   });
   const key = server.key!;
   const api = apiClient(() => server, key);
-  const ok = async (method: string, path: string, body?: unknown) => {
-    const res = await api(method, path, body);
-    if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
-    return res.body;
-  };
+  const ok = okFor(api);
   const domain = await ok('POST', '/v1/domains', { name: 'outbox-domain.dev', region: 'local' });
   const book = await ok('POST', '/v1/contactBooks', { name: 'Outbox' });
   const hook = await ok('POST', '/v1/webhooks', { url: receiver.url, eventTypes: ['contact.created', 'domain.updated'] });
