@@ -217,6 +217,8 @@ export async function createApp(opts: AppOptions) {
   // The outbox rows of events emitted inside a write commit with that write (transactional
   // outbox); the after-commit handler wakes the dispatcher, or writes them for other events.
   events.onInTransaction((event) => webhooks.handleInTransaction(event));
+  // Analytics rollups likewise commit with the status change they count.
+  events.onInTransaction((event) => analytics.handleInTransaction(event));
   events.on('*', (event) => webhooks.handleBusEvent(event));
   events.on('*', (event) => analytics.handleBusEvent(event));
 

@@ -77,6 +77,16 @@ test('a SIGKILL right after a status commit loses no webhook event: the outbox r
     }
   };
 
+  /** The analytics rollups on disk. */
+  const rollupsOnDisk = () => {
+    const db = new Database(join(dataDir, 'posthorn.db'));
+    try {
+      return db.prepare('select coalesce(sum(sent), 0) as sent, coalesce(sum(delivered), 0) as delivered from email_daily_stats').get() as { sent: number; delivered: number };
+    } finally {
+      db.close();
+    }
+  };
+
   // ---- Run 1: the send commits, the process dies before anything after the commit runs.
   const send = await api('POST', '/v1/emails', { from: `Kill <send@${SENDER_DOMAIN}>`, to: `rcpt@${RCPT_DOMAIN}`, subject: 'Outbox', text: 'hello' }).then(
     (res) => `answered ${res.status}`,
@@ -104,6 +114,7 @@ test('a SIGKILL right after a status commit loses no webhook event: the outbox r
   t.is(afterRun2.emails[0]!.latest_status, 'DELIVERED', 'the delivery result committed before the kill');
   const delivered = afterRun2.events.filter((e) => e.emailId === emailId && e.type === 'email.delivered');
   t.is(delivered.length, 1, 'the email.delivered outbox row committed with the delivery result');
+  t.deepEqual(rollupsOnDisk(), { sent: 1, delivered: 1 }, 'and so did its analytics counts (they were buffered in memory and lost)');
   if (delivered.length !== 1 || afterRun1.events.length === 0) return; // lost for good: run 3 would only wait
 
   // ---- Run 3: nothing killed; the dispatcher sends what the outbox holds.

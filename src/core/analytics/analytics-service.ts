@@ -58,13 +58,46 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
   let hits: EngagementHit[] = [];
   let scheduled = false;
   let writing: Promise<void> = Promise.resolve();
+  /** Events already counted inside their emitter's transaction (committed with it). */
+  const countedInTransaction = new WeakSet<BusEvent>();
 
-  function bump(teamId: number, domainId: number, day: string, counter: keyof StatCounters, extra?: keyof StatCounters): void {
-    const key = `${teamId}|${domainId}|${day}`;
-    let d = deltas.get(key);
-    if (!d) deltas.set(key, (d = { ...ZERO_COUNTERS, teamId, domainId, day }));
-    d[counter] += 1;
-    if (extra) d[extra] += 1;
+  /** What an event adds to the rollups: a counter increment, an engagement hit, or nothing. */
+  function incrementOf(event: BusEvent): { delta: StatDelta | null; hit: EngagementHit | null } | null {
+    const domainId = event.domainId ?? 0;
+    const day = dayOf(event.occurredAt, deps.clock.nowMs());
+    const delta = (counter: keyof StatCounters, extra?: keyof StatCounters) => {
+      const d: StatDelta = { ...ZERO_COUNTERS, teamId: event.teamId, domainId, day };
+      d[counter] += 1;
+      if (extra) d[extra] += 1;
+      return { delta: d, hit: null };
+    };
+    switch (event.type) {
+      case 'email.sent':
+        return delta('sent');
+      case 'email.delivered':
+        return delta('delivered');
+      case 'email.bounced': {
+        const bounce = event.data.bounce as { type?: string } | undefined;
+        return delta('bounced', bounce?.type === 'Permanent' ? 'hardBounced' : undefined);
+      }
+      case 'email.complained':
+        return delta('complained');
+      case 'email.opened':
+      case 'email.clicked': {
+        const emailId = event.data.id;
+        if (typeof emailId !== 'string') return null;
+        return { delta: null, hit: { emailId, kind: event.type === 'email.opened' ? 'opened' : 'clicked', teamId: event.teamId, domainId, day } };
+      }
+      default:
+        return null;
+    }
+  }
+
+  function bump(delta: StatDelta): void {
+    const key = `${delta.teamId}|${delta.domainId}|${delta.day}`;
+    const d = deltas.get(key);
+    if (!d) deltas.set(key, { ...delta });
+    else for (const k of Object.keys(ZERO_COUNTERS) as (keyof StatCounters)[]) d[k] += delta[k];
     schedule();
   }
 
@@ -100,30 +133,28 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
   }
 
   return {
-    /** Bus subscriber ('*'). */
+    /**
+     * Transactional subscriber (events.onInTransaction): the increments are written inside the
+     * emitter's transaction, so a process killed right after a status commit has its counts
+     * too. It may run again for the same event if the write is redone; a rolled-back run
+     * left nothing behind.
+     */
+    handleInTransaction(event: BusEvent): void {
+      const inc = incrementOf(event);
+      if (!inc) return;
+      deps.analytics.applyInOpenTransactionSync(inc.delta, inc.hit);
+      countedInTransaction.add(event);
+    },
+
+    /** Bus subscriber ('*'), after the commit: counts (buffered) what no transaction counted. */
     handleBusEvent(event: BusEvent): void {
-      const domainId = event.domainId ?? 0;
-      const day = dayOf(event.occurredAt, deps.clock.nowMs());
-      switch (event.type) {
-        case 'email.sent':
-          return bump(event.teamId, domainId, day, 'sent');
-        case 'email.delivered':
-          return bump(event.teamId, domainId, day, 'delivered');
-        case 'email.bounced': {
-          const bounce = event.data.bounce as { type?: string } | undefined;
-          return bump(event.teamId, domainId, day, 'bounced', bounce?.type === 'Permanent' ? 'hardBounced' : undefined);
-        }
-        case 'email.complained':
-          return bump(event.teamId, domainId, day, 'complained');
-        case 'email.opened':
-        case 'email.clicked': {
-          const emailId = event.data.id;
-          if (typeof emailId !== 'string') return;
-          hits.push({ emailId, kind: event.type === 'email.opened' ? 'opened' : 'clicked', teamId: event.teamId, domainId, day });
-          return schedule();
-        }
-        default:
-          return;
+      if (countedInTransaction.has(event)) return;
+      const inc = incrementOf(event);
+      if (!inc) return;
+      if (inc.delta) bump(inc.delta);
+      if (inc.hit) {
+        hits.push(inc.hit);
+        schedule();
       }
     },
 

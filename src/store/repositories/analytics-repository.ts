@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db.js';
+import { hotPathOf } from '../hot-path.js';
 
 export interface StatCounters {
   sent: number;
@@ -29,8 +30,33 @@ export interface EngagementHit {
 
 export const ZERO_COUNTERS: StatCounters = { sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, hardBounced: 0, complained: 0 };
 
+const UPSERT_DAILY_SQL = `insert into email_daily_stats (team_id, domain_id, day, sent, delivered, opened, clicked, bounced, hard_bounced, complained)
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+  on conflict (team_id, domain_id, day) do update set
+    sent = sent + excluded.sent, delivered = delivered + excluded.delivered, opened = opened + excluded.opened,
+    clicked = clicked + excluded.clicked, bounced = bounced + excluded.bounced,
+    hard_bounced = hard_bounced + excluded.hard_bounced, complained = complained + excluded.complained`;
+// An email that no longer exists counts nothing (and cannot trip the foreign key).
+const COUNT_HIT_SQL = `insert into email_engagement_counted (email_id, kind)
+  select ?, ? where exists (select 1 from emails where id = ?)
+  on conflict (email_id, kind) do nothing`;
+
 export function createAnalyticsRepository(db: Db) {
+  const { sqlite } = hotPathOf(db);
   return {
+    /**
+     * One event's increments, synchronously, inside the transaction that is open on the
+     * connection (the emitter's): the rollups commit or roll back with the state change.
+     */
+    applyInOpenTransactionSync(delta: StatDelta | null, hit: EngagementHit | null): void {
+      let d = delta;
+      if (hit && sqlite.prepare(COUNT_HIT_SQL).run(hit.emailId, hit.kind, hit.emailId).changes > 0) {
+        d = { ...ZERO_COUNTERS, teamId: hit.teamId, domainId: hit.domainId, day: hit.day, [hit.kind]: 1 };
+      }
+      if (!d) return;
+      sqlite.prepare(UPSERT_DAILY_SQL).run(d.teamId, d.domainId, d.day, d.sent, d.delivered, d.opened, d.clicked, d.bounced, d.hardBounced, d.complained);
+    },
+
     /**
      * Adds counter deltas to the daily rollups in one transaction; opens and clicks are
      * first de-duplicated per email (the insert-or-ignore decides which one counts).
