@@ -19,6 +19,11 @@
  * campaign to a broken domain does not hammer the resolver: temporary ones
  * for negativeTtlSeconds, authoritative negatives (NXDOMAIN/NODATA) a little
  * longer, as RFC 2308 allows. Concurrent lookups of one name share one query.
+ *
+ * On top of that, the finished answer for a domain (hosts in preference order with their
+ * addresses) is memoized for as long as every cached record it was built from is still
+ * the same fresh cache entry: the delivery engine asks for every transaction, and
+ * rebuilding the answer from three cached records through promises was measurable CPU.
  */
 import type { DnsAnswer, DnsResolver } from '../../lib/dns/dns-client.js';
 import { DnsError } from '../../lib/dns/dns-client.js';
@@ -74,6 +79,13 @@ const MAX_MX_HOSTS = 10;
 const MS_PER_SECOND = 1000;
 
 type RecordType = 'MX' | 'A' | 'AAAA';
+/** An MX host as resolved, before the per-call shuffle of equal preferences. */
+type UsableHost = { host: string; priority: number; addresses: string[] };
+interface ResolvedAnswer {
+  usable: UsableHost[];
+  /** The record cache entries it was built from (cache key, entry): valid while all are. */
+  sources: [string, CacheEntry][];
+}
 type MxRecords = { exchange: string; priority: number }[];
 
 interface CacheEntry {
@@ -86,6 +98,11 @@ interface CacheEntry {
 class LruCache {
   private readonly entries = new Map<string, CacheEntry>();
   constructor(private readonly maxEntries: number) {}
+
+  /** The entry as stored, expired or not, without touching its recency. */
+  peek(key: string): CacheEntry | undefined {
+    return this.entries.get(key);
+  }
 
   get(key: string, nowMs: number): CacheEntry | undefined {
     const entry = this.entries.get(key);
@@ -144,7 +161,10 @@ export function createMxResolver(
   clock: Clock,
   opts: MxResolverOptions = {},
 ): MxResolver {
-  const cache = new LruCache(positiveInteger(opts.maxCacheEntries, DEFAULT_MAX_CACHE_ENTRIES, 'maxCacheEntries'));
+  const maxCacheEntries = positiveInteger(opts.maxCacheEntries, DEFAULT_MAX_CACHE_ENTRIES, 'maxCacheEntries');
+  const cache = new LruCache(maxCacheEntries);
+  /** Each memoized domain holds at least one record of the cache, so it never needs more. */
+  const maxMemoEntries = maxCacheEntries;
   const negativeTtlSeconds = opts.negativeTtlSeconds ?? DEFAULT_NEGATIVE_TTL_SECONDS;
   if (!Number.isFinite(negativeTtlSeconds) || negativeTtlSeconds < 0) {
     throw new RangeError(`createMxResolver: negativeTtlSeconds must be >= 0, got ${negativeTtlSeconds}`);
@@ -169,8 +189,9 @@ export function createMxResolver(
   }
 
   /** One cached, de-duplicated lookup; rejects with the (cached) DnsError. */
-  async function lookup<T>(type: RecordType, name: string): Promise<DnsAnswer<T>> {
+  async function lookup<T>(type: RecordType, name: string, used?: string[]): Promise<DnsAnswer<T>> {
     const key = `${type} ${name}`;
+    used?.push(key);
     const hit = cache.get(key, clock.nowMs());
     if (hit) {
       if (hit.answer) return hit.answer as DnsAnswer<T>;
@@ -198,8 +219,8 @@ export function createMxResolver(
     return (await pending) as DnsAnswer<T>;
   }
 
-  async function addressesOf(host: string): Promise<HostAddresses> {
-    const [v4, v6] = await Promise.allSettled([lookup<string>('A', host), lookup<string>('AAAA', host)]);
+  async function addressesOf(host: string, used: string[]): Promise<HostAddresses> {
+    const [v4, v6] = await Promise.allSettled([lookup<string>('A', host, used), lookup<string>('AAAA', host, used)]);
     const addresses = [...(v4.status === 'fulfilled' ? v4.value.records : []), ...(v6.status === 'fulfilled' ? v6.value.records : [])];
     const failures = [v4, v6].filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as unknown);
     // NODATA/NXDOMAIN are answers; anything else (SERVFAIL, timeout, a bug) may change.
@@ -209,15 +230,15 @@ export function createMxResolver(
     return result;
   }
 
-  async function implicitMx(domain: string): Promise<MxHost[]> {
-    const found = await addressesOf(domain);
+  async function implicitMx(domain: string, used: string[]): Promise<UsableHost[]> {
+    const found = await addressesOf(domain, used);
     if (found.addresses.length > 0) return [{ host: domain, priority: 0, addresses: found.addresses }];
     // RFC 5321 §5.1: an unusable implicit MX "MUST be reported as an error".
     if (found.temporary) throw new MxLookupError(domain, `no MX records and the address lookup failed: ${found.failure}`, false);
     throw new MxLookupError(domain, 'no MX records and no A/AAAA records: the domain has no mail server', true);
   }
 
-  async function explicitMx(domain: string, records: MxRecords): Promise<MxHost[]> {
+  async function explicitMx(domain: string, records: MxRecords, used: string[]): Promise<UsableHost[]> {
     // RFC 7505 §3: "." is a null MX. It must stand alone; if a zone mixes it with
     // real MX records we ignore the null one rather than refuse mail the real ones take.
     const real = records.filter((r) => r.exchange !== '' && r.exchange !== '.');
@@ -234,42 +255,86 @@ export function createMxResolver(
       .sort((a, b) => a.priority - b.priority)
       .slice(0, MAX_MX_HOSTS);
 
-    const resolved = await Promise.all(ordered.map(async (mx) => ({ ...mx, found: await addressesOf(mx.host) })));
+    const resolved = await Promise.all(ordered.map(async (mx) => ({ ...mx, found: await addressesOf(mx.host, used) })));
     const usable = resolved.filter((r) => r.found.addresses.length > 0);
     if (usable.length === 0) {
       const why = resolved.map((r) => `${r.host}: ${r.found.failure}`).join('; ');
       throw new MxLookupError(domain, `none of the MX hosts resolved (${why})`, false);
     }
+    return usable.map((r) => ({ host: r.host, priority: r.priority, addresses: r.found.addresses }));
+  }
 
-    // Shuffle within each preference level, per call, so the load spreads even while cached.
+  /** Shuffles within each preference level, per call, so the load spreads even while cached; copies, the memo stays intact. */
+  function arrange(usable: UsableHost[]): MxHost[] {
     const out: MxHost[] = [];
     let i = 0;
     while (i < usable.length) {
       let j = i;
       while (j < usable.length && usable[j]!.priority === usable[i]!.priority) j++;
-      for (const r of shuffled(usable.slice(i, j), random)) out.push({ host: r.host, priority: r.priority, addresses: r.found.addresses.slice() });
+      const level = j - i === 1 ? usable.slice(i, j) : shuffled(usable.slice(i, j), random);
+      for (const r of level) out.push({ host: r.host, priority: r.priority, addresses: r.addresses.slice() });
       i = j;
     }
     return out;
+  }
+
+  const memo = new Map<string, ResolvedAnswer>();
+
+  /** The memoized answer while each record it came from is still the same fresh cache entry. */
+  function memoized(domain: string): UsableHost[] | undefined {
+    const hit = memo.get(domain);
+    if (!hit) return undefined;
+    const now = clock.nowMs();
+    // get() also refreshes the records' recency, as a full lookup would
+    for (const [key, entry] of hit.sources) {
+      if (cache.get(key, now) !== entry) {
+        memo.delete(domain);
+        return undefined;
+      }
+    }
+    return hit.usable;
+  }
+
+  function remember(domain: string, usable: UsableHost[], used: string[]): void {
+    const sources: [string, CacheEntry][] = [];
+    for (const key of new Set(used)) {
+      const entry = cache.peek(key);
+      if (!entry) return; // a TTL-0 answer: used once, never remembered
+      sources.push([key, entry]);
+    }
+    memo.delete(domain);
+    memo.set(domain, { usable, sources });
+    if (memo.size > maxMemoEntries) memo.delete(memo.keys().next().value as string);
+  }
+
+  async function resolveUsable(domain: string): Promise<UsableHost[]> {
+    const used: string[] = [];
+    let mx: DnsAnswer<{ exchange: string; priority: number }>;
+    let usable: UsableHost[];
+    try {
+      mx = await lookup('MX', domain, used);
+    } catch (err) {
+      if (err instanceof DnsError) {
+        if (err.code === 'NODATA') {
+          usable = await implicitMx(domain, used);
+          remember(domain, usable, used);
+          return usable;
+        }
+        if (err.code === 'NOTFOUND') throw new MxLookupError(domain, 'domain does not exist (NXDOMAIN)', true, { cause: err });
+        throw new MxLookupError(domain, `MX lookup failed: ${err.message}`, !err.temporary, { cause: err });
+      }
+      throw new MxLookupError(domain, `MX lookup failed: ${describe(err)}`, false, { cause: err });
+    }
+    usable = mx.records.length === 0 ? await implicitMx(domain, used) : await explicitMx(domain, mx.records, used);
+    remember(domain, usable, used);
+    return usable;
   }
 
   return {
     async resolve(rawDomain: string): Promise<MxHost[]> {
       const domain = normalizeDomain(rawDomain);
       if (domain.length === 0) throw new MxLookupError(rawDomain, 'empty domain', true);
-      let mx: DnsAnswer<{ exchange: string; priority: number }>;
-      try {
-        mx = await lookup('MX', domain);
-      } catch (err) {
-        if (err instanceof DnsError) {
-          if (err.code === 'NODATA') return implicitMx(domain);
-          if (err.code === 'NOTFOUND') throw new MxLookupError(domain, 'domain does not exist (NXDOMAIN)', true, { cause: err });
-          throw new MxLookupError(domain, `MX lookup failed: ${err.message}`, !err.temporary, { cause: err });
-        }
-        throw new MxLookupError(domain, `MX lookup failed: ${describe(err)}`, false, { cause: err });
-      }
-      if (mx.records.length === 0) return implicitMx(domain);
-      return explicitMx(domain, mx.records);
+      return arrange(memoized(domain) ?? (await resolveUsable(domain)));
     },
   };
 }

@@ -512,9 +512,20 @@ export function createSmtpClientPool(opts: SmtpClientPoolOptions): SmtpClientPoo
    */
   function pump(): void {
     const blockedPerKey = new Map<string, number>();
+    /**
+     * Keys found at their limit with no idle session at all: every later waiter for them is
+     * blocked as well (nothing to take, no room, nothing of theirs to evict) and nothing in
+     * this pass can change that. Under load hundreds of waiters queue for one MX host, and
+     * pump() runs on every finished transaction: skipping them keeps each pass cheap.
+     */
+    const saturated = new Set<string>();
     let blockedGlobal = 0;
     for (let i = 0; i < queue.length; ) {
       const w = queue[i]!;
+      if (saturated.has(w.route.key)) {
+        i++;
+        continue;
+      }
       const idle = takeIdle(w);
       if (idle) {
         queue.splice(i, 1);
@@ -528,6 +539,10 @@ export function createSmtpClientPool(opts: SmtpClientPoolOptions): SmtpClientPoo
       }
       i++;
       if (countFor(w.route.key) >= maxPerHost) {
+        if (!idleByKey.has(w.route.key)) {
+          saturated.add(w.route.key);
+          continue;
+        }
         // Full of this host's sessions: only an idle one of the wrong kind (say
         // plaintext, for an ENFORCED request) can make room.
         const blocked = (blockedPerKey.get(w.route.key) ?? 0) + 1;

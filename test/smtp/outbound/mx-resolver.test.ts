@@ -184,3 +184,31 @@ test('the cache is bounded: the least recently used answers are dropped', async 
   await mx.resolve('one.test');
   t.is(zone.queryCount, afterTwo + 3);
 });
+
+test('a TTL-0 answer is used once: every resolve asks again, also when the other records are cached', async (t) => {
+  const { zone, mx } = await world(t);
+  zone.set('once.test', 'MX', [{ exchange: 'mx.once.test', priority: 10 }], 600);
+  zone.set('mx.once.test', 'A', ['192.0.2.100'], 0);
+  t.deepEqual((await mx.resolve('once.test'))[0]!.addresses, ['192.0.2.100']);
+  const afterFirst = zone.queryCount;
+  zone.set('mx.once.test', 'A', ['192.0.2.101'], 0);
+  t.deepEqual((await mx.resolve('once.test'))[0]!.addresses, ['192.0.2.101'], 'the new address, not a remembered answer');
+  t.is(zone.queryCount, afterFirst + 1, 'only the TTL-0 record was asked again');
+});
+
+test('a remembered answer ends with the first of its records to expire, a host address included', async (t) => {
+  const { zone, clock, mx } = await world(t);
+  zone.set('memo.test', 'MX', [{ exchange: 'mx.memo.test', priority: 10 }], 600);
+  zone.set('mx.memo.test', 'A', ['192.0.2.110'], 30);
+  await mx.resolve('memo.test');
+  const afterFirst = zone.queryCount;
+  const copy = await mx.resolve('memo.test');
+  copy[0]!.addresses.push('192.0.2.199'); // a caller changing its copy changes nothing cached
+  t.deepEqual((await mx.resolve('memo.test'))[0]!.addresses, ['192.0.2.110']);
+  t.is(zone.queryCount, afterFirst);
+
+  zone.set('mx.memo.test', 'A', ['192.0.2.111'], 30);
+  clock.advance(31 * MS_PER_SECOND);
+  t.deepEqual((await mx.resolve('memo.test'))[0]!.addresses, ['192.0.2.111']);
+  t.is(zone.queryCount, afterFirst + 1, 'only the expired A record was asked again');
+});
