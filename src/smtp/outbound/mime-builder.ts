@@ -5,7 +5,10 @@
 import MailComposer from 'nodemailer/lib/mail-composer';
 import type { MailComposerAttachment } from 'nodemailer/lib/mail-composer';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs';
+import { installHeaderKeyMemo } from './header-key-memo.js';
 import { serializeMimeTree } from './mime-serializer.js';
+
+installHeaderKeyMemo();
 
 export interface ComposeInput {
   /** May be a display-name form: "Acme <hi@acme.com>". */
