@@ -563,6 +563,10 @@ export function createSmtpClientPool(opts: SmtpClientPoolOptions): SmtpClientPoo
     if (closed) return Promise.resolve({ failure: { message: 'connection pool is closed' } });
     return new Promise((resolve) => {
       queue.push({ route, req, allowIdle, resolve });
+      // A host at its limit with nothing idle: pump() would only walk the queue to pass this
+      // waiter by, and nothing else changed. It runs again when one of the host's sessions is
+      // released or closes.
+      if (countFor(route.key) >= maxPerHost && !idleByKey.has(route.key)) return;
       pump();
     });
   }
