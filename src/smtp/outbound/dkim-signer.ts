@@ -52,6 +52,12 @@ const DEFAULT_WORKERS = 1;
  * waits in the FIFO queue, so the oldest message is still signed first.
  */
 export const MAX_JOBS_PER_WORKER = 16;
+/**
+ * ...but only while the messages a worker holds add up to less than this: each job's input is
+ * copied into the worker, and a burst of messages with 30 MB of attachments each should not
+ * put 16 copies per worker in memory. A worker with nothing in hand always takes the next job.
+ */
+export const MAX_BYTES_PER_WORKER = 16 * 1024 * 1024;
 const DEFAULT_WORKER_SCRIPT = new URL('./dkim-sign-worker.js', import.meta.url);
 
 export function createDkimSigner(opts: DkimSignerOptions = {}): DkimSigner {
@@ -67,6 +73,13 @@ function assertMessage(message: unknown): asserts message is Buffer {
 }
 
 const closedError = () => new Error('DKIM signer is closed');
+
+/** What a compose job copies into the worker, roughly: bodies and attachments (base64 text). */
+function inputBytes(input: ComposeInput): number {
+  let n = (input?.text?.length ?? 0) + (input?.html?.length ?? 0);
+  for (const a of input?.attachments ?? []) n += a?.content?.length ?? 0;
+  return n;
+}
 
 /**
  * A worker inherits the parent's node flags. --input-type (as in `node --input-type=module
@@ -115,6 +128,8 @@ interface Job {
   message: ArrayBuffer;
   /** When set, the worker composes the message from this (and `message` is empty). */
   compose?: ComposeInput;
+  /** About how many bytes the job hands the worker (the message, or the input's bodies and attachments). */
+  bytes: number;
   key: DkimKey;
   resolve(signed: Buffer): void;
   reject(err: Error): void;
@@ -123,6 +138,8 @@ interface Job {
 interface Slot {
   worker: Worker;
   jobs: Map<number, Job>;
+  /** Sum of the held jobs' `bytes`. */
+  bytes: number;
   /** The last 'error' event: an uncaught exception in the worker, reported with its exit. */
   lastError?: Error;
 }
@@ -155,7 +172,7 @@ class WorkerPoolSigner implements DkimSigner {
     const copy = new Uint8Array(message.byteLength);
     copy.set(message);
     return new Promise<Buffer>((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, message: copy.buffer, key: { domain: key?.domain, selector: key?.selector, privateKey: key?.privateKey }, resolve, reject });
+      this.queue.push({ id: this.nextId++, message: copy.buffer, bytes: copy.byteLength, key: { domain: key?.domain, selector: key?.selector, privateKey: key?.privateKey }, resolve, reject });
       this.pump();
     });
   }
@@ -163,7 +180,7 @@ class WorkerPoolSigner implements DkimSigner {
   composeAndSign(input: ComposeInput, key: DkimKey): Promise<Buffer> {
     if (this.closed) return Promise.reject(closedError());
     return new Promise<Buffer>((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, message: new ArrayBuffer(0), compose: input, key: { domain: key?.domain, selector: key?.selector, privateKey: key?.privateKey }, resolve, reject });
+      this.queue.push({ id: this.nextId++, message: new ArrayBuffer(0), compose: input, bytes: inputBytes(input), key: { domain: key?.domain, selector: key?.selector, privateKey: key?.privateKey }, resolve, reject });
       this.pump();
     });
   }
@@ -174,7 +191,7 @@ class WorkerPoolSigner implements DkimSigner {
       let slot: Slot | undefined;
       let spawnError: Error | undefined;
       try {
-        slot = this.pickSlot();
+        slot = this.pickSlot(this.queue[this.head]!);
       } catch (err) {
         spawnError = err as Error; // new Worker() threw: nothing to wait for, fail this job
       }
@@ -190,10 +207,11 @@ class WorkerPoolSigner implements DkimSigner {
     }
   }
 
-  private pickSlot(): Slot | undefined {
+  private pickSlot(job: Job): Slot | undefined {
     let best: Slot | undefined;
     for (const slot of this.slots) {
-      if (slot.jobs.size < MAX_JOBS_PER_WORKER && (!best || slot.jobs.size < best.jobs.size)) best = slot;
+      const room = slot.jobs.size === 0 || (slot.jobs.size < MAX_JOBS_PER_WORKER && slot.bytes + job.bytes <= MAX_BYTES_PER_WORKER);
+      if (room && (!best || slot.jobs.size < best.jobs.size)) best = slot;
     }
     // Spawned lazily, when there is work: a worker that dies at start (say the script is
     // missing) then fails the jobs handed to it, instead of respawning in a loop.
@@ -203,7 +221,7 @@ class WorkerPoolSigner implements DkimSigner {
 
   private spawn(): Slot {
     const worker = new Worker(this.script, { workerData: { role: WORKER_ROLE }, execArgv: workerExecArgv() });
-    const slot: Slot = { worker, jobs: new Map() };
+    const slot: Slot = { worker, jobs: new Map(), bytes: 0 };
     this.slots.add(slot);
     worker.on('message', (response: SignResponse) => this.settle(slot, response));
     worker.on('error', (err) => {
@@ -222,6 +240,7 @@ class WorkerPoolSigner implements DkimSigner {
 
   private dispatch(slot: Slot, job: Job): void {
     slot.jobs.set(job.id, job);
+    slot.bytes += job.bytes;
     // only a worker with work keeps the process alive: a signer nobody closed must not
     // hang a CLI command, while a pending sign() must not be cut off by process exit
     slot.worker.ref();
@@ -231,6 +250,7 @@ class WorkerPoolSigner implements DkimSigner {
     } catch (err) {
       // e.g. a key field that can not be cloned
       slot.jobs.delete(job.id);
+      slot.bytes -= job.bytes;
       if (slot.jobs.size === 0) slot.worker.unref();
       job.reject(new Error(`DKIM sign: could not hand the job to a worker: ${(err as Error).message}`));
     }
@@ -240,6 +260,7 @@ class WorkerPoolSigner implements DkimSigner {
     const job = slot.jobs.get(response.id);
     if (!job) return;
     slot.jobs.delete(response.id);
+    slot.bytes -= job.bytes;
     if (slot.jobs.size === 0) slot.worker.unref();
     if (response.ok) job.resolve(Buffer.from(response.signed));
     else job.reject(new Error(response.error));
@@ -253,6 +274,7 @@ class WorkerPoolSigner implements DkimSigner {
       : new Error(`DKIM sign worker exited unexpectedly (exit code ${code})${slot.lastError ? `: ${slot.lastError.message}` : ''}`, { cause: slot.lastError });
     for (const job of slot.jobs.values()) job.reject(reason);
     slot.jobs.clear();
+    slot.bytes = 0;
     // the queue waits for a replacement, spawned by pump() if there is work
     if (!this.closed) this.pump();
   }

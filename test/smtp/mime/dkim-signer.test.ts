@@ -3,7 +3,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import test from 'ava';
 import type { ExecutionContext } from 'ava';
 import { dkimSign } from 'mailauth/lib/dkim/sign.js';
-import { createDkimSigner, MAX_JOBS_PER_WORKER, type DkimSigner } from '../../../src/smtp/outbound/dkim-signer.js';
+import { createDkimSigner, MAX_BYTES_PER_WORKER, MAX_JOBS_PER_WORKER, type DkimSigner } from '../../../src/smtp/outbound/dkim-signer.js';
 import { PrivateKeyCache, signMessage, SIGNED_HEADER_FIELDS } from '../../../src/smtp/outbound/dkim-sign-worker.js';
 import { composeMessage } from '../../../src/smtp/outbound/mime-builder.js';
 import { DOMAIN, generateRsaKey, plainMessage, SELECTOR, signatureTags, verifyDkim, type TestKey } from './fixtures/dkim-test-kit.js';
@@ -206,6 +206,15 @@ test('workers: 1 - results come back in submission (FIFO) order', async (t) => {
   const order: number[] = [];
   await Promise.all(Array.from({ length: 20 }, (_, i) => signer.sign(plainMessage({ subject: `n${i}` }), KEY).then(() => order.push(i))));
   t.deepEqual(order, Array.from({ length: 20 }, (_, i) => i));
+});
+
+test('messages bigger than a worker may hold at once are still signed, one after the other', async (t) => {
+  const signer = signerFor(t, 1);
+  // each over half of MAX_BYTES_PER_WORKER: the worker takes the next only when it has none
+  const body = 'x'.repeat(76) + '\r\n';
+  const big = (i: number) => plainMessage({ subject: `big ${i}`, body: body.repeat(Math.ceil((MAX_BYTES_PER_WORKER * 0.6) / body.length)) });
+  const signed = await Promise.all([0, 1, 2].map((i) => signer.sign(big(i), KEY)));
+  for (const s of signed) await assertVerdict(t, s, 'pass');
 });
 
 test('the caller keeps its buffer: pooled and sliced inputs are copied, never detached', async (t) => {
