@@ -303,3 +303,28 @@ test('the SIZE the server announces is respected before sending (RFC 1870)', asy
   t.regex(res.recipients[0]!.reason ?? '', /size|message/i);
   t.is(sink.messages.length, 0);
 });
+
+/** A message of about `bytes`, with dot lines and a body that does not end in CRLF. */
+function bigMessage(bytes: number): Buffer {
+  const head = 'From: sender@posthorn.test\r\nTo: a@example.test\r\nSubject: big\r\nMessage-ID: <big@posthorn.test>\r\n\r\n';
+  const lines: string[] = [];
+  for (let n = head.length; n < bytes; n += 78) lines.push(lines.length % 7 === 0 ? `.${'d'.repeat(75)}` : 'x'.repeat(76));
+  return Buffer.from(`${head}${lines.join('\r\n')}`);
+}
+
+for (const starttls of [false, true]) {
+  test(`a 3 MiB message arrives byte for byte and the session is reused (${starttls ? 'STARTTLS' : 'plaintext'})`, async (t) => {
+    const sink = await sinkFor(t, { starttls });
+    const pool = poolFor(t);
+    const message = bigMessage(3 * 1024 * 1024);
+    for (let i = 0; i < 2; i++) {
+      const res = await pool.send(targetOf(sink), request([`big${i}@example.test`], { message }));
+      t.is(res.recipients[0]!.outcome, 'delivered');
+      t.is(res.secure, starttls);
+    }
+    const received = await sink.waitForMessages(2);
+    // Dots stuffed by the client and removed by the server; a body without a final CRLF gets one.
+    for (const m of received) t.true(m.raw.equals(Buffer.concat([message, Buffer.from('\r\n')])));
+    t.is(pool.stats.connectionsOpened, 1);
+  });
+}
