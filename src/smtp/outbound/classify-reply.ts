@@ -130,15 +130,22 @@ const POLICY_TEXT =
 const LATER_TEXT =
   /try (?:again )?later|try again in|retry (?:later|in|after)|please try again|temporar(?:il)?y|greylist|graylist|too many (?:connections|concurrent|messages|sessions|recipients)|rate limit|ratelimit|throttl|\bdeferred\b|\bbusy\b/i;
 
+/**
+ * "try again in 5 minutes" or greylisting: an explicit "come back". Narrower than RETRY_HINT:
+ * "blocked; wait 5 minutes before asking for delisting" is no invitation to retry.
+ */
+const EXPLICIT_LATER_TEXT = /\b(?:try(?:\s+again)?|retry)\s+(?:in|after)\s+\d{1,6}(?:\.\d+)?\s*(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h)\b|greylist|graylist/i;
+
 const MAILBOX_FULL_TEXT = /mailbox (?:is )?full|over ?quota|quota exceeded|exceeded (?:\S+ )?(?:storage|quota)|insufficient (?:system )?storage|out of storage|mailbox size limit/i;
 
 /**
  * For permanent (5yz) replies. Order matters; first match wins.
  *
  *  #  match                                  verdict  why
- *  1  text "try later"/"temporarily"/...     defer    server says later, whatever the code
- *  2  5.1.1 5.1.0 5.1.10 5.2.1 5.1.2 5.1.3   hard     mailbox/domain does not exist, disabled, bad syntax
+ *  0  a timed "try again in N", greylisting  defer    an explicit instruction, whatever the code
+ *  1  5.1.1 5.1.0 5.1.10 5.2.1 5.1.2 5.1.3   hard     mailbox/domain does not exist, disabled, bad syntax
  *     5.1.6
+ *  2  text "try later"/"temporarily"/...     defer    server says later, whatever the code
  *  3  5.2.2 or "mailbox full" text           soft     see below
  *  4  5.7.x + blocklist / spam text          soft     blocklist: our IP/domain, not the recipient
  *  5  5.7.x                                  soft     policy (auth, DMARC, relay, content policy)
@@ -147,28 +154,36 @@ const MAILBOX_FULL_TEXT = /mailbox (?:is )?full|over ?quota|quota exceeded|excee
  *  8  policy text                            soft
  *  9  5.1.7 5.1.8                            soft     our sender address was refused
  * 10  5.3.4 5.2.3 5.6.x                      soft     the message: too big, bad content
- * 11  5.3.x 5.4.x 5.5.x                      soft     remote system, routing or protocol trouble
- * 12  mailbox-gone text                      hard     "user unknown", "no such user", "does not exist",
+ * 11  5.0.0 5.5.0 + mailbox-gone text        hard     generic codes say nothing, the text does:
+ *                                                     Outlook.com's "550 5.5.0 Requested action not
+ *                                                     taken: mailbox unavailable"
+ * 12  5.3.x 5.4.x 5.5.x                      soft     remote system, routing or protocol trouble
+ * 13  mailbox-gone text                      hard     "user unknown", "no such user", "does not exist",
  *                                                     "mailbox unavailable", "recipient rejected"
- * 13  anything else 5yz                      soft     bounce but do not suppress: an unknown 5xx is
+ * 14  anything else 5yz                      soft     bounce but do not suppress: an unknown 5xx is
  *                                                     not proof the address is dead
  *
+ * The "does not exist" codes (1) come before the vague "later" texts (2): they are the server's
+ * structured statement about this address, and their texts often say "try again" in passing
+ * ("550 5.1.1 user unknown; please try again with a valid address", "mailbox busy or unknown").
+ * Only a timed hint or greylisting (0) outranks them.
  * Mailbox full (5.2.2) is a soft bounce, not a deferral: the server chose a
  * permanent code (Gmail sends 452 4.2.2 while it expects the owner to clean
  * up, 552 5.2.2 for abandoned mailboxes), so 72 hours of retries would mostly
  * delay the bad news. Not hard: the address exists and may be emptied.
  * The text rules for blocklist/policy (6-8) come before the mailbox text
- * (12) because "Recipient address rejected: blocked using zen.spamhaus.org"
- * is about us, not the recipient, and before the vague system codes (11)
+ * (13) because "Recipient address rejected: blocked using zen.spamhaus.org"
+ * is about us, not the recipient, and before the vague system codes (12)
  * because AT&T says "553 5.3.0 ... DNSBL ... is_blocked". The specific
- * enhanced code rules (2, 4, 5) come first: they are the server's
+ * enhanced code rules (1, 4, 5) come first: they are the server's
  * structured statement.
  */
 const PERMANENT_RULES: readonly Rule[] = [
-  { text: LATER_TEXT, verdict: 'defer', category: 'rate', why: 'permanent code but the server asks to try again later' },
+  { text: EXPLICIT_LATER_TEXT, verdict: 'defer', category: 'rate', why: 'permanent code but the server asks to try again at a set time' },
   { enhanced: /^5\.1\.(?:0|1|10)$/, verdict: 'hard', category: 'recipient', why: 'mailbox does not exist' },
   { enhanced: /^5\.2\.1$/, verdict: 'hard', category: 'recipient', why: 'mailbox disabled' },
   { enhanced: /^5\.1\.[236]$/, verdict: 'hard', category: 'recipient', why: 'bad destination address or mailbox moved' },
+  { text: LATER_TEXT, verdict: 'defer', category: 'rate', why: 'permanent code but the server asks to try again later' },
   { enhanced: /^5\.2\.2$/, verdict: 'soft', category: 'mailbox-full', why: 'mailbox full' },
   { text: MAILBOX_FULL_TEXT, verdict: 'soft', category: 'mailbox-full', why: 'mailbox full' },
   { enhanced: /^5\.7\./, text: BLOCKLIST_TEXT, verdict: 'soft', category: 'blocklist', why: 'sender blocklisted' },
@@ -179,6 +194,7 @@ const PERMANENT_RULES: readonly Rule[] = [
   { text: POLICY_TEXT, verdict: 'soft', category: 'policy', why: 'rejected by policy' },
   { enhanced: /^5\.1\.[78]$/, verdict: 'soft', category: 'sender', why: 'sender address refused' },
   { enhanced: /^5\.(?:3\.4|2\.3|6\.\d+)$/, verdict: 'soft', category: 'message', why: 'message refused (size or content)' },
+  { enhanced: /^5\.[05]\.0$/, text: MAILBOX_GONE_TEXT, verdict: 'hard', category: 'recipient', why: 'mailbox does not exist' },
   { enhanced: /^5\.[345]\./, verdict: 'soft', category: 'system', why: 'remote system or protocol error' },
   { text: MAILBOX_GONE_TEXT, verdict: 'hard', category: 'recipient', why: 'mailbox does not exist' },
 ];

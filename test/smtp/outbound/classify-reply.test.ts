@@ -21,6 +21,12 @@ const cases: [number, string, Expect][] = [
   [550, '550 Recipient rejected', { kind: 'bounced', hard: true }],
   [550, '550 5.0.0 <bob@example.com>... User unknown', { kind: 'bounced', hard: true }],
   [550, '550 5.1.1 bob@example.com not listed in Domino Directory', { kind: 'bounced', hard: true }],
+  // "try again" in passing does not outrank the structured code; a generic code defers to the text.
+  [550, '550 5.1.1 user unknown; please try again with a valid address', { kind: 'bounced', hard: true, category: 'recipient' }],
+  [550, '550 5.1.1 Recipient mailbox busy or unknown', { kind: 'bounced', hard: true, category: 'recipient' }],
+  [550, '550 5.5.0 Requested action not taken: mailbox unavailable (S2017062302)', { kind: 'bounced', hard: true, category: 'recipient' }],
+  [550, '550 5.5.0 Requested action not taken: blocked using Spamhaus', { kind: 'bounced', hard: false, category: 'blocklist' }],
+  [554, '554 5.5.0 Syntax error in parameters', { kind: 'bounced', hard: false, category: 'system' }],
   // Policy, spam, blocklists: bounced without suppressing the recipient.
   [550, '550-5.7.1 [203.0.113.9] Our system has detected an unusual rate of unsolicited mail originating from your IP address. To protect our users from spam, mail sent from your IP address has been blocked.', { kind: 'bounced', hard: false, category: 'blocklist' }],
   [554, '554 5.7.1 Service unavailable; Client host [203.0.113.9] blocked using zen.spamhaus.org', { kind: 'bounced', hard: false, category: 'blocklist' }],
