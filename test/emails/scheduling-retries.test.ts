@@ -143,6 +143,38 @@ test.serial('retries give up after the maximum age with FAILED', async (t) => {
   }
 });
 
+test.serial('a send scheduled days ahead is dated at its time and retried for the whole give-up age from then; FAILED exactly at it', async (t) => {
+  const HOUR = 3600_000;
+  w.sink.setBehaviour({ onRcpt: (a) => (a === 'far@example.net' ? { code: 451, message: '4.3.0 Temporary local problem' } : undefined) });
+  try {
+    const at = new Date(clock.nowMs() + 4 * 24 * HOUR).toISOString();
+    const far = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'far@example.net', scheduledAt: at }) });
+    await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'dated@example.net', scheduledAt: at }) });
+    clock.advance(4 * 24 * HOUR);
+    await w.settle();
+    // Its first 4xx, 96 hours after acceptance: a delay, not a give-up.
+    t.is((await get(far.body.emailId)).latestStatus, 'DELIVERY_DELAYED');
+    const msg = w.sink.messages.find((m) => m.rcptTo.includes('dated@example.net'));
+    t.truthy(msg);
+    const date = /^Date: (.+)$/im.exec(msg!.raw.toString('utf8'))![1]!;
+    t.is(Date.parse(date), Math.floor(Date.parse(at) / 1000) * 1000, 'Date is the scheduled time (to the second), not the time of acceptance');
+    // Retried until 72 hours after the scheduled time, and FAILED at that time, not a retry step later.
+    const giveUpAt = Date.parse(at) + 72 * HOUR;
+    while (clock.nowMs() < giveUpAt - 1000) {
+      clock.advance(Math.min(3 * HOUR, giveUpAt - 1000 - clock.nowMs()));
+      await w.settle();
+      t.is((await get(far.body.emailId)).latestStatus, 'DELIVERY_DELAYED');
+    }
+    clock.advance(1000);
+    await w.settle();
+    const e = await get(far.body.emailId);
+    t.is(e.latestStatus, 'FAILED');
+    t.regex(e.emailEvents.find((x: any) => x.status === 'FAILED').data.failed.reason, /gave up after \d+ attempts over 72 hours/);
+  } finally {
+    w.sink.setBehaviour({ onRcpt: undefined });
+  }
+});
+
 test.serial('ENFORCED TLS never sends in the clear: deferred while the MX offers no STARTTLS, delivered once it does', async (t) => {
   const plain = await w.startSecondSink('tls-required.example', { starttls: false });
   await w.t0.request('PATCH', `/v1/domains/${w.domain.id}`, { body: { tlsPolicy: 'ENFORCED' } });

@@ -38,7 +38,7 @@ export interface DeliveryServiceDeps {
   events: EventBus;
   clock: Clock;
   logger: Logger;
-  /** Give up on a temporarily failing delivery this long after acceptance. */
+  /** Give up on a temporarily failing delivery this long after it became due (acceptance, or its scheduled time). */
   maxAgeMs: number;
   /** Lease on claimed rows; a crashed holder's rows are claimable again after it. */
   leaseMs: number;
@@ -155,12 +155,15 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
           updates.push({ ...update, state: 'failed', nextAttemptAt: d.next_attempt_at });
           ev('FAILED', { ...base, failed: { reason: r.response } });
         } else {
-          const age = now.getTime() - d.accepted_at;
+          const age = now.getTime() - d.due_since;
+          const giveUpAt = d.due_since + deps.maxAgeMs;
           if (age >= deps.maxAgeMs) {
             updates.push({ ...update, state: 'failed', nextAttemptAt: d.next_attempt_at });
             ev('FAILED', { ...base, failed: { reason: `gave up after ${attempts} attempts over ${Math.round(age / 3_600_000)} hours; last reply: ${r.response}` } });
           } else {
-            const next = now.getTime() + retryDelayMs(attempts, r.retryAfterMs);
+            // The last retry falls at the give-up age, not up to a 3-hour step (or a 6-hour
+            // "try again in" hint) past it: FAILED is reported when promised.
+            const next = Math.min(now.getTime() + retryDelayMs(attempts, r.retryAfterMs), giveUpAt);
             updates.push({ ...update, state: 'queued', nextAttemptAt: next });
             const data = { ...base, attempt: attempts, nextAttemptAt: new Date(next).toISOString() };
             events.push({ emailId: email.id, status: 'DELIVERY_DELAYED', rank: statusRank('DELIVERY_DELAYED'), data, at: nowIso });

@@ -35,10 +35,18 @@ export function createMessageFactory(opts: { signer: DkimSigner; transformHtml?:
         headers,
         attachments: email.attachments_json ? (JSON.parse(email.attachments_json) as { filename: string; content: string }[]) : [],
         messageId: email.message_id,
-        date: new Date(email.created_at),
+        // A scheduled send is dated when it was due to go out, not when it was accepted days
+        // before (Date is "when the message was ready for delivery", RFC 5322 §3.6.1).
+        date: dateOf(email),
         inReplyTo: email.in_reply_to,
         references: email.references_json ? (JSON.parse(email.references_json) as string[]) : undefined,
       }, { domain: domain.name, selector: domain.dkimSelector, privateKey: domain.dkimPrivateKey });
     },
   };
+}
+
+function dateOf(email: EmailRow): Date {
+  const created = Date.parse(email.created_at);
+  const scheduled = email.scheduled_at ? Date.parse(email.scheduled_at) : NaN;
+  return new Date(Number.isFinite(scheduled) && scheduled > created ? scheduled : created);
 }

@@ -92,13 +92,14 @@ export function createEmailsRepository(db: Db) {
           sqlite.prepare(INSERT_EMAIL_SQL).run(EMAIL_COLUMNS.map((c) => r[c]));
           for (const tag of item.tags) sqlite.prepare('insert into email_tags (email_id, team_id, tag) values (?, ?, ?)').run(r.id, r.team_id, tag);
           const acceptedAt = Date.parse(r.created_at);
+          // The give-up age counts from the time a delivery is due (a scheduled send's time).
           for (const d of item.deliveries) {
             sqlite
               .prepare(
-                `insert into deliveries (email_id, team_id, recipient, rcpt_domain, kind, state, attempts, next_attempt_at, accepted_at, updated_at)
+                `insert into deliveries (email_id, team_id, recipient, rcpt_domain, kind, state, attempts, next_attempt_at, due_since, updated_at)
                  values (?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?)`,
               )
-              .run(r.id, r.team_id, d.recipient, d.rcptDomain, d.kind, d.nextAttemptAt, acceptedAt, r.created_at);
+              .run(r.id, r.team_id, d.recipient, d.rcptDomain, d.kind, d.nextAttemptAt, Math.max(acceptedAt, d.nextAttemptAt), r.created_at);
           }
           for (const e of item.events) {
             sqlite
@@ -215,7 +216,7 @@ export function createEmailsRepository(db: Db) {
           .where('latest_status', '=', 'SCHEDULED')
           .executeTakeFirst();
         if (res.numUpdatedRows === 0n) return false;
-        await trx.updateTable('deliveries').set({ next_attempt_at: dueMs, updated_at: nowIso }).where('email_id', '=', id).where('state', '=', 'queued').execute();
+        await trx.updateTable('deliveries').set({ next_attempt_at: dueMs, due_since: dueMs, updated_at: nowIso }).where('email_id', '=', id).where('state', '=', 'queued').execute();
         return true;
       });
     },

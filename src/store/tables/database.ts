@@ -131,7 +131,8 @@ export interface DeliveriesTable {
   last_code: number | null;
   last_response: string | null;
   mx_host: string | null;
-  accepted_at: number;
+  /** Epoch ms the give-up age counts from: acceptance, or the scheduled time if later. */
+  due_since: number;
   updated_at: string;
 }
 
