@@ -100,6 +100,28 @@ test.serial('plain-English scheduledAt and cancel', async (t) => {
   await w.t0.request('POST', `/v1/emails/${tomorrow.body.emailId}/cancel`);
 });
 
+test.serial('an email whose attempt is in flight can no longer be cancelled, rescheduled or purged', async (t) => {
+  const at = new Date(clock.nowMs() + 3600_000).toISOString();
+  const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'inflight@example.net', scheduledAt: at }) });
+  const repo = w.t0.app.services.deliveriesRepo;
+  const [d] = await repo.listForEmail(res.body.emailId);
+  // What the engine's claim does when the time has come: the message may be on the wire now.
+  t.true(await repo.takeLease(d!.id, 'another-engine', clock.nowMs() + 600_000));
+  const cancel = await w.t0.request('POST', `/v1/emails/${res.body.emailId}/cancel`);
+  t.is(cancel.status, 400);
+  t.regex(cancel.body.error.message, /being sent/);
+  const patch = await w.t0.request('PATCH', `/v1/emails/${res.body.emailId}`, { body: { scheduledAt: 'in 3 hours' } });
+  t.is(patch.status, 400);
+  const purge = await t.throwsAsync(w.t0.app.services.deliveries.purge(d!.id));
+  t.regex(purge!.message, /being attempted/);
+  t.is((await get(res.body.emailId)).latestStatus, 'SCHEDULED');
+  t.is((await repo.findById(d!.id))!.state, 'queued');
+  // Once the attempt has ended (here: the lease is let go), cancel works again.
+  await repo.releaseLeases([d!.id]);
+  t.is((await w.t0.request('POST', `/v1/emails/${res.body.emailId}/cancel`)).status, 200);
+  t.is((await repo.findById(d!.id))!.state, 'cancelled');
+});
+
 test.serial('a 4xx defers with DELIVERY_DELAYED and the retry delivers later', async (t) => {
   let calls = 0;
   w.sink.setBehaviour({ onRcpt: (a) => (a === 'grey@example.net' && calls++ === 0 ? { code: 451, message: '4.7.1 Greylisted, please try again later' } : undefined) });

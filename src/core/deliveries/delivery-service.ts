@@ -8,7 +8,7 @@ import { statusEventType, statusRank, type EmailStatus } from '../emails/email-s
 import { addressKey } from '../emails/addresses.js';
 import { retryDelayMs } from './retry-schedule.js';
 import { emailBusEvent } from '../emails/email-bus-event.js';
-import { notFound } from '../errors.js';
+import { badRequest, notFound } from '../errors.js';
 
 /** Recipients of one email at one destination domain: one SMTP transaction (per MX). */
 export interface DeliveryGroup {
@@ -104,6 +104,11 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       if (!d || d.state !== 'queued') throw notFound(`delivery ${deliveryId} is not queued`);
       const email = await deps.emails.findByIdAnyTeam(d.email_id);
       if (!email) throw notFound(`delivery ${deliveryId} has no email`);
+      // Leased first, atomically: an attempt in flight would otherwise record DELIVERED over
+      // the FAILED written here (the message may already be on the wire).
+      if (!(await deps.deliveries.takeLease(deliveryId, `${deps.owner}:purge`, clock.nowMs() + deps.leaseMs))) {
+        throw badRequest(`delivery ${deliveryId} is being attempted right now; try again when the attempt has ended`);
+      }
       const group: DeliveryGroup = { email, domain: undefined, rcptDomain: d.rcpt_domain, deliveries: [d] };
       // No attempt started: this is not SENT, only FAILED.
       await this.complete(group, null, [{ deliveryId, outcome: 'failed', response: 'purged by an operator' }]);

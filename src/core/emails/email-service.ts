@@ -407,7 +407,7 @@ export function createEmailService(deps: EmailServiceDeps) {
       const now = clock.now();
       const at = parseScheduledAt(scheduledAtInput, now) ?? now;
       if (!(await emails.reschedule(ctx.teamId, id, at.toISOString(), at.getTime(), now.toISOString()))) {
-        throw badRequest(`email ${id} is no longer scheduled`);
+        throw badRequest(`email ${id} is no longer scheduled: it is being sent`);
       }
       deps.onQueued?.();
       return { emailId: id };
@@ -420,7 +420,7 @@ export function createEmailService(deps: EmailServiceDeps) {
       const cancelled = emailBusEvent(statusEventType('CANCELLED'), row, 'CANCELLED', now);
       // The webhook outbox rows are written in the cancel's own transaction.
       if (!(await emails.cancel(ctx.teamId, id, now, statusRank('CANCELLED'), () => events.inTransaction([cancelled])))) {
-        throw badRequest(`email ${id} is no longer scheduled`);
+        throw badRequest(`email ${id} is no longer scheduled: it is being sent`);
       }
       events.emit(cancelled);
       return { emailId: id };

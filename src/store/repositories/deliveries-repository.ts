@@ -119,6 +119,18 @@ export function createDeliveriesRepository(db: Db) {
       return Number(res.numUpdatedRows);
     },
 
+    /** Leases one queued delivery that nobody holds (an operator's purge); false when it is not queued or is being attempted. */
+    async takeLease(id: number, owner: string, untilMs: number): Promise<boolean> {
+      const res = await db
+        .updateTable('deliveries')
+        .set({ lease_owner: owner, lease_until: untilMs })
+        .where('id', '=', id)
+        .where('state', '=', 'queued')
+        .where('lease_owner', 'is', null)
+        .executeTakeFirst();
+      return res.numUpdatedRows > 0n;
+    },
+
     async releaseLeases(ids: number[]): Promise<void> {
       if (!ids.length) return;
       await db.updateTable('deliveries').set({ lease_owner: null, lease_until: null }).where('id', 'in', ids).where('state', '=', 'queued').execute();

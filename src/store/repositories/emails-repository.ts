@@ -70,6 +70,14 @@ const EMAIL_COLUMNS = [
 ] as const satisfies readonly (keyof EmailsTable)[];
 const INSERT_EMAIL_SQL = `insert into emails (${EMAIL_COLUMNS.join(', ')}) values (${EMAIL_COLUMNS.map(() => '?').join(', ')})`;
 
+/**
+ * A scheduled email whose time has come stays SCHEDULED until its first attempt is recorded
+ * (SENT): while the engine holds a lease on one of its deliveries the message may already be on
+ * the wire, so it can no longer be cancelled or moved (the attempt would record DELIVERED after
+ * a 200 to the cancel).
+ */
+const notBeingAttempted = sql<boolean>`not exists (select 1 from deliveries where deliveries.email_id = emails.id and deliveries.lease_owner is not null)`;
+
 export function createEmailsRepository(db: Db) {
   const hot = hotPathOf(db);
   return {
@@ -205,7 +213,7 @@ export function createEmailsRepository(db: Db) {
       return rows.map((r) => r.id);
     },
 
-    /** Reschedules only while SCHEDULED (checked in the same statement). */
+    /** Reschedules only while SCHEDULED and not being attempted (checked in the same statement). */
     async reschedule(teamId: number, id: string, scheduledAt: string, dueMs: number, nowIso: string): Promise<boolean> {
       return db.transaction().execute(async (trx) => {
         const res = await trx
@@ -214,6 +222,7 @@ export function createEmailsRepository(db: Db) {
           .where('team_id', '=', teamId)
           .where('id', '=', id)
           .where('latest_status', '=', 'SCHEDULED')
+          .where(notBeingAttempted)
           .executeTakeFirst();
         if (res.numUpdatedRows === 0n) return false;
         await trx.updateTable('deliveries').set({ next_attempt_at: dueMs, due_since: dueMs, updated_at: nowIso }).where('email_id', '=', id).where('state', '=', 'queued').execute();
@@ -222,7 +231,8 @@ export function createEmailsRepository(db: Db) {
     },
 
     /**
-     * Cancels only while SCHEDULED: the email becomes CANCELLED and its deliveries never run.
+     * Cancels only while SCHEDULED and not being attempted: the email becomes CANCELLED and its
+     * deliveries never run.
      * `inTransaction` runs synchronously inside the same transaction when the email was cancelled.
      */
     async cancel(teamId: number, id: string, nowIso: string, cancelledRank: number, inTransaction?: () => void): Promise<boolean> {
@@ -233,6 +243,7 @@ export function createEmailsRepository(db: Db) {
           .where('team_id', '=', teamId)
           .where('id', '=', id)
           .where('latest_status', '=', 'SCHEDULED')
+          .where(notBeingAttempted)
           .executeTakeFirst();
         if (res.numUpdatedRows === 0n) return false;
         await trx.updateTable('deliveries').set({ state: 'cancelled', updated_at: nowIso, lease_owner: null, lease_until: null }).where('email_id', '=', id).where('state', '=', 'queued').execute();
