@@ -122,6 +122,28 @@ test.serial('an email whose attempt is in flight can no longer be cancelled, res
   t.is((await repo.findById(d!.id))!.state, 'cancelled');
 });
 
+test.serial('a message that cannot be signed is deferred without a SENT (nothing went out) and goes out once it can', async (t) => {
+  const db = w.t0.app.store.db;
+  const { dkim_private_key: key } = await db.selectFrom('domains').select('dkim_private_key').where('id', '=', w.domain.id).executeTakeFirstOrThrow();
+  await db.updateTable('domains').set({ dkim_private_key: 'not a key' }).where('id', '=', w.domain.id).execute();
+  try {
+    const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'unsignable@example.net' }) });
+    await w.settle();
+    const e = await get(res.body.emailId);
+    t.is(e.latestStatus, 'DELIVERY_DELAYED');
+    t.deepEqual(e.emailEvents.map((x: any) => x.status), ['QUEUED', 'DELIVERY_DELAYED']);
+    t.regex(e.emailEvents[1].data.response, /local error while preparing the message/);
+    await db.updateTable('domains').set({ dkim_private_key: key }).where('id', '=', w.domain.id).execute();
+    clock.advance(2 * 60_000);
+    await w.settle();
+    const after = await get(res.body.emailId);
+    t.is(after.latestStatus, 'DELIVERED');
+    t.true(after.emailEvents.some((x: any) => x.status === 'SENT'));
+  } finally {
+    await db.updateTable('domains').set({ dkim_private_key: key }).where('id', '=', w.domain.id).execute();
+  }
+});
+
 test.serial('a 4xx defers with DELIVERY_DELAYED and the retry delivers later', async (t) => {
   let calls = 0;
   w.sink.setBehaviour({ onRcpt: (a) => (a === 'grey@example.net' && calls++ === 0 ? { code: 451, message: '4.7.1 Greylisted, please try again later' } : undefined) });

@@ -178,7 +178,9 @@ export class DeliveryEngine {
 
   private async attemptAndRecord(group: DeliveryGroup): Promise<void> {
     const started = this.o.clock.now();
-    let results: AttemptResult[];
+    let results: AttemptResult[] | undefined;
+    // SENT marks the first attempt on the wire: none when the domain is gone or the message could not be built.
+    let attempted = false;
     const all = (outcome: AttemptResult['outcome'], response: string, extra: Partial<AttemptResult> = {}) =>
       group.deliveries.map((d) => ({ deliveryId: d.id, outcome, response, ...extra }));
     if (!group.domain) {
@@ -193,11 +195,13 @@ export class DeliveryEngine {
       } finally {
         this.releaseMessage(group.email.id);
       }
-      results = message ? await this.attempt(group, message) : results!;
+      if (message) {
+        attempted = true;
+        results = await this.attempt(group, message);
+      }
     }
     try {
-      // Without a domain nothing was attempted: FAILED, never SENT.
-      await this.o.deliveries.complete(group, group.domain ? started : null, results);
+      await this.o.deliveries.complete(group, attempted ? started : null, results!);
     } catch (err) {
       // The lease expires and the deliveries are attempted again: at-least-once, never lost.
       this.o.logger.error({ err, emailId: group.email.id }, 'recording delivery results failed');
