@@ -84,6 +84,8 @@ test.serial('a 5.1.1 unknown user hard-bounces and suppresses only that recipien
     const bounce = email.emailEvents.find((e: any) => e.status === 'BOUNCED');
     t.is(bounce.data.recipient, 'ghost@example.net');
     t.is(bounce.data.bounce.type, 'Permanent');
+    t.is(bounce.data.bounce.subType, 'NoEmail');
+    t.is(bounce.data.mxHost, 'mx.sink.test');
     t.true(email.emailEvents.some((e: any) => e.status === 'DELIVERED' && e.data.recipient === 'real@example.net'));
     const sup = await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'ghost@example.net');
     t.is(sup?.reason, 'HARD_BOUNCE');
@@ -103,7 +105,10 @@ test.serial('a policy 5.7.1 rejection bounces without suppressing', async (t) =>
   try {
     const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'policy@example.net' }) });
     const email = await waitForStatus(res.body.emailId, 'BOUNCED');
-    t.is(email.emailEvents.find((e: any) => e.status === 'BOUNCED').data.bounce.type, 'Transient');
+    const bounce = email.emailEvents.find((e: any) => e.status === 'BOUNCED').data.bounce;
+    t.is(bounce.type, 'Transient');
+    t.is(bounce.subType, 'Policy');
+    t.is(bounce.category, 'blocklist');
     t.is(await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'policy@example.net'), undefined);
   } finally {
     w.sink.setBehaviour({ onRcpt: undefined });

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { ManualClock } from '../../src/lib/clock.js';
 import { RETRY_DELAYS_MS, RETRY_JITTER_RATIO } from '../../src/core/deliveries/retry-schedule.js';
-import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
+import { SINK_HOST, startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks/webhook-receiver.js';
 import { startFaultyMx, type FaultyMx, type MxFault } from './helpers/faulty-mx.js';
@@ -143,6 +143,31 @@ for (const c of CASES) {
       t.is(copies(id), c.expectedCopies, `${id}: copies at the good sink`);
       t.is(hookEvents(id, 'email.delivery_delayed'), 1, `${id}: one email.delivery_delayed webhook`);
       t.is(hookEvents(id, 'email.delivered'), 1, `${id}: one email.delivered webhook`);
+    }
+  });
+}
+
+for (const fault of ['421-mail', '421-greeting'] as const) {
+  test.serial(`a primary MX that fails the session ("${fault}") is passed over for the backup MX at once`, async (t) => {
+    const domain = `backup-${fault}.example`;
+    // Primary: the faulty MX; backup (lower preference): the good sink.
+    w.zone.set(domain, 'MX', [
+      { exchange: FAULTY_HOST, priority: 10 },
+      { exchange: SINK_HOST, priority: 20 },
+    ]);
+    mx.setFault(fault);
+    try {
+      const hitsBefore = mx.faultsHit;
+      const id = await send(`someone@${domain}`);
+      await w.settle();
+      t.true(mx.faultsHit > hitsBefore, 'the primary was tried first');
+      const e = await email(id);
+      t.is(e.latestStatus, 'DELIVERED');
+      t.false(statuses(e).includes('DELIVERY_DELAYED'));
+      t.is(e.emailEvents.find((x: any) => x.status === 'DELIVERED').data.mxHost, SINK_HOST);
+      t.is(copies(id), 1);
+    } finally {
+      mx.setFault('none');
     }
   });
 }

@@ -7,6 +7,7 @@ import type { BusEvent, EventBus } from '../events.js';
 import { statusEventType, statusRank, type EmailStatus } from '../emails/email-status.js';
 import { addressKey } from '../emails/addresses.js';
 import { retryDelayMs } from './retry-schedule.js';
+import { bounceSubType } from './bounce-sub-type.js';
 import { emailBusEvent } from '../emails/email-bus-event.js';
 import { badRequest, notFound } from '../errors.js';
 
@@ -29,7 +30,10 @@ export interface AttemptResult {
   hardBounce?: boolean;
   /** The remote asked to wait at least this long. */
   retryAfterMs?: number;
+  /** What the reply classification made of it (mailbox-full, policy, spam, message, ...). */
+  category?: string;
 }
+
 
 export interface DeliveryServiceDeps {
   deliveries: DeliveriesRepository;
@@ -152,7 +156,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
           ev('DELIVERED', base);
         } else if (r.outcome === 'bounced') {
           updates.push({ ...update, state: 'bounced', nextAttemptAt: d.next_attempt_at });
-          ev('BOUNCED', { ...base, bounce: { type: r.hardBounce ? 'Permanent' : 'Transient', subType: r.hardBounce ? 'General' : 'Policy', message: r.response } });
+          ev('BOUNCED', { ...base, bounce: { type: r.hardBounce ? 'Permanent' : 'Transient', subType: bounceSubType(r), ...(r.category ? { category: r.category } : {}), message: r.response } });
           if (r.hardBounce) {
             suppressions.push({ teamId: email.team_id, email: addressKey(d.recipient), reason: 'HARD_BOUNCE', source: email.id, at: nowIso });
           }

@@ -10,6 +10,7 @@ import type { EventBus } from '../events.js';
 import type { DsnRecipient, InboundEnvelope, ParsedReport } from './inbound-types.js';
 import { splitAddress, verpToken, type InboundRoute, type InboundRouter } from './inbound-router.js';
 import { emailBusEvent } from '../emails/email-bus-event.js';
+import { bounceSubType } from '../deliveries/bounce-sub-type.js';
 
 // Asynchronous bounces (RFC 3464 DSNs) and complaints (RFC 5965 ARF) that come back to the
 // inbound listener. A report is linked to the email it is about, most reliable first:
@@ -129,7 +130,7 @@ export function createReportService(deps: ReportServiceDeps) {
         bounced++;
         const data = {
           ...base,
-          bounce: { type: r.hardBounce ? 'Permanent' : 'Transient', subType: r.hardBounce ? 'General' : 'Policy', category: r.category, message: response },
+          bounce: { type: r.hardBounce ? 'Permanent' : 'Transient', subType: bounceSubType({ category: r.category, response }), category: r.category, message: response },
         };
         effects.events.push(event(email.id, 'BOUNCED', data, nowIso));
         announce.push({ status: 'BOUNCED', data });

@@ -214,7 +214,19 @@ export class DeliveryEngine {
     const recipients = group.deliveries.map((d) => d.recipient);
     // VERP return path (DESIGN 4): a DSN to it names the email even if the body is rewritten.
     const mailFrom = `bounces+${group.email.id}@${domain.bounceLabel}.${domain.name}`;
-    const defer = (response: string) => group.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'deferred' as const, response }));
+    const defer = (response: string, mxHost: string | null = null) =>
+      group.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'deferred' as const, response, mxHost }));
+    const fromTransaction = (res: TransactionResult, host: string): AttemptResult[] =>
+      res.recipients.map((r) => ({
+        deliveryId: idsByRecipient.get(r.recipient)!,
+        outcome: r.outcome,
+        code: r.code,
+        response: r.response,
+        mxHost: host,
+        hardBounce: r.hardBounce,
+        retryAfterMs: r.retryAfterMs,
+        ...(r.category ? { category: r.category } : {}),
+      }));
 
     let targets: DeliveryTarget[];
     if (this.o.relay) {
@@ -226,14 +238,18 @@ export class DeliveryEngine {
       } catch (err) {
         if (err instanceof MxLookupError && err.permanent) {
           // No such domain, or a null MX (RFC 7505): the address can never receive mail.
-          return group.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'bounced' as const, response: err.message, hardBounce: true }));
+          return group.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'bounced' as const, response: err.message, hardBounce: true, category: 'recipient' }));
         }
         return defer(`MX lookup for ${group.rcptDomain} failed: ${(err as Error).message}`);
       }
     }
 
     const errors: string[] = [];
-    for (const target of targets.slice(0, this.maxTargets)) {
+    const tried = targets.slice(0, this.maxTargets);
+    // The last host that failed after a session was up (421, a drop before any recipient's
+    // reply): when no other host does better, its replies are the attempt's result.
+    let hostFailure: { res: TransactionResult; host: string } | undefined;
+    for (const target of tried) {
       let res: TransactionResult;
       try {
         res = await this.o.pool.send(target, { mailFrom, recipients, message, tlsPolicy: domain.tlsPolicy });
@@ -241,20 +257,17 @@ export class DeliveryEngine {
         errors.push(`${target.host}[${target.address}]: ${(err as Error).message}`);
         continue;
       }
-      if (!res.connected) {
-        errors.push(`${target.host}[${target.address}]: ${res.error ?? 'no session'}`);
+      if (!res.connected || res.hostFailure) {
+        // RFC 5321 §5.1: a host that cannot take the message now means the next MX, not a wait.
+        errors.push(`${target.host}[${target.address}]: ${res.error ?? res.recipients[0]?.response ?? 'no session'}`);
+        if (res.hostFailure) hostFailure = { res, host: target.host };
         continue;
       }
-      return res.recipients.map((r) => ({
-        deliveryId: idsByRecipient.get(r.recipient)!,
-        outcome: r.outcome,
-        code: r.code,
-        response: r.response,
-        mxHost: target.host,
-        hardBounce: r.hardBounce,
-        retryAfterMs: r.retryAfterMs,
-      }));
+      return fromTransaction(res, target.host);
     }
-    return defer(targets.length ? `no MX host took the message: ${errors.join('; ')}` : `no usable MX host for ${group.rcptDomain}`);
+    if (hostFailure && tried.length === 1) return fromTransaction(hostFailure.res, hostFailure.host);
+    // The event names the last host tried; the reply text names every one.
+    const lastHost = tried.at(-1)?.host ?? null;
+    return defer(targets.length ? `no MX host took the message: ${errors.join('; ')}` : `no usable MX host for ${group.rcptDomain}`, lastHost);
   }
 }

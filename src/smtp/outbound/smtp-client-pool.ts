@@ -50,7 +50,7 @@ import type { SMTPConnectionEnvelope, SMTPConnectionOptions, SMTPConnectionSendI
 import { systemClock, type Clock } from '../../lib/clock.js';
 import type { DnsResolver } from '../../lib/dns/dns-client.js';
 import type { Logger } from '../../lib/logger.js';
-import { classifyConnectionFailure, classifyReply } from './classify-reply.js';
+import { classifyConnectionFailure, classifyReply, type ReplyCategory } from './classify-reply.js';
 
 export type TlsPolicy = 'OPPORTUNISTIC' | 'ENFORCED';
 
@@ -92,6 +92,8 @@ export interface RecipientResult {
   retryAfterMs?: number;
   /** Why, from the reply classification (for logs and the delivery row). */
   reason?: string;
+  /** The classification's category (mailbox-full, policy, ...): a bounce's subType. */
+  category?: ReplyCategory;
 }
 
 export interface TransactionResult {
@@ -104,6 +106,13 @@ export interface TransactionResult {
   remoteAddress?: string;
   /** Connection-level problem: always set when connected is false; also set when the session dropped mid-transaction. */
   error?: string;
+  /**
+   * Connected, but the host failed the session before it said anything about any recipient:
+   * a 421 at any stage, a 4xx to MAIL FROM, a connection dropped before the RCPT replies. Like
+   * a refused connection it says nothing about the message (RFC 5321 §5.1): the caller tries
+   * the next MX host. Every recipient is then deferred.
+   */
+  hostFailure?: boolean;
   /** One per requested recipient, always, in request order. */
   recipients: RecipientResult[];
 }
@@ -783,6 +792,7 @@ export function createSmtpClientPool(opts: SmtpClientPoolOptions): SmtpClientPoo
       hardBounce: verdict.hardBounce && !opts2.neverHard,
       ...(verdict.retryAfterMs !== undefined ? { retryAfterMs: verdict.retryAfterMs } : {}),
       reason: verdict.reason,
+      ...(verdict.category ? { category: verdict.category } : {}),
     };
   }
 
@@ -798,6 +808,8 @@ export function createSmtpClientPool(opts: SmtpClientPoolOptions): SmtpClientPoo
     untouched: boolean;
     /** The server answered the message with 250: the session is ready for the next MAIL FROM. */
     accepted: boolean;
+    /** See TransactionResult.hostFailure. */
+    hostFailure: boolean;
   }
 
   async function transact(pc: PooledConnection, req: TransactionRequest, recipients: string[]): Promise<TransactionOutcome> {
@@ -875,7 +887,18 @@ export function createSmtpClientPool(opts: SmtpClientPoolOptions): SmtpClientPoo
     if (err && !dropped && sessionGone) dropped = oneLine(err.response ?? err.message);
     const untouched =
       !!err && sessionGone && accepted.size === 0 && rejected.size === 0 && (err.command !== 'MAIL FROM' || err.responseCode === 421);
-    return { byRecipient: results, ...(dropped ? { dropped } : {}), untouched, accepted: !err && !sessionGone && accepted.size > 0 };
+    // Nothing about any recipient, only about the host: a 4xx to MAIL FROM (the pipelined RCPT
+    // replies after it are noise: "503 need MAIL"), but not a 5xx there or nodemailer's own SIZE
+    // check (no reply code), which refuse the sender or the message; or no RCPT accepted and every
+    // RCPT refusal a 421, with the session gone or closing.
+    const mailFromTemporary = err?.command === 'MAIL FROM' && err.responseCode !== undefined && err.responseCode >= 400 && err.responseCode < 500;
+    const hostFailure =
+      !!err &&
+      accepted.size === 0 &&
+      (err.command === 'MAIL FROM'
+        ? mailFromTemporary
+        : [...rejected.values()].every((e) => e.responseCode === 421) && (sessionGone || err.responseCode === 421));
+    return { byRecipient: results, ...(dropped ? { dropped } : {}), untouched, accepted: !err && !sessionGone && accepted.size > 0, hostFailure };
   }
 
   async function deliver(
@@ -921,6 +944,7 @@ export function createSmtpClientPool(opts: SmtpClientPoolOptions): SmtpClientPoo
         remoteHost: route.host,
         ...(pc.remoteAddress ? { remoteAddress: pc.remoteAddress } : {}),
         ...(outcome.dropped ? { error: `session lost during the transaction: ${outcome.dropped}` } : {}),
+        ...(outcome.hostFailure ? { hostFailure: true } : {}),
       };
       return { result, byRecipient: outcome.byRecipient };
     }

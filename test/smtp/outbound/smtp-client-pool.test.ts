@@ -91,6 +91,7 @@ test('every recipient refused: no DATA, each outcome classified, the session sta
   const res = await pool.send(targetOf(sink), request(['x@example.test', 'y@example.test']));
   t.true(res.connected);
   t.deepEqual(res.recipients.map((r) => [r.outcome, r.hardBounce]), [['bounced', true], ['bounced', true]]);
+  t.falsy(res.hostFailure, 'replies about the recipients: no other MX is tried');
   t.is(sink.messages.length, 0);
   refuse = false;
   const again = await pool.send(targetOf(sink), request(['x@example.test']));
@@ -106,6 +107,7 @@ test('451 at DATA: every accepted recipient is deferred, and the connection is r
   t.true(res.connected);
   t.is(res.error, undefined);
   for (const r of res.recipients) t.like(r, { outcome: 'deferred', code: 451, hardBounce: false, retryAfterMs: 180_000 });
+  t.falsy(res.hostFailure);
   failData = false;
   const ok = await pool.send(targetOf(sink), request(['a@example.test']));
   t.is(ok.recipients[0]!.outcome, 'delivered');
@@ -130,6 +132,8 @@ test('a connection dropped mid-DATA defers every recipient; the next send reconn
   t.true(res.connected);
   t.truthy(res.error);
   for (const r of res.recipients) t.like(r, { outcome: 'deferred', hardBounce: false });
+  // The recipients were accepted: the message may be half-taken here, so no other MX now.
+  t.falsy(res.hostFailure);
   t.is(sink.messages.length, 0);
   drop = false;
   const ok = await pool.send(targetOf(sink), request(['a@example.test']));
@@ -168,6 +172,7 @@ test('421 at RCPT closes that session: the transaction is deferred and the next 
   t.true(res.connected);
   for (const r of res.recipients) t.like(r, { outcome: 'deferred', hardBounce: false });
   t.is(res.recipients[0]!.code, 421);
+  t.true(res.hostFailure, 'a 421 is about the host: the next MX is tried');
   shutting = false;
   const ok = await pool.send(targetOf(sink), request(['a@example.test']));
   t.is(ok.recipients[0]!.outcome, 'delivered');
@@ -199,6 +204,7 @@ test('421 at MAIL FROM on a fresh session defers (no retry loop)', async (t) => 
   const pool = poolFor(t);
   const res = await pool.send(targetOf(sink), request(['a@example.test']));
   t.like(res.recipients[0], { outcome: 'deferred', code: 421, retryAfterMs: 15 * 60_000 });
+  t.true(res.hostFailure);
   t.is(mailCommands, 1);
 });
 
@@ -208,6 +214,7 @@ test('MAIL FROM refused: every recipient bounces, none as a hard bounce (it is a
   const res = await pool.send(targetOf(sink), request(['a@example.test', 'b@example.test']));
   t.true(res.connected);
   for (const r of res.recipients) t.like(r, { outcome: 'bounced', code: 553, hardBounce: false });
+  t.falsy(res.hostFailure);
 });
 
 test('connection refused: connected false with the reason', async (t) => {
@@ -300,6 +307,7 @@ test('the SIZE the server announces is respected before sending (RFC 1870)', asy
   const res = await pool.send(targetOf(sink), request(['a@example.test']));
   t.true(res.connected);
   t.like(res.recipients[0], { outcome: 'bounced', hardBounce: false });
+  t.falsy(res.hostFailure);
   t.regex(res.recipients[0]!.reason ?? '', /size|message/i);
   t.is(sink.messages.length, 0);
 });
@@ -328,3 +336,15 @@ for (const starttls of [false, true]) {
     t.is(pool.stats.connectionsOpened, 1);
   });
 }
+
+test('a 4xx to MAIL FROM is about the host (hostFailure: the next MX is tried); a 4xx to every RCPT is not', async (t) => {
+  const busy = await sinkFor(t, { starttls: false, onMailFrom: () => ({ code: 451, message: '4.3.0 Temporary system problem' }) });
+  const pool = poolFor(t);
+  const res = await pool.send(targetOf(busy), request(['a@example.test']));
+  t.like(res.recipients[0], { outcome: 'deferred', code: 451 });
+  t.true(res.hostFailure);
+  const grey = await sinkFor(t, { starttls: false, onRcpt: () => ({ code: 450, message: '4.7.1 Greylisted' }) });
+  const greyed = await pool.send(targetOf(grey), request(['a@example.test', 'b@example.test']));
+  for (const r of greyed.recipients) t.like(r, { outcome: 'deferred', code: 450 });
+  t.falsy(greyed.hostFailure);
+});
