@@ -284,6 +284,8 @@ export async function createApp(opts: AppOptions) {
     logger,
     port: config.outbound.port,
     relay,
+    // Enough to keep every connection a destination may have busy, with as many ready behind them.
+    maxInFlightPerDomain: 2 * config.outbound.maxConnectionsPerHost,
   });
   const listeners: Listeners = {};
   let http: RunningHttpServer | undefined;

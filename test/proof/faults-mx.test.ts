@@ -172,6 +172,32 @@ for (const fault of ['421-mail', '421-greeting'] as const) {
   });
 }
 
+test.serial('a destination that stalls every session does not hold up mail to other domains (per-domain in-flight cap)', async (t) => {
+  const BACKLOG = 200; // more than half the engine's in-flight window (300): enough to fill it without the cap
+  mx.setFault('stall-at-data');
+  const hitsBefore = mx.faultsHit;
+  const ids: string[] = [];
+  for (let b = 0; b < BACKLOG / 100; b++) {
+    const batch = Array.from({ length: 100 }, (_, i) => sendBody(w, { to: `stuck-${b}-${i}@${FAULTY_DOMAIN}`, subject: 'stuck' }));
+    const res = await w.t0.request('POST', '/v1/emails/batch', { body: batch });
+    t.is(res.status, 200);
+    ids.push(...res.body.data.map((d: any) => d.emailId as string));
+  }
+  await mx.waitForFaults(hitsBefore + 1);
+  const id = await send('not-stuck@example.net');
+  while (copies(id) === 0) await w.sink.waitForMessages(w.sink.messages.length + 1);
+  // Delivered while the stalled destination's first sessions are still held: without the cap
+  // it waited for a third of the backlog to time out (the window frees at half).
+  t.true(mx.stalled >= 1, 'the stalled sessions are still held');
+  t.true(mx.faultsHit - hitsBefore <= 30, `${mx.faultsHit - hitsBefore} stalled sessions before the other domain's mail went out`);
+
+  mx.setFault('none');
+  await w.settle();
+  advancePastFirstRetry();
+  await w.settle();
+  for (const e of ids) t.is(copies(e), 1, `${e} delivered once after recovery`);
+});
+
 test.serial('OPPORTUNISTIC with broken TLS (untrusted certificate, garbage handshake): delivered at once, exactly once', async (t) => {
   // Certificate first: after a failed handshake the pool remembers the host and goes plaintext directly.
   for (const fault of ['tls-bad-cert', 'tls-garbage'] as const) {

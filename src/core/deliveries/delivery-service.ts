@@ -60,15 +60,15 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
   let lastLeaseSweepMs = -Infinity;
 
   return {
-    /** Claims due deliveries and groups them by (email, destination domain). */
-    async claim(limit: number): Promise<DeliveryGroup[]> {
+    /** Claims due deliveries (none for `skipDomains`) and groups them by (email, destination domain). */
+    async claim(limit: number, skipDomains: readonly string[] = []): Promise<DeliveryGroup[]> {
       const now = clock.nowMs();
       if (now - lastLeaseSweepMs >= LEASE_SWEEP_INTERVAL_MS || now < lastLeaseSweepMs) {
         lastLeaseSweepMs = now;
         const released = await deps.deliveries.releaseExpiredLeases(now);
         if (released) deps.logger.warn({ released }, 'released expired delivery leases (a worker died or hung)');
       }
-      const rows = await deps.deliveries.claimDue(deps.owner, now, deps.leaseMs, limit);
+      const rows = await deps.deliveries.claimDue(deps.owner, now, deps.leaseMs, limit, skipDomains);
       if (!rows.length) return [];
       const byKey = new Map<string, DeliveryRow[]>();
       for (const r of rows) {
@@ -97,9 +97,9 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       return groups;
     },
 
-    /** Puts claimed rows back untouched (shutdown before they were attempted). */
-    async release(group: DeliveryGroup): Promise<void> {
-      await deps.deliveries.releaseLeases(group.deliveries.map((d) => d.id));
+    /** Puts claimed rows back untouched, still due (not attempted: their destination was busy). */
+    async releaseGroups(groups: readonly DeliveryGroup[]): Promise<void> {
+      await deps.deliveries.releaseLeases(groups.flatMap((g) => g.deliveries.map((d) => d.id)));
     },
 
     /** Operator gives up on one queued delivery: recorded as FAILED like a give-up. */

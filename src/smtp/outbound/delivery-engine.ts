@@ -20,6 +20,13 @@ export interface DeliveryEngineOptions {
   claimBatch?: number;
   /** Groups (transactions) in flight at once; the pool applies per-host and global connection limits. */
   maxInFlight?: number;
+  /**
+   * Groups in flight at once for one destination domain (default 20, Postfix's
+   * default_destination_concurrency_limit). Without it a destination that stalls every session
+   * (a tarpit, a host that never answers MAIL FROM) fills the whole in-flight window with groups
+   * queued behind its connection limit, and mail to every other domain waits for its timeouts.
+   */
+  maxInFlightPerDomain?: number;
   /** Poll interval when idle, in ms: picks up retries whose time has come. */
   idlePollMs?: number;
   /** MX hosts/addresses tried per attempt before deferring. */
@@ -35,6 +42,9 @@ export interface DeliveryEngineOptions {
 export class DeliveryEngine {
   private readonly claimBatch: number;
   private readonly maxInFlight: number;
+  private readonly maxPerDomain: number;
+  /** Groups in flight per destination domain (only domains with some). */
+  private readonly inFlightByDomain = new Map<string, number>();
   private readonly idlePollMs: number;
   private readonly maxTargets: number;
   private readonly inFlight = new Set<Promise<void>>();
@@ -51,6 +61,7 @@ export class DeliveryEngine {
   constructor(private readonly o: DeliveryEngineOptions) {
     this.claimBatch = o.claimBatch ?? 500;
     this.maxInFlight = o.maxInFlight ?? 300;
+    this.maxPerDomain = o.maxInFlightPerDomain ?? 20;
     this.idlePollMs = o.idlePollMs ?? 1000;
     this.maxTargets = o.maxTargetsPerAttempt ?? 6;
   }
@@ -93,11 +104,13 @@ export class DeliveryEngine {
       }
       this.pendingWake = false;
       let groups: DeliveryGroup[] = [];
+      const full = [...this.inFlightByDomain].filter(([, n]) => n >= this.maxPerDomain).map(([domain]) => domain);
       try {
-        groups = await this.o.deliveries.claim(Math.min(this.claimBatch, this.maxInFlight - this.inFlight.size));
+        groups = await this.o.deliveries.claim(Math.min(this.claimBatch, this.maxInFlight - this.inFlight.size), full);
       } catch (err) {
         this.o.logger.error({ err }, 'claiming deliveries failed');
       }
+      const heldBack: DeliveryGroup[] = [];
       for (const g of groups) {
         // A lease can run out while its transaction is still here, queued behind the per-host
         // limit or held by a slow MX (a host that stalls every session, with a backlog): the
@@ -105,7 +118,22 @@ export class DeliveryEngine {
         // stay ours). Attempting them a second time at once would send the message twice.
         const fresh = g.deliveries.filter((d) => !this.inFlightDeliveries.has(d.id));
         if (fresh.length === 0) continue;
-        this.track(this.process(fresh.length === g.deliveries.length ? g : { ...g, deliveries: fresh }));
+        const group = fresh.length === g.deliveries.length ? g : { ...g, deliveries: fresh };
+        // One claim can take more of a domain than it may have in flight: the rest goes back,
+        // still due, and later claims skip the domain until some of its groups have finished.
+        if ((this.inFlightByDomain.get(g.rcptDomain) ?? 0) >= this.maxPerDomain) {
+          heldBack.push(group);
+          continue;
+        }
+        this.track(this.process(group), g.rcptDomain);
+      }
+      if (heldBack.length) {
+        try {
+          await this.o.deliveries.releaseGroups(heldBack);
+        } catch (err) {
+          // Their leases run out and the sweep frees them: late, never lost.
+          this.o.logger.error({ err }, 'releasing deliveries held back for a busy destination failed');
+        }
       }
       if (groups.length === 0) {
         // A wake() that arrived while this claim ran (work committed, or a test's clock moved)
@@ -140,10 +168,14 @@ export class DeliveryEngine {
     });
   }
 
-  private track(p: Promise<void>): void {
+  private track(p: Promise<void>, domain: string): void {
     this.inFlight.add(p);
+    this.inFlightByDomain.set(domain, (this.inFlightByDomain.get(domain) ?? 0) + 1);
     void p.finally(() => {
       this.inFlight.delete(p);
+      const left = (this.inFlightByDomain.get(domain) ?? 1) - 1;
+      if (left > 0) this.inFlightByDomain.set(domain, left);
+      else this.inFlightByDomain.delete(domain);
       const freed = this.slotFreed;
       this.slotFreed = undefined;
       freed?.();

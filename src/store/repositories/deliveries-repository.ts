@@ -80,18 +80,34 @@ export function createDeliveriesRepository(db: Db) {
      * workers (or two nodes sharing a database later) never take the same row; a lease
      * whose holder died expires and the row is claimed again.
      */
-    async claimDue(owner: string, nowMs: number, leaseMs: number, limit: number): Promise<DeliveryRow[]> {
+    async claimDue(owner: string, nowMs: number, leaseMs: number, limit: number, skipDomains: readonly string[] = []): Promise<DeliveryRow[]> {
       // Hot path: a prepared UPDATE ... RETURNING over the partial index of due, unleased rows.
+      // skipDomains: destinations that already have all the work in flight they may have; their
+      // rows stay unleased (and are skipped in the index walk) so other destinations' mail moves.
+      if (skipDomains.length === 0) {
+        return hot.write(
+          () =>
+            hot.sqlite
+              .prepare(
+                `update deliveries set lease_owner = ?, lease_until = ?
+                 where id in (select id from deliveries where state = 'queued' and lease_owner is null and next_attempt_at <= ?
+                              order by next_attempt_at limit ?)
+                 returning *`,
+              )
+              .all(owner, nowMs + leaseMs, nowMs, limit) as DeliveryRow[],
+        );
+      }
       return hot.write(
         () =>
           hot.sqlite
             .prepare(
               `update deliveries set lease_owner = ?, lease_until = ?
                where id in (select id from deliveries where state = 'queued' and lease_owner is null and next_attempt_at <= ?
+                            and rcpt_domain not in (select value from json_each(?))
                             order by next_attempt_at limit ?)
                returning *`,
             )
-            .all(owner, nowMs + leaseMs, nowMs, limit) as DeliveryRow[],
+            .all(owner, nowMs + leaseMs, nowMs, JSON.stringify(skipDomains), limit) as DeliveryRow[],
       );
     },
 
