@@ -1,11 +1,9 @@
 import test from 'ava';
 import { execFile } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { startTestApp } from '../helpers/test-app.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../../../bin/posthorn', import.meta.url));
@@ -17,7 +15,7 @@ function cli(dataDir: string, ...args: string[]) {
 }
 
 test('keys create on an empty data dir makes team 1 and prints the key last; the key works against the API', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'posthorn-cli-'));
+  const dataDir = tempDir(t, 'posthorn-cli-');
   const { stdout } = await cli(dataDir, 'keys', 'create', '--name', 'ci');
   const key = stdout.trim().split('\n').pop()!;
   t.regex(key, /^ph_[0-9a-z]{12}_/);
@@ -32,7 +30,7 @@ test('keys create on an empty data dir makes team 1 and prints the key last; the
 });
 
 test('teams create prints the id; keys list and revoke; migrate is idempotent; config print redacts', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'posthorn-cli-'));
+  const dataDir = tempDir(t, 'posthorn-cli-');
   const first = await cli(dataDir, 'migrate');
   t.regex(first.stdout, /applied \d+ migration/);
   const second = await cli(dataDir, 'migrate');
@@ -53,7 +51,7 @@ test('teams create prints the id; keys list and revoke; migrate is idempotent; c
 });
 
 test('bad arguments exit non-zero with a message', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'posthorn-cli-'));
+  const dataDir = tempDir(t, 'posthorn-cli-');
   const err = await t.throwsAsync(cli(dataDir, 'keys', 'create', '--name', 'x', '--permission', 'ROOT'));
   t.regex((err as any).stderr, /FULL or SENDING/);
   const missing = await t.throwsAsync(cli(dataDir, 'keys', 'create'));
@@ -63,7 +61,7 @@ test('bad arguments exit non-zero with a message', async (t) => {
 test('domains add prints the records; verify checks them through the configured DNS servers', async (t) => {
   const { startDnsZone } = await import('../helpers/dns-zone.js');
   const zone = await startDnsZone();
-  const dataDir = mkdtempSync(join(tmpdir(), 'posthorn-cli-'));
+  const dataDir = tempDir(t, 'posthorn-cli-');
   const env = { PATH: process.env.PATH, POSTHORN_DATA_DIR: dataDir, POSTHORN_DNS_SERVERS: zone.server, POSTHORN_HOSTNAME: 'mx.cli.test' };
   try {
     const added = (await run(process.execPath, [BIN, 'domains', 'add', 'cli-example.com'], { env })).stdout;
@@ -86,7 +84,7 @@ test('domains add prints the records; verify checks them through the configured 
 test('send queues through the API path; queue shows counts and the due delivery; retry and purge act on it', async (t) => {
   const { startDnsZone } = await import('../helpers/dns-zone.js');
   const zone = await startDnsZone();
-  const dataDir = mkdtempSync(join(tmpdir(), 'posthorn-cli-'));
+  const dataDir = tempDir(t, 'posthorn-cli-');
   const env = { PATH: process.env.PATH, POSTHORN_DATA_DIR: dataDir, POSTHORN_DNS_SERVERS: zone.server, POSTHORN_HOSTNAME: 'mx.cli.test' };
   const cliRun = (...args: string[]) => run(process.execPath, [BIN, ...args], { env });
   try {

@@ -1,8 +1,8 @@
 import test from 'ava';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, loadConfig, redactConfig } from '../../src/config/load.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 test('defaults', (t) => {
   const c = loadConfig({ env: {} });
@@ -44,7 +44,7 @@ test('every public environment name maps to its key', (t) => {
 });
 
 test('TOML file below environment', (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'posthorn-cfg-'));
+  const dir = tempDir(t, 'posthorn-cfg-');
   const file = join(dir, 'posthorn.toml');
   writeFileSync(file, 'hostname = "from-file.example"\n[http]\nport = 8080\n[rateLimit]\nperSecond = 20\n');
   const c = loadConfig({ configFile: file, env: { POSTHORN_HTTP_PORT: '9090' } });
@@ -57,7 +57,7 @@ test('bad values are clear errors', (t) => {
   t.throws(() => loadConfig({ env: { POSTHORN_HTTP_PORT: 'eighty' } }), { instanceOf: ConfigError, message: /POSTHORN_HTTP_PORT/ });
   t.throws(() => loadConfig({ env: { POSTHORN_DNS_SERVERS: 'not-an-ip' } }), { instanceOf: ConfigError, message: /not-an-ip/ });
   t.throws(() => loadConfig({ env: { POSTHORN_WEBHOOKS_ALLOW_PRIVATE: 'maybe' } }), { instanceOf: ConfigError });
-  const dir = mkdtempSync(join(tmpdir(), 'posthorn-cfg-'));
+  const dir = tempDir(t, 'posthorn-cfg-');
   writeFileSync(join(dir, 'bad.toml'), '[http]\nprot = 1\n');
   t.throws(() => loadConfig({ configFile: join(dir, 'bad.toml'), env: {} }), { instanceOf: ConfigError, message: /prot/ });
 });

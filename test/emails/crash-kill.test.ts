@@ -1,10 +1,8 @@
 import test from 'ava';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { startDnsZone } from '../helpers/dns-zone.js';
 import { startSmtpSink } from '../helpers/smtp-sink.js';
 import { apiClient, loopbackEnv, startPosthorn } from '../proof/helpers/posthorn-process.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const MESSAGES = 150;
 
@@ -14,7 +12,7 @@ test('kill -9 while messages are in flight: after a restart every accepted messa
   zone.set('mx.crash.test', 'A', ['127.0.0.1']);
   zone.set('crash-rcpt.example', 'MX', [{ exchange: 'mx.crash.test', priority: 10 }]);
   const env = loopbackEnv(
-    { dataDir: mkdtempSync(join(tmpdir(), 'posthorn-crash-')), dnsServer: zone.server, sinkPort: sink.port, hostname: 'mx.posthorn-crash.test' },
+    { dataDir: tempDir(t, 'posthorn-crash-'), dnsServer: zone.server, sinkPort: sink.port, hostname: 'mx.posthorn-crash.test' },
     { POSTHORN_RATE_LIMIT: '100000' },
   );
   let server = await startPosthorn({ env, expectKey: true });

@@ -1,6 +1,5 @@
 import test from 'ava';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SMTPServer } from 'smtp-server';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
@@ -9,6 +8,7 @@ import { createDnsClient, toNodeStyleResolver } from '../../src/lib/dns/dns-clie
 import { startDnsZone } from '../helpers/dns-zone.js';
 import { startTestApp } from '../helpers/test-app.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 // The upstream relay (smarthost) option, end to end: the relay is named in the config and
 // resolved through our resolver, reached with STARTTLS (certificate verified) and AUTH, and
@@ -41,7 +41,7 @@ test('with a relay configured, all mail goes through it, authenticated, over ver
   await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
   const port = (relay.server.address() as { port: number }).port;
   zone.set('relay.upstream.test', 'A', ['127.0.0.1']);
-  const caFile = join(mkdtempSync(join(tmpdir(), 'posthorn-relay-')), 'ca.pem');
+  const caFile = join(tempDir(t, 'posthorn-relay-'), 'ca.pem');
   writeFileSync(caFile, cert);
   const t0 = await startTestApp({
     zone,

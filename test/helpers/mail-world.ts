@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
@@ -108,10 +108,14 @@ export async function startMailWorld(opts: { clock?: Clock; sink?: Partial<SinkB
       return second;
     },
     async close() {
+      // After restart() the app runs on a dataDir it was given, which its close() leaves behind.
+      const dataDir = t0.dataDir;
       await t0.close();
+      rmSync(dataDir, { recursive: true, force: true });
       for (const s of extraSinks) await s.close();
       await sink.close();
       await zone.close();
+      rmSync(caDir, { recursive: true, force: true });
     },
   };
   return world;

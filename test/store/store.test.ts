@@ -1,14 +1,14 @@
+import { rmSync } from 'node:fs';
 import test from 'ava';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore } from '../../src/store/db.js';
 import { migrateToLatest } from '../../src/store/migrate.js';
 import { MIGRATIONS } from '../../src/store/migrations/index.js';
 import { startTestApp } from '../helpers/test-app.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 test('migrations run on an empty database, once, in WAL mode', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'posthorn-store-'));
+  const dir = tempDir(t, 'posthorn-store-');
   const store = openStore(join(dir, 'x.db'));
   const first = await migrateToLatest(store.db);
   t.deepEqual(first.applied, Object.keys(MIGRATIONS).sort());
@@ -35,5 +35,6 @@ test('a restart keeps data', async (t) => {
   } finally {
     await second.close();
     await first.zone.close();
+    rmSync(first.dataDir, { recursive: true, force: true });
   }
 });

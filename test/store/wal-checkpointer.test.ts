@@ -1,16 +1,16 @@
-import test from 'ava';
-import { existsSync, mkdtempSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import test, { type ExecutionContext } from 'ava';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { openStore } from '../../src/store/db.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 // The server's store checkpoints its WAL from a worker thread; its own connection only past
 // a large safety net. Proven on a real file: the worker's checkpoints move the pages the main
 // connection wrote into the database, and closing stops the worker and leaves a clean file.
 
-function fresh(): string {
-  return join(mkdtempSync(join(tmpdir(), 'posthorn-wal-')), 'x.db');
+function fresh(t: ExecutionContext): string {
+  return join(tempDir(t, 'posthorn-wal-'), 'x.db');
 }
 
 function writeRows(store: ReturnType<typeof openStore>, n: number): void {
@@ -22,7 +22,7 @@ function writeRows(store: ReturnType<typeof openStore>, n: number): void {
 }
 
 test('the worker checkpoints what the main connection wrote, and the main connection keeps only a safety net', async (t) => {
-  const file = fresh();
+  const file = fresh(t);
   const store = openStore(file, { backgroundCheckpoints: true });
   t.teardown(() => store.close());
   t.truthy(store.checkpointer);
@@ -39,7 +39,7 @@ test('the worker checkpoints what the main connection wrote, and the main connec
 });
 
 test('close() stops the worker first: the WAL is folded in and removed, and the rows are there', async (t) => {
-  const file = fresh();
+  const file = fresh(t);
   const store = openStore(file, { backgroundCheckpoints: true });
   writeRows(store, 1000);
   await store.close();
@@ -50,7 +50,7 @@ test('close() stops the worker first: the WAL is folded in and removed, and the 
 });
 
 test('without backgroundCheckpoints (CLI commands) nothing is started and SQLite checkpoints as usual', async (t) => {
-  const store = openStore(fresh());
+  const store = openStore(fresh(t));
   t.teardown(() => store.close());
   t.is(store.checkpointer, undefined);
   t.is(store.sqlite.pragma('wal_autocheckpoint', { simple: true }), 1000);
