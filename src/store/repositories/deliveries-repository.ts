@@ -84,19 +84,7 @@ export function createDeliveriesRepository(db: Db) {
       // Hot path: a prepared UPDATE ... RETURNING over the partial index of due, unleased rows.
       // skipDomains: destinations that already have all the work in flight they may have; their
       // rows stay unleased (and are skipped in the index walk) so other destinations' mail moves.
-      if (skipDomains.length === 0) {
-        return hot.write(
-          () =>
-            hot.sqlite
-              .prepare(
-                `update deliveries set lease_owner = ?, lease_until = ?
-                 where id in (select id from deliveries where state = 'queued' and lease_owner is null and next_attempt_at <= ?
-                              order by next_attempt_at limit ?)
-                 returning *`,
-              )
-              .all(owner, nowMs + leaseMs, nowMs, limit) as DeliveryRow[],
-        );
-      }
+      // The list is one JSON parameter, so this stays one prepared statement.
       return hot.write(
         () =>
           hot.sqlite
