@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { badRequest } from '../core/errors.js';
+import { parseIsoDateTime } from '../lib/iso-date-time.js';
 
 // Path, query and header parameters, declared once per route (route-types.ts `request`):
 // the server parses each with `parse`, and the OpenAPI document shows `schema`. The value
@@ -139,13 +140,13 @@ export function stringListQuery(description: string, bounds?: { min: number; max
   return repeatable(bounds ? z.string().min(bounds.min, { error: bounds.error }).max(bounds.max, { error: bounds.error }) : z.string(), description);
 }
 
-/** An optional instant; anything Date.parse reads is accepted (documented as date-time) and normalised to ISO 8601 UTC. */
+/** An optional instant: an ISO 8601 date-time (or date) that exists, normalised to ISO 8601 UTC. */
 export function dateTimeQuery(description: string): ParamDef<string | undefined> {
-  const error = 'must be an ISO 8601 date-time';
+  const error = 'must be an ISO 8601 date-time such as 2026-01-31T09:00:00Z';
   return single(z.string().meta({ format: 'date-time' }).optional(), description, (text, name) => {
-    const ms = Date.parse(text);
-    if (Number.isNaN(ms)) throw badRequest(`${name}: ${error}`);
-    return new Date(ms).toISOString();
+    const at = parseIsoDateTime(text);
+    if (!at) throw badRequest(`${name}: ${error}`);
+    return at.toISOString();
   });
 }
 

@@ -33,6 +33,12 @@ const badBodies: [string, Record<string, unknown>, RegExp][] = [
   ['65-char tag', { tags: ['x'.repeat(65)] }, /tags/],
   ['empty tag', { tags: [''] }, /tags/],
   ['unparseable scheduledAt', { scheduledAt: 'when pigs fly' }, /scheduledAt/],
+  // chrono finds a time inside any text; the whole text must be the time.
+  ['scheduledAt with words around a time', { scheduledAt: 'not tomorrow' }, /scheduledAt: "not tomorrow" is not/],
+  ['scheduledAt with an impossible hour', { scheduledAt: 'tomorrow at 25:00' }, /scheduledAt/],
+  ['scheduledAt naming two times', { scheduledAt: 'monday or friday' }, /scheduledAt/],
+  ['scheduledAt on a day that does not exist', { scheduledAt: '2027-02-30T00:00:00Z' }, /scheduledAt/],
+  ['101 recipients in to', { to: Array.from({ length: 101 }, (_, i) => `r${i}@example.net`) }, /^to: must be an address or a list of at most 100 addresses/],
   ['past scheduledAt', { scheduledAt: '2001-01-01T00:00:00Z' }, /past/],
   ['wrong type', { subject: 42 }, /subject/],
   ['unknown template', { templateId: 'tp_nope', subject: undefined, text: undefined }, /template/],
@@ -46,6 +52,16 @@ for (const [name, extra, message] of badBodies) {
     t.regex(res.body.error.message, message);
   });
 }
+
+test('a scheduledAt years ahead is accepted (the spec sets no limit), with filler words around a plain-English time', async (t) => {
+  const far = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { scheduledAt: '2030-01-01T00:00:00Z' }) });
+  t.is(far.status, 200, JSON.stringify(far.body));
+  const noon = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { scheduledAt: 'at noon tomorrow' }) });
+  t.is(noon.status, 200, JSON.stringify(noon.body));
+  const e = (await w.t0.request('GET', `/v1/emails/${noon.body.emailId}`)).body;
+  t.is(new Date(e.scheduledAt).getHours(), 12);
+  for (const id of [far.body.emailId, noon.body.emailId]) await w.t0.request('POST', `/v1/emails/${id}/cancel`);
+});
 
 test('a non-object body is 400', async (t) => {
   for (const raw of ['[]', '"x"', 'null', '42']) {
@@ -128,6 +144,13 @@ test('emails list: data and count, page and limit, tag AND filter, domainId filt
   t.is((await w.t0.request('GET', `/v1/emails?domainId=999999&tag=${tagA}`)).body.count, 0);
   t.is((await w.t0.request('GET', `/v1/emails?startDate=2999-01-01T00:00:00Z`)).body.count, 0);
   t.is((await w.t0.request('GET', '/v1/emails?startDate=yesterday-ish')).status, 400);
+  // Date.parse would read these (as 2001-01-01, as this year's Nov 25, as March 2).
+  for (const bad of ['startDate=1', 'startDate=Nov%2025', 'endDate=2026-02-30T00:00:00Z', 'endDate=2026-11-25T24:00:00Z']) {
+    const res = await w.t0.request('GET', `/v1/emails?${bad}`);
+    t.is(res.status, 400, bad);
+    t.regex(res.body.error.message, /must be an ISO 8601 date-time/);
+  }
+  t.is((await w.t0.request('GET', '/v1/emails?startDate=2026-01-01&endDate=2999-01-01T00:00:00%2B02:00')).status, 200);
   t.is((await w.t0.request('GET', '/v1/emails?limit=101')).status, 400);
   t.is((await w.t0.request('GET', '/v1/emails?domainId=abc')).status, 400);
   t.is((await w.t0.request('GET', '/v1/emails/xy')).status, 400);

@@ -163,7 +163,7 @@ export function createEmailService(deps: EmailServiceDeps) {
     const suppressed = opts.suppressedAmong && keys.every((k) => opts.suppressedAmong!.checked.has(k)) ? opts.suppressedAmong.suppressed : await deps.suppressions.findSuppressed(ctx.teamId, keys);
     const isSuppressed = (m: Mailbox) => suppressed.has(addressKey(m.address));
     const allToSuppressed = to.every(isSuppressed);
-    const droppedRecipients = [...to, ...cc, ...bcc].filter(isSuppressed).map((m) => m.address);
+    const droppedRecipients = [...new Set([...to, ...cc, ...bcc].filter(isSuppressed).map((m) => m.address))];
 
     const id = newId('em');
     const messageId = `<${randomString(24).toLowerCase()}.${Date.now().toString(36)}@${domain.name}>`;

@@ -4,7 +4,11 @@ import { z } from 'zod';
 // (spec, Emails). Unknown fields are ignored rather than refused so SDKs that add fields
 // keep working; every known field is checked.
 
-const addressList = z.union([z.string().min(1).max(1000), z.array(z.string().min(1).max(1000)).min(1).max(100)]);
+// An empty list is the same as no list (SDKs send `cc: []` by default); an empty `to` is
+// refused by the service with its own message. The union's message replaces zod's bare
+// "Invalid input" for a list that is too long or holds a non-string.
+const address = z.string().min(1).max(1000);
+const addressList = z.union([address, z.array(address).max(100)], { error: 'must be an address or a list of at most 100 addresses' });
 const scalar = z.union([z.string(), z.number(), z.boolean()]).transform((v) => String(v));
 
 export const MAX_ATTACHMENTS = 10;

@@ -7,6 +7,7 @@ import {
   type FilterOp,
 } from '../../store/repositories/contact-filter-sql.js';
 import { badRequest } from '../errors.js';
+import { parseIsoDateTime } from '../../lib/iso-date-time.js';
 
 /*
  * Segment filters (DESIGN 4): {match: "all"|"any", conditions: [{field, op, value} | group]}.
@@ -34,7 +35,6 @@ const TEXT_FIELDS = new Set(['email', 'firstName', 'lastName']);
 const DATE_OPS = new Set<FilterOp>(['eq', 'neq', 'gt', 'gte', 'lt', 'lte']);
 const ORDER_OPS = new Set<FilterOp>(['gt', 'gte', 'lt', 'lte']);
 const PLAIN_NUMBER = /^[+-]?(?:\d+\.?\d*|\.\d+)$/;
-const ISO_DATE = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -81,11 +81,10 @@ class FilterValidator {
     }
     if (field === 'createdAt') {
       if (!DATE_OPS.has(o)) throw badRequest(`${path}.op: createdAt supports ${[...DATE_OPS].join(', ')}`);
-      if (typeof value !== 'string' || !ISO_DATE.test(value.trim()) || Number.isNaN(Date.parse(value.trim()))) {
-        throw badRequest(`${path}.value: createdAt is compared with an ISO 8601 date such as 2026-01-31 or 2026-01-31T09:00:00Z`);
-      }
+      const at = typeof value === 'string' ? parseIsoDateTime(value) : null;
+      if (!at) throw badRequest(`${path}.value: createdAt is compared with an ISO 8601 date such as 2026-01-31 or 2026-01-31T09:00:00Z`);
       // Stored timestamps are toISOString() output, so the normalised value compares as text.
-      return { field, op: o, value: new Date(value.trim()).toISOString() };
+      return { field, op: o, value: at.toISOString() };
     }
     let isProperty = false;
     if (field.startsWith('properties.')) {
