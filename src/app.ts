@@ -151,6 +151,7 @@ export async function createApp(opts: AppOptions) {
     deliveries: deliveriesRepo,
     emails: emailsRepo,
     domains: domainsRepo,
+    suppressions: suppressionsRepo,
     events,
     clock,
     logger,

@@ -100,6 +100,40 @@ test.serial('plain-English scheduledAt and cancel', async (t) => {
   await w.t0.request('POST', `/v1/emails/${tomorrow.body.emailId}/cancel`);
 });
 
+test.serial('suppressions are checked again when a scheduled send falls due: an address suppressed meanwhile is not mailed', async (t) => {
+  const inHour = new Date(clock.nowMs() + 3600_000).toISOString();
+  // Every To suppressed after acceptance: the whole email is SUPPRESSED, its cc included, as at acceptance.
+  const whole = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'gone-later@example.net', cc: 'cc-of-gone@example.net', scheduledAt: inHour }) });
+  // One cc suppressed after acceptance: dropped; the others are mailed and the email is DELIVERED.
+  const partial = await w.t0.request('POST', '/v1/emails', {
+    body: sendBody(w, { to: 'stays@example.net', cc: ['cc-stays@example.net', 'cc-gone@example.net'], bcc: [], replyTo: [], scheduledAt: inHour }),
+  });
+  t.is(partial.status, 200, 'empty cc/bcc/replyTo lists are the same as none');
+  t.is((await get(whole.body.emailId)).latestStatus, 'SCHEDULED');
+  for (const email of ['gone-later@example.net', 'CC-Gone@example.net']) {
+    t.is((await w.t0.request('POST', '/v1/suppressions', { body: { email, reason: 'MANUAL' } })).status, 200);
+  }
+  clock.advance(3600_000 + 1000);
+  await w.settle();
+  const mailed = w.sink.messages.flatMap((m) => m.rcptTo);
+  for (const r of ['gone-later@example.net', 'cc-of-gone@example.net', 'cc-gone@example.net']) t.false(mailed.includes(r), r);
+  t.true(mailed.includes('stays@example.net'));
+  t.true(mailed.includes('cc-stays@example.net'));
+
+  const w1 = await get(whole.body.emailId);
+  t.is(w1.latestStatus, 'SUPPRESSED');
+  t.deepEqual(w1.emailEvents.map((x: any) => x.status), ['SCHEDULED', 'SUPPRESSED', 'SUPPRESSED']);
+  t.deepEqual(w1.emailEvents.slice(1).map((x: any) => x.data.recipient).sort(), ['cc-of-gone@example.net', 'gone-later@example.net']);
+  t.regex(w1.emailEvents.find((x: any) => x.data.recipient === 'gone-later@example.net').data.suppressed.reason, /put on the suppression list after/);
+  const p1 = await get(partial.body.emailId);
+  t.is(p1.latestStatus, 'DELIVERED');
+  const dropped = p1.emailEvents.filter((x: any) => x.status === 'SUPPRESSED');
+  t.deepEqual(dropped.map((x: any) => x.data.recipient), ['cc-gone@example.net']);
+  const states = (await w.t0.app.services.deliveriesRepo.listForEmail(partial.body.emailId)).map((d) => `${d.recipient}:${d.state}`).sort();
+  t.deepEqual(states, ['cc-gone@example.net:suppressed', 'cc-stays@example.net:delivered', 'stays@example.net:delivered']);
+  for (const email of ['gone-later@example.net', 'cc-gone@example.net']) await w.t0.request('DELETE', `/v1/suppressions/${email}`);
+});
+
 test.serial('an email whose attempt is in flight can no longer be cancelled, rescheduled or purged', async (t) => {
   const at = new Date(clock.nowMs() + 3600_000).toISOString();
   const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'inflight@example.net', scheduledAt: at }) });

@@ -3,9 +3,10 @@ import type { Logger } from '../../lib/logger.js';
 import type { DeliveriesRepository, DeliveryRow, DeliveryUpdate, ResultsWrite, StatusEventWrite } from '../../store/repositories/deliveries-repository.js';
 import type { EmailRow, EmailsRepository } from '../../store/repositories/emails-repository.js';
 import type { DomainRecord, DomainsRepository } from '../../store/repositories/domains-repository.js';
+import type { SuppressionsRepository } from '../../store/repositories/suppressions-repository.js';
 import type { BusEvent, EventBus } from '../events.js';
 import { statusEventType, statusRank, type EmailStatus } from '../emails/email-status.js';
-import { addressKey } from '../emails/addresses.js';
+import { addressKey, parseMailbox } from '../emails/addresses.js';
 import { retryDelayMs } from './retry-schedule.js';
 import { bounceSubType } from './bounce-sub-type.js';
 import { emailBusEvent } from '../emails/email-bus-event.js';
@@ -22,7 +23,8 @@ export interface DeliveryGroup {
 /** What one attempt did for one recipient (a value, not an exception: DESIGN 3.5). */
 export interface AttemptResult {
   deliveryId: number;
-  outcome: 'delivered' | 'deferred' | 'bounced' | 'failed';
+  /** suppressed: not attempted, the recipient was put on the suppression list after acceptance. */
+  outcome: 'delivered' | 'deferred' | 'bounced' | 'failed' | 'suppressed';
   code?: number;
   response: string;
   mxHost?: string | null;
@@ -32,6 +34,8 @@ export interface AttemptResult {
   retryAfterMs?: number;
   /** What the reply classification made of it (mailbox-full, policy, spam, message, ...). */
   category?: string;
+  /** With outcome suppressed: every To is suppressed and nothing was sent, so the email is SUPPRESSED. */
+  emailSuppressed?: boolean;
 }
 
 
@@ -39,6 +43,7 @@ export interface DeliveryServiceDeps {
   deliveries: DeliveriesRepository;
   emails: EmailsRepository;
   domains: DomainsRepository;
+  suppressions: Pick<SuppressionsRepository, 'findSuppressed'>;
   events: EventBus;
   clock: Clock;
   logger: Logger;
@@ -55,11 +60,74 @@ export const MAX_RCPTS_PER_TRANSACTION = 100;
 /** How often expired leases are looked for. */
 const LEASE_SWEEP_INTERVAL_MS = 30_000;
 
+/** The rank of an event that is recorded without moving latestStatus (no status is below it). */
+const NO_STATUS_CHANGE = -1;
+
 export function createDeliveryService(deps: DeliveryServiceDeps) {
   const { clock } = deps;
   let lastLeaseSweepMs = -Infinity;
 
-  return {
+  /**
+   * Suppressions are checked again when a delivery is due, not only at acceptance: a send
+   * scheduled for tomorrow, or one retrying for hours, must not go to an address that
+   * hard-bounced, complained or was suppressed by hand in the meantime. One query per team per
+   * claim. A suppressed recipient's row is closed unattempted; when every To is suppressed and
+   * nothing was attempted yet, the whole email is SUPPRESSED (cc and bcc included), as it would
+   * have been at acceptance. Returns the groups left to send.
+   */
+  async function dropSuppressed(groups: DeliveryGroup[]): Promise<DeliveryGroup[]> {
+    const keysByTeam = new Map<number, Set<string>>();
+    for (const g of groups) {
+      const keys = keysByTeam.get(g.email.team_id) ?? new Set<string>();
+      for (const d of g.deliveries) keys.add(addressKey(d.recipient));
+      keysByTeam.set(g.email.team_id, keys);
+    }
+    const suppressedByTeam = new Map<number, Set<string>>();
+    for (const [teamId, keys] of keysByTeam) {
+      const found = await deps.suppressions.findSuppressed(teamId, [...keys]);
+      if (found.size) suppressedByTeam.set(teamId, found);
+    }
+    if (!suppressedByTeam.size) return groups;
+
+    const kept: DeliveryGroup[] = [];
+    const emailSuppressed = new Map<string, boolean>();
+    for (const g of groups) {
+      const suppressed = suppressedByTeam.get(g.email.team_id);
+      if (!suppressed || !g.deliveries.some((d) => suppressed.has(addressKey(d.recipient)))) {
+        if (!emailSuppressed.get(g.email.id)) {
+          kept.push(g);
+          continue;
+        }
+      }
+      let whole = emailSuppressed.get(g.email.id);
+      if (whole === undefined) {
+        whole = g.email.status_rank < statusRank('SENT') && (await everyToSuppressed(g.email));
+        emailSuppressed.set(g.email.id, whole);
+      }
+      const drop = whole ? g.deliveries : g.deliveries.filter((d) => suppressed?.has(addressKey(d.recipient)));
+      const rest = g.deliveries.filter((d) => !drop.includes(d));
+      await service.complete(
+        { ...g, deliveries: drop },
+        null,
+        drop.map((d) => ({
+          deliveryId: d.id,
+          outcome: 'suppressed' as const,
+          response: suppressed?.has(addressKey(d.recipient)) ? 'the recipient was put on the suppression list after the email was accepted' : 'every To recipient is on the suppression list',
+          emailSuppressed: whole,
+        })),
+      );
+      if (rest.length) kept.push({ ...g, deliveries: rest });
+    }
+    return kept;
+  }
+
+  async function everyToSuppressed(email: EmailRow): Promise<boolean> {
+    const to = (JSON.parse(email.to_json) as string[]).map((m) => addressKey(parseMailbox(m, 'to').address));
+    const found = await deps.suppressions.findSuppressed(email.team_id, to);
+    return to.every((k) => found.has(k));
+  }
+
+  const service = {
     /** Claims due deliveries (none for `skipDomains`) and groups them by (email, destination domain). */
     async claim(limit: number, skipDomains: readonly string[] = []): Promise<DeliveryGroup[]> {
       const now = clock.nowMs();
@@ -94,7 +162,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
           groups.push({ email, domain, rcptDomain: first.rcpt_domain, deliveries: list.slice(i, i + MAX_RCPTS_PER_TRANSACTION) });
         }
       }
-      return groups;
+      return dropSuppressed(groups);
     },
 
     /** Puts claimed rows back untouched, still due (not attempted: their destination was busy). */
@@ -160,6 +228,13 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
           if (r.hardBounce) {
             suppressions.push({ teamId: email.team_id, email: addressKey(d.recipient), reason: 'HARD_BOUNCE', source: email.id, at: nowIso });
           }
+        } else if (r.outcome === 'suppressed') {
+          // Not an attempt: attempts and the last SMTP reply stay as they were.
+          updates.push({ ...update, attempts: d.attempts, code: d.last_code, response: r.response, mxHost: d.mx_host, state: 'suppressed', nextAttemptAt: d.next_attempt_at });
+          const data = { recipient: d.recipient, suppressed: { reason: r.response } };
+          if (r.emailSuppressed) ev('SUPPRESSED', data);
+          // One recipient of several: on record in the email's events, latestStatus unchanged.
+          else events.push({ emailId: email.id, status: 'SUPPRESSED', rank: NO_STATUS_CHANGE, data, at: nowIso });
         } else if (r.outcome === 'failed') {
           updates.push({ ...update, state: 'failed', nextAttemptAt: d.next_attempt_at });
           ev('FAILED', { ...base, failed: { reason: r.response } });
@@ -199,5 +274,6 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       for (const e of announced) deps.events.emit(e);
     },
   };
+  return service;
 }
 export type DeliveryService = ReturnType<typeof createDeliveryService>;

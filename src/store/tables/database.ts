@@ -114,7 +114,7 @@ export interface EmailEventsTable {
   created_at: string;
 }
 
-export type DeliveryState = 'queued' | 'delivered' | 'bounced' | 'failed' | 'cancelled';
+export type DeliveryState = 'queued' | 'delivered' | 'bounced' | 'failed' | 'cancelled' | 'suppressed';
 
 export interface DeliveriesTable {
   id: Generated<number>;
