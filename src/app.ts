@@ -381,7 +381,7 @@ export async function createApp(opts: AppOptions) {
       const releasedCalls = await webhooks.releaseStaleLeases();
       if (releasedCalls) logger.info({ released: releasedCalls }, 'released webhook call leases left by a previous run');
       webhookDispatcher.start();
-      cron = startCronJobs({ logger, domains, config });
+      cron = startCronJobs({ logger, domains, emails, config });
       campaignRunner = startCampaignRunner({ campaigns, logger });
       return listeners;
     },

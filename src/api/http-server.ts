@@ -56,7 +56,8 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
           const input = {
             params: parseParams(decl?.params, (name) => params[name]),
             query: parseParams(decl?.query, (name) => query[name]),
-            headers: parseParams(decl?.headers, header),
+            // Raw header values: ctx.get answers '' for an absent header and for an empty one alike.
+            headers: parseParams(decl?.headers, (name) => ctx.req.headers[name.toLowerCase()]),
             body: decl?.body && decl.bodyParsedBy !== 'service' ? parseInput(decl.body, body ?? {}) : body,
           };
           const req: RouteRequest = { auth: ctx.state.auth as AuthContext, input, params, query, body, rawBody: ctx.state.rawBody as Buffer | undefined, header, koa: ctx };

@@ -37,14 +37,14 @@ function check(schema: z.ZodType, value: unknown, name: string): unknown {
   throw badRequest(`${name}: ${result.error.issues[0]!.message}`);
 }
 
-/** A single-valued parameter: given at most once; an empty value counts as absent. */
-function single<S extends z.ZodType>(schema: S, description: string, decode?: Decode): ParamDef<z.output<S>> {
+/** A single-valued parameter: given at most once; an empty value counts as absent unless emptyIsValue. */
+function single<S extends z.ZodType>(schema: S, description: string, decode?: Decode, emptyIsValue = false): ParamDef<z.output<S>> {
   return {
     schema,
     description,
     parse(raw, name) {
       if (Array.isArray(raw)) throw badRequest(`${name}: must be given once`);
-      const text = raw === '' ? undefined : raw;
+      const text = raw === '' && !emptyIsValue ? undefined : raw;
       return check(schema, text === undefined || !decode ? text : decode(text, name), name) as z.output<S>;
     },
   };
@@ -158,8 +158,12 @@ export function intChoiceQuery<const T extends readonly [number, ...number[]]>(v
 
 // --- Headers ---------------------------------------------------------------------------
 
-/** An optional header value with bounded length. */
+/**
+ * An optional header value with bounded length. A header sent empty is a value (checked
+ * against the bounds), not an absent header: `Idempotency-Key:` with nothing after it is a
+ * client bug that would otherwise silently send without idempotency.
+ */
 export function textHeader(description: string, opts: { min: number; max: number }): ParamDef<string | undefined> {
   const error = `must be ${opts.min} to ${opts.max} characters`;
-  return single(z.string().min(opts.min, { error }).max(opts.max, { error }).optional(), description);
+  return single(z.string().min(opts.min, { error }).max(opts.max, { error }).optional(), description, undefined, true);
 }

@@ -1,6 +1,7 @@
 import cron, { type ScheduledTask } from 'node-cron';
 import type { Config } from '../config/defaults.js';
 import type { DomainService } from '../core/domains/domain-service.js';
+import type { EmailService } from '../core/emails/email-service.js';
 import type { Logger } from '../lib/logger.js';
 
 export interface CronJobs {
@@ -8,7 +9,7 @@ export interface CronJobs {
 }
 
 /** Periodic jobs (node-cron). Each job skips a tick while its previous run is still going. */
-export function startCronJobs(deps: { logger: Logger; domains: DomainService; config: Config }): CronJobs {
+export function startCronJobs(deps: { logger: Logger; domains: DomainService; emails: Pick<EmailService, 'purgeExpiredIdempotencyKeys'>; config: Config }): CronJobs {
   const tasks: ScheduledTask[] = [];
   const job = (name: string, expression: string, fn: () => Promise<unknown>) => {
     let running = false;
@@ -31,6 +32,9 @@ export function startCronJobs(deps: { logger: Logger; domains: DomainService; co
   // daily, so a domain whose records disappear loses SUCCESS.
   job('recheck-unverified-domains', deps.config.domains.recheckUnverifiedCron, () => deps.domains.recheck(false));
   job('recheck-verified-domains', deps.config.domains.recheckVerifiedCron, () => deps.domains.recheck(true));
+  // Expired keys already answer as unused (begin() checks the age); this only keeps the table
+  // from growing. Hourly at a minute other jobs do not use.
+  job('purge-idempotency-keys', '23 * * * *', () => deps.emails.purgeExpiredIdempotencyKeys());
   return {
     stop() {
       for (const t of tasks) t.stop();

@@ -30,7 +30,7 @@ test.serial('idempotency: same key and body replays; another body is 409; in fli
   t.is(different.body.error.code, 'NOT_UNIQUE');
   // A request holding the key (in flight) makes a concurrent one 409.
   const repo = (await import('../../src/store/repositories/idempotency-repository.js')).createIdempotencyRepository(w.t0.app.store.db);
-  await repo.begin(w.t0.teamId, 'in-flight-key', 'somehash', clock.nowMs(), 86_400_000, 60_000);
+  await repo.begin(w.t0.teamId, 'in-flight-key', 'somehash', clock.nowMs(), 86_400_000);
   const inFlight = await w.t0.request('POST', '/v1/emails', { body, headers: { 'idempotency-key': 'in-flight-key' } });
   t.is(inFlight.status, 409);
   t.regex(inFlight.body.error.message, /in progress/);
@@ -40,11 +40,25 @@ test.serial('idempotency: same key and body replays; another body is 409; in fli
   t.deepEqual(batch2.body, batch1.body);
   // Key length 1..256.
   t.is((await w.t0.request('POST', '/v1/emails', { body, headers: { 'idempotency-key': 'k'.repeat(257) } })).status, 400);
+  // Sent but empty is a client bug, not "no key": refused rather than sent without idempotency.
+  const empty = await w.t0.request('POST', '/v1/emails', { body, headers: { 'idempotency-key': '' } });
+  t.is(empty.status, 400);
+  t.regex(empty.body.error.message, /^Idempotency-Key: must be 1 to 256 characters/);
   // After 24 hours the key is free again: a new email.
   clock.advance(24 * 3600 * 1000 + 1);
   const later = await w.t0.request('POST', '/v1/emails', { body, headers });
   t.is(later.status, 200);
   t.not(later.body.emailId, first.body.emailId);
+  // A request still in flight keeps its key however long it takes (taking it over would let
+  // two requests send); only a restart releases it.
+  t.is((await w.t0.request('POST', '/v1/emails', { body, headers: { 'idempotency-key': 'in-flight-key' } })).status, 409);
+  // Expired entries are deleted (hourly cron), completed ones only.
+  const keys = async () => (await w.t0.app.store.db.selectFrom('idempotency_keys').select('key').where('team_id', '=', w.t0.teamId).execute()).map((r) => r.key).sort();
+  t.true((await keys()).includes('batch-1'));
+  clock.advance(24 * 3600 * 1000 + 1);
+  t.true((await w.t0.app.services.emails.purgeExpiredIdempotencyKeys()) >= 2);
+  t.deepEqual(await keys(), ['in-flight-key']);
+  await repo.abandon(w.t0.teamId, 'in-flight-key');
   // A failed request is not remembered.
   const failing = await w.t0.request('POST', '/v1/emails', { body: { ...body, from: 'x@unknown.dev' }, headers: { 'idempotency-key': 'fails' } });
   t.is(failing.status, 403);

@@ -18,8 +18,6 @@ import type { SendInput } from './send-schema.js';
 
 /** Idempotency entries live 24 hours (spec rule 4). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-/** An in-flight entry this old belonged to a request that died before committing. */
-export const IDEMPOTENCY_STALE_MS = 60 * 1000;
 export const MAX_RECIPIENTS = 100;
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
@@ -261,7 +259,7 @@ export function createEmailService(deps: EmailServiceDeps) {
     if (key === undefined) return fn(undefined);
     if (key.length < 1 || key.length > 256) throw badRequest('Idempotency-Key: must be 1 to 256 characters');
     const bodyHash = createHash('sha256').update(canonicalJson(opts.rawBody ?? null)).digest('hex');
-    const begin = await deps.idempotency.begin(ctx.teamId, key, bodyHash, clock.nowMs(), IDEMPOTENCY_TTL_MS, IDEMPOTENCY_STALE_MS);
+    const begin = await deps.idempotency.begin(ctx.teamId, key, bodyHash, clock.nowMs(), IDEMPOTENCY_TTL_MS);
     if (begin.kind === 'replay') return JSON.parse(begin.responseJson) as T;
     if (begin.kind === 'conflict') {
       throw notUnique(
@@ -367,10 +365,15 @@ export function createEmailService(deps: EmailServiceDeps) {
     /**
      * At startup, before the API listens: keys a killed process left in flight answer like any
      * unused key again, so a client retrying its request after the restart is served at once
-     * instead of being told 409 "still in progress" for IDEMPOTENCY_STALE_MS.
+     * instead of being told 409 "still in progress" forever.
      */
     async releaseInFlightKeys(): Promise<number> {
       return deps.idempotency.releaseInFlight();
+    },
+
+    /** Hourly (cron): forgets idempotency keys past their 24 hours. */
+    async purgeExpiredIdempotencyKeys(): Promise<number> {
+      return deps.idempotency.purgeExpired(clock.nowMs(), IDEMPOTENCY_TTL_MS);
     },
 
     async get(ctx: SendContext, id: string) {

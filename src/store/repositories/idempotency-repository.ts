@@ -8,16 +8,16 @@ export type IdempotencyBegin =
 export function createIdempotencyRepository(db: Db) {
   return {
     /**
-     * Claims a key for a request, atomically. An entry older than ttlMs is gone; an in-flight
-     * entry older than staleMs belonged to a request that died (its email insert, which
-     * completes the entry in the same transaction, never happened), so it may be taken over.
+     * Claims a key for a request, atomically. An entry older than ttlMs is gone. An in-flight
+     * entry stays until its request completes or abandons it, however long that takes: taking
+     * it over after a while would let two requests send (spec rule 3 says 409). Entries of a
+     * request that died with the process are released at startup (releaseInFlight).
      */
-    async begin(teamId: number, key: string, bodyHash: string, nowMs: number, ttlMs: number, staleMs: number): Promise<IdempotencyBegin> {
+    async begin(teamId: number, key: string, bodyHash: string, nowMs: number, ttlMs: number): Promise<IdempotencyBegin> {
       return db.transaction().execute(async (trx) => {
         const row = await trx.selectFrom('idempotency_keys').selectAll().where('team_id', '=', teamId).where('key', '=', key).executeTakeFirst();
-        const expired = row && nowMs - row.created_at >= ttlMs;
-        const staleInFlight = row && row.state === 'in_flight' && nowMs - row.created_at >= staleMs;
-        if (row && !expired && !staleInFlight) {
+        const expired = row && row.state !== 'in_flight' && nowMs - row.created_at >= ttlMs;
+        if (row && !expired) {
           if (row.state === 'in_flight') return { kind: 'conflict', reason: 'in_flight' };
           if (row.body_hash !== bodyHash) return { kind: 'conflict', reason: 'different_body' };
           return { kind: 'replay', responseJson: row.response_json ?? '{}' };
@@ -40,8 +40,9 @@ export function createIdempotencyRepository(db: Db) {
       const res = await db.deleteFrom('idempotency_keys').where('state', '=', 'in_flight').executeTakeFirst();
       return Number(res.numDeletedRows);
     },
+    /** Deletes completed entries older than ttlMs (the table would otherwise only grow). */
     async purgeExpired(nowMs: number, ttlMs: number): Promise<number> {
-      const res = await db.deleteFrom('idempotency_keys').where('created_at', '<', nowMs - ttlMs).executeTakeFirst();
+      const res = await db.deleteFrom('idempotency_keys').where('state', '!=', 'in_flight').where('created_at', '<=', nowMs - ttlMs).executeTakeFirst();
       return Number(res.numDeletedRows);
     },
   };
