@@ -87,6 +87,13 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
   app.use(router.routes());
   // Nothing matched: 405 if the path exists with other methods, else 404 (spec, Errors).
   app.use(async (ctx) => {
+    // These requests count against the rate limit and carry its headers too (spec, Limits:
+    // "all requests", "every response") when they come with a valid key; a bad key still
+    // gets the 404 or 405, since the route is what is wrong.
+    if (API_PREFIXES.some((prefix) => ctx.path.startsWith(`${prefix}/`)) && ctx.get('authorization')) {
+      const auth = await deps.apiKeys.authenticate(bearerToken(ctx)).catch(() => null);
+      if (auth) applyRateLimit(ctx, auth, deps);
+    }
     const match = router.match(ctx.path, ctx.method);
     if (match.path.length > 0 && !match.route) {
       const allowed = new Set(match.path.flatMap((layer) => layer.methods).filter((m) => m !== 'HEAD'));
@@ -126,24 +133,35 @@ function errorMiddleware(logger: Logger, translate: (err: unknown) => unknown = 
 function authenticate(route: RouteDef, deps: HttpServerDeps) {
   return async (ctx: Context, next: Next) => {
     if (route.access === 'public') return next();
-    const header = ctx.get('authorization');
-    const token = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
-    const auth = await deps.apiKeys.authenticate(header ? (token ?? '') || undefined : undefined);
-    // Rate limiting runs on every authenticated request, before any work, and its headers
-    // go on every authenticated response, errors included.
-    const decision = deps.rateLimiter.consume(auth.teamId, auth.teamRateLimit ?? deps.defaultRateLimit);
-    ctx.set('X-RateLimit-Limit', String(decision.limit));
-    ctx.set('X-RateLimit-Remaining', String(decision.remaining));
-    ctx.set('X-RateLimit-Reset', String(decision.resetEpochSeconds));
-    if (!decision.allowed) {
-      throw new AppError('RATE_LIMITED', `rate limit of ${decision.limit} requests per second exceeded; retry in ${decision.retryAfterSeconds} s`, decision.retryAfterSeconds);
-    }
+    const auth = await deps.apiKeys.authenticate(bearerToken(ctx));
+    applyRateLimit(ctx, auth, deps);
     if (route.access === 'full' && auth.permission !== 'FULL') {
       throw new AppError('FORBIDDEN', 'this API key has SENDING permission and may only use the email endpoints');
     }
     ctx.state.auth = auth;
     return next();
   };
+}
+
+/** The Bearer token; '' for an Authorization header of another form, undefined without one. */
+function bearerToken(ctx: Context): string | undefined {
+  const header = ctx.get('authorization');
+  if (!header) return undefined;
+  return /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] ?? '';
+}
+
+/**
+ * Rate limiting runs on every authenticated request, before any work, and its headers go on
+ * every authenticated response, errors included.
+ */
+function applyRateLimit(ctx: Context, auth: AuthContext, deps: HttpServerDeps): void {
+  const decision = deps.rateLimiter.consume(auth.teamId, auth.teamRateLimit ?? deps.defaultRateLimit);
+  ctx.set('X-RateLimit-Limit', String(decision.limit));
+  ctx.set('X-RateLimit-Remaining', String(decision.remaining));
+  ctx.set('X-RateLimit-Reset', String(decision.resetEpochSeconds));
+  if (!decision.allowed) {
+    throw new AppError('RATE_LIMITED', `rate limit of ${decision.limit} requests per second exceeded; retry in ${decision.retryAfterSeconds} s`, decision.retryAfterSeconds);
+  }
 }
 
 function parseBody(limitBytes: number) {

@@ -49,3 +49,19 @@ test.serial('the limit is per team, and a team override wins', async (t) => {
   t.is(res.status, 200);
   t.is(res.headers.get('x-ratelimit-limit'), '5');
 });
+
+test.serial('a 404 or 405 with a valid key counts and carries the headers; with a bad key it is still the 404 or 405', async (t) => {
+  clock.set(Date.UTC(2026, 10, 22, 12, 0, 20, 0));
+  const noRoute = await t0.request('GET', '/v1/nosuch');
+  t.is(noRoute.status, 404);
+  t.is(noRoute.headers.get('x-ratelimit-remaining'), '2');
+  const wrongMethod = await t0.request('DELETE', '/api/v1/emails');
+  t.is(wrongMethod.status, 405);
+  t.is(wrongMethod.headers.get('x-ratelimit-remaining'), '1');
+  t.is((await t0.request('GET', '/v1/apiKeys')).headers.get('x-ratelimit-remaining'), '0');
+  const limited = await t0.request('GET', '/v1/nosuch');
+  t.is(limited.status, 429);
+  const badKey = await t0.request('GET', '/v1/nosuch', { key: 'ph_nope_nope' });
+  t.is(badKey.status, 404);
+  t.is(badKey.headers.get('x-ratelimit-limit'), null);
+});
