@@ -123,6 +123,11 @@ test.serial('suppressions are checked again when a scheduled send falls due: an 
     body: sendBody(w, { to: 'stays@example.net', cc: ['cc-stays@example.net', 'cc-gone@example.net'], bcc: [], replyTo: [], scheduledAt: inHour }),
   });
   t.is(partial.status, 200, 'empty cc/bcc/replyTo lists are the same as none');
+  // A bcc due later than its To (as a deferred one would be) follows the email once it is SUPPRESSED.
+  const split = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'gone-later@example.net', bcc: 'bcc-later@example.net', scheduledAt: inHour }) });
+  const repo = w.t0.app.services.deliveriesRepo;
+  const bccRow = (await repo.listForEmail(split.body.emailId)).find((d) => d.kind === 'bcc')!;
+  await w.t0.app.store.db.updateTable('deliveries').set({ next_attempt_at: clock.nowMs() + 2 * 3600_000 }).where('id', '=', bccRow.id).execute();
   t.is((await get(whole.body.emailId)).latestStatus, 'SCHEDULED');
   for (const email of ['gone-later@example.net', 'CC-Gone@example.net']) {
     t.is((await w.t0.request('POST', '/v1/suppressions', { body: { email, reason: 'MANUAL' } })).status, 200);
@@ -143,8 +148,15 @@ test.serial('suppressions are checked again when a scheduled send falls due: an 
   t.is(p1.latestStatus, 'DELIVERED');
   const dropped = p1.emailEvents.filter((x: any) => x.status === 'SUPPRESSED');
   t.deepEqual(dropped.map((x: any) => x.data.recipient), ['cc-gone@example.net']);
-  const states = (await w.t0.app.services.deliveriesRepo.listForEmail(partial.body.emailId)).map((d) => `${d.recipient}:${d.state}`).sort();
+  const states = (await repo.listForEmail(partial.body.emailId)).map((d) => `${d.recipient}:${d.state}`).sort();
   t.deepEqual(states, ['cc-gone@example.net:suppressed', 'cc-stays@example.net:delivered', 'stays@example.net:delivered']);
+  t.is((await get(split.body.emailId)).latestStatus, 'SUPPRESSED');
+  t.is((await repo.findById(bccRow.id))!.state, 'queued');
+  clock.advance(3600_000);
+  await w.settle();
+  t.false(w.sink.messages.some((m) => m.rcptTo.includes('bcc-later@example.net')));
+  t.is((await repo.findById(bccRow.id))!.state, 'suppressed');
+  t.regex((await repo.findById(bccRow.id))!.last_response!, /every To recipient is on the suppression list/);
   for (const email of ['gone-later@example.net', 'cc-gone@example.net']) await w.t0.request('DELETE', `/v1/suppressions/${email}`);
 });
 

@@ -87,21 +87,23 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       const found = await deps.suppressions.findSuppressed(teamId, [...keys]);
       if (found.size) suppressedByTeam.set(teamId, found);
     }
-    if (!suppressedByTeam.size) return groups;
+    // An email already made SUPPRESSED here has queued rows left only when they were not in
+    // that claim (another due time): they go the same way.
+    const alreadySuppressed = (g: DeliveryGroup) => g.email.latest_status === 'SUPPRESSED';
+    if (!suppressedByTeam.size && !groups.some(alreadySuppressed)) return groups;
 
     const kept: DeliveryGroup[] = [];
     const emailSuppressed = new Map<string, boolean>();
     for (const g of groups) {
       const suppressed = suppressedByTeam.get(g.email.team_id);
-      if (!suppressed || !g.deliveries.some((d) => suppressed.has(addressKey(d.recipient)))) {
-        if (!emailSuppressed.get(g.email.id)) {
-          kept.push(g);
-          continue;
-        }
+      const hit = suppressed !== undefined && g.deliveries.some((d) => suppressed.has(addressKey(d.recipient)));
+      if (!hit && !alreadySuppressed(g) && !emailSuppressed.get(g.email.id)) {
+        kept.push(g);
+        continue;
       }
       let whole = emailSuppressed.get(g.email.id);
       if (whole === undefined) {
-        whole = g.email.status_rank < statusRank('SENT') && (await everyToSuppressed(g.email));
+        whole = alreadySuppressed(g) || (g.email.status_rank < statusRank('SENT') && (await everyToSuppressed(g.email)));
         emailSuppressed.set(g.email.id, whole);
       }
       const drop = whole ? g.deliveries : g.deliveries.filter((d) => suppressed?.has(addressKey(d.recipient)));
