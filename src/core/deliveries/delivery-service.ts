@@ -231,7 +231,8 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
             suppressions.push({ teamId: email.team_id, email: addressKey(d.recipient), reason: 'HARD_BOUNCE', source: email.id, at: nowIso });
           }
         } else if (r.outcome === 'suppressed') {
-          // Not an attempt: attempts and the last SMTP reply stay as they were.
+          // Not an attempt: the attempt count, last SMTP code and MX host stay as they were; the
+          // response says why the row was closed (posthorn queue shows it).
           updates.push({ ...update, attempts: d.attempts, code: d.last_code, response: r.response, mxHost: d.mx_host, state: 'suppressed', nextAttemptAt: d.next_attempt_at });
           const data = { recipient: d.recipient, suppressed: { reason: r.response } };
           if (r.emailSuppressed) ev('SUPPRESSED', data);
