@@ -35,6 +35,8 @@ export interface DnsZone {
   remove(name: string, type?: string): void;
   /** Answer SERVFAIL for every query of that name (also when reached through a CNAME) until clear(). */
   servfail(name: string): void;
+  /** Answer FORMERR for every query of that name (a broken resolver or middlebox) until clear(). */
+  formerr(name: string): void;
   /** Never answer queries for that name, over UDP or TCP, until clear(). */
   blackhole(name: string): void;
   clear(name: string): void;
@@ -147,6 +149,7 @@ class Zone implements DnsZone {
   private readonly records = new Map<string, Map<string, RRset>>();
   private readonly servfailNames = new Set<string>();
   private readonly blackholeNames = new Set<string>();
+  private readonly formerrNames = new Set<string>();
   private readonly tcpSockets = new Set<net.Socket>();
   private queries = 0;
   private closing: Promise<void> | undefined;
@@ -203,10 +206,15 @@ class Zone implements DnsZone {
     this.blackholeNames.add(normalizeName(name));
   }
 
+  formerr(name: string): void {
+    this.formerrNames.add(normalizeName(name));
+  }
+
   clear(name: string): void {
     const key = normalizeName(name);
     this.servfailNames.delete(key);
     this.blackholeNames.delete(key);
+    this.formerrNames.delete(key);
   }
 
   close(): Promise<void> {
@@ -263,6 +271,7 @@ class Zone implements DnsZone {
     for (let hop = 0; hop <= MAX_CNAME_HOPS; hop++) {
       if (this.blackholeNames.has(current)) return undefined;
       if (this.servfailNames.has(current)) return dnsPacket.encode(withRcode(RCODE_SERVFAIL));
+      if (this.formerrNames.has(current)) return dnsPacket.encode(withRcode(RCODE_FORMERR));
       const node = this.records.get(current);
       const rrset = node?.get(question.type);
       if (rrset) {

@@ -104,6 +104,16 @@ test('SERVFAIL and timeouts are temporary', async (t) => {
   await rejects(t, mx.resolve('silent.test'), false, /TIMEOUT/);
 });
 
+test('FORMERR (a broken resolver or middlebox answers it to everything) is temporary: it must not bounce and suppress every recipient', async (t) => {
+  const { zone, mx } = await world(t);
+  zone.formerr('formerr.test');
+  await rejects(t, mx.resolve('formerr.test'), false, /FORMERR/);
+  // The MX is there but its host's address lookups get FORMERR.
+  zone.set('mxformerr.test', 'MX', [{ exchange: 'mx.mxformerr.test', priority: 10 }]);
+  zone.formerr('mx.mxformerr.test');
+  await rejects(t, mx.resolve('mxformerr.test'), false, /FORMERR/);
+});
+
 test('an MX host that does not resolve is skipped; when none resolves the failure is temporary', async (t) => {
   const { zone, mx } = await world(t);
   zone.set('partial.test', 'MX', [
