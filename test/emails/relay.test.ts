@@ -67,3 +67,28 @@ test('with a relay configured, all mail goes through it, authenticated, over ver
   await t0.app.engine.whenIdle();
   t.regex(String((await t0.app.services.emails.get({ teamId: t0.teamId, domainId: null, apiKeyId: null }, res.body.emailId)).latestStatus), /SENT|DELIVERED/);
 });
+
+// A relay that wants AUTH when none is configured answers MAIL FROM with 530: that is the
+// operator's setting, the same for every message, so the mail waits (DELIVERY_DELAYED) instead
+// of every recipient being BOUNCED.
+test('a relay refusing us for its own reasons (530 authentication required) defers the mail; nothing is bounced or suppressed', async (t) => {
+  const zone = await startDnsZone();
+  const relay = new SMTPServer({ logger: false, disabledCommands: ['STARTTLS'], authMethods: ['PLAIN'] });
+  await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+  const port = (relay.server.address() as { port: number }).port;
+  const t0 = await startTestApp({ zone, overrides: { outbound: { relay: { host: '127.0.0.1', port, secure: 'none' } } } });
+  t.teardown(async () => {
+    await t0.close();
+    await new Promise<void>((r) => relay.close(() => r()));
+    await zone.close();
+  });
+  const domain = await addVerifiedDomain(t0, 'relay-misconfigured.dev');
+  const res = await t0.request('POST', '/v1/emails', { body: { from: `hi@${domain.name}`, to: 'someone@example.net', subject: 'Via relay', text: 'Hello' } });
+  t.is(res.status, 200);
+  await t0.app.engine.whenIdle();
+  const email = await t0.app.services.emails.get({ teamId: t0.teamId, domainId: null, apiKeyId: null }, res.body.emailId);
+  t.is(email.latestStatus, 'DELIVERY_DELAYED');
+  const delayed = email.emailEvents.find((e) => e.status === 'DELIVERY_DELAYED')!;
+  t.regex(String(delayed.data?.response), /530/);
+  t.is((await t0.request('GET', '/v1/suppressions/someone@example.net')).status, 404);
+});

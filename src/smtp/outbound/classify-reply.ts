@@ -136,6 +136,24 @@ const LATER_TEXT =
  */
 const EXPLICIT_LATER_TEXT = /\b(?:try(?:\s+again)?|retry)\s+(?:in|after)\s+\d{1,6}(?:\.\d+)?\s*(?:seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h)\b|greylist|graylist/i;
 
+/**
+ * The reply is about our MAIL FROM, not the recipient. Postfix checks sender restrictions at
+ * RCPT by default (smtpd_delay_reject), so "550 5.1.0 <bounces+...>: Sender address rejected"
+ * and "554 5.0.0 ... Sender domain does not exist" come as a recipient's refusal, with codes
+ * and texts that otherwise mean a dead mailbox. Amazon SES says "Email address is not verified"
+ * of the From.
+ */
+const SENDER_TEXT =
+  /sender (?:address |domain )?(?:rejected|refused|denied|unknown|invalid|not (?:found|allowed|permitted|verified|authori[sz]ed))|sender (?:address |domain )?(?:does not|doesn'?t) exist|sender verif\w* failed|(?:unknown|invalid|bad) sender|email address is not verified|from address (?:rejected|not verified)/i;
+
+/**
+ * A relay (smarthost) refusing us: no or bad AUTH, relaying not allowed for us, a sender it has
+ * not verified. With a relay configured this is the operator's setting, the same for every
+ * message; bouncing would mark every recipient BOUNCED for a fixable mistake, so it defers.
+ */
+const RELAY_CONFIG_TEXT =
+  /relay(?:ing)? (?:access )?(?:denied|not permitted|not allowed|prohibited)|authentication (?:required|failed)|not authenticated|must (?:first )?authenticate|\bauth(?:entication)? first\b|not verified|not authori[sz]ed to (?:relay|send)/i;
+
 const MAILBOX_FULL_TEXT = /mailbox (?:is )?full|over ?quota|quota exceeded|exceeded (?:\S+ )?(?:storage|quota)|insufficient (?:system )?storage|out of storage|mailbox size limit/i;
 
 /**
@@ -143,6 +161,10 @@ const MAILBOX_FULL_TEXT = /mailbox (?:is )?full|over ?quota|quota exceeded|excee
  *
  *  #  match                                  verdict  why
  *  0  a timed "try again in N", greylisting  defer    an explicit instruction, whatever the code
+ *  R  with a relay configured: 530, 535,     defer    the relay refuses us: the operator's setting,
+ *     5.7.0, 5.7.8, relay-config text                  not the message (checked before rule 0)
+ * 0b  sender text, or the reply names our     soft     about our MAIL FROM: never a hard bounce of
+ *     MAIL FROM address                                the recipient (see SENDER_TEXT)
  *  1  5.1.1 5.1.0 5.1.10 5.2.1 5.1.2 5.1.3   hard     mailbox/domain does not exist, disabled, bad syntax
  *     5.1.6
  *  2  text "try later"/"temporarily"/...     defer    server says later, whatever the code
@@ -244,13 +266,22 @@ function summarise(response: string): string {
  * A code that is not 4yz/5yz (a server misbehaving, or a caller passing a
  * 2yz by mistake) is treated as temporary: deferring is the safe answer.
  */
-export function classifyReply(code: number, response: string): ReplyClass {
+export function classifyReply(code: number, response: string, context: { mailFrom?: string; relay?: boolean } = {}): ReplyClass {
   const text = response ?? '';
   const enhanced = parseEnhancedCode(text);
   const hint = parseRetryHintMs(text);
   const said = summarise(text) || String(code);
 
+  if (context.relay && code >= 500 && code <= 599 && (code === 530 || code === 535 || enhanced === '5.7.0' || enhanced === '5.7.8' || RELAY_CONFIG_TEXT.test(text))) {
+    return verdictToClass('defer', 'policy', `the relay refused us (check the relay settings): ${said}`, hint);
+  }
   if (code >= 500 && code <= 599) {
+    const later = PERMANENT_RULES[0]!;
+    if (matches(later, code, enhanced, text)) return verdictToClass(later.verdict, later.category, `${later.why}: ${said}`, hint);
+    const mailFrom = context.mailFrom?.toLowerCase();
+    if (SENDER_TEXT.test(text) || (mailFrom && text.toLowerCase().includes(mailFrom))) {
+      return verdictToClass('soft', 'sender', `our sender address was refused, not the recipient: ${said}`, hint);
+    }
     for (const rule of PERMANENT_RULES) {
       if (matches(rule, code, enhanced, text)) return verdictToClass(rule.verdict, rule.category, `${rule.why}: ${said}`, hint);
     }

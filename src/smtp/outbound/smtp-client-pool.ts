@@ -782,8 +782,8 @@ export function createSmtpClientPool(opts: SmtpClientPoolOptions): SmtpClientPoo
     };
   }
 
-  function fromReply(recipient: string, code: number, response: string, opts2: { neverHard?: boolean } = {}): RecipientResult {
-    const verdict = classifyReply(code, response);
+  function fromReply(recipient: string, code: number, response: string, opts2: { neverHard?: boolean; mailFrom?: string } = {}): RecipientResult {
+    const verdict = classifyReply(code, response, { ...(opts2.mailFrom ? { mailFrom: opts2.mailFrom } : {}), relay: relay !== undefined });
     return {
       recipient,
       outcome: verdict.kind,
@@ -850,13 +850,13 @@ export function createSmtpClientPool(opts: SmtpClientPoolOptions): SmtpClientPoo
         // The sender or the message was refused (SIZE, sender policy); any RCPT
         // replies after it (pipelined) are noise. Never a recipient's hard bounce.
         if (err.responseCode !== undefined && err.response) {
-          results.set(recipient, fromReply(recipient, err.responseCode, err.response, { neverHard: true }));
+          results.set(recipient, fromReply(recipient, err.responseCode, err.response, { neverHard: true, mailFrom: req.mailFrom }));
         } else {
           // nodemailer's own SIZE check (RFC 1870 §6): the server announced a smaller limit.
           results.set(recipient, fromReply(recipient, 552, `5.3.4 ${err.message}`, { neverHard: true }));
         }
       } else if (refused && refused.responseCode !== undefined && refused.response) {
-        results.set(recipient, fromReply(recipient, refused.responseCode, refused.response));
+        results.set(recipient, fromReply(recipient, refused.responseCode, refused.response, { mailFrom: req.mailFrom }));
       } else if (!err && accepted.has(recipient)) {
         const response = outcome.value?.response ?? '250';
         results.set(recipient, { recipient, outcome: 'delivered', code: replyCodeOf(response) ?? 250, response: oneLine(response), hardBounce: false });
@@ -864,13 +864,13 @@ export function createSmtpClientPool(opts: SmtpClientPoolOptions): SmtpClientPoo
         // One reply (to DATA or to the final dot) for all accepted recipients,
         // also when the server closes right after it (421). A "user unknown"
         // here cannot say which recipient, so it only suppresses when there was one.
-        results.set(recipient, fromReply(recipient, err.responseCode, err.response, { neverHard: accepted.size > 1 }));
+        results.set(recipient, fromReply(recipient, err.responseCode, err.response, { neverHard: accepted.size > 1, mailFrom: req.mailFrom }));
       } else {
         // The session died before this recipient's fate was known: the message
         // was not accepted for it, so it is deferred (and retried later).
         const reason = err ? oneLine(err.response ?? err.message) : 'no reply for this recipient';
         const code = err?.responseCode;
-        const verdict = code !== undefined && err?.response ? classifyReply(code, err.response) : classifyConnectionFailure(reason);
+        const verdict = code !== undefined && err?.response ? classifyReply(code, err.response, { mailFrom: req.mailFrom, relay: relay !== undefined }) : classifyConnectionFailure(reason);
         results.set(recipient, {
           recipient,
           outcome: 'deferred',

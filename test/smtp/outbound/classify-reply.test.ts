@@ -55,6 +55,12 @@ const cases: [number, string, Expect][] = [
   [451, '451 4.3.0 Temporary local problem, retry in 2 hours', { kind: 'deferred', retryAfterMs: 2 * 3_600_000 }],
   [452, '452 4.5.3 Too many recipients', { kind: 'deferred' }],
   [450, '450 4.1.1 <bob@example.com>: Recipient address rejected: unverified address', { kind: 'deferred', hard: false }],
+  // About our MAIL FROM, though it comes at RCPT with a dead-mailbox code (Postfix smtpd_delay_reject): never hard.
+  [550, '550 5.1.0 <bounces+em_1@b.example.com>: Sender address rejected: User unknown in local recipient table', { kind: 'bounced', hard: false, category: 'sender' }],
+  [554, '554 5.0.0 <bob@example.net>: Sender domain does not exist', { kind: 'bounced', hard: false, category: 'sender' }],
+  [550, '550 5.1.1 Sender verify failed', { kind: 'bounced', hard: false, category: 'sender' }],
+  [554, '554 Message rejected: Email address is not verified. The following identities failed the check in region US-EAST-1: x@example.com', { kind: 'bounced', hard: false, category: 'sender' }],
+  [450, '450 4.1.8 <bounces+em_1@b.example.com>: Sender address rejected: Domain not found', { kind: 'deferred', hard: false }],
   // Unknown replies.
   [550, '550 Denied', { kind: 'bounced', hard: false, category: 'other' }],
   [554, '554 Transaction failed', { kind: 'bounced', hard: false }],
@@ -112,4 +118,35 @@ test('connection-level failures always defer and keep a greeting hint', (t) => {
   t.is(greeting.kind, 'deferred');
   t.is(greeting.retryAfterMs, 600_000);
   t.is(classifyConnectionFailure('554 no SMTP service here', '554 no SMTP service here').kind, 'deferred');
+});
+
+test('a reply that names our MAIL FROM address is about the sender, whatever its code says', (t) => {
+  const mailFrom = 'bounces+em_42@bounce.example.com';
+  const c = classifyReply(550, '550 5.1.1 <Bounces+em_42@bounce.example.com>: rejected', { mailFrom });
+  t.is(c.kind, 'bounced');
+  t.false(c.hardBounce);
+  t.is(c.category, 'sender');
+  // Without the context the same reply reads as a dead mailbox.
+  t.true(classifyReply(550, '550 5.1.1 <bounces+em_42@bounce.example.com>: rejected').hardBounce);
+});
+
+test('with a relay configured, the relay refusing us (auth, relaying, an unverified sender) defers: it is the operator\'s setting', (t) => {
+  for (const [code, reply] of [
+    [530, '530 5.7.0 Authentication required'],
+    [535, '535 5.7.8 Error: authentication failed: authentication failure'],
+    [554, '554 5.7.1 <bob@example.net>: Relay access denied'],
+    [554, '554 Message rejected: Email address is not verified. The following identities failed the check: x@example.com'],
+    [550, '550 5.7.1 Client not authorized to relay'],
+  ] as const) {
+    const c = classifyReply(code, reply, { relay: true });
+    t.is(c.kind, 'deferred', reply);
+    t.false(c.hardBounce, reply);
+    t.regex(c.reason, /relay settings/, reply);
+  }
+  // The relay's own verdicts on a recipient still count.
+  const unknown = classifyReply(550, '550 5.1.1 <bob@example.net>: Recipient address rejected: User unknown', { relay: true });
+  t.is(unknown.kind, 'bounced');
+  t.true(unknown.hardBounce);
+  // Without a relay the same 554 is a policy bounce from the destination.
+  t.is(classifyReply(554, '554 5.7.1 <bob@example.net>: Relay access denied').kind, 'bounced');
 });

@@ -84,6 +84,14 @@ test('a refused recipient gets its own classified outcome while the others are d
   t.deepEqual(msg!.rcptTo, ['ok1@example.test', 'ok2@example.test']);
 });
 
+test('a refusal at RCPT that is about our sender (it names our MAIL FROM) never hard-bounces the recipient', async (t) => {
+  // Postfix checks sender restrictions at RCPT (smtpd_delay_reject) and may use a dead-mailbox code.
+  const sink = await sinkFor(t, { starttls: false, onRcpt: () => ({ code: 550, message: '5.1.1 <bounces+em_1@rp.posthorn.test>: rejected' }) });
+  const pool = poolFor(t);
+  const res = await pool.send(targetOf(sink), request(['bob@example.test']));
+  t.like(res.recipients[0], { outcome: 'bounced', code: 550, hardBounce: false, category: 'sender' });
+});
+
 test('every recipient refused: no DATA, each outcome classified, the session stays usable', async (t) => {
   let refuse = true;
   const sink = await sinkFor(t, { starttls: false, onRcpt: () => (refuse ? { code: 550, message: '5.1.1 No such user' } : undefined) });
