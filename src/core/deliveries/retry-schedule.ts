@@ -24,7 +24,12 @@ export const MAX_HINT_MS = 6 * 60 * MINUTE_MS;
 
 export function retryDelayMs(attemptsMade: number, hintMs?: number, random: () => number = Math.random): number {
   const base = RETRY_DELAYS_MS[Math.min(Math.max(attemptsMade - 1, 0), RETRY_DELAYS_MS.length - 1)]!;
-  const jittered = base * (1 - RETRY_JITTER_RATIO + 2 * RETRY_JITTER_RATIO * random());
-  // A remote "try again in N" is honoured when it asks for longer than our schedule.
-  return Math.round(hintMs !== undefined ? Math.max(jittered, Math.min(hintMs, MAX_HINT_MS)) : jittered);
+  const r = random();
+  const jittered = base * (1 - RETRY_JITTER_RATIO + 2 * RETRY_JITTER_RATIO * r);
+  if (hintMs === undefined) return Math.round(jittered);
+  // A remote "try again in N" is honoured when it asks for longer than our schedule, jittered
+  // upwards only (never sooner than asked): otherwise every message it deferred comes back in
+  // the same millisecond.
+  const hinted = Math.min(hintMs, MAX_HINT_MS) * (1 + RETRY_JITTER_RATIO * r);
+  return Math.round(Math.max(jittered, hinted));
 }
