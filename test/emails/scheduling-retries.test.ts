@@ -228,6 +228,24 @@ test.serial('a 4xx defers with DELIVERY_DELAYED and the retry delivers later', a
   }
 });
 
+test.serial('a remote reply of any length is kept to 2,000 characters in the row, the events and the webhooks', async (t) => {
+  w.sink.setBehaviour({ onRcpt: (a) => (a === 'chatty@example.net' ? { code: 550, message: `5.7.1 ${'blah '.repeat(2000)}` } : undefined) });
+  try {
+    const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'chatty@example.net' }) });
+    await w.settle();
+    const e = await get(res.body.emailId);
+    t.is(e.latestStatus, 'BOUNCED');
+    const bounced = e.emailEvents.find((x: any) => x.status === 'BOUNCED');
+    t.is(bounced.data.response.length, 2000);
+    t.true(bounced.data.response.endsWith('…'));
+    t.is(bounced.data.bounce.message.length, 2000);
+    const [row] = await w.t0.app.services.deliveriesRepo.listForEmail(res.body.emailId);
+    t.is(row!.last_response!.length, 2000);
+  } finally {
+    w.sink.setBehaviour({ onRcpt: undefined });
+  }
+});
+
 test.serial('retries give up after the maximum age with FAILED', async (t) => {
   w.sink.setBehaviour({ onRcpt: (a) => (a === 'never@example.net' ? { code: 452, message: '4.2.2 Mailbox full, try later' } : undefined) });
   try {

@@ -57,6 +57,9 @@ export interface DeliveryServiceDeps {
 /** At most this many recipients per SMTP transaction (RFC 5321 4.5.3.1.8 requires servers to take 100). */
 export const MAX_RCPTS_PER_TRANSACTION = 100;
 
+/** Remote replies are kept up to this long (row, events, webhooks). */
+const MAX_RESPONSE_CHARS = 2000;
+
 /** How often expired leases are looked for. */
 const LEASE_SWEEP_INTERVAL_MS = 30_000;
 
@@ -219,34 +222,36 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         const d = byId.get(r.deliveryId);
         if (!d) continue;
         const attempts = d.attempts + 1;
-        const base = { recipient: d.recipient, mxHost: r.mxHost ?? null, smtpCode: r.code ?? null, response: r.response };
-        const update = { id: d.id, attempts, code: r.code ?? null, response: r.response.slice(0, 2000), mxHost: r.mxHost ?? null };
+        // A hostile or broken MX may answer with a megabyte; events, webhooks and the row keep 2,000 characters.
+        const response = r.response.length > MAX_RESPONSE_CHARS ? `${r.response.slice(0, MAX_RESPONSE_CHARS - 1)}…` : r.response;
+        const base = { recipient: d.recipient, mxHost: r.mxHost ?? null, smtpCode: r.code ?? null, response };
+        const update = { id: d.id, attempts, code: r.code ?? null, response, mxHost: r.mxHost ?? null };
         if (r.outcome === 'delivered') {
           updates.push({ ...update, state: 'delivered', nextAttemptAt: d.next_attempt_at });
           ev('DELIVERED', base);
         } else if (r.outcome === 'bounced') {
           updates.push({ ...update, state: 'bounced', nextAttemptAt: d.next_attempt_at });
-          ev('BOUNCED', { ...base, bounce: { type: r.hardBounce ? 'Permanent' : 'Transient', subType: bounceSubType(r), ...(r.category ? { category: r.category } : {}), message: r.response } });
+          ev('BOUNCED', { ...base, bounce: { type: r.hardBounce ? 'Permanent' : 'Transient', subType: bounceSubType(r), ...(r.category ? { category: r.category } : {}), message: response } });
           if (r.hardBounce) {
             suppressions.push({ teamId: email.team_id, email: addressKey(d.recipient), reason: 'HARD_BOUNCE', source: email.id, at: nowIso });
           }
         } else if (r.outcome === 'suppressed') {
           // Not an attempt: the attempt count, last SMTP code and MX host stay as they were; the
           // response says why the row was closed (posthorn queue shows it).
-          updates.push({ ...update, attempts: d.attempts, code: d.last_code, response: r.response, mxHost: d.mx_host, state: 'suppressed', nextAttemptAt: d.next_attempt_at });
-          const data = { recipient: d.recipient, suppressed: { reason: r.response } };
+          updates.push({ ...update, attempts: d.attempts, code: d.last_code, response, mxHost: d.mx_host, state: 'suppressed', nextAttemptAt: d.next_attempt_at });
+          const data = { recipient: d.recipient, suppressed: { reason: response } };
           if (r.emailSuppressed) ev('SUPPRESSED', data);
           // One recipient of several: on record in the email's events, latestStatus unchanged.
           else events.push({ emailId: email.id, status: 'SUPPRESSED', rank: NO_STATUS_CHANGE, data, at: nowIso });
         } else if (r.outcome === 'failed') {
           updates.push({ ...update, state: 'failed', nextAttemptAt: d.next_attempt_at });
-          ev('FAILED', { ...base, failed: { reason: r.response } });
+          ev('FAILED', { ...base, failed: { reason: response } });
         } else {
           const age = now.getTime() - d.due_since;
           const giveUpAt = d.due_since + deps.maxAgeMs;
           if (age >= deps.maxAgeMs) {
             updates.push({ ...update, state: 'failed', nextAttemptAt: d.next_attempt_at });
-            ev('FAILED', { ...base, failed: { reason: `gave up after ${attempts} attempts over ${Math.round(age / 3_600_000)} hours; last reply: ${r.response}` } });
+            ev('FAILED', { ...base, failed: { reason: `gave up after ${attempts} attempts over ${Math.round(age / 3_600_000)} hours; last reply: ${response}` } });
           } else {
             // The last retry falls at the give-up age, not up to a 3-hour step (or a 6-hour
             // "try again in" hint) past it: FAILED is reported when promised.
