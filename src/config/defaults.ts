@@ -90,7 +90,9 @@ export interface Config {
     greetingTimeoutMs: number;
     /** Inactivity during an SMTP session, in milliseconds: a server that stops answering mid-
      *  transaction (after DATA, say) is given up on after this and the message is deferred.
-     *  RFC 5321 4.5.3.2 asks for minutes per command; the default is 5 minutes. */
+     *  RFC 5321 4.5.3.2 asks a client to wait 5 minutes for most replies and 10 for the one
+     *  after the final dot; the default is 10 minutes, so a slow server that does take the
+     *  message is not given up on (and sent it again). */
     socketTimeoutMs: number;
     /** Longest one message's transaction (MAIL FROM to the final reply) may take, in milliseconds.
      *  Ends a server that keeps the session busy without ever finishing its reply (a tarpit
@@ -161,7 +163,7 @@ export const DEFAULT_CONFIG: Config = {
     signingWorkers: 2,
     connectTimeoutMs: 30_000,
     greetingTimeoutMs: 30_000,
-    socketTimeoutMs: 5 * 60_000,
+    socketTimeoutMs: 10 * 60_000,
     transactionTimeoutMs: 15 * 60_000,
     relay: { host: '', port: 587, secure: 'starttls', user: '', password: '' },
   },

@@ -71,7 +71,7 @@ test('outbound SMTP timeouts: defaults are the client pool\'s, environment names
   const d = loadConfig({ env: {} }).outbound;
   t.is(d.connectTimeoutMs, 30_000);
   t.is(d.greetingTimeoutMs, 30_000);
-  t.is(d.socketTimeoutMs, 300_000);
+  t.is(d.socketTimeoutMs, 600_000);
   t.is(d.transactionTimeoutMs, 900_000);
   const c = loadConfig({
     env: {

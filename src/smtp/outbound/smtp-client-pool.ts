@@ -168,7 +168,8 @@ const DEFAULT_MAX_MESSAGES_PER_CONNECTION = 100;
 const DEFAULT_IDLE_TIMEOUT_MS = 5_000;
 const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
 const DEFAULT_GREETING_TIMEOUT_MS = 30_000;
-const DEFAULT_SOCKET_TIMEOUT_MS = 5 * 60_000;
+/** RFC 5321 §4.5.3.2.6: 10 minutes for the reply to the final dot, the longest of its waits. */
+const DEFAULT_SOCKET_TIMEOUT_MS = 10 * 60_000;
 /** RFC 5321 §4.5.3.2's waits for one message add up to about this (MAIL, RCPT, DATA, blocks, the final 10 min). */
 const DEFAULT_TRANSACTION_TIMEOUT_MS = 15 * 60_000;
 /** How long we wait for the 221 after QUIT before closing anyway (RFC 5321 §4.1.1.10 lets us). */
