@@ -182,6 +182,24 @@ test.serial('an email whose attempt is in flight can no longer be cancelled, res
   t.is((await repo.findById(d!.id))!.state, 'cancelled');
 });
 
+test.serial('a late attempt result for a delivery purged meanwhile (its lease ran out in flight) does not overwrite the purge', async (t) => {
+  const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'late-result@example.net', scheduledAt: 'in 2 hours' }) });
+  const repo = w.t0.app.services.deliveriesRepo;
+  const [stale] = await repo.listForEmail(res.body.emailId);
+  const email = await w.t0.app.store.db.selectFrom('emails').selectAll().where('id', '=', res.body.emailId).executeTakeFirstOrThrow();
+  // The operator purges the row (no lease on it: the attempt's lease expired and was swept).
+  await w.t0.app.services.deliveries.purge(stale!.id);
+  // Then the attempt that was still on the wire reports: delivered, and a hard bounce for good measure.
+  await w.t0.app.services.deliveries.complete({ email, domain: undefined, rcptDomain: 'example.net', deliveries: [stale!] }, new Date(clock.nowMs()), [
+    { deliveryId: stale!.id, outcome: 'bounced', hardBounce: true, code: 550, response: '550 5.1.1 user unknown' },
+  ]);
+  t.is((await repo.findById(stale!.id))!.state, 'failed');
+  const e = await get(res.body.emailId);
+  t.is(e.latestStatus, 'FAILED');
+  t.false(e.emailEvents.some((x: any) => x.status === 'BOUNCED'));
+  t.is((await w.t0.request('GET', '/v1/suppressions/late-result@example.net')).status, 404);
+});
+
 test.serial('a message that cannot be signed is deferred without a SENT (nothing went out) and goes out once it can', async (t) => {
   const db = w.t0.app.store.db;
   const { dkim_private_key: key } = await db.selectFrom('domains').select('dkim_private_key').where('id', '=', w.domain.id).executeTakeFirstOrThrow();

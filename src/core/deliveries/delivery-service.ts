@@ -212,15 +212,15 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       const updates: DeliveryUpdate[] = [];
       const events: StatusEventWrite[] = [];
       const suppressions: ResultsWrite['suppressions'] = [];
-      const bus: { status: Exclude<EmailStatus, 'SCHEDULED'>; extra: Record<string, unknown> }[] = [];
-      const ev = (status: Exclude<EmailStatus, 'SCHEDULED'>, data: Record<string, unknown>) => {
-        events.push({ emailId: email.id, status, rank: statusRank(status), data, at: nowIso });
-        bus.push({ status, extra: data });
-      };
+      const bus: { deliveryId: number; status: Exclude<EmailStatus, 'SCHEDULED'>; extra: Record<string, unknown> }[] = [];
 
       for (const r of results) {
         const d = byId.get(r.deliveryId);
         if (!d) continue;
+        const ev = (status: Exclude<EmailStatus, 'SCHEDULED'>, data: Record<string, unknown>) => {
+          events.push({ emailId: email.id, status, rank: statusRank(status), data, at: nowIso, deliveryId: d.id });
+          bus.push({ deliveryId: d.id, status, extra: data });
+        };
         const attempts = d.attempts + 1;
         // A hostile or broken MX may answer with a megabyte; events, webhooks and the row keep 2,000 characters.
         const response = r.response.length > MAX_RESPONSE_CHARS ? `${r.response.slice(0, MAX_RESPONSE_CHARS - 1)}…` : r.response;
@@ -233,7 +233,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
           updates.push({ ...update, state: 'bounced', nextAttemptAt: d.next_attempt_at });
           ev('BOUNCED', { ...base, bounce: { type: r.hardBounce ? 'Permanent' : 'Transient', subType: bounceSubType(r), ...(r.category ? { category: r.category } : {}), message: response } });
           if (r.hardBounce) {
-            suppressions.push({ teamId: email.team_id, email: addressKey(d.recipient), reason: 'HARD_BOUNCE', source: email.id, at: nowIso });
+            suppressions.push({ teamId: email.team_id, email: addressKey(d.recipient), reason: 'HARD_BOUNCE', source: email.id, at: nowIso, deliveryId: d.id });
           }
         } else if (r.outcome === 'suppressed') {
           // Not an attempt: the attempt count, last SMTP code and MX host stay as they were; the
@@ -242,7 +242,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
           const data = { recipient: d.recipient, suppressed: { reason: response } };
           if (r.emailSuppressed) ev('SUPPRESSED', data);
           // One recipient of several: on record in the email's events, latestStatus unchanged.
-          else events.push({ emailId: email.id, status: 'SUPPRESSED', rank: NO_STATUS_CHANGE, data, at: nowIso });
+          else events.push({ emailId: email.id, status: 'SUPPRESSED', rank: NO_STATUS_CHANGE, data, at: nowIso, deliveryId: d.id });
         } else if (r.outcome === 'failed') {
           updates.push({ ...update, state: 'failed', nextAttemptAt: d.next_attempt_at });
           ev('FAILED', { ...base, failed: { reason: response } });
@@ -258,27 +258,33 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
             const next = Math.min(now.getTime() + retryDelayMs(attempts, r.retryAfterMs), giveUpAt);
             updates.push({ ...update, state: 'queued', nextAttemptAt: next });
             const data = { ...base, attempt: attempts, nextAttemptAt: new Date(next).toISOString() };
-            events.push({ emailId: email.id, status: 'DELIVERY_DELAYED', rank: statusRank('DELIVERY_DELAYED'), data, at: nowIso });
+            events.push({ emailId: email.id, status: 'DELIVERY_DELAYED', rank: statusRank('DELIVERY_DELAYED'), data, at: nowIso, deliveryId: d.id });
             // Announce a delay once per recipient, not on every retry.
-            if (attempts === 1) bus.push({ status: 'DELIVERY_DELAYED', extra: data });
+            if (attempts === 1) bus.push({ deliveryId: d.id, status: 'DELIVERY_DELAYED', extra: data });
           }
         }
       }
 
       const busEvent = (status: Exclude<EmailStatus, 'SCHEDULED'>, extra: Record<string, unknown>, at: string) =>
         emailBusEvent(statusEventType(status), email, status, at, extra);
-      const later = bus.map((b) => busEvent(b.status, b.extra, nowIso));
       let announced: BusEvent[] = [];
+      let closedMeanwhile = 0;
       await deps.deliveries.applyResults(
         { sent: attemptStartedAt ? { emailIds: [email.id], at: attemptStartedAt.toISOString(), rank: statusRank('SENT') } : undefined, updates, events, suppressions },
         nowIso,
-        (newlySent) => {
+        (newlySent, applied) => {
           // Inside the results' transaction: the webhook outbox rows commit with them. SENT is
           // announced only by the write that recorded it (it may run twice: the last run counts).
+          // A row closed meanwhile (purged, suppressed) kept its outcome: nothing to announce.
+          const later = bus.filter((b) => applied.has(b.deliveryId)).map((b) => busEvent(b.status, b.extra, nowIso));
+          closedMeanwhile = updates.length - applied.size;
           announced = newlySent.length && attemptStartedAt ? [busEvent('SENT', {}, attemptStartedAt.toISOString()), ...later] : later;
           deps.events.inTransaction(announced);
         },
       );
+      if (closedMeanwhile > 0) {
+        deps.logger.warn({ emailId: email.id, closedMeanwhile }, 'attempt results arrived for deliveries closed meanwhile (purged or suppressed); their outcome was kept');
+      }
       for (const e of announced) deps.events.emit(e);
     },
   };

@@ -22,6 +22,8 @@ export interface StatusEventWrite {
   rank: number;
   data: unknown;
   at: string;
+  /** The delivery this event reports on: with applyResults it is written only if that row's update was. */
+  deliveryId?: number;
 }
 
 export interface ResultsWrite {
@@ -29,7 +31,7 @@ export interface ResultsWrite {
   sent?: { emailIds: string[]; at: string; rank: number };
   updates: DeliveryUpdate[];
   events: StatusEventWrite[];
-  suppressions: { teamId: number; email: string; reason: 'HARD_BOUNCE' | 'COMPLAINT'; source: string; at: string }[];
+  suppressions: { teamId: number; email: string; reason: 'HARD_BOUNCE' | 'COMPLAINT'; source: string; at: string; deliveryId?: number }[];
 }
 
 /** What an asynchronous report (a DSN received after our 250) says about one delivery. */
@@ -142,10 +144,13 @@ export function createDeliveriesRepository(db: Db) {
 
     /**
      * Writes one attempt's results, status events and suppressions atomically (group-committed).
-     * `inTransaction` runs last inside the same transaction with the emails newly marked SENT
-     * (the transactional outbox); it may run more than once, like the write itself.
+     * A row is updated only while it is still queued: one closed meanwhile (purged by an
+     * operator, dropped as suppressed) keeps that outcome, and the late result's events and
+     * suppressions (those naming its deliveryId) are not written either. `inTransaction` runs
+     * last inside the same transaction with the emails newly marked SENT and the ids of the
+     * rows updated (the transactional outbox); it may run more than once, like the write itself.
      */
-    async applyResults(w: ResultsWrite, nowIso: string, inTransaction?: (newlySent: string[]) => void): Promise<string[]> {
+    async applyResults(w: ResultsWrite, nowIso: string, inTransaction?: (newlySent: string[], applied: ReadonlySet<number>) => void): Promise<string[]> {
       const { sqlite } = hot;
       return hot.write(() => {
         const newlySent: string[] = [];
@@ -157,21 +162,25 @@ export function createDeliveriesRepository(db: Db) {
             }
           }
         }
+        const applied = new Set<number>();
         for (const u of w.updates) {
-          sqlite
+          const res = sqlite
             .prepare(
               `update deliveries set state = ?, attempts = ?, next_attempt_at = ?, last_code = ?, last_response = ?, mx_host = ?,
-               lease_owner = null, lease_until = null, updated_at = ? where id = ?`,
+               lease_owner = null, lease_until = null, updated_at = ? where id = ? and state = 'queued'`,
             )
             .run(u.state, u.attempts, u.nextAttemptAt, u.code, u.response, u.mxHost, nowIso, u.id);
+          if (res.changes > 0) applied.add(u.id);
         }
-        for (const e of w.events) bumpSync(sqlite, e);
+        const stillOpen = (x: { deliveryId?: number }) => x.deliveryId === undefined || applied.has(x.deliveryId);
+        for (const e of w.events) if (stillOpen(e)) bumpSync(sqlite, e);
         for (const x of w.suppressions) {
+          if (!stillOpen(x)) continue;
           sqlite
             .prepare('insert into suppressions (team_id, email, reason, source, created_at) values (?, ?, ?, ?, ?) on conflict (team_id, email) do nothing')
             .run(x.teamId, x.email, x.reason, x.source, x.at);
         }
-        inTransaction?.(newlySent);
+        inTransaction?.(newlySent, applied);
         return newlySent;
       }, { coalesceMs: RESULTS_COALESCE_MS });
     },
