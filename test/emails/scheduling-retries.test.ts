@@ -128,6 +128,10 @@ test.serial('suppressions are checked again when a scheduled send falls due: an 
   const repo = w.t0.app.services.deliveriesRepo;
   const bccRow = (await repo.listForEmail(split.body.emailId)).find((d) => d.kind === 'bcc')!;
   await w.t0.app.store.db.updateTable('deliveries').set({ next_attempt_at: clock.nowMs() + 2 * 3600_000 }).where('id', '=', bccRow.id).execute();
+  // And the other way round: the To due later (its destination busy), the cc claimed alone first.
+  const ccFirst = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'gone-later@example.net', cc: 'cc-alone@example.net', scheduledAt: inHour }) });
+  const toRow = (await repo.listForEmail(ccFirst.body.emailId)).find((d) => d.kind === 'to')!;
+  await w.t0.app.store.db.updateTable('deliveries').set({ next_attempt_at: clock.nowMs() + 2 * 3600_000 }).where('id', '=', toRow.id).execute();
   t.is((await get(whole.body.emailId)).latestStatus, 'SCHEDULED');
   for (const email of ['gone-later@example.net', 'CC-Gone@example.net']) {
     t.is((await w.t0.request('POST', '/v1/suppressions', { body: { email, reason: 'MANUAL' } })).status, 200);
@@ -135,7 +139,8 @@ test.serial('suppressions are checked again when a scheduled send falls due: an 
   clock.advance(3600_000 + 1000);
   await w.settle();
   const mailed = w.sink.messages.flatMap((m) => m.rcptTo);
-  for (const r of ['gone-later@example.net', 'cc-of-gone@example.net', 'cc-gone@example.net']) t.false(mailed.includes(r), r);
+  for (const r of ['gone-later@example.net', 'cc-of-gone@example.net', 'cc-gone@example.net', 'cc-alone@example.net']) t.false(mailed.includes(r), r);
+  t.is((await get(ccFirst.body.emailId)).latestStatus, 'SUPPRESSED');
   t.true(mailed.includes('stays@example.net'));
   t.true(mailed.includes('cc-stays@example.net'));
 
@@ -156,6 +161,7 @@ test.serial('suppressions are checked again when a scheduled send falls due: an 
   await w.settle();
   t.false(w.sink.messages.some((m) => m.rcptTo.includes('bcc-later@example.net')));
   t.is((await repo.findById(bccRow.id))!.state, 'suppressed');
+  t.is((await repo.findById(toRow.id))!.state, 'suppressed');
   t.regex((await repo.findById(bccRow.id))!.last_response!, /every To recipient is on the suppression list/);
   for (const email of ['gone-later@example.net', 'cc-gone@example.net']) await w.t0.request('DELETE', `/v1/suppressions/${email}`);
 });

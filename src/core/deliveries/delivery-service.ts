@@ -79,10 +79,20 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
    * have been at acceptance. Returns the groups left to send.
    */
   async function dropSuppressed(groups: DeliveryGroup[]): Promise<DeliveryGroup[]> {
+    const sentRank = statusRank('SENT');
+    // The To addresses of an email not attempted yet whose cc/bcc rows are in this claim: its
+    // To rows may not be (due later, or their destination was busy and skipped), and a cc must
+    // not go out alone when every To is suppressed.
+    const toKeysOf = new Map<string, string[]>();
     const keysByTeam = new Map<number, Set<string>>();
     for (const g of groups) {
       const keys = keysByTeam.get(g.email.team_id) ?? new Set<string>();
       for (const d of g.deliveries) keys.add(addressKey(d.recipient));
+      if (g.email.status_rank < sentRank && !toKeysOf.has(g.email.id) && g.deliveries.some((d) => d.kind !== 'to')) {
+        const toKeys = toKeysOfEmail(g.email);
+        toKeysOf.set(g.email.id, toKeys);
+        for (const k of toKeys) keys.add(k);
+      }
       keysByTeam.set(g.email.team_id, keys);
     }
     const suppressedByTeam = new Map<number, Set<string>>();
@@ -99,17 +109,21 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
     const emailSuppressed = new Map<string, boolean>();
     for (const g of groups) {
       const suppressed = suppressedByTeam.get(g.email.team_id);
-      const hit = suppressed !== undefined && g.deliveries.some((d) => suppressed.has(addressKey(d.recipient)));
-      if (!hit && !alreadySuppressed(g) && !emailSuppressed.get(g.email.id)) {
+      const isSuppressed = (key: string) => suppressed?.has(key) ?? false;
+      const hit = g.deliveries.some((d) => isSuppressed(addressKey(d.recipient)));
+      const everyKnownToSuppressed = toKeysOf.get(g.email.id)?.every(isSuppressed) ?? false;
+      if (!hit && !everyKnownToSuppressed && !alreadySuppressed(g) && !emailSuppressed.get(g.email.id)) {
         kept.push(g);
         continue;
       }
       let whole = emailSuppressed.get(g.email.id);
       if (whole === undefined) {
-        whole = alreadySuppressed(g) || (g.email.status_rank < statusRank('SENT') && (await everyToSuppressed(g.email)));
+        if (alreadySuppressed(g)) whole = true;
+        else if (g.email.status_rank >= sentRank) whole = false;
+        else whole = toKeysOf.has(g.email.id) ? everyKnownToSuppressed : await everyToSuppressed(g.email);
         emailSuppressed.set(g.email.id, whole);
       }
-      const drop = whole ? g.deliveries : g.deliveries.filter((d) => suppressed?.has(addressKey(d.recipient)));
+      const drop = whole ? g.deliveries : g.deliveries.filter((d) => isSuppressed(addressKey(d.recipient)));
       const rest = g.deliveries.filter((d) => !drop.includes(d));
       await service.complete(
         { ...g, deliveries: drop },
@@ -117,7 +131,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         drop.map((d) => ({
           deliveryId: d.id,
           outcome: 'suppressed' as const,
-          response: suppressed?.has(addressKey(d.recipient)) ? 'the recipient was put on the suppression list after the email was accepted' : 'every To recipient is on the suppression list',
+          response: isSuppressed(addressKey(d.recipient)) ? 'the recipient was put on the suppression list after the email was accepted' : 'every To recipient is on the suppression list',
           emailSuppressed: whole,
         })),
       );
@@ -126,8 +140,12 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
     return kept;
   }
 
+  function toKeysOfEmail(email: EmailRow): string[] {
+    return (JSON.parse(email.to_json) as string[]).map((m) => addressKey(parseMailbox(m, 'to').address));
+  }
+
   async function everyToSuppressed(email: EmailRow): Promise<boolean> {
-    const to = (JSON.parse(email.to_json) as string[]).map((m) => addressKey(parseMailbox(m, 'to').address));
+    const to = toKeysOfEmail(email);
     const found = await deps.suppressions.findSuppressed(email.team_id, to);
     return to.every((k) => found.has(k));
   }
