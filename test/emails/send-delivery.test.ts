@@ -129,6 +129,27 @@ test.serial('cc/bcc on the suppression list are dropped and named; all To suppre
   t.deepEqual(sup.emailEvents.map((e: any) => e.status), ['SUPPRESSED']);
 });
 
+test.serial('an internationalised domain is one domain however it is written: A-labels in the envelope, one delivery, one suppression key', async (t) => {
+  w.addRecipientDomain('xn--bcher-kva.example');
+  const before = w.sink.messages.length;
+  const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'leser@Bücher.example', cc: 'LESER@xn--bcher-kva.example' }) });
+  t.is(res.status, 200, JSON.stringify(res.body));
+  await waitForStatus(res.body.emailId, 'DELIVERED');
+  // One copy (smtp-server shows the domain back in Unicode); the row holds what went into RCPT TO.
+  const got = w.sink.messages.slice(before).flatMap((m) => m.rcptTo);
+  t.deepEqual(got, ['leser@bücher.example']);
+  const rows = await w.t0.app.services.deliveriesRepo.listForEmail(res.body.emailId);
+  t.deepEqual(rows.map((r) => [r.recipient, r.rcpt_domain]), [['leser@xn--bcher-kva.example', 'xn--bcher-kva.example']]);
+  // Suppressed in one form, suppressed in the other.
+  t.is((await w.t0.request('POST', '/v1/suppressions', { body: { email: 'leser@bücher.example' } })).status, 200);
+  const again = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'leser@xn--bcher-kva.example' }) });
+  t.is((await w.t0.request('GET', `/v1/emails/${again.body.emailId}`)).body.latestStatus, 'SUPPRESSED');
+  await w.t0.request('DELETE', '/v1/suppressions/leser@xn--bcher-kva.example');
+  // A domain that is no valid IDN is refused at the API.
+  const bad = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'x@b\u00fccher-.example' }) });
+  t.is(bad.status, 400);
+});
+
 test.serial('a null MX (RFC 7505) is a permanent failure', async (t) => {
   w.zone.set('nullmx.example', 'MX', [{ exchange: '.', priority: 0 }]);
   const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'x@nullmx.example' }) });

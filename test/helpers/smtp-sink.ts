@@ -54,6 +54,8 @@ export type SmtpSinkOptions = Partial<SinkBehaviour> & {
   cert?: { key: string; cert: string };
   /** RFC 1870 SIZE limit in bytes; no limit by default. */
   size?: number;
+  /** Offer SMTPUTF8 (RFC 6531); default true (smtp-server's default). */
+  smtputf8?: boolean;
   /** Loopback address to bind (another 127.x address lets a second sink share the port). */
   host?: string;
   /** Port to bind; 0 (default) picks a free one. */
@@ -136,7 +138,7 @@ function skipGreetingDelay(server: SMTPServer): void {
 }
 
 export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSink> {
-  const { hostname = DEFAULT_SINK_HOSTNAME, cert: ownCert, size, host = SINK_HOST, port: bindPort = 0, ...initialBehaviour } = opts;
+  const { hostname = DEFAULT_SINK_HOSTNAME, cert: ownCert, size, smtputf8 = true, host = SINK_HOST, port: bindPort = 0, ...initialBehaviour } = opts;
   const { key, cert } = ownCert ?? (await defaultCert(hostname));
 
   let behaviour: SinkBehaviour = { ...initialBehaviour, starttls: initialBehaviour.starttls ?? true };
@@ -162,6 +164,7 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
     // 127.0.0.1 has no useful PTR and a lookup would only slow the greeting.
     disableReverseLookup: true,
     ...(size !== undefined ? { size } : {}),
+    ...(smtputf8 ? {} : { hideSMTPUTF8: true }),
 
     onConnect(session, callback) {
       // Read per connection so setBehaviour({starttls}) applies to the next

@@ -1,9 +1,10 @@
+import { domainToASCII } from 'node:url';
 import addressparser from 'nodemailer/lib/addressparser';
 import { badRequest } from '../errors.js';
 
 export interface Mailbox {
   name: string;
-  /** Local part as given, domain lowercased. */
+  /** Local part as given, domain lowercased and in A-labels (punycode). */
   address: string;
 }
 
@@ -12,6 +13,17 @@ export interface Mailbox {
 const LOCAL = /^(?:[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*|"(?:[^"\\\r\n]|\\.)+")$/;
 const DOMAIN_LABEL = /^(?!-)[\p{L}\p{N}-]{1,63}(?<!-)$/u;
 const NOT_PRINTABLE = /(?![ \t])[\p{C}\p{Z}]/u;
+
+const ASCII = /^[\x00-\x7f]*$/;
+
+/**
+ * A domain as DNS, SMTP and every comparison need it: lowercased, an IDN in A-labels
+ * ("bücher.example" is "xn--bcher-kva.example", one domain however it was written). '' when
+ * it is not a valid IDN.
+ */
+export function asciiDomain(domain: string): string {
+  return ASCII.test(domain) ? domain.toLowerCase() : domainToASCII(domain);
+}
 
 export function isValidAddress(address: string): boolean {
   if (address.length > 254) return false;
@@ -25,23 +37,30 @@ export function isValidAddress(address: string): boolean {
   // before any JavaScript white space, so a U+2028 or U+00A0 there began a header line of its
   // own ('"c\u2028X-Injected: 1"@example.org' wrote a line "\u2028X-Injected: 1...").
   if (NOT_PRINTABLE.test(local)) return false;
+  if (asciiDomain(domain) === '') return false;
   const labels = domain.split('.');
   return labels.length >= 2 && labels.every((l) => DOMAIN_LABEL.test(l)) && !/^\d+$/.test(labels[labels.length - 1]!);
 }
 
-/** Lowercases the domain; local parts are case-sensitive in theory (RFC 5321 2.4) but we keep them as given. */
+/**
+ * The domain lowercased and in A-labels; local parts are case-sensitive in theory (RFC 5321
+ * 2.4) but we keep them as given.
+ */
 export function normalizeAddress(address: string): string {
   const at = address.lastIndexOf('@');
-  return `${address.slice(0, at)}@${address.slice(at + 1).toLowerCase()}`;
+  return `${address.slice(0, at)}@${asciiDomain(address.slice(at + 1))}`;
 }
 
-/** Key used for suppression and contact matching: trimmed and fully lowercased. */
+/** Key used for suppression and contact matching: trimmed, fully lowercased, the domain in A-labels. */
 export function addressKey(address: string): string {
-  return address.trim().toLowerCase();
+  const key = address.trim().toLowerCase();
+  if (ASCII.test(key)) return key;
+  const at = key.lastIndexOf('@');
+  return at < 0 ? key : `${key.slice(0, at)}@${asciiDomain(key.slice(at + 1)) || key.slice(at + 1)}`;
 }
 
 export function domainOf(address: string): string {
-  return address.slice(address.lastIndexOf('@') + 1).toLowerCase();
+  return asciiDomain(address.slice(address.lastIndexOf('@') + 1));
 }
 
 /**

@@ -813,8 +813,22 @@ export function createSmtpClientPool(opts: SmtpClientPoolOptions): SmtpClientPoo
     hostFailure: boolean;
   }
 
-  async function transact(pc: PooledConnection, req: TransactionRequest, recipients: string[]): Promise<TransactionOutcome> {
+  async function transact(pc: PooledConnection, req: TransactionRequest, allRecipients: string[]): Promise<TransactionOutcome> {
     const conn = pc.conn!;
+    const results = new Map<string, RecipientResult>();
+    // RFC 6531 §3.2: an address with a non-ASCII local part needs the server's SMTPUTF8. Without
+    // it nodemailer would send the UTF-8 anyway, and the "bad address syntax" (5.1.3) that comes
+    // back reads as a dead mailbox: refuse it here, a soft bounce (5.6.7, RFC 6531 §3.5).
+    // Domains are always in A-labels (punycode) by now.
+    const utf8 = ((conn as unknown as { _supportedExtensions?: string[] })._supportedExtensions ?? []).includes('SMTPUTF8');
+    const recipients = utf8 ? allRecipients : allRecipients.filter((r) => /^[\x00-\x7f]*$/.test(r));
+    for (const recipient of allRecipients) {
+      if (recipients.includes(recipient)) continue;
+      const response = `553 5.6.7 ${pc.remoteAddress ?? 'the server'} does not offer SMTPUTF8, which this non-ASCII address needs`;
+      results.set(recipient, { recipient, outcome: 'bounced', code: 553, response, hardBounce: false, reason: `refused locally: ${response}`, category: 'message' });
+    }
+    // Nothing sent: the session is as clean as before.
+    if (recipients.length === 0) return { byRecipient: results, untouched: false, accepted: true, hostFailure: false };
     const envelope: SMTPEnvelope = {
       from: req.mailFrom,
       to: recipients.slice(),
@@ -841,7 +855,6 @@ export function createSmtpClientPool(opts: SmtpClientPoolOptions): SmtpClientPoo
     const rejected = new Map<string, SmtpError>();
     for (const e of (tracked.rejectedErrors ?? []) as SmtpError[]) if (e.recipient !== undefined) rejected.set(e.recipient, e);
     const accepted = new Set(outcome.value?.accepted ?? tracked.accepted ?? []);
-    const results = new Map<string, RecipientResult>();
     const err = outcome.err;
     let dropped: string | undefined;
 

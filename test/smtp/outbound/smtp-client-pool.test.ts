@@ -92,6 +92,25 @@ test('a refusal at RCPT that is about our sender (it names our MAIL FROM) never 
   t.like(res.recipients[0], { outcome: 'bounced', code: 550, hardBounce: false, category: 'sender' });
 });
 
+test('a non-ASCII address goes to a server without SMTPUTF8 never: refused here as a soft bounce (5.6.7), the others delivered', async (t) => {
+  const sink = await sinkFor(t, { starttls: false, smtputf8: false });
+  const pool = poolFor(t);
+  const res = await pool.send(targetOf(sink), request(['"jösé"@example.test', 'ok@example.test']));
+  const by = new Map(res.recipients.map((r) => [r.recipient, r]));
+  t.like(by.get('"jösé"@example.test'), { outcome: 'bounced', code: 553, hardBounce: false });
+  t.regex(by.get('"jösé"@example.test')!.response, /5\.6\.7 .*SMTPUTF8/);
+  t.is(by.get('ok@example.test')!.outcome, 'delivered');
+  const [msg] = await sink.waitForMessages(1);
+  t.deepEqual(msg!.rcptTo, ['ok@example.test']);
+  // Only such addresses: no transaction at all, and the session is still good for the next.
+  const alone = await pool.send(targetOf(sink), request(['"jösé"@example.test']));
+  t.is(alone.recipients[0]!.outcome, 'bounced');
+  t.is((await pool.send(targetOf(sink), request(['ok2@example.test']))).recipients[0]!.outcome, 'delivered');
+  // A server that offers SMTPUTF8 gets it.
+  const utf8 = await sinkFor(t, { starttls: false });
+  t.is((await pool.send(targetOf(utf8), request(['"jösé"@example.test']))).recipients[0]!.outcome, 'delivered');
+});
+
 test('every recipient refused: no DATA, each outcome classified, the session stays usable', async (t) => {
   let refuse = true;
   const sink = await sinkFor(t, { starttls: false, onRcpt: () => (refuse ? { code: 550, message: '5.1.1 No such user' } : undefined) });
