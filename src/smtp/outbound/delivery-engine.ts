@@ -83,12 +83,18 @@ export class DeliveryEngine {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
-  /** Stops claiming and waits for in-flight transactions to be recorded. */
+  /**
+   * Stops claiming and waits for the transactions on the wire to be recorded. The engine is
+   * the pool's only user, so it closes it: transactions still waiting for a session to a busy
+   * host (with a slow or stalling one, minutes each behind those ahead of them) go back to the
+   * queue unattempted instead of holding the shutdown past the service manager's patience.
+   */
   async stop(): Promise<void> {
     this.running = false;
     this.wakeUp?.();
     this.slotFreed?.();
     await this.loopDone;
+    await this.o.pool.close();
     await Promise.allSettled([...this.inFlight]);
   }
 
@@ -228,8 +234,17 @@ export class DeliveryEngine {
         this.releaseMessage(group.email.id);
       }
       if (message) {
+        const outcome = await this.attempt(group, message);
+        if (outcome === 'not-attempted') {
+          try {
+            await this.o.deliveries.releaseGroups([group]);
+          } catch (err) {
+            this.o.logger.error({ err, emailId: group.email.id }, 'releasing deliveries at shutdown failed; their leases run out instead');
+          }
+          return;
+        }
         attempted = true;
-        results = await this.attempt(group, message);
+        results = outcome;
       }
     }
     try {
@@ -240,7 +255,8 @@ export class DeliveryEngine {
     }
   }
 
-  private async attempt(group: DeliveryGroup, message: Buffer): Promise<AttemptResult[]> {
+  /** The recipients' outcomes, or 'not-attempted' when the pool closed (shutdown) before a session. */
+  private async attempt(group: DeliveryGroup, message: Buffer): Promise<AttemptResult[] | 'not-attempted'> {
     const domain = group.domain!;
     const idsByRecipient = new Map(group.deliveries.map((d) => [d.recipient, d.id]));
     const recipients = group.deliveries.map((d) => d.recipient);
@@ -289,6 +305,7 @@ export class DeliveryEngine {
         errors.push(`${target.host}[${target.address}]: ${(err as Error).message}`);
         continue;
       }
+      if (res.notAttempted) return 'not-attempted';
       if (!res.connected || res.hostFailure) {
         // RFC 5321 §5.1: a host that cannot take the message now means the next MX, not a wait.
         errors.push(`${target.host}[${target.address}]: ${res.error ?? res.recipients[0]?.response ?? 'no session'}`);

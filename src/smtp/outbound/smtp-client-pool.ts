@@ -113,6 +113,11 @@ export interface TransactionResult {
    * the next MX host. Every recipient is then deferred.
    */
   hostFailure?: boolean;
+  /**
+   * The pool was closed (shutdown) before this transaction got a session: nothing went out and
+   * nothing was learnt. The caller puts the work back unattempted instead of recording a deferral.
+   */
+  notAttempted?: boolean;
   /** One per requested recipient, always, in request order. */
   recipients: RecipientResult[];
 }
@@ -242,6 +247,8 @@ interface PooledConnection {
 
 interface OpenFailure {
   message: string;
+  /** The pool is closed: no connection was tried. */
+  poolClosed?: boolean;
   code?: number;
   response?: string;
   remoteAddress?: string;
@@ -570,7 +577,7 @@ export function createSmtpClientPool(opts: SmtpClientPoolOptions): SmtpClientPoo
   }
 
   function acquire(route: Route, req: TransactionRequest, allowIdle: boolean): Promise<Lease> {
-    if (closed) return Promise.resolve({ failure: { message: 'connection pool is closed' } });
+    if (closed) return Promise.resolve({ failure: { message: 'connection pool is closed', poolClosed: true } });
     return new Promise((resolve) => {
       queue.push({ route, req, allowIdle, resolve });
       // A host at its limit with nothing idle: pump() would only walk the queue to pass this
@@ -767,6 +774,7 @@ export function createSmtpClientPool(opts: SmtpClientPoolOptions): SmtpClientPoo
     const verdict = classifyConnectionFailure(failure.message, failure.response);
     return {
       connected: false,
+      ...(failure.poolClosed ? { notAttempted: true } : {}),
       secure: false,
       remoteHost: route.host,
       ...(failure.remoteAddress ? { remoteAddress: failure.remoteAddress } : {}),
@@ -966,7 +974,7 @@ export function createSmtpClientPool(opts: SmtpClientPoolOptions): SmtpClientPoo
 
   async function send(target: DeliveryTarget, req: TransactionRequest): Promise<TransactionResult> {
     const route = routeFor(target);
-    if (closed) return failedResult(route, req, { message: 'connection pool is closed' });
+    if (closed) return failedResult(route, req, { message: 'connection pool is closed', poolClosed: true });
     if (relay && relay.secure === 'none' && req.tlsPolicy === 'ENFORCED') {
       return failedResult(route, req, { message: `TLS policy ENFORCED but relay ${relay.host} is configured without TLS; not sending in plaintext` });
     }
@@ -1011,7 +1019,9 @@ export function createSmtpClientPool(opts: SmtpClientPoolOptions): SmtpClientPoo
   async function close(): Promise<void> {
     closing ??= (async () => {
       closed = true;
-      for (const w of queue.splice(0)) w.resolve({ failure: { message: 'connection pool is closed' } });
+      // Waiters for a busy host would otherwise wait for the transactions ahead of them (each up
+      // to the transaction timeout): at shutdown they go back to their callers unattempted.
+      for (const w of queue.splice(0)) w.resolve({ failure: { message: 'connection pool is closed', poolClosed: true } });
       // Transactions in flight finish (bounded by socketTimeoutMs); their sessions then retire.
       await Promise.allSettled([...activeOps]);
       for (const pc of [...all]) if (pc.state === 'idle') void retire(pc, true);

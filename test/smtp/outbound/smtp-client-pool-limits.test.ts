@@ -93,10 +93,13 @@ test('close(): the transaction in flight completes, queued ones are refused, lat
   const refused = await queued;
   t.false(refused.connected);
   t.regex(refused.error ?? '', /closed/);
+  t.true(refused.notAttempted, 'the caller puts it back instead of recording a deferral');
+  t.is((await first).notAttempted, undefined);
   await closing;
   t.is(proxy.counter.active, 0, 'the session was ended with QUIT');
   const after = await pool.send(via(proxy), request(['c@example.test']));
   t.false(after.connected);
+  t.true(after.notAttempted);
   await pool.close(); // idempotent
 });
 
