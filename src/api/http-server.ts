@@ -1,5 +1,5 @@
 import { createServer, STATUS_CODES, type Server } from 'node:http';
-import type { Duplex } from 'node:stream';
+import { Readable, type Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import Koa, { type Context, type Next } from 'koa';
 import Router from '@koa/router';
@@ -12,6 +12,7 @@ import { toHttpError } from './http-errors.js';
 import { parseParams } from './params.js';
 import type { RouteDef, RouteRequest } from './route-types.js';
 import { parseInput } from './validation.js';
+import { JsonStream } from './json-stream.js';
 
 export interface HttpServerDeps {
   logger: Logger;
@@ -28,6 +29,8 @@ export interface HttpServerDeps {
 }
 
 const API_PREFIXES = ['/v1', '/api/v1'];
+/** Error codes of a client that closed or reset its connection: nothing to fix on our side. */
+const CLIENT_GONE_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE', 'ERR_STREAM_DESTROYED']);
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']); // DESIGN 4: the SDK sends a body on DELETE
 
 export function createHttpApp(deps: HttpServerDeps): Koa {
@@ -37,7 +40,13 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
   // framing: errorMiddleware has already answered or the socket is gone). With no listener Koa
   // prints each one to stderr, so any client could write to our stderr at will; they are
   // routine on a public port and go to the log at debug level instead.
-  app.on('error', (err: Error & { code?: string }) => deps.logger.debug({ err: err.message, code: err.code }, 'HTTP connection error'));
+  // Koa's own error event: a client that went away (debug), or a failure after the middleware
+  // chain (writing a streamed body), which nobody else reports.
+  app.on('error', (err: Error & { code?: string; status?: number }) => {
+    if (err.code !== undefined && CLIENT_GONE_CODES.has(err.code)) deps.logger.debug({ err: err.message, code: err.code }, 'HTTP connection error');
+    else if ((err.status ?? 500) >= 500) deps.logger.error({ err }, 'HTTP response failed');
+    else deps.logger.debug({ err: err.message, status: err.status }, 'HTTP error');
+  });
   const router = new Router();
 
   for (const route of deps.routes) {
@@ -62,6 +71,12 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
           };
           const req: RouteRequest = { auth: ctx.state.auth as AuthContext, input, params, query, body, rawBody: ctx.state.rawBody as Buffer | undefined, header, koa: ctx };
           const result = await route.handler(req);
+          if (result instanceof JsonStream) {
+            ctx.status = 200;
+            ctx.type = 'application/json';
+            ctx.body = Readable.from(result.chunks, { objectMode: false });
+            return;
+          }
           if (ctx.body === undefined || ctx.body === null) {
             ctx.status = 200;
             ctx.body = result ?? {};
@@ -117,6 +132,13 @@ function errorMiddleware(logger: Logger, translate: (err: unknown) => unknown = 
     const started = performance.now();
     try {
       await next();
+      // Serialized here rather than by Koa once every middleware has returned: a body that
+      // cannot be written as JSON (longer than V8's longest string) then gets the spec's error
+      // body and a log line, not Koa's bare "Internal Server Error".
+      const body: unknown = ctx.body;
+      if (body !== null && typeof body === 'object' && (Array.isArray(body) || Object.getPrototypeOf(body) === Object.prototype)) {
+        ctx.body = JSON.stringify(body);
+      }
     } catch (err) {
       const httpError = toHttpError(err instanceof AppError ? err : translate(err));
       if (httpError.status >= 500) logger.error({ err, method: ctx.method, path: ctx.path }, 'request failed');

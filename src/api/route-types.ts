@@ -2,6 +2,7 @@ import type { Context } from 'koa';
 import type { z } from 'zod';
 import type { AuthContext } from '../core/api-keys/api-key-service.js';
 import type { ParamDef, ParamValues } from './params.js';
+import type { JsonStream } from './json-stream.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -73,8 +74,8 @@ export interface RouteDef<P extends ParamDefs = ParamDefs, Q extends ParamDefs =
   contentType?: string;
   /** Error statuses beyond the automatic ones (see ErrorStatus). */
   errors?: ErrorStatus[];
-  /** Returns the 200 response body. Throw AppError for failures. */
-  handler(req: RouteRequest<RouteInput<P, Q, H, BodyOf<B>>>): Promise<z.input<R>>;
+  /** Returns the 200 response body (or a JsonStream of it). Throw AppError for failures. */
+  handler(req: RouteRequest<RouteInput<P, Q, H, BodyOf<B>>>): Promise<z.input<R> | JsonStream>;
 }
 
 /**

@@ -166,3 +166,28 @@ test('header values that can never be folded into legal lines are 400, not a del
   const spaced = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { subject: 'word '.repeat(150) }) });
   t.is(spaced.status, 200);
 });
+
+test('a list page whose bodies are large is written item by item, the same JSON as a small page', async (t) => {
+  const tag = `big-${Date.now()}`;
+  const text = 'x'.repeat(3_000_000);
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { text, html: `<p>${i}</p>`, tags: [tag], scheduledAt: 'in 2 days' }) });
+    t.is(res.status, 200);
+    ids.push(res.body.emailId);
+  }
+  const big = await w.t0.request('GET', `/v1/emails?tag=${tag}`);
+  t.is(big.status, 200);
+  t.regex(big.headers.get('content-type') ?? '', /application\/json/);
+  t.is(big.headers.get('content-length'), null, 'streamed: no length known up front');
+  t.is(big.body.count, 3);
+  t.deepEqual(big.body.data.map((e: any) => e.id), [...ids].reverse());
+  for (const e of big.body.data) t.is(e.text.length, 3_000_000);
+  // Two of them fit in one string: the usual response, item for item the same.
+  const small = await w.t0.request('GET', `/v1/emails?tag=${tag}&limit=2`);
+  t.not(small.headers.get('content-length'), null);
+  t.deepEqual(small.body.data, big.body.data.slice(0, 2));
+  const empty = await w.t0.request('GET', `/v1/emails?tag=${tag}&page=9`);
+  t.deepEqual(empty.body, { data: [], count: 3 });
+  for (const id of ids) await w.t0.request('POST', `/v1/emails/${id}/cancel`);
+});

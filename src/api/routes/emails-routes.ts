@@ -6,6 +6,7 @@ import { dateTimeQuery, intIdListQuery, pageQueries, stringListQuery, stringPath
 import { pageOf } from '../pagination.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
 import { batchResultSchema, emailIdSchema, emailListSchema, emailSchema } from '../schemas/email-schemas.js';
+import { jsonPage } from '../json-stream.js';
 
 const rescheduleBody = z.object({ scheduledAt: z.string().min(1) });
 const params = { emailId: stringPath('Email id.', { min: 3, max: 100 }) };
@@ -63,7 +64,7 @@ export function emailsRoutes(emails: EmailService): RouteDef[] {
       response: emailListSchema,
       handler: async ({ auth, input: { query } }) => {
         const page = pageOf(query);
-        return emails.list(sendContext(auth), {
+        const result = await emails.list(sendContext(auth), {
           offset: page.offset,
           limit: page.limit,
           startDate: query.startDate,
@@ -71,6 +72,7 @@ export function emailsRoutes(emails: EmailService): RouteDef[] {
           domainIds: query.domainId,
           tags: query.tag,
         });
+        return result.items ? jsonPage(result.items, result.count) : result;
       },
     }),
     defineRoute({

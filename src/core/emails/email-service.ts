@@ -19,6 +19,8 @@ import type { SendInput } from './send-schema.js';
 /** Idempotency entries live 24 hours (spec rule 4). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 export const MAX_RECIPIENTS = 100;
+/** A list page whose bodies (html + text) add up to more is written item by item. */
+export const LIST_INLINE_BODY_CHARS = 8 * 1024 * 1024;
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** Who is sending: the team, the key's domain restriction, and the key (for auditing). */
@@ -400,8 +402,22 @@ export function createEmailService(deps: EmailServiceDeps) {
         if (domainIds?.length && !domainIds.includes(ctx.domainId)) return { data: [], count: 0 };
         domainIds = [ctx.domainId];
       }
-      const { rows, count } = await emails.list({ teamId: ctx.teamId, domainIds, startDate: q.startDate, endDate: q.endDate, tags: q.tags, offset: q.offset, limit: q.limit });
-      return { data: rows.map(toListItem), count };
+      const { page, count } = await emails.listPage({ teamId: ctx.teamId, domainIds, startDate: q.startDate, endDate: q.endDate, tags: q.tags, offset: q.offset, limit: q.limit });
+      const ids = page.map((p) => p.id);
+      if (page.reduce((sum, p) => sum + p.bodyChars, 0) <= LIST_INLINE_BODY_CHARS) {
+        return { data: (await emails.findManyById(ctx.teamId, ids)).map(toListItem), count };
+      }
+      // Bodies may be up to the request limit each: a page of them read at once, and written as
+      // one JSON string, took the heap (and past V8's longest string, the response). Items are
+      // read one at a time as the response is written.
+      const teamId = ctx.teamId;
+      async function* items() {
+        for (const id of ids) {
+          const row = await emails.findById(teamId, id);
+          if (row) yield toListItem(row);
+        }
+      }
+      return { items: items(), count };
     },
 
     async reschedule(ctx: SendContext, id: string, scheduledAtInput: string): Promise<{ emailId: string }> {

@@ -153,7 +153,11 @@ export function createEmailsRepository(db: Db) {
       return rows.map((r) => ({ emailId: r.email_id, status: r.status, createdAt: r.created_at, data: r.data_json === null ? null : JSON.parse(r.data_json) }));
     },
 
-    async list(f: EmailListFilter): Promise<{ rows: EmailRow[]; count: number }> {
+    /**
+     * One page of the list: the ids in order with their body sizes (characters of html + text),
+     * not the rows, so a caller can decide how to fetch rows whose bodies may be tens of MB.
+     */
+    async listPage(f: EmailListFilter): Promise<{ page: { id: string; bodyChars: number }[]; count: number }> {
       let q = db.selectFrom('emails').where('team_id', '=', f.teamId);
       if (f.domainIds?.length) q = q.where('domain_id', 'in', f.domainIds);
       if (f.startDate) q = q.where('created_at', '>=', f.startDate);
@@ -171,11 +175,25 @@ export function createEmailsRepository(db: Db) {
             .having(sql<number>`count(distinct tag)`, '=', tags.length),
         );
       }
-      const [rows, total] = await Promise.all([
-        q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
+      const [page, total] = await Promise.all([
+        q
+          .select(['id', sql<number>`coalesce(length(html_body), 0) + coalesce(length(text_body), 0)`.as('bodyChars')])
+          .orderBy('created_at', 'desc')
+          .orderBy('id', 'desc')
+          .limit(f.limit)
+          .offset(f.offset)
+          .execute(),
         q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
       ]);
-      return { rows, count: Number(total.n) };
+      return { page: page.map((r) => ({ id: r.id, bodyChars: Number(r.bodyChars) })), count: Number(total.n) };
+    },
+
+    /** Rows of one team by id, in the order of `ids` (missing ones left out). */
+    async findManyById(teamId: number, ids: string[]): Promise<EmailRow[]> {
+      if (!ids.length) return [];
+      const rows = await db.selectFrom('emails').selectAll().where('team_id', '=', teamId).where('id', 'in', ids).execute();
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      return ids.flatMap((id) => byId.get(id) ?? []);
     },
 
     /**
