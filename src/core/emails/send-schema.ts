@@ -25,7 +25,14 @@ export const sendBodySchema = z.object({
   bcc: addressList.nullable().optional(),
   text: z.string().min(1).nullable().optional(),
   html: z.string().min(1).nullable().optional(),
-  headers: z.record(z.string().min(1).max(200), z.string().min(1).max(4000)).optional(),
+  // zod's record leaves a "__proto__" key out (it could not be an ordinary key of the result):
+  // refused here, rather than the header silently not sent.
+  headers: z
+    .preprocess((v, ctx) => {
+      if (v !== null && typeof v === 'object' && Object.hasOwn(v, '__proto__')) ctx.addIssue({ code: 'custom', message: 'a header can not be named __proto__' });
+      return v;
+    }, z.record(z.string().min(1).max(200), z.string().min(1).max(4000)))
+    .optional(),
   attachments: z
     .array(z.object({ filename: z.string().min(1).max(255), content: z.string().min(1) }))
     .max(MAX_ATTACHMENTS, `at most ${MAX_ATTACHMENTS} attachments`)
