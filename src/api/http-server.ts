@@ -65,8 +65,12 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
           const input = {
             params: parseParams(decl?.params, (name) => params[name]),
             query: parseParams(decl?.query, (name) => query[name]),
-            // Raw header values: ctx.get answers '' for an absent header and for an empty one alike.
-            headers: parseParams(decl?.headers, (name) => ctx.req.headers[name.toLowerCase()]),
+            // Each line of a header as sent: ctx.get answers '' for an absent header and an empty
+            // one alike, and Node joins repeated lines with ", " (two Idempotency-Keys become one).
+            headers: parseParams(decl?.headers, (name) => {
+              const lines = ctx.req.headersDistinct[name.toLowerCase()];
+              return lines === undefined ? undefined : lines.length === 1 ? lines[0] : lines;
+            }),
             body: decl?.body && decl.bodyParsedBy !== 'service' ? parseInput(decl.body, body ?? {}) : body,
           };
           const req: RouteRequest = { auth: ctx.state.auth as AuthContext, input, params, query, body, rawBody: ctx.state.rawBody as Buffer | undefined, header, koa: ctx };
@@ -191,6 +195,13 @@ function parseBody(limitBytes: number) {
     if (!BODY_METHODS.has(ctx.method)) return next();
     const length = ctx.get('content-length');
     if (!length && !ctx.get('transfer-encoding')) return next();
+    // A compressed body would otherwise be read as malformed JSON (or, sent uncompressed under a
+    // gzip label, accepted): say what is wrong. Nothing is read, so the connection closes.
+    const encoding = ctx.get('content-encoding').trim().toLowerCase();
+    if (encoding && encoding !== 'identity') {
+      ctx.set('Connection', 'close');
+      throw new AppError('BAD_REQUEST', `Content-Encoding ${encoding} is not supported: send the body uncompressed`);
+    }
     let raw: Buffer;
     try {
       raw = await getRawBody(ctx.req, { limit: limitBytes, length: length || undefined });

@@ -1,4 +1,5 @@
 import test from 'ava';
+import { request as httpRequest } from 'node:http';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
 
@@ -44,6 +45,19 @@ test.serial('idempotency: same key and body replays; another body is 409; in fli
   const empty = await w.t0.request('POST', '/v1/emails', { body, headers: { 'idempotency-key': '' } });
   t.is(empty.status, 400);
   t.regex(empty.body.error.message, /^Idempotency-Key: must be 1 to 256 characters/);
+  // Two header lines are two keys, not one key "a, b".
+  // (node:http, which sends an array as separate lines; fetch joins them itself.)
+  const twice = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+    const req = httpRequest(`${w.t0.baseUrl}/v1/emails`, { method: 'POST', headers: { authorization: `Bearer ${w.t0.key}`, 'content-type': 'application/json', 'idempotency-key': ['a', 'b'] } }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+  t.is(twice.status, 400);
+  t.regex(twice.body.error.message, /^Idempotency-Key: must be given once/);
   // After 24 hours the key is free again: a new email.
   clock.advance(24 * 3600 * 1000 + 1);
   const later = await w.t0.request('POST', '/v1/emails', { body, headers });

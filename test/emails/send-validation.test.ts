@@ -66,6 +66,13 @@ test('a scheduledAt years ahead is accepted (the spec sets no limit), with fille
   for (const id of [far.body.emailId, noon.body.emailId]) await w.t0.request('POST', `/v1/emails/${id}/cancel`);
 });
 
+test('a body with a Content-Encoding other than identity is 400, not read as malformed JSON', async (t) => {
+  const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w), headers: { 'content-encoding': 'gzip' } });
+  t.is(res.status, 400);
+  t.regex(res.body.error.message, /Content-Encoding gzip is not supported/);
+  t.is((await w.t0.request('POST', '/v1/emails', { body: sendBody(w), headers: { 'content-encoding': 'identity' } })).status, 200);
+});
+
 test('a non-object body is 400', async (t) => {
   for (const raw of ['[]', '"x"', 'null', '42']) {
     const res = await w.t0.request('POST', '/v1/emails', { rawBody: raw });
