@@ -16,6 +16,7 @@ const badBodies: [string, Record<string, unknown>, RegExp][] = [
   ['empty to list', { to: [] }, /to/],
   ['bad recipient', { to: 'not-an-address' }, /to/],
   ['two addresses in one string', { to: 'a@example.net, b@example.net' }, /to/],
+  ['group syntax (an unquoted colon) in a display name', { to: 'Alice\u2028X-Inj: 1 <alice@example.net>' }, /^to: .* is not a single valid email address/s],
   ['missing from', { from: undefined }, /from/],
   ['bad from', { from: 'nobody' }, /from/],
   ['missing subject', { subject: undefined }, /subject/],

@@ -77,6 +77,7 @@ function addrSpecOf(input: string): string | null {
   let open = -1;
   let close = -1;
   let atInName = false;
+  let groupSyntax = false;
   let bare = '';
   for (let i = 0; i < input.length; i++) {
     const c = input[i]!;
@@ -106,10 +107,13 @@ function addrSpecOf(input: string): string | null {
     } else if (close >= 0 && !/\s/.test(c)) return null;
     else {
       if (c === '@' && open < 0) atInName = true;
+      // An unquoted ':' or ';' is group syntax (RFC 5322 3.4): "Team: a <x@y>;" would put the
+      // text before the colon out of the name, and addressparser reads it so.
+      if ((c === ':' || c === ';') && open < 0) groupSyntax = true;
       bare += c;
     }
   }
-  if (inQuote || depth > 0 || (open >= 0 && close < 0) || (open >= 0 && atInName)) return null;
+  if (inQuote || depth > 0 || groupSyntax || (open >= 0 && close < 0) || (open >= 0 && atInName)) return null;
   return open >= 0 ? input.slice(open + 1, close).trim() : bare.trim();
 }
 
