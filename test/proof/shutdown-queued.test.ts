@@ -45,3 +45,13 @@ test('stopping with transactions queued behind a stalling host puts them back un
   await w.settle();
   for (const id of ids) t.is(w.sink.messages.filter((m) => m.mailFrom.startsWith(`bounces+${id}@`)).length, 1, id);
 });
+
+test('the engine can be stopped and started again in one process (the pool stays usable)', async (t) => {
+  const w = await startMailWorld();
+  t.teardown(() => w.close());
+  await w.t0.app.engine.stop();
+  const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'after-restart@example.net' }) });
+  w.t0.app.engine.start();
+  await w.settle();
+  t.is((await w.t0.request('GET', `/v1/emails/${res.body.emailId}`)).body.latestStatus, 'DELIVERED');
+});

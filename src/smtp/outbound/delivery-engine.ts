@@ -84,17 +84,18 @@ export class DeliveryEngine {
   }
 
   /**
-   * Stops claiming and waits for the transactions on the wire to be recorded. The engine is
-   * the pool's only user, so it closes it: transactions still waiting for a session to a busy
-   * host (with a slow or stalling one, minutes each behind those ahead of them) go back to the
-   * queue unattempted instead of holding the shutdown past the service manager's patience.
+   * Stops claiming and waits for the transactions on the wire to be recorded. Transactions
+   * still waiting for a session to a busy host (with a slow or stalling one, minutes each behind
+   * those ahead of them), and those not yet handed to the pool, go back to the queue
+   * unattempted instead of holding the shutdown past the service manager's patience. The pool
+   * stays open: the engine may be started again (the benchmark pauses it).
    */
   async stop(): Promise<void> {
     this.running = false;
     this.wakeUp?.();
     this.slotFreed?.();
     await this.loopDone;
-    await this.o.pool.close();
+    this.o.pool.abandonQueued();
     await Promise.allSettled([...this.inFlight]);
   }
 
@@ -298,6 +299,9 @@ export class DeliveryEngine {
     // reply): when no other host does better, its replies are the attempt's result.
     let hostFailure: { res: TransactionResult; host: string } | undefined;
     for (const target of tried) {
+      // Stopping: what has not reached the pool yet is not started now (stop() already let go
+      // of the ones waiting in it).
+      if (!this.running) return 'not-attempted';
       let res: TransactionResult;
       try {
         res = await this.o.pool.send(target, { mailFrom, recipients, message, tlsPolicy: domain.tlsPolicy });

@@ -161,6 +161,11 @@ export interface SmtpClientPool {
   send(target: DeliveryTarget, req: TransactionRequest): Promise<TransactionResult>;
   /** Refuses queued and new sends, lets transactions in flight finish, QUITs every session and waits for the sockets to close. */
   close(): Promise<void>;
+  /**
+   * Answers every send still waiting for a session `notAttempted` (the caller's shutdown); the
+   * pool stays open. Returns how many there were.
+   */
+  abandonQueued(): number;
   /** connectionsOpened: SMTP sessions established (after EHLO/STARTTLS/AUTH); transactions: MAIL FROM commands issued. */
   readonly stats: { connectionsOpened: number; transactions: number };
 }
@@ -1016,6 +1021,12 @@ export function createSmtpClientPool(opts: SmtpClientPoolOptions): SmtpClientPoo
     }
   }
 
+  function abandonQueued(): number {
+    const waiting = queue.splice(0);
+    for (const w of waiting) w.resolve({ failure: { message: 'not attempted: the delivery engine is stopping', poolClosed: true } });
+    return waiting.length;
+  }
+
   async function close(): Promise<void> {
     closing ??= (async () => {
       closed = true;
@@ -1030,5 +1041,5 @@ export function createSmtpClientPool(opts: SmtpClientPoolOptions): SmtpClientPoo
     return closing;
   }
 
-  return { send, close, stats };
+  return { send, close, abandonQueued, stats };
 }

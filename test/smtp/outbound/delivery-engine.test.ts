@@ -28,7 +28,7 @@ test('stop() while a claim is in progress settles once the claim returns, howeve
     deliveries,
     messages: {} as never,
     mx: {} as never,
-    pool: { close: async () => {} } as never,
+    pool: { abandonQueued: () => 0 } as never,
     clock: new ManualClock(0),
     logger: createLogger('silent'),
     port: 25,

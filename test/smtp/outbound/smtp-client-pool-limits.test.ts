@@ -132,3 +132,18 @@ test('after close() the pool holds no handles: a process using it exits by itsel
   // The sinks are still running: the child closed its sessions itself.
   t.is(plain.messages.length + tls.messages.length, 3);
 });
+
+test('abandonQueued(): sends waiting for a session are answered notAttempted, the one in flight completes, and the pool keeps working', async (t) => {
+  const sink = await sinkFor(t, { starttls: false });
+  const proxy = await startCountingProxy(t, sink.port);
+  const pool = poolFor(t, { maxConnectionsPerHost: 1 });
+  const first = pool.send(via(proxy), request(['a@example.test']));
+  const queued = pool.send(via(proxy), request(['b@example.test']));
+  t.is(pool.abandonQueued(), 1);
+  const abandoned = await queued;
+  t.true(abandoned.notAttempted);
+  t.is((await first).recipients[0]!.outcome, 'delivered');
+  t.is((await pool.send(via(proxy), request(['c@example.test']))).recipients[0]!.outcome, 'delivered');
+  const [, second] = await sink.waitForMessages(2);
+  t.deepEqual(second!.rcptTo, ['c@example.test']);
+});
