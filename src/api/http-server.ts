@@ -196,10 +196,11 @@ function parseBody(limitBytes: number) {
     const length = ctx.get('content-length');
     if (!length && !ctx.get('transfer-encoding')) return next();
     // A compressed body would otherwise be read as malformed JSON (or, sent uncompressed under a
-    // gzip label, accepted): say what is wrong. Nothing is read, so the connection closes.
+    // gzip label, accepted): say what is wrong. The body is discarded unread (as for a 413), so
+    // the answer is not lost to a reset.
     const encoding = ctx.get('content-encoding').trim().toLowerCase();
     if (encoding && encoding !== 'identity') {
-      ctx.set('Connection', 'close');
+      ctx.req.resume();
       throw new AppError('BAD_REQUEST', `Content-Encoding ${encoding} is not supported: send the body uncompressed`);
     }
     let raw: Buffer;
