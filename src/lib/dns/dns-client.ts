@@ -403,7 +403,8 @@ function rcodeError(rcode: number, ex: Exchange): DnsError {
     case RCODE_REFUSED:
       return new DnsError('REFUSED', ex.qname, ex.qtype, `REFUSED ${where}`);
     case RCODE_FORMERR:
-      return new DnsError('FORMERR', ex.qname, ex.qtype, `FORMERR ${where}`);
+      // The server's, not our encoder's: temporary (dns-errors.ts).
+      return new DnsError('FORMERR', ex.qname, ex.qtype, `FORMERR ${where}`, { temporary: true });
     default:
       // NOTIMP and friends: this server cannot help with a plain QUERY; another might.
       return new DnsError('BADRESPONSE', ex.qname, ex.qtype, `rcode ${rcode} ${where}`);

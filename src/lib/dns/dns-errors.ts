@@ -10,10 +10,13 @@
 export type DnsErrorCode = 'NOTFOUND' | 'NODATA' | 'SERVFAIL' | 'TIMEOUT' | 'REFUSED' | 'FORMERR' | 'BADRESPONSE';
 
 /**
- * FORMERR is permanent: we raise it for names that cannot be encoded on the
- * wire (empty label, label over 63 octets, name over 253 — RFC 1035 §2.3.4)
- * and for a server rejecting our query even after the plain RFC 1035 retry
- * without EDNS; sending the same bytes again cannot succeed.
+ * FORMERR is permanent when we raise it ourselves, for names that cannot be
+ * encoded on the wire (empty label, label over 63 octets, name over 253 —
+ * RFC 1035 §2.3.4): no such name can exist. A FORMERR answered by a server,
+ * even after the plain RFC 1035 retry without EDNS, is temporary: it is what
+ * a broken resolver or middlebox answers to every query, and it says nothing
+ * about the name (treated as permanent, it bounced and suppressed every
+ * recipient of every domain).
  */
 const TEMPORARY_CODES: ReadonlySet<DnsErrorCode> = new Set<DnsErrorCode>(['SERVFAIL', 'TIMEOUT', 'REFUSED', 'BADRESPONSE']);
 
@@ -27,11 +30,11 @@ export class DnsError extends Error {
   readonly hostname: string;
   readonly rrtype: string;
 
-  constructor(code: DnsErrorCode, hostname: string, rrtype: string, detail?: string, options?: { cause?: unknown }) {
+  constructor(code: DnsErrorCode, hostname: string, rrtype: string, detail?: string, options?: { cause?: unknown; temporary?: boolean }) {
     super(`DNS ${rrtype} ${hostname}: ${code}${detail ? ` (${detail})` : ''}`, options);
     this.name = 'DnsError';
     this.code = code;
-    this.temporary = isTemporaryDnsErrorCode(code);
+    this.temporary = options?.temporary ?? isTemporaryDnsErrorCode(code);
     this.hostname = hostname;
     this.rrtype = rrtype;
   }

@@ -223,9 +223,8 @@ export function createMxResolver(
     const [v4, v6] = await Promise.allSettled([lookup<string>('A', host, used), lookup<string>('AAAA', host, used)]);
     const addresses = [...(v4.status === 'fulfilled' ? v4.value.records : []), ...(v6.status === 'fulfilled' ? v6.value.records : [])];
     const failures = [v4, v6].filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as unknown);
-    // NODATA/NXDOMAIN are answers; anything else (SERVFAIL, timeout, FORMERR from a broken
-    // resolver, a bug) may change.
-    const temporary = failures.some((e) => !(e instanceof DnsError) || (e.code !== 'NOTFOUND' && e.code !== 'NODATA'));
+    // NODATA/NXDOMAIN are answers; anything else (SERVFAIL, timeout, a server's FORMERR, a bug) may change.
+    const temporary = failures.some((e) => !(e instanceof DnsError) || e.temporary);
     const result: HostAddresses = { addresses: [...new Set(addresses)], temporary };
     if (addresses.length === 0) result.failure = failures.map(describe).join('; ') || 'no addresses';
     return result;
@@ -322,11 +321,7 @@ export function createMxResolver(
           return usable;
         }
         if (err.code === 'NOTFOUND') throw new MxLookupError(domain, 'domain does not exist (NXDOMAIN)', true, { cause: err });
-        // Only an authoritative "no such domain" (above) or a null MX bounces. Anything else
-        // (FORMERR included: a broken resolver or middlebox answers it to every query) says
-        // nothing about the recipient's domain, and bouncing on it would suppress every
-        // recipient of every domain: defer, and FAILED after the give-up age if it persists.
-        throw new MxLookupError(domain, `MX lookup failed: ${err.message}`, false, { cause: err });
+        throw new MxLookupError(domain, `MX lookup failed: ${err.message}`, !err.temporary, { cause: err });
       }
       throw new MxLookupError(domain, `MX lookup failed: ${describe(err)}`, false, { cause: err });
     }

@@ -834,7 +834,7 @@ export function createSmtpClientPool(opts: SmtpClientPoolOptions): SmtpClientPoo
     // back reads as a dead mailbox: refuse it here, a soft bounce (5.6.7, RFC 6531 §3.5).
     // Domains are always in A-labels (punycode) by now.
     const utf8 = ((conn as unknown as { _supportedExtensions?: string[] })._supportedExtensions ?? []).includes('SMTPUTF8');
-    const recipients = utf8 ? allRecipients : allRecipients.filter((r) => /^[\x00-\x7f]*$/.test(r));
+    const recipients = utf8 ? allRecipients : allRecipients.filter((r) => isAscii(Buffer.from(r)));
     for (const recipient of allRecipients) {
       if (recipients.includes(recipient)) continue;
       const response = `553 5.6.7 ${pc.remoteAddress ?? 'the server'} does not offer SMTPUTF8, which this non-ASCII address needs`;
