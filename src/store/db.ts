@@ -4,6 +4,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDialectConfig } from 'kysely';
 import type { Database } from './tables/database.js';
 import { withStatementCache } from './statement-cache.js';
+import { ParenthesizeRawPlugin } from './parenthesize-raw-plugin.js';
 import { createHotPath, registerHotPath } from './hot-path.js';
 import { startWalCheckpointer, type WalCheckpointer } from './wal-checkpointer.js';
 
@@ -57,7 +58,7 @@ export function openStore(file: string, opts: StoreOptions = {}): Store {
   sqlite.pragma('temp_store = MEMORY');
   const cached = withStatementCache(sqlite);
   const dialect = new KeepErrorsSqliteDialect(sqlite, { database: cached });
-  const db = new Kysely<Database>({ dialect });
+  const db = new Kysely<Database>({ dialect, plugins: [new ParenthesizeRawPlugin()] });
   registerHotPath(db, createHotPath(db, cached, () => dialect.connectionHeld));
   let closed = false;
   return {

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { ManualClock } from '../../src/lib/clock.js';
 import { parseSegmentFilters } from '../../src/core/segments/segment-filters.js';
-import { compileContactFilter } from '../../src/store/repositories/contact-filter-sql.js';
+import { contactsInBook } from '../../src/store/repositories/contacts-scope.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 
 const T0 = Date.UTC(2026, 2, 1, 12, 0, 0);
@@ -160,7 +160,7 @@ test('user values are bound parameters, never SQL text', async (t) => {
       { field: 'properties.age', op: 'gt', value: 5 },
     ],
   });
-  const compiled = t0.app.store.db.selectFrom('contacts').selectAll().where(compileContactFilter(filter)).compile();
+  const compiled = contactsInBook(t0.app.store.db, { teamId: 1, bookId: 'cb_x' }, filter).selectAll().compile();
   t.false(compiled.sql.includes(evil));
   t.false(compiled.sql.includes('plan'), 'even the property key travels as a bound JSON path');
   t.true(compiled.parameters.includes(evil));

@@ -242,3 +242,24 @@ test.serial('unsubscribe by mail (the List-Unsubscribe mailto) and a hard bounce
     w.sink.setBehaviour({ onRcpt: undefined });
   }
 });
+
+test.serial("a campaign's segment filters its own book only: a book change that strands the segment is 400, and a deleted segment selects nobody", async (t) => {
+  const first = await book('Seg first', [{ email: 'sf1@example.net' }, { email: 'sf2@example.net' }]);
+  const second = await book('Seg second', [{ email: 'ss1@example.net' }]);
+  const seg = (await w.t0.request('POST', '/v1/segments', { body: { name: 's', contactBookId: first, filters: { match: 'all', conditions: [{ field: 'email', op: 'eq', value: 'sf1@example.net' }] } } })).body;
+  const c = await campaign(first, { segmentId: seg.id });
+  const moved = await w.t0.request('PATCH', `/v1/campaigns/${c.id}`, { body: { contactBookId: second } });
+  t.is(moved.status, 400);
+  t.regex(moved.body.error.message, /^segmentId: .*another contact book/);
+  // Both at once is fine.
+  t.is((await w.t0.request('PATCH', `/v1/campaigns/${c.id}`, { body: { contactBookId: second, segmentId: null } })).status, 200);
+  t.is((await w.t0.request('PATCH', `/v1/campaigns/${c.id}`, { body: { contactBookId: first, segmentId: seg.id } })).status, 200);
+  // The segment goes away before the send: the audience is empty, not the whole book.
+  t.is((await w.t0.request('DELETE', `/v1/segments/${seg.id}`)).status, 200);
+  t.true((await w.t0.request('POST', `/v1/campaigns/${c.id}/schedule`, { body: {} })).body.success);
+  await run();
+  const after = await get(c.id);
+  t.is(after.status, 'SENT');
+  t.is(after.total, 0);
+  t.is(sentTo('sf').length, 0);
+});

@@ -2,7 +2,7 @@ import test, { type ExecutionContext } from 'ava';
 import type { RouteDef } from '../../src/api/route-types.js';
 import { DOMAIN_CONFINED, isolationCases } from './helpers/isolation-cases.js';
 import { buildIsolationWorld, type IsolationWorld } from './helpers/isolation-world.js';
-import { bodyText, isErrorBody, leakedMarkers } from './helpers/leak-check.js';
+import { bodyText, isErrorBody, leakedMarkers, structuralLeaks } from './helpers/leak-check.js';
 import { asForbidden, Counter, makeEnv, runProbe, type Probe, type Role, type RouteCase } from './helpers/probe-runner.js';
 import { snapshotTeam, type Snapshot } from './helpers/team-snapshot.js';
 
@@ -101,6 +101,77 @@ test.serial('revoked, malformed, tampered, unknown and missing keys get 401 on e
       t.true(isErrorBody(res.body) && res.body.error.code === 'UNAUTHORIZED', `${label}: ${bodyText(res)}`);
       t.deepEqual(leakedMarkers(res, req.path + JSON.stringify(req.body ?? null), x.a.markers), [], label);
     }
+  }
+});
+
+test.serial("team B's own filters, searches and segments reach only team B's rows, and its campaign mails only its contacts", async (t) => {
+  const { a, b } = x;
+  const key = b.keys.full.token;
+  const mine = (path: string) => x.request('GET', path, key);
+  const noLeak = (res: Awaited<ReturnType<typeof mine>>, label: string) => {
+    t.true(res.status === 200 || res.status === 400, `${label}: ${res.status} ${bodyText(res)}`);
+    t.deepEqual(leakedMarkers(res, label, a.markers), [], label);
+    t.deepEqual(structuralLeaks(res.body, { teamId: b.teamId, forbiddenDomainIds: [a.d1.domainId, a.d2.domainId] }), [], label);
+  };
+  // Segments on B's own book whose filters select everything they can: an OR at the top, ORs
+  // nested under ANDs, negations that match missing values, LIKE wildcards taken literally.
+  const everyone = { field: 'email', op: 'contains', value: '@' };
+  const filters = [
+    { match: 'any', conditions: [{ field: 'firstName', op: 'eq', value: 'nobody' }, everyone] },
+    { match: 'any', conditions: [everyone, { field: 'subscribed', op: 'eq', value: true }, { field: 'subscribed', op: 'eq', value: false }] },
+    { match: 'all', conditions: [{ match: 'any', conditions: [everyone, { field: 'email', op: 'exists' }] }, { match: 'any', conditions: [{ field: 'lastName', op: 'neq', value: 'x' }] }] },
+    { match: 'any', conditions: [{ field: 'createdAt', op: 'gte', value: '2000-01-01' }, { field: 'properties.plan', op: 'notExists' }] },
+    { match: 'any', conditions: [{ field: 'email', op: 'contains', value: '%' }, { field: 'email', op: 'contains', value: '_' }, { field: 'email', op: 'endsWith', value: '.net' }] },
+  ];
+  const bookContacts = (await mine(`/v1/contactBooks/${b.d1.bookId}/contacts?limit=100`)).body as { id: string }[];
+  for (const f of filters) {
+    const seg = await x.request('POST', '/v1/segments', key, { name: 'bolt wide', contactBookId: b.d1.bookId, filters: f });
+    t.is(seg.status, 200, bodyText(seg));
+    const members = await mine(`/v1/segments/${seg.body.id}/contacts?limit=100`);
+    noLeak(members, `segment ${JSON.stringify(f)}`);
+    t.true(members.body.contacts.every((c: any) => c.contactBookId === b.d1.bookId), JSON.stringify(f));
+    t.true(members.body.total <= bookContacts.length, JSON.stringify(f));
+  }
+  // A campaign to the widest of them reaches B's contacts only.
+  const wide = await x.request('POST', '/v1/segments', key, { name: 'bolt everyone', contactBookId: b.d1.bookId, filters: filters[0] });
+  const before = x.w.sink.messages.length;
+  const campaign = await x.request('POST', '/v1/campaigns', key, {
+    name: 'bolt wide campaign',
+    from: `news@${b.d1.domainName}`,
+    subject: 'bolt wide',
+    contactBookId: b.d1.bookId,
+    segmentId: wide.body.id,
+    content: JSON.stringify({ type: 'doc', content: [{ type: 'paragraph', content: [{ type: 'text', text: 'hi' }] }] }),
+    sendNow: true,
+    batchSize: 1000,
+  });
+  t.is(campaign.status, 200, bodyText(campaign));
+  await x.w.t0.app.runCampaigns();
+  await x.settle();
+  const rcpts = x.w.sink.messages.slice(before).flatMap((m) => m.rcptTo);
+  t.true(rcpts.length > 0, 'the campaign sent');
+  t.deepEqual(rcpts.filter((r) => !r.startsWith('bolt-')), [], "no recipient outside B's book");
+  // Searches and list filters with wildcards, quotes and SQL-looking text, and A's own words.
+  const needles = ['%', '_', "' or 1=1 --", '") or ("1"="1', 'acme', a.d1.templateId, '*'];
+  for (const n of needles) {
+    const q = encodeURIComponent(n);
+    for (const path of [`/v1/campaigns?search=${q}`, `/v1/templates?search=${q}`, `/v1/suppressions?search=${q}`, `/v1/emails?tag=${q}`]) noLeak(await mine(path), path);
+  }
+  for (const path of [
+    '/v1/emails?limit=100',
+    `/v1/emails?domainId=${b.d1.domainId}`,
+    '/v1/emails?tag=acme-tag',
+    '/v1/receivedEmails?limit=100',
+    `/v1/receivedEmails?domainId=${b.d1.domainId}`,
+    '/v1/webhooks?limit=100',
+    '/v1/segments?limit=100',
+    `/v1/segments?contactBookId=${b.d1.bookId}`,
+    '/v1/contactBooks',
+    '/v1/analytics/email-time-series?days=30',
+    `/v1/analytics/email-time-series?days=30&domainId=${b.d1.domainId}`,
+    '/v1/analytics/reputation-metrics',
+  ]) {
+    noLeak(await mine(path), path);
   }
 });
 

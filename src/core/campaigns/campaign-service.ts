@@ -22,6 +22,8 @@ export const MAX_BATCH_SIZE = 100_000;
 const FAN_OUT_CHUNK = 1000;
 /** Campaign recipients re-checked per write when counters are recovered at startup. */
 const RECOUNT_CHUNK = 2000;
+/** `any` of nothing matches no contact. */
+const NOBODY: FilterNode = { match: 'any', conditions: [] };
 
 export interface CampaignInput {
   name: string;
@@ -121,14 +123,14 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       throw badRequest(`contactBookId: contact book ${input.contactBookId} not found`);
     }
     if (input.contactBookId !== undefined) out.contact_book_id = input.contactBookId;
-    if (input.segmentId !== undefined) {
-      if (input.segmentId !== null) {
-        const seg = await deps.segments.findById(scope.teamId, input.segmentId);
-        if (!seg) throw badRequest(`segmentId: segment ${input.segmentId} not found`);
-        if (seg.contact_book_id !== bookId) throw badRequest(`segmentId: segment ${input.segmentId} belongs to another contact book`);
-      }
-      out.segment_id = input.segmentId;
+    // A segment filters its own book only: checked when either side changes.
+    const segmentId = input.segmentId !== undefined ? input.segmentId : (current?.segment_id ?? null);
+    if (segmentId !== null && (input.segmentId !== undefined || input.contactBookId !== undefined)) {
+      const seg = await deps.segments.findById(scope.teamId, segmentId);
+      if (!seg) throw badRequest(`segmentId: segment ${segmentId} not found`);
+      if (seg.contact_book_id !== bookId) throw badRequest(`segmentId: segment ${segmentId} belongs to another contact book`);
     }
+    if (input.segmentId !== undefined) out.segment_id = input.segmentId;
     for (const [field, key] of [['replyTo', 'reply_to_json'], ['cc', 'cc_json'], ['bcc', 'bcc_json']] as const) {
       const v = input[field];
       if (v !== undefined) out[key] = JSON.stringify(parseMailboxList(v, field).map((m) => m.address));
@@ -148,10 +150,12 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     return out;
   }
 
+  /** The campaign's audience filter: none for the whole book; a segment deleted meanwhile (or moved to another book) selects nobody, never the whole book. */
   async function filterFor(c: CampaignRow): Promise<FilterNode | null> {
     if (!c.segment_id) return null;
     const seg = await deps.segments.findById(c.team_id, c.segment_id);
-    return seg ? (JSON.parse(seg.filters_json) as FilterNode) : null;
+    if (!seg || seg.contact_book_id !== c.contact_book_id) return NOBODY;
+    return JSON.parse(seg.filters_json) as FilterNode;
   }
 
   function resolveWhen(scheduledAt: string | null | undefined): string {

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { decodeCanonicalBase64url, decodeCanonicalBase64urlText } from '../../lib/base64url.js';
 
 // Per-contact unsubscribe links: the token names the campaign and the contact and carries an
 // HMAC, so nobody can unsubscribe someone else by editing the link. Unsubscribe links must keep
@@ -17,8 +18,9 @@ export function signUnsubscribeToken(secret: string, campaignId: string, contact
 export function verifyUnsubscribeToken(secret: string, token: string): { campaignId: string; contactId: string } | null {
   const [payloadPart, macPart, extra] = token.split('.');
   if (!payloadPart || !macPart || extra !== undefined || token.length > 400) return null;
-  const payload = Buffer.from(payloadPart, 'base64url').toString('utf8');
-  const given = Buffer.from(macPart, 'base64url');
+  const payload = decodeCanonicalBase64urlText(payloadPart);
+  const given = decodeCanonicalBase64url(macPart);
+  if (payload === null || !given) return null;
   const expected = mac(secret, payload);
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
   const [campaignId, contactId] = payload.split('.');

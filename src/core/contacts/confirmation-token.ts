@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { decodeCanonicalBase64url, decodeCanonicalBase64urlText } from '../../lib/base64url.js';
 
 /*
  * Double opt-in confirmation links: `<publicUrl>/confirm/<token>`, where the token is
@@ -32,9 +33,10 @@ export function signConfirmationToken(secret: string, contactId: string, expires
 export function verifyConfirmationToken(secret: string, token: string, nowMs: number): TokenCheck {
   if (token.length > MAX_TOKEN_LENGTH) return { ok: false, reason: 'invalid' };
   const parts = token.split('.');
-  if (parts.length !== 2 || !/^[A-Za-z0-9_-]+$/.test(parts[0]!) || !/^[A-Za-z0-9_-]+$/.test(parts[1]!)) return { ok: false, reason: 'invalid' };
-  const payload = Buffer.from(parts[0]!, 'base64url').toString('utf8');
-  const given = Buffer.from(parts[1]!, 'base64url');
+  if (parts.length !== 2) return { ok: false, reason: 'invalid' };
+  const payload = decodeCanonicalBase64urlText(parts[0]!);
+  const given = decodeCanonicalBase64url(parts[1]!);
+  if (payload === null || !given) return { ok: false, reason: 'invalid' };
   const expected = mac(secret, payload);
   // Constant-time comparison; the length check first is required by timingSafeEqual and
   // leaks nothing (every valid signature has the same length).

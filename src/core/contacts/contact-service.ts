@@ -230,8 +230,8 @@ export function createContactService(deps: ContactServiceDeps) {
     return book;
   }
 
-  async function loadContact(bookId: string, id: string): Promise<ContactRow> {
-    const c = await contacts.findById(bookId, id);
+  async function loadContact(teamId: number, bookId: string, id: string): Promise<ContactRow> {
+    const c = await contacts.findById({ teamId, bookId }, id);
     if (!c) throw notFound(`contact ${id} not found in contact book ${bookId}`);
     return c;
   }
@@ -290,7 +290,7 @@ export function createContactService(deps: ContactServiceDeps) {
 
     let sender: string | null = null;
     if (book.double_opt_in_enabled === 1) {
-      const before = (how.putId && (await contacts.findById(bookId, how.putId))) || (await contacts.findByEmail(bookId, email));
+      const before = (how.putId && (await contacts.findById({ teamId: scope.teamId, bookId }, how.putId))) || (await contacts.findByEmail({ teamId: scope.teamId, bookId }, email));
       if (input.subscribed !== false && (!before || (resend && isPending(before)))) sender = await senderFor(scope, book);
     }
 
@@ -299,12 +299,12 @@ export function createContactService(deps: ContactServiceDeps) {
     try {
       outcome = await announced(async (tx: ContactsStore) => {
         const result = (r: { row: ContactRow; event: ContactEventType | null; confirm: boolean }) => ({ value: r, events: r.event ? [contactEvent(r.event, r.row)] : [] });
-        let existing = how.putId ? await tx.findById(bookId, how.putId) : undefined;
+        let existing = how.putId ? await tx.findById({ teamId: scope.teamId, bookId }, how.putId) : undefined;
         if (existing && existing.email !== email) {
-          const clash = await tx.findByEmail(bookId, email);
+          const clash = await tx.findByEmail({ teamId: scope.teamId, bookId }, email);
           if (clash) throw notUnique(`email: ${email} already belongs to contact ${clash.id} in this book`);
         }
-        existing ??= await tx.findByEmail(bookId, email);
+        existing ??= await tx.findByEmail({ teamId: scope.teamId, bookId }, email);
         if (!existing) {
           const created = newContact(scope.teamId, book, email, fields, nowIso);
           await tx.insertMany([created.row]);
@@ -314,7 +314,7 @@ export function createContactService(deps: ContactServiceDeps) {
         const after = merge(base, fields, 'import', book, nowIso) ?? (base !== existing ? { ...base, updated_at: nowIso } : undefined);
         const confirm = resend && book.double_opt_in_enabled === 1 && isPending(after ?? existing);
         if (!after) return result({ row: existing, event: null, confirm });
-        const saved = await tx.update(bookId, existing.id, changesOf(after));
+        const saved = await tx.update({ teamId: scope.teamId, bookId }, existing.id, changesOf(after));
         return result({ row: saved ?? after, event: 'contact.updated', confirm });
       });
     } catch (err) {
@@ -330,10 +330,10 @@ export function createContactService(deps: ContactServiceDeps) {
     return { contactId: outcome.row.id };
   }
 
-  async function deleteAllInBook(_teamId: number, bookId: string): Promise<void> {
+  async function deleteAllInBook(teamId: number, bookId: string): Promise<void> {
     for (;;) {
       const rows = await announced(async (tx) => {
-        const deleted = await tx.deleteBatchOfBook(bookId, DELETE_BATCH);
+        const deleted = await tx.deleteBatchOfBook({ teamId, bookId }, DELETE_BATCH);
         return { value: deleted, events: deleted.map((r) => contactEvent('contact.deleted', r)) };
       });
       if (rows.length < DELETE_BATCH) return;
@@ -368,7 +368,7 @@ export function createContactService(deps: ContactServiceDeps) {
 
     async get(scope: BookScope, bookId: string, id: string): Promise<ContactView> {
       await loadBook(scope.teamId, bookId);
-      return contactView(await loadContact(bookId, id));
+      return contactView(await loadContact(scope.teamId, bookId, id));
     },
 
     async list(
@@ -381,17 +381,17 @@ export function createContactService(deps: ContactServiceDeps) {
       const ids = listParam(q.ids);
       if ((emails?.length ?? 0) > MAX_BULK_CONTACTS) throw badRequest(`emails: at most ${MAX_BULK_CONTACTS} addresses`);
       if ((ids?.length ?? 0) > MAX_BULK_CONTACTS) throw badRequest(`ids: at most ${MAX_BULK_CONTACTS} ids`);
-      return (await contacts.list(bookId, { emails, ids, offset: q.offset, limit: q.limit })).map(contactView);
+      return (await contacts.list({ teamId: scope.teamId, bookId }, { emails, ids, offset: q.offset, limit: q.limit })).map(contactView);
     },
 
     async update(scope: BookScope, bookId: string, id: string, patch: ContactPatchInput): Promise<{ contactId: string }> {
       const book = await loadBook(scope.teamId, bookId);
       const nowIso = clock.now().toISOString();
       await announced(async (tx) => {
-        const existing = await tx.findById(bookId, id);
+        const existing = await tx.findById({ teamId: scope.teamId, bookId }, id);
         if (!existing) throw notFound(`contact ${id} not found in contact book ${bookId}`);
         const after = merge(existing, patch, 'explicit', book, nowIso);
-        const saved = after ? ((await tx.update(bookId, id, changesOf(after))) ?? after) : undefined;
+        const saved = after ? ((await tx.update({ teamId: scope.teamId, bookId }, id, changesOf(after))) ?? after) : undefined;
         return { value: saved, events: saved ? [contactEvent('contact.updated', saved)] : [] };
       });
       return { contactId: id };
@@ -400,7 +400,7 @@ export function createContactService(deps: ContactServiceDeps) {
     async remove(scope: BookScope, bookId: string, id: string): Promise<{ success: boolean }> {
       await loadBook(scope.teamId, bookId);
       const deleted = await announced(async (tx) => {
-        const rows = await tx.deleteMany(bookId, [id]);
+        const rows = await tx.deleteMany({ teamId: scope.teamId, bookId }, [id]);
         return { value: rows, events: rows.map((r) => contactEvent('contact.deleted', r)) };
       });
       if (!deleted.length) throw notFound(`contact ${id} not found in contact book ${bookId}`);
@@ -410,7 +410,7 @@ export function createContactService(deps: ContactServiceDeps) {
     async bulkRemove(scope: BookScope, bookId: string, contactIds: string[]): Promise<{ success: boolean; count: number }> {
       await loadBook(scope.teamId, bookId);
       const deleted = await announced(async (tx) => {
-        const rows = await tx.deleteMany(bookId, contactIds);
+        const rows = await tx.deleteMany({ teamId: scope.teamId, bookId }, contactIds);
         return { value: rows, events: rows.map((r) => contactEvent('contact.deleted', r)) };
       });
       return { success: true, count: deleted.length };
@@ -450,13 +450,13 @@ export function createContactService(deps: ContactServiceDeps) {
       if (book.double_opt_in_enabled === 1 && valid.length) {
         // Any address not yet in the book will need a confirmation: check the sender first, so
         // a sender that cannot send refuses the request before anything is written.
-        const known = await contacts.findByEmails(bookId, valid.map((v) => v.email));
+        const known = await contacts.findByEmails({ teamId: scope.teamId, bookId }, valid.map((v) => v.email));
         if (valid.some((v) => !known.has(v.email) && v.fields.subscribed !== false)) sender = await senderFor(scope, book);
       }
 
       const nowIso = clock.now().toISOString();
       const result = await announced(async (tx) => {
-        const existing = await tx.findByEmails(bookId, valid.map((v) => v.email));
+        const existing = await tx.findByEmails({ teamId: scope.teamId, bookId }, valid.map((v) => v.email));
         const inserts = new Map<string, { row: ContactsTable; confirm: boolean }>();
         const updates = new Map<string, ContactRow>();
         for (const { email, fields } of valid) {
@@ -477,7 +477,7 @@ export function createContactService(deps: ContactServiceDeps) {
         }
         await tx.insertMany([...inserts.values()].map((i) => i.row));
         const saved: ContactRow[] = [];
-        for (const after of updates.values()) saved.push((await tx.update(bookId, after.id, changesOf(after))) ?? after);
+        for (const after of updates.values()) saved.push((await tx.update({ teamId: scope.teamId, bookId }, after.id, changesOf(after))) ?? after);
         const value = { inserts: [...inserts.values()], saved };
         return {
           value,

@@ -105,7 +105,7 @@ export function createSegmentService(deps: { segments: SegmentsRepository; books
     async contacts(teamId: number, id: string, page: { offset: number; limit: number }): Promise<{ items: ContactView[]; total: number }> {
       const s = await load(teamId, id);
       const filters = JSON.parse(s.filters_json) as FilterGroup;
-      const { rows, total } = await contacts.listMatching(s.contact_book_id, filters, page);
+      const { rows, total } = await contacts.listMatching({ teamId: s.team_id, bookId: s.contact_book_id }, filters, page);
       return { items: rows.map(contactView), total };
     },
   };

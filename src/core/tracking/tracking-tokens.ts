@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { decodeCanonicalBase64urlText } from '../../lib/base64url.js';
 
 // Tracking tokens are stateless and HMAC-signed with the app secret: the open pixel names the
 // email, the click link names the email and the destination URL. Without the secret no one
@@ -42,8 +43,9 @@ export function createTrackingTokens(secret: string): TrackingTokens {
     },
     verifyClick(token) {
       const [emailId, encoded, sig, ...rest] = token.split('.');
-      if (rest.length || !emailId || !encoded || !sig || !EMAIL_ID.test(emailId) || !/^[A-Za-z0-9_-]+$/.test(encoded)) return null;
-      const url = Buffer.from(encoded, 'base64url').toString('utf8');
+      if (rest.length || !emailId || !encoded || !sig || !EMAIL_ID.test(emailId)) return null;
+      const url = decodeCanonicalBase64urlText(encoded);
+      if (url === null) return null;
       return sameTag(sig, tag(key, 'click', emailId, url)) ? { emailId, url } : null;
     },
   };

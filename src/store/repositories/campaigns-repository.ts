@@ -2,7 +2,8 @@ import { sql, type Selectable, type Updateable } from 'kysely';
 import type { Db } from '../db.js';
 import { hotPathOf } from '../hot-path.js';
 import type { CampaignsTable, CampaignStatus, ContactsTable } from '../tables/database.js';
-import { compileContactFilter, type FilterNode } from './contact-filter-sql.js';
+import type { FilterNode } from './contact-filter-sql.js';
+import { contactsInBook } from './contacts-scope.js';
 
 export type CampaignRow = Selectable<CampaignsTable>;
 export type CampaignChanges = Omit<Updateable<CampaignsTable>, 'id' | 'team_id' | 'created_at'>;
@@ -17,9 +18,7 @@ export function createCampaignsRepository(db: Db) {
 
   /** Contacts that may receive the campaign: subscribed, not suppressed, not yet reached. */
   function eligible(c: CampaignRow, filter: FilterNode | null) {
-    let q = db
-      .selectFrom('contacts')
-      .where('contacts.contact_book_id', '=', c.contact_book_id)
+    return contactsInBook(db, { teamId: c.team_id, bookId: c.contact_book_id }, filter)
       .where('contacts.subscribed', '=', 1)
       .where((eb) =>
         eb.not(
@@ -28,8 +27,6 @@ export function createCampaignsRepository(db: Db) {
           ),
         ),
       );
-    if (filter) q = q.where(compileContactFilter(filter));
-    return q;
   }
 
   return {

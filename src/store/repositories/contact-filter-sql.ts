@@ -1,7 +1,13 @@
-import { sql, type RawBuilder, type SqlBool } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
+import type { Database } from '../tables/database.js';
 
 /*
- * Segment filters compiled to one SQL boolean expression over `contacts` (DESIGN 4, Segments).
+ * Segment filters compiled to one SQL boolean expression over `contacts` (docs/architecture.md,
+ * "Segments"). Groups are built with Kysely's expression builder (eb.and / eb.or put every group
+ * of two or more in parentheses) and the whole filter is wrapped once more, so no OR inside a
+ * filter can ever reach past it and weaken the scope it is ANDed with. The few conditions that
+ * need raw SQL (LIKE ... ESCAPE, GLOB) are parenthesised where they are written.
+ *
  * The caller (core/segments) validates and normalises a filter before it gets here; this file
  * still refuses anything unexpected, because it is the last line before SQL. Every user value
  * is a bound parameter; property keys are checked against a strict pattern and travel as a
@@ -35,22 +41,24 @@ export function isGroup(node: FilterNode): node is FilterGroup {
   return (node as FilterGroup).conditions !== undefined;
 }
 
-const COLUMNS: Record<string, string> = {
+type ContactsEb = ExpressionBuilder<Database, 'contacts'>;
+type Operand = Expression<unknown>;
+
+const COLUMNS = {
   email: 'contacts.email',
   firstName: 'contacts.first_name',
   lastName: 'contacts.last_name',
   subscribed: 'contacts.subscribed',
   createdAt: 'contacts.created_at',
-};
+} as const;
 
-function column(field: string): RawBuilder<unknown> {
-  const known = COLUMNS[field];
-  if (known) return sql.ref(known);
+function column(eb: ContactsEb, field: string): Operand {
+  if (Object.hasOwn(COLUMNS, field)) return eb.ref(COLUMNS[field as keyof typeof COLUMNS]);
   if (field.startsWith('properties.')) {
     const key = field.slice('properties.'.length);
     if (!PROPERTY_KEY_PATTERN.test(key)) throw new Error(`segment filter: invalid property key ${JSON.stringify(key)}`);
     // The quoted JSON path member makes keys such as "a-b" work; the path itself is bound.
-    return sql`json_extract(${sql.ref('contacts.properties_json')}, ${`$."${key}"`})`;
+    return eb.fn('json_extract', [eb.ref('contacts.properties_json'), eb.val(`$."${key}"`)]);
   }
   throw new Error(`segment filter: unknown field ${JSON.stringify(field)}`);
 }
@@ -74,55 +82,65 @@ function text(value: FilterValue | undefined): string {
   return value;
 }
 
+/** SQLite's LIKE ignores ASCII case, which is what contains/startsWith/endsWith promise. */
+const like = (col: Operand, pattern: string) => sql<SqlBool>`(${col} like ${pattern} escape '\\')`;
+
 // A stored property value that reads as a number: only digits, sign and decimal point, with
 // at least one digit. Without this guard CAST('abc' AS REAL) would compare as 0.
-const numericGuard = (col: RawBuilder<unknown>) => sql`(${col} not glob '*[^0-9.+-]*' and ${col} glob '*[0-9]*')`;
+const numericGuard = (col: Operand) => sql<SqlBool>`(${col} not glob '*[^0-9.+-]*' and ${col} glob '*[0-9]*')`;
 
 const COMPARATORS = { gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
 
-function compileCondition(c: FilterCondition): RawBuilder<SqlBool> {
-  const col = column(c.field);
+function condition(eb: ContactsEb, c: FilterCondition): Expression<SqlBool> {
+  const col = column(eb, c.field);
   switch (c.op) {
     case 'eq':
-      return sql<SqlBool>`${col} = ${scalar(c.field, c.value)}`;
+      return eb(col, '=', scalar(c.field, c.value));
     case 'neq':
-      // "is not" is null-safe: a contact with no value does match "not equal to x".
-      return sql<SqlBool>`${col} is not ${scalar(c.field, c.value)}`;
+      // A contact with no value does match "not equal to x".
+      return eb.or([eb(col, 'is', null), eb(col, '!=', scalar(c.field, c.value))]);
     case 'contains':
-      return sql<SqlBool>`${col} like ${`%${likeLiteral(text(c.value))}%`} escape '\\'`;
+      return like(col, `%${likeLiteral(text(c.value))}%`);
     case 'startsWith':
-      return sql<SqlBool>`${col} like ${`${likeLiteral(text(c.value))}%`} escape '\\'`;
+      return like(col, `${likeLiteral(text(c.value))}%`);
     case 'endsWith':
-      return sql<SqlBool>`${col} like ${`%${likeLiteral(text(c.value))}`} escape '\\'`;
+      return like(col, `%${likeLiteral(text(c.value))}`);
     case 'exists':
-      return sql<SqlBool>`(${col} is not null and ${col} != '')`;
+      return eb.and([eb(col, 'is not', null), eb(col, '!=', '')]);
     case 'notExists':
-      return sql<SqlBool>`(${col} is null or ${col} = '')`;
+      return eb.or([eb(col, 'is', null), eb(col, '=', '')]);
     case 'in': {
       const values = c.value;
       if (!Array.isArray(values) || values.length === 0) throw new Error('segment filter: in needs a non-empty array');
-      return sql<SqlBool>`${col} in (${sql.join(values.map((v) => sql`${v}`))})`;
+      return eb(col, 'in', values);
     }
     case 'gt':
     case 'gte':
     case 'lt':
     case 'lte': {
-      const operator = sql.raw(COMPARATORS[c.op]);
+      const operator = COMPARATORS[c.op];
       const value = scalar(c.field, c.value);
       if (typeof value === 'number' && c.field.startsWith('properties.')) {
-        return sql<SqlBool>`(${numericGuard(col)} and cast(${col} as real) ${operator} ${value})`;
+        return eb.and([numericGuard(col), eb(eb.cast(col, 'real'), operator, value)]);
       }
-      return sql<SqlBool>`${col} ${operator} ${value}`;
+      return eb(col, operator, value);
     }
     default:
       throw new Error(`segment filter: unknown operator ${JSON.stringify((c as { op: unknown }).op)}`);
   }
 }
 
-/** Compiles a validated filter tree; `all` of nothing is true, `any` of nothing is false. */
-export function compileContactFilter(node: FilterNode): RawBuilder<SqlBool> {
-  if (!isGroup(node)) return compileCondition(node);
-  if (node.conditions.length === 0) return node.match === 'all' ? sql<SqlBool>`1 = 1` : sql<SqlBool>`1 = 0`;
-  const parts = node.conditions.map((child) => sql`(${compileContactFilter(child)})`);
-  return sql<SqlBool>`${sql.join(parts, sql.raw(node.match === 'all' ? ' and ' : ' or '))}`;
+function node(eb: ContactsEb, n: FilterNode): Expression<SqlBool> {
+  if (!isGroup(n)) return condition(eb, n);
+  // eb.and([]) is 1 = 1 and eb.or([]) is 1 = 0: `all` of nothing is true, `any` of nothing false.
+  const parts = n.conditions.map((child) => node(eb, child));
+  return n.match === 'all' ? eb.and(parts) : eb.or(parts);
+}
+
+/**
+ * A validated filter tree as one parenthesised boolean expression over `contacts`. Use it
+ * only through `contactsInBook` (contacts-scope.ts), which ANDs it with the team and book.
+ */
+export function contactFilterExpression(eb: ContactsEb, filter: FilterNode): Expression<SqlBool> {
+  return eb.parens(node(eb, filter));
 }

@@ -1,7 +1,8 @@
 import { sql, type Selectable, type Transaction, type Updateable } from 'kysely';
 import type { Db } from '../db.js';
 import type { ContactsTable, Database } from '../tables/database.js';
-import { compileContactFilter, type FilterNode } from './contact-filter-sql.js';
+import type { FilterNode } from './contact-filter-sql.js';
+import { contactsInBook, type BookKey } from './contacts-scope.js';
 
 export type ContactRow = Selectable<ContactsTable>;
 export type ContactChanges = Omit<Updateable<ContactsTable>, 'id' | 'team_id' | 'contact_book_id' | 'created_at'>;
@@ -24,19 +25,19 @@ function chunks<T>(items: T[], size: number): T[][] {
 
 function build(db: Executor) {
   return {
-    async findById(bookId: string, id: string): Promise<ContactRow | undefined> {
-      return db.selectFrom('contacts').selectAll().where('contact_book_id', '=', bookId).where('id', '=', id).executeTakeFirst();
+    async findById(book: BookKey, id: string): Promise<ContactRow | undefined> {
+      return db.selectFrom('contacts').selectAll().where('team_id', '=', book.teamId).where('contact_book_id', '=', book.bookId).where('id', '=', id).executeTakeFirst();
     },
 
-    async findByEmail(bookId: string, email: string): Promise<ContactRow | undefined> {
-      return db.selectFrom('contacts').selectAll().where('contact_book_id', '=', bookId).where('email', '=', email).executeTakeFirst();
+    async findByEmail(book: BookKey, email: string): Promise<ContactRow | undefined> {
+      return db.selectFrom('contacts').selectAll().where('team_id', '=', book.teamId).where('contact_book_id', '=', book.bookId).where('email', '=', email).executeTakeFirst();
     },
 
     /** Contacts of the book with these (normalised) emails, keyed by email. */
-    async findByEmails(bookId: string, emails: string[]): Promise<Map<string, ContactRow>> {
+    async findByEmails(book: BookKey, emails: string[]): Promise<Map<string, ContactRow>> {
       const found = new Map<string, ContactRow>();
       for (const part of chunks([...new Set(emails)], LOOKUP_CHUNK)) {
-        const rows = await db.selectFrom('contacts').selectAll().where('contact_book_id', '=', bookId).where('email', 'in', part).execute();
+        const rows = await db.selectFrom('contacts').selectAll().where('team_id', '=', book.teamId).where('contact_book_id', '=', book.bookId).where('email', 'in', part).execute();
         for (const r of rows) found.set(r.email, r);
       }
       return found;
@@ -46,39 +47,38 @@ function build(db: Executor) {
       for (const part of chunks(rows, INSERT_CHUNK)) await db.insertInto('contacts').values(part).execute();
     },
 
-    async update(bookId: string, id: string, changes: ContactChanges): Promise<ContactRow | undefined> {
-      return db.updateTable('contacts').set(changes).where('contact_book_id', '=', bookId).where('id', '=', id).returningAll().executeTakeFirst();
+    async update(book: BookKey, id: string, changes: ContactChanges): Promise<ContactRow | undefined> {
+      return db.updateTable('contacts').set(changes).where('team_id', '=', book.teamId).where('contact_book_id', '=', book.bookId).where('id', '=', id).returningAll().executeTakeFirst();
     },
 
     /** Deletes and returns what was deleted (nothing when already gone). */
-    async deleteMany(bookId: string, ids: string[]): Promise<ContactRow[]> {
+    async deleteMany(book: BookKey, ids: string[]): Promise<ContactRow[]> {
       const out: ContactRow[] = [];
       for (const part of chunks([...new Set(ids)], LOOKUP_CHUNK)) {
-        out.push(...(await db.deleteFrom('contacts').where('contact_book_id', '=', bookId).where('id', 'in', part).returningAll().execute()));
+        out.push(...(await db.deleteFrom('contacts').where('team_id', '=', book.teamId).where('contact_book_id', '=', book.bookId).where('id', 'in', part).returningAll().execute()));
       }
       return out;
     },
 
     /** Deletes up to `limit` contacts of a book and returns them (book deletion works in bounded batches). */
-    async deleteBatchOfBook(bookId: string, limit: number): Promise<ContactRow[]> {
+    async deleteBatchOfBook(book: BookKey, limit: number): Promise<ContactRow[]> {
       return db
         .deleteFrom('contacts')
-        .where('id', 'in', (eb) => eb.selectFrom('contacts').select('id').where('contact_book_id', '=', bookId).limit(limit))
+        .where('id', 'in', (eb) => eb.selectFrom('contacts').select('id').where('team_id', '=', book.teamId).where('contact_book_id', '=', book.bookId).limit(limit))
         .returningAll()
         .execute();
     },
 
-    async list(bookId: string, f: { emails?: string[]; ids?: string[]; offset: number; limit: number }): Promise<ContactRow[]> {
-      let q = db.selectFrom('contacts').selectAll().where('contact_book_id', '=', bookId);
+    async list(book: BookKey, f: { emails?: string[]; ids?: string[]; offset: number; limit: number }): Promise<ContactRow[]> {
+      let q = db.selectFrom('contacts').selectAll().where('team_id', '=', book.teamId).where('contact_book_id', '=', book.bookId);
       if (f.emails) q = q.where('email', 'in', f.emails);
       if (f.ids) q = q.where('id', 'in', f.ids);
       return q.orderBy(NEWEST_FIRST).limit(f.limit).offset(f.offset).execute();
     },
 
     /** A segment evaluated now: the filter runs in SQL, with the total for the page envelope. */
-    async listMatching(bookId: string, filter: FilterNode, page: { offset: number; limit: number }): Promise<{ rows: ContactRow[]; total: number }> {
-      const where = compileContactFilter(filter);
-      const base = db.selectFrom('contacts').where('contact_book_id', '=', bookId).where(where);
+    async listMatching(scope: BookKey, filter: FilterNode, page: { offset: number; limit: number }): Promise<{ rows: ContactRow[]; total: number }> {
+      const base = contactsInBook(db, scope, filter);
       const rows = await base.selectAll().orderBy(NEWEST_FIRST).limit(page.limit).offset(page.offset).execute();
       const total = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
       return { rows, total: Number(total.n) };

@@ -1,0 +1,144 @@
+import test from 'ava';
+import fc from 'fast-check';
+import { ManualClock } from '../../src/lib/clock.js';
+import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
+import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
+import { contactSet, filterTreeArb, matches, propertyParams, type Group, type OracleContact } from './helpers/filter-oracle.js';
+
+// A segment's members, and a campaign's audience, are exactly the contacts of the segment's
+// own book that the filter selects, whatever the filter: random any/all trees over three books
+// (team A's, and two of team B's) holding the same addresses, names, properties and creation
+// times, so a filter that escaped its book would find matching rows everywhere.
+
+const DAY = 86_400_000;
+const clock = new ManualClock(Date.UTC(2026, 10, 1, 9, 0, 0));
+let w: MailWorld;
+let keyB: string;
+let b1: string;
+let b1Contacts: OracleContact[];
+let suppressedByB: Set<string>;
+const createdAts: string[] = [];
+
+const doc = JSON.stringify({ type: 'doc', content: [{ type: 'paragraph', content: [{ type: 'text', text: 'Hello {{firstName}}' }] }] });
+
+async function must(key: string, method: string, path: string, body?: unknown): Promise<any> {
+  const res = await w.t0.request(method, path, { key, body });
+  if (res.status !== 200) throw new Error(`${method} ${path} -> ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+async function allContacts(key: string, bookId: string): Promise<OracleContact[]> {
+  const out: OracleContact[] = [];
+  for (let page = 1; ; page++) {
+    // A bare array, newest first.
+    const body = (await must(key, 'GET', `/v1/contactBooks/${bookId}/contacts?limit=100&page=${page}`)) as OracleContact[];
+    out.push(...body);
+    if (body.length < 100) return out;
+  }
+}
+
+test.before(async () => {
+  w = await startMailWorld({ clock, overrides: { rateLimit: { perSecond: 1_000_000 }, campaigns: { batchWindowSeconds: 60 } } });
+  const app = w.t0.app;
+  const teamB = await app.services.teams.create('team b');
+  keyB = (await app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
+  await addVerifiedDomain(w.t0, 'bee-mail.dev', keyB);
+  const keyA = w.t0.key;
+
+  const a1 = (await must(keyA, 'POST', '/v1/contactBooks', { name: 'A one' })).id;
+  b1 = (await must(keyB, 'POST', '/v1/contactBooks', { name: 'B one' })).id;
+  const b2 = (await must(keyB, 'POST', '/v1/contactBooks', { name: 'B two' })).id;
+  const data = contactSet(7, 48);
+  // Four days of imports: every book gets the same rows at the same instants.
+  for (let day = 0; day < 4; day++) {
+    const part = data.slice(day * 12, day * 12 + 12);
+    for (const [key, book] of [[keyA, a1], [keyB, b1], [keyB, b2]] as const) await must(key, 'POST', `/v1/contactBooks/${book}/contacts/bulk`, part);
+    createdAts.push(clock.now().toISOString(), new Date(clock.nowMs() + DAY / 2).toISOString());
+    clock.advance(DAY);
+  }
+  // Each team suppresses its own addresses; A's suppressions must not touch B's campaigns.
+  suppressedByB = new Set();
+  for (const [i, c] of data.entries()) {
+    if (i % 7 === 0) await must(keyA, 'POST', '/v1/suppressions', { email: c.email, reason: 'MANUAL' });
+    if (i % 5 === 0) {
+      await must(keyB, 'POST', '/v1/suppressions', { email: c.email, reason: 'MANUAL' });
+      suppressedByB.add(c.email.toLowerCase());
+    }
+  }
+  b1Contacts = await allContacts(keyB, b1);
+  if (b1Contacts.length !== data.length) throw new Error(`book B one holds ${b1Contacts.length} contacts`);
+});
+test.after.always(async () => {
+  await w?.close();
+});
+
+test.serial('the issue\'s case: an "any" segment of team B lists only its own contact', async (t) => {
+  const book = (await must(keyB, 'POST', '/v1/contactBooks', { name: 'Solo' })).id;
+  const only = await must(keyB, 'POST', `/v1/contactBooks/${book}/contacts`, { email: 'bee@example.net', firstName: 'Bee' });
+  const seg = await must(keyB, 'POST', '/v1/segments', {
+    name: 'any',
+    contactBookId: book,
+    filters: { match: 'any', conditions: [{ field: 'firstName', op: 'eq', value: 'Bee' }, { field: 'email', op: 'contains', value: '@' }] },
+  });
+  const members = await must(keyB, 'GET', `/v1/segments/${seg.id}/contacts?limit=100`);
+  t.deepEqual(
+    members.contacts.map((c: any) => c.id),
+    [only.contactId],
+  );
+  t.is(members.total, 1);
+});
+
+test.serial('property: segment members are exactly the oracle\'s selection of the segment\'s book', async (t) => {
+  const seg = await must(keyB, 'POST', '/v1/segments', { name: 'prop', contactBookId: b1, filters: { match: 'all', conditions: [] } });
+  let nonEmpty = 0;
+  await fc.assert(
+    fc.asyncProperty(filterTreeArb(createdAts), async (tree) => {
+      const patched = await must(keyB, 'PATCH', `/v1/segments/${seg.id}`, { filters: tree });
+      const res = await must(keyB, 'GET', `/v1/segments/${seg.id}/contacts?limit=100`);
+      const got = (res.contacts as OracleContact[]).map((c) => c.id).sort();
+      const want = b1Contacts.filter((c) => matches(c, patched.filters as Group)).map((c) => c.id).sort();
+      if (want.length) nonEmpty++;
+      t.is(res.total, want.length, JSON.stringify(patched.filters));
+      t.deepEqual(got, want, JSON.stringify(patched.filters));
+      return res.total === want.length && JSON.stringify(got) === JSON.stringify(want);
+    }),
+    propertyParams(300),
+  );
+  t.true(nonEmpty > 30, `only ${nonEmpty} trees selected anyone: the generator is too narrow`);
+});
+
+test.serial("property: a campaign to such a segment delivers to exactly those contacts (subscribed, not suppressed by the sender's team)", async (t) => {
+  let run = 0;
+  let delivered = 0;
+  await fc.assert(
+    fc.asyncProperty(filterTreeArb(createdAts), async (tree) => {
+      run++;
+      const seg = await must(keyB, 'POST', '/v1/segments', { name: `c${run}`, contactBookId: b1, filters: tree });
+      const before = w.sink.messages.length;
+      const c = await must(keyB, 'POST', '/v1/campaigns', {
+        name: `run ${run}`,
+        from: 'news@bee-mail.dev',
+        subject: `run ${run}`,
+        contactBookId: b1,
+        segmentId: seg.id,
+        content: doc,
+        sendNow: true,
+        batchSize: 1000,
+      });
+      await w.t0.app.runCampaigns();
+      await w.settle();
+      const got = w.sink.messages.slice(before).flatMap((m) => m.rcptTo).sort();
+      const want = b1Contacts
+        .filter((x) => x.subscribed && !suppressedByB.has(x.email) && matches(x, seg.filters as Group))
+        .map((x) => x.email)
+        .sort();
+      delivered += got.length;
+      const status = (await must(keyB, 'GET', `/v1/campaigns/${c.id}`)).status;
+      t.is(status, 'SENT', `campaign ${c.id}`);
+      t.deepEqual(got, want, JSON.stringify(seg.filters));
+      return JSON.stringify(got) === JSON.stringify(want);
+    }),
+    propertyParams(15),
+  );
+  t.true(delivered > 0, 'some campaign reached someone');
+});
