@@ -99,13 +99,26 @@ export interface Listeners {
 
 export type App = Awaited<ReturnType<typeof createApp>>;
 
+/** The store file of a configuration. */
+const storeFile = (config: Config) => join(resolve(config.dataDir), 'posthorn.db');
+
+/** `posthorn migrate`: applies pending migrations without starting anything else. */
+export async function migrateStore(config: Config): Promise<string[]> {
+  const store = openStore(storeFile(config));
+  try {
+    return (await migrateToLatest(store.db)).applied;
+  } finally {
+    await store.close();
+  }
+}
+
 export async function createApp(opts: AppOptions) {
   const config = opts.config;
   const clock = opts.clock ?? systemClock;
   const logger = opts.logger ?? createLogger(config.log.level);
   const resolver = opts.resolver ?? createDnsClient({ servers: config.dns.servers, timeoutMs: config.dns.timeoutMs });
   const dataDir = resolve(config.dataDir);
-  const store: Store = openStore(join(dataDir, 'posthorn.db'), {
+  const store: Store = openStore(storeFile(config), {
     backgroundCheckpoints: true,
     onCheckpointError: (message) => logger.warn({ err: message }, 'WAL checkpoint failed; retried at the next interval'),
   });
@@ -156,9 +169,9 @@ export async function createApp(opts: AppOptions) {
     clock,
     logger,
     maxAgeMs: config.outbound.maxAgeHours * 3_600_000,
-    // Longer than a transaction usually takes; one still in flight when it runs out (a backlog
-    // behind a slow host) is not attempted twice: the engine skips what it is already attempting.
-    leaseMs: 10 * 60_000,
+    // One still in flight when it runs out (a backlog behind a slow host) is not attempted
+    // twice: the engine skips what it is already attempting.
+    leaseMs: config.outbound.leaseMs,
     owner: `${osHostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
   });
 
@@ -242,7 +255,7 @@ export async function createApp(opts: AppOptions) {
   let inboundListener: SmtpListener | undefined;
   let submissionListener: SmtpListener | undefined;
 
-  const services = { campaigns, templates, teams, apiKeys, events, settings, domains, emails, deliveries, deliveriesRepo, suppressionsRepo, contactBooks, contacts, contactsRepo, segments, suppressions, webhooks, analytics, tracking };
+  const services = { campaigns, templates, teams, apiKeys, events, domains, emails, deliveries, contactBooks, contacts, segments, suppressions, webhooks, analytics, tracking };
 
   const routes: RouteDef[] = [...apiKeysRoutes(apiKeys), ...domainsRoutes(domains), ...emailsRoutes(emails), ...templatesRoutes(templates)];
   routes.push(...campaignsRoutes(campaigns));

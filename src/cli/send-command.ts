@@ -46,9 +46,9 @@ export function registerQueue(program: Command): void {
     .option('--limit <n>', 'how many queued deliveries to list', '20')
     .action(async (opts: { limit: string }, cmd: Command) => {
       await withApp(cmd, async (app) => {
-        printTable((await app.services.deliveriesRepo.countsByState()).map((r) => ({ state: r.state, count: r.count })));
+        printTable((await app.services.deliveries.countsByState()).map((r) => ({ state: r.state, count: r.count })));
         process.stdout.write('\n');
-        const rows = await app.services.deliveriesRepo.listQueued(parseIntOption(opts.limit, '--limit'));
+        const rows = await app.services.deliveries.listQueued(parseIntOption(opts.limit, '--limit'));
         printTable(
           rows.map((d) => ({
             id: d.id,
@@ -67,8 +67,7 @@ export function registerQueue(program: Command): void {
     .argument('<deliveryId>')
     .action(async (id: string, _opts, cmd: Command) => {
       await withApp(cmd, async (app) => {
-        const now = app.clock.now();
-        if (!(await app.services.deliveriesRepo.retryNow(parseIntOption(id, 'deliveryId'), now.getTime(), now.toISOString()))) {
+        if (!(await app.services.deliveries.retryNow(parseIntOption(id, 'deliveryId')))) {
           throw new Error(`delivery ${id} is not queued`);
         }
         process.stdout.write(`delivery ${id} will be attempted at the next engine round\n`);

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { configFrom } from './cli-context.js';
-import { serve } from '../main.js';
+import type { Config } from '../config/defaults.js';
+import { createApp } from '../app.js';
 
 export function registerServe(program: Command): void {
   program
@@ -9,4 +10,32 @@ export function registerServe(program: Command): void {
     .action(async (_opts, cmd: Command) => {
       await serve(configFrom(cmd));
     });
+}
+
+/** `posthorn serve`: runs the process until SIGTERM/SIGINT. */
+async function serve(config: Config): Promise<void> {
+  const app = await createApp({ config });
+  const firstKey = await app.ensureFirstKey();
+  await app.start();
+  if (firstKey) {
+    // Printed once, on the very first start, so a newcomer can call the API right away.
+    process.stdout.write(
+      `\nNo API key existed, so a team and a FULL key were created. Save it now; it is not shown again:\n\n  ${firstKey}\n\n`,
+    );
+  }
+  let shuttingDown = false;
+  const shutdown = (signal: string) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    app.logger.info({ signal }, 'shutting down');
+    app.stop().then(
+      () => process.exit(0),
+      (err) => {
+        app.logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
 }

@@ -2,33 +2,17 @@ import { readFileSync } from 'node:fs';
 import { parse as parseToml } from 'smol-toml';
 import { DEFAULT_CONFIG, type Config } from './defaults.js';
 import { configSchema } from './schema.js';
+import { configKeys, type KeyKind } from './config-keys.js';
 
 export class ConfigError extends Error {}
 
 type Env = Record<string, string | undefined>;
 
-// The POSTHORN_* names are a public interface (README, systemd units): keep them stable.
-const ENV_KEYS: Record<string, { path: string[]; kind: 'string' | 'int' | 'bool' | 'list' }> = {
-  POSTHORN_DATA_DIR: { path: ['dataDir'], kind: 'string' },
-  POSTHORN_HOSTNAME: { path: ['hostname'], kind: 'string' },
-  POSTHORN_PUBLIC_URL: { path: ['publicUrl'], kind: 'string' },
-  POSTHORN_SECRET: { path: ['secret'], kind: 'string' },
-  POSTHORN_LOG_LEVEL: { path: ['log', 'level'], kind: 'string' },
-  POSTHORN_HTTP_HOST: { path: ['http', 'host'], kind: 'string' },
-  POSTHORN_HTTP_PORT: { path: ['http', 'port'], kind: 'int' },
-  POSTHORN_RATE_LIMIT: { path: ['rateLimit', 'perSecond'], kind: 'int' },
-  POSTHORN_DNS_SERVERS: { path: ['dns', 'servers'], kind: 'list' },
-  POSTHORN_INBOUND_PORT: { path: ['inbound', 'port'], kind: 'int' },
-  POSTHORN_SUBMISSION_PORT: { path: ['submission', 'port'], kind: 'int' },
-  POSTHORN_OUTBOUND_PORT: { path: ['outbound', 'port'], kind: 'int' },
-  POSTHORN_OUTBOUND_CONNECT_TIMEOUT_MS: { path: ['outbound', 'connectTimeoutMs'], kind: 'int' },
-  POSTHORN_OUTBOUND_GREETING_TIMEOUT_MS: { path: ['outbound', 'greetingTimeoutMs'], kind: 'int' },
-  POSTHORN_OUTBOUND_SOCKET_TIMEOUT_MS: { path: ['outbound', 'socketTimeoutMs'], kind: 'int' },
-  POSTHORN_OUTBOUND_TRANSACTION_TIMEOUT_MS: { path: ['outbound', 'transactionTimeoutMs'], kind: 'int' },
-  POSTHORN_WEBHOOKS_ALLOW_PRIVATE: { path: ['webhooks', 'allowPrivate'], kind: 'bool' },
-};
+// Every key has a POSTHORN_* variable (config-keys.ts); the names are a public interface
+// (README, systemd units): keep them stable.
+const ENV_KEYS = configKeys();
 
-export const ENV_NAMES = Object.keys(ENV_KEYS);
+export const ENV_NAMES = ENV_KEYS.map((k) => k.env);
 
 export interface LoadOptions {
   configFile?: string;
@@ -57,10 +41,10 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     }
     merged = deepMerge(merged, fileValues);
   }
-  for (const [name, spec] of Object.entries(ENV_KEYS)) {
-    const raw = env[name];
+  for (const spec of ENV_KEYS) {
+    const raw = env[spec.env];
     if (raw === undefined || (raw === '' && spec.kind !== 'list' && spec.kind !== 'string')) continue;
-    setPath(merged, spec.path, convert(name, raw, spec.kind));
+    setPath(merged, spec.path, convert(spec.env, raw, spec.kind));
   }
   if (opts.overrides) merged = deepMerge(merged, opts.overrides as Record<string, unknown>);
   const parsed = configSchema.safeParse(merged);
@@ -68,15 +52,19 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
     throw new ConfigError(`invalid configuration: ${issues}`);
   }
-  return parsed.data as Config;
+  return parsed.data;
 }
 
-function convert(name: string, raw: string, kind: 'string' | 'int' | 'bool' | 'list'): unknown {
+function convert(name: string, raw: string, kind: KeyKind): unknown {
   switch (kind) {
     case 'string':
       return raw;
     case 'int': {
       if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a non-negative integer, got "${raw}"`);
+      return Number(raw.trim());
+    }
+    case 'number': {
+      if (!/^\d+(\.\d+)?$/.test(raw.trim())) throw new ConfigError(`${name} must be a non-negative number, got "${raw}"`);
       return Number(raw.trim());
     }
     case 'bool': {

@@ -1,87 +1,198 @@
 import { z } from 'zod';
 import { parseDnsServers } from '../lib/dns/dns-client.js';
 
-const port = z.number().int().min(0).max(65535);
-const cron = z.string().min(1);
-// SMTP listeners: a certificate needs its key (and the other way round).
-const smtpTls = { certFile: z.string(), keyFile: z.string() };
-const bothOrNeither = (v: { certFile: string; keyFile: string }) => !v.certFile === !v.keyFile;
-const bothOrNeitherMessage = { message: 'certFile and keyFile must be set together (or both left empty for a self-signed pair)' };
-const smtpLimits = {
-  maxMessageBytes: z.number().int().min(1024),
-  maxConnections: z.number().int().positive(),
-  maxRecipients: z.number().int().min(1).max(1000),
+/*
+ * Every configuration key, once: its type, its default and what it is for. The Config type,
+ * the defaults, the environment variable names and config.example.toml all derive from this
+ * schema (config-example.ts writes the example file from it; a test checks the two agree).
+ * Strict objects: an unknown key in the file is a typo the user wants to hear about.
+ */
+
+/** A leaf's documentation: what it does, and the POSTHORN_* variable that sets it, if any. */
+interface KeyDoc {
+  doc: string;
+  env?: string;
+}
+const key = <T extends z.ZodType>(schema: T, info: KeyDoc): T => schema.meta({ description: info.doc, ...(info.env ? { env: info.env } : {}) }) as T;
+const section = <T extends z.ZodRawShape>(shape: T, doc?: string) => {
+  const obj = z.object(shape).strict();
+  // Every leaf has a default, so an absent section is parsed as an empty one.
+  return (doc ? obj.meta({ description: doc }) : obj).prefault({} as never);
 };
 
-// Strict: an unknown key in the file is a typo the user wants to hear about.
+const port = z.number().int().min(0).max(65535);
+const cron = z.string().min(1);
+const timeoutMs = (max: number) => z.number().int().min(100).max(max);
+const hostAddress = z.string().min(1);
+
+// SMTP listeners: a certificate needs its key (and the other way round).
+const bothOrNeither = (v: { certFile: string; keyFile: string }) => !v.certFile === !v.keyFile;
+const bothOrNeitherMessage = { message: 'certFile and keyFile must be set together (or both left empty for a self-signed pair)' };
+
+/** The keys both SMTP listeners have. */
+const listenerKeys = (kind: 'inbound' | 'submission', defaults: { port: number; maxConnections: number }, docs: { port: string; tls: string; maxRecipients: string }) => ({
+  host: key(hostAddress.default('0.0.0.0'), { doc: 'Address the listener binds to.' }),
+  port: key(port.default(defaults.port), { doc: docs.port, env: `POSTHORN_${kind.toUpperCase()}_PORT` }),
+  certFile: key(z.string().default(''), { doc: docs.tls }),
+  keyFile: key(z.string().default(''), { doc: 'PEM key of that certificate.' }),
+  maxMessageBytes: key(z.number().int().min(1024).default(30 * 1024 * 1024), { doc: 'Largest accepted message in bytes (RFC 1870 SIZE); larger is refused with 552 5.3.4.' }),
+  maxConnections: key(z.number().int().positive().default(defaults.maxConnections), { doc: 'Concurrent SMTP connections; more are told 421 and closed.' }),
+  maxRecipients: key(z.number().int().min(1).max(1000).default(100), { doc: docs.maxRecipients }),
+});
+
+const listenerSection = <T extends z.ZodRawShape>(shape: T, doc: string) =>
+  z
+    .object(shape)
+    .strict()
+    .refine((v) => bothOrNeither(v as unknown as { certFile: string; keyFile: string }), bothOrNeitherMessage)
+    .meta({ description: doc })
+    .prefault({} as never);
+
 export const configSchema = z
   .object({
-    dataDir: z.string().min(1),
-    hostname: z.string().min(1),
-    publicUrl: z.string().url().transform((u) => u.replace(/\/+$/, '')),
-    secret: z.string(),
-    log: z.object({ level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']) }).strict(),
-    http: z.object({ host: z.string().min(1), port, bodyLimitBytes: z.number().int().positive() }).strict(),
-    rateLimit: z.object({ perSecond: z.number().int().positive() }).strict(),
-    dns: z
-      .object({
-        servers: z.array(z.string()).transform((list, ctx) => {
-          try {
-            return parseDnsServers(list.join(','));
-          } catch (err) {
-            ctx.addIssue({ code: 'custom', message: (err as Error).message });
-            return z.NEVER;
-          }
+    dataDir: key(z.string().min(1).default('./data'), { doc: 'Where the SQLite database (posthorn.db), generated certificates and secrets live (created if missing).', env: 'POSTHORN_DATA_DIR' }),
+    hostname: key(z.string().min(1).default('localhost'), {
+      doc: "This server's public host name: the MX/SPF target in the DNS records users publish, the EHLO name, and the right-hand side of Message-IDs.",
+      env: 'POSTHORN_HOSTNAME',
+    }),
+    publicUrl: key(
+      z
+        .string()
+        .url()
+        .transform((u) => u.replace(/\/+$/, ''))
+        .prefault('http://localhost:3000'),
+      { doc: 'Base URL for open/click tracking, unsubscribe and double opt-in links (no trailing slash).', env: 'POSTHORN_PUBLIC_URL' },
+    ),
+    secret: key(z.string().default(''), { doc: 'Secret that signs those links. Empty: one is generated on first start and kept in the database.', env: 'POSTHORN_SECRET' }),
+    log: section({
+      level: key(z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'), { doc: 'trace, debug, info, warn, error, fatal or silent.', env: 'POSTHORN_LOG_LEVEL' }),
+    }),
+    http: section(
+      {
+        host: key(hostAddress.default('0.0.0.0'), { doc: 'Address the HTTP API binds to.', env: 'POSTHORN_HTTP_HOST' }),
+        port: key(port.default(3000), { doc: 'Port of the HTTP API; 0 picks a free port (it is logged).', env: 'POSTHORN_HTTP_PORT' }),
+        bodyLimitBytes: key(z.number().int().positive().default(40 * 1024 * 1024), {
+          doc: 'Largest request body in bytes (413 beyond it). 40 MB fits 10 attachments of ~3 MB each, base64-encoded.',
         }),
-        timeoutMs: z.number().int().positive(),
-      })
-      .strict(),
-    domains: z
-      .object({
-        dkimSelector: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/i),
-        bounceLabel: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/i),
-        recheckUnverifiedCron: cron,
-        recheckVerifiedCron: cron,
-      })
-      .strict(),
-    inbound: z
-      .object({
-        port,
-        host: z.string().min(1),
-        ...smtpTls,
-        complaintAddress: z.union([z.literal(''), z.string().regex(/^[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+$/, 'must be an email address')]),
-        ...smtpLimits,
-      })
-      .strict()
-      .refine(bothOrNeither, bothOrNeitherMessage),
-    submission: z
-      .object({ port, host: z.string().min(1), ...smtpTls, ...smtpLimits })
-      .strict()
-      .refine(bothOrNeither, bothOrNeitherMessage),
-    outbound: z
-      .object({
-        port: port.min(1),
-        maxAgeHours: z.number().positive(),
-        caFile: z.string(),
-        maxConnectionsPerHost: z.number().int().positive(),
-        maxConnections: z.number().int().positive(),
-        signingWorkers: z.number().int().min(0).max(16),
-        connectTimeoutMs: z.number().int().min(100).max(3_600_000),
-        greetingTimeoutMs: z.number().int().min(100).max(3_600_000),
-        socketTimeoutMs: z.number().int().min(100).max(3_600_000),
-        transactionTimeoutMs: z.number().int().min(100).max(24 * 3_600_000),
-        relay: z
-          .object({
-            host: z.string(),
-            port: port.min(1),
-            secure: z.enum(['implicit', 'starttls', 'none']),
-            user: z.string(),
-            password: z.string(),
+      },
+      'The HTTP API, tracking links and unsubscribe pages.',
+    ),
+    rateLimit: section({
+      perSecond: key(z.number().int().positive().default(10), {
+        doc: 'API requests per second per team (a team may have its own: posthorn teams set-rate-limit).',
+        env: 'POSTHORN_RATE_LIMIT',
+      }),
+    }),
+    dns: section({
+      servers: key(
+        z
+          .array(z.string())
+          .transform((list, ctx) => {
+            try {
+              return parseDnsServers(list.join(','));
+            } catch (err) {
+              ctx.addIssue({ code: 'custom', message: (err as Error).message });
+              return z.NEVER;
+            }
           })
-          .strict(),
-      })
-      .strict(),
-    campaigns: z.object({ batchWindowSeconds: z.number().min(0).max(86_400) }).strict(),
-    webhooks: z.object({ allowPrivate: z.boolean(), timeoutMs: z.number().int().min(100).max(60_000) }).strict(),
+          .prefault([]),
+        { doc: 'Resolvers as "ip" or "ip:port"; empty uses the system resolver.', env: 'POSTHORN_DNS_SERVERS' },
+      ),
+      timeoutMs: key(z.number().int().positive().default(2000), { doc: 'Timeout of one DNS try, in milliseconds.' }),
+    }),
+    domains: section({
+      dkimSelector: key(z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/i).default('posthorn'), { doc: 'DKIM selector: the key is published at <selector>._domainkey.<domain>.' }),
+      bounceLabel: key(z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/i).default('bounces'), {
+        doc: 'Label of the return-path (bounce) host: <bounceLabel>.<domain> gets MX and SPF records, and VERP bounces come back there.',
+      }),
+      recheckUnverifiedCron: key(cron.default('*/10 * * * *'), { doc: 'How often unverified domains are re-checked (cron syntax).' }),
+      recheckVerifiedCron: key(cron.default('17 3 * * *'), { doc: 'How often verified domains are re-checked (cron syntax).' }),
+    }),
+    inbound: listenerSection(
+      {
+        ...listenerKeys(
+          'inbound',
+          { port: 25, maxConnections: 200 },
+          {
+            port: 'Port of the inbound SMTP listener; 0 picks a free one.',
+            tls: 'PEM certificate (chain) for STARTTLS. Both this and keyFile empty: a self-signed pair is generated on first start and kept in <dataDir>/tls/.',
+            maxRecipients: 'RCPT TO commands accepted per message (RFC 5321 4.5.3.1.8 requires at least 100); more get 452.',
+          },
+        ),
+        complaintAddress: key(z.union([z.literal(''), z.string().regex(/^[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+$/, 'must be an email address')]).default(''), {
+          doc: 'Address feedback loops (Yahoo, AOL, Microsoft JMRP...) send ARF complaints to. Empty means complaints@<hostname>.',
+        }),
+      },
+      'Inbound SMTP: bounces, complaints and receiving domains.',
+    ),
+    submission: listenerSection(
+      listenerKeys(
+        'submission',
+        { port: 587, maxConnections: 100 },
+        {
+          port: 'Port of authenticated SMTP submission; 0 picks a free one.',
+          tls: 'PEM certificate for STARTTLS; both empty uses the same self-signed pair as [inbound]. Clients must STARTTLS before AUTH, so give them one they trust in production.',
+          maxRecipients: 'Recipients per message; a send takes at most 100 in to, cc and bcc together.',
+        },
+      ),
+      'Authenticated SMTP submission (AUTH with an API key as the password).',
+    ),
+    outbound: section(
+      {
+        port: key(port.min(1).default(25), { doc: "Destination port on recipients' MX hosts (25; only tests and special setups change it).", env: 'POSTHORN_OUTBOUND_PORT' }),
+        maxAgeHours: key(z.number().positive().default(72), { doc: 'A message still undelivered this many hours after it was due is FAILED.' }),
+        caFile: key(z.string().default(''), { doc: 'PEM file of extra CA certificates trusted for ENFORCED TLS (besides the system store).' }),
+        maxConnectionsPerHost: key(z.number().int().positive().default(10), { doc: 'Concurrent SMTP connections to one destination host.' }),
+        maxConnections: key(z.number().int().positive().default(100), { doc: 'Concurrent SMTP connections in total.' }),
+        signingWorkers: key(z.number().int().min(0).max(16).default(2), {
+          doc: 'Worker threads that compose and DKIM-sign messages (about 2 ms of CPU per message); 0 signs on the main thread.',
+        }),
+        connectTimeoutMs: key(timeoutMs(3_600_000).default(30_000), {
+          doc: 'TCP connect to a remote MX (or the relay), in milliseconds; then the next MX host is tried.',
+          env: 'POSTHORN_OUTBOUND_CONNECT_TIMEOUT_MS',
+        }),
+        greetingTimeoutMs: key(timeoutMs(3_600_000).default(30_000), {
+          doc: 'Wait for the 220 greeting (and for a STARTTLS handshake), in milliseconds.',
+          env: 'POSTHORN_OUTBOUND_GREETING_TIMEOUT_MS',
+        }),
+        socketTimeoutMs: key(timeoutMs(3_600_000).default(10 * 60_000), {
+          doc: 'Inactivity inside a session, in milliseconds. RFC 5321 4.5.3.2 gives the reply to the final dot 10 minutes, so a slow server that does take the message is not given up on (and sent it twice).',
+          env: 'POSTHORN_OUTBOUND_SOCKET_TIMEOUT_MS',
+        }),
+        transactionTimeoutMs: key(timeoutMs(24 * 3_600_000).default(15 * 60_000), {
+          doc: "Longest one message's transaction (MAIL FROM to the final reply) may take, in milliseconds: ends a tarpit that keeps the session busy without ever finishing its reply.",
+          env: 'POSTHORN_OUTBOUND_TRANSACTION_TIMEOUT_MS',
+        }),
+        leaseMs: key(z.number().int().min(1000).default(10 * 60_000), {
+          doc: 'How long a claimed delivery stays leased, in milliseconds: longer than a transaction usually takes; a delivery still leased when its owner died is claimed again after it.',
+        }),
+        relay: section(
+          {
+            host: key(z.string().default(''), { doc: 'Upstream relay (smarthost) for hosts whose port 25 is blocked; empty delivers directly. Mail is still DKIM-signed by us.' }),
+            port: key(port.min(1).default(587), { doc: 'Port of the relay.' }),
+            secure: key(z.enum(['implicit', 'starttls', 'none']).default('starttls'), {
+              doc: '"implicit" (TLS from the first byte, usually 465), "starttls" (587/25) or "none" (plaintext, not recommended).',
+            }),
+            user: key(z.string().default(''), { doc: 'AUTH user at the relay; empty sends without AUTH.' }),
+            password: key(z.string().default(''), { doc: 'AUTH password at the relay.' }),
+          },
+          'Deliver everything through an upstream SMTP server instead of MX lookups.',
+        ),
+      },
+      "Delivery to recipients' MX hosts.",
+    ),
+    campaigns: section({
+      batchWindowSeconds: key(z.number().min(0).max(86_400).default(60), { doc: 'A campaign sends batchSize messages per window of this many seconds (pacing).' }),
+    }),
+    webhooks: section({
+      allowPrivate: key(z.boolean().default(false), { doc: 'Allow webhook URLs that resolve to private, loopback or link-local addresses.', env: 'POSTHORN_WEBHOOKS_ALLOW_PRIVATE' }),
+      timeoutMs: key(timeoutMs(60_000).default(10_000), { doc: 'Per-attempt timeout of a webhook POST, in milliseconds (connect, headers and body); a timeout is a failed attempt.' }),
+      leaseMs: key(z.number().int().min(1000).default(5 * 60_000), {
+        doc: 'How long a claimed webhook call stays leased, in milliseconds: far beyond one attempt plus recording it; a call whose attempt could not be recorded is due again after it.',
+      }),
+    }),
   })
   .strict();
+
+/** The parsed configuration the process runs with. */
+export type Config = z.output<typeof configSchema>;

@@ -1,3 +1,4 @@
+import { repositoriesOf } from '../helpers/repositories.js';
 import test from 'ava';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
 
@@ -76,8 +77,8 @@ test.serial('bad input is 400 naming the field', async (t) => {
 
 test.serial('list: page/limit envelope, search, reason filter, newest first', async (t) => {
   const now = new Date().toISOString();
-  await w.t0.app.services.suppressionsRepo.add(w.t0.teamId, 'bounced@list.dev', 'HARD_BOUNCE', 'em_x', now);
-  await w.t0.app.services.suppressionsRepo.add(w.t0.teamId, 'angry@list.dev', 'COMPLAINT', 'em_y', now);
+  await repositoriesOf(w.t0.app).suppressions.add(w.t0.teamId, 'bounced@list.dev', 'HARD_BOUNCE', 'em_x', now);
+  await repositoriesOf(w.t0.app).suppressions.add(w.t0.teamId, 'angry@list.dev', 'COMPLAINT', 'em_y', now);
   await req('POST', '/v1/suppressions', { email: 'manual_1@list.dev' });
   await req('POST', '/v1/suppressions', { email: 'manualx1@list.dev' });
   const all = await req('GET', '/v1/suppressions?search=LIST.dev&limit=2');

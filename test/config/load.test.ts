@@ -1,7 +1,10 @@
 import test from 'ava';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, loadConfig, redactConfig } from '../../src/config/load.js';
+import { configExample } from '../../src/config/config-example.js';
+import { configKeys } from '../../src/config/config-keys.js';
+import { DEFAULT_CONFIG } from '../../src/config/defaults.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 test('defaults', (t) => {
@@ -83,4 +86,50 @@ test('outbound SMTP timeouts: defaults are the client pool\'s, environment names
   }).outbound;
   t.deepEqual([c.connectTimeoutMs, c.greetingTimeoutMs, c.socketTimeoutMs, c.transactionTimeoutMs], [1000, 2000, 3000, 4000]);
   t.throws(() => loadConfig({ env: { POSTHORN_OUTBOUND_SOCKET_TIMEOUT_MS: '5' } }), { instanceOf: ConfigError, message: /socketTimeoutMs/ });
+});
+
+test('config.example.toml is what the schema writes: every key, at its default, with its variable', (t) => {
+  const committed = readFileSync(new URL('../../../config.example.toml', import.meta.url), 'utf8');
+  t.is(committed, configExample(), 'regenerate it with: node bin/posthorn config example > config.example.toml');
+  // Uncommented, the example parses to exactly the defaults.
+  const dir = tempDir(t, 'posthorn-cfg-');
+  const file = join(dir, 'example.toml');
+  writeFileSync(file, committed.replace(/^# (\w+ = .*)$/gm, '$1'));
+  t.deepEqual(loadConfig({ configFile: file, env: {} }), DEFAULT_CONFIG);
+});
+
+test('every key has an environment variable, and each one sets its key (the relay too)', (t) => {
+  const keys = configKeys();
+  t.is(new Set(keys.map((k) => k.env)).size, keys.length, 'names are unique');
+  const c = loadConfig({
+    env: {
+      POSTHORN_OUTBOUND_RELAY_HOST: 'smtp.relay.example',
+      POSTHORN_OUTBOUND_RELAY_PORT: '465',
+      POSTHORN_OUTBOUND_RELAY_SECURE: 'implicit',
+      POSTHORN_OUTBOUND_RELAY_USER: 'me',
+      POSTHORN_OUTBOUND_RELAY_PASSWORD: 'pw',
+      POSTHORN_OUTBOUND_MAX_AGE_HOURS: '1.5',
+      POSTHORN_INBOUND_COMPLAINT_ADDRESS: 'fbl@example.com',
+      POSTHORN_DOMAINS_RECHECK_VERIFIED_CRON: '0 4 * * *',
+    },
+  });
+  t.deepEqual(c.outbound.relay, { host: 'smtp.relay.example', port: 465, secure: 'implicit', user: 'me', password: 'pw' });
+  t.is(c.outbound.maxAgeHours, 1.5);
+  t.is(c.inbound.complaintAddress, 'fbl@example.com');
+  t.is(c.domains.recheckVerifiedCron, '0 4 * * *');
+  // Every variable reaches its key: some value its kind accepts moves the key off its default.
+  const candidates: Record<string, string[]> = { int: ['7', '1234', '99999'], number: ['12.5'], bool: ['true'], list: ['127.0.0.1'], string: ['x'] };
+  const special: Record<string, string> = { publicUrl: 'https://x.example', 'log.level': 'debug', 'outbound.relay.secure': 'none', 'inbound.complaintAddress': 'a@b.example' };
+  for (const k of keys) {
+    if (/certFile|keyFile/.test(k.path.at(-1)!)) continue; // set in pairs; the schema tests cover them
+    const at = (c: unknown) => k.path.reduce<any>((node, p) => node[p], c);
+    const moved = (special[k.path.join('.')] ? [special[k.path.join('.')]!] : candidates[k.kind]!).some((raw) => {
+      try {
+        return JSON.stringify(at(loadConfig({ env: { [k.env]: raw } }))) !== JSON.stringify(at(DEFAULT_CONFIG));
+      } catch {
+        return false;
+      }
+    });
+    t.true(moved, `${k.env} sets ${k.path.join('.')}`);
+  }
 });

@@ -1,3 +1,4 @@
+import { repositoriesOf } from '../helpers/repositories.js';
 import test from 'ava';
 import { request as httpRequest } from 'node:http';
 import { ManualClock } from '../../src/lib/clock.js';
@@ -139,7 +140,7 @@ test.serial('suppressions are checked again when a scheduled send falls due: an 
   t.is(partial.status, 200, 'empty cc/bcc/replyTo lists are the same as none');
   // A bcc due later than its To (as a deferred one would be) follows the email once it is SUPPRESSED.
   const split = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'gone-later@example.net', bcc: 'bcc-later@example.net', scheduledAt: inHour }) });
-  const repo = w.t0.app.services.deliveriesRepo;
+  const repo = repositoriesOf(w.t0.app).deliveries;
   const bccRow = (await repo.listForEmail(split.body.emailId)).find((d) => d.kind === 'bcc')!;
   await w.t0.app.store.db.updateTable('deliveries').set({ next_attempt_at: clock.nowMs() + 2 * 3600_000 }).where('id', '=', bccRow.id).execute();
   // And the other way round: the To due later (its destination busy), the cc claimed alone first.
@@ -183,7 +184,7 @@ test.serial('suppressions are checked again when a scheduled send falls due: an 
 test.serial('an email whose attempt is in flight can no longer be cancelled, rescheduled or purged', async (t) => {
   const at = new Date(clock.nowMs() + 3600_000).toISOString();
   const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'inflight@example.net', scheduledAt: at }) });
-  const repo = w.t0.app.services.deliveriesRepo;
+  const repo = repositoriesOf(w.t0.app).deliveries;
   const [d] = await repo.listForEmail(res.body.emailId);
   // What the engine's claim does when the time has come: the message may be on the wire now.
   t.true(await repo.takeLease(d!.id, 'another-engine', clock.nowMs() + 600_000));
@@ -204,7 +205,7 @@ test.serial('an email whose attempt is in flight can no longer be cancelled, res
 
 test.serial('a late attempt result for a delivery purged meanwhile (its lease ran out in flight) does not overwrite the purge', async (t) => {
   const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'late-result@example.net', scheduledAt: 'in 2 hours' }) });
-  const repo = w.t0.app.services.deliveriesRepo;
+  const repo = repositoriesOf(w.t0.app).deliveries;
   const [stale] = await repo.listForEmail(res.body.emailId);
   const email = await w.t0.app.store.db.selectFrom('emails').selectAll().where('id', '=', res.body.emailId).executeTakeFirstOrThrow();
   // The operator purges the row (no lease on it: the attempt's lease expired and was swept).
@@ -277,7 +278,7 @@ test.serial('a remote reply of any length is kept to 2,000 characters in the row
     t.is(bounced.data.response.length, 2000);
     t.true(bounced.data.response.endsWith('…'));
     t.is(bounced.data.bounce.message.length, 2000);
-    const [row] = await w.t0.app.services.deliveriesRepo.listForEmail(res.body.emailId);
+    const [row] = await repositoriesOf(w.t0.app).deliveries.listForEmail(res.body.emailId);
     t.is(row!.last_response!.length, 2000);
   } finally {
     w.sink.setBehaviour({ onRcpt: undefined });

@@ -1,3 +1,4 @@
+import { repositoriesOf } from '../helpers/repositories.js';
 import test from 'ava';
 import { simpleParser } from 'mailparser';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
@@ -87,10 +88,10 @@ test.serial('a 5.1.1 unknown user hard-bounces and suppresses only that recipien
     t.is(bounce.data.bounce.subType, 'NoEmail');
     t.is(bounce.data.mxHost, 'mx.sink.test');
     t.true(email.emailEvents.some((e: any) => e.status === 'DELIVERED' && e.data.recipient === 'real@example.net'));
-    const sup = await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'ghost@example.net');
+    const sup = await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'ghost@example.net');
     t.is(sup?.reason, 'HARD_BOUNCE');
     t.is(sup?.source, res.body.emailId);
-    t.is(await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'real@example.net'), undefined);
+    t.is(await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'real@example.net'), undefined);
     // The next send to the suppressed address is SUPPRESSED and nothing goes out.
     const again = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'ghost@example.net' }) });
     const suppressed = (await w.t0.request('GET', `/v1/emails/${again.body.emailId}`)).body;
@@ -109,7 +110,7 @@ test.serial('a policy 5.7.1 rejection bounces without suppressing', async (t) =>
     t.is(bounce.type, 'Transient');
     t.is(bounce.subType, 'Policy');
     t.is(bounce.category, 'blocklist');
-    t.is(await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'policy@example.net'), undefined);
+    t.is(await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'policy@example.net'), undefined);
   } finally {
     w.sink.setBehaviour({ onRcpt: undefined });
   }
@@ -117,7 +118,7 @@ test.serial('a policy 5.7.1 rejection bounces without suppressing', async (t) =>
 
 test.serial('cc/bcc on the suppression list are dropped and named; all To suppressed means SUPPRESSED', async (t) => {
   const now = new Date().toISOString();
-  await w.t0.app.services.suppressionsRepo.add(w.t0.teamId, 'blocked@example.org', 'MANUAL', 'test', now);
+  await repositoriesOf(w.t0.app).suppressions.add(w.t0.teamId, 'blocked@example.org', 'MANUAL', 'test', now);
   const before = w.sink.messages.length;
   const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'ok@example.net', cc: 'Blocked@Example.org' }) });
   const email = await waitForStatus(res.body.emailId, 'DELIVERED');
@@ -138,7 +139,7 @@ test.serial('an internationalised domain is one domain however it is written: A-
   // One copy (smtp-server shows the domain back in Unicode); the row holds what went into RCPT TO.
   const got = w.sink.messages.slice(before).flatMap((m) => m.rcptTo);
   t.deepEqual(got, ['leser@bücher.example']);
-  const rows = await w.t0.app.services.deliveriesRepo.listForEmail(res.body.emailId);
+  const rows = await repositoriesOf(w.t0.app).deliveries.listForEmail(res.body.emailId);
   t.deepEqual(rows.map((r) => [r.recipient, r.rcpt_domain]), [['leser@xn--bcher-kva.example', 'xn--bcher-kva.example']]);
   // Suppressed in one form, suppressed in the other.
   t.is((await w.t0.request('POST', '/v1/suppressions', { body: { email: 'leser@bücher.example' } })).status, 200);

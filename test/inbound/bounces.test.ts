@@ -1,3 +1,4 @@
+import { repositoriesOf } from '../helpers/repositories.js';
 import test from 'ava';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
@@ -22,7 +23,7 @@ test.after.always(async () => {
 });
 
 async function deliveryRows(emailId: string) {
-  return w.t0.app.services.deliveriesRepo.listForEmail(emailId);
+  return repositoriesOf(w.t0.app).deliveries.listForEmail(emailId);
 }
 
 test.serial('a Postfix "User unknown" DSN bounces the email, updates the delivery row and suppresses the recipient', async (t) => {
@@ -52,7 +53,7 @@ test.serial('a Postfix "User unknown" DSN bounces the email, updates the deliver
   t.is(row!.last_code, 550);
   t.regex(row!.last_response!, /^DSN \(reported by mx1\.example\.net\): 550 5\.1\.1/);
 
-  const suppression = await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'ghost@example.net');
+  const suppression = await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'ghost@example.net');
   t.is(suppression?.reason, 'HARD_BOUNCE');
   t.is(suppression?.source, email.id);
 
@@ -86,7 +87,7 @@ test.serial('a Google DSN to a return path an MTA lowercased still links by the 
   t.is(bounced.data.bounce.type, 'Permanent');
   t.is(bounced.data.dsn.reportingMta, 'googlemail.com');
   t.regex(bounced.data.response, /^550-5\.1\.1 The email account that you tried to reach does not exist/);
-  t.is((await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'nobody@example.org'))?.reason, 'HARD_BOUNCE');
+  t.is((await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'nobody@example.org'))?.reason, 'HARD_BOUNCE');
 });
 
 test.serial('an Exchange "delivery delayed" DSN records DELIVERY_DELAYED without regressing the status or suppressing', async (t) => {
@@ -110,7 +111,7 @@ test.serial('an Exchange "delivery delayed" DSN records DELIVERY_DELAYED without
   const [row] = await deliveryRows(email.id);
   t.is(row!.state, 'delivered');
   t.regex(row!.last_response!, /^delayed DSN .*400 4\.4\.7 Message delayed/);
-  t.is(await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'slow@example.net'), undefined);
+  t.is(await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'slow@example.net'), undefined);
   t.truthy(events.find((e) => e.type === 'email.delivery_delayed' && e.data.id === email.id));
 });
 
@@ -127,7 +128,7 @@ test.serial('a DSN to the tokenless return path is linked by the original Messag
   const bounced = got.body.emailEvents.find((e: any) => e.status === 'BOUNCED');
   t.is(bounced.data.bounce.type, 'Transient', 'a spam/policy refusal is not a dead mailbox');
   t.is(bounced.data.bounce.category, 'spam');
-  t.is(await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'filtered@example.net'), undefined, 'policy bounces never suppress');
+  t.is(await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'filtered@example.net'), undefined, 'policy bounces never suppress');
   const reports = await w.t0.app.inbound.reportsRepo.listForEmail(email.id);
   t.is(reports[0]!.linked_by, 'message-id');
 });
@@ -139,8 +140,8 @@ test.serial('a DSN naming one of several recipients bounces and suppresses only 
   const rows = await deliveryRows(email.id);
   t.is(rows.find((r) => r.recipient === 'leaver@example.net')!.state, 'bounced');
   t.is(rows.find((r) => r.recipient === 'keeper@example.net')!.state, 'delivered');
-  t.is((await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'leaver@example.net'))?.reason, 'HARD_BOUNCE');
-  t.is(await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'keeper@example.net'), undefined);
+  t.is((await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'leaver@example.net'))?.reason, 'HARD_BOUNCE');
+  t.is(await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'keeper@example.net'), undefined);
 });
 
 test.serial('a bounce that links to nothing is still accepted and kept for operators', async (t) => {

@@ -1,3 +1,4 @@
+import { repositoriesOf } from '../helpers/repositories.js';
 import test from 'ava';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 import { fixture, smtpSend } from './helpers/smtp-client.js';
@@ -40,8 +41,8 @@ test.serial('a Yahoo ARF abuse report at the complaint address marks COMPLAINED 
   t.is(complained.data.source, 'arf');
   t.is(complained.data.complaint.feedbackType, 'abuse');
   t.is(complained.data.complaint.userAgent, 'Yahoo!-Mail-Feedback/2.0');
-  t.is((await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'annoyed@example.net'))?.reason, 'COMPLAINT');
-  t.is(await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'happy@example.net'), undefined, 'only the complainer is suppressed');
+  t.is((await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'annoyed@example.net'))?.reason, 'COMPLAINT');
+  t.is(await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'happy@example.net'), undefined, 'only the complainer is suppressed');
   const announced = events.find((e) => e.data.id === email.id);
   t.is(announced?.type, 'email.complained');
   const [report] = await w.t0.app.inbound.reportsRepo.listForEmail(email.id);
@@ -65,7 +66,7 @@ test.serial('an AOL report with the recipient redacted links by our header and n
   const complained = got.body.emailEvents.find((e: any) => e.status === 'COMPLAINED');
   t.is(complained.data.recipient, 'someone@example.org');
   t.is(complained.data.complaint.sourceIp, '203.0.113.25');
-  t.is((await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'someone@example.org'))?.reason, 'COMPLAINT');
+  t.is((await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'someone@example.org'))?.reason, 'COMPLAINT');
   const [report] = await w.t0.app.inbound.reportsRepo.listForEmail(email.id);
   t.is(report!.linked_by, 'header', 'no VERP in the report: X-Posthorn-Email-ID of the returned message');
 });
@@ -99,7 +100,7 @@ test.serial('a "not-spam" feedback report is kept but is not a complaint', async
   t.true((await smtpSend({ port: inboundPort, from: 'feedback@arf.mail.yahoo.com', to: [COMPLAINTS], raw: notSpam })).ok);
   const got = await w.t0.request('GET', `/v1/emails/${email.id}`);
   t.is(got.body.latestStatus, 'DELIVERED');
-  t.is(await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'fan@example.net'), undefined);
+  t.is(await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'fan@example.net'), undefined);
   const [report] = await w.t0.app.inbound.reportsRepo.listForEmail(email.id);
   t.is(report!.kind, 'feedback');
 });
@@ -119,7 +120,7 @@ test.serial('a DSN sent to the complaint address is kept but changes nothing (DS
   t.true((await smtpSend({ port: inboundPort, from: '', to: [COMPLAINTS], raw: dsn })).ok);
   const got = await w.t0.request('GET', `/v1/emails/${email.id}`);
   t.is(got.body.latestStatus, 'DELIVERED');
-  t.is(await w.t0.app.services.suppressionsRepo.get(w.t0.teamId, 'target@example.net'), undefined);
+  t.is(await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'target@example.net'), undefined);
   const [report] = await w.t0.app.inbound.reportsRepo.listForEmail(email.id);
   t.is(report!.kind, 'bounce');
 });

@@ -1,3 +1,4 @@
+import { repositoriesOf } from '../helpers/repositories.js';
 import test from 'ava';
 import fc from 'fast-check';
 import { simpleParser, type AddressObject } from 'mailparser';
@@ -82,7 +83,7 @@ async function send(c: InjectionCase, scheduled: boolean): Promise<{ emailId: st
 
 /** The envelope recipients the engine will use for an email (its delivery rows). */
 async function envelopeOf(emailId: string): Promise<string[]> {
-  return (await w.t0.app.services.deliveriesRepo.listForEmail(emailId)).map((d) => d.recipient);
+  return (await repositoriesOf(w.t0.app).deliveries.listForEmail(emailId)).map((d) => d.recipient);
 }
 
 /** Everything wrong with an accepted case: its message, its headers' addresses, its envelope. */

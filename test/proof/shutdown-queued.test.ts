@@ -1,3 +1,4 @@
+import { repositoriesOf } from '../helpers/repositories.js';
 import test from 'ava';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startMailWorld, sendBody } from '../helpers/mail-world.js';
@@ -37,7 +38,7 @@ test('stopping with transactions queued behind a stalling host puts them back un
   const delayed = [];
   for (const id of ids) if ((await events(id)).includes('DELIVERY_DELAYED')) delayed.push(id);
   t.is(delayed.length, 1, 'only the transaction that was on the wire counts as an attempt');
-  const rows = (await Promise.all(ids.map((id) => w.t0.app.services.deliveriesRepo.listForEmail(id)))).flat();
+  const rows = (await Promise.all(ids.map((id) => repositoriesOf(w.t0.app).deliveries.listForEmail(id)))).flat();
   t.deepEqual(rows.map((r) => r.attempts).sort(), [0, 0, 1]);
   // Everything is delivered after the restart, the deferred one at its retry time.
   await w.settle();

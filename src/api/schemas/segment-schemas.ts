@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { FILTER_OPS } from '../../store/repositories/contact-filter-sql.js';
+import { FILTER_OPS } from '../../core/segments/segment-filters.js';
 import { intId, timestamp } from './common-schemas.js';
 
 export const segmentFilterConditionSchema = z

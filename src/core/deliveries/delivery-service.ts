@@ -209,6 +209,21 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       await this.complete(group, null, [{ deliveryId, outcome: 'failed', response: 'purged by an operator' }]);
     },
 
+    /** Operator: deliveries by state (the queue command's summary). */
+    async countsByState(): Promise<{ state: string; count: number }[]> {
+      return (await deps.deliveries.countsByState()).map((r) => ({ state: r.state, count: r.count }));
+    },
+
+    /** Operator: the next queued deliveries, soonest due first. */
+    async listQueued(limit: number) {
+      return deps.deliveries.listQueued(limit);
+    },
+
+    /** Operator: a queued delivery becomes due now; false when it is not queued. */
+    async retryNow(deliveryId: number): Promise<boolean> {
+      return deps.deliveries.retryNow(deliveryId, clock.nowMs(), clock.now().toISOString());
+    },
+
     async nextDueAt(): Promise<number | null> {
       return deps.deliveries.nextDueAt();
     },

@@ -16,9 +16,6 @@ export const RETRY_DELAYS_MS: readonly number[] = [
 /** ±15% so that thousands of deferrals to one host do not come back in one burst. */
 export const RETRY_JITTER_RATIO = 0.15;
 
-/** Default give-up age: a message still undelivered 72 hours after acceptance FAILS. */
-export const DEFAULT_MAX_AGE_MS = 72 * 60 * MINUTE_MS;
-
 /** Cap on a remote "try again in N" hint, so a silly hint cannot park mail for days. */
 export const MAX_HINT_MS = 6 * 60 * MINUTE_MS;
 

@@ -7,6 +7,9 @@ import {
   type FilterOp,
 } from '../../store/repositories/contact-filter-sql.js';
 import { badRequest } from '../errors.js';
+
+// The filter vocabulary is defined next to the SQL it compiles to; the API reads it from here.
+export { FILTER_OPS, type FilterCondition, type FilterGroup, type FilterNode, type FilterOp };
 import { parseIsoDateTime } from '../../lib/iso-date-time.js';
 
 /*
