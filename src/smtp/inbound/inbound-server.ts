@@ -7,7 +7,7 @@ import type { InboundRoute, InboundRouter } from '../../core/inbound/inbound-rou
 import type { InboundEnvelope } from '../../core/inbound/inbound-types.js';
 import type { ReceivedEmailService } from '../../core/inbound/received-email-service.js';
 import type { ReportService } from '../../core/inbound/report-service.js';
-import type { DomainRecord } from '../../store/repositories/domains-repository.js';
+import type { DomainRecord } from '../../core/domains/domain-service.js';
 import { AppError } from '../../core/errors.js';
 import { smtpError, toSmtpError } from '../smtp-errors.js';
 import { readMessage, SMTP_SERVER_TIMEOUT_MS, SmtpListener } from '../smtp-listener.js';
