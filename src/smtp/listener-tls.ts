@@ -22,29 +22,29 @@ export interface ListenerTlsOptions {
   logger: Logger;
 }
 
-export async function loadListenerTls(o: ListenerTlsOptions): Promise<PemKeyPair> {
-  if (o.certFile || o.keyFile) {
-    const [cert, key] = await Promise.all([readFile(o.certFile, 'utf8'), readFile(o.keyFile, 'utf8')]);
+export async function loadListenerTls(options: ListenerTlsOptions): Promise<PemKeyPair> {
+  if (options.certFile || options.keyFile) {
+    const [cert, key] = await Promise.all([readFile(options.certFile, 'utf8'), readFile(options.keyFile, 'utf8')]);
     return { cert, key };
   }
-  return selfSigned(o);
+  return selfSigned(options);
 }
 
 /**
  * One source for both listeners: listeners without their own files share a single
  * self-signed pair, generated (or read) once per process.
  */
-export function createListenerTlsSource(o: Omit<ListenerTlsOptions, 'certFile' | 'keyFile'>) {
+export function createListenerTlsSource(options: Omit<ListenerTlsOptions, 'certFile' | 'keyFile'>) {
   let shared: Promise<PemKeyPair> | undefined;
   return (files: { certFile: string; keyFile: string }): Promise<PemKeyPair> => {
-    if (files.certFile || files.keyFile) return loadListenerTls({ ...o, ...files });
-    shared ??= selfSigned({ ...o, certFile: '', keyFile: '' });
+    if (files.certFile || files.keyFile) return loadListenerTls({ ...options, ...files });
+    shared ??= selfSigned({ ...options, certFile: '', keyFile: '' });
     return shared;
   };
 }
 
-async function selfSigned(o: ListenerTlsOptions): Promise<PemKeyPair> {
-  const dir = join(o.dataDir, 'tls');
+async function selfSigned(options: ListenerTlsOptions): Promise<PemKeyPair> {
+  const dir = join(options.dataDir, 'tls');
   const keyPath = join(dir, KEY_FILE);
   const certPath = join(dir, CERT_FILE);
   try {
@@ -52,17 +52,17 @@ async function selfSigned(o: ListenerTlsOptions): Promise<PemKeyPair> {
     const x509 = new X509Certificate(cert);
     const fresh = Date.parse(x509.validTo) - Date.now() > RENEW_BEFORE_MS;
     // A changed hostname needs a certificate that names it (RFC 6125 matching on SAN).
-    if (fresh && x509.checkHost(o.hostname) !== undefined) return { key, cert };
+    if (fresh && x509.checkHost(options.hostname) !== undefined) return { key, cert };
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') o.logger.warn({ err, dir }, 'stored self-signed certificate unusable; generating a new one');
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') options.logger.warn({ err, dir }, 'stored self-signed certificate unusable; generating a new one');
   }
-  const pair = await generateSelfSignedCert({ hostnames: [o.hostname] });
+  const pair = await generateSelfSignedCert({ hostnames: [options.hostname] });
   await mkdir(dir, { recursive: true, mode: 0o700 });
   // Write then rename, so a crash never leaves a half-written key behind.
   await writeFile(`${keyPath}.tmp`, pair.key, { mode: 0o600 });
   await writeFile(`${certPath}.tmp`, pair.cert, { mode: 0o644 });
   await rename(`${keyPath}.tmp`, keyPath);
   await rename(`${certPath}.tmp`, certPath);
-  o.logger.info({ cert: certPath, hostname: o.hostname }, 'generated a self-signed certificate for SMTP STARTTLS; configure inbound/submission certFile and keyFile for a CA-issued one');
+  options.logger.info({ cert: certPath, hostname: options.hostname }, 'generated a self-signed certificate for SMTP STARTTLS; configure inbound/submission certFile and keyFile for a CA-issued one');
   return pair;
 }

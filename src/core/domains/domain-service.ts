@@ -10,6 +10,9 @@ import { buildDnsRecords, type DnsRecordView } from './dns-records.js';
 import { canonicalHost, isSameOrSubdomain, normalizeDomainName } from './domain-names.js';
 import { checkDomainDns, type RecordCheck } from './domain-verifier.js';
 
+/** A sending domain as core hands it to the edges (the outbound engine, the inbound listener). */
+export type { DomainRecord } from '../../store/repositories/domains-repository.js';
+
 const generateKeyPairAsync = promisify(generateKeyPair);
 
 /** A domain unverified this long turns FAILED (it keeps being re-checked). */

@@ -1,31 +1,47 @@
 import { badRequest } from '../errors.js';
 
-// Headers the engine writes itself; a caller setting them could break threading, DKIM or
-// routing, so they are refused with 400 rather than silently dropped.
-export const ENGINE_OWNED_HEADERS: ReadonlySet<string> = new Set([
+/**
+ * Header fields the message composer (smtp/outbound/mime-builder.ts) writes itself, from the
+ * typed fields of an email or as part of the MIME structure, plus trace and authentication
+ * fields that only relays and signers add. One of them among the custom headers would
+ * duplicate or fight the composer's own, so the composer refuses it.
+ */
+export const COMPOSER_OWNED_HEADERS: ReadonlySet<string> = new Set([
+  // originator, destination and identification fields (RFC 5322 3.6)
   'from',
+  'sender',
+  'reply-to',
   'to',
   'cc',
   'bcc',
   'subject',
   'date',
   'message-id',
+  'in-reply-to',
+  'references',
+  // MIME structure (RFC 2045, RFC 2183, RFC 2392)
   'mime-version',
   'content-type',
   'content-transfer-encoding',
-  'dkim-signature',
-  'return-path',
-  'received',
-  'in-reply-to',
-  'references',
   'content-disposition',
   'content-id',
-  'sender',
-  'reply-to',
-  'list-unsubscribe',
-  'list-unsubscribe-post',
-  'x-posthorn-email-id',
+  // added in transit or by the signer (RFC 5321 4.4, RFC 6376)
+  'return-path',
+  'received',
+  'dkim-signature',
 ]);
+
+/**
+ * Fields the engine itself puts among an email's custom headers, so the composer must take
+ * them: List-Unsubscribe and List-Unsubscribe-Post (campaign one-click unsubscribe, RFC 8058;
+ * both DKIM-signed, RFC 8058 4), and X-Posthorn-Email-ID, which ties bounces and reports back
+ * to the email.
+ */
+const ENGINE_ADDED_HEADERS = ['list-unsubscribe', 'list-unsubscribe-post', 'x-posthorn-email-id'];
+
+// Headers the engine writes itself; a caller setting them could break threading, DKIM or
+// routing, so they are refused with 400 rather than silently dropped.
+export const ENGINE_OWNED_HEADERS: ReadonlySet<string> = new Set([...COMPOSER_OWNED_HEADERS, ...ENGINE_ADDED_HEADERS]);
 
 const HEADER_NAME = /^[!-9;-~]+$/; // RFC 5322 2.2: printable US-ASCII except colon
 /**

@@ -16,6 +16,9 @@ import { emailBusEvent } from './email-bus-event.js';
 import { parseScheduledAt } from './scheduled-at.js';
 import type { SendInput } from './send-schema.js';
 
+/** An accepted email as core hands it to the edges (the outbound engine composes from it). */
+export type { EmailRow } from '../../store/repositories/emails-repository.js';
+
 /** Idempotency entries live 24 hours (spec rule 4). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 export const MAX_RECIPIENTS = 100;

@@ -7,7 +7,7 @@ import type { InboundRoute, InboundRouter } from '../../core/inbound/inbound-rou
 import type { InboundEnvelope } from '../../core/inbound/inbound-types.js';
 import type { ReceivedEmailService } from '../../core/inbound/received-email-service.js';
 import type { ReportService } from '../../core/inbound/report-service.js';
-import type { DomainRecord } from '../../store/repositories/domains-repository.js';
+import type { DomainRecord } from '../../core/domains/domain-service.js';
 import { AppError } from '../../core/errors.js';
 import { smtpError, toSmtpError } from '../smtp-errors.js';
 import { readMessage, SMTP_SERVER_TIMEOUT_MS, SmtpListener } from '../smtp-listener.js';
@@ -39,8 +39,8 @@ export interface InboundServerOptions {
   unsubscribe?: (token: string) => Promise<boolean>;
 }
 
-export async function startInboundServer(o: InboundServerOptions): Promise<SmtpListener> {
-  const logger = o.logger.child({ listener: 'inbound' });
+export async function startInboundServer(options: InboundServerOptions): Promise<SmtpListener> {
+  const logger = options.logger.child({ listener: 'inbound' });
   const listener = new SmtpListener(logger, 'inbound');
 
   const envelopeOf = (session: SMTPServerSession): InboundEnvelope => ({
@@ -57,7 +57,7 @@ export async function startInboundServer(o: InboundServerOptions): Promise<SmtpL
     const routes: InboundRoute[] = [];
     for (const rcpt of envelope.rcptTo) {
       try {
-        routes.push(await o.router.route(rcpt));
+        routes.push(await options.router.route(rcpt));
       } catch (err) {
         // A store failure is ours and transient (451 below); only a refusal drops the recipient.
         if (!(err instanceof AppError)) throw err;
@@ -72,12 +72,12 @@ export async function startInboundServer(o: InboundServerOptions): Promise<SmtpL
     for (const r of routes) {
       if (r.kind !== 'unsubscribe') continue;
       // Done before the 250: the sender's unsubscribe is durable once we accept the message.
-      const ok = (await o.unsubscribe?.(r.token)) ?? false;
+      const ok = (await options.unsubscribe?.(r.token)) ?? false;
       logger.info({ ok }, 'unsubscribe by mail');
       ids.push(ok ? 'unsubscribed' : 'unsubscribe-ignored');
     }
     if (reportRoutes.length) {
-      const outcome = await o.reports.record({ envelope, routes: reportRoutes, report: parseReport(raw, parsed), raw });
+      const outcome = await options.reports.record({ envelope, routes: reportRoutes, report: parseReport(raw, parsed), raw });
       logger.info({ reportId: outcome.reportId, kind: outcome.kind, emailId: outcome.emailId }, 'inbound report recorded');
       ids.push(`report-${outcome.reportId}`);
     }
@@ -95,12 +95,12 @@ export async function startInboundServer(o: InboundServerOptions): Promise<SmtpL
     if (byDomain.size) {
       const message = await buildReceivedMessage(raw, parsed, {
         envelope,
-        hostname: o.hostname,
-        resolver: o.resolver,
+        hostname: options.hostname,
+        resolver: options.resolver,
         traceId: session.id,
-        now: o.clock.now(),
+        now: options.clock.now(),
       });
-      const stored = await o.received.store(message, [...byDomain.values()]);
+      const stored = await options.received.store(message, [...byDomain.values()]);
       logger.info({ ids: stored, rcptTo: envelope.rcptTo, spf: message.auth.spf.result, dkim: message.auth.dkim.result, dmarc: message.auth.dmarc.result }, 'received email stored');
       ids.push(...stored);
     }
@@ -109,9 +109,9 @@ export async function startInboundServer(o: InboundServerOptions): Promise<SmtpL
   }
 
   const server = new SMTPServer({
-    name: o.hostname,
-    key: o.tls.key,
-    cert: o.tls.cert,
+    name: options.hostname,
+    key: options.tls.key,
+    cert: options.tls.cert,
     logger: false,
     // An MX does not authenticate its peers (RFC 5321 relay-in); AUTH is for submission.
     disabledCommands: ['AUTH'],
@@ -119,27 +119,27 @@ export async function startInboundServer(o: InboundServerOptions): Promise<SmtpL
     // PTR names are chosen by whoever owns the client address; nothing here trusts them, and a
     // lookup would go through the system resolver.
     disableReverseLookup: true,
-    size: o.maxMessageBytes,
+    size: options.maxMessageBytes,
     rejectOversized: true,
-    maxClients: o.maxConnections,
-    maxRecipients: o.maxRecipients,
+    maxClients: options.maxConnections,
+    maxRecipients: options.maxRecipients,
     // RFC 5321 4.5.3.2.7: a server waits at least 5 minutes for the next command; this also
     // outlasts our own work on a message (DNS checks, storing) before the reply.
     socketTimeout: SMTP_SERVER_TIMEOUT_MS,
     banner: 'Posthorn ESMTP',
 
     onConnect(_session, callback) {
-      if (listener.closing) return callback(smtpError(421, '4.3.2', `${o.hostname} shutting down, try again later`));
+      if (listener.closing) return callback(smtpError(421, '4.3.2', `${options.hostname} shutting down, try again later`));
       callback();
     },
 
     onMailFrom(_address, _session, callback) {
-      if (listener.closing) return callback(smtpError(421, '4.3.2', `${o.hostname} shutting down, try again later`));
+      if (listener.closing) return callback(smtpError(421, '4.3.2', `${options.hostname} shutting down, try again later`));
       callback();
     },
 
     onRcptTo(address, _session, callback) {
-      o.router.route(address.address).then(
+      options.router.route(address.address).then(
         () => callback(),
         (err) => {
           if (!(err instanceof AppError)) logger.error({ err }, 'routing a recipient failed');
@@ -149,9 +149,9 @@ export async function startInboundServer(o: InboundServerOptions): Promise<SmtpL
     },
 
     onData(stream, session, callback) {
-      const work = readMessage(stream, o.maxMessageBytes).then(async ({ raw, oversized }) => {
+      const work = readMessage(stream, options.maxMessageBytes).then(async ({ raw, oversized }) => {
         // smtp-server answers 552 itself (rejectOversized); nothing to store.
-        if (oversized) return callback(smtpError(552, '5.3.4', `message exceeds the fixed maximum size of ${o.maxMessageBytes} bytes`));
+        if (oversized) return callback(smtpError(552, '5.3.4', `message exceeds the fixed maximum size of ${options.maxMessageBytes} bytes`));
         try {
           const ids = await handleMessage(raw, session);
           callback(null, `2.0.0 Ok: queued as ${ids}`);
@@ -168,6 +168,6 @@ export async function startInboundServer(o: InboundServerOptions): Promise<SmtpL
     },
   });
 
-  await listener.listen(server, o.host, o.port);
+  await listener.listen(server, options.host, options.port);
   return listener;
 }

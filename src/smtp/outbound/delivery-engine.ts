@@ -58,18 +58,18 @@ export class DeliveryEngine {
   private pendingWake = false;
   private idleWaiters: (() => void)[] = [];
 
-  constructor(private readonly o: DeliveryEngineOptions) {
-    this.claimBatch = o.claimBatch ?? 500;
-    this.maxInFlight = o.maxInFlight ?? 300;
-    this.maxPerDomain = o.maxInFlightPerDomain ?? 20;
-    this.idlePollMs = o.idlePollMs ?? 1000;
-    this.maxTargets = o.maxTargetsPerAttempt ?? 6;
+  constructor(private readonly options: DeliveryEngineOptions) {
+    this.claimBatch = options.claimBatch ?? 500;
+    this.maxInFlight = options.maxInFlight ?? 300;
+    this.maxPerDomain = options.maxInFlightPerDomain ?? 20;
+    this.idlePollMs = options.idlePollMs ?? 1000;
+    this.maxTargets = options.maxTargetsPerAttempt ?? 6;
   }
 
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.loopDone = this.loop().catch((err) => this.o.logger.fatal({ err }, 'delivery engine loop crashed'));
+    this.loopDone = this.loop().catch((err) => this.options.logger.fatal({ err }, 'delivery engine loop crashed'));
   }
 
   /** New work was committed (or the clock moved in a test): claim now instead of at the next poll. */
@@ -95,7 +95,7 @@ export class DeliveryEngine {
     this.wakeUp?.();
     this.slotFreed?.();
     await this.loopDone;
-    this.o.pool.abandonQueued();
+    this.options.pool.abandonQueued();
     await Promise.allSettled([...this.inFlight]);
   }
 
@@ -113,9 +113,9 @@ export class DeliveryEngine {
       let groups: DeliveryGroup[] = [];
       const full = [...this.inFlightByDomain].filter(([, n]) => n >= this.maxPerDomain).map(([domain]) => domain);
       try {
-        groups = await this.o.deliveries.claim(Math.min(this.claimBatch, this.maxInFlight - this.inFlight.size), full);
+        groups = await this.options.deliveries.claim(Math.min(this.claimBatch, this.maxInFlight - this.inFlight.size), full);
       } catch (err) {
-        this.o.logger.error({ err }, 'claiming deliveries failed');
+        this.options.logger.error({ err }, 'claiming deliveries failed');
       }
       const heldBack: DeliveryGroup[] = [];
       for (const g of groups) {
@@ -136,10 +136,10 @@ export class DeliveryEngine {
       }
       if (heldBack.length) {
         try {
-          await this.o.deliveries.releaseGroups(heldBack);
+          await this.options.deliveries.releaseGroups(heldBack);
         } catch (err) {
           // Their leases run out and the sweep frees them: late, never lost.
-          this.o.logger.error({ err }, 'releasing deliveries held back for a busy destination failed');
+          this.options.logger.error({ err }, 'releasing deliveries held back for a busy destination failed');
         }
       }
       if (groups.length === 0) {
@@ -194,7 +194,7 @@ export class DeliveryEngine {
     const id = group.email.id;
     let entry = this.messageCache.get(id);
     if (!entry) {
-      entry = { message: this.o.messages.build(group.email, group.domain!), users: 0 };
+      entry = { message: this.options.messages.build(group.email, group.domain!), users: 0 };
       this.messageCache.set(id, entry);
     }
     entry.users += 1;
@@ -216,7 +216,7 @@ export class DeliveryEngine {
   }
 
   private async attemptAndRecord(group: DeliveryGroup): Promise<void> {
-    const started = this.o.clock.now();
+    const started = this.options.clock.now();
     let results: AttemptResult[] | undefined;
     // SENT marks the first attempt on the wire: none when the domain is gone or the message could not be built.
     let attempted = false;
@@ -229,7 +229,7 @@ export class DeliveryEngine {
       try {
         message = await this.message(group);
       } catch (err) {
-        this.o.logger.error({ err, emailId: group.email.id }, 'building or signing the message failed');
+        this.options.logger.error({ err, emailId: group.email.id }, 'building or signing the message failed');
         results = all('deferred', `local error while preparing the message: ${(err as Error).message}`);
       } finally {
         this.releaseMessage(group.email.id);
@@ -238,9 +238,9 @@ export class DeliveryEngine {
         const outcome = await this.attempt(group, message);
         if (outcome === 'not-attempted') {
           try {
-            await this.o.deliveries.releaseGroups([group]);
+            await this.options.deliveries.releaseGroups([group]);
           } catch (err) {
-            this.o.logger.error({ err, emailId: group.email.id }, 'releasing deliveries at shutdown failed; their leases run out instead');
+            this.options.logger.error({ err, emailId: group.email.id }, 'releasing deliveries at shutdown failed; their leases run out instead');
           }
           return;
         }
@@ -249,10 +249,10 @@ export class DeliveryEngine {
       }
     }
     try {
-      await this.o.deliveries.complete(group, attempted ? started : null, results!);
+      await this.options.deliveries.complete(group, attempted ? started : null, results!);
     } catch (err) {
       // The lease expires and the deliveries are attempted again: at-least-once, never lost.
-      this.o.logger.error({ err, emailId: group.email.id }, 'recording delivery results failed');
+      this.options.logger.error({ err, emailId: group.email.id }, 'recording delivery results failed');
     }
   }
 
@@ -278,12 +278,12 @@ export class DeliveryEngine {
       }));
 
     let targets: DeliveryTarget[];
-    if (this.o.relay) {
-      targets = [{ host: this.o.relay.host, address: this.o.relay.address ?? this.o.relay.host, port: this.o.relay.port }];
+    if (this.options.relay) {
+      targets = [{ host: this.options.relay.host, address: this.options.relay.address ?? this.options.relay.host, port: this.options.relay.port }];
     } else {
       try {
-        const hosts = await this.o.mx.resolve(group.rcptDomain);
-        targets = hosts.flatMap((h) => h.addresses.map((address) => ({ host: h.host, address, port: this.o.port })));
+        const hosts = await this.options.mx.resolve(group.rcptDomain);
+        targets = hosts.flatMap((h) => h.addresses.map((address) => ({ host: h.host, address, port: this.options.port })));
       } catch (err) {
         if (err instanceof MxLookupError && err.permanent) {
           // No such domain, or a null MX (RFC 7505): the address can never receive mail.
@@ -304,7 +304,7 @@ export class DeliveryEngine {
       if (!this.running) return 'not-attempted';
       let res: TransactionResult;
       try {
-        res = await this.o.pool.send(target, { mailFrom, recipients, message, tlsPolicy: domain.tlsPolicy });
+        res = await this.options.pool.send(target, { mailFrom, recipients, message, tlsPolicy: domain.tlsPolicy });
       } catch (err) {
         errors.push(`${target.host}[${target.address}]: ${(err as Error).message}`);
         continue;

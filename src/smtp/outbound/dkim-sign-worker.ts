@@ -16,8 +16,8 @@
 import { createPrivateKey, sign as rsaSign, type KeyObject } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { parentPort, workerData } from 'node:worker_threads';
-import type { DkimKey } from './dkim-signer.js';
-import { composeMessage, type ComposeInput } from './mime-builder.js';
+import type { DkimKey, SignRequest, SignResponse } from './dkim-types.js';
+import { composeMessage } from './mime-builder.js';
 
 // ---- mailauth internals (CommonJS, no published types for these paths) ---------------
 // Pinned by package.json (~4.13); the byte-identity test catches a drift in these modules.
@@ -279,19 +279,6 @@ export function signMessage(input: Buffer, key: DkimKey, keys: PrivateKeyCache, 
 
 /** workerData marker: the module only listens on parentPort when started by the pool. */
 export const WORKER_ROLE = 'posthorn-dkim-sign-worker';
-
-export interface SignRequest {
-  id: number;
-  /** The message bytes, transferred (exactly this buffer's size). */
-  message: ArrayBuffer;
-  /** Compose the message from this first (then `message` is empty). */
-  compose?: ComposeInput;
-  key: DkimKey;
-}
-
-export type SignResponse =
-  | { id: number; ok: true; /** signature header + CRLF + message, transferred */ signed: ArrayBuffer }
-  | { id: number; ok: false; error: string };
 
 function serve(port: NonNullable<typeof parentPort>): void {
   const keys = new PrivateKeyCache();

@@ -3,17 +3,11 @@
 // SMTP and SQLite, so signing goes to a small worker_threads pool. The signing itself
 // lives in dkim-sign-worker.ts; this file only queues, dispatches and recovers.
 import { Worker } from 'node:worker_threads';
-import { PrivateKeyCache, signMessage, WORKER_ROLE, type SignRequest, type SignResponse } from './dkim-sign-worker.js';
+import { PrivateKeyCache, signMessage, WORKER_ROLE } from './dkim-sign-worker.js';
+import type { DkimKey, SignRequest, SignResponse } from './dkim-types.js';
 import { composeMessage, type ComposeInput } from './mime-builder.js';
 
-export interface DkimKey {
-  /** d= tag: the signing domain. */
-  domain: string;
-  /** s= tag: the key is published at <selector>._domainkey.<domain>. */
-  selector: string;
-  /** PKCS#8 or PKCS#1 PEM, RSA of at least 1024 bits (2048 recommended). */
-  privateKey: string;
-}
+export type { DkimKey } from './dkim-types.js';
 
 export interface DkimSigner {
   /**

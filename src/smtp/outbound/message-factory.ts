@@ -1,5 +1,5 @@
-import type { EmailRow } from '../../store/repositories/emails-repository.js';
-import type { DomainRecord } from '../../store/repositories/domains-repository.js';
+import type { DomainRecord } from '../../core/domains/domain-service.js';
+import type { EmailRow } from '../../core/emails/email-service.js';
 import { htmlToPlainText } from '../../render/html-to-plain-text.js';
 import type { DkimSigner } from './dkim-signer.js';
 

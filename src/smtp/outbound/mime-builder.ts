@@ -5,6 +5,7 @@
 import MailComposer from 'nodemailer/lib/mail-composer';
 import type { MailComposerAttachment } from 'nodemailer/lib/mail-composer';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs';
+import { COMPOSER_OWNED_HEADERS } from '../../core/emails/email-headers.js';
 import { installHeaderKeyMemo } from './header-key-memo.js';
 import { serializeMimeTree } from './mime-serializer.js';
 
@@ -29,42 +30,6 @@ export interface ComposeInput {
   inReplyTo?: string | null;
   references?: string[];
 }
-
-/**
- * Header fields the composer writes itself, from the typed fields above or as part of the
- * MIME structure, plus trace and authentication fields that only relays and signers add.
- * One of them in `headers` would duplicate or fight the composer's own, so composeMessage()
- * refuses it.
- *
- * Not in here: List-Unsubscribe and List-Unsubscribe-Post. The engine sets them itself
- * (campaign one-click unsubscribe, RFC 8058) and hands them over in `headers`; keeping
- * callers away from them is the API's job (core/emails/email-headers.ts, which has its own
- * stricter list). Both are DKIM-signed (RFC 8058 4).
- */
-export const ENGINE_OWNED_HEADERS: ReadonlySet<string> = new Set([
-  // originator, destination and identification fields (RFC 5322 3.6)
-  'from',
-  'sender',
-  'reply-to',
-  'to',
-  'cc',
-  'bcc',
-  'subject',
-  'date',
-  'message-id',
-  'in-reply-to',
-  'references',
-  // MIME structure (RFC 2045, RFC 2183, RFC 2392)
-  'mime-version',
-  'content-type',
-  'content-transfer-encoding',
-  'content-disposition',
-  'content-id',
-  // added in transit or by the signer (RFC 5321 4.4, RFC 6376)
-  'return-path',
-  'received',
-  'dkim-signature',
-]);
 
 /** RFC 5322 2.1.1: a line is at most 998 octets, CRLF excluded. */
 const MAX_LINE_OCTETS = 998;
@@ -139,7 +104,7 @@ function checkCustomHeaders(headers: Record<string, string>): Map<string, string
   const casing = new Map<string, string>();
   for (const [name, value] of Object.entries(headers)) {
     if (!HEADER_NAME.test(name)) throw new Error(`composeMessage: invalid header name ${JSON.stringify(name)}`);
-    if (ENGINE_OWNED_HEADERS.has(name.toLowerCase())) throw new Error(`composeMessage: header "${name}" is written by the composer and can not be set`);
+    if (COMPOSER_OWNED_HEADERS.has(name.toLowerCase())) throw new Error(`composeMessage: header "${name}" is written by the composer and can not be set`);
     if (typeof value !== 'string' || /[\r\n\0]/.test(value)) throw new Error(`composeMessage: header "${name}" must be a string without CR, LF or NUL`);
     casing.set(name.toLowerCase(), name);
   }

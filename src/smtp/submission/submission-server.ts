@@ -37,20 +37,20 @@ interface SessionUser {
   auth: AuthContext;
 }
 
-export async function startSubmissionServer(o: SubmissionServerOptions): Promise<SmtpListener> {
-  const logger = o.logger.child({ listener: 'submission' });
+export async function startSubmissionServer(options: SubmissionServerOptions): Promise<SmtpListener> {
+  const logger = options.logger.child({ listener: 'submission' });
   const listener = new SmtpListener(logger, 'submission');
 
-  const shuttingDown = () => smtpError(421, '4.3.2', `${o.hostname} shutting down, try again later`);
+  const shuttingDown = () => smtpError(421, '4.3.2', `${options.hostname} shutting down, try again later`);
 
   /** The key again at MAIL FROM: a key deleted mid-session stops working at once (spec, Authentication 4). */
   async function authorizeTransaction(session: SMTPServerSession): Promise<AuthContext> {
     const user = session.user as SessionUser | undefined;
     if (!user) throw new AppError('UNAUTHORIZED', 'authentication required');
-    const auth = await o.apiKeys.authenticate(user.token);
+    const auth = await options.apiKeys.authenticate(user.token);
     user.auth = auth;
     // One message is one request for the team's limit (the API's limiter, DESIGN 4).
-    const decision = o.rateLimiter.consume(auth.teamId, auth.teamRateLimit ?? o.defaultRateLimit);
+    const decision = options.rateLimiter.consume(auth.teamId, auth.teamRateLimit ?? options.defaultRateLimit);
     if (!decision.allowed) {
       throw new AppError('RATE_LIMITED', `rate limit of ${decision.limit} messages per second exceeded; retry in ${decision.retryAfterSeconds} s`, decision.retryAfterSeconds);
     }
@@ -65,14 +65,14 @@ export async function startSubmissionServer(o: SubmissionServerOptions): Promise
       mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
       rcptTo: session.envelope.rcptTo.map((r) => r.address),
     });
-    const { emailId } = await o.emails.submit({ teamId: user.auth.teamId, domainId: user.auth.domainId, apiKeyId: user.auth.keyId }, input);
+    const { emailId } = await options.emails.submit({ teamId: user.auth.teamId, domainId: user.auth.domainId, apiKeyId: user.auth.keyId }, input);
     return emailId;
   }
 
   const server = new SMTPServer({
-    name: o.hostname,
-    key: o.tls.key,
-    cert: o.tls.cert,
+    name: options.hostname,
+    key: options.tls.key,
+    cert: options.tls.cert,
     logger: false,
     authMethods: ['PLAIN', 'LOGIN'],
     // No AUTH over plaintext: the password is an API key (RFC 4954 4: 538 until STARTTLS).
@@ -80,10 +80,10 @@ export async function startSubmissionServer(o: SubmissionServerOptions): Promise
     authOptional: false,
     authRequiredMessage: '5.7.0 Authentication required',
     disableReverseLookup: true,
-    size: o.maxMessageBytes,
+    size: options.maxMessageBytes,
     rejectOversized: true,
-    maxClients: o.maxConnections,
-    maxRecipients: o.maxRecipients,
+    maxClients: options.maxConnections,
+    maxRecipients: options.maxRecipients,
     // RFC 5321 4.5.3.2.7: a server waits at least 5 minutes for the next command; this also
     // outlasts our own work on a message (DNS checks, storing) before the reply.
     socketTimeout: SMTP_SERVER_TIMEOUT_MS,
@@ -96,7 +96,7 @@ export async function startSubmissionServer(o: SubmissionServerOptions): Promise
 
     onAuth(auth, _session, callback) {
       const token = (auth.password ?? '').trim();
-      o.apiKeys.authenticate(token).then(
+      options.apiKeys.authenticate(token).then(
         (ctx) => callback(null, { user: { token, auth: ctx } satisfies SessionUser }),
         (err) => {
           if (!(err instanceof AppError)) logger.error({ err }, 'authenticating a submission client failed');
@@ -118,9 +118,9 @@ export async function startSubmissionServer(o: SubmissionServerOptions): Promise
     },
 
     onData(stream, session, callback) {
-      const work = readMessage(stream, o.maxMessageBytes).then(
+      const work = readMessage(stream, options.maxMessageBytes).then(
         async ({ raw, oversized }) => {
-          if (oversized) return callback(smtpError(552, '5.3.4', `message exceeds the fixed maximum size of ${o.maxMessageBytes} bytes`));
+          if (oversized) return callback(smtpError(552, '5.3.4', `message exceeds the fixed maximum size of ${options.maxMessageBytes} bytes`));
           try {
             const emailId = await submit(raw, session);
             logger.info({ emailId, keyId: (session.user as SessionUser).auth.keyId }, 'message submitted');
@@ -140,6 +140,6 @@ export async function startSubmissionServer(o: SubmissionServerOptions): Promise
     },
   });
 
-  await listener.listen(server, o.host, o.port);
+  await listener.listen(server, options.host, options.port);
   return listener;
 }

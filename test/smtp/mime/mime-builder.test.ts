@@ -1,7 +1,8 @@
 import test from 'ava';
 import { simpleParser } from 'mailparser';
 import type { AddressObject, ParsedMail } from 'mailparser';
-import { composeMessage, contentTypeForFilename, crlfBuffer, ENGINE_OWNED_HEADERS, type ComposeInput } from '../../../src/smtp/outbound/mime-builder.js';
+import { COMPOSER_OWNED_HEADERS, ENGINE_OWNED_HEADERS } from '../../../src/core/emails/email-headers.js';
+import { composeMessage, contentTypeForFilename, crlfBuffer, type ComposeInput } from '../../../src/smtp/outbound/mime-builder.js';
 
 const PDF_BYTES = Buffer.concat([Buffer.from('%PDF-1.4\n'), Buffer.from(Array.from({ length: 3000 }, (_, i) => (i * 37) % 256))]);
 const CSV_BYTES = Buffer.from('name,city\r\nZoë,Zürich\r\n');
@@ -163,13 +164,21 @@ test('custom headers the composer owns, or with CR/LF, or with a bad name are re
   await t.throwsAsync(composeMessage(baseInput({ headers: { 'X-Colon:': 'a' } })), { message: /invalid header name/ });
 });
 
-test('ENGINE_OWNED_HEADERS: lowercase, covers what the composer writes, leaves List-Unsubscribe to the engine', (t) => {
-  for (const name of ENGINE_OWNED_HEADERS) t.is(name, name.toLowerCase());
+test('COMPOSER_OWNED_HEADERS: lowercase, covers what the composer writes, leaves List-Unsubscribe to the engine', (t) => {
+  for (const name of COMPOSER_OWNED_HEADERS) t.is(name, name.toLowerCase());
   for (const name of ['from', 'to', 'cc', 'bcc', 'subject', 'date', 'message-id', 'mime-version', 'content-type', 'content-transfer-encoding', 'dkim-signature', 'return-path', 'received', 'in-reply-to', 'references', 'sender', 'reply-to']) {
-    t.true(ENGINE_OWNED_HEADERS.has(name), name);
+    t.true(COMPOSER_OWNED_HEADERS.has(name), name);
   }
-  t.false(ENGINE_OWNED_HEADERS.has('list-unsubscribe'));
-  t.false(ENGINE_OWNED_HEADERS.has('list-unsubscribe-post'));
+  t.false(COMPOSER_OWNED_HEADERS.has('list-unsubscribe'));
+  t.false(COMPOSER_OWNED_HEADERS.has('list-unsubscribe-post'));
+});
+
+test('ENGINE_OWNED_HEADERS, which callers may not set, are the composer\'s plus the ones the engine adds', (t) => {
+  for (const name of COMPOSER_OWNED_HEADERS) t.true(ENGINE_OWNED_HEADERS.has(name), name);
+  t.deepEqual(
+    [...ENGINE_OWNED_HEADERS].filter((name) => !COMPOSER_OWNED_HEADERS.has(name)),
+    ['list-unsubscribe', 'list-unsubscribe-post', 'x-posthorn-email-id'],
+  );
 });
 
 test('engine headers List-Unsubscribe / List-Unsubscribe-Post pass through unchanged', async (t) => {

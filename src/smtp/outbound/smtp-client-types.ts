@@ -1,0 +1,190 @@
+/**
+ * The types of the outbound SMTP client: the public ones (re-exported by smtp-client-pool.ts,
+ * the entry point) and the records its three parts share: the pool (smtp-client-pool.ts),
+ * opening a session (smtp-session.ts) and a transaction on one (smtp-transaction.ts).
+ */
+import type SMTPConnection from 'nodemailer/lib/smtp-connection';
+import type { Clock } from '../../lib/clock.js';
+import type { DnsResolver } from '../../lib/dns/dns-client.js';
+import type { Logger } from '../../lib/logger.js';
+import type { ReplyCategory } from './classify-reply.js';
+
+export type TlsPolicy = 'OPPORTUNISTIC' | 'ENFORCED';
+
+export interface RelayConfig {
+  host: string;
+  /** IP to connect to; when absent, host is resolved through options.resolver (never the system resolver). */
+  address?: string;
+  port: number;
+  secure: 'implicit' | 'starttls' | 'none';
+  user?: string;
+  password?: string;
+}
+
+export interface DeliveryTarget {
+  /** MX name: TLS servername and the name the certificate must match. */
+  host: string;
+  /** IP address to connect to. */
+  address: string;
+  port: number;
+}
+
+export interface TransactionRequest {
+  /** Envelope sender; "" is the null reverse-path (RFC 5321 §4.5.5). */
+  mailFrom: string;
+  recipients: string[];
+  /** The message as is (already DKIM-signed); CRLF line ends expected, dot-stuffing is done here. */
+  message: Buffer;
+  tlsPolicy: TlsPolicy;
+  /** SIZE= parameter (RFC 1870); defaults to message.length. */
+  envelopeSize?: number;
+}
+
+export interface RecipientResult {
+  recipient: string;
+  outcome: 'delivered' | 'deferred' | 'bounced';
+  code?: number;
+  response: string;
+  hardBounce: boolean;
+  retryAfterMs?: number;
+  /** Why, from the reply classification (for logs and the delivery row). */
+  reason?: string;
+  /** The classification's category (mailbox-full, policy, ...): a bounce's subType. */
+  category?: ReplyCategory;
+}
+
+export interface TransactionResult {
+  /** false when no SMTP session could be used (connect refused/timeout, 421 greeting, TLS required but unavailable or invalid): the caller tries the next MX host. */
+  connected: boolean;
+  /** The message went over TLS. */
+  secure: boolean;
+  remoteHost: string;
+  /** "ip:port" actually connected to. */
+  remoteAddress?: string;
+  /** Connection-level problem: always set when connected is false; also set when the session dropped mid-transaction. */
+  error?: string;
+  /**
+   * Connected, but the host failed the session before it said anything about any recipient:
+   * a 421 at any stage, a 4xx to MAIL FROM, a connection dropped before the RCPT replies. Like
+   * a refused connection it says nothing about the message (RFC 5321 §5.1): the caller tries
+   * the next MX host. Every recipient is then deferred.
+   */
+  hostFailure?: boolean;
+  /**
+   * The pool was closed (shutdown) before this transaction got a session: nothing went out and
+   * nothing was learnt. The caller puts the work back unattempted instead of recording a deferral.
+   */
+  notAttempted?: boolean;
+  /** One per requested recipient, always, in request order. */
+  recipients: RecipientResult[];
+}
+
+export interface SmtpClientPoolOptions {
+  /** EHLO name (RFC 5321 §4.1.1.1): our FQDN, matching our PTR. */
+  heloName: string;
+  logger: Logger;
+  /** Extra trusted CAs (tests trust their sink's cert); system CAs otherwise. */
+  ca?: string | Buffer | (string | Buffer)[];
+  /** When set, every transaction goes to it (still with our message as is). */
+  relay?: RelayConfig;
+  /** Default 5 (ZoneMTA's per-domain default; KumoMTA ships 10). */
+  maxConnectionsPerHost?: number;
+  /** Global, default 100. */
+  maxConnections?: number;
+  /** Default 100 (KumoMTA's shipped max_deliveries_per_connection), then QUIT and reconnect. */
+  maxMessagesPerConnection?: number;
+  /** Close idle pooled connections after this, default 5000 (ZoneMTA's cache TTL). */
+  idleTimeoutMs?: number;
+  /** TCP connect, default 30 s. */
+  connectTimeoutMs?: number;
+  /** 220 greeting, default 30 s. */
+  greetingTimeoutMs?: number;
+  /** Inactivity during a session, default 5 min (RFC 5321 §4.5.3.2 per-command minimums). */
+  socketTimeoutMs?: number;
+  /**
+   * Longest one transaction (MAIL FROM to the reply after the final dot) may take, default
+   * 15 min. Inactivity timeouts cannot end a reply that never finishes while bytes keep
+   * coming (a tarpit dribbling "250-" continuation lines); this deadline does.
+   */
+  transactionTimeoutMs?: number;
+  /** Only for a relay given by name without address. */
+  resolver?: DnsResolver;
+  /** Time source for remembering hosts with broken TLS; default the system clock. */
+  clock?: Clock;
+}
+
+export interface SmtpClientPool {
+  /** Every outcome, connection failures included, is a value; it rejects only on a bug. */
+  send(target: DeliveryTarget, req: TransactionRequest): Promise<TransactionResult>;
+  /** Refuses queued and new sends, lets transactions in flight finish, QUITs every session and waits for the sockets to close. */
+  close(): Promise<void>;
+  /**
+   * Answers every send still waiting for a session `notAttempted` (the caller's shutdown); the
+   * pool stays open. Returns how many there were.
+   */
+  abandonQueued(): number;
+  /** connectionsOpened: SMTP sessions established (after EHLO/STARTTLS/AUTH); transactions: MAIL FROM commands issued. */
+  readonly stats: { connectionsOpened: number; transactions: number };
+}
+
+// ------------------------------------------------------------ shared by the pool's parts
+
+/** The error fields nodemailer's SMTPConnection sets (errors.js / _formatError). */
+export interface SmtpError extends Error {
+  code?: string;
+  response?: string;
+  responseCode?: number;
+  command?: string;
+  recipient?: string;
+  originalCode?: string;
+  timeoutType?: string;
+}
+
+/** Where a session goes. */
+export interface Route {
+  /** Limit and reuse key: address:port. */
+  key: string;
+  /** IP, or for a relay given by name, that name (resolved at connect time). */
+  address: string;
+  port: number;
+  /** Certificate name and remoteHost. */
+  host: string;
+  relay: boolean;
+}
+
+/** One slot of the pool and the SMTP session on it. */
+export interface PooledConnection {
+  id: number;
+  key: string;
+  conn?: SMTPConnection;
+  state: 'opening' | 'busy' | 'idle' | 'closing';
+  secure: boolean;
+  /** The name the peer's certificate verified for, when it did. */
+  verifiedFor?: string;
+  remoteAddress?: string;
+  transactions: number;
+  idleTimer?: NodeJS.Timeout;
+  /** Set by the connection's 'end': it can no longer be used. */
+  dead: boolean;
+  /** First error the connection reported. */
+  lastError?: SmtpError;
+  /** The first error happened during a STARTTLS/implicit TLS handshake. */
+  tlsFailed: boolean;
+  /** Resolves once the socket is closed and the slot is free. */
+  closed?: Promise<void>;
+  /**
+   * The last transaction ended with the server's 250 to the message: the server is back in
+   * its initial state (RFC 5321 4.1.1.4), so the next transaction needs no RSET first.
+   */
+  cleanSlate?: boolean;
+}
+
+/** Why no session could be had for a transaction. */
+export interface OpenFailure {
+  message: string;
+  /** The pool is closed: no connection was tried. */
+  poolClosed?: boolean;
+  code?: number;
+  response?: string;
+  remoteAddress?: string;
+}

@@ -1,0 +1,320 @@
+/**
+ * Opening an outbound SMTP session (RFC 5321) on a pool slot: connect, 220 greeting, EHLO,
+ * STARTTLS (RFC 3207) as the TLS policy says, AUTH for a relay. The client is nodemailer's
+ * low-level SMTPConnection.
+ *
+ * - TLS policy: OPPORTUNISTIC uses STARTTLS when offered without insisting on
+ *   a valid certificate (RFC 7435: any encryption beats none) and, when the
+ *   handshake itself fails, reconnects once in plaintext (Postal, ZoneMTA,
+ *   KumoMTA's opportunistic_tls_reconnect_on_failed_handshake), remembering the
+ *   host for a while (Haraka's "TLS NO-GO", KumoMTA's remember_broken_tls).
+ *   ENFORCED requires STARTTLS and a certificate that verifies for the MX
+ *   name; otherwise the session is not used at all, so nothing is ever sent
+ *   in the clear.
+ * - Relay (smarthost) mode: every transaction goes to one upstream server with
+ *   implicit TLS (port 465, RFC 8314) or STARTTLS, always verified, and AUTH.
+ */
+import { isIP } from 'node:net';
+import tls from 'node:tls';
+import SMTPConnection from 'nodemailer/lib/smtp-connection';
+import type { SMTPConnectionOptions } from 'nodemailer/lib/smtp-connection';
+import type { Clock } from '../../lib/clock.js';
+import type { DnsResolver } from '../../lib/dns/dns-client.js';
+import type { Logger } from '../../lib/logger.js';
+import type { DeliveryTarget, OpenFailure, PooledConnection, RelayConfig, Route, SmtpClientPool, SmtpError, TransactionRequest } from './smtp-client-types.js';
+
+/** How long nodemailer waits for the peer's FIN after ours before destroying the socket. */
+const SOCKET_CLOSE_TIMEOUT_MS = 2_000;
+/** An OPPORTUNISTIC host whose TLS handshake failed gets plaintext directly for this long. */
+const BROKEN_TLS_MEMORY_MS = 60 * 60_000;
+const MAX_BROKEN_TLS_ENTRIES = 10_000;
+/** RFC 3207 §4 / RFC 8996: TLS 1.0 and 1.1 are deprecated; ENFORCED means a modern handshake. */
+const MIN_TLS_VERSION = 'TLSv1.2';
+
+const CERTIFICATE_ERROR = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|HOSTNAME|ALTNAME/i;
+const TLS_ERROR = /TLS|SSL|handshake|CERT|SELF_SIGNED|UNABLE_TO_VERIFY/i;
+
+type TlsPlan =
+  | 'opportunistic' // STARTTLS if offered, certificate not required to verify
+  | 'plain' // never STARTTLS (fallback after a failed handshake, relay secure=none)
+  | 'starttls-verified' // STARTTLS required, certificate must verify (ENFORCED, relay starttls)
+  | 'implicit-verified'; // TLS from the first byte (relay secure=implicit)
+
+/** What opening sessions needs from the pool: its settings, and state shared by all its sessions. */
+export interface SessionContext {
+  /** EHLO name. */
+  readonly heloName: string;
+  readonly log: Logger;
+  readonly clock: Clock;
+  readonly relay: RelayConfig | undefined;
+  /** Resolves a relay given by name without address. */
+  readonly resolver: DnsResolver | undefined;
+  /** From createSecureContext(), one for every connection. */
+  readonly secureContext: tls.SecureContext;
+  readonly connectTimeoutMs: number;
+  readonly greetingTimeoutMs: number;
+  readonly socketTimeoutMs: number;
+  /** Hosts whose STARTTLS handshake failed: route key -> until when they get plaintext directly. */
+  readonly brokenTls: Map<string, number>;
+  readonly stats: Pick<SmtpClientPool['stats'], 'connectionsOpened'>;
+  /** The connection of a slot ended (closed by the peer, or after an error): the pool decides what that means for the slot. */
+  readonly onConnectionEnd: (pc: PooledConnection) => void;
+}
+
+/**
+ * One context for every connection: building one per connection would
+ * re-parse the whole CA bundle each time. With extra CAs, Node's bundled
+ * roots are added explicitly (passing `ca` replaces the defaults).
+ */
+export function createSecureContext(ca: string | Buffer | (string | Buffer)[] | undefined): tls.SecureContext {
+  const extraCa = ca === undefined ? [] : Array.isArray(ca) ? ca : [ca];
+  return tls.createSecureContext({
+    minVersion: MIN_TLS_VERSION,
+    ...(extraCa.length > 0 ? { ca: [...tls.rootCertificates, ...extraCa] } : {}),
+  });
+}
+
+export function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/** Resolves once the connection's socket is closed: only then is the slot really free. */
+export function socketGone(conn: SMTPConnection | undefined): Promise<void> {
+  const socket = conn?._socket;
+  if (!socket || socket.closed) return Promise.resolve();
+  return new Promise((resolve) => socket.once('close', () => resolve()));
+}
+
+/**
+ * Runs one nodemailer operation and settles on its callback, or on the
+ * connection's 'end' when nodemailer forgets the callback (a reply action
+ * dropped by close()). nodemailer emits 'end' just before it calls back with
+ * the error, so 'end' waits a turn for the callback to win.
+ */
+export function onSession<T>(
+  conn: SMTPConnection,
+  closedError: () => SmtpError,
+  start: (done: (err: SmtpError | null | undefined, value?: T) => void) => void,
+): Promise<{ err?: SmtpError; value?: T }> {
+  return new Promise((resolve) => {
+    let settled = false;
+    const onEnd = (): void => {
+      setImmediate(() => settle(closedError()));
+    };
+    const settle = (err: SmtpError | null | undefined, value?: T): void => {
+      if (settled) return;
+      settled = true;
+      conn.off('end', onEnd);
+      resolve(err ? { err } : { value: value as T });
+    };
+    conn.once('end', onEnd);
+    try {
+      start((err, value) => settle(err, value));
+    } catch (err) {
+      settle(err as SmtpError);
+    }
+  });
+}
+
+/** The error for an operation the connection's end cut short: the connection's first error, if it had one. */
+export function closedError(pc: PooledConnection): SmtpError {
+  const err: SmtpError = new Error(pc.lastError ? pc.lastError.message : 'Connection closed unexpectedly');
+  if (pc.lastError) {
+    if (pc.lastError.code !== undefined) err.code = pc.lastError.code;
+    if (pc.lastError.response !== undefined) err.response = pc.lastError.response;
+    if (pc.lastError.responseCode !== undefined) err.responseCode = pc.lastError.responseCode;
+  } else {
+    err.code = 'ECONNECTION';
+  }
+  return err;
+}
+
+// ------------------------------------------------------------ routes and policy
+
+export function routeFor(relay: RelayConfig | undefined, target: DeliveryTarget): Route {
+  if (relay) {
+    const address = relay.address ?? relay.host;
+    return { key: `${address}:${relay.port}`, address, port: relay.port, host: relay.host, relay: true };
+  }
+  return { key: `${target.address}:${target.port}`, address: target.address, port: target.port, host: target.host, relay: false };
+}
+
+/** Why this request may not go to the relay at all, when it may not. */
+export function relayRefusal(relay: RelayConfig | undefined, req: TransactionRequest): string | undefined {
+  if (relay && relay.secure === 'none' && req.tlsPolicy === 'ENFORCED') {
+    return `TLS policy ENFORCED but relay ${relay.host} is configured without TLS; not sending in plaintext`;
+  }
+  return undefined;
+}
+
+function planFor(ctx: SessionContext, route: Route, req: TransactionRequest): TlsPlan {
+  const relay = ctx.relay;
+  if (relay) {
+    if (relay.secure === 'implicit') return 'implicit-verified';
+    if (relay.secure === 'starttls') return 'starttls-verified';
+    return 'plain';
+  }
+  if (req.tlsPolicy === 'ENFORCED') return 'starttls-verified';
+  const until = ctx.brokenTls.get(route.key);
+  if (until !== undefined && until > ctx.clock.nowMs()) return 'plain';
+  return 'opportunistic';
+}
+
+function rememberBrokenTls(ctx: SessionContext, key: string): void {
+  const brokenTls = ctx.brokenTls;
+  brokenTls.delete(key);
+  brokenTls.set(key, ctx.clock.nowMs() + BROKEN_TLS_MEMORY_MS);
+  while (brokenTls.size > MAX_BROKEN_TLS_ENTRIES) brokenTls.delete(brokenTls.keys().next().value as string);
+}
+
+// ------------------------------------------------------------ opening
+
+function connectionOptions(ctx: SessionContext, route: Route, address: string, plan: TlsPlan): SMTPConnectionOptions {
+  // SNI must not carry an IP address (RFC 6066 §3); Node then checks the certificate against the IP.
+  const servername = isIP(route.host) === 0 ? route.host : undefined;
+  const base: SMTPConnectionOptions = {
+    host: address,
+    port: route.port,
+    name: ctx.heloName,
+    // nodemailer applies one deadline to the whole setup (connect, greeting,
+    // STARTTLS), so it gets both budgets; the greeting keeps its own bound.
+    connectionTimeout: ctx.connectTimeoutMs + ctx.greetingTimeoutMs,
+    greetingTimeout: ctx.greetingTimeoutMs,
+    socketTimeout: ctx.socketTimeoutMs,
+    socketCloseTimeout: SOCKET_CLOSE_TIMEOUT_MS,
+    logger: false,
+    ...(servername ? { servername } : {}),
+  };
+  const tlsOptions = (verify: boolean): tls.ConnectionOptions => ({
+    secureContext: ctx.secureContext,
+    rejectUnauthorized: verify,
+    ...(servername ? { servername } : {}),
+  });
+  switch (plan) {
+    case 'opportunistic':
+      // opportunisticTLS: a refused STARTTLS command continues in plaintext.
+      return { ...base, opportunisticTLS: true, tls: tlsOptions(false) };
+    case 'plain':
+      return { ...base, ignoreTLS: true };
+    case 'starttls-verified':
+      // requireTLS sends STARTTLS even when not advertised and fails the session if refused.
+      return { ...base, requireTLS: true, tls: tlsOptions(true) };
+    case 'implicit-verified':
+      return { ...base, secure: true, tls: tlsOptions(true) };
+  }
+}
+
+/** One SMTPConnection on the slot: connect, greeting, EHLO, STARTTLS. Returns the error, if any. */
+async function connectOnce(ctx: SessionContext, pc: PooledConnection, options: SMTPConnectionOptions): Promise<SmtpError | undefined> {
+  const conn = new SMTPConnection(options);
+  pc.conn = conn;
+  pc.lastError = undefined;
+  pc.tlsFailed = false;
+  pc.dead = false;
+  // Always listen: an EventEmitter 'error' without a listener throws.
+  conn.on('error', (err: SmtpError) => {
+    if (pc.conn !== conn) return;
+    if (!pc.lastError) {
+      pc.lastError = err;
+      // Implicit TLS fails inside connect, so there the error text tells a handshake from a refused TCP connect.
+      pc.tlsFailed =
+        conn.upgrading === true ||
+        err.code === 'ETLS' ||
+        (options.secure === true && conn.stage === 'init' && TLS_ERROR.test(`${err.originalCode ?? ''} ${err.message}`));
+    }
+    ctx.log.debug({ connection: pc.id, key: pc.key, err: err.message, code: err.code }, 'smtp session error');
+  });
+  conn.once('end', () => {
+    if (pc.conn !== conn) return;
+    pc.dead = true;
+    ctx.onConnectionEnd(pc);
+  });
+  const outcome = await onSession<void>(conn, () => closedError(pc), (done) => conn.connect((err) => done(err)));
+  return outcome.err ? (pc.lastError ?? outcome.err) : undefined;
+}
+
+function describeOpenFailure(err: SmtpError, route: Route, plan: TlsPlan, tlsFailed: boolean): OpenFailure {
+  const where = `${route.host} [${route.address}]:${route.port}`;
+  const response = err.response ? oneLine(err.response) : undefined;
+  const code = err.responseCode;
+  const failure = (message: string): OpenFailure => ({ message, ...(code !== undefined ? { code } : {}), ...(response ? { response } : {}) });
+  const verified = plan === 'starttls-verified' || plan === 'implicit-verified';
+  if (verified && err.command === 'STARTTLS' && response) {
+    return failure(`TLS required but ${where} refused STARTTLS (${response}); not sending in plaintext`);
+  }
+  if (verified && (tlsFailed || CERTIFICATE_ERROR.test(`${err.originalCode ?? ''} ${err.message}`))) {
+    const what = CERTIFICATE_ERROR.test(`${err.originalCode ?? ''} ${err.message}`) ? `certificate did not verify for ${route.host}` : 'TLS handshake failed';
+    return failure(`TLS required but at ${where} the ${what}: ${err.message}; not sending in plaintext`);
+  }
+  if (response && code !== undefined) {
+    const stage = err.command === 'CONN' || err.command === undefined ? 'greeting' : err.command;
+    return failure(`${where} refused the session at ${stage}: ${response}`);
+  }
+  if (err.code === 'ETIMEDOUT') return failure(`${where}: ${err.timeoutType ?? 'timeout'}: ${err.message}`);
+  return failure(`${where}: ${err.message}`);
+}
+
+async function resolveRelayAddress(ctx: SessionContext, route: Route): Promise<string> {
+  if (isIP(route.address) !== 0) return route.address;
+  const resolver = ctx.resolver;
+  // Never the system resolver (DESIGN §2: node:dns stays behind lib's resolver).
+  if (!resolver) throw new Error('a relay given by name needs relay.address or the pool option resolver');
+  const [v4, v6] = await Promise.allSettled([resolver.resolve4(route.address), resolver.resolve6(route.address)]);
+  // IPv4 first, as for MX hosts (mx-resolver.ts).
+  for (const answer of [v4, v6]) if (answer.status === 'fulfilled' && answer.value.records.length > 0) return answer.value.records[0]!;
+  const why = [v4, v6].map((a) => (a.status === 'rejected' ? String((a.reason as Error).message ?? a.reason) : 'no records')).join('; ');
+  throw new Error(why);
+}
+
+/** Opens the SMTP session for a request on a new slot. Returns why it could not, or undefined once it is ready for MAIL FROM. */
+export async function openSession(ctx: SessionContext, pc: PooledConnection, route: Route, req: TransactionRequest): Promise<OpenFailure | undefined> {
+  const log = ctx.log;
+  let address: string;
+  try {
+    address = await resolveRelayAddress(ctx, route);
+  } catch (err) {
+    return { message: `cannot resolve relay ${route.address}: ${err instanceof Error ? err.message : String(err)}` };
+  }
+  pc.remoteAddress = `${address}:${route.port}`;
+  let plan = planFor(ctx, route, req);
+  let err = await connectOnce(ctx, pc, connectionOptions(ctx, route, address, plan));
+  if (err && plan === 'opportunistic' && pc.tlsFailed) {
+    // RFC 7435 §6: a failed upgrade must not make delivery worse than no TLS at all.
+    log.warn({ connection: pc.id, key: route.key, host: route.host, err: err.message }, 'STARTTLS handshake failed; retrying in plaintext (opportunistic TLS)');
+    rememberBrokenTls(ctx, route.key);
+    await socketGone(pc.conn);
+    plan = 'plain';
+    err = await connectOnce(ctx, pc, connectionOptions(ctx, route, address, plan));
+  }
+  if (err) {
+    const failure = describeOpenFailure(err, route, plan, pc.tlsFailed);
+    log.debug({ connection: pc.id, key: route.key, host: route.host, err: failure.message }, 'smtp session could not be opened');
+    return failure;
+  }
+  const conn = pc.conn!;
+
+  const relay = ctx.relay;
+  if (relay?.user) {
+    if (!conn.secure && relay.secure === 'none') {
+      log.warn({ relay: relay.host }, 'authenticating to the relay without TLS (relay.secure = none)');
+    }
+    const auth = await onSession<boolean>(conn, () => closedError(pc), (done) =>
+      conn.login({ user: relay.user, pass: relay.password ?? '' }, (e, ok) => done(e, ok)),
+    );
+    if (auth.err) {
+      const response = auth.err.response ? oneLine(auth.err.response) : undefined;
+      return {
+        message: `relay ${route.host} refused AUTH: ${response ?? auth.err.message}`,
+        ...(auth.err.responseCode !== undefined ? { code: auth.err.responseCode } : {}),
+        ...(response ? { response } : {}),
+      };
+    }
+  }
+
+  pc.secure = conn.secure;
+  const socket = conn._socket;
+  if (conn.secure && socket instanceof tls.TLSSocket && socket.authorized) pc.verifiedFor = route.host;
+  ctx.stats.connectionsOpened++;
+  log.debug({ connection: pc.id, key: route.key, host: route.host, secure: pc.secure, verified: pc.verifiedFor !== undefined }, 'smtp session open');
+  return undefined;
+}
