@@ -1,5 +1,5 @@
 import type { AuthContext } from '../../core/api-keys/api-key-service.js';
-import type { ReceivedEmailService, ReceivedScope } from '../../core/inbound/received-email-service.js';
+import type { ReceivedEmailService, ReceivedScope } from '../../core/received/received-email-service.js';
 import { intIdListQuery, pageQueries, stringPath } from '../params.js';
 import { pageEnvelope, pageOf } from '../pagination.js';
 import { defineRoute, type RouteDef } from '../route-types.js';

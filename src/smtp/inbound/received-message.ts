@@ -1,6 +1,6 @@
 import { authenticate, type AuthenticateResult, type DNSResolver } from 'mailauth';
 import type { ParsedMail } from 'mailparser';
-import type { AuthResults, InboundEnvelope, ReceivedMessageInput } from '../../core/inbound/inbound-types.js';
+import type { AuthResults, InboundEnvelope, ReceivedMessageInput } from '../../core/received/inbound-types.js';
 import { formatMailboxes, headerFields } from '../parsed-mail.js';
 
 // Turns a message for a receiving domain into what core stores: parsed fields as far as the

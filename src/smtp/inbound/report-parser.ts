@@ -1,5 +1,5 @@
 import type { ParsedMail } from 'mailparser';
-import type { DsnRecipient, FeedbackReport, OriginalMessageRef, ParsedReport } from '../../core/inbound/inbound-types.js';
+import type { DsnRecipient, FeedbackReport, OriginalMessageRef, ParsedReport } from '../../core/received/inbound-types.js';
 import { classifyReply, parseEnhancedCode } from '../outbound/classify-reply.js';
 import { headerBlock, parseFieldGroups } from '../parsed-mail.js';
 
