@@ -236,7 +236,7 @@ export async function createApp(opts: AppOptions) {
   events.on('*', (event) => webhooks.handleBusEvent(event));
   events.on('*', (event) => analytics.handleBusEvent(event));
 
-  // Mail in (DESIGN 6): inbound SMTP for bounces, complaints and receiving domains; submission.
+  // Mail in (architecture.md, Outbound, inbound, tracking): inbound SMTP for bounces, complaints and receiving domains; submission.
   const inboundReportsRepo = createInboundReportsRepository(store.db);
   const inboundRouter = createInboundRouter({
     domains: domainsRepo,

@@ -21,7 +21,7 @@ export interface HttpError {
 
 export function toHttpError(err: unknown): HttpError {
   if (err instanceof AppError) {
-    // DESIGN 4: an oversized body is 413 but keeps a spec code on the wire.
+    // An oversized body is 413 but keeps a spec code on the wire (architecture.md, Decisions: errors).
     const code = err.code === 'PAYLOAD_TOO_LARGE' ? 'BAD_REQUEST' : err.code;
     return { status: STATUS[err.code], body: { error: { code, message: err.message } }, retryAfterSeconds: err.retryAfterSeconds };
   }

@@ -31,7 +31,7 @@ export interface HttpServerDeps {
 const API_PREFIXES = ['/v1', '/api/v1'];
 /** Error codes of a client that closed or reset its connection: nothing to fix on our side. */
 const CLIENT_GONE_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE', 'ERR_STREAM_DESTROYED']);
-const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']); // DESIGN 4: the SDK sends a body on DELETE
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']); // architecture.md, Decisions: compatibility
 
 export function createHttpApp(deps: HttpServerDeps): Koa {
   const app = new Koa();
@@ -272,7 +272,7 @@ export interface RunningHttpServer {
 /**
  * A request Node's parser refuses (a malformed request line, header or chunk, headers over the
  * size limit) never reaches Koa, and Node's own answer is a bare status line. This one carries
- * the spec's error body like every other error (DESIGN 4), under the same care as Node's: only
+ * the spec's error body like every other error (architecture.md, Decisions: errors), under the same care as Node's: only
  * when no response of this connection has started, then the connection is closed. Headers too
  * large keep their precise status, 431 (RFC 6585 5), with code BAD_REQUEST, as 413 does.
  */

@@ -6,7 +6,7 @@ import type { Logger } from '../lib/logger.js';
 //
 // Transactional subscribers (onInTransaction) close the gap between that commit and the
 // handlers: an emitter whose write can run them calls inTransaction(events) INSIDE its write
-// transaction (a hot-path write fn or a Kysely transaction: the store is one connection, so
+// transaction (a group-commit write fn or a Kysely transaction: the store is one connection, so
 // synchronous statements land in whatever transaction is open), and emit() after the commit
 // as always. What they write commits or rolls back with the state change itself, so a process
 // killed right after the commit still has, e.g., the webhook outbox rows of that change.

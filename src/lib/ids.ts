@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 
 // Public ids carry a type prefix and 120 random bits (base62), so they are never
-// reused and cannot be guessed in sequence (DESIGN 4, Identifiers).
+// reused and cannot be guessed in sequence (architecture.md, Decisions: identifiers).
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const ID_RANDOM_CHARS = 21; // 62^21 > 2^125
 

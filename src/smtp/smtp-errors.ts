@@ -1,7 +1,7 @@
 import type { SMTPServerError } from 'smtp-server';
 import { AppError, type ErrorCode } from '../core/errors.js';
 
-// The SMTP edge's one translator for the closed error vocabulary (DESIGN 3.4): an AppError
+// The SMTP edge's one translator for the closed error vocabulary (architecture.md, House rules 4): an AppError
 // becomes a reply code (RFC 5321 4.2) with an enhanced status code (RFC 3463) in front of
 // the text. smtp-server answers 450 unless `responseCode` is set, so every permanent
 // refusal sets its 5xx here; a local failure is 4xx, so the client keeps the message and

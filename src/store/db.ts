@@ -5,7 +5,7 @@ import { Kysely, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driv
 import type { Database } from './tables/database.js';
 import { withStatementCache } from './statement-cache.js';
 import { ParenthesizeRawPlugin } from './parenthesize-raw-plugin.js';
-import { createHotPath, registerHotPath } from './hot-path.js';
+import { createGroupCommit, registerGroupCommit } from './group-commit.js';
 import { startWalCheckpointer, type WalCheckpointer } from './wal-checkpointer.js';
 
 export type Db = Kysely<Database>;
@@ -59,7 +59,7 @@ export function openStore(file: string, opts: StoreOptions = {}): Store {
   const cached = withStatementCache(sqlite);
   const dialect = new KeepErrorsSqliteDialect(sqlite, { database: cached });
   const db = new Kysely<Database>({ dialect, plugins: [new ParenthesizeRawPlugin()] });
-  registerHotPath(db, createHotPath(db, cached, () => dialect.connectionHeld));
+  registerGroupCommit(db, createGroupCommit(db, cached, () => dialect.connectionHeld));
   let closed = false;
   return {
     db,

@@ -102,7 +102,7 @@ test.serial('an Exchange "delivery delayed" DSN records DELIVERY_DELAYED without
   const res = await smtpSend({ port: inboundPort, from: '', to: [email.returnPath], raw: dsn });
   t.true(res.ok, res.response);
   const got = await w.t0.request('GET', `/v1/emails/${email.id}`);
-  t.is(got.body.latestStatus, 'DELIVERED', 'DELIVERY_DELAYED ranks below DELIVERED (DESIGN 4)');
+  t.is(got.body.latestStatus, 'DELIVERED', 'DELIVERY_DELAYED ranks below DELIVERED (architecture.md, Decisions: email status)');
   const delayed = got.body.emailEvents.filter((e: any) => e.status === 'DELIVERY_DELAYED');
   t.is(delayed.length, 1);
   t.is(delayed[0].data.dsn.status, '4.4.7');

@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { createTransport } from 'nodemailer';
 import type SMTPTransport from 'nodemailer/lib/smtp-transport';
 import { ManualClock } from '../../src/lib/clock.js';
-import { hotPathOf } from '../../src/store/hot-path.js';
+import { groupCommitOf } from '../../src/store/group-commit.js';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
 import { startFaultyMx, type FaultyMx } from './helpers/faulty-mx.js';
 import { startFaultyEndpoint, type FaultyEndpoint } from './helpers/faulty-endpoint.js';
@@ -78,11 +78,11 @@ test.serial('group commit under SQLITE_FULL: a write is reported stored if and o
   sqlite.exec('create table proof_probe (id integer primary key, marker text not null, b blob)');
   await disk.fill();
   try {
-    const hot = hotPathOf(w.t0.app.store.db);
+    const sync = groupCommitOf(w.t0.app.store.db);
     const sizes = [10, 20_000, 10, 10, 20_000, 10];
     // Queued in one turn: one group commit, in which some items fit and some cannot.
     const settled = await Promise.allSettled(
-      sizes.map((size, i) => hot.write(() => sqlite.prepare('insert into proof_probe (marker, b) values (?, ?)').run(`w${i}`, Buffer.alloc(size)).lastInsertRowid)),
+      sizes.map((size, i) => sync.write(() => sqlite.prepare('insert into proof_probe (marker, b) values (?, ?)').run(`w${i}`, Buffer.alloc(size)).lastInsertRowid)),
     );
     const stored = new Set((sqlite.prepare('select marker from proof_probe').all() as { marker: string }[]).map((r) => r.marker));
     t.log(settled.map((s, i) => `${sizes[i]}:${s.status}:${s.status === 'rejected' ? (s.reason as any).code : ''}:${stored.has(`w${i}`)}`).join(' '));

@@ -6,8 +6,8 @@ import { bodyText, isErrorBody, leakedMarkers, structuralLeaks } from './helpers
 import { asForbidden, Counter, makeEnv, runProbe, type Probe, type Role, type RouteCase } from './helpers/probe-runner.js';
 import { snapshotTeam, type Snapshot } from './helpers/team-snapshot.js';
 
-// Tenant isolation, route by route (DESIGN 7: "one team can never see or touch another
-// team's data"). Two teams with data in every resource; team B's keys aim every route at
+// Tenant isolation, route by route: one team can never see or touch another
+// team's data. Two teams with data in every resource; team B's keys aim every route at
 // team A's ids and must get what a nonexistent id gets; A's data is then read back whole and
 // must be unchanged. A SENDING key and a key bound to one domain are held to what they may
 // do, on every route; revoked and malformed keys get 401 everywhere.

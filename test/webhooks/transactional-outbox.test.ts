@@ -1,6 +1,6 @@
 import test from 'ava';
 import { ManualClock } from '../../src/lib/clock.js';
-import { hotPathOf } from '../../src/store/hot-path.js';
+import { groupCommitOf } from '../../src/store/group-commit.js';
 import type { DeliveryRow } from '../../src/store/repositories/deliveries-repository.js';
 import type { EmailRow } from '../../src/store/repositories/emails-repository.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
@@ -8,7 +8,7 @@ import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { startWebhookReceiver, verifySignature, type WebhookReceiver } from './webhook-receiver.js';
 
 // The transactional outbox inside the group commit: an email's webhook rows are written by the
-// same hot-path write fn as its status. That fn may run twice (a batch rolled back by another
+// same group-commit write fn as its status. That fn may run twice (a batch rolled back by another
 // item is redone with a savepoint per item); only the run that committed may leave rows, and the
 // dispatcher must deliver exactly that event. The webhook real-kill proof is
 // test/proof/webhook-outbox-kill.test.ts.
@@ -46,7 +46,7 @@ test('a status write redone after a rolled-back batch leaves one outbox event, a
   const completed = t0.app.services.deliveries.complete({ email, domain: undefined, rcptDomain: 'rcpt.example', deliveries }, clock.now(), [
     { deliveryId: deliveries[0]!.id, outcome: 'delivered', code: 250, response: '250 ok' },
   ]);
-  const failing = hotPathOf(db).write(() => {
+  const failing = groupCommitOf(db).write(() => {
     throw new Error('a failing neighbour in the batch');
   });
   await t.throwsAsync(failing, { message: 'a failing neighbour in the batch' });

@@ -29,7 +29,7 @@ export interface ApiKeyView {
 
 const KEY_PREFIX = 'ph';
 const PUBLIC_ID_CHARS = 12;
-const SECRET_BYTES = 24; // 192 bits: far beyond guessing, so one SHA-256 is enough (DESIGN 4)
+const SECRET_BYTES = 24; // 192 bits: far beyond guessing, so one SHA-256 is enough (architecture.md, Decisions: API keys)
 const LAST_USED_WRITE_INTERVAL_MS = 60_000; // don't write a row on every request
 const KEY_PATTERN = /^ph_([0-9a-z]{12})_([A-Za-z0-9_-]{20,})$/;
 

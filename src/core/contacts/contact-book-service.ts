@@ -100,7 +100,7 @@ export function bookView(b: ContactBookRow): ContactBookView {
 
 /**
  * The confirmation sender must be a verified domain of the team (400 otherwise, as the spec's
- * field rule); a key bound to one domain may not configure mail from another (403, DESIGN 4).
+ * field rule); a key bound to one domain may not configure mail from another (403; architecture.md, Decisions: API keys).
  * Returns the normalised mailbox. Used when a book is written and again before each send,
  * because a domain can lose its verification in between.
  */
@@ -210,7 +210,7 @@ export function createContactBookService(deps: ContactBookServiceDeps) {
 
     async remove(scope: BookScope, id: string): Promise<{ id: string; success: boolean; message: string }> {
       await load(scope.teamId, id);
-      // Contacts go first in bounded batches (short transactions, DESIGN 3.6); the book and
+      // Contacts go first in bounded batches (short transactions, architecture.md, House rules 6); the book and
       // anything added meanwhile go in the final transaction.
       await deps.contacts.deleteAllInBook(scope.teamId, id);
       let announced: BusEvent[] = [];

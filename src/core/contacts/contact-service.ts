@@ -167,7 +167,7 @@ export interface ContactServiceDeps {
   books: ContactBooksRepository;
   contacts: ContactsRepository;
   domains: DomainService;
-  /** The one send path (DESIGN 3.1); double opt-in mail goes through it like any other. */
+  /** The one send path (architecture.md, House rules 1); double opt-in mail goes through it like any other. */
   emails: Pick<EmailService, 'submit'>;
   events: EventBus;
   clock: Clock;

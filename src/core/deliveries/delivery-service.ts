@@ -20,7 +20,7 @@ export interface DeliveryGroup {
   deliveries: DeliveryRow[];
 }
 
-/** What one attempt did for one recipient (a value, not an exception: DESIGN 3.5). */
+/** What one attempt did for one recipient (a value, not an exception: architecture.md, House rules 5). */
 export interface AttemptResult {
   deliveryId: number;
   /** suppressed: not attempted, the recipient was put on the suppression list after acceptance. */

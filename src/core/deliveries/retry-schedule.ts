@@ -1,6 +1,6 @@
 // How long to wait before the next attempt after a temporary failure, by attempts made so
 // far. Front-loaded like Postfix/ZoneMTA (most greylisting clears within minutes), then
-// hourly-ish until the give-up age (DESIGN 5; Haraka's temp_fail_intervals).
+// hourly-ish until the give-up age (architecture.md, Outbound; Haraka's temp_fail_intervals).
 const MINUTE_MS = 60_000;
 export const RETRY_DELAYS_MS: readonly number[] = [
   1 * MINUTE_MS, // after the 1st failure: greylisting usually clears in a minute or five

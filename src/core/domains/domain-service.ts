@@ -360,7 +360,7 @@ export function createDomainService(deps: DomainServiceDeps) {
 
     runCheck,
 
-    /** The domain a team may send from, or the reason it may not (DESIGN 4: 403). */
+    /** The domain a team may send from, or the reason it may not (architecture.md, Decisions: errors). */
     async sendingDomain(scope: DomainScope, name: string): Promise<DomainRecord> {
       const d = await domains.findByName(scope.teamId, canonicalHost(name));
       if (!d) throw new AppError('FORBIDDEN', `domain ${name} is not a domain of this team: add and verify it first`);

@@ -309,7 +309,7 @@ export function createEmailService(deps: EmailServiceDeps) {
 
   return {
 
-    /** The one way in for outbound mail (DESIGN 3.1): API, batch, campaigns, submission, double opt-in, CLI. */
+    /** The one way in for outbound mail (architecture.md, House rules 1): API, batch, campaigns, submission, double opt-in, CLI. */
     async submit(ctx: SendContext, input: SendInput, opts: SubmitOptions = {}): Promise<{ emailId: string }> {
       return idempotent(ctx, opts, async (complete) => {
         const prepared = await prepare(ctx, input, opts);

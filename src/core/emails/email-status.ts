@@ -1,7 +1,7 @@
 import type { EmailEventType } from '../events.js';
 
 // latestStatus only moves forward in this order, so a late event never regresses it
-// (DESIGN 4). Every event is still recorded on the email.
+// (architecture.md, Decisions: email status). Every event is still recorded on the email.
 export const EMAIL_STATUS_ORDER = [
   'SCHEDULED',
   'CANCELLED',

@@ -24,7 +24,7 @@ function parsePlainEnglish(text: string, now: Date): Date | null {
 
 /**
  * ISO 8601, or plain English ("tomorrow 9am", "in 2 hours") resolved with chrono-node in the
- * server's time zone (the process TZ; chrono ignores IANA names, DESIGN 8).
+ * server's time zone (the process TZ; chrono-node ignores IANA zone names).
  * Returns null when the time is "now or within tolerance in the past".
  */
 export function parseScheduledAt(input: string, now: Date, field = 'scheduledAt'): Date | null {

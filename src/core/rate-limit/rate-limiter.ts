@@ -1,6 +1,6 @@
 import type { Clock } from '../../lib/clock.js';
 
-// Per-team fixed 1-second window (spec, Limits; DESIGN 4). Counters live in memory: they
+// Per-team fixed 1-second window (spec, Limits; architecture.md, Decisions: rate limit). Counters live in memory: they
 // guard the API, they are not accepted work, so losing them on restart is harmless.
 
 export interface RateDecision {

@@ -4,7 +4,7 @@ import type { EmailRow, EmailsRepository } from '../../store/repositories/emails
 import { canonicalHost } from '../domains/domain-names.js';
 import { forbidden, notFound } from '../errors.js';
 
-// Which mail the inbound listener takes (DESIGN 6): bounces to our return paths, reports to
+// Which mail the inbound listener takes (architecture.md, Outbound, inbound, tracking): bounces to our return paths, reports to
 // the complaint address, and mail for domains with receiving on. Everything else is a relay
 // attempt and refused at RCPT (RFC 5321 3.6.2: a server that is not a relay refuses it).
 

@@ -9,7 +9,7 @@ import type { AuthResults, ReceivedMessageInput } from './inbound-types.js';
 
 // Mail for receiving domains: stored durably before the SMTP 250 (raw bytes, parsed fields,
 // attachments, SPF/DKIM/DMARC verdicts), listed and fetched through the API, and announced
-// as email.received (DESIGN 6). A domain-bound key sees only its domain's mail.
+// as email.received (architecture.md, Outbound, inbound, tracking). A domain-bound key sees only its domain's mail.
 
 export interface ReceivedScope {
   teamId: number;

@@ -183,7 +183,7 @@ export function createReportService(deps: ReportServiceDeps) {
     };
     effects.events.push(event(email.id, 'COMPLAINED', data, nowIso));
     announce.push({ status: 'COMPLAINED', data });
-    // Only the recipient that complained is suppressed (DESIGN 4); with several recipients
+    // Only the recipient that complained is suppressed (architecture.md, Decisions: suppressions); with several recipients
     // and a redacted report there is no one we can name, so nobody is.
     if (recipient) effects.suppressions.push({ teamId: email.team_id, email: addressKey(recipient), reason: 'COMPLAINT', source: email.id, at: nowIso });
     return { effects, announce, kind: 'complaint' as const };

@@ -13,7 +13,7 @@ export { FILTER_OPS, type FilterCondition, type FilterGroup, type FilterNode, ty
 import { parseIsoDateTime } from '../../lib/iso-date-time.js';
 
 /*
- * Segment filters (DESIGN 4): {match: "all"|"any", conditions: [{field, op, value} | group]}.
+ * Segment filters (architecture.md, Decisions: segments): {match: "all"|"any", conditions: [{field, op, value} | group]}.
  * Validated and normalised on write, so what is stored always compiles; every refusal is a 400
  * naming the condition by its path, e.g. "filters.conditions[1].conditions[0].op: ...".
  *

@@ -5,7 +5,7 @@ import { addressKey, isValidAddress } from '../emails/addresses.js';
 import { badRequest, notFound } from '../errors.js';
 
 /*
- * The team's suppression list (spec, Suppressions; DESIGN 4). Addresses are keyed trimmed and
+ * The team's suppression list (spec, Suppressions; architecture.md, Decisions: suppressions). Addresses are keyed trimmed and
  * lowercased, the same key the send path checks, so a listed address is never mailed whatever
  * its case. HARD_BOUNCE and COMPLAINT are added by the delivery engine and inbound intake;
  * MANUAL by callers. An existing entry keeps its first reason and source: that records why the

@@ -1,4 +1,4 @@
-// Webhook retry policy (DESIGN 3.5: policy is data). The spec fixes 6 attempts with
+// Webhook retry policy (architecture.md, House rules 5: policy is data). The spec fixes 6 attempts with
 // exponential backoff; the waits are ours. Front-loaded like Postal (2-15 min) and useSend
 // (5 s doubling): a receiver that blipped gets the event seconds later, one being deployed
 // within minutes, and the last attempt comes about 43 minutes after the event.

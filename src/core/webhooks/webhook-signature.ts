@@ -11,7 +11,7 @@ export const SIGNATURE_HEADER = 'X-Service-Signature';
 export const USESEND_TIMESTAMP_HEADER = 'X-UseSend-Timestamp';
 export const USESEND_SIGNATURE_HEADER = 'X-UseSend-Signature';
 
-/** `whsec_` + 32 random bytes in hex (DESIGN 4; the same shape useSend uses). */
+/** `whsec_` + 32 random bytes in hex (the same shape useSend uses). */
 export function newWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('hex')}`;
 }

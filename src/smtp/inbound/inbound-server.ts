@@ -17,7 +17,7 @@ import { buildReceivedMessage, plainIp } from './received-message.js';
 
 // The MX-facing listener (port 25): bounces to return paths, ARF reports to the complaint
 // address, mail for receiving domains. Anything else is refused at RCPT with 550 5.7.1, so it
-// is never an open relay. Whatever is accepted is stored before the 250 (DESIGN 1: nothing
+// is never an open relay. Whatever is accepted is stored before the 250 (architecture.md, The process: nothing
 // accepted lives only in memory); a local failure answers 451 so the sender keeps the message.
 
 export interface InboundServerOptions {

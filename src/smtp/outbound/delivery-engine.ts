@@ -261,7 +261,7 @@ export class DeliveryEngine {
     const domain = group.domain!;
     const idsByRecipient = new Map(group.deliveries.map((d) => [d.recipient, d.id]));
     const recipients = group.deliveries.map((d) => d.recipient);
-    // VERP return path (DESIGN 4): a DSN to it names the email even if the body is rewritten.
+    // VERP return path (architecture.md, Decisions: return path): a DSN to it names the email even if the body is rewritten.
     const mailFrom = `bounces+${group.email.id}@${domain.bounceLabel}.${domain.name}`;
     const defer = (response: string, mxHost: string | null = null) =>
       group.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'deferred' as const, response, mxHost }));

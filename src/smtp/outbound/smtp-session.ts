@@ -257,7 +257,7 @@ function describeOpenFailure(err: SmtpError, route: Route, plan: TlsPlan, tlsFai
 async function resolveRelayAddress(ctx: SessionContext, route: Route): Promise<string> {
   if (isIP(route.address) !== 0) return route.address;
   const resolver = ctx.resolver;
-  // Never the system resolver (DESIGN §2: node:dns stays behind lib's resolver).
+  // Never the system resolver (architecture.md, Layers: node:dns stays behind lib's resolver).
   if (!resolver) throw new Error('a relay given by name needs relay.address or the pool option resolver');
   const [v4, v6] = await Promise.allSettled([resolver.resolve4(route.address), resolver.resolve6(route.address)]);
   // IPv4 first, as for MX hosts (mx-resolver.ts).

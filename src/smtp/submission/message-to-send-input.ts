@@ -7,7 +7,7 @@ import { badRequest } from '../../core/errors.js';
 import { formatMailboxes, headerFields, mailboxes } from '../parsed-mail.js';
 
 // A submitted message (RFC 6409) becomes the same send body the API takes, so it goes through
-// submitEmail like any other send (DESIGN 3.1) and is recomposed, DKIM-signed and delivered
+// submitEmail like any other send (architecture.md, House rules 1) and is recomposed, DKIM-signed and delivered
 // by the engine. The envelope decides who receives it (RFC 5321 3.3: RCPT is the delivery
 // list; headers are display): To and Cc keep the header recipients the envelope also has,
 // and envelope recipients in neither become Bcc, which never appears in a header.

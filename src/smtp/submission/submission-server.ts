@@ -49,7 +49,7 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
     if (!user) throw new AppError('UNAUTHORIZED', 'authentication required');
     const auth = await options.apiKeys.authenticate(user.token);
     user.auth = auth;
-    // One message is one request for the team's limit (the API's limiter, DESIGN 4).
+    // One message is one request for the team's limit (the API's limiter; architecture.md, Decisions: rate limit).
     const decision = options.rateLimiter.consume(auth.teamId, auth.teamRateLimit ?? options.defaultRateLimit);
     if (!decision.allowed) {
       throw new AppError('RATE_LIMITED', `rate limit of ${decision.limit} messages per second exceeded; retry in ${decision.retryAfterSeconds} s`, decision.retryAfterSeconds);

@@ -54,7 +54,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .execute();
   await db.schema.createIndex('email_events_email').on('email_events').columns(['email_id', 'id']).execute();
 
-  // One row per recipient: its own state, attempts, last reply and next attempt (DESIGN 4).
+  // One row per recipient: its own state, attempts, last reply and next attempt (architecture.md, Decisions: delivery is per recipient).
   await db.schema
     .createTable('deliveries')
     .addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())

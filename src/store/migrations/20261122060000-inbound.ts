@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 
 // Frozen: never edit a migration that has shipped; add a new one.
 // Inbound mail: messages received for receiving domains, and every bounce/complaint report
-// the inbound listener accepted (DESIGN 6). Both are written before the SMTP 250.
+// the inbound listener accepted (architecture.md, Outbound, inbound, tracking). Both are written before the SMTP 250.
 export async function up(db: Kysely<unknown>): Promise<void> {
   // One row per (message, receiving domain): a transaction addressed to two receiving
   // domains is stored once for each, so each team sees only its own copy.

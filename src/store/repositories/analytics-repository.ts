@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db.js';
-import { hotPathOf } from '../hot-path.js';
+import { groupCommitOf } from '../group-commit.js';
 
 export interface StatCounters {
   sent: number;
@@ -42,7 +42,7 @@ const COUNT_HIT_SQL = `insert into email_engagement_counted (email_id, kind)
   on conflict (email_id, kind) do nothing`;
 
 export function createAnalyticsRepository(db: Db) {
-  const { sqlite } = hotPathOf(db);
+  const { sqlite } = groupCommitOf(db);
   return {
     /**
      * One event's increments, synchronously, inside the transaction that is open on the

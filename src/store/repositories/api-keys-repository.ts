@@ -1,5 +1,5 @@
 import type { Db } from '../db.js';
-import { hotPathOf } from '../hot-path.js';
+import { groupCommitOf } from '../group-commit.js';
 
 export interface ApiKeyRow {
   id: number;
@@ -31,7 +31,7 @@ export function createApiKeysRepository(db: Db) {
     'api_keys.last_used_at as lastUsedAt',
     'api_keys.created_at as createdAt',
   ] as const;
-  const hot = hotPathOf(db);
+  const sync = groupCommitOf(db);
   const authQuery = db
     .selectFrom('api_keys')
     .innerJoin('teams', 'teams.id', 'api_keys.team_id')
@@ -59,7 +59,7 @@ export function createApiKeysRepository(db: Db) {
     /** One indexed lookup per request: the key and its team's rate limit together. */
     async findForAuth(publicId: string): Promise<ApiKeyAuthRow | undefined> {
       // Hot path (every request): compiled once by Kysely, then run as a prepared statement.
-      return hot.read(() => hot.sqlite.prepare(authQuery.sql).get(publicId) as ApiKeyAuthRow | undefined);
+      return sync.read(() => sync.sqlite.prepare(authQuery.sql).get(publicId) as ApiKeyAuthRow | undefined);
     },
     /** domainId: only the keys bound to that domain. */
     async listByTeam(teamId: number, domainId?: number): Promise<ApiKeyRow[]> {

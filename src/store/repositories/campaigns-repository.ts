@@ -1,6 +1,6 @@
 import { sql, type Selectable, type Updateable } from 'kysely';
 import type { Db } from '../db.js';
-import { hotPathOf } from '../hot-path.js';
+import { groupCommitOf } from '../group-commit.js';
 import type { CampaignsTable, CampaignStatus, ContactsTable } from '../tables/database.js';
 import type { FilterNode } from './contact-filter-sql.js';
 import { contactsInBook } from './contacts-scope.js';
@@ -13,7 +13,7 @@ export const COUNTED_STATUSES = ['sent', 'delivered', 'opened', 'clicked', 'boun
 export type CountedStatus = (typeof COUNTED_STATUSES)[number];
 
 export function createCampaignsRepository(db: Db) {
-  const hot = hotPathOf(db);
+  const sync = groupCommitOf(db);
   const live = () => db.selectFrom('campaigns').selectAll().where('deleted_at', 'is', null);
 
   /** Contacts that may receive the campaign: subscribed, not suppressed, not yet reached. */
@@ -99,12 +99,12 @@ export function createCampaignsRepository(db: Db) {
     },
     /** Counts a status of a campaign email once; returns whether it counted. */
     async countStatus(emailId: string, status: CountedStatus): Promise<boolean> {
-      return hot.write(() => {
-        const rec = hot.sqlite.prepare('select campaign_id, counted from campaign_recipients where email_id = ?').get(emailId) as { campaign_id: string; counted: string } | undefined;
+      return sync.write(() => {
+        const rec = sync.sqlite.prepare('select campaign_id, counted from campaign_recipients where email_id = ?').get(emailId) as { campaign_id: string; counted: string } | undefined;
         if (!rec || rec.counted.split(',').includes(status)) return false;
-        hot.sqlite.prepare('update campaign_recipients set counted = ? where email_id = ?').run(rec.counted ? `${rec.counted},${status}` : status, emailId);
+        sync.sqlite.prepare('update campaign_recipients set counted = ? where email_id = ?').run(rec.counted ? `${rec.counted},${status}` : status, emailId);
         // The column name comes from the closed COUNTED_STATUSES list, never from input.
-        hot.sqlite.prepare(`update campaigns set ${status} = ${status} + 1 where id = ?`).run(rec.campaign_id);
+        sync.sqlite.prepare(`update campaigns set ${status} = ${status} + 1 where id = ?`).run(rec.campaign_id);
         return true;
       });
     },
@@ -116,8 +116,8 @@ export function createCampaignsRepository(db: Db) {
      */
     async recountMissed(after: number, limit: number): Promise<{ last: number | null; added: number }> {
       const reachable = COUNTED_STATUSES.map((s) => `'${s.toUpperCase()}'`).join(', ');
-      return hot.write(() => {
-        const rows = hot.sqlite
+      return sync.write(() => {
+        const rows = sync.sqlite
           .prepare(
             `select cr.rowid as rid, cr.campaign_id, cr.email_id, cr.counted,
                (select group_concat(distinct e.status) from email_events e where e.email_id = cr.email_id and e.status in (${reachable})) as reached
@@ -129,9 +129,9 @@ export function createCampaignsRepository(db: Db) {
           const counted = r.counted ? r.counted.split(',') : [];
           const missing = (r.reached ? r.reached.split(',') : []).map((s) => s.toLowerCase() as CountedStatus).filter((s) => COUNTED_STATUSES.includes(s) && !counted.includes(s));
           if (!missing.length) continue;
-          hot.sqlite.prepare('update campaign_recipients set counted = ? where email_id = ?').run([...counted, ...missing].join(','), r.email_id);
+          sync.sqlite.prepare('update campaign_recipients set counted = ? where email_id = ?').run([...counted, ...missing].join(','), r.email_id);
           // Column names come from the closed COUNTED_STATUSES list, never from input.
-          for (const s of missing) hot.sqlite.prepare(`update campaigns set ${s} = ${s} + 1 where id = ?`).run(r.campaign_id);
+          for (const s of missing) sync.sqlite.prepare(`update campaigns set ${s} = ${s} + 1 where id = ?`).run(r.campaign_id);
           added += missing.length;
         }
         return { last: rows.length < limit ? null : rows[rows.length - 1]!.rid, added };
@@ -142,9 +142,9 @@ export function createCampaignsRepository(db: Db) {
     },
     /** Counts an unsubscribe once per recipient. */
     async countUnsubscribe(campaignId: string, contactId: string): Promise<boolean> {
-      return hot.write(() => {
-        const changed = hot.sqlite.prepare('update campaign_recipients set unsubscribed = 1 where campaign_id = ? and contact_id = ? and unsubscribed = 0').run(campaignId, contactId).changes;
-        if (changed) hot.sqlite.prepare('update campaigns set unsubscribed = unsubscribed + 1 where id = ?').run(campaignId);
+      return sync.write(() => {
+        const changed = sync.sqlite.prepare('update campaign_recipients set unsubscribed = 1 where campaign_id = ? and contact_id = ? and unsubscribed = 0').run(campaignId, contactId).changes;
+        if (changed) sync.sqlite.prepare('update campaigns set unsubscribed = unsubscribed + 1 where id = ?').run(campaignId);
         return changed > 0;
       });
     },

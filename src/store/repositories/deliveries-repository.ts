@@ -2,7 +2,7 @@ import type { Transaction } from 'kysely';
 import type { Db } from '../db.js';
 import type { Database, DeliveryState } from '../tables/database.js';
 import { type DeliveryRow } from './emails-repository.js';
-import { hotPathOf, type HotPath } from '../hot-path.js';
+import { groupCommitOf, type GroupCommitStore } from '../group-commit.js';
 
 export type { DeliveryRow };
 
@@ -60,7 +60,7 @@ export async function applyReportToDelivery(trx: Transaction<Database>, u: Repor
 }
 
 /** Appends a status event and moves latestStatus forward only (synchronous, inside a hot write). */
-function bumpSync(sqlite: HotPath['sqlite'], e: StatusEventWrite): void {
+function bumpSync(sqlite: GroupCommitStore['sqlite'], e: StatusEventWrite): void {
   sqlite
     .prepare('insert into email_events (email_id, status, data_json, created_at) values (?, ?, ?, ?)')
     .run(e.emailId, e.status, e.data === undefined || e.data === null ? null : JSON.stringify(e.data), e.at);
@@ -75,10 +75,10 @@ function bumpSync(sqlite: HotPath['sqlite'], e: StatusEventWrite): void {
 const RESULTS_COALESCE_MS = 20;
 
 export function createDeliveriesRepository(db: Db) {
-  const hot = hotPathOf(db);
+  const sync = groupCommitOf(db);
   return {
     /**
-     * Claims due deliveries with a lease in one UPDATE ... RETURNING (DESIGN 3.6), so two
+     * Claims due deliveries with a lease in one UPDATE ... RETURNING (architecture.md, House rules 6), so two
      * workers (or two nodes sharing a database later) never take the same row; a lease
      * whose holder died expires and the row is claimed again.
      */
@@ -87,9 +87,9 @@ export function createDeliveriesRepository(db: Db) {
       // skipDomains: destinations that already have all the work in flight they may have; their
       // rows stay unleased (and are skipped in the index walk) so other destinations' mail moves.
       // The list is one JSON parameter, so this stays one prepared statement.
-      return hot.write(
+      return sync.write(
         () =>
-          hot.sqlite
+          sync.sqlite
             .prepare(
               `update deliveries set lease_owner = ?, lease_until = ?
                where id in (select id from deliveries where state = 'queued' and lease_owner is null and next_attempt_at <= ?
@@ -103,8 +103,8 @@ export function createDeliveriesRepository(db: Db) {
 
     /** Leases whose holder died (or hung past the lease) become claimable again. */
     async releaseExpiredLeases(nowMs: number): Promise<number> {
-      return hot.write(
-        () => hot.sqlite.prepare(`update deliveries set lease_owner = null, lease_until = null where lease_owner is not null and lease_until < ?`).run(nowMs).changes,
+      return sync.write(
+        () => sync.sqlite.prepare(`update deliveries set lease_owner = null, lease_until = null where lease_owner is not null and lease_until < ?`).run(nowMs).changes,
       );
     },
 
@@ -151,8 +151,8 @@ export function createDeliveriesRepository(db: Db) {
      * rows updated (the transactional outbox); it may run more than once, like the write itself.
      */
     async applyResults(w: ResultsWrite, nowIso: string, inTransaction?: (newlySent: string[], applied: ReadonlySet<number>) => void): Promise<string[]> {
-      const { sqlite } = hot;
-      return hot.write(() => {
+      const { sqlite } = sync;
+      return sync.write(() => {
         const newlySent: string[] = [];
         if (w.sent) {
           for (const id of w.sent.emailIds) {

@@ -1,6 +1,6 @@
 import type { Selectable, Transaction, Updateable } from 'kysely';
 import type { Db } from '../db.js';
-import { hotPathOf } from '../hot-path.js';
+import { groupCommitOf } from '../group-commit.js';
 import type { Database, DomainsTable, DomainStatus } from '../tables/database.js';
 
 export type { DomainStatus };
@@ -112,7 +112,7 @@ function toRow(p: DomainPatch): Updateable<DomainsTable> {
 type InTransaction<T> = ((result: T) => void) | undefined;
 
 export function createDomainsRepository(db: Db) {
-  const hot = hotPathOf(db);
+  const sync = groupCommitOf(db);
   const live = () => db.selectFrom('domains').selectAll().where('deleted_at', 'is', null);
   async function write<T>(run: (ex: Db | Transaction<Database>) => Promise<T>, inTransaction: InTransaction<T>): Promise<T> {
     if (!inTransaction) return run(db);
@@ -170,8 +170,8 @@ export function createDomainsRepository(db: Db) {
     },
     async findByName(teamId: number, name: string): Promise<DomainRecord | undefined> {
       // Hot path (every send checks its from-domain): a prepared statement.
-      const r = await hot.read(
-        () => hot.sqlite.prepare('select * from domains where team_id = ? and name = ? and deleted_at is null').get(teamId, name) as Selectable<DomainsTable> | undefined,
+      const r = await sync.read(
+        () => sync.sqlite.prepare('select * from domains where team_id = ? and name = ? and deleted_at is null').get(teamId, name) as Selectable<DomainsTable> | undefined,
       );
       return r && fromRow(r);
     },

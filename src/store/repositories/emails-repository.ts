@@ -1,6 +1,6 @@
 import { sql, type Selectable, type Transaction } from 'kysely';
 import type { Db } from '../db.js';
-import { hotPathOf } from '../hot-path.js';
+import { groupCommitOf } from '../group-commit.js';
 import type { Database, DeliveriesTable, EmailsTable } from '../tables/database.js';
 
 export type EmailRow = Selectable<EmailsTable>;
@@ -79,7 +79,7 @@ const INSERT_EMAIL_SQL = `insert into emails (${EMAIL_COLUMNS.join(', ')}) value
 const notBeingAttempted = sql<boolean>`not exists (select 1 from deliveries where deliveries.email_id = emails.id and deliveries.lease_owner is not null)`;
 
 export function createEmailsRepository(db: Db) {
-  const hot = hotPathOf(db);
+  const sync = groupCommitOf(db);
   return {
     /**
      * Stores accepted emails with their tags, per-recipient deliveries and first events in
@@ -88,8 +88,8 @@ export function createEmailsRepository(db: Db) {
      * transaction (the transactional outbox); it may run more than once, like the write.
      */
     async insertAccepted(items: NewEmail[], idem?: IdempotencyCompletion, inTransaction?: () => void): Promise<void> {
-      const { sqlite } = hot;
-      await hot.write(() => {
+      const { sqlite } = sync;
+      await sync.write(() => {
         for (const item of items) {
           const r = item.row;
           if (item.campaignRecipient) {
@@ -124,7 +124,7 @@ export function createEmailsRepository(db: Db) {
 
     /** Hot path: one email by id, any team (the engine's claim). */
     async findByIdAnyTeamFast(id: string): Promise<EmailRow | undefined> {
-      return hot.read(() => hot.sqlite.prepare('select * from emails where id = ?').get(id) as EmailRow | undefined);
+      return sync.read(() => sync.sqlite.prepare('select * from emails where id = ?').get(id) as EmailRow | undefined);
     },
 
     async findById(teamId: number, id: string): Promise<EmailRow | undefined> {

@@ -1,6 +1,6 @@
 import { sql, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from '../db.js';
-import { hotPathOf } from '../hot-path.js';
+import { groupCommitOf } from '../group-commit.js';
 import type { SuppressionsTable } from '../tables/database.js';
 
 export type SuppressionRow = Selectable<SuppressionsTable>;
@@ -10,7 +10,7 @@ export type SuppressionReason = SuppressionsTable['reason'];
 const MAX_BOUND_ADDRESSES = 16;
 
 export function createSuppressionsRepository(db: Db) {
-  const hot = hotPathOf(db);
+  const sync = groupCommitOf(db);
   return {
     /** Which of these (lowercased) addresses are suppressed for the team. */
     async findSuppressed(teamId: number, emails: string[]): Promise<Set<string>> {
@@ -20,10 +20,10 @@ export function createSuppressionsRepository(db: Db) {
       // count; a JSON list costs ~5% of a send's CPU); a claim's hundreds go as one JSON list so
       // they do not fill the statement cache with a statement per count.
       const unique = [...new Set(emails)];
-      const rows = await hot.read(() =>
+      const rows = await sync.read(() =>
         unique.length <= MAX_BOUND_ADDRESSES
-          ? (hot.sqlite.prepare(`select email from suppressions where team_id = ? and email in (${unique.map(() => '?').join(', ')})`).all(teamId, ...unique) as { email: string }[])
-          : (hot.sqlite.prepare('select email from suppressions where team_id = ? and email in (select value from json_each(?))').all(teamId, JSON.stringify(unique)) as { email: string }[]),
+          ? (sync.sqlite.prepare(`select email from suppressions where team_id = ? and email in (${unique.map(() => '?').join(', ')})`).all(teamId, ...unique) as { email: string }[])
+          : (sync.sqlite.prepare('select email from suppressions where team_id = ? and email in (select value from json_each(?))').all(teamId, JSON.stringify(unique)) as { email: string }[]),
       );
       return new Set(rows.map((r) => r.email));
     },

@@ -161,7 +161,7 @@ export function createWebhooksRepository(db: Db, sqlite: BetterSqlite3.Database)
 
     /**
      * Claims up to `limit` due calls of one endpoint, oldest first, with a lease, in one
-     * UPDATE ... RETURNING (DESIGN 3.6); an expired lease (its holder died) is claimable.
+     * UPDATE ... RETURNING (architecture.md, House rules 6); an expired lease (its holder died) is claimable.
      */
     async claimForWebhook(webhookId: string, owner: string, nowMs: number, leaseMs: number, limit: number): Promise<ClaimedCall[]> {
       const claimed = await db

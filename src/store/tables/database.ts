@@ -18,7 +18,7 @@ export interface ApiKeysTable {
   name: string;
   /** The public part of `ph_<public id>_<secret>`, used to find the row. */
   public_id: string;
-  /** SHA-256 hex of the secret part (DESIGN 4: the secret has 128+ random bits). */
+  /** SHA-256 hex of the secret part (architecture.md, Decisions: API keys). */
   secret_hash: string;
   /** First and last characters of the full key, so users can tell keys apart. */
   partial_key: string;

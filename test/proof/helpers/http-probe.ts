@@ -59,7 +59,7 @@ export function probe(port: number, req: ProbeRequest): Promise<ProbeResponse> {
 
 /** The spec's error codes and the statuses each may come with. */
 export const SPEC_ERROR_STATUS: Readonly<Record<string, readonly number[]>> = {
-  // 413 (body), 431 (headers), 408 and 417 keep their precise HTTP status with the BAD_REQUEST code (DESIGN 4)
+  // 413 (body), 431 (headers), 408 and 417 keep their precise HTTP status with the BAD_REQUEST code (architecture.md, Decisions: errors)
   BAD_REQUEST: [400, 408, 413, 417, 431],
   UNAUTHORIZED: [401],
   FORBIDDEN: [403],

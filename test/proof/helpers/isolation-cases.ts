@@ -9,7 +9,7 @@ import type { Made, Probe, ProbeEnv, Req, RouteCase } from './probe-runner.js';
 // restricted(): A's key bound to its first domain (me) against A's second domain (victim).
 // sending(): A's SENDING key on the email routes (every other route must answer 403).
 //
-// What a domain-bound key may do (DESIGN 4 and the services): it sends only from its domain
+// What a domain-bound key may do (architecture.md, Decisions: API keys): it sends only from its domain
 // and sees only its domain's emails, received mail, domain, webhooks, analytics and API keys;
 // templates, contact books, contacts, segments, suppressions and campaigns are the team's,
 // except that nothing it configures may send from another domain (campaign from, double

@@ -19,9 +19,9 @@ import type { Kysely } from 'kysely';
  *   interleave with anything, and the lock's promise hops cost ~3% of an API send's CPU
  *   (three reads per send: key, domain, suppressions).
  *
- * SQLite-only by nature; it stays inside store/ (DESIGN 1).
+ * SQLite-only by nature; it stays inside store/ (architecture.md, The process).
  */
-export interface HotPath {
+export interface GroupCommitStore {
   sqlite: BetterSqlite3.Database;
   /**
    * coalesceMs: the write may wait that long for others to share its commit. For background
@@ -49,7 +49,7 @@ interface Pending {
 /** At most this many writes share one transaction (bounds the time the lock is held). */
 const MAX_BATCH = 512;
 
-export function createHotPath(db: Kysely<any>, sqlite: BetterSqlite3.Database, connectionHeld: () => boolean = () => true): HotPath {
+export function createGroupCommit(db: Kysely<any>, sqlite: BetterSqlite3.Database, connectionHeld: () => boolean = () => true): GroupCommitStore {
   let queue: Pending[] = [];
   let scheduled = false;
   let timer: NodeJS.Timeout | undefined;
@@ -148,15 +148,15 @@ export function createHotPath(db: Kysely<any>, sqlite: BetterSqlite3.Database, c
   };
 }
 
-const registry = new WeakMap<object, HotPath>();
+const registry = new WeakMap<object, GroupCommitStore>();
 
-export function registerHotPath(db: object, hot: HotPath): void {
-  registry.set(db, hot);
+export function registerGroupCommit(db: object, store: GroupCommitStore): void {
+  registry.set(db, store);
 }
 
-/** The hot path of a store's Kysely instance (repositories receive only `db`). */
-export function hotPathOf(db: object): HotPath {
-  const hot = registry.get(db);
-  if (!hot) throw new Error('no hot path registered for this database');
-  return hot;
+/** The group-commit store of a store's Kysely instance (repositories receive only `db`). */
+export function groupCommitOf(db: object): GroupCommitStore {
+  const store = registry.get(db);
+  if (!store) throw new Error('no group-commit store registered for this database');
+  return store;
 }
