@@ -74,7 +74,7 @@ import { createTrackingRepository } from './store/repositories/tracking-reposito
 import { createWebhookService } from './core/webhooks/webhook-service.js';
 import { createAnalyticsService } from './core/analytics/analytics-service.js';
 import { createTrackingService } from './core/tracking/tracking-service.js';
-import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
+import { WebhookDispatcher } from './http-out/webhook-dispatcher.js';
 import { webhooksRoutes } from './api/routes/webhooks-routes.js';
 import { analyticsRoutes } from './api/routes/analytics-routes.js';
 import { trackingRoutes } from './api/tracking-routes.js';
