@@ -191,7 +191,7 @@ export async function createApp(opts: AppOptions) {
 
   // Events out: the webhook outbox and its dispatcher, open/click tracking, analytics rollups.
   const webhooks = createWebhookService({
-    webhooks: createWebhooksRepository(store.db, store.sqlite),
+    webhooks: createWebhooksRepository(store.db),
     resolver,
     clock,
     logger,
@@ -199,8 +199,8 @@ export async function createApp(opts: AppOptions) {
     domainBelongsToTeam: domains.belongsToTeam,
     leaseMs: 5 * 60_000, // far beyond one attempt (timeout at most 60 s) plus recording it
     owner: `${osHostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
-    onEnqueued: (webhookIds, dueMs) => {
-      for (const id of webhookIds) webhookDispatcher.noteDue(id, dueMs);
+    onDue: (due) => {
+      for (const [id, dueMs] of due) webhookDispatcher.noteDue(id, dueMs);
       webhookDispatcher.wake();
     },
   });
@@ -215,12 +215,12 @@ export async function createApp(opts: AppOptions) {
     secret,
     publicUrl: config.publicUrl,
   });
-  // The outbox rows of events emitted inside a write commit with that write (transactional
-  // outbox); the after-commit handler wakes the dispatcher, or writes them for other events.
+  // Every event's outbox rows commit with the write that emits it (transactional outbox, see
+  // core/events.ts); after the commit the dispatcher is woken for them.
   events.onInTransaction((event) => webhooks.handleInTransaction(event));
   // Analytics rollups likewise commit with the status change they count.
   events.onInTransaction((event) => analytics.handleInTransaction(event));
-  events.on('*', (event) => webhooks.handleBusEvent(event));
+  events.on('*', () => webhooks.handleBusEvent());
   events.on('*', (event) => analytics.handleBusEvent(event));
 
   // Mail in (DESIGN 6): inbound SMTP for bounces, complaints and receiving domains; submission.

@@ -105,12 +105,6 @@ export class WebhookDispatcher {
     this.wakeUp?.();
     await this.loopDone;
     await Promise.allSettled([...this.inFlight]);
-    if (this.webhooks.pendingUnpersisted() > 0) {
-      // Last chance for events kept in memory while the store refused writes.
-      await this.webhooks.flushUnpersisted().catch(() => 0);
-      const lost = this.webhooks.pendingUnpersisted();
-      if (lost) this.logger.error({ lost }, 'webhook events that could not be stored are lost at shutdown');
-    }
     this.agents.http.destroy();
     this.agents.https.destroy();
   }
@@ -128,21 +122,13 @@ export class WebhookDispatcher {
       if (started === 0) {
         const now = this.clock.nowMs();
         const dueNow = [...this.due.values()].some((d) => d <= now);
-        if (this.inFlight.size === 0 && !dueNow && this.webhooks.pendingUnpersisted() === 0) this.notifyIdle();
+        if (this.inFlight.size === 0 && !dueNow) this.notifyIdle();
         if (!this.pendingWake && this.running) await this.sleep(this.sleepMs(now));
       }
     }
   }
 
   private async housekeeping(): Promise<void> {
-    if (this.webhooks.pendingUnpersisted() > 0) {
-      // Events whose outbox rows could not be written (disk full): write them once there is room.
-      try {
-        await this.webhooks.flushUnpersisted();
-      } catch (err) {
-        this.logger.error({ err }, 'writing kept webhook events failed');
-      }
-    }
     const t = performance.now();
     if (this.lastSweep === 0 || t - this.lastSweep >= this.sweepIntervalMs) {
       this.lastSweep = t;

@@ -50,8 +50,6 @@ export const MAX_WEBHOOKS_PER_TEAM = 100;
 /** Response bodies are kept up to 4 KB (DESIGN 4). */
 export const MAX_RESPONSE_BODY_BYTES = 4096;
 const USER_AGENT = 'Posthorn-Webhook/1.0';
-/** Events kept in memory while the store refuses writes (each a few KB at most). */
-const MAX_UNPERSISTED_EVENTS = 10_000;
 
 export interface WebhookScope {
   teamId: number;
@@ -112,8 +110,8 @@ export interface WebhookServiceDeps {
   /** Lease on claimed calls; a crashed holder's calls are claimable again after it. */
   leaseMs: number;
   owner: string;
-  /** Told about new due work so the dispatcher picks it up at once. */
-  onEnqueued?: (webhookIds: string[], dueMs: number) => void;
+  /** Told after the commit which endpoints have new work due (id -> due time), so the dispatcher picks it up at once. */
+  onDue?: (due: ReadonlyMap<string, number>) => void;
 }
 
 const CURSOR_PREFIX = 'a';
@@ -155,6 +153,16 @@ export function createWebhookService(deps: WebhookServiceDeps) {
     return true;
   }
 
+  /** A stored filter that cannot be read is no reason to refuse the state change: that endpoint is skipped. */
+  function matchesOrSkip(row: WebhookRow, event: BusEvent): boolean {
+    try {
+      return matches(row, event);
+    } catch (err) {
+      deps.logger.error({ err, webhookId: row.id, type: event.type }, 'the webhook endpoint has an unreadable filter; event not queued for it');
+      return false;
+    }
+  }
+
   function scopedDomainJson(scope: WebhookScope): string | undefined {
     return scope.domainId === null ? undefined : JSON.stringify([scope.domainId]);
   }
@@ -190,47 +198,22 @@ export function createWebhookService(deps: WebhookServiceDeps) {
   }
 
   /**
-   * Events whose outbox rows could not be written (a full or failing disk). The state change
-   * that caused each one is already committed, so dropping it would lose the event for good:
-   * it is kept here and written as soon as the store takes writes again (the dispatcher calls
-   * flushUnpersisted on every round). Bounded, so a disk that stays full cannot eat the heap.
+   * Endpoints with outbox rows written since the dispatcher was last told (id -> earliest due
+   * time). Filled inside write transactions, handed over after a commit. A write that rolled
+   * back may leave an entry: the dispatcher then claims nothing there, at the cost of a query or two.
    */
-  const unpersisted: { event: NewWebhookEvent; webhookIds: string[] }[] = [];
+  let dueSinceWake = new Map<string, number>();
 
-  /**
-   * Bus events whose outbox rows were written inside the emitter's transaction (null: no
-   * endpoint matched), so the after-commit handler only wakes the dispatcher. Weak: an event
-   * whose write failed is never emitted and simply goes away.
-   */
-  const writtenInTransaction = new WeakMap<BusEvent, { webhookIds: string[]; due: number } | null>();
-
-  function keepForLater(event: NewWebhookEvent, webhookIds: string[], err: unknown): void {
-    if (unpersisted.length >= MAX_UNPERSISTED_EVENTS) {
-      const dropped = unpersisted.shift()!;
-      deps.logger.error({ eventId: dropped.event.id, type: dropped.event.type }, `webhook event dropped: more than ${MAX_UNPERSISTED_EVENTS} events are waiting for the store`);
-    }
-    unpersisted.push({ event, webhookIds });
-    deps.logger.error({ err, eventId: event.id, type: event.type }, 'storing a webhook event failed; kept in memory and retried');
+  function noteDue(webhookId: string, dueMs: number): void {
+    const current = dueSinceWake.get(webhookId);
+    if (current === undefined || dueMs < current) dueSinceWake.set(webhookId, dueMs);
   }
 
-  function persistEvent(event: NewWebhookEvent, webhookIds: string[]): void {
-    const due = clock.nowMs();
-    if (webhooks.syncWriteSafe()) {
-      try {
-        webhooks.enqueueSync(event, webhookIds, due);
-      } catch (err) {
-        keepForLater(event, webhookIds, err);
-        return;
-      }
-      deps.onEnqueued?.(webhookIds, due);
-      return;
-    }
-    // Some async code holds a transaction open on the shared connection: a synchronous
-    // write would join (and could be rolled back with) it, so queue behind it instead.
-    webhooks
-      .enqueue(event, webhookIds, due)
-      .then(() => deps.onEnqueued?.(webhookIds, due))
-      .catch((err) => keepForLater(event, webhookIds, err));
+  function wakeDispatcher(): void {
+    if (!dueSinceWake.size) return;
+    const due = dueSinceWake;
+    dueSinceWake = new Map();
+    deps.onDue?.(due);
   }
 
   function newEvent(teamId: number, type: string, domainId: number | null, occurredAt: string, data: Record<string, unknown>): NewWebhookEvent {
@@ -335,92 +318,40 @@ export function createWebhookService(deps: WebhookServiceDeps) {
       const now = clock.now().toISOString();
       const event = newEvent(scope.teamId, 'webhook.test', null, now, { test: true, webhookId: row.id, sentAt: now });
       const due = clock.nowMs();
-      await webhooks.enqueue(event, [row.id], due);
-      deps.onEnqueued?.([row.id], due);
+      // No state change to ride on: the event is stored in a transaction of its own, or the
+      // request fails with the store's error.
+      if (!(await webhooks.enqueueForOneEndpoint(event, row.id, due))) throw notFound(`webhook ${id} not found`);
+      noteDue(row.id, due);
+      wakeDispatcher();
       return { success: true, eventId: event.id };
     },
 
     /**
-     * Transactional bus subscriber (events.onInTransaction): writes the event and one call per
-     * matching endpoint inside the emitter's own write transaction, so the outbox rows commit
-     * with the state change they report (a kill right after that commit loses nothing). A
-     * database error propagates and refuses the state change too (a full disk refuses both).
-     * If the write is rolled back and run again, the rerun writes a fresh event and replaces
-     * the record below, so only what committed is woken after the commit.
+     * Transactional bus subscriber (events.onInTransaction), the one way events reach the
+     * outbox: writes the event and one call per matching endpoint inside the emitter's own
+     * write transaction, so the outbox rows commit with the state change they report (a kill
+     * right after that commit loses nothing). A database error propagates and refuses the
+     * state change too (a full disk refuses both). If the write is rolled back and run again,
+     * the rerun writes a fresh event; only what committed is stored.
      */
     handleInTransaction(event: BusEvent): void {
-      const rows = webhooks.listForTeamSync(event.teamId);
-      let targets: WebhookRow[];
-      try {
-        targets = rows.filter((row) => matches(row, event));
-      } catch (err) {
-        // A bad stored filter is no reason to refuse the state change: this event is left to
-        // the after-commit path, as every event was before.
-        deps.logger.error({ err, type: event.type }, 'matching webhook endpoints in the transaction failed; left to after the commit');
-        writtenInTransaction.delete(event); // what an earlier, rolled-back run recorded
-        return;
-      }
-      if (!targets.length) {
-        writtenInTransaction.set(event, null);
-        return;
-      }
-      const stored = newEvent(event.teamId, event.type, event.domainId, event.occurredAt, event.data);
-      const webhookIds = targets.map((t) => t.id);
+      const webhookIds: string[] = [];
+      for (const row of webhooks.listForTeamSync(event.teamId)) if (matchesOrSkip(row, event)) webhookIds.push(row.id);
+      if (!webhookIds.length) return;
       const due = clock.nowMs();
-      webhooks.enqueueInOpenTransactionSync(stored, webhookIds, due);
-      writtenInTransaction.set(event, { webhookIds, due });
+      webhooks.enqueueInOpenTransactionSync(newEvent(event.teamId, event.type, event.domainId, event.occurredAt, event.data), webhookIds, due);
+      for (const id of webhookIds) noteDue(id, due);
     },
 
-    /**
-     * Bus subscriber (after the commit): wakes the dispatcher for outbox rows written in the
-     * emitter's transaction; for events emitted without one (domain, contact, ... events) it
-     * stores the event once and one call per matching endpoint, in the same turn the event is
-     * emitted, so it is durable before any HTTP request is made.
-     */
-    handleBusEvent(event: BusEvent): void {
-      if (writtenInTransaction.has(event)) {
-        const written = writtenInTransaction.get(event);
-        writtenInTransaction.delete(event);
-        if (written) deps.onEnqueued?.(written.webhookIds, written.due);
-        return;
-      }
-      const targets = webhooks.listForTeamSync(event.teamId).filter((row) => matches(row, event));
-      if (!targets.length) return;
-      persistEvent(
-        newEvent(event.teamId, event.type, event.domainId, event.occurredAt, event.data),
-        targets.map((t) => t.id),
-      );
+    /** Bus subscriber (after the commit): wakes the dispatcher for the outbox rows just committed. */
+    handleBusEvent(): void {
+      wakeDispatcher();
     },
 
     // ---- for the dispatcher
 
     /** How long a claimed call stays leased: a call whose attempt could not be recorded is due again after it. */
     leaseMs: deps.leaseMs,
-
-    /** Events waiting in memory for the store to take their outbox rows. */
-    pendingUnpersisted(): number {
-      return unpersisted.length;
-    },
-
-    /** Writes the events kept by a failed outbox write, oldest first; stops at the first that still fails. */
-    async flushUnpersisted(): Promise<number> {
-      let written = 0;
-      while (unpersisted.length) {
-        const { event, webhookIds } = unpersisted[0]!;
-        const due = clock.nowMs();
-        try {
-          await webhooks.enqueue(event, webhookIds, due);
-        } catch (err) {
-          deps.logger.warn({ err, waiting: unpersisted.length }, 'webhook events still cannot be stored; trying again shortly');
-          return written;
-        }
-        unpersisted.shift();
-        written++;
-        deps.onEnqueued?.(webhookIds, due);
-      }
-      if (written) deps.logger.info({ written }, 'stored webhook events kept while the store refused writes');
-      return written;
-    },
 
     async claim(webhookId: string, limit: number): Promise<ClaimedCall[]> {
       return webhooks.claimForWebhook(webhookId, deps.owner, clock.nowMs(), deps.leaseMs, limit);
