@@ -71,7 +71,8 @@ import { startSubmissionServer } from './smtp/submission/submission-server.js';
 import { createWebhooksRepository } from './store/repositories/webhooks-repository.js';
 import { createAnalyticsRepository } from './store/repositories/analytics-repository.js';
 import { createTrackingRepository } from './store/repositories/tracking-repository.js';
-import { createWebhookService } from './core/webhooks/webhook-service.js';
+import { createWebhookEndpointsService } from './core/webhooks/webhook-endpoints-service.js';
+import { createWebhookOutbox } from './core/webhooks/webhook-outbox.js';
 import { createAnalyticsService } from './core/analytics/analytics-service.js';
 import { createTrackingService } from './core/tracking/tracking-service.js';
 import { WebhookDispatcher } from './http-out/webhook-dispatcher.js';
@@ -190,13 +191,13 @@ export async function createApp(opts: AppOptions) {
   const suppressions = createSuppressionService({ suppressions: suppressionsRepo, clock });
 
   // Events out: the webhook outbox and its dispatcher, open/click tracking, analytics rollups.
-  const webhooks = createWebhookService({
-    webhooks: createWebhooksRepository(store.db),
+  const webhooksRepo = createWebhooksRepository(store.db);
+  const webhookOutbox = createWebhookOutbox({
+    webhooks: webhooksRepo,
     resolver,
     clock,
     logger,
     allowPrivate: config.webhooks.allowPrivate,
-    domainBelongsToTeam: domains.belongsToTeam,
     leaseMs: 5 * 60_000, // far beyond one attempt (timeout at most 60 s) plus recording it
     owner: `${osHostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
     onDue: (due) => {
@@ -204,7 +205,15 @@ export async function createApp(opts: AppOptions) {
       webhookDispatcher.wake();
     },
   });
-  const webhookDispatcher = new WebhookDispatcher({ webhooks, clock, logger, timeoutMs: config.webhooks.timeoutMs });
+  const webhooks = createWebhookEndpointsService({
+    webhooks: webhooksRepo,
+    outbox: webhookOutbox,
+    resolver,
+    clock,
+    allowPrivate: config.webhooks.allowPrivate,
+    domainBelongsToTeam: domains.belongsToTeam,
+  });
+  const webhookDispatcher = new WebhookDispatcher({ outbox: webhookOutbox, clock, logger, timeoutMs: config.webhooks.timeoutMs });
   const analytics = createAnalyticsService({ analytics: createAnalyticsRepository(store.db), clock, logger, domainBelongsToTeam: domains.belongsToTeam });
   const tracking = createTrackingService({
     emails: emailsRepo,
@@ -217,10 +226,10 @@ export async function createApp(opts: AppOptions) {
   });
   // Every event's outbox rows commit with the write that emits it (transactional outbox, see
   // core/events.ts); after the commit the dispatcher is woken for them.
-  events.onInTransaction((event) => webhooks.handleInTransaction(event));
+  events.onInTransaction((event) => webhookOutbox.handleInTransaction(event));
   // Analytics rollups likewise commit with the status change they count.
   events.onInTransaction((event) => analytics.handleInTransaction(event));
-  events.on('*', () => webhooks.handleBusEvent());
+  events.on('*', () => webhookOutbox.afterCommit());
   events.on('*', (event) => analytics.handleBusEvent(event));
 
   // Mail in (DESIGN 6): inbound SMTP for bounces, complaints and receiving domains; submission.
@@ -242,7 +251,7 @@ export async function createApp(opts: AppOptions) {
   let inboundListener: SmtpListener | undefined;
   let submissionListener: SmtpListener | undefined;
 
-  const services = { campaigns, templates, teams, apiKeys, events, settings, domains, emails, deliveries, deliveriesRepo, suppressionsRepo, contactBooks, contacts, contactsRepo, segments, suppressions, webhooks, analytics, tracking };
+  const services = { campaigns, templates, teams, apiKeys, events, settings, domains, emails, deliveries, deliveriesRepo, suppressionsRepo, contactBooks, contacts, contactsRepo, segments, suppressions, webhooks, webhookOutbox, analytics, tracking };
 
   const routes: RouteDef[] = [...apiKeysRoutes(apiKeys), ...domainsRoutes(domains), ...emailsRoutes(emails), ...templatesRoutes(templates)];
   routes.push(...campaignsRoutes(campaigns));
@@ -378,7 +387,7 @@ export async function createApp(opts: AppOptions) {
       const released = await deliveries.releaseStaleLeases();
       if (released) logger.info({ released }, 'released delivery leases left by a previous run');
       engine!.start();
-      const releasedCalls = await webhooks.releaseStaleLeases();
+      const releasedCalls = await webhookOutbox.releaseStaleLeases();
       if (releasedCalls) logger.info({ released: releasedCalls }, 'released webhook call leases left by a previous run');
       webhookDispatcher.start();
       cron = startCronJobs({ logger, domains, emails, config });

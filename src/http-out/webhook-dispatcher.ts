@@ -1,11 +1,11 @@
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import { MAX_RESPONSE_BODY_BYTES, type AttemptOutcome, type ClaimedCall, type SignedRequest, type WebhookService } from '../core/webhooks/webhook-service.js';
+import { MAX_RESPONSE_BODY_BYTES, type AttemptOutcome, type ClaimedCall, type SignedRequest, type WebhookOutbox } from '../core/webhooks/webhook-outbox.js';
 import { WebhookUrlError } from '../core/webhooks/url-policy.js';
 import { createWebhookAgents, postPinned } from './http-post.js';
 
 export interface WebhookDispatcherOptions {
-  webhooks: WebhookService;
+  outbox: WebhookOutbox;
   clock: Clock;
   logger: Logger;
   /** Per-attempt timeout (spec: 10 s). */
@@ -54,13 +54,13 @@ export class WebhookDispatcher {
   private idleWaiters: (() => void)[] = [];
   private lastSweep = 0;
   private lastPrune = 0;
-  private readonly webhooks: WebhookService;
+  private readonly outbox: WebhookOutbox;
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly timeoutMs: number;
 
   constructor(options: WebhookDispatcherOptions) {
-    this.webhooks = options.webhooks;
+    this.outbox = options.outbox;
     this.clock = options.clock;
     this.logger = options.logger;
     this.timeoutMs = options.timeoutMs;
@@ -133,7 +133,7 @@ export class WebhookDispatcher {
     if (this.lastSweep === 0 || t - this.lastSweep >= this.sweepIntervalMs) {
       this.lastSweep = t;
       try {
-        for (const d of await this.webhooks.dueByWebhook()) this.noteDue(d.webhookId, d.dueAt);
+        for (const d of await this.outbox.dueByWebhook()) this.noteDue(d.webhookId, d.dueAt);
       } catch (err) {
         this.logger.error({ err }, 'scanning for due webhook calls failed');
       }
@@ -141,7 +141,7 @@ export class WebhookDispatcher {
     if (t - this.lastPrune >= this.pruneIntervalMs) {
       this.lastPrune = t;
       try {
-        const pruned = await this.webhooks.prune(this.retentionMs);
+        const pruned = await this.outbox.prune(this.retentionMs);
         if (pruned) this.logger.info({ pruned }, 'pruned old webhook attempts');
       } catch (err) {
         this.logger.error({ err }, 'pruning webhook attempts failed');
@@ -158,7 +158,7 @@ export class WebhookDispatcher {
       if (dueAt > now) continue;
       const free = Math.min(this.perEndpoint - (this.active.get(webhookId) ?? 0), this.maxInFlight - this.inFlight.size);
       if (free <= 0) continue;
-      const calls = await this.webhooks.claim(webhookId, free);
+      const calls = await this.outbox.claim(webhookId, free);
       for (const call of calls) {
         // Our own lease can only be re-taken if the app clock jumped past it mid-call.
         if (this.inFlightCalls.has(call.id)) continue;
@@ -167,7 +167,7 @@ export class WebhookDispatcher {
       }
       if (calls.length < free) {
         // Nothing more due and unleased right now: remember when the next one is.
-        const next = await this.webhooks.nextDueForWebhook(webhookId);
+        const next = await this.outbox.nextDueForWebhook(webhookId);
         if (next === null) this.due.delete(webhookId);
         else this.due.set(webhookId, next);
       }
@@ -225,9 +225,9 @@ export class WebhookDispatcher {
     let outcome: AttemptOutcome;
     const started = performance.now();
     try {
-      request = this.webhooks.signedRequest(call);
+      request = this.outbox.signedRequest(call);
       // Checked again right before connecting: the name may now point somewhere internal.
-      const target = await this.webhooks.resolveTarget(call.url);
+      const target = await this.outbox.resolveTarget(call.url);
       outcome = await postPinned(target, request.headers, request.body, {
         timeoutMs: this.timeoutMs,
         maxBodyBytes: MAX_RESPONSE_BODY_BYTES,
@@ -238,13 +238,13 @@ export class WebhookDispatcher {
       outcome = { status: null, body: null, error: message, durationMs: performance.now() - started };
     }
     try {
-      const next = await this.webhooks.recordAttempt(call, request ?? { url: call.url, headers: {}, body: call.body }, outcome);
+      const next = await this.outbox.recordAttempt(call, request ?? { url: call.url, headers: {}, body: call.body }, outcome);
       if (next !== null) this.noteDue(call.webhookId, next);
     } catch (err) {
       // The lease expires and the call is attempted again: at-least-once, never lost. Noted
       // as due then, or nothing but the (slow) store sweep would look at this endpoint again.
       this.logger.error({ err, webhookId: call.webhookId, eventId: call.eventId }, 'recording a webhook attempt failed');
-      this.noteDue(call.webhookId, this.clock.nowMs() + this.webhooks.leaseMs + 1);
+      this.noteDue(call.webhookId, this.clock.nowMs() + this.outbox.leaseMs + 1);
     }
   }
 }

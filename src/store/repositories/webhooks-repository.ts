@@ -1,10 +1,9 @@
 import type { Selectable } from 'kysely';
 import type { Db } from '../db.js';
 import { hotPathOf } from '../hot-path.js';
-import type { WebhookAttemptsTable, WebhookCallsTable, WebhooksTable } from '../tables/database.js';
+import type { WebhookAttemptsTable, WebhooksTable } from '../tables/database.js';
 
 export type WebhookRow = Selectable<WebhooksTable>;
-export type WebhookCallRow = Selectable<WebhookCallsTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
 
 /** A claimed call with what the dispatcher needs to make the request. */
@@ -219,11 +218,6 @@ export function createWebhooksRepository(db: Db) {
       });
     },
 
-    async releaseLeases(ids: number[]): Promise<void> {
-      if (!ids.length) return;
-      await db.updateTable('webhook_calls').set({ lease_owner: null, lease_until: null }).where('id', 'in', ids).where('state', '=', 'pending').execute();
-    },
-
     /** On start with SQLite (one node per database file): every lease belonged to a dead process. */
     async releaseAllLeases(): Promise<number> {
       const res = await db.updateTable('webhook_calls').set({ lease_owner: null, lease_until: null }).where('lease_owner', 'is not', null).executeTakeFirst();
@@ -240,10 +234,6 @@ export function createWebhooksRepository(db: Db) {
         .where('a.webhook_id', '=', webhookId);
       if (beforeId !== undefined) q = q.where('a.id', '<', beforeId);
       return q.orderBy('a.id', 'desc').limit(limit).execute();
-    },
-
-    async callsForEvent(eventId: string): Promise<WebhookCallRow[]> {
-      return db.selectFrom('webhook_calls').selectAll().where('event_id', '=', eventId).orderBy('id').execute();
     },
 
     /** Retention: finished calls, their attempts and unreferenced events older than the cut-off. */
