@@ -71,10 +71,11 @@ import { startSubmissionServer } from './smtp/submission/submission-server.js';
 import { createWebhooksRepository } from './store/repositories/webhooks-repository.js';
 import { createAnalyticsRepository } from './store/repositories/analytics-repository.js';
 import { createTrackingRepository } from './store/repositories/tracking-repository.js';
-import { createWebhookService } from './core/webhooks/webhook-service.js';
+import { createWebhookEndpointsService } from './core/webhooks/webhook-endpoints-service.js';
+import { createWebhookOutbox } from './core/webhooks/webhook-outbox.js';
 import { createAnalyticsService } from './core/analytics/analytics-service.js';
 import { createTrackingService } from './core/tracking/tracking-service.js';
-import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js';
+import { WebhookDispatcher } from './http-out/webhook-dispatcher.js';
 import { webhooksRoutes } from './api/routes/webhooks-routes.js';
 import { analyticsRoutes } from './api/routes/analytics-routes.js';
 import { trackingRoutes } from './api/tracking-routes.js';
@@ -203,21 +204,29 @@ export async function createApp(opts: AppOptions) {
   const suppressions = createSuppressionService({ suppressions: suppressionsRepo, clock });
 
   // Events out: the webhook outbox and its dispatcher, open/click tracking, analytics rollups.
-  const webhooks = createWebhookService({
-    webhooks: createWebhooksRepository(store.db, store.sqlite),
+  const webhooksRepo = createWebhooksRepository(store.db);
+  const webhookOutbox = createWebhookOutbox({
+    webhooks: webhooksRepo,
     resolver,
     clock,
     logger,
     allowPrivate: config.webhooks.allowPrivate,
-    domainBelongsToTeam: domains.belongsToTeam,
-    leaseMs: 5 * 60_000, // far beyond one attempt (timeout at most 60 s) plus recording it
+    leaseMs: config.webhooks.leaseMs,
     owner: `${osHostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
-    onEnqueued: (webhookIds, dueMs) => {
-      for (const id of webhookIds) webhookDispatcher.noteDue(id, dueMs);
+    onDue: (due) => {
+      for (const [id, dueMs] of due) webhookDispatcher.noteDue(id, dueMs);
       webhookDispatcher.wake();
     },
   });
-  const webhookDispatcher = new WebhookDispatcher({ webhooks, clock, logger, timeoutMs: config.webhooks.timeoutMs });
+  const webhooks = createWebhookEndpointsService({
+    webhooks: webhooksRepo,
+    outbox: webhookOutbox,
+    resolver,
+    clock,
+    allowPrivate: config.webhooks.allowPrivate,
+    domainBelongsToTeam: domains.belongsToTeam,
+  });
+  const webhookDispatcher = new WebhookDispatcher({ outbox: webhookOutbox, clock, logger, timeoutMs: config.webhooks.timeoutMs });
   const analytics = createAnalyticsService({ analytics: createAnalyticsRepository(store.db), clock, logger, domainBelongsToTeam: domains.belongsToTeam });
   const tracking = createTrackingService({
     emails: emailsRepo,
@@ -228,12 +237,12 @@ export async function createApp(opts: AppOptions) {
     secret,
     publicUrl: config.publicUrl,
   });
-  // The outbox rows of events emitted inside a write commit with that write (transactional
-  // outbox); the after-commit handler wakes the dispatcher, or writes them for other events.
-  events.onInTransaction((event) => webhooks.handleInTransaction(event));
+  // Every event's outbox rows commit with the write that emits it (transactional outbox, see
+  // core/events.ts); after the commit the dispatcher is woken for them.
+  events.onInTransaction((event) => webhookOutbox.handleInTransaction(event));
   // Analytics rollups likewise commit with the status change they count.
   events.onInTransaction((event) => analytics.handleInTransaction(event));
-  events.on('*', (event) => webhooks.handleBusEvent(event));
+  events.on('*', () => webhookOutbox.afterCommit());
   events.on('*', (event) => analytics.handleBusEvent(event));
 
   // Mail in (architecture.md, Outbound, inbound, tracking): inbound SMTP for bounces, complaints and receiving domains; submission.
@@ -255,7 +264,7 @@ export async function createApp(opts: AppOptions) {
   let inboundListener: SmtpListener | undefined;
   let submissionListener: SmtpListener | undefined;
 
-  const services = { campaigns, templates, teams, apiKeys, events, domains, emails, deliveries, contactBooks, contacts, segments, suppressions, webhooks, analytics, tracking };
+  const services = { campaigns, templates, teams, apiKeys, events, domains, emails, deliveries, contactBooks, contacts, segments, suppressions, webhooks, webhookOutbox, analytics, tracking };
 
   const routes: RouteDef[] = [...apiKeysRoutes(apiKeys), ...domainsRoutes(domains), ...emailsRoutes(emails), ...templatesRoutes(templates)];
   routes.push(...campaignsRoutes(campaigns));
@@ -391,7 +400,7 @@ export async function createApp(opts: AppOptions) {
       const released = await deliveries.releaseStaleLeases();
       if (released) logger.info({ released }, 'released delivery leases left by a previous run');
       engine!.start();
-      const releasedCalls = await webhooks.releaseStaleLeases();
+      const releasedCalls = await webhookOutbox.releaseStaleLeases();
       if (releasedCalls) logger.info({ released: releasedCalls }, 'released webhook call leases left by a previous run');
       webhookDispatcher.start();
       cron = startCronJobs({ logger, domains, emails, config });

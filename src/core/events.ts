@@ -1,15 +1,22 @@
 import type { Logger } from '../lib/logger.js';
 
-// Typed internal events. Core operations emit them as the state change happens; webhooks,
-// analytics and campaign counters subscribe. Handlers run after the emitting call's
-// transaction committed; a failing handler is logged and never breaks the emitter.
+// Typed internal events. Core operations emit them as the state change happens; the webhook
+// outbox, analytics and campaign counters subscribe.
 //
-// Transactional subscribers (onInTransaction) close the gap between that commit and the
-// handlers: an emitter whose write can run them calls inTransaction(events) INSIDE its write
-// transaction (a group-commit write fn or a Kysely transaction: the store is one connection, so
-// synchronous statements land in whatever transaction is open), and emit() after the commit
-// as always. What they write commits or rolls back with the state change itself, so a process
-// killed right after the commit still has, e.g., the webhook outbox rows of that change.
+// One path for everything that must not be lost: an emitter calls inTransaction(events) INSIDE
+// the write transaction that makes the change those events report (a group-commit write fn or a
+// Kysely transaction: the store is one connection, so synchronous statements land in whatever
+// transaction is open), then emit() with the same objects after the commit. The transactional
+// subscribers (onInTransaction: webhook outbox rows, analytics rollups) write there, so their
+// rows commit or roll back with the change: a process killed right after the commit still has
+// them, and a write the store refuses (a full disk) refuses the change and its events together.
+// An event with no state change of its own (a webhook test event) is written in a small
+// transaction of its own; it is stored, or the request fails with the store's error. No event
+// is kept in memory to be written later.
+//
+// Handlers registered with on() run after the commit, for what a killed process may skip
+// (waking the webhook dispatcher, which also sweeps the store for due work, and campaign
+// counters, recounted at start); a failing one is logged and never breaks the emitter.
 
 export type EmailEventType =
   | 'email.queued'
@@ -64,7 +71,7 @@ export class EventBus {
   }
 
   /**
-   * Called by an emitter inside its write transaction, for the events it will emit() after
+   * Called by every emitter inside its write transaction, for the events it will emit() after
    * the commit (the same objects). Errors propagate: they fail the write.
    */
   inTransaction(events: readonly BusEvent[]): void {

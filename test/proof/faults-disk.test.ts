@@ -18,9 +18,10 @@ import { fullDisk, type FullDisk } from './helpers/full-disk.js';
 // (the spec's closed vocabulary pairs that code with 500; an SDK sees a server failure it
 // may retry, with an Idempotency-Key safely). A delivery whose result cannot be written
 // keeps its lease and is sent again when the lease expires (at-least-once); a webhook
-// attempt that cannot be recorded likewise; a webhook event whose outbox row cannot be
-// written is kept and written once there is room. After "freeing the disk" everything
-// accepted is delivered and the service works normally.
+// attempt that cannot be recorded likewise. An event's outbox rows are written in the
+// transaction of the change it reports, so a change the store refuses is refused with its
+// events (nothing is kept in memory to be written later). After "freeing the disk"
+// everything accepted is delivered and the service works normally.
 
 const clock = new ManualClock(Date.UTC(2026, 7, 1, 8, 0, 0));
 const SLOW_MX = 'mx2.sink.test';
@@ -123,6 +124,7 @@ test.serial('a full disk: sends are refused, not lost; results and webhook recor
   t.is((await w.t0.request('PATCH', `/v1/domains/${w.domain.id}`, { body: { openTracking: false } })).status, 200);
   await recordHook.waitFor(1);
   t.is(recordHook.hanging, 1);
+  const bookId = (await w.t0.request('POST', '/v1/contactBooks', { body: { name: 'full disk book' } })).body.id as string;
   const listBefore = (await w.t0.request('GET', '/v1/emails?limit=100')).body;
 
   const { pages } = await disk.fill();
@@ -164,8 +166,17 @@ test.serial('a full disk: sends are refused, not lost; results and webhook recor
   // 3. The held webhook call is answered with a body that is kept (4 KB): its attempt record cannot be written.
   recordHook.setMode('ok');
   t.is(recordHook.release(200, 'z'.repeat(8000)), 1);
-  // 4. An event whose outbox row cannot be written.
-  w.t0.app.services.events.emit({ type: 'contact.created', teamId: w.t0.teamId, domainId: null, occurredAt: clock.now().toISOString(), data: { id: 'ct_big', note: BIG } });
+  // 4. A contact (and so its contact.created) that needs room: the change and its outbox rows
+  // are refused together, with the store error; neither is stored.
+  const bigProperties = Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`p${i}`, 'v'.repeat(2000)]));
+  const bigContact = { email: 'big@example.net', properties: bigProperties };
+  const refusedContact = await w.t0.request('POST', `/v1/contactBooks/${bookId}/contacts`, { body: bigContact });
+  t.is(refusedContact.status, 500);
+  t.is(refusedContact.body.error.code, 'INTERNAL_SERVER_ERROR');
+  t.deepEqual((await w.t0.request('GET', `/v1/contactBooks/${bookId}/contacts`)).body, [], 'the contact was not stored');
+  const contactEvents = () =>
+    (w.t0.app.store.sqlite.prepare("select body from webhook_events where type = 'contact.created'").all() as { body: string }[]).filter((r) => r.body.includes('big@example.net')).length;
+  t.is(contactEvents(), 0, 'nor its contact.created');
   await w.settle();
 
   t.is(copies(held), 1, 'the MX has the held message');
@@ -194,7 +205,6 @@ test.serial('a full disk: sends are refused, not lost; results and webhook recor
     t.true(copies(id) >= 1 && copies(id) <= 2, `${id}: at least once`);
     t.true(hook.calls.some((c) => c.type === 'email.queued' && c.dataId === id), `${id}: its email.queued reached the webhook`);
   }
-  t.true(hook.calls.some((c) => c.type === 'contact.created' && c.dataId === 'ct_big'), 'the event whose outbox row failed was written later and delivered');
   t.true(hook.calls.some((c) => c.type === 'email.delivered' && c.dataId === held));
   t.is(recordHook.calls.length, 2, 'the webhook call whose attempt could not be recorded was sent again after its lease');
   t.is(recordHook.calls[1]!.eventId, recordHook.calls[0]!.eventId);
@@ -223,4 +233,10 @@ test.serial('a full disk: sends are refused, not lost; results and webhook recor
   await w.settle();
   t.is((await email(after.body.emailId)).body.latestStatus, 'DELIVERED');
   t.is(copies(after.body.emailId), 1);
+  // The refused contact, sent again: stored with its contact.created, which is delivered.
+  const contact = await w.t0.request('POST', `/v1/contactBooks/${bookId}/contacts`, { body: bigContact });
+  t.is(contact.status, 200);
+  t.is(contactEvents(), 1);
+  await w.t0.app.webhookDispatcher.whenIdle();
+  t.true(hook.calls.some((c) => c.type === 'contact.created' && c.dataId === contact.body.contactId), 'its contact.created reached the webhook');
 });

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { AuthContext } from '../../core/api-keys/api-key-service.js';
 import { MAX_WEBHOOK_URL_LENGTH } from '../../core/webhooks/url-policy.js';
-import { WEBHOOK_EVENT_TYPES, type WebhookScope, type WebhookService } from '../../core/webhooks/webhook-service.js';
+import { WEBHOOK_EVENT_TYPES, type WebhookEndpointsService, type WebhookScope } from '../../core/webhooks/webhook-endpoints-service.js';
 import { limitQuery, pageQueries, stringPath, textQuery } from '../params.js';
 import { pageEnvelope, pageOf } from '../pagination.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
@@ -32,7 +32,7 @@ function scope(auth: AuthContext): WebhookScope {
   return { teamId: auth.teamId, domainId: auth.domainId };
 }
 
-export function webhooksRoutes(webhooks: WebhookService): RouteDef[] {
+export function webhooksRoutes(webhooks: WebhookEndpointsService): RouteDef[] {
   const tag = 'Webhooks';
   const params = { webhookId: stringPath('Webhook id.') };
   return [

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { WEBHOOK_EVENT_TYPES } from '../../core/webhooks/webhook-service.js';
+import { WEBHOOK_EVENT_TYPES } from '../../core/webhooks/webhook-endpoints-service.js';
 import { intId, stringMap, timestamp } from './common-schemas.js';
 
 const secret = z.string().meta({ description: 'The signing secret: shown only on creation and rotation.' });

@@ -1,10 +1,9 @@
-import type BetterSqlite3 from 'better-sqlite3';
 import type { Selectable } from 'kysely';
 import type { Db } from '../db.js';
-import type { WebhookAttemptsTable, WebhookCallsTable, WebhooksTable } from '../tables/database.js';
+import { groupCommitOf } from '../group-commit.js';
+import type { WebhookAttemptsTable, WebhooksTable } from '../tables/database.js';
 
 export type WebhookRow = Selectable<WebhooksTable>;
-export type WebhookCallRow = Selectable<WebhookCallsTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
 
 /** A claimed call with what the dispatcher needs to make the request. */
@@ -44,84 +43,52 @@ export interface AttemptWithBody extends WebhookAttemptRow {
   body: string | null;
 }
 
-export function createWebhooksRepository(db: Db, sqlite: BetterSqlite3.Database) {
-  // The bus handler writes the outbox synchronously, in the same turn the event is emitted
-  // (so nothing can run between an event and its durable record). Kysely's SQLite driver is
-  // asynchronous, so this one path uses prepared statements on the raw handle. A future
-  // PostgreSQL store would use the async path below instead.
+export function createWebhooksRepository(db: Db) {
+  // Outbox rows are written inside the emitter's own write transaction, which may be a
+  // synchronous group-commit fn: so this one path uses prepared statements on the raw handle
+  // (Kysely's SQLite driver is asynchronous). A future PostgreSQL store would write them with
+  // the transaction's own client instead.
+  const sync = groupCommitOf(db);
+  const { sqlite } = sync;
   const syncListForTeam = sqlite.prepare<[number], WebhookRow>('select * from webhooks where team_id = ? order by created_at, id');
+  const syncExists = sqlite.prepare<[string], { id: string }>('select id from webhooks where id = ?');
   const syncInsertEvent = sqlite.prepare<[string, number, string, number | null, string, string]>(
     'insert into webhook_events (id, team_id, type, domain_id, body, created_at) values (?, ?, ?, ?, ?, ?)',
   );
   const syncInsertCall = sqlite.prepare<[string, string, number, string, string]>(
     "insert into webhook_calls (webhook_id, event_id, state, attempts, next_attempt_at, created_at, updated_at) values (?, ?, 'pending', 0, ?, ?, ?)",
   );
-  const syncEnqueue = sqlite.transaction((event: NewWebhookEvent, webhookIds: string[], dueMs: number) => {
+
+  function insertOutboxRows(event: NewWebhookEvent, webhookIds: string[], dueMs: number): void {
     syncInsertEvent.run(event.id, event.teamId, event.type, event.domainId, event.body, event.createdAt);
     for (const id of webhookIds) syncInsertCall.run(id, event.id, dueMs, event.createdAt, event.createdAt);
-  });
+  }
 
   return {
-    /**
-     * True when a synchronous write would land inside a transaction some async code has
-     * open on the shared connection (and be rolled back with it): use the async path then.
-     */
-    syncWriteSafe(): boolean {
-      return !sqlite.inTransaction;
-    },
-
     listForTeamSync(teamId: number): WebhookRow[] {
       return syncListForTeam.all(teamId);
     },
 
-    enqueueSync(event: NewWebhookEvent, webhookIds: string[], dueMs: number): void {
-      syncEnqueue(event, webhookIds, dueMs);
-    },
-
     /**
-     * The transactional outbox: the same rows as enqueueSync, written into the transaction the
-     * caller has open (the write that changes the state this event reports), so both commit or
-     * neither does. No transaction or savepoint of its own (no extra statements per event).
+     * The transactional outbox: the event and one call per endpoint, written into the
+     * transaction the caller has open (the write that changes the state this event reports),
+     * so both commit or neither does. No transaction or savepoint of its own (no extra
+     * statements per event).
      */
     enqueueInOpenTransactionSync(event: NewWebhookEvent, webhookIds: string[], dueMs: number): void {
       if (!sqlite.inTransaction) throw new Error('enqueueInOpenTransactionSync: no transaction is open');
-      syncInsertEvent.run(event.id, event.teamId, event.type, event.domainId, event.body, event.createdAt);
-      for (const id of webhookIds) syncInsertCall.run(id, event.id, dueMs, event.createdAt, event.createdAt);
-    },
-
-    async listForTeam(teamId: number): Promise<WebhookRow[]> {
-      return db.selectFrom('webhooks').selectAll().where('team_id', '=', teamId).orderBy('created_at').orderBy('id').execute();
+      insertOutboxRows(event, webhookIds, dueMs);
     },
 
     /**
-     * Async twin of enqueueSync: queued behind any open transaction by Kysely's driver. An
-     * endpoint deleted since the event was matched is skipped (a late write of a kept event).
+     * The same rows for one endpoint, in a (group-committed) transaction of their own: for an
+     * event with no state change to ride on (a test event). False when the endpoint is gone.
      */
-    async enqueue(event: NewWebhookEvent, webhookIds: string[], dueMs: number): Promise<void> {
-      await db.transaction().execute(async (trx) => {
-        const existing = webhookIds.length
-          ? new Set((await trx.selectFrom('webhooks').select('id').where('id', 'in', webhookIds).execute()).map((r) => r.id))
-          : new Set<string>();
-        webhookIds = webhookIds.filter((id) => existing.has(id));
-        if (!webhookIds.length) return;
-        await trx
-          .insertInto('webhook_events')
-          .values({ id: event.id, team_id: event.teamId, type: event.type, domain_id: event.domainId, body: event.body, created_at: event.createdAt })
-          .execute();
-        await trx
-          .insertInto('webhook_calls')
-          .values(
-            webhookIds.map((webhookId) => ({
-              webhook_id: webhookId,
-              event_id: event.id,
-              state: 'pending' as const,
-              attempts: 0,
-              next_attempt_at: dueMs,
-              created_at: event.createdAt,
-              updated_at: event.createdAt,
-            })),
-          )
-          .execute();
+    async enqueueForOneEndpoint(event: NewWebhookEvent, webhookId: string, dueMs: number): Promise<boolean> {
+      return sync.write(() => {
+        if (!syncExists.get(webhookId)) return false;
+        insertOutboxRows(event, [webhookId], dueMs);
+        return true;
       });
     },
 
@@ -251,11 +218,6 @@ export function createWebhooksRepository(db: Db, sqlite: BetterSqlite3.Database)
       });
     },
 
-    async releaseLeases(ids: number[]): Promise<void> {
-      if (!ids.length) return;
-      await db.updateTable('webhook_calls').set({ lease_owner: null, lease_until: null }).where('id', 'in', ids).where('state', '=', 'pending').execute();
-    },
-
     /** On start with SQLite (one node per database file): every lease belonged to a dead process. */
     async releaseAllLeases(): Promise<number> {
       const res = await db.updateTable('webhook_calls').set({ lease_owner: null, lease_until: null }).where('lease_owner', 'is not', null).executeTakeFirst();
@@ -272,10 +234,6 @@ export function createWebhooksRepository(db: Db, sqlite: BetterSqlite3.Database)
         .where('a.webhook_id', '=', webhookId);
       if (beforeId !== undefined) q = q.where('a.id', '<', beforeId);
       return q.orderBy('a.id', 'desc').limit(limit).execute();
-    },
-
-    async callsForEvent(eventId: string): Promise<WebhookCallRow[]> {
-      return db.selectFrom('webhook_calls').selectAll().where('event_id', '=', eventId).orderBy('id').execute();
     },
 
     /** Retention: finished calls, their attempts and unreferenced events older than the cut-off. */

@@ -1,6 +1,6 @@
 import { randomString } from '../../../src/lib/ids.js';
 import { ManualClock } from '../../../src/lib/clock.js';
-import { WEBHOOK_EVENT_TYPES } from '../../../src/core/webhooks/webhook-service.js';
+import { WEBHOOK_EVENT_TYPES } from '../../../src/core/webhooks/webhook-endpoints-service.js';
 import { addVerifiedDomain } from '../../helpers/domain-fixtures.js';
 import { startMailWorld, type MailWorld } from '../../helpers/mail-world.js';
 import type { TestResponse } from '../../helpers/test-app.js';

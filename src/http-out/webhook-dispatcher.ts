@@ -1,11 +1,11 @@
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import { MAX_RESPONSE_BODY_BYTES, type AttemptOutcome, type ClaimedCall, type SignedRequest, type WebhookService } from '../core/webhooks/webhook-service.js';
+import { MAX_RESPONSE_BODY_BYTES, type AttemptOutcome, type ClaimedCall, type SignedRequest, type WebhookOutbox } from '../core/webhooks/webhook-outbox.js';
 import { WebhookUrlError } from '../core/webhooks/url-policy.js';
 import { createWebhookAgents, postPinned } from './http-post.js';
 
 export interface WebhookDispatcherOptions {
-  webhooks: WebhookService;
+  outbox: WebhookOutbox;
   clock: Clock;
   logger: Logger;
   /** Per-attempt timeout (spec: 10 s). */
@@ -54,21 +54,29 @@ export class WebhookDispatcher {
   private idleWaiters: (() => void)[] = [];
   private lastSweep = 0;
   private lastPrune = 0;
+  private readonly outbox: WebhookOutbox;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly timeoutMs: number;
 
-  constructor(private readonly o: WebhookDispatcherOptions) {
-    this.perEndpoint = o.perEndpointConcurrency ?? 4;
-    this.maxInFlight = o.maxInFlight ?? 64;
-    this.idlePollMs = o.idlePollMs ?? 1000;
-    this.sweepIntervalMs = o.sweepIntervalMs ?? 30_000;
-    this.retentionMs = o.retentionMs ?? 30 * DAY_MS;
-    this.pruneIntervalMs = o.pruneIntervalMs ?? 60 * 60_000;
+  constructor(options: WebhookDispatcherOptions) {
+    this.outbox = options.outbox;
+    this.clock = options.clock;
+    this.logger = options.logger;
+    this.timeoutMs = options.timeoutMs;
+    this.perEndpoint = options.perEndpointConcurrency ?? 4;
+    this.maxInFlight = options.maxInFlight ?? 64;
+    this.idlePollMs = options.idlePollMs ?? 1000;
+    this.sweepIntervalMs = options.sweepIntervalMs ?? 30_000;
+    this.retentionMs = options.retentionMs ?? 30 * DAY_MS;
+    this.pruneIntervalMs = options.pruneIntervalMs ?? 60 * 60_000;
   }
 
   start(): void {
     if (this.running) return;
     this.running = true;
     this.lastPrune = performance.now();
-    this.loopDone = this.loop().catch((err) => this.o.logger.fatal({ err }, 'webhook dispatcher loop crashed'));
+    this.loopDone = this.loop().catch((err) => this.logger.fatal({ err }, 'webhook dispatcher loop crashed'));
   }
 
   /** An endpoint has work due at `dueMs` (new event or scheduled retry). */
@@ -97,12 +105,6 @@ export class WebhookDispatcher {
     this.wakeUp?.();
     await this.loopDone;
     await Promise.allSettled([...this.inFlight]);
-    if (this.o.webhooks.pendingUnpersisted() > 0) {
-      // Last chance for events kept in memory while the store refused writes.
-      await this.o.webhooks.flushUnpersisted().catch(() => 0);
-      const lost = this.o.webhooks.pendingUnpersisted();
-      if (lost) this.o.logger.error({ lost }, 'webhook events that could not be stored are lost at shutdown');
-    }
     this.agents.http.destroy();
     this.agents.https.destroy();
   }
@@ -115,42 +117,34 @@ export class WebhookDispatcher {
       try {
         started = await this.claimRound();
       } catch (err) {
-        this.o.logger.error({ err }, 'claiming webhook calls failed');
+        this.logger.error({ err }, 'claiming webhook calls failed');
       }
       if (started === 0) {
-        const now = this.o.clock.nowMs();
+        const now = this.clock.nowMs();
         const dueNow = [...this.due.values()].some((d) => d <= now);
-        if (this.inFlight.size === 0 && !dueNow && this.o.webhooks.pendingUnpersisted() === 0) this.notifyIdle();
+        if (this.inFlight.size === 0 && !dueNow) this.notifyIdle();
         if (!this.pendingWake && this.running) await this.sleep(this.sleepMs(now));
       }
     }
   }
 
   private async housekeeping(): Promise<void> {
-    if (this.o.webhooks.pendingUnpersisted() > 0) {
-      // Events whose outbox rows could not be written (disk full): write them once there is room.
-      try {
-        await this.o.webhooks.flushUnpersisted();
-      } catch (err) {
-        this.o.logger.error({ err }, 'writing kept webhook events failed');
-      }
-    }
     const t = performance.now();
     if (this.lastSweep === 0 || t - this.lastSweep >= this.sweepIntervalMs) {
       this.lastSweep = t;
       try {
-        for (const d of await this.o.webhooks.dueByWebhook()) this.noteDue(d.webhookId, d.dueAt);
+        for (const d of await this.outbox.dueByWebhook()) this.noteDue(d.webhookId, d.dueAt);
       } catch (err) {
-        this.o.logger.error({ err }, 'scanning for due webhook calls failed');
+        this.logger.error({ err }, 'scanning for due webhook calls failed');
       }
     }
     if (t - this.lastPrune >= this.pruneIntervalMs) {
       this.lastPrune = t;
       try {
-        const pruned = await this.o.webhooks.prune(this.retentionMs);
-        if (pruned) this.o.logger.info({ pruned }, 'pruned old webhook attempts');
+        const pruned = await this.outbox.prune(this.retentionMs);
+        if (pruned) this.logger.info({ pruned }, 'pruned old webhook attempts');
       } catch (err) {
-        this.o.logger.error({ err }, 'pruning webhook attempts failed');
+        this.logger.error({ err }, 'pruning webhook attempts failed');
       }
     }
   }
@@ -158,13 +152,13 @@ export class WebhookDispatcher {
   /** One pass over endpoints with due work; returns how many calls were started. */
   private async claimRound(): Promise<number> {
     let started = 0;
-    const now = this.o.clock.nowMs();
+    const now = this.clock.nowMs();
     for (const [webhookId, dueAt] of [...this.due]) {
       if (!this.running || this.inFlight.size >= this.maxInFlight) break;
       if (dueAt > now) continue;
       const free = Math.min(this.perEndpoint - (this.active.get(webhookId) ?? 0), this.maxInFlight - this.inFlight.size);
       if (free <= 0) continue;
-      const calls = await this.o.webhooks.claim(webhookId, free);
+      const calls = await this.outbox.claim(webhookId, free);
       for (const call of calls) {
         // Our own lease can only be re-taken if the app clock jumped past it mid-call.
         if (this.inFlightCalls.has(call.id)) continue;
@@ -173,7 +167,7 @@ export class WebhookDispatcher {
       }
       if (calls.length < free) {
         // Nothing more due and unleased right now: remember when the next one is.
-        const next = await this.o.webhooks.nextDueForWebhook(webhookId);
+        const next = await this.outbox.nextDueForWebhook(webhookId);
         if (next === null) this.due.delete(webhookId);
         else this.due.set(webhookId, next);
       }
@@ -231,11 +225,11 @@ export class WebhookDispatcher {
     let outcome: AttemptOutcome;
     const started = performance.now();
     try {
-      request = this.o.webhooks.signedRequest(call);
+      request = this.outbox.signedRequest(call);
       // Checked again right before connecting: the name may now point somewhere internal.
-      const target = await this.o.webhooks.resolveTarget(call.url);
+      const target = await this.outbox.resolveTarget(call.url);
       outcome = await postPinned(target, request.headers, request.body, {
-        timeoutMs: this.o.timeoutMs,
+        timeoutMs: this.timeoutMs,
         maxBodyBytes: MAX_RESPONSE_BODY_BYTES,
         agents: this.agents,
       });
@@ -244,13 +238,13 @@ export class WebhookDispatcher {
       outcome = { status: null, body: null, error: message, durationMs: performance.now() - started };
     }
     try {
-      const next = await this.o.webhooks.recordAttempt(call, request ?? { url: call.url, headers: {}, body: call.body }, outcome);
+      const next = await this.outbox.recordAttempt(call, request ?? { url: call.url, headers: {}, body: call.body }, outcome);
       if (next !== null) this.noteDue(call.webhookId, next);
     } catch (err) {
       // The lease expires and the call is attempted again: at-least-once, never lost. Noted
       // as due then, or nothing but the (slow) store sweep would look at this endpoint again.
-      this.o.logger.error({ err, webhookId: call.webhookId, eventId: call.eventId }, 'recording a webhook attempt failed');
-      this.noteDue(call.webhookId, this.o.clock.nowMs() + this.o.webhooks.leaseMs + 1);
+      this.logger.error({ err, webhookId: call.webhookId, eventId: call.eventId }, 'recording a webhook attempt failed');
+      this.noteDue(call.webhookId, this.clock.nowMs() + this.outbox.leaseMs + 1);
     }
   }
 }

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import net, { type LookupFunction } from 'node:net';
-import type { AttemptOutcome } from '../core/webhooks/webhook-service.js';
+import type { AttemptOutcome } from '../core/webhooks/webhook-outbox.js';
 import type { PinnedTarget } from '../core/webhooks/url-policy.js';
 
 // One webhook POST over node:http(s) rather than fetch: the socket connects to the address
