@@ -79,7 +79,18 @@ import { WebhookDispatcher } from './http-out/webhook-dispatcher.js';
 import { webhooksRoutes } from './api/routes/webhooks-routes.js';
 import { analyticsRoutes } from './api/routes/analytics-routes.js';
 import { trackingRoutes } from './api/tracking-routes.js';
-import { openApiRoute } from './api/openapi-document.js';
+import { OPERATOR_API, openApiRoute } from './api/openapi-document.js';
+import { operatorRoutes } from './api/admin/operator-routes.js';
+import { metricsRoute } from './api/admin/metrics-route.js';
+import { createOperatorKeysRepository } from './store/repositories/operator-keys-repository.js';
+import { createOperatorAuditRepository } from './store/repositories/operator-audit-repository.js';
+import { createQueueRepository } from './store/repositories/queue-repository.js';
+import { createOperatorKeyService } from './core/operators/operator-key-service.js';
+import { createAuditService } from './core/operators/audit-service.js';
+import { createAdminHealth, type ListenerState } from './core/operators/admin-health.js';
+import { JobMonitor } from './core/operators/job-monitor.js';
+import { createQueueService } from './core/queue/queue-service.js';
+import { createMetrics } from './core/metrics/metrics.js';
 
 // The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
 
@@ -119,9 +130,14 @@ export async function createApp(opts: AppOptions) {
   const logger = opts.logger ?? createLogger(config.log.level);
   const resolver = opts.resolver ?? createDnsClient({ servers: config.dns.servers, timeoutMs: config.dns.timeoutMs });
   const dataDir = resolve(config.dataDir);
+  // Background jobs' last outcomes, for /admin/v1/health.
+  const jobs = new JobMonitor(clock);
   const store: Store = openStore(storeFile(config), {
     backgroundCheckpoints: true,
-    onCheckpointError: (message) => logger.warn({ err: message }, 'WAL checkpoint failed; retried at the next interval'),
+    onCheckpointError: (message) => {
+      jobs.failed('wal-checkpoint', message);
+      logger.warn({ err: message }, 'WAL checkpoint failed; retried at the next interval');
+    },
   });
   await migrateToLatest(store.db);
 
@@ -149,6 +165,13 @@ export async function createApp(opts: AppOptions) {
 
   const emailsRepo = createEmailsRepository(store.db);
   const deliveriesRepo = createDeliveriesRepository(store.db);
+  const queueRepo = createQueueRepository(store.db);
+  // Sources read at scrape time; the pool is built further down.
+  const metrics = createMetrics({
+    queue: () => queueRepo.countsForMetrics(clock.nowMs()),
+    connections: () => pool.openByHost(),
+    storeFiles: () => store.fileSizes(),
+  });
   const suppressionsRepo = createSuppressionsRepository(store.db);
   let engine: DeliveryEngine | undefined;
   const emails = createEmailService({
@@ -160,6 +183,7 @@ export async function createApp(opts: AppOptions) {
     clock,
     renderTemplate: (teamId, templateId, variables) => templates.renderForSend(teamId, templateId, variables),
     onQueued: () => engine?.wake(),
+    onAccepted: (count) => metrics.accepted(count),
   });
   const deliveries = createDeliveryService({
     deliveries: deliveriesRepo,
@@ -174,6 +198,25 @@ export async function createApp(opts: AppOptions) {
     // twice: the engine skips what it is already attempting.
     leaseMs: config.outbound.leaseMs,
     owner: `${osHostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
+    observe: (samples) => {
+      for (const s of samples) metrics.outcome(s);
+    },
+  });
+
+  // The operator's side: operator keys, the audit log, the queue (suspensions, retry, bounce, traces).
+  const operatorKeys = createOperatorKeyService({ keys: createOperatorKeysRepository(store.db), clock });
+  const audit = createAuditService({ audit: createOperatorAuditRepository(store.db), clock });
+  const queue = createQueueService({
+    queue: queueRepo,
+    deliveriesRepo,
+    emails: emailsRepo,
+    deliveries,
+    audit,
+    clock,
+    owner: `${osHostname()}:${process.pid}:operator`,
+    leaseMs: config.outbound.leaseMs,
+    openConnections: () => pool.openByHost(),
+    wake: () => engine?.wake(),
   });
 
   // Audience: contact books, contacts (with double opt-in through the send path), segments, suppressions.
@@ -226,7 +269,13 @@ export async function createApp(opts: AppOptions) {
     allowPrivate: config.webhooks.allowPrivate,
     domainBelongsToTeam: domains.belongsToTeam,
   });
-  const webhookDispatcher = new WebhookDispatcher({ outbox: webhookOutbox, clock, logger, timeoutMs: config.webhooks.timeoutMs });
+  const webhookDispatcher = new WebhookDispatcher({
+    outbox: webhookOutbox,
+    clock,
+    logger,
+    timeoutMs: config.webhooks.timeoutMs,
+    onAttempt: (outcome) => metrics.webhookCall(outcome),
+  });
   const analytics = createAnalyticsService({ analytics: createAnalyticsRepository(store.db), clock, logger, domainBelongsToTeam: domains.belongsToTeam });
   const tracking = createTrackingService({
     emails: emailsRepo,
@@ -264,7 +313,7 @@ export async function createApp(opts: AppOptions) {
   let inboundListener: SmtpListener | undefined;
   let submissionListener: SmtpListener | undefined;
 
-  const services = { campaigns, templates, teams, apiKeys, events, domains, emails, deliveries, contactBooks, contacts, segments, suppressions, webhooks, webhookOutbox, analytics, tracking };
+  const services = { campaigns, templates, teams, apiKeys, events, domains, emails, deliveries, contactBooks, contacts, segments, suppressions, webhooks, webhookOutbox, analytics, tracking, operatorKeys, audit, queue };
 
   const routes: RouteDef[] = [...apiKeysRoutes(apiKeys), ...domainsRoutes(domains), ...emailsRoutes(emails), ...templatesRoutes(templates)];
   routes.push(...campaignsRoutes(campaigns));
@@ -297,6 +346,7 @@ export async function createApp(opts: AppOptions) {
     greetingTimeoutMs: config.outbound.greetingTimeoutMs,
     socketTimeoutMs: config.outbound.socketTimeoutMs,
     transactionTimeoutMs: config.outbound.transactionTimeoutMs,
+    traces: config.outbound.traces.enabled,
   });
   engine = new DeliveryEngine({
     deliveries,
@@ -311,19 +361,34 @@ export async function createApp(opts: AppOptions) {
     maxInFlightPerDomain: 2 * config.outbound.maxConnectionsPerHost,
   });
   const listeners: Listeners = {};
+  /** Listeners that were configured but failed to start. */
+  const failedListeners = new Set<string>();
   let http: RunningHttpServer | undefined;
   let stopping = false;
+  const storeOk = () => {
+    try {
+      store.sqlite.prepare('select 1').get();
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const listenerStates = (): Record<string, ListenerState> =>
+    Object.fromEntries(
+      (['http', 'inbound', 'submission'] as const).map((name) => {
+        const l = listeners[name];
+        return [name, l ? { state: 'listening', host: l.host, port: l.port } : { state: failedListeners.has(name) ? 'failed' : 'not started', host: null, port: null }];
+      }),
+    );
+  const adminHealth = createAdminHealth({ queue: queueRepo, jobs, clock, node: `${osHostname()}:${process.pid}`, dataDir, storeOk, listeners: listenerStates, stopping: () => stopping });
+  const adminRoutes: RouteDef[] = operatorRoutes({ queue, teams, audit, health: adminHealth });
+  adminRoutes.push(openApiRoute(() => adminRoutes, OPERATOR_API));
 
   function healthRoute(router: Router) {
     router.get('/health', async (ctx) => {
-      let storeOk = true;
-      try {
-        store.sqlite.prepare('select 1').get();
-      } catch {
-        storeOk = false;
-      }
-      ctx.status = storeOk && !stopping ? 200 : 503;
-      ctx.body = { status: storeOk && !stopping ? 'ok' : 'degraded', store: storeOk ? 'ok' : 'error', listeners };
+      const ok = storeOk();
+      ctx.status = ok && !stopping ? 200 : 503;
+      ctx.body = { status: ok && !stopping ? 'ok' : 'degraded', store: ok ? 'ok' : 'error', listeners };
     });
   }
 
@@ -339,6 +404,9 @@ export async function createApp(opts: AppOptions) {
     engine,
     /** The API route table (the OpenAPI document and route sweeps read it). */
     routes,
+    /** The operator API's route table (/admin/v1). */
+    adminRoutes,
+    metrics,
     /** Runs due campaign batches now (tests move their clock, then call this). */
     runCampaigns: () => campaignRunner?.tickNow() ?? campaigns.tick(),
     inbound,
@@ -362,8 +430,12 @@ export async function createApp(opts: AppOptions) {
         bodyLimitBytes: config.http.bodyLimitBytes,
         routes,
         translateError: (err) => (isStorageFailure(err) ? storageUnavailable() : err),
+        adminRoutes,
+        operatorKeys,
+        observeRequest: (method, route, status, seconds) => metrics.http(method, route, status, seconds),
         extra: (router) => {
           healthRoute(router);
+          metricsRoute({ metrics, operatorKeys, apiKeys, allowFrom: config.metrics.allowFrom })(router);
           contactConfirmationPages(router, contacts);
           unsubscribeRoutes(campaigns)(router);
           trackingRoutes(tracking, logger)(router);
@@ -387,13 +459,16 @@ export async function createApp(opts: AppOptions) {
           resolver: toNodeStyleResolver(resolver) as never, // mailauth's resolver signature, typed loosely there
           clock,
           unsubscribe: (token) => campaigns.unsubscribe(token),
+          onMessage: (kind) => metrics.inbound(kind),
         }),
       );
       if (inboundListener) listeners.inbound = { host: config.inbound.host, port: inboundListener.port };
+      else failedListeners.add('inbound');
       submissionListener = await startOrReport('submission', config.submission, logger, () =>
         startSubmissionServer({ ...smtpCommon, ...config.submission, tls: submissionTls, apiKeys, emails, rateLimiter, defaultRateLimit: config.rateLimit.perSecond }),
       );
       if (submissionListener) listeners.submission = { host: config.submission.host, port: submissionListener.port };
+      else failedListeners.add('submission');
       logger.info({ inbound: listeners.inbound, submission: listeners.submission }, 'SMTP listeners started');
       const recounted = await campaigns.recoverCounts();
       if (recounted) logger.info({ recounted }, 'campaign counters a previous run left behind were counted');
@@ -403,8 +478,8 @@ export async function createApp(opts: AppOptions) {
       const releasedCalls = await webhookOutbox.releaseStaleLeases();
       if (releasedCalls) logger.info({ released: releasedCalls }, 'released webhook call leases left by a previous run');
       webhookDispatcher.start();
-      cron = startCronJobs({ logger, domains, emails, config });
-      campaignRunner = startCampaignRunner({ campaigns, logger });
+      cron = startCronJobs({ logger, domains, emails, queue, config, jobs });
+      campaignRunner = startCampaignRunner({ campaigns, logger, jobs });
       return listeners;
     },
 

@@ -6,6 +6,7 @@ import Router from '@koa/router';
 import getRawBody from 'raw-body';
 import { AppError } from '../core/errors.js';
 import type { ApiKeyService, AuthContext } from '../core/api-keys/api-key-service.js';
+import type { OperatorAuth, OperatorKeyService } from '../core/operators/operator-key-service.js';
 import type { RateLimiter } from '../core/rate-limit/rate-limiter.js';
 import type { Logger } from '../lib/logger.js';
 import { toHttpError } from './http-errors.js';
@@ -22,6 +23,11 @@ export interface HttpServerDeps {
   bodyLimitBytes: number;
   /** API routes, mounted under /v1 and /api/v1 (the usesend-js SDK appends /api/v1). */
   routes: RouteDef[];
+  /** The operator API, mounted under /admin/v1 (operator keys only). */
+  adminRoutes?: RouteDef[];
+  operatorKeys?: Pick<OperatorKeyService, 'authenticate' | 'isOperatorKey'>;
+  /** Told each request's method, route template ('unmatched' when none), status and duration (metrics). */
+  observeRequest?: (method: string, route: string, status: number, seconds: number) => void;
   /** Routes outside the API prefix (health, tracking, unsubscribe pages): raw Koa handlers. */
   extra?: (router: Router) => void;
   /** Turns an unexpected error into an AppError where the composition root knows better (a full disk); else returns it as is. */
@@ -29,6 +35,7 @@ export interface HttpServerDeps {
 }
 
 const API_PREFIXES = ['/v1', '/api/v1'];
+export const ADMIN_PREFIX = '/admin/v1';
 /** Error codes of a client that closed or reset its connection: nothing to fix on our side. */
 const CLIENT_GONE_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE', 'ERR_STREAM_DESTROYED']);
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']); // architecture.md, Decisions: compatibility
@@ -48,12 +55,29 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
     else deps.logger.debug({ err: err.message, status: err.status }, 'HTTP error');
   });
   const router = new Router();
+  if (deps.observeRequest) {
+    const observe = deps.observeRequest;
+    app.use(async (ctx, next) => {
+      const started = performance.now();
+      try {
+        await next();
+      } finally {
+        // The route template (bounded), never the path itself: ids would explode the label set.
+        const route = (ctx as Context & { _matchedRoute?: string })._matchedRoute;
+        observe(ctx.method, typeof route === 'string' ? route : 'unmatched', ctx.status, (performance.now() - started) / 1000);
+      }
+    });
+  }
 
-  for (const route of deps.routes) {
+  const mounts = [
+    ...deps.routes.map((route) => ({ route, prefixes: API_PREFIXES })),
+    ...(deps.adminRoutes ?? []).map((route) => ({ route, prefixes: [ADMIN_PREFIX] })),
+  ];
+  for (const { route, prefixes } of mounts) {
     checkPathParams(route);
-    for (const prefix of API_PREFIXES) {
+    for (const prefix of prefixes) {
       router.register(prefix + route.path, [route.method], [
-        authenticate(route, deps),
+        route.access === 'operator' ? authenticateOperator(deps) : authenticate(route, deps),
         parseBody(deps.bodyLimitBytes),
         async (ctx: Context) => {
           const params = (ctx as Context & { params: Record<string, string> }).params ?? {};
@@ -73,7 +97,17 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
             }),
             body: decl?.body && decl.bodyParsedBy !== 'service' ? parseInput(decl.body, body ?? {}) : body,
           };
-          const req: RouteRequest = { auth: ctx.state.auth as AuthContext, input, params, query, body, rawBody: ctx.state.rawBody as Buffer | undefined, header, koa: ctx };
+          const req: RouteRequest = {
+            auth: ctx.state.auth as AuthContext,
+            operator: ctx.state.operator as OperatorAuth | undefined,
+            input,
+            params,
+            query,
+            body,
+            rawBody: ctx.state.rawBody as Buffer | undefined,
+            header,
+            koa: ctx,
+          };
           const result = await route.handler(req);
           if (result instanceof JsonStream) {
             ctx.status = 200;
@@ -159,7 +193,12 @@ function errorMiddleware(logger: Logger, translate: (err: unknown) => unknown = 
 function authenticate(route: RouteDef, deps: HttpServerDeps) {
   return async (ctx: Context, next: Next) => {
     if (route.access === 'public') return next();
-    const auth = await deps.apiKeys.authenticate(bearerToken(ctx));
+    const token = bearerToken(ctx);
+    const auth = await deps.apiKeys.authenticate(token).catch(async (err: unknown) => {
+      // A valid operator key is known, only not allowed here: 403, not 401.
+      if (await deps.operatorKeys?.isOperatorKey(token)) throw new AppError('FORBIDDEN', 'an operator key may call only the operator API (/admin/v1) and /metrics');
+      throw err;
+    });
     applyRateLimit(ctx, auth, deps);
     if (route.access === 'full' && auth.permission !== 'FULL') {
       throw new AppError('FORBIDDEN', 'this API key has SENDING permission and may only use the email endpoints');
@@ -169,8 +208,23 @@ function authenticate(route: RouteDef, deps: HttpServerDeps) {
   };
 }
 
+/** Operator routes: a server-operator key; a team key is known but forbidden (403); no rate limit. */
+function authenticateOperator(deps: HttpServerDeps) {
+  return async (ctx: Context, next: Next) => {
+    const token = bearerToken(ctx);
+    if (!deps.operatorKeys) throw new AppError('NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
+    ctx.state.operator = await deps.operatorKeys.authenticate(token).catch(async (err: unknown) => {
+      if (token && (await deps.apiKeys.authenticate(token).then(() => true, () => false))) {
+        throw new AppError('FORBIDDEN', 'team API keys may not call the operator API: use a server-operator key (posthorn keys create --operator)');
+      }
+      throw err;
+    });
+    return next();
+  };
+}
+
 /** The Bearer token; '' for an Authorization header of another form, undefined without one. */
-function bearerToken(ctx: Context): string | undefined {
+export function bearerToken(ctx: Context): string | undefined {
   const header = ctx.get('authorization');
   if (!header) return undefined;
   return /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] ?? '';

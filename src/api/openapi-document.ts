@@ -70,9 +70,41 @@ function toComponentRefs(json: JsonObject): JsonObject {
 }
 
 /** '/domains/:id/verify' -> '/v1/domains/{id}/verify' */
-export function openApiPath(routePath: string): string {
-  return '/v1' + routePath.replace(/:([A-Za-z]+)/g, '{$1}');
+export function openApiPath(routePath: string, prefix = '/v1'): string {
+  return prefix + routePath.replace(/:([A-Za-z]+)/g, '{$1}');
 }
+
+/** What differs between the team API's document and the operator API's. */
+export interface DocumentKind {
+  prefix: string;
+  title: string;
+  description: string[];
+  keyDescription: string;
+}
+
+export const TEAM_API: DocumentKind = {
+  prefix: '/v1',
+  title: 'Posthorn API',
+  description: [
+    'The JSON HTTP API of a Posthorn email delivery server.',
+    'Every path also answers under /api/v1 (the base the usesend-js SDK uses).',
+    'Authenticate with `Authorization: Bearer <API key>`; requests are rate limited per team, and every authenticated response carries the X-RateLimit-* headers.',
+    'Errors are `{"error": {"code", "message"}}`; a method a path does not have answers 405 METHOD_NOT_ALLOWED with an Allow header.',
+    'Page-numbered lists take page and limit and answer `{<items>, page, limit, total, totalPage, hasMore}`.',
+  ],
+  keyDescription: 'An API key, e.g. ph_<id>_<secret>.',
+};
+
+export const OPERATOR_API: DocumentKind = {
+  prefix: '/admin/v1',
+  title: 'Posthorn operator API',
+  description: [
+    "The server operator's API of a Posthorn email delivery server: the delivery queue, suspensions, bulk retry and bounce, SMTP traces, teams, health and the audit log.",
+    'Authenticate with `Authorization: Bearer <operator key>` (made with `posthorn keys create --operator`); team API keys are refused with 403. Not rate limited.',
+    'Errors are `{"error": {"code", "message"}}`, as in the team API; lists page with limit and an opaque cursor (`nextCursor`, null on the last page).',
+  ],
+  keyDescription: 'A server-operator key, e.g. ph_<id>_<secret>.',
+};
 
 /** GET /contactBooks/:contactBookId/contacts -> getContactBooksByContactBookIdContacts (unique per method and path). */
 export function operationId(route: RouteDef): string {
@@ -86,6 +118,7 @@ export function operationId(route: RouteDef): string {
 
 function accessNote(route: RouteDef): string {
   if (route.access === 'public') return 'No API key needed.';
+  if (route.access === 'operator') return 'Needs a server-operator key.';
   if (route.access === 'sending') return 'Needs an API key with SENDING or FULL permission.';
   return 'Needs an API key with FULL permission.';
 }
@@ -96,7 +129,7 @@ function parameter(set: SchemaSet, where: 'path' | 'query' | 'header', name: str
   return p;
 }
 
-function operation(set: SchemaSet, route: RouteDef): JsonObject {
+function operation(set: SchemaSet, route: RouteDef, kind: DocumentKind): JsonObject {
   const req = route.request ?? {};
   const authenticated = route.access !== 'public';
   const parameters = [
@@ -122,7 +155,7 @@ function operation(set: SchemaSet, route: RouteDef): JsonObject {
   const responses: JsonObject = {
     '200': {
       description: 'Success.',
-      ...(authenticated ? { headers: RATE_LIMIT_HEADERS } : {}),
+      ...(authenticated && route.access !== 'operator' ? { headers: RATE_LIMIT_HEADERS } : {}),
       content: { [route.contentType ?? 'application/json']: { schema: set.toJson(route.response, 'output') } },
     },
   };
@@ -137,30 +170,29 @@ export function errorStatuses(route: RouteDef): number[] {
   const statuses = new Set<number>(route.errors ?? []);
   if (req.params || req.query || req.headers || req.body) statuses.add(400);
   if (req.body) statuses.add(413);
-  if (route.access !== 'public') {
-    statuses.add(401);
-    statuses.add(429);
-  }
-  if (route.access === 'full') statuses.add(403);
+  if (route.access !== 'public') statuses.add(401);
+  if (route.access === 'sending' || route.access === 'full') statuses.add(429);
+  if (route.access === 'full' || route.access === 'operator') statuses.add(403);
   return [...statuses].sort((a, b) => a - b);
 }
 
-export function buildOpenApiDocument(routes: RouteDef[]): JsonObject {
+export function buildOpenApiDocument(routes: RouteDef[], kind: DocumentKind = TEAM_API): JsonObject {
   const set = new SchemaSet();
   const paths: Record<string, Record<string, JsonObject>> = {};
   for (const route of routes) {
-    const path = openApiPath(route.path);
+    const path = openApiPath(route.path, kind.prefix);
     const item = (paths[path] ??= {});
     const method = route.method.toLowerCase();
     if (item[method]) throw new Error(`${route.method} ${path} is declared twice`);
-    item[method] = operation(set, route);
+    item[method] = operation(set, route, kind);
   }
   const errorRef = set.toJson(errorSchema, 'output');
   const responses: Record<string, JsonObject> = {};
   for (const e of Object.values(ERROR_RESPONSES)) {
     responses[e.name] = {
       description: e.description,
-      ...(e.name === 'Unauthorized' ? {} : { headers: e.name === 'RateLimited' ? { ...RATE_LIMIT_HEADERS, 'Retry-After': { $ref: '#/components/headers/Retry-After' } } : RATE_LIMIT_HEADERS }),
+      // The operator API is not rate limited: its answers carry no X-RateLimit-* headers.
+      ...(e.name === 'Unauthorized' || kind !== TEAM_API ? {} : { headers: e.name === 'RateLimited' ? { ...RATE_LIMIT_HEADERS, 'Retry-After': { $ref: '#/components/headers/Retry-After' } } : RATE_LIMIT_HEADERS }),
       content: {
         'application/json': {
           schema: { allOf: [errorRef, { type: 'object', properties: { error: { type: 'object', properties: { code: { const: e.code } } } } }] },
@@ -174,23 +206,17 @@ export function buildOpenApiDocument(routes: RouteDef[]): JsonObject {
     openapi: '3.1.1',
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     info: {
-      title: 'Posthorn API',
+      title: kind.title,
       version: API_VERSION,
       'x-server-version': serverVersion(),
-      description: [
-        'The JSON HTTP API of a Posthorn email delivery server.',
-        'Every path also answers under /api/v1 (the base the usesend-js SDK uses).',
-        'Authenticate with `Authorization: Bearer <API key>`; requests are rate limited per team, and every authenticated response carries the X-RateLimit-* headers.',
-        'Errors are `{"error": {"code", "message"}}`; a method a path does not have answers 405 METHOD_NOT_ALLOWED with an Allow header.',
-        'Page-numbered lists take page and limit and answer `{<items>, page, limit, total, totalPage, hasMore}`.',
-      ].join('\n\n'),
+      description: kind.description.join('\n\n'),
     },
     servers: [{ url: '/', description: 'This server.' }],
     security: [{ bearerAuth: [] }],
     tags,
     paths,
     components: {
-      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key, e.g. ph_<id>_<secret>.' } },
+      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: kind.keyDescription } },
       headers: {
         'X-RateLimit-Limit': integerHeader('Requests allowed per second for the team.'),
         'X-RateLimit-Remaining': integerHeader('Requests left in the current second.'),
@@ -216,15 +242,15 @@ const openApiDocumentSchema = z
  * GET /openapi.json, without a key (and so without a team to rate limit). The document is
  * static: built on the first request from the final route table, then served from memory.
  */
-export function openApiRoute(routes: () => RouteDef[]): RouteDef {
+export function openApiRoute(routes: () => RouteDef[], kind: DocumentKind = TEAM_API): RouteDef {
   let cached: JsonObject | undefined;
   return defineRoute({
     method: 'GET',
     path: '/openapi.json',
     access: 'public',
     tag: 'Meta',
-    summary: 'This OpenAPI 3.1 document of the whole API.',
+    summary: kind === TEAM_API ? 'This OpenAPI 3.1 document of the whole API.' : 'This OpenAPI 3.1 document of the whole operator API.',
     response: openApiDocumentSchema,
-    handler: async () => (cached ??= buildOpenApiDocument(routes())) as z.input<typeof openApiDocumentSchema>,
+    handler: async () => (cached ??= buildOpenApiDocument(routes(), kind)) as z.input<typeof openApiDocumentSchema>,
   });
 }

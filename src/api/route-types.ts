@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import type { z } from 'zod';
 import type { AuthContext } from '../core/api-keys/api-key-service.js';
+import type { OperatorAuth } from '../core/operators/operator-key-service.js';
 import type { ParamDef, ParamValues } from './params.js';
 import type { JsonStream } from './json-stream.js';
 
@@ -8,9 +9,10 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /**
  * Who may call a route: `public` needs no key; `sending` accepts SENDING and FULL keys (the
- * email endpoints); `full` needs a FULL key (spec, Authentication 2).
+ * email endpoints); `full` needs a FULL key (spec, Authentication 2); `operator` needs a
+ * server-operator key (the operator API under /admin/v1, where team keys get 403).
  */
-export type Access = 'public' | 'sending' | 'full';
+export type Access = 'public' | 'sending' | 'full' | 'operator';
 
 /**
  * Error statuses a route may answer beyond the ones every route of its kind can: 400 (any
@@ -45,7 +47,10 @@ export interface RouteInput<P extends ParamDefs = ParamDefs, Q extends ParamDefs
 }
 
 export interface RouteRequest<I extends RouteInput = RouteInput> {
+  /** The team key's context (team routes; unset on operator and public routes). */
   auth: AuthContext;
+  /** The operator key (operator routes only). */
+  operator: OperatorAuth | undefined;
   /** The declared parameters and body, parsed and validated. */
   input: I;
   /** Raw path parameters, query and body as received (prefer `input`). */
@@ -61,7 +66,7 @@ type BodyOf<B> = B extends z.ZodType ? z.output<B> : unknown;
 
 export interface RouteDef<P extends ParamDefs = ParamDefs, Q extends ParamDefs = ParamDefs, H extends ParamDefs = ParamDefs, B extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType> {
   method: HttpMethod;
-  /** Path under /v1 (and /api/v1), @koa/router syntax, e.g. '/domains/:id'. */
+  /** Path under /v1 (and /api/v1), or under /admin/v1 for operator routes; @koa/router syntax, e.g. '/domains/:id'. */
   path: string;
   access: Access;
   summary: string;

@@ -27,10 +27,10 @@ export function parseIntOption(value: string, name: string): number {
   return Number(value);
 }
 
-/** Prints rows as an aligned text table. */
-export function printTable(rows: Record<string, unknown>[]): void {
+/** Prints rows as an aligned text table, or `empty` when there are none. */
+export function printTable(rows: Record<string, unknown>[], empty = '(none)'): void {
   if (rows.length === 0) {
-    process.stdout.write('(none)\n');
+    process.stdout.write(`${empty}\n`);
     return;
   }
   const headers = Object.keys(rows[0]!);

@@ -7,7 +7,8 @@ import { registerTeams } from './teams-command.js';
 import { registerKeys } from './keys-command.js';
 import { registerConfig } from './config-command.js';
 import { registerDomains } from './domains-command.js';
-import { registerQueue, registerSend } from './send-command.js';
+import { registerSend } from './send-command.js';
+import { registerQueue } from './queue-command.js';
 
 export function buildProgram(): Command {
   const program = new Command();

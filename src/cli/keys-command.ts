@@ -10,10 +10,18 @@ export function registerKeys(program: Command): void {
     .option('--team <id>', 'team id (default: the first team; one is created if none exists)')
     .option('--permission <p>', 'FULL or SENDING', 'FULL')
     .option('--domain <id>', 'restrict the key to one domain id')
-    .action(async (opts: { name: string; team?: string; permission: string; domain?: string }, cmd: Command) => {
+    .option('--operator', 'a server-operator key (no team): it may call only /admin/v1 and /metrics')
+    .action(async (opts: { name: string; team?: string; permission: string; domain?: string; operator?: boolean }, cmd: Command) => {
       const permission = opts.permission.toUpperCase();
       if (permission !== 'FULL' && permission !== 'SENDING') throw new Error('--permission must be FULL or SENDING');
+      if (opts.operator && (opts.team || opts.domain || permission !== 'FULL')) throw new Error('--operator keys belong to no team: --team, --domain and --permission do not apply');
       await withApp(cmd, async (app) => {
+        if (opts.operator) {
+          const key = await app.services.operatorKeys.create(opts.name);
+          await app.services.audit.record('cli', 'operator-key.create', { keyId: key.id, name: key.name });
+          process.stdout.write(`created operator key ${key.id}; it is shown only now:\n${key.token}\n`);
+          return;
+        }
         let teamId: number;
         if (opts.team) {
           teamId = parseIntOption(opts.team, '--team');
@@ -31,9 +39,10 @@ export function registerKeys(program: Command): void {
     });
   keys
     .command('list')
-    .description('list API keys of every team (never the secret)')
+    .description('list API keys of every team, and operator keys (never the secret)')
     .action(async (_opts, cmd: Command) => {
       await withApp(cmd, async (app) => {
+        process.stdout.write('Team keys\n');
         printTable(
           (await app.services.apiKeys.listAll()).map((k) => ({
             id: k.id,
@@ -45,16 +54,26 @@ export function registerKeys(program: Command): void {
             lastUsed: k.lastUsed ?? 'never',
           })),
         );
+        process.stdout.write('\nOperator keys\n');
+        printTable(
+          (await app.services.operatorKeys.list()).map((k) => ({ id: k.id, name: k.name, key: k.partialKey, lastUsed: k.lastUsed ?? 'never' })),
+        );
       });
     });
   keys
     .command('revoke')
     .description('revoke an API key at once')
     .argument('<id>')
-    .action(async (id: string, _opts, cmd: Command) => {
+    .option('--operator', 'the id is an operator key\'s')
+    .action(async (id: string, opts: { operator?: boolean }, cmd: Command) => {
       await withApp(cmd, async (app) => {
-        await app.services.apiKeys.revoke(parseIntOption(id, 'id'));
-        process.stdout.write(`revoked key ${id}\n`);
+        if (opts.operator) {
+          await app.services.operatorKeys.revoke(parseIntOption(id, 'id'));
+          await app.services.audit.record('cli', 'operator-key.revoke', { keyId: Number(id) });
+        } else {
+          await app.services.apiKeys.revoke(parseIntOption(id, 'id'));
+        }
+        process.stdout.write(`revoked ${opts.operator ? 'operator ' : ''}key ${id}\n`);
       });
     });
 }

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { parseIntOption, printTable, withApp } from './cli-context.js';
+import { parseIntOption, withApp } from './cli-context.js';
 import { sendBodySchema } from '../core/emails/send-schema.js';
 import { badRequest } from '../core/errors.js';
 
@@ -35,52 +35,6 @@ export function registerSend(program: Command): void {
         if (!parsed.success) throw badRequest(`${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
         const { emailId } = await app.services.emails.submit({ teamId, domainId: null, apiKeyId: null }, parsed.data);
         process.stdout.write(`${emailId}\n`);
-      });
-    });
-}
-
-export function registerQueue(program: Command): void {
-  const queue = program
-    .command('queue')
-    .description('inspect the delivery queue: counts by state and the next due deliveries')
-    .option('--limit <n>', 'how many queued deliveries to list', '20')
-    .action(async (opts: { limit: string }, cmd: Command) => {
-      await withApp(cmd, async (app) => {
-        printTable((await app.services.deliveries.countsByState()).map((r) => ({ state: r.state, count: r.count })));
-        process.stdout.write('\n');
-        const rows = await app.services.deliveries.listQueued(parseIntOption(opts.limit, '--limit'));
-        printTable(
-          rows.map((d) => ({
-            id: d.id,
-            email: d.email_id,
-            recipient: d.recipient,
-            attempts: d.attempts,
-            nextAttempt: new Date(d.next_attempt_at).toISOString(),
-            lastReply: (d.last_response ?? '').slice(0, 60),
-          })),
-        );
-      });
-    });
-  queue
-    .command('retry')
-    .description('attempt a queued delivery now')
-    .argument('<deliveryId>')
-    .action(async (id: string, _opts, cmd: Command) => {
-      await withApp(cmd, async (app) => {
-        if (!(await app.services.deliveries.retryNow(parseIntOption(id, 'deliveryId')))) {
-          throw new Error(`delivery ${id} is not queued`);
-        }
-        process.stdout.write(`delivery ${id} will be attempted at the next engine round\n`);
-      });
-    });
-  queue
-    .command('purge')
-    .description('give up on a queued delivery now (it is recorded as FAILED)')
-    .argument('<deliveryId>')
-    .action(async (id: string, _opts, cmd: Command) => {
-      await withApp(cmd, async (app) => {
-        await app.services.deliveries.purge(parseIntOption(id, 'deliveryId'));
-        process.stdout.write(`delivery ${id} purged\n`);
       });
     });
 }

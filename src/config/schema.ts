@@ -1,5 +1,15 @@
 import { z } from 'zod';
+import { isIP } from 'node:net';
 import { parseDnsServers } from '../lib/dns/dns-client.js';
+
+/** An IP address, or a subnet in CIDR notation. */
+function isAddressOrSubnet(entry: string): boolean {
+  const [address, bits, ...rest] = entry.trim().split('/');
+  const family = isIP(address ?? '');
+  if (!family || rest.length) return false;
+  if (bits === undefined) return true;
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}
 
 /*
  * Every configuration key, once: its type, its default and what it is for. The Config type,
@@ -166,6 +176,15 @@ export const configSchema = z
         leaseMs: key(z.number().int().min(1000).default(10 * 60_000), {
           doc: 'How long a claimed delivery stays leased, in milliseconds: longer than a transaction usually takes; a delivery still leased when its owner died is claimed again after it.',
         }),
+        traces: section(
+          {
+            enabled: key(z.boolean().default(true), {
+              doc: 'Keep a trace of every delivery attempt (MX, addresses, TLS, the SMTP commands and replies; never the message body or AUTH secrets), read with posthorn queue trace or GET /admin/v1/emails/{id}/trace.',
+            }),
+            retentionDays: key(z.number().int().min(1).max(90).default(7), { doc: 'How many days attempt traces are kept.' }),
+          },
+          'The SMTP trace of each delivery attempt, for operators.',
+        ),
         relay: section(
           {
             host: key(z.string().default(''), { doc: 'Upstream relay (smarthost) for hosts whose port 25 is blocked; empty delivers directly. Mail is still DKIM-signed by us.' }),
@@ -180,6 +199,18 @@ export const configSchema = z
         ),
       },
       "Delivery to recipients' MX hosts.",
+    ),
+    metrics: section(
+      {
+        allowFrom: key(
+          z
+            .array(z.string())
+            .refine((list) => list.every(isAddressOrSubnet), { message: 'each entry must be an IP address or a subnet such as 10.0.0.0/8' })
+            .default(['127.0.0.1', '::1']),
+          { doc: 'Addresses (or subnets) that may read GET /metrics without a key; anyone else needs an operator key as bearer. The connecting address counts, never X-Forwarded-For.' },
+        ),
+      },
+      'Prometheus metrics at GET /metrics.',
     ),
     campaigns: section({
       batchWindowSeconds: key(z.number().min(0).max(86_400).default(60), { doc: 'A campaign sends batchSize messages per window of this many seconds (pacing).' }),

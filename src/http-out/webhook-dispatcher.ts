@@ -10,6 +10,8 @@ export interface WebhookDispatcherOptions {
   logger: Logger;
   /** Per-attempt timeout (spec: 10 s). */
   timeoutMs: number;
+  /** Told each attempt's outcome (success, http_<status>, timeout, error), for metrics. */
+  onAttempt?: (outcome: string) => void;
   /** Calls in flight to one endpoint: a slow endpoint holds only its own slots. */
   perEndpointConcurrency?: number;
   /** Calls in flight in total. */
@@ -58,12 +60,14 @@ export class WebhookDispatcher {
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly timeoutMs: number;
+  private readonly onAttempt: ((outcome: string) => void) | undefined;
 
   constructor(options: WebhookDispatcherOptions) {
     this.outbox = options.outbox;
     this.clock = options.clock;
     this.logger = options.logger;
     this.timeoutMs = options.timeoutMs;
+    this.onAttempt = options.onAttempt;
     this.perEndpoint = options.perEndpointConcurrency ?? 4;
     this.maxInFlight = options.maxInFlight ?? 64;
     this.idlePollMs = options.idlePollMs ?? 1000;
@@ -237,6 +241,7 @@ export class WebhookDispatcher {
       const message = err instanceof WebhookUrlError && err.problem === 'private' ? `refused: ${err.message}` : (err as Error).message;
       outcome = { status: null, body: null, error: message, durationMs: performance.now() - started };
     }
+    this.onAttempt?.(attemptLabel(outcome));
     try {
       const next = await this.outbox.recordAttempt(call, request ?? { url: call.url, headers: {}, body: call.body }, outcome);
       if (next !== null) this.noteDue(call.webhookId, next);
@@ -247,4 +252,10 @@ export class WebhookDispatcher {
       this.noteDue(call.webhookId, this.clock.nowMs() + this.outbox.leaseMs + 1);
     }
   }
+}
+
+/** A small fixed set of outcome labels: success, http_4xx / http_5xx / http_3xx, timeout, error. */
+function attemptLabel(outcome: AttemptOutcome): string {
+  if (outcome.status !== null) return outcome.status >= 200 && outcome.status < 300 ? 'success' : `http_${Math.floor(outcome.status / 100)}xx`;
+  return /timed? ?out|timeout/i.test(outcome.error ?? '') ? 'timeout' : 'error';
 }

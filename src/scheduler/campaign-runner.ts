@@ -1,5 +1,6 @@
 import type { CampaignService } from '../core/campaigns/campaign-service.js';
 import type { Logger } from '../lib/logger.js';
+import type { JobMonitor } from '../core/operators/job-monitor.js';
 
 /** How often due campaign batches are looked for. */
 export const CAMPAIGN_TICK_MS = 1000;
@@ -11,12 +12,12 @@ export interface CampaignRunner {
 }
 
 /** Due work loop for campaigns: one tick at a time, never overlapping. */
-export function startCampaignRunner(deps: { campaigns: CampaignService; logger: Logger; intervalMs?: number }): CampaignRunner {
+export function startCampaignRunner(deps: { campaigns: CampaignService; logger: Logger; intervalMs?: number; jobs?: JobMonitor }): CampaignRunner {
   let current: Promise<number> = Promise.resolve(0);
   let stopped = false;
   const tick = () => {
     current = current.then(
-      () => (stopped ? 0 : deps.campaigns.tick()),
+      () => (stopped ? 0 : deps.jobs ? deps.jobs.run('campaigns', () => deps.campaigns.tick()) : deps.campaigns.tick()),
       () => 0,
     );
     current.catch((err) => deps.logger.error({ err }, 'campaign tick failed'));

@@ -3,13 +3,25 @@ import type { Config } from '../config/defaults.js';
 import type { DomainService } from '../core/domains/domain-service.js';
 import type { EmailService } from '../core/emails/email-service.js';
 import type { Logger } from '../lib/logger.js';
+import type { JobMonitor } from '../core/operators/job-monitor.js';
+import type { QueueService } from '../core/queue/queue-service.js';
 
 export interface CronJobs {
   stop(): void;
 }
 
 /** Periodic jobs (node-cron). Each job skips a tick while its previous run is still going. */
-export function startCronJobs(deps: { logger: Logger; domains: DomainService; emails: Pick<EmailService, 'purgeExpiredIdempotencyKeys'>; config: Config }): CronJobs {
+export interface CronJobDeps {
+  logger: Logger;
+  domains: DomainService;
+  emails: Pick<EmailService, 'purgeExpiredIdempotencyKeys'>;
+  queue?: Pick<QueueService, 'prune'>;
+  config: Config;
+  /** Records each run's outcome for /admin/v1/health. */
+  jobs?: JobMonitor;
+}
+
+export function startCronJobs(deps: CronJobDeps): CronJobs {
   const tasks: ScheduledTask[] = [];
   const job = (name: string, expression: string, fn: () => Promise<unknown>) => {
     let running = false;
@@ -18,7 +30,7 @@ export function startCronJobs(deps: { logger: Logger; domains: DomainService; em
         if (running) return;
         running = true;
         try {
-          const result = await fn();
+          const result = deps.jobs ? await deps.jobs.run(name, fn) : await fn();
           deps.logger.debug({ job: name, result }, 'cron job finished');
         } catch (err) {
           deps.logger.error({ err, job: name }, 'cron job failed');
@@ -35,6 +47,9 @@ export function startCronJobs(deps: { logger: Logger; domains: DomainService; em
   // Expired keys already answer as unused (begin() checks the age); this only keeps the table
   // from growing. Hourly at a minute other jobs do not use.
   job('purge-idempotency-keys', '23 * * * *', () => deps.emails.purgeExpiredIdempotencyKeys());
+  // Attempt traces past their retention and suspensions long ended, daily.
+  const queue = deps.queue;
+  if (queue) job('prune-queue-records', '41 4 * * *', () => queue.prune(deps.config.outbound.traces.retentionDays * 86_400_000));
   return {
     stop() {
       for (const t of tasks) t.stop();

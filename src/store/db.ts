@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type SqliteDialectConfig } from 'kysely';
@@ -16,6 +17,8 @@ export interface Store {
   sqlite: BetterSqlite3.Database;
   /** Set when checkpoints run in the background (see StoreOptions). */
   checkpointer?: WalCheckpointer;
+  /** The database file and its write-ahead log, with their sizes in bytes (absent files are 0). */
+  fileSizes(): Promise<Record<'db' | 'wal', number>>;
   close(): Promise<void>;
 }
 
@@ -65,6 +68,12 @@ export function openStore(file: string, opts: StoreOptions = {}): Store {
     db,
     sqlite,
     checkpointer,
+    async fileSizes() {
+      const size = (path: string) => stat(path).then((s) => s.size, () => 0);
+      if (file === ':memory:') return { db: 0, wal: 0 };
+      const [db, wal] = await Promise.all([size(file), size(`${file}-wal`)]);
+      return { db, wal };
+    },
     async close() {
       if (closed) return;
       closed = true;

@@ -99,14 +99,19 @@ test('send queues through the API path; queue shows counts and the due delivery;
     const emailId = (await cliRun('send', '--from', 'CLI <a@cli-sender.com>', '--to', 'b@example.net', '--subject', 'From the CLI', '--text', 'Hello')).stdout.trim();
     t.regex(emailId, /^em_/);
     const queue = (await cliRun('queue')).stdout;
-    t.regex(queue, /queued\s+1/);
-    t.regex(queue, /b@example\.net/);
-    const deliveryId = /^(\d+)\s+em_/m.exec(queue)![1]!;
+    t.regex(queue, /^Queue: 1 deliveries \(ready 1,/m);
+    t.regex(queue, /^By destination\n/m);
+    t.regex(queue, /^example\.net\s+1\s/m);
+    const messages = (await cliRun('queue', 'messages')).stdout;
+    t.regex(messages, /b@example\.net/);
+    const deliveryId = /^(\d+)\s+em_/m.exec(messages)![1]!;
     t.regex((await cliRun('queue', 'retry', deliveryId)).stdout, /next engine round/);
     t.regex((await cliRun('queue', 'purge', deliveryId)).stdout, /purged/);
-    t.regex((await cliRun('queue')).stdout, /failed\s+1/);
+    t.regex((await cliRun('queue')).stdout, /^Queue: 0 deliveries/m);
     const err = await t.throwsAsync(cliRun('queue', 'purge', deliveryId));
     t.regex((err as any).stderr, /not queued/);
+    // --json for scripts.
+    t.deepEqual(JSON.parse((await cliRun('queue', 'summary', '--json')).stdout).totals, { ready: 0, scheduled: 0, deferred: 0, inFlight: 0, suspended: 0 });
   } finally {
     await zone.close();
   }

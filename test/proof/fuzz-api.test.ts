@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import type { RouteDef } from '../../src/api/route-types.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { buildApiFixtures, routeKey, type ApiFixtures } from './helpers/api-examples.js';
+import { adminExamples } from './helpers/admin-examples.js';
 import { routeRequest } from './helpers/api-arbitraries.js';
 import { baseSeed, fcParams } from './helpers/fuzz-config.js';
 import { serializeBody } from './helpers/hostile.js';
@@ -36,7 +37,7 @@ test.after.always(async () => {
   await t0?.close();
 });
 
-const isApi = (path: string) => /^\/(api\/)?v1(\/|$|\?)/.test(path);
+const isApi = (path: string) => /^\/(api\/|admin\/)?v1(\/|$|\?)/.test(path);
 
 /** Sends and judges one request; throws (for fast-check to shrink) on any problem. */
 async function judged(req: ProbeRequest, describe: string): Promise<ProbeResponse> {
@@ -116,6 +117,26 @@ test.serial(`fast-check over every route: mutated ids, queries, bodies, framing 
   t.log(`base seed ${baseSeed()}: ${total} requests over ${perRoute.size} routes; statuses ${JSON.stringify(Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])))}`);
   t.deepEqual(failures, []);
   t.is(perRoute.size, t0.app.routes.length, 'every route was exercised');
+});
+
+test.serial(`fast-check over every operator route (/admin/v1) with an operator key: the same mutations, never a 5xx`, async (t) => {
+  const opKey = (await t0.app.services.operatorKeys.create('fuzz')).token;
+  const examples = adminExamples(fixtures);
+  const routes = t0.app.adminRoutes as RouteDef[];
+  t.deepEqual(routes.map(routeKey).filter((k) => !examples.has(k)), [], 'operator routes without an example (add one to test/proof/helpers/admin-examples.ts)');
+  const failures: string[] = [];
+  let total = 0;
+  for (const route of routes) {
+    const key = routeKey(route);
+    const property = fc.asyncProperty(routeRequest(route, examples.get(key)!, opKey, ['/admin/v1']), async ({ request, describe }) => {
+      await judged(request, describe);
+      total++;
+    });
+    const failure = await check(`admin ${key}`, property, RUNS_PER_ROUTE);
+    if (failure) failures.push(failure);
+  }
+  t.log(`${total} requests over ${routes.length} operator routes`);
+  t.deepEqual(failures, []);
 });
 
 test.serial('deep nesting in every top-level field of every body (and as the whole body): never a 5xx', async (t) => {

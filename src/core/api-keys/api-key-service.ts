@@ -1,7 +1,6 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { AppError, badRequest, forbidden, notFound } from '../errors.js';
-import { randomString } from '../../lib/ids.js';
 import type { Clock } from '../../lib/clock.js';
+import { newKeyToken, parseKeyToken, secretMatches } from './key-token.js';
 import type { ApiKeysRepository, ApiKeyRow } from '../../store/repositories/api-keys-repository.js';
 
 export type Permission = 'FULL' | 'SENDING';
@@ -27,21 +26,13 @@ export interface ApiKeyView {
   createdAt: string;
 }
 
-const KEY_PREFIX = 'ph';
-const PUBLIC_ID_CHARS = 12;
-const SECRET_BYTES = 24; // 192 bits: far beyond guessing, so one SHA-256 is enough (architecture.md, Decisions: API keys)
-const LAST_USED_WRITE_INTERVAL_MS = 60_000; // don't write a row on every request
-const KEY_PATTERN = /^ph_([0-9a-z]{12})_([A-Za-z0-9_-]{20,})$/;
+export const LAST_USED_WRITE_INTERVAL_MS = 60_000; // don't write a row on every request
 
 export interface ApiKeyServiceDeps {
   apiKeys: ApiKeysRepository;
   clock: Clock;
   /** Checks that a domain id belongs to the team (wired once domains exist). */
   domainBelongsToTeam?: (teamId: number, domainId: number) => Promise<boolean>;
-}
-
-export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
 }
 
 export function createApiKeyService(deps: ApiKeyServiceDeps) {
@@ -80,12 +71,9 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
       if (domainId !== null && deps.domainBelongsToTeam && !(await deps.domainBelongsToTeam(teamId, domainId))) {
         throw badRequest(`domainId: domain ${domainId} does not exist in this team`);
       }
-      const publicId = randomString(PUBLIC_ID_CHARS, '0123456789abcdefghijklmnopqrstuvwxyz');
-      const secret = randomBytes(SECRET_BYTES).toString('base64url');
-      const token = `${KEY_PREFIX}_${publicId}_${secret}`;
+      const { publicId, token, secretHash, partialKey } = newKeyToken();
       const createdAt = deps.clock.now().toISOString();
-      const partialKey = `${token.slice(0, 9)}...${token.slice(-3)}`;
-      const id = await deps.apiKeys.insert({ teamId, name, publicId, secretHash: hashSecret(secret), partialKey, permission, domainId, createdAt });
+      const id = await deps.apiKeys.insert({ teamId, name, publicId, secretHash, partialKey, permission, domainId, createdAt });
       return { ...toView({ id, teamId, name, publicId, secretHash: '', partialKey, permission, domainId, lastUsedAt: null, createdAt }), token };
     },
 
@@ -110,13 +98,10 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
     /** Resolves a presented token, or throws UNAUTHORIZED. Compares hashes in constant time. */
     async authenticate(token: string | undefined): Promise<AuthContext> {
       if (!token) throw new AppError('UNAUTHORIZED', 'missing API key: send "Authorization: Bearer <key>"');
-      const match = KEY_PATTERN.exec(token);
-      if (!match) throw new AppError('UNAUTHORIZED', 'invalid API key');
-      const row = await deps.apiKeys.findForAuth(match[1]!);
-      const presented = Buffer.from(hashSecret(match[2]!), 'hex');
-      // Hash-compare even when the row is missing so timing does not reveal which public ids exist.
-      const stored = Buffer.from(row?.secretHash ?? '0'.repeat(64), 'hex');
-      if (!timingSafeEqual(presented, stored) || !row) throw new AppError('UNAUTHORIZED', 'invalid API key');
+      const parsed = parseKeyToken(token);
+      if (!parsed) throw new AppError('UNAUTHORIZED', 'invalid API key');
+      const row = await deps.apiKeys.findForAuth(parsed.publicId);
+      if (!secretMatches(parsed.secret, row?.secretHash) || !row) throw new AppError('UNAUTHORIZED', 'invalid API key');
       const now = deps.clock.nowMs();
       if (now - (lastTouched.get(row.id) ?? 0) > LAST_USED_WRITE_INTERVAL_MS) {
         lastTouched.set(row.id, now);

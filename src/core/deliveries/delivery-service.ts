@@ -11,6 +11,7 @@ import { retryDelayMs } from './retry-schedule.js';
 import { bounceSubType } from './bounce-sub-type.js';
 import { emailBusEvent } from '../emails/email-bus-event.js';
 import { badRequest, notFound } from '../errors.js';
+import type { OutcomeSample } from '../metrics/metrics.js';
 
 /** Recipients of one email at one destination domain: one SMTP transaction (per MX). */
 export interface DeliveryGroup {
@@ -38,6 +39,33 @@ export interface AttemptResult {
   emailSuppressed?: boolean;
 }
 
+/** The TLS state of a session: protocol, cipher and the certificate's verdict. */
+export interface SessionTls {
+  version: string | null;
+  cipher: string | null;
+  /** The peer's certificate chain verified. */
+  verified: boolean;
+  /** Why it did not, when it did not. */
+  error: string | null;
+  /** The certificate's subject and issuer common names, when there was one. */
+  subject: string | null;
+  issuer: string | null;
+}
+
+/** One SMTP session an attempt used, as the operator's trace keeps it. */
+export interface AttemptTrace {
+  /** Epoch ms of the session's first line. */
+  startedAt: number;
+  mxHost: string;
+  address: string | null;
+  source: string | null;
+  tls: SessionTls | null;
+  /** [ms epoch, 'C' (client) | 'S' (server) | 'I' (info), text] */
+  lines: [number, string, string][];
+  /** What this session said about each recipient. */
+  results: { recipient: string; outcome: string; code?: number; response: string }[];
+}
+
 
 export interface DeliveryServiceDeps {
   deliveries: DeliveriesRepository;
@@ -52,6 +80,8 @@ export interface DeliveryServiceDeps {
   /** Lease on claimed rows; a crashed holder's rows are claimable again after it. */
   leaseMs: number;
   owner: string;
+  /** Told each recorded outcome after its commit (metrics). */
+  observe?: (samples: OutcomeSample[]) => void;
 }
 
 /** At most this many recipients per SMTP transaction (RFC 5321 4.5.3.1.8 requires servers to take 100). */
@@ -204,9 +234,29 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       if (!(await deps.deliveries.takeLease(deliveryId, `${deps.owner}:purge`, clock.nowMs() + deps.leaseMs))) {
         throw badRequest(`delivery ${deliveryId} is being attempted right now; try again when the attempt has ended`);
       }
-      const group: DeliveryGroup = { email, domain: undefined, rcptDomain: d.rcpt_domain, deliveries: [d] };
-      // No attempt started: this is not SENT, only FAILED.
-      await this.complete(group, null, [{ deliveryId, outcome: 'failed', response: 'purged by an operator' }]);
+      await this.failLeased([d], 'purged by an operator');
+    },
+
+    /**
+     * Records deliveries an operator leased (so the engine does not take them meanwhile) as
+     * FAILED with `reason`: events and webhooks as for any failure. No attempt started, so no
+     * SENT. Returns how many were failed.
+     */
+    async failLeased(rows: readonly DeliveryRow[], reason: string): Promise<number> {
+      const groups = new Map<string, DeliveryRow[]>();
+      for (const r of rows) {
+        const key = `${r.email_id}\u0000${r.rcpt_domain}`;
+        groups.set(key, [...(groups.get(key) ?? []), r]);
+      }
+      let failed = 0;
+      for (const list of groups.values()) {
+        const email = await deps.emails.findByIdAnyTeam(list[0]!.email_id);
+        if (!email) continue; // deleted with its team meanwhile
+        const group: DeliveryGroup = { email, domain: undefined, rcptDomain: list[0]!.rcpt_domain, deliveries: list };
+        await this.complete(group, null, list.map((d) => ({ deliveryId: d.id, outcome: 'failed' as const, response: reason })));
+        failed += list.length;
+      }
+      return failed;
     },
 
     /** Operator: deliveries by state (the queue command's summary). */
@@ -237,7 +287,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
      * only), hard-bounce suppressions, retries on the schedule, FAILED past the give-up
      * age; then announces the events. `attemptStartedAt` stamps SENT.
      */
-    async complete(group: DeliveryGroup, attemptStartedAt: Date | null, results: AttemptResult[]): Promise<void> {
+    async complete(group: DeliveryGroup, attemptStartedAt: Date | null, results: AttemptResult[], traces: readonly AttemptTrace[] = []): Promise<void> {
       const now = clock.now();
       const nowIso = now.toISOString();
       const email = group.email;
@@ -302,8 +352,26 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         emailBusEvent(statusEventType(status), email, status, at, extra);
       let announced: BusEvent[] = [];
       let closedMeanwhile = 0;
+      let appliedIds: ReadonlySet<number> = new Set();
       await deps.deliveries.applyResults(
-        { sent: attemptStartedAt ? { emailIds: [email.id], at: attemptStartedAt.toISOString(), rank: statusRank('SENT') } : undefined, updates, events, suppressions },
+        {
+          sent: attemptStartedAt ? { emailIds: [email.id], at: attemptStartedAt.toISOString(), rank: statusRank('SENT') } : undefined,
+          updates,
+          events,
+          suppressions,
+          traces: traces.map((t) => ({
+            email_id: email.id,
+            team_id: email.team_id,
+            rcpt_domain: group.rcptDomain,
+            started_at: t.startedAt || now.getTime(),
+            mx_host: t.mxHost,
+            address: t.address,
+            source: t.source,
+            tls_json: t.tls ? JSON.stringify(t.tls) : null,
+            results_json: JSON.stringify(t.results.map((r) => ({ ...r, response: r.response.slice(0, MAX_RESPONSE_CHARS) }))),
+            transcript_json: JSON.stringify(t.lines),
+          })),
+        },
         nowIso,
         (newlySent, applied) => {
           // Inside the results' transaction: the webhook outbox rows commit with them. SENT is
@@ -311,6 +379,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
           // A row closed meanwhile (purged, suppressed) kept its outcome: nothing to announce.
           const later = bus.filter((b) => applied.has(b.deliveryId)).map((b) => busEvent(b.status, b.extra, nowIso));
           closedMeanwhile = updates.length - applied.size;
+          appliedIds = applied;
           announced = newlySent.length && attemptStartedAt ? [busEvent('SENT', {}, attemptStartedAt.toISOString()), ...later] : later;
           deps.events.inTransaction(announced);
         },
@@ -319,6 +388,22 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         deps.logger.warn({ emailId: email.id, closedMeanwhile }, 'attempt results arrived for deliveries closed meanwhile (purged or suppressed); their outcome was kept');
       }
       for (const e of announced) deps.events.emit(e);
+      if (deps.observe) {
+        const acceptedAtMs = Date.parse(email.created_at);
+        const hard = new Set(results.filter((r) => r.hardBounce).map((r) => r.deliveryId));
+        const samples = updates
+          .filter((u) => appliedIds.has(u.id))
+          .map((u): OutcomeSample => ({
+            outcome: u.state === 'queued' ? 'deferred' : u.state === 'cancelled' ? 'failed' : u.state,
+            recipientDomain: group.rcptDomain,
+            mxHost: u.mxHost,
+            source: 'default',
+            hardBounce: hard.has(u.id),
+            acceptedAtMs,
+            atMs: now.getTime(),
+          }));
+        deps.observe(samples);
+      }
     },
   };
   return service;

@@ -64,6 +64,8 @@ export interface EmailServiceDeps {
   renderTemplate?: (teamId: number, templateId: string, variables: Record<string, string>) => Promise<RenderedTemplate>;
   /** Called after new deliveries are committed, so the engine picks them up at once. */
   onQueued?: () => void;
+  /** Told how many emails were accepted, after their commit (metrics). */
+  onAccepted?: (count: number) => void;
 }
 
 interface Prepared {
@@ -252,6 +254,7 @@ export function createEmailService(deps: EmailServiceDeps) {
 
   function announce(prepared: Prepared[]): void {
     for (const p of prepared) events.emit(busEventOf(p));
+    deps.onAccepted?.(prepared.length);
     if (prepared.some((p) => p.item.deliveries.length > 0)) deps.onQueued?.();
   }
 

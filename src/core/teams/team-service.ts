@@ -9,12 +9,25 @@ export interface TeamServiceDeps {
   onTeamCreated?: (teamId: number) => Promise<void>;
 }
 
+const MAX_TEAM_NAME = 200;
+
+function teamName(name: string): string {
+  const trimmed = name.trim();
+  if (!trimmed) throw badRequest('name: must not be empty');
+  if (trimmed.length > MAX_TEAM_NAME) throw badRequest(`name: at most ${MAX_TEAM_NAME} characters`);
+  return trimmed;
+}
+
+function rateLimitOf(rateLimit: number | null): number | null {
+  if (rateLimit !== null && (!Number.isInteger(rateLimit) || rateLimit < 1 || rateLimit > 1_000_000)) throw badRequest('rateLimit: must be a positive integer (at most 1000000), or null for the default');
+  return rateLimit;
+}
+
 export function createTeamService(deps: TeamServiceDeps) {
   return {
     async create(name: string, rateLimit: number | null = null): Promise<number> {
-      const trimmed = name.trim();
-      if (!trimmed) throw badRequest('name: must not be empty');
-      if (rateLimit !== null && (!Number.isInteger(rateLimit) || rateLimit < 1)) throw badRequest('rateLimit: must be a positive integer');
+      const trimmed = teamName(name);
+      rateLimitOf(rateLimit);
       const id = await deps.teams.insert(trimmed, deps.clock.now().toISOString(), rateLimit);
       await deps.onTeamCreated?.(id);
       return id;
@@ -24,6 +37,13 @@ export function createTeamService(deps: TeamServiceDeps) {
     },
     async list() {
       return deps.teams.list();
+    },
+    /** Renames and/or sets the rate limit (null: the configured default); undefined when there is no such team. */
+    async update(id: number, changes: { name?: string; rateLimit?: number | null }) {
+      const clean: { name?: string; rateLimit?: number | null } = {};
+      if (changes.name !== undefined) clean.name = teamName(changes.name);
+      if (changes.rateLimit !== undefined) clean.rateLimit = rateLimitOf(changes.rateLimit);
+      return deps.teams.update(id, clean, deps.clock.now().toISOString());
     },
     async setRateLimit(id: number, rateLimit: number | null): Promise<boolean> {
       return deps.teams.setRateLimit(id, rateLimit, deps.clock.now().toISOString());

@@ -37,6 +37,8 @@ export interface InboundServerOptions {
   logger: Logger;
   /** Unsubscribes the contact a campaign unsubscribe token names (mailto List-Unsubscribe). */
   unsubscribe?: (token: string) => Promise<boolean>;
+  /** Told the kind of each message taken (bounce, complaint, received, unsubscribe), for metrics. */
+  onMessage?: (kind: string) => void;
 }
 
 export async function startInboundServer(options: InboundServerOptions): Promise<SmtpListener> {
@@ -75,11 +77,13 @@ export async function startInboundServer(options: InboundServerOptions): Promise
       const ok = (await options.unsubscribe?.(r.token)) ?? false;
       logger.info({ ok }, 'unsubscribe by mail');
       ids.push(ok ? 'unsubscribed' : 'unsubscribe-ignored');
+      options.onMessage?.('unsubscribe');
     }
     if (reportRoutes.length) {
       const outcome = await options.reports.record({ envelope, routes: reportRoutes, report: parseReport(raw, parsed), raw });
       logger.info({ reportId: outcome.reportId, kind: outcome.kind, emailId: outcome.emailId }, 'inbound report recorded');
       ids.push(`report-${outcome.reportId}`);
+      options.onMessage?.(outcome.kind);
     }
 
     // One stored copy per receiving domain, each with the envelope recipients at that domain.
@@ -103,6 +107,7 @@ export async function startInboundServer(options: InboundServerOptions): Promise
       const stored = await options.received.store(message, [...byDomain.values()]);
       logger.info({ ids: stored, rcptTo: envelope.rcptTo, spf: message.auth.spf.result, dkim: message.auth.dkim.result, dmarc: message.auth.dmarc.result }, 'received email stored');
       ids.push(...stored);
+      options.onMessage?.('received');
     }
     // RFC 5321 4.5.3.1.5: a reply line is at most 512 octets; a long list is summarised.
     return ids.length > 8 ? `${ids.slice(0, 8).join(' ')} (+${ids.length - 8} more)` : ids.join(' ');

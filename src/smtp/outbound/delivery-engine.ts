@@ -1,6 +1,6 @@
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
-import type { AttemptResult, DeliveryGroup, DeliveryService } from '../../core/deliveries/delivery-service.js';
+import type { AttemptResult, AttemptTrace, DeliveryGroup, DeliveryService } from '../../core/deliveries/delivery-service.js';
 import type { MessageFactory } from './message-factory.js';
 import { MxLookupError, type MxResolver } from './mx-resolver.js';
 import type { DeliveryTarget, SmtpClientPool, TransactionResult } from './smtp-client-pool.js';
@@ -217,6 +217,7 @@ export class DeliveryEngine {
 
   private async attemptAndRecord(group: DeliveryGroup): Promise<void> {
     const started = this.options.clock.now();
+    const traces: AttemptTrace[] = [];
     let results: AttemptResult[] | undefined;
     // SENT marks the first attempt on the wire: none when the domain is gone or the message could not be built.
     let attempted = false;
@@ -235,7 +236,7 @@ export class DeliveryEngine {
         this.releaseMessage(group.email.id);
       }
       if (message) {
-        const outcome = await this.attempt(group, message);
+        const outcome = await this.attempt(group, message, traces);
         if (outcome === 'not-attempted') {
           try {
             await this.options.deliveries.releaseGroups([group]);
@@ -249,7 +250,7 @@ export class DeliveryEngine {
       }
     }
     try {
-      await this.options.deliveries.complete(group, attempted ? started : null, results!);
+      await this.options.deliveries.complete(group, attempted ? started : null, results!, traces);
     } catch (err) {
       // The lease expires and the deliveries are attempted again: at-least-once, never lost.
       this.options.logger.error({ err, emailId: group.email.id }, 'recording delivery results failed');
@@ -257,7 +258,7 @@ export class DeliveryEngine {
   }
 
   /** The recipients' outcomes, or 'not-attempted' when the pool closed (shutdown) before a session. */
-  private async attempt(group: DeliveryGroup, message: Buffer): Promise<AttemptResult[] | 'not-attempted'> {
+  private async attempt(group: DeliveryGroup, message: Buffer, traces: AttemptTrace[]): Promise<AttemptResult[] | 'not-attempted'> {
     const domain = group.domain!;
     const idsByRecipient = new Map(group.deliveries.map((d) => [d.recipient, d.id]));
     const recipients = group.deliveries.map((d) => d.recipient);
@@ -310,6 +311,7 @@ export class DeliveryEngine {
         continue;
       }
       if (res.notAttempted) return 'not-attempted';
+      if (res.trace) traces.push({ ...res.trace, results: res.recipients.map((r) => ({ recipient: r.recipient, outcome: r.outcome, ...(r.code !== undefined ? { code: r.code } : {}), response: r.response })) });
       if (!res.connected || res.hostFailure) {
         // RFC 5321 §5.1: a host that cannot take the message now means the next MX, not a wait.
         errors.push(`${target.host}[${target.address}]: ${res.error ?? res.recipients[0]?.response ?? 'no session'}`);

@@ -15,7 +15,7 @@
  */
 import { systemClock } from '../../lib/clock.js';
 import type { DeliveryTarget, OpenFailure, PooledConnection, RecipientResult, Route, SmtpClientPool, SmtpClientPoolOptions, TransactionRequest, TransactionResult } from './smtp-client-types.js';
-import { closedError, createSecureContext, onSession, openSession, relayRefusal, routeFor, socketGone, type SessionContext } from './smtp-session.js';
+import { closedError, createSecureContext, onSession, openSession, relayRefusal, routeFor, sessionTrace, socketGone, type SessionContext } from './smtp-session.js';
 import { failedResult, refusedLocally, transact, type TransactionContext } from './smtp-transaction.js';
 
 export type {
@@ -97,6 +97,7 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
     connectTimeoutMs,
     greetingTimeoutMs,
     socketTimeoutMs,
+    traces: options.traces ?? false,
     brokenTls: new Map(),
     stats,
     onConnectionEnd: (pc) => {
@@ -355,6 +356,7 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
           continue;
         }
       }
+      pc.transcript?.beginTransaction();
       const outcome = await transact(transactions, pc, req, recipients);
       pc.cleanSlate = outcome.accepted;
       release(pc);
@@ -373,6 +375,7 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
         ...(pc.remoteAddress ? { remoteAddress: pc.remoteAddress } : {}),
         ...(outcome.dropped ? { error: `session lost during the transaction: ${outcome.dropped}` } : {}),
         ...(outcome.hostFailure ? { hostFailure: true } : {}),
+        ...(pc.transcript ? { trace: sessionTrace(pc, route) } : {}),
       };
       return { result, byRecipient: outcome.byRecipient };
     }
@@ -429,5 +432,11 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
     return closing;
   }
 
-  return { send, close, abandonQueued, stats };
+  function openByHost(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const pc of all) if (pc.host && (pc.state === 'busy' || pc.state === 'idle')) out.set(pc.host, (out.get(pc.host) ?? 0) + 1);
+    return out;
+  }
+
+  return { send, close, abandonQueued, stats, openByHost };
 }

@@ -8,6 +8,7 @@ import type { Clock } from '../../lib/clock.js';
 import type { DnsResolver } from '../../lib/dns/dns-client.js';
 import type { Logger } from '../../lib/logger.js';
 import type { ReplyCategory } from './classify-reply.js';
+import type { SessionTrace, SmtpTranscript, TlsInfo } from './smtp-transcript.js';
 
 export type TlsPolicy = 'OPPORTUNISTIC' | 'ENFORCED';
 
@@ -77,6 +78,8 @@ export interface TransactionResult {
   notAttempted?: boolean;
   /** One per requested recipient, always, in request order. */
   recipients: RecipientResult[];
+  /** The session's transcript and TLS state for this transaction, when traces are kept. */
+  trace?: SessionTrace;
 }
 
 export interface SmtpClientPoolOptions {
@@ -111,6 +114,8 @@ export interface SmtpClientPoolOptions {
   resolver?: DnsResolver;
   /** Time source for remembering hosts with broken TLS; default the system clock. */
   clock?: Clock;
+  /** Keep each session's transcript and TLS state on its results (the operator's trace); default false. */
+  traces?: boolean;
 }
 
 export interface SmtpClientPool {
@@ -125,6 +130,8 @@ export interface SmtpClientPool {
   abandonQueued(): number;
   /** connectionsOpened: SMTP sessions established (after EHLO/STARTTLS/AUTH); transactions: MAIL FROM commands issued. */
   readonly stats: { connectionsOpened: number; transactions: number };
+  /** Open sessions (busy or idle) by MX or relay host name, right now. */
+  openByHost(): Map<string, number>;
 }
 
 // ------------------------------------------------------------ shared by the pool's parts
@@ -155,6 +162,14 @@ export interface Route {
 /** One slot of the pool and the SMTP session on it. */
 export interface PooledConnection {
   id: number;
+  /** What the session said, when traces are kept (the operator's trace of each attempt). */
+  transcript?: SmtpTranscript;
+  /** TLS state once the session is open; null in plaintext. */
+  tls?: TlsInfo | null;
+  /** Our local ip, once connected. */
+  localAddress?: string;
+  /** The MX (or relay) host name the session was opened for. */
+  host?: string;
   key: string;
   conn?: SMTPConnection;
   state: 'opening' | 'busy' | 'idle' | 'closing';
@@ -182,6 +197,8 @@ export interface PooledConnection {
 /** Why no session could be had for a transaction. */
 export interface OpenFailure {
   message: string;
+  /** What was said before it failed, when traces are kept. */
+  trace?: SessionTrace;
   /** The pool is closed: no connection was tried. */
   poolClosed?: boolean;
   code?: number;

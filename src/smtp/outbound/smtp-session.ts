@@ -22,6 +22,7 @@ import type { Clock } from '../../lib/clock.js';
 import type { DnsResolver } from '../../lib/dns/dns-client.js';
 import type { Logger } from '../../lib/logger.js';
 import type { DeliveryTarget, OpenFailure, PooledConnection, RelayConfig, Route, SmtpClientPool, SmtpError, TransactionRequest } from './smtp-client-types.js';
+import { SmtpTranscript, tlsInfoOf, type SessionTrace } from './smtp-transcript.js';
 
 /** How long nodemailer waits for the peer's FIN after ours before destroying the socket. */
 const SOCKET_CLOSE_TIMEOUT_MS = 2_000;
@@ -54,6 +55,8 @@ export interface SessionContext {
   readonly connectTimeoutMs: number;
   readonly greetingTimeoutMs: number;
   readonly socketTimeoutMs: number;
+  /** Keep a transcript of every session for the operator's trace. */
+  readonly traces: boolean;
   /** Hosts whose STARTTLS handshake failed: route key -> until when they get plaintext directly. */
   readonly brokenTls: Map<string, number>;
   readonly stats: Pick<SmtpClientPool['stats'], 'connectionsOpened'>;
@@ -206,7 +209,9 @@ function connectionOptions(ctx: SessionContext, route: Route, address: string, p
 
 /** One SMTPConnection on the slot: connect, greeting, EHLO, STARTTLS. Returns the error, if any. */
 async function connectOnce(ctx: SessionContext, pc: PooledConnection, options: SMTPConnectionOptions): Promise<SmtpError | undefined> {
-  const conn = new SMTPConnection(options);
+  pc.transcript?.note(`connecting to ${options.host}:${options.port}${options.secure ? ' (implicit TLS)' : ''}`);
+  // transactionLog reports commands and replies, never the message body, AUTH arguments masked.
+  const conn = new SMTPConnection(pc.transcript ? { ...options, logger: pc.transcript.logger as never, transactionLog: true } : options);
   pc.conn = conn;
   pc.lastError = undefined;
   pc.tlsFailed = false;
@@ -276,12 +281,15 @@ export async function openSession(ctx: SessionContext, pc: PooledConnection, rou
     return { message: `cannot resolve relay ${route.address}: ${err instanceof Error ? err.message : String(err)}` };
   }
   pc.remoteAddress = `${address}:${route.port}`;
+  pc.host = route.host;
+  if (ctx.traces) pc.transcript = new SmtpTranscript(() => ctx.clock.nowMs());
   let plan = planFor(ctx, route, req);
   let err = await connectOnce(ctx, pc, connectionOptions(ctx, route, address, plan));
   if (err && plan === 'opportunistic' && pc.tlsFailed) {
     // RFC 7435 §6: a failed upgrade must not make delivery worse than no TLS at all.
     log.warn({ connection: pc.id, key: route.key, host: route.host, err: err.message }, 'STARTTLS handshake failed; retrying in plaintext (opportunistic TLS)');
     rememberBrokenTls(ctx, route.key);
+    pc.transcript?.note(`STARTTLS handshake failed (${err.message}); reconnecting in plaintext (opportunistic TLS)`);
     await socketGone(pc.conn);
     plan = 'plain';
     err = await connectOnce(ctx, pc, connectionOptions(ctx, route, address, plan));
@@ -289,7 +297,8 @@ export async function openSession(ctx: SessionContext, pc: PooledConnection, rou
   if (err) {
     const failure = describeOpenFailure(err, route, plan, pc.tlsFailed);
     log.debug({ connection: pc.id, key: route.key, host: route.host, err: failure.message }, 'smtp session could not be opened');
-    return failure;
+    pc.tls = tlsInfoOf(pc.conn);
+    return pc.transcript ? { ...failure, trace: sessionTrace(pc, route) } : failure;
   }
   const conn = pc.conn!;
 
@@ -313,8 +322,23 @@ export async function openSession(ctx: SessionContext, pc: PooledConnection, rou
 
   pc.secure = conn.secure;
   const socket = conn._socket;
+  pc.localAddress = (socket as { localAddress?: string } | undefined)?.localAddress;
+  if (pc.transcript) pc.tls = tlsInfoOf(conn);
   if (conn.secure && socket instanceof tls.TLSSocket && socket.authorized) pc.verifiedFor = route.host;
   ctx.stats.connectionsOpened++;
   log.debug({ connection: pc.id, key: route.key, host: route.host, secure: pc.secure, verified: pc.verifiedFor !== undefined }, 'smtp session open');
   return undefined;
+}
+
+/** The trace of the transaction now on this session (or of its failed opening). */
+export function sessionTrace(pc: PooledConnection, route: Route): SessionTrace {
+  const lines = pc.transcript?.lines() ?? [];
+  return {
+    startedAt: lines[0]?.[0] ?? 0,
+    mxHost: route.host,
+    address: pc.remoteAddress ?? null,
+    source: pc.localAddress ?? null,
+    tls: pc.tls ?? null,
+    lines,
+  };
 }

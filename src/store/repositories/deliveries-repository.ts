@@ -1,8 +1,13 @@
-import type { Transaction } from 'kysely';
+import type { Insertable, Transaction } from 'kysely';
 import type { Db } from '../db.js';
 import type { Database, DeliveryState } from '../tables/database.js';
+import type { DeliveryAttemptsTable } from '../tables/operations-tables.js';
 import { type DeliveryRow } from './emails-repository.js';
 import { groupCommitOf, type GroupCommitStore } from '../group-commit.js';
+import { HELD_BY_SUSPENSION, parkHeldSync } from './suspension-sql.js';
+
+/** How often the claim parks held rows (see claimDue). */
+const PARK_INTERVAL_MS = 1000;
 
 export type { DeliveryRow };
 
@@ -32,6 +37,8 @@ export interface ResultsWrite {
   updates: DeliveryUpdate[];
   events: StatusEventWrite[];
   suppressions: { teamId: number; email: string; reason: 'HARD_BOUNCE' | 'COMPLAINT'; source: string; at: string; deliveryId?: number }[];
+  /** The operator's trace of the sessions this attempt used, stored with its results. */
+  traces?: Omit<Insertable<DeliveryAttemptsTable>, 'id'>[];
 }
 
 /** What an asynchronous report (a DSN received after our 250) says about one delivery. */
@@ -76,6 +83,7 @@ const RESULTS_COALESCE_MS = 20;
 
 export function createDeliveriesRepository(db: Db) {
   const sync = groupCommitOf(db);
+  let lastParkMs = 0;
   return {
     /**
      * Claims due deliveries with a lease in one UPDATE ... RETURNING (architecture.md, House rules 6), so two
@@ -87,18 +95,23 @@ export function createDeliveriesRepository(db: Db) {
       // skipDomains: destinations that already have all the work in flight they may have; their
       // rows stay unleased (and are skipped in the index walk) so other destinations' mail moves.
       // The list is one JSON parameter, so this stays one prepared statement.
-      return sync.write(
-        () =>
-          sync.sqlite
-            .prepare(
-              `update deliveries set lease_owner = ?, lease_until = ?
-               where id in (select id from deliveries where state = 'queued' and lease_owner is null and next_attempt_at <= ?
-                            and rcpt_domain not in (select value from json_each(?))
-                            order by next_attempt_at limit ?)
-               returning *`,
-            )
-            .all(owner, nowMs + leaseMs, nowMs, JSON.stringify(skipDomains), limit) as DeliveryRow[],
-      );
+      // Mail an operator suspended is never claimed; once a second, held rows that came due are
+      // parked at the suspension's end so later walks of the index do not meet them again.
+      return sync.write(() => {
+        if (nowMs - lastParkMs >= PARK_INTERVAL_MS || nowMs < lastParkMs) {
+          lastParkMs = nowMs;
+          parkHeldSync(sync.sqlite, nowMs);
+        }
+        return sync.sqlite
+          .prepare(
+            `update deliveries set lease_owner = ?, lease_until = ?
+             where id in (select d.id from deliveries d where d.state = 'queued' and d.lease_owner is null and d.next_attempt_at <= ?
+                          and d.rcpt_domain not in (select value from json_each(?)) and not ${HELD_BY_SUSPENSION}
+                          order by d.next_attempt_at limit ?)
+             returning *`,
+          )
+          .all(owner, nowMs + leaseMs, nowMs, JSON.stringify(skipDomains), nowMs, limit) as DeliveryRow[];
+      });
     },
 
     /** Leases whose holder died (or hung past the lease) become claimable again. */
@@ -180,9 +193,30 @@ export function createDeliveriesRepository(db: Db) {
             .prepare('insert into suppressions (team_id, email, reason, source, created_at) values (?, ?, ?, ?, ?) on conflict (team_id, email) do nothing')
             .run(x.teamId, x.email, x.reason, x.source, x.at);
         }
+        for (const t of w.traces ?? []) {
+          sqlite
+            .prepare(
+              `insert into delivery_attempts (email_id, team_id, rcpt_domain, started_at, mx_host, address, source, tls_json, results_json, transcript_json)
+               values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+            )
+            .run(t.email_id, t.team_id, t.rcpt_domain, t.started_at, t.mx_host ?? null, t.address ?? null, t.source ?? null, t.tls_json ?? null, t.results_json, t.transcript_json);
+        }
         inTransaction?.(newlySent, applied);
         return newlySent;
       }, { coalesceMs: RESULTS_COALESCE_MS });
+    },
+
+    /** The stored traces of an email's attempts, oldest first. */
+    async attemptsOfEmail(emailId: string) {
+      return db.selectFrom('delivery_attempts').selectAll().where('email_id', '=', emailId).orderBy('id').execute();
+    },
+
+    /** Drops traces of attempts started before `beforeMs`; bounded batches keep each write short. */
+    async pruneAttempts(beforeMs: number, limit = 5000): Promise<number> {
+      return sync.write(
+        () =>
+          sync.sqlite.prepare('delete from delivery_attempts where id in (select id from delivery_attempts where started_at < ? order by started_at limit ?)').run(beforeMs, limit).changes,
+      );
     },
 
     async countsByState(): Promise<{ state: string; due: number; count: number }[]> {

@@ -25,6 +25,15 @@ export function createTeamsRepository(db: Db) {
       const rows = await db.selectFrom('teams').selectAll().orderBy('id').execute();
       return rows.map((r) => ({ id: r.id, name: r.name, rateLimit: r.rate_limit, createdAt: r.created_at }));
     },
+    async update(id: number, changes: { name?: string; rateLimit?: number | null }, nowIso: string): Promise<TeamRow | undefined> {
+      const r = await db
+        .updateTable('teams')
+        .set({ ...(changes.name !== undefined ? { name: changes.name } : {}), ...(changes.rateLimit !== undefined ? { rate_limit: changes.rateLimit } : {}), updated_at: nowIso })
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirst();
+      return r && { id: r.id, name: r.name, rateLimit: r.rate_limit, createdAt: r.created_at };
+    },
     async setRateLimit(id: number, rateLimit: number | null, nowIso: string): Promise<boolean> {
       const res = await db.updateTable('teams').set({ rate_limit: rateLimit, updated_at: nowIso }).where('id', '=', id).executeTakeFirst();
       return res.numUpdatedRows > 0n;

@@ -1,4 +1,5 @@
 import type { Generated } from 'kysely';
+import type { DeliveryAttemptsTable, OperatorAuditTable, OperatorKeysTable, QueueSuspensionsTable } from './operations-tables.js';
 
 // Row shapes of every table. Timestamps are ISO-8601 UTC strings (they sort as text);
 // due times used by claim queries are integer epoch milliseconds.
@@ -414,6 +415,10 @@ export interface CampaignRecipientsTable {
 }
 
 export interface Database {
+  operator_keys: OperatorKeysTable;
+  operator_audit: OperatorAuditTable;
+  queue_suspensions: QueueSuspensionsTable;
+  delivery_attempts: DeliveryAttemptsTable;
   campaigns: CampaignsTable;
   campaign_recipients: CampaignRecipientsTable;
   webhooks: WebhooksTable;

@@ -150,10 +150,10 @@ export interface FuzzRequest {
 
 const ODD_METHODS = ['HEAD', 'OPTIONS', 'TRACE', 'PROPFIND', 'PURGE', 'LINK', 'get', 'M-SEARCH'] as const;
 
-export function routeRequest(route: RouteDef, example: RouteExample, key: string): fc.Arbitrary<FuzzRequest> {
+export function routeRequest(route: RouteDef, example: RouteExample, key: string, prefixes: readonly string[] = ['/v1', '/api/v1']): fc.Arbitrary<FuzzRequest> {
   const paramNames = [...route.path.matchAll(/:([A-Za-z]+)/g)].map((m) => m[1]!);
   const idFor = (name: string) => fc.oneof({ arbitrary: fc.constant(percentEncode(example.params[name] ?? '')), weight: 5 }, { arbitrary: weirdPathId, weight: 1 });
-  const path = fc.tuple(fc.constantFrom('/v1', '/api/v1'), fc.tuple(...paramNames.map(idFor))).map(([prefix, ids]) => {
+  const path = fc.tuple(fc.constantFrom(...prefixes), fc.tuple(...paramNames.map(idFor))).map(([prefix, ids]) => {
     let p = route.path;
     paramNames.forEach((name, i) => {
       p = p.replace(`:${name}`, ids[i]!);

@@ -45,7 +45,11 @@ export class OpenApiCheck {
   /** Per operation ('GET /domains/:id'), the body paths seen with a non-null value in a 200. */
   readonly seen = new Map<string, Set<string>>();
 
-  constructor(readonly doc: Json) {
+  /** prefix: where the document's routes are mounted (/v1 for the team API, /admin/v1 for the operator API). */
+  constructor(
+    readonly doc: Json,
+    readonly prefix = '/v1',
+  ) {
     // Strict, except that type arrays ("type": ["string", "null"]) are plain 2020-12 and allowed.
     this.ajv = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true });
     addFormats(this.ajv);
@@ -63,7 +67,7 @@ export class OpenApiCheck {
 
   /** The operation of a route, by its method and @koa/router path ('/domains/:id'). */
   operation(method: string, routePath: string): Json {
-    return this.doc.paths?.[openApiPath(routePath)]?.[method.toLowerCase()];
+    return this.doc.paths?.[openApiPath(routePath, this.prefix)]?.[method.toLowerCase()];
   }
 
   statuses(method: string, routePath: string): number[] {
@@ -97,7 +101,7 @@ export class OpenApiCheck {
   check(method: string, routePath: string, res: TestResponse): string[] {
     const where = `${method} ${routePath} -> ${res.status}`;
     const op = this.operation(method, routePath);
-    if (!op) return [`${method} ${openApiPath(routePath)} is not in the document`];
+    if (!op) return [`${method} ${openApiPath(routePath, this.prefix)} is not in the document`];
     const documented = op.responses[String(res.status)];
     if (!documented) return [`${where}: status not documented (documented: ${Object.keys(op.responses).join(', ')}); body ${JSON.stringify(res.body).slice(0, 300)}`];
     this.validated++;

@@ -1,0 +1,182 @@
+import type { Command } from 'commander';
+import { QUEUE_STATES, type QueueState } from '../core/queue/queue-service.js';
+import { parseIntOption, printTable, withApp } from './cli-context.js';
+
+// posthorn queue: the operator API's queue commands on the server itself (same selectors,
+// tables for people, --json for scripts). Changes are audited with the actor "cli".
+
+interface SelectorOptions {
+  destination?: string;
+  team?: string;
+  campaign?: string;
+  email?: string[];
+}
+
+const withSelectors = (cmd: Command, emails: boolean) => {
+  cmd.option('--destination <domain>', 'recipient domain').option('--team <id>', 'team id').option('--campaign <id>', 'campaign id');
+  if (emails) cmd.option('--email <id...>', 'email ids');
+  return cmd;
+};
+
+function selector(opts: SelectorOptions) {
+  return {
+    ...(opts.destination !== undefined ? { destination: opts.destination } : {}),
+    ...(opts.team !== undefined ? { teamId: parseIntOption(opts.team, '--team') } : {}),
+    ...(opts.campaign !== undefined ? { campaignId: opts.campaign } : {}),
+    ...(opts.email !== undefined ? { emailIds: opts.email } : {}),
+  };
+}
+
+/** --json may be given to `queue` or to its subcommand (commander gives it to the parent). */
+const print = (cmd: Command, value: unknown, human: () => void) => {
+  if ((cmd.optsWithGlobals() as { json?: boolean }).json) process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  else human();
+};
+
+const shortTime = (iso: string | null) => (iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '');
+const reply = (r: { code: number | null; text: string } | null) => (r ? `${r.code ?? ''} ${r.text}`.trim().slice(0, 60) : '');
+
+export function registerQueue(program: Command): void {
+  const queue = program.command('queue').description('the delivery queue: summary, messages, suspensions, retry, bounce, traces');
+
+  const summary = async (opts: { json?: boolean }, cmd: Command) => {
+    await withApp(cmd, async (app) => {
+      const s = await app.services.queue.summary();
+      print(cmd, s, () => {
+        const t = s.totals;
+        const total = t.ready + t.scheduled + t.deferred + t.inFlight + t.suspended;
+        process.stdout.write(`Queue: ${total} deliveries (ready ${t.ready}, scheduled ${t.scheduled}, deferred ${t.deferred}, in flight ${t.inFlight}, suspended ${t.suspended})\n`);
+        if (s.destinations.length) {
+          process.stdout.write('\nBy destination\n');
+          printTable(
+            s.destinations.map((d) => ({
+              destination: d.destination,
+              queued: d.queued,
+              inFlight: d.inFlight,
+              deferred: d.deferred,
+              suspended: d.suspended,
+              oldestDue: shortTime(d.oldestDue),
+              connections: d.openConnections,
+              lastReply: reply(d.lastReply),
+            })),
+          );
+        }
+        if (s.suspensions.length) {
+          process.stdout.write('\nSuspensions\n');
+          printTable(s.suspensions.map((x) => ({ id: x.id, destination: x.destination ?? '', team: x.teamId ?? '', campaign: x.campaignId ?? '', until: shortTime(x.until), reason: x.reason })));
+        }
+      });
+    });
+  };
+  queue.option('--json', 'print JSON').action(summary);
+  queue.command('summary').description('totals by state and one row per destination (the default)').option('--json', 'print JSON').action(summary);
+
+  withSelectors(queue.command('messages').description('the queued deliveries, oldest first'), false)
+    .option('--state <state>', `one of ${QUEUE_STATES.join(', ')}`)
+    .option('--limit <n>', 'how many', '50')
+    .option('--cursor <c>', 'the next page (printed after a full page)')
+    .option('--json', 'print JSON')
+    .action(async (opts: SelectorOptions & { state?: string; limit: string; cursor?: string; json?: boolean }, cmd: Command) => {
+      if (opts.state !== undefined && !(QUEUE_STATES as readonly string[]).includes(opts.state)) throw new Error(`--state must be one of ${QUEUE_STATES.join(', ')}`);
+      await withApp(cmd, async (app) => {
+        const page = await app.services.queue.messages({ ...selector(opts), state: opts.state as QueueState | undefined }, parseIntOption(opts.limit, '--limit'), opts.cursor);
+        print(cmd, page, () => {
+          printTable(
+            page.messages.map((m) => ({
+              delivery: m.deliveryId,
+              email: m.emailId,
+              team: m.teamId,
+              recipient: m.recipient,
+              state: m.state,
+              attempts: m.attempts,
+              nextAttempt: shortTime(m.nextAttemptAt),
+              lastReply: reply(m.lastReply),
+            })),
+            'No queued deliveries match.',
+          );
+          if (page.nextCursor) process.stdout.write(`\nmore: --cursor ${page.nextCursor}\n`);
+        });
+      });
+    });
+
+  withSelectors(queue.command('suspend').description('hold matching mail without attempting it'), false)
+    .requiredOption('--minutes <n>', 'for how long')
+    .requiredOption('--reason <text>', 'why (shown in the queue)')
+    .option('--json', 'print JSON')
+    .action(async (opts: SelectorOptions & { minutes: string; reason: string; json?: boolean }, cmd: Command) => {
+      const minutes = Number(opts.minutes);
+      if (!Number.isFinite(minutes)) throw new Error('--minutes must be a number');
+      await withApp(cmd, async (app) => {
+        const s = await app.services.queue.suspend('cli', { ...selector(opts), minutes, reason: opts.reason });
+        print(cmd, s, () => process.stdout.write(`suspension ${s.id} holds matching mail until ${s.until} (${s.parked} queued deliveries held now)\n`));
+      });
+    });
+
+  queue
+    .command('resume')
+    .description('end a suspension now')
+    .argument('<suspensionId>')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { json?: boolean }, cmd: Command) => {
+      await withApp(cmd, async (app) => {
+        const s = await app.services.queue.resume('cli', id);
+        print(cmd, s, () => process.stdout.write(`suspension ${s.id} ended; the mail it held is due now\n`));
+      });
+    });
+
+  withSelectors(queue.command('retry').description('make matching queued mail due now (or one delivery by id)'), true)
+    .argument('[deliveryId]', 'a single delivery')
+    .option('--json', 'print JSON')
+    .action(async (deliveryId: string | undefined, opts: SelectorOptions & { json?: boolean }, cmd: Command) => {
+      await withApp(cmd, async (app) => {
+        if (deliveryId !== undefined) {
+          if (!(await app.services.deliveries.retryNow(parseIntOption(deliveryId, 'deliveryId')))) throw new Error(`delivery ${deliveryId} is not queued`);
+          print(cmd, { retried: 1 }, () => process.stdout.write(`delivery ${deliveryId} will be attempted at the next engine round\n`));
+          return;
+        }
+        const r = await app.services.queue.retry('cli', selector(opts));
+        print(cmd, r, () => process.stdout.write(`${r.retried} deliveries are due now\n`));
+      });
+    });
+
+  withSelectors(queue.command('bounce').description('fail matching queued mail with a reason (FAILED events and webhooks)'), true)
+    .requiredOption('--reason <text>', 'why')
+    .option('--json', 'print JSON')
+    .action(async (opts: SelectorOptions & { reason: string; json?: boolean }, cmd: Command) => {
+      await withApp(cmd, async (app) => {
+        const r = await app.services.queue.bounce('cli', { ...selector(opts), reason: opts.reason });
+        print(cmd, r, () => process.stdout.write(`${r.bounced} deliveries failed: ${opts.reason}\n`));
+      });
+    });
+
+  queue
+    .command('purge')
+    .description('give up on one queued delivery now (it is recorded as FAILED)')
+    .argument('<deliveryId>')
+    .action(async (id: string, _opts, cmd: Command) => {
+      await withApp(cmd, async (app) => {
+        await app.services.deliveries.purge(parseIntOption(id, 'deliveryId'));
+        process.stdout.write(`delivery ${id} purged\n`);
+      });
+    });
+
+  queue
+    .command('trace')
+    .description("an email's delivery attempts: MX, addresses, TLS and the SMTP transcript")
+    .argument('<emailId>')
+    .option('--json', 'print JSON')
+    .action(async (emailId: string, opts: { json?: boolean }, cmd: Command) => {
+      await withApp(cmd, async (app) => {
+        const trace = await app.services.queue.trace(emailId);
+        print(cmd, trace, () => {
+          if (!trace.attempts.length) process.stdout.write(`${trace.emailId}: no attempt recorded (yet, or its trace is past retention)\n`);
+          for (const a of trace.attempts) {
+            const tls = a.tls ? `${a.tls.version ?? 'TLS'} ${a.tls.cipher ?? ''}, certificate ${a.tls.verified ? 'verified' : `not verified${a.tls.error ? ` (${a.tls.error})` : ''}`}` : 'plaintext';
+            process.stdout.write(`\n${shortTime(a.startedAt)}  ${a.destination} via ${a.mxHost ?? '?'} [${a.address ?? '?'}] from ${a.source ?? '?'}: ${tls}\n`);
+            for (const l of a.transcript) process.stdout.write(`  ${l.at.slice(11, 23)} ${l.direction === 'client' ? 'C:' : l.direction === 'server' ? 'S:' : '  '} ${l.line}\n`);
+            for (const r of a.results) process.stdout.write(`  => ${r.recipient}: ${r.outcome} ${r.code ?? ''} ${r.response}\n`);
+          }
+        });
+      });
+    });
+}

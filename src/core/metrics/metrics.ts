@@ -1,0 +1,141 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { PROVIDERS, providerOf, type Provider } from './provider-rollup.js';
+
+/*
+ * Prometheus metrics (GET /metrics, docs/operations.md "Metrics"). Names follow Prometheus'
+ * conventions (posthorn_ namespace, _total counters, _seconds and _bytes units) and the anchors'
+ * vocabulary: delivered / deferred (KumoMTA's "transfail") / bounced / failed per provider, as
+ * postfix_exporter splits its smtp status counters. Labels are small fixed sets: the provider
+ * rollup (google, microsoft, yahoo, apple, other), the egress source, the route template.
+ * One registry per app, so several apps in one process (the tests) do not share counters.
+ */
+
+export type DeliveryOutcome = 'delivered' | 'deferred' | 'bounced' | 'failed' | 'suppressed';
+
+export interface OutcomeSample {
+  outcome: DeliveryOutcome;
+  recipientDomain: string;
+  mxHost: string | null;
+  /** The egress source used (the default one until sources are configured). */
+  source: string;
+  hardBounce?: boolean;
+  /** When the email was accepted and when this outcome happened (epoch ms), for the latency histogram. */
+  acceptedAtMs: number;
+  atMs: number;
+}
+
+export interface MetricsSources {
+  /** Queued deliveries by state, recipient domain and last MX host. */
+  queue(): Promise<{ state: string; domain: string; mxHost: string | null; count: number }[]>;
+  /** Open outbound SMTP connections by MX host. */
+  connections(): Map<string, number>;
+  /** Store files and their sizes in bytes. */
+  storeFiles(): Promise<Record<string, number>>;
+}
+
+const LATENCY_BUCKETS_S = [0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60, 300, 900, 3600, 4 * 3600, 24 * 3600];
+const HTTP_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+
+export function createMetrics(sources: MetricsSources) {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+
+  const accepted = new Counter({ name: 'posthorn_messages_accepted_total', help: 'Emails accepted (API, batch, SMTP submission, campaigns, double opt-in).', registers: [registry] });
+  const byOutcome = {
+    delivered: new Counter({ name: 'posthorn_messages_delivered_total', help: 'Recipients whose MX answered 250 to the message.', labelNames: ['provider', 'source'], registers: [registry] }),
+    deferred: new Counter({ name: 'posthorn_messages_deferred_total', help: 'Attempts that failed temporarily (a recipient will be retried).', labelNames: ['provider', 'source'], registers: [registry] }),
+    bounced: new Counter({ name: 'posthorn_messages_bounced_total', help: 'Recipients refused permanently; type hard (the mailbox does not exist) or soft.', labelNames: ['provider', 'source', 'type'], registers: [registry] }),
+    failed: new Counter({ name: 'posthorn_messages_failed_total', help: 'Recipients given up on (retries ran out, TLS policy, operator bounce).', labelNames: ['provider', 'source'], registers: [registry] }),
+    suppressed: new Counter({ name: 'posthorn_messages_suppressed_total', help: 'Recipients dropped at delivery time because they were suppressed after acceptance.', registers: [registry] }),
+  };
+  const latency = new Histogram({
+    name: 'posthorn_delivery_latency_seconds',
+    help: 'From acceptance to the MX answering 250, per recipient.',
+    labelNames: ['provider'],
+    buckets: LATENCY_BUCKETS_S,
+    registers: [registry],
+  });
+  const http = new Counter({ name: 'posthorn_http_requests_total', help: 'HTTP requests by route template, method and status.', labelNames: ['method', 'route', 'status'], registers: [registry] });
+  const httpDuration = new Histogram({
+    name: 'posthorn_http_request_duration_seconds',
+    help: 'HTTP request duration by route template and method.',
+    labelNames: ['method', 'route'],
+    buckets: HTTP_BUCKETS_S,
+    registers: [registry],
+  });
+  const webhooks = new Counter({ name: 'posthorn_webhook_calls_total', help: 'Webhook calls by outcome (success, or why it failed).', labelNames: ['outcome'], registers: [registry] });
+  const inbound = new Counter({ name: 'posthorn_inbound_messages_total', help: 'Messages taken by the inbound listener, by kind.', labelNames: ['kind'], registers: [registry] });
+
+  new Gauge({
+    name: 'posthorn_queue_messages',
+    help: 'Queued deliveries by state (ready, scheduled, deferred, inflight, suspended) and provider.',
+    labelNames: ['state', 'provider'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const sums = new Map<string, number>();
+      for (const r of await sources.queue()) {
+        const key = `${r.state}\u0000${providerOf(r.domain, r.mxHost)}`;
+        sums.set(key, (sums.get(key) ?? 0) + r.count);
+      }
+      for (const state of ['ready', 'scheduled', 'deferred', 'inflight', 'suspended']) {
+        for (const provider of PROVIDERS) this.set({ state, provider }, sums.get(`${state}\u0000${provider}`) ?? 0);
+      }
+    },
+  });
+  new Gauge({
+    name: 'posthorn_connections_open',
+    help: 'Open outbound SMTP connections by provider.',
+    labelNames: ['provider'],
+    registers: [registry],
+    collect() {
+      const sums = new Map<Provider, number>(PROVIDERS.map((p) => [p, 0]));
+      for (const [host, n] of sources.connections()) {
+        const p = providerOf('', host);
+        sums.set(p, sums.get(p)! + n);
+      }
+      for (const [provider, n] of sums) this.set({ provider }, n);
+    },
+  });
+  new Gauge({
+    name: 'posthorn_store_file_bytes',
+    help: 'Size of the store files: the SQLite database and its write-ahead log.',
+    labelNames: ['file'],
+    registers: [registry],
+    async collect() {
+      for (const [file, bytes] of Object.entries(await sources.storeFiles())) this.set({ file }, bytes);
+    },
+  });
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    async render(): Promise<string> {
+      return registry.metrics();
+    },
+    accepted(count = 1): void {
+      accepted.inc(count);
+    },
+    outcome(s: OutcomeSample): void {
+      if (s.outcome === 'suppressed') {
+        byOutcome.suppressed.inc();
+        return;
+      }
+      const provider = providerOf(s.recipientDomain, s.mxHost);
+      if (s.outcome === 'bounced') byOutcome.bounced.inc({ provider, source: s.source, type: s.hardBounce ? 'hard' : 'soft' });
+      else byOutcome[s.outcome].inc({ provider, source: s.source });
+      if (s.outcome === 'delivered') latency.observe({ provider }, Math.max(0, s.atMs - s.acceptedAtMs) / 1000);
+    },
+    http(method: string, route: string, status: number, seconds: number): void {
+      http.inc({ method, route, status: String(status) });
+      httpDuration.observe({ method, route }, seconds);
+    },
+    webhookCall(outcome: string): void {
+      webhooks.inc({ outcome });
+    },
+    inbound(kind: string): void {
+      inbound.inc({ kind });
+    },
+  };
+}
+export type Metrics = ReturnType<typeof createMetrics>;

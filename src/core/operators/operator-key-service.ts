@@ -1,0 +1,75 @@
+import type { Clock } from '../../lib/clock.js';
+import type { OperatorKeyRow, OperatorKeysRepository } from '../../store/repositories/operator-keys-repository.js';
+import { AppError, badRequest, notFound } from '../errors.js';
+import { LAST_USED_WRITE_INTERVAL_MS } from '../api-keys/api-key-service.js';
+import { newKeyToken, parseKeyToken, secretMatches } from '../api-keys/key-token.js';
+
+/*
+ * Server-operator keys: the same `ph_<id>_<secret>` form as team keys, bound to no team. They
+ * may call only the operator API (/admin/v1) and /metrics; team keys may not call those.
+ */
+
+export interface OperatorAuth {
+  keyId: number;
+  name: string;
+}
+
+export interface OperatorKeyView {
+  id: number;
+  name: string;
+  partialKey: string;
+  lastUsed: string | null;
+  createdAt: string;
+}
+
+const view = (r: OperatorKeyRow): OperatorKeyView => ({ id: r.id, name: r.name, partialKey: r.partial_key, lastUsed: r.last_used_at, createdAt: r.created_at });
+
+export function createOperatorKeyService(deps: { keys: OperatorKeysRepository; clock: Clock }) {
+  const lastTouched = new Map<number, number>();
+
+  /** The row a token names, if its secret matches. */
+  async function match(token: string | undefined): Promise<OperatorKeyRow | undefined> {
+    const parsed = token ? parseKeyToken(token) : null;
+    if (!parsed) return undefined;
+    const row = await deps.keys.findByPublicId(parsed.publicId);
+    return secretMatches(parsed.secret, row?.secret_hash) ? row : undefined;
+  }
+
+  return {
+    async create(name: string): Promise<OperatorKeyView & { token: string }> {
+      const trimmed = name.trim();
+      if (!trimmed) throw badRequest('name: must not be empty');
+      const { publicId, token, secretHash, partialKey } = newKeyToken();
+      const createdAt = deps.clock.now().toISOString();
+      const id = await deps.keys.insert({ name: trimmed, public_id: publicId, secret_hash: secretHash, partial_key: partialKey, created_at: createdAt });
+      return { id, name: trimmed, partialKey, lastUsed: null, createdAt, token };
+    },
+
+    async list(): Promise<OperatorKeyView[]> {
+      return (await deps.keys.list()).map(view);
+    },
+
+    async revoke(id: number): Promise<void> {
+      if (!(await deps.keys.delete(id))) throw notFound(`operator key ${id} not found`);
+    },
+
+    /** Resolves an operator key, or throws UNAUTHORIZED. */
+    async authenticate(token: string | undefined): Promise<OperatorAuth> {
+      if (!token) throw new AppError('UNAUTHORIZED', 'missing operator key: send "Authorization: Bearer <key>"');
+      const row = await match(token);
+      if (!row) throw new AppError('UNAUTHORIZED', 'invalid operator key');
+      const now = deps.clock.nowMs();
+      if (now - (lastTouched.get(row.id) ?? 0) > LAST_USED_WRITE_INTERVAL_MS) {
+        lastTouched.set(row.id, now);
+        await deps.keys.touch(row.id, new Date(now).toISOString());
+      }
+      return { keyId: row.id, name: row.name };
+    },
+
+    /** Whether a token is a valid operator key (to answer 403 rather than 401 where it may not go). */
+    async isOperatorKey(token: string | undefined): Promise<boolean> {
+      return (await match(token)) !== undefined;
+    },
+  };
+}
+export type OperatorKeyService = ReturnType<typeof createOperatorKeyService>;

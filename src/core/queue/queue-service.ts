@@ -1,0 +1,242 @@
+import type { Clock } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import type { QueueRepository, QueueSelector, QueueState, SuspensionRow } from '../../store/repositories/queue-repository.js';
+import type { DeliveriesRepository } from '../../store/repositories/deliveries-repository.js';
+import type { EmailsRepository } from '../../store/repositories/emails-repository.js';
+import { canonicalHost } from '../domains/domain-names.js';
+import { badRequest, notFound } from '../errors.js';
+import { decodeIdCursor, encodeIdCursor } from '../id-cursor.js';
+import type { AuditService, OperatorActor } from '../operators/audit-service.js';
+import type { DeliveryService, SessionTls } from '../deliveries/delivery-service.js';
+
+/*
+ * The operator's queue (docs/operations.md, "The queue"): what is waiting for which destination,
+ * suspensions that hold mail without attempting it, bulk retry and bounce, and the trace of each
+ * attempt. Every change is written to the audit log with who made it.
+ */
+
+export type { QueueSelector, QueueState };
+export const QUEUE_STATES = ['ready', 'scheduled', 'deferred', 'inflight', 'suspended'] as const satisfies readonly QueueState[];
+
+/** Bounce works through matching deliveries in batches of this many (short writes). */
+const BOUNCE_BATCH = 500;
+/** Suspensions are kept this long after they ended, for the record. */
+const ENDED_SUSPENSION_KEEP_MS = 30 * 86_400_000;
+const MAX_SUSPENSION_MINUTES = 30 * 24 * 60;
+const MAX_DESTINATIONS = 500;
+
+export interface SuspensionView {
+  id: string;
+  destination: string | null;
+  teamId: number | null;
+  campaignId: string | null;
+  reason: string;
+  until: string;
+  createdBy: string;
+  createdAt: string;
+}
+
+export interface QueueServiceDeps {
+  queue: QueueRepository;
+  deliveriesRepo: DeliveriesRepository;
+  emails: EmailsRepository;
+  deliveries: DeliveryService;
+  audit: AuditService;
+  clock: Clock;
+  owner: string;
+  leaseMs: number;
+  /** Open outbound connections by MX host right now (the connection pool's view). */
+  openConnections: () => Map<string, number>;
+  /** Called when held or deferred mail became due, so the engine claims it at once. */
+  wake: () => void;
+}
+
+const suspensionView = (s: SuspensionRow): SuspensionView => ({
+  id: s.id,
+  destination: s.destination,
+  teamId: s.team_id,
+  campaignId: s.campaign_id,
+  reason: s.reason,
+  until: new Date(s.until_ms).toISOString(),
+  createdBy: s.created_by,
+  createdAt: s.created_at,
+});
+
+const actorName = (actor: OperatorActor) => (actor === 'cli' ? 'cli' : `key ${actor.keyId} (${actor.name})`);
+
+/** A selector from an operator's input: at least one field, destination in its canonical form. */
+export function parseSelector(input: { destination?: string; teamId?: number; campaignId?: string; emailIds?: string[] }): QueueSelector {
+  const sel: QueueSelector = {};
+  if (input.destination !== undefined) {
+    const d = canonicalHost(input.destination.trim());
+    if (!d || d.length > 253 || !/^[a-z0-9.-]+$/.test(d)) throw badRequest('destination: must be a domain name');
+    sel.destination = d;
+  }
+  if (input.teamId !== undefined) sel.teamId = input.teamId;
+  if (input.campaignId !== undefined) sel.campaignId = input.campaignId;
+  if (input.emailIds !== undefined) {
+    if (input.emailIds.length === 0) throw badRequest('emailIds: must not be empty');
+    sel.emailIds = [...new Set(input.emailIds)];
+  }
+  if (Object.keys(sel).length === 0) throw badRequest('give at least one of destination, teamId, campaignId or emailIds');
+  return sel;
+}
+
+export function createQueueService(deps: QueueServiceDeps) {
+  const { queue, clock } = deps;
+
+  return {
+    /** Totals by state and one row per destination domain with queued mail. */
+    async summary() {
+      const now = clock.nowMs();
+      const [totals, rows, active] = await Promise.all([queue.totals(now), queue.byDestination(now, MAX_DESTINATIONS), queue.activeSuspensions(now)]);
+      const open = deps.openConnections();
+      const destinations = rows.map((r) => {
+        const suspension = active.find((s) => s.destination === r.destination && s.team_id === null && s.campaign_id === null);
+        return {
+          destination: r.destination,
+          queued: r.queued,
+          inFlight: r.inflight,
+          deferred: r.deferred,
+          suspended: r.suspended,
+          oldestDue: r.oldestDueMs === null ? null : new Date(r.oldestDueMs).toISOString(),
+          lastReply: r.lastResponse === null ? null : { code: r.lastCode, text: r.lastResponse, mxHost: r.mxHost },
+          openConnections: r.mxHost ? (open.get(r.mxHost) ?? 0) : 0,
+          suspension: suspension ? { id: suspension.id, until: new Date(suspension.until_ms).toISOString(), reason: suspension.reason } : null,
+        };
+      });
+      return {
+        totals: { ready: totals.ready, scheduled: totals.scheduled, deferred: totals.deferred, inFlight: totals.inflight, suspended: totals.suspended },
+        destinations,
+        suspensions: active.map(suspensionView),
+      };
+    },
+
+    /** The queued deliveries behind the summary, by delivery id, cursor paginated. */
+    async messages(filter: { destination?: string; teamId?: number; campaignId?: string; state?: QueueState }, limit: number, cursor?: string) {
+      const sel: QueueSelector = {};
+      if (filter.destination !== undefined) sel.destination = parseSelector({ destination: filter.destination }).destination!;
+      if (filter.teamId !== undefined) sel.teamId = filter.teamId;
+      if (filter.campaignId !== undefined) sel.campaignId = filter.campaignId;
+      const after = cursor === undefined ? 0 : decodeIdCursor('q', cursor);
+      const rows = await queue.messages(clock.nowMs(), sel, filter.state, limit + 1, after);
+      const page = rows.slice(0, limit);
+      return {
+        messages: page.map((d) => ({
+          deliveryId: d.id,
+          emailId: d.email_id,
+          teamId: d.team_id,
+          recipient: d.recipient,
+          destination: d.rcpt_domain,
+          state: d.queue_state,
+          attempts: d.attempts,
+          nextAttemptAt: new Date(d.next_attempt_at).toISOString(),
+          lastReply: d.last_response === null ? null : { code: d.last_code, text: d.last_response, mxHost: d.mx_host },
+        })),
+        nextCursor: rows.length > limit ? encodeIdCursor('q', page[page.length - 1]!.id) : null,
+      };
+    },
+
+    async listSuspensions(): Promise<SuspensionView[]> {
+      return (await queue.activeSuspensions(clock.nowMs())).map(suspensionView);
+    },
+
+    /** Holds matching mail (not attempted, no attempt counted) until the suspension ends or is deleted. */
+    async suspend(actor: OperatorActor, input: { destination?: string; teamId?: number; campaignId?: string; minutes: number; reason: string }): Promise<SuspensionView & { parked: number }> {
+      const sel = parseSelector({ destination: input.destination, teamId: input.teamId, campaignId: input.campaignId });
+      if (!(input.minutes > 0 && input.minutes <= MAX_SUSPENSION_MINUTES)) throw badRequest(`minutes: must be more than 0 and at most ${MAX_SUSPENSION_MINUTES} (30 days)`);
+      const reason = input.reason.trim();
+      if (!reason) throw badRequest('reason: must not be empty');
+      const now = clock.nowMs();
+      const row: SuspensionRow = {
+        id: newId('su'),
+        destination: sel.destination ?? null,
+        team_id: sel.teamId ?? null,
+        campaign_id: sel.campaignId ?? null,
+        reason,
+        until_ms: now + Math.round(input.minutes * 60_000),
+        created_by: actorName(actor),
+        created_at: new Date(now).toISOString(),
+      };
+      const parked = await queue.insertSuspension(row, now);
+      await deps.audit.record(actor, 'queue.suspend', { suspensionId: row.id, ...sel, minutes: input.minutes, reason });
+      return { ...suspensionView(row), parked };
+    },
+
+    /** Ends a suspension at once: what it held is due now. */
+    async resume(actor: OperatorActor, id: string): Promise<SuspensionView> {
+      const ended = await queue.endSuspension(id, clock.nowMs(), clock.now().toISOString());
+      if (!ended) throw notFound(`suspension ${id} not found (or already ended)`);
+      await deps.audit.record(actor, 'queue.resume', { suspensionId: id });
+      deps.wake();
+      return suspensionView(ended);
+    },
+
+    /** Matching queued mail that is not on the wire becomes due now (held mail stays held). */
+    async retry(actor: OperatorActor, input: Parameters<typeof parseSelector>[0]): Promise<{ retried: number }> {
+      const sel = parseSelector(input);
+      const retried = await queue.retryNow(sel, clock.nowMs(), clock.now().toISOString());
+      await deps.audit.record(actor, 'queue.retry', { ...sel, retried });
+      deps.wake();
+      return { retried };
+    },
+
+    /**
+     * Fails matching queued mail with the operator's reason, with FAILED events and webhooks
+     * like any other failure. Mail on the wire (leased by the engine) is left alone.
+     */
+    async bounce(actor: OperatorActor, input: Parameters<typeof parseSelector>[0] & { reason: string }): Promise<{ bounced: number }> {
+      const sel = parseSelector(input);
+      const reason = input.reason.trim();
+      if (!reason) throw badRequest('reason: must not be empty');
+      let bounced = 0;
+      for (;;) {
+        const rows = await queue.leaseForBounce(sel, `${deps.owner}:bounce`, clock.nowMs() + deps.leaseMs, BOUNCE_BATCH);
+        if (!rows.length) break;
+        bounced += await deps.deliveries.failLeased(rows, `bounced by the operator: ${reason}`);
+        if (rows.length < BOUNCE_BATCH) break;
+      }
+      await deps.audit.record(actor, 'queue.bounce', { ...sel, reason, bounced });
+      return { bounced };
+    },
+
+    /** Each attempt of an email: the MX, addresses, TLS and the SMTP transcript. */
+    async trace(emailId: string) {
+      const email = await deps.emails.findByIdAnyTeam(emailId);
+      if (!email) throw notFound(`email ${emailId} not found`);
+      const rows = await deps.deliveriesRepo.attemptsOfEmail(email.id);
+      return {
+        emailId: email.id,
+        teamId: email.team_id,
+        attempts: rows.map((r) => ({
+          id: r.id,
+          startedAt: new Date(r.started_at).toISOString(),
+          destination: r.rcpt_domain,
+          mxHost: r.mx_host,
+          address: r.address,
+          source: r.source,
+          tls: r.tls_json ? (JSON.parse(r.tls_json) as SessionTls) : null,
+          results: JSON.parse(r.results_json) as { recipient: string; outcome: string; code?: number; response: string }[],
+          transcript: (JSON.parse(r.transcript_json) as [number, string, string][]).map(([at, who, line]) => ({
+            at: new Date(at).toISOString(),
+            direction: who === 'C' ? ('client' as const) : who === 'S' ? ('server' as const) : ('info' as const),
+            line,
+          })),
+        })),
+      };
+    },
+
+    /** Daily: traces past their retention and suspensions long ended. */
+    async prune(traceRetentionMs: number): Promise<{ traces: number; suspensions: number }> {
+      const now = clock.nowMs();
+      let traces = 0;
+      for (let n = -1; n !== 0; ) {
+        n = await deps.deliveriesRepo.pruneAttempts(now - traceRetentionMs);
+        traces += n;
+      }
+      const suspensions = await queue.pruneSuspensions(now - ENDED_SUSPENSION_KEEP_MS);
+      return { traces, suspensions };
+    },
+  };
+}
+export type QueueService = ReturnType<typeof createQueueService>;
