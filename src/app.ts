@@ -326,7 +326,7 @@ export async function createApp(opts: AppOptions) {
         'SANDBOX MODE: domains may send before they verify, and every message is delivered to the capture mailbox (GET /v1/sandbox/messages) instead of any MX; nothing leaves this server by SMTP',
       );
     }
-    if (isLocalHostname(config.hostname)) logger.warn({ event: 'config.hostname', hostname: config.hostname }, localHostnameWarning(config.hostname));
+    if (isLocalHostname(config.hostname)) logger.warn({ event: 'config.hostname', hostname: config.hostname }, localHostnameWarning(config.hostname, config.sandbox));
     if (isPublicUrlDerived(config)) {
       const note = config.http.port === 0 && httpPort !== 0 ? ` (http.port is 0, so links name port 0 rather than ${httpPort})` : '';
       logger.info(

@@ -56,6 +56,7 @@ export function isLocalHostname(hostname: string): boolean {
 }
 
 /** The warning for records that point at localhost: what is wrong and what to set. */
-export function localHostnameWarning(hostname: string): string {
-  return `hostname is ${hostname}: the MX and SPF records Posthorn asks you to publish point at it, so no other server can reach this one; set hostname (POSTHORN_HOSTNAME) to this server's public DNS name, then add domains (or use sandbox mode, POSTHORN_SANDBOX=true, to try sending without DNS)`;
+export function localHostnameWarning(hostname: string, sandbox = false): string {
+  const instead = sandbox ? '' : ' (or use sandbox mode, POSTHORN_SANDBOX=true, to try sending without DNS)';
+  return `hostname is ${hostname}: the MX and SPF records Posthorn asks you to publish point at it, so no other server can reach this one; set hostname (POSTHORN_HOSTNAME) to this server's public DNS name before you publish them${instead}`;
 }

@@ -297,7 +297,7 @@ export function createDomainService(deps: DomainServiceDeps) {
         throw err;
       }
       if (isLocalHostname(deps.hostname)) {
-        deps.logger.warn({ event: 'domain.localhost_records', domainId: d.id, teamId: d.teamId, domain: d.name, hostname: deps.hostname }, `domain ${d.name} added, but ${localHostnameWarning(deps.hostname)}`);
+        deps.logger.warn({ event: 'domain.localhost_records', domainId: d.id, teamId: d.teamId, domain: d.name, hostname: deps.hostname }, `domain ${d.name} added, but ${localHostnameWarning(deps.hostname, deps.sandbox)}`);
       }
       return view(d);
     },
