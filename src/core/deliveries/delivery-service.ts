@@ -235,7 +235,9 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
     /**
      * Records one attempt: per-recipient state, status events (latestStatus moves forward
      * only), hard-bounce suppressions, retries on the schedule, FAILED past the give-up
-     * age; then announces the events. `attemptStartedAt` stamps SENT.
+     * age; then announces the events. `attemptStartedAt` is the start of an attempt in which a
+     * remote server took part, and stamps SENT if the email has none yet; null when no server
+     * did (architecture.md, Decisions: email status).
      */
     async complete(group: DeliveryGroup, attemptStartedAt: Date | null, results: AttemptResult[]): Promise<void> {
       const now = clock.now();
@@ -248,8 +250,10 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       const bus: { deliveryId: number; status: Exclude<EmailStatus, 'SCHEDULED'>; extra: Record<string, unknown> }[] = [];
       // One log line per recipient's outcome (docs/operations.md, Logs), written once it is recorded.
       const outcomes: { deliveryId: number; fields: Record<string, unknown> }[] = [];
-      const logOutcome = (d: DeliveryRow, outcome: string, fields: Record<string, unknown>) =>
-        outcomes.push({ deliveryId: d.id, fields: { event: `delivery.${outcome}`, emailId: email.id, teamId: email.team_id, deliveryId: d.id, recipient: d.recipient, ...fields } });
+      const logging = deps.logger.isLevelEnabled('info');
+      const logOutcome = (d: DeliveryRow, outcome: string, fields: Record<string, unknown>) => {
+        if (logging) outcomes.push({ deliveryId: d.id, fields: { event: `delivery.${outcome}`, emailId: email.id, teamId: email.team_id, deliveryId: d.id, recipient: d.recipient, ...fields } });
+      };
 
       for (const r of results) {
         const d = byId.get(r.deliveryId);
@@ -333,7 +337,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         deps.logger.warn({ emailId: email.id, closedMeanwhile }, 'attempt results arrived for deliveries closed meanwhile (purged or suppressed); their outcome was kept');
       }
       for (const e of announced) deps.events.emit(e);
-      if (deps.logger.isLevelEnabled('info')) {
+      if (logging) {
         for (const o of outcomes) {
           if (!recorded.has(o.deliveryId)) continue;
           const f = o.fields;
