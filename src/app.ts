@@ -91,6 +91,12 @@ import { createAdminHealth, type ListenerState } from './core/operators/admin-he
 import { JobMonitor } from './core/operators/job-monitor.js';
 import { createQueueService } from './core/queue/queue-service.js';
 import { createMetrics } from './core/metrics/metrics.js';
+import { isPublicUrlDerived } from './config/load.js';
+import { isLocalHostname, localHostnameWarning } from './core/domains/dns-records.js';
+import { createSandboxMessagesRepository } from './store/repositories/sandbox-messages-repository.js';
+import { createSandboxService } from './core/sandbox/sandbox-service.js';
+import { sandboxRoutes } from './api/routes/sandbox-routes.js';
+import { createSandboxTransport, SANDBOX_HOST } from './smtp/outbound/sandbox-transport.js';
 
 // The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
 
@@ -159,6 +165,7 @@ export async function createApp(opts: AppOptions) {
     hostname: config.hostname,
     dkimSelector: config.domains.dkimSelector,
     bounceLabel: config.domains.bounceLabel,
+    sandbox: config.sandbox,
   });
   const apiKeys = createApiKeyService({ apiKeys: createApiKeysRepository(store.db), clock, domainBelongsToTeam: domains.belongsToTeam });
   const rateLimiter = createRateLimiter(clock);
@@ -169,7 +176,7 @@ export async function createApp(opts: AppOptions) {
   // Sources read at scrape time; the pool is built further down.
   const metrics = createMetrics({
     queue: () => queueRepo.countsForMetrics(clock.nowMs()),
-    connections: () => pool.openByHost(),
+    connections: () => pool?.openByHost() ?? new Map(),
     storeFiles: () => store.fileSizes(),
   });
   const suppressionsRepo = createSuppressionsRepository(store.db);
@@ -184,6 +191,7 @@ export async function createApp(opts: AppOptions) {
     renderTemplate: (teamId, templateId, variables) => templates.renderForSend(teamId, templateId, variables),
     onQueued: () => engine?.wake(),
     onAccepted: (count) => metrics.accepted(count),
+    logger,
   });
   const deliveries = createDeliveryService({
     deliveries: deliveriesRepo,
@@ -215,7 +223,7 @@ export async function createApp(opts: AppOptions) {
     clock,
     owner: `${osHostname()}:${process.pid}:operator`,
     leaseMs: config.outbound.leaseMs,
-    openConnections: () => pool.openByHost(),
+    openConnections: () => pool?.openByHost() ?? new Map(),
     wake: () => engine?.wake(),
   });
 
@@ -313,13 +321,17 @@ export async function createApp(opts: AppOptions) {
   let inboundListener: SmtpListener | undefined;
   let submissionListener: SmtpListener | undefined;
 
-  const services = { campaigns, templates, teams, apiKeys, events, domains, emails, deliveries, contactBooks, contacts, segments, suppressions, webhooks, webhookOutbox, analytics, tracking, operatorKeys, audit, queue };
+  // Sandbox mode (architecture.md, Decisions: sandbox mode): the capture mailbox the engine delivers to instead of any MX.
+  const sandbox = createSandboxService({ messages: createSandboxMessagesRepository(store.db), clock, enabled: config.sandbox });
+
+  const services = { campaigns, templates, teams, apiKeys, events, domains, emails, deliveries, contactBooks, contacts, segments, suppressions, webhooks, webhookOutbox, analytics, tracking, sandbox, operatorKeys, audit, queue };
 
   const routes: RouteDef[] = [...apiKeysRoutes(apiKeys), ...domainsRoutes(domains), ...emailsRoutes(emails), ...templatesRoutes(templates)];
   routes.push(...campaignsRoutes(campaigns));
   routes.push(...contactBooksRoutes(contactBooks), ...contactsRoutes(contacts), ...segmentsRoutes(segments), ...suppressionsRoutes(suppressions));
   routes.push(...receivedEmailsRoutes(inbound.received));
   routes.push(...webhooksRoutes(webhooks), ...analyticsRoutes(analytics));
+  routes.push(...sandboxRoutes(sandbox));
   // The machine-readable description of all of the above (and of itself), public.
   routes.push(openApiRoute(() => routes));
   let cron: CronJobs | undefined;
@@ -333,7 +345,8 @@ export async function createApp(opts: AppOptions) {
       }
     : undefined;
   const signer = createDkimSigner({ workers: config.outbound.signingWorkers });
-  const pool = createSmtpClientPool({
+  // In sandbox mode there is no SMTP client at all: nothing can open a connection to an MX.
+  const pool = config.sandbox ? undefined : createSmtpClientPool({
     heloName: config.hostname,
     logger,
     resolver, // a relay given by name is resolved through our resolver, never the system's
@@ -352,11 +365,11 @@ export async function createApp(opts: AppOptions) {
     deliveries,
     messages: createMessageFactory({ signer, transformHtml: tracking.transformHtml }),
     mx: createMxResolver(resolver, clock),
-    pool,
+    pool: pool ?? createSandboxTransport({ sandbox, logger }),
     clock,
     logger,
     port: config.outbound.port,
-    relay,
+    route: pool ? relay : { host: SANDBOX_HOST, address: SANDBOX_HOST, port: 0 },
     // Enough to keep every connection a destination may have busy, with as many ready behind them.
     maxInFlightPerDomain: 2 * config.outbound.maxConnectionsPerHost,
   });
@@ -384,11 +397,29 @@ export async function createApp(opts: AppOptions) {
   const adminRoutes: RouteDef[] = operatorRoutes({ queue, teams, audit, health: adminHealth });
   adminRoutes.push(openApiRoute(() => adminRoutes, OPERATOR_API));
 
+  /** What a newcomer must know at start: sandbox mode, records that point at localhost, links that only this machine can open. */
+  function announceSettings(httpPort: number): void {
+    if (config.sandbox) {
+      logger.warn(
+        { event: 'sandbox', sandbox: true },
+        'SANDBOX MODE: domains may send before they verify, and every message is delivered to the capture mailbox (GET /v1/sandbox/messages) instead of any MX; nothing leaves this server by SMTP',
+      );
+    }
+    if (isLocalHostname(config.hostname)) logger.warn({ event: 'config.hostname', hostname: config.hostname }, localHostnameWarning(config.hostname, config.sandbox));
+    if (isPublicUrlDerived(config)) {
+      const note = config.http.port === 0 && httpPort !== 0 ? ` (http.port is 0, so links name port 0 rather than ${httpPort})` : '';
+      logger.info(
+        { event: 'config.publicUrl', publicUrl: config.publicUrl, derived: true },
+        `publicUrl is not set: tracking, unsubscribe and confirmation links use ${config.publicUrl}${note}, derived from http.host and http.port; set publicUrl (POSTHORN_PUBLIC_URL) to the URL the world reaches`,
+      );
+    }
+  }
+
   function healthRoute(router: Router) {
     router.get('/health', async (ctx) => {
       const ok = storeOk();
       ctx.status = ok && !stopping ? 200 : 503;
-      ctx.body = { status: ok && !stopping ? 'ok' : 'degraded', store: ok ? 'ok' : 'error', listeners };
+      ctx.body = { status: ok && !stopping ? 'ok' : 'degraded', store: ok ? 'ok' : 'error', sandbox: config.sandbox, listeners };
     });
   }
 
@@ -446,6 +477,7 @@ export async function createApp(opts: AppOptions) {
       http = await listenHttp(koa, config.http.host, config.http.port);
       listeners.http = { host: config.http.host, port: http.port };
       logger.info({ listener: 'http', host: config.http.host, port: http.port }, `HTTP API listening on ${config.http.host}:${http.port}`);
+      announceSettings(http.port);
       const [inboundTls, submissionTls] = await Promise.all([listenerTls(config.inbound), listenerTls(config.submission)]);
       const smtpCommon = { hostname: config.hostname, logger };
       inboundListener = await startOrReport('inbound', config.inbound, logger, () =>
@@ -462,14 +494,19 @@ export async function createApp(opts: AppOptions) {
           onMessage: (kind) => metrics.inbound(kind),
         }),
       );
-      if (inboundListener) listeners.inbound = { host: config.inbound.host, port: inboundListener.port };
-      else failedListeners.add('inbound');
+      if (inboundListener) {
+        listeners.inbound = { host: config.inbound.host, port: inboundListener.port };
+        logger.info({ listener: 'inbound', ...listeners.inbound }, `inbound SMTP listening on ${config.inbound.host}:${inboundListener.port}`);
+      } else failedListeners.add('inbound');
       submissionListener = await startOrReport('submission', config.submission, logger, () =>
         startSubmissionServer({ ...smtpCommon, ...config.submission, tls: submissionTls, apiKeys, emails, rateLimiter, defaultRateLimit: config.rateLimit.perSecond }),
       );
-      if (submissionListener) listeners.submission = { host: config.submission.host, port: submissionListener.port };
-      else failedListeners.add('submission');
-      logger.info({ inbound: listeners.inbound, submission: listeners.submission }, 'SMTP listeners started');
+      if (submissionListener) {
+        listeners.submission = { host: config.submission.host, port: submissionListener.port };
+        logger.info({ listener: 'submission', ...listeners.submission }, `submission SMTP listening on ${config.submission.host}:${submissionListener.port}`);
+      } else failedListeners.add('submission');
+      // Only when every one of them listens: a port that could not be bound was logged as an error.
+      if (inboundListener && submissionListener) logger.info({ inbound: listeners.inbound, submission: listeners.submission }, 'SMTP listeners started');
       const recounted = await campaigns.recoverCounts();
       if (recounted) logger.info({ recounted }, 'campaign counters a previous run left behind were counted');
       const released = await deliveries.releaseStaleLeases();
@@ -495,7 +532,7 @@ export async function createApp(opts: AppOptions) {
       await engine!.stop();
       await webhookDispatcher.stop(); // unsent calls stay in the outbox for the next start
       await analytics.flush();
-      await pool.close();
+      await pool?.close();
       await signer.close();
       await store.close();
       logger.info('stopped');

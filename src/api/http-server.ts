@@ -235,11 +235,18 @@ export function bearerToken(ctx: Context): string | undefined {
  * every authenticated response, errors included.
  */
 function applyRateLimit(ctx: Context, auth: AuthContext, deps: HttpServerDeps): void {
-  const decision = deps.rateLimiter.consume(auth.teamId, auth.teamRateLimit ?? deps.defaultRateLimit);
+  const decision = deps.rateLimiter.consume(auth.teamId, auth.teamRateLimit ?? deps.defaultRateLimit, auth.keyId);
   ctx.set('X-RateLimit-Limit', String(decision.limit));
   ctx.set('X-RateLimit-Remaining', String(decision.remaining));
   ctx.set('X-RateLimit-Reset', String(decision.resetEpochSeconds));
   if (!decision.allowed) {
+    // One line per key and window, however many requests it sends past the limit.
+    if (decision.firstRefusal) {
+      deps.logger.info(
+        { event: 'rate_limited', teamId: auth.teamId, apiKeyId: auth.keyId, limit: decision.limit, retryAfterSeconds: decision.retryAfterSeconds },
+        `API key ${auth.keyId} of team ${auth.teamId} is over the rate limit of ${decision.limit} requests per second`,
+      );
+    }
     throw new AppError('RATE_LIMITED', `rate limit of ${decision.limit} requests per second exceeded; retry in ${decision.retryAfterSeconds} s`, decision.retryAfterSeconds);
   }
 }

@@ -13,8 +13,9 @@ export function configFrom(cmd: Command): Config {
 /** Builds the app for an admin command (store open and migrated, no listeners), runs fn, closes. */
 export async function withApp<T>(cmd: Command, fn: (app: App) => Promise<T>): Promise<T> {
   const config = configFrom(cmd);
-  // Admin commands print results on stdout; keep logs on stderr-quiet so output stays parseable.
-  const app = await createApp({ config, logger: createLogger('warn') });
+  // Admin commands print their result on stdout (`keys create`: the key is its last line), so
+  // their logs (warnings and errors only) go to stderr.
+  const app = await createApp({ config, logger: createLogger('warn', { destination: 'stderr' }) });
   try {
     return await fn(app);
   } finally {

@@ -11,8 +11,18 @@ async function teamFor(app: App, team?: string): Promise<number> {
   return (await app.services.teams.list())[0]?.id ?? (await app.services.teams.create('Default team'));
 }
 
-function printRecords(records: { type: string; name: string; value: string; priority: string | null; status: string; recommended: boolean }[]): void {
-  printTable(records.map((r) => ({ type: r.type, name: r.name, priority: r.priority ?? '', value: r.value, status: r.status, required: r.recommended ? 'recommended' : 'yes' })));
+/** Characters of a record value a table shows unless --full: a DKIM key is about 400. */
+const SHORT_VALUE_CHARS = 40;
+
+export function shortValue(value: string): string {
+  return value.length <= SHORT_VALUE_CHARS ? value : `${value.slice(0, SHORT_VALUE_CHARS - 1)}…`;
+}
+
+function printRecords(records: { type: string; name: string; value: string; priority: string | null; status: string; recommended: boolean }[], full = true): void {
+  printTable(
+    records.map((r) => ({ type: r.type, name: r.name, priority: r.priority ?? '', value: full ? r.value : shortValue(r.value), status: r.status, required: r.recommended ? 'recommended' : 'yes' })),
+  );
+  if (!full && records.some((r) => r.value.length > SHORT_VALUE_CHARS)) process.stdout.write('(long values shortened; --full prints them whole)\n');
 }
 
 export function registerDomains(program: Command): void {
@@ -52,13 +62,14 @@ export function registerDomains(program: Command): void {
     .description('check the DNS records of a domain now and print each record\'s status')
     .argument('<nameOrId>')
     .option('--team <id>', 'team id, when several teams have the name')
-    .action(async (nameOrId: string, opts: { team?: string }, cmd: Command) => {
+    .option('--full', 'print every record value whole (the DKIM key is about 400 characters)')
+    .action(async (nameOrId: string, opts: { team?: string; full?: boolean }, cmd: Command) => {
       await withApp(cmd, async (app) => {
         const found = await app.services.domains.findForCli(opts.team ? parseIntOption(opts.team, '--team') : null, nameOrId);
         if (!found) throw new Error(`domain ${nameOrId} not found`);
         const result = await app.services.domains.verify({ teamId: found.teamId, domainId: null }, found.id);
         process.stdout.write(`${result.domain.name}: ${result.domain.status}\n${result.message}\n\n`);
-        printRecords(result.domain.dnsRecords);
+        printRecords(result.domain.dnsRecords, opts.full === true);
       });
     });
 }

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { AppError } from '../core/errors.js';
 import { ConfigError } from '../config/load.js';
@@ -9,12 +10,19 @@ import { registerConfig } from './config-command.js';
 import { registerDomains } from './domains-command.js';
 import { registerSend } from './send-command.js';
 import { registerQueue } from './queue-command.js';
+import { EXIT_CONFIG_ERROR } from './systemd-unit.js';
+
+/** The package's version (dist/src/cli/index.js -> package.json at the root). */
+export function posthornVersion(): string {
+  return (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
 
 export function buildProgram(): Command {
   const program = new Command();
   program
     .name('posthorn')
     .description('Posthorn: self-hosted email delivery')
+    .version(posthornVersion(), '-V, --version', 'print the version and exit')
     .option('-c, --config <path>', 'TOML config file (environment variables override it)')
     .showHelpAfterError()
     .exitOverride();
@@ -39,6 +47,7 @@ export async function runCli(argv: string[]): Promise<void> {
     }
     const message = err instanceof AppError || err instanceof ConfigError || err instanceof Error ? err.message : String(err);
     process.stderr.write(`posthorn: ${message}\n`);
-    process.exitCode = 1;
+    // A service manager must not restart into the same bad configuration (systemd-unit.ts).
+    process.exitCode = err instanceof ConfigError ? EXIT_CONFIG_ERROR : 1;
   }
 }

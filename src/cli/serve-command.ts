@@ -18,8 +18,10 @@ async function serve(config: Config): Promise<void> {
   const firstKey = await app.ensureFirstKey();
   await app.start();
   if (firstKey) {
-    // Printed once, on the very first start, so a newcomer can call the API right away.
-    process.stdout.write(
+    // Printed once, on the very first start, so a newcomer can call the API right away: on
+    // stderr, outside the JSON log stream on stdout (whatever ships those lines never carries
+    // it), and never logged. A service creates its key with `posthorn keys create` instead.
+    process.stderr.write(
       `\nNo API key existed, so a team and a FULL key were created. Save it now; it is not shown again:\n\n  ${firstKey}\n\n`,
     );
   }

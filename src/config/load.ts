@@ -52,7 +52,26 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
     throw new ConfigError(`invalid configuration: ${issues}`);
   }
-  return parsed.data;
+  const config = parsed.data;
+  if (!config.publicUrl) {
+    config.publicUrl = derivedPublicUrl(config.http);
+    derived.add(config);
+  }
+  return config;
+}
+
+/** Configurations whose publicUrl was left empty and derived from the HTTP listener. */
+const derived = new WeakSet<Config>();
+
+/** Whether `config.publicUrl` was derived from http.host and http.port (publicUrl left empty). */
+export function isPublicUrlDerived(config: Config): boolean {
+  return derived.has(config);
+}
+
+/** The URL of the HTTP listener as seen from this machine: a wildcard bind is reached as localhost. */
+export function derivedPublicUrl(http: { host: string; port: number }): string {
+  const host = http.host === '0.0.0.0' || http.host === '::' || http.host === '' ? 'localhost' : http.host.includes(':') ? `[${http.host}]` : http.host;
+  return `http://${host}${http.port === 80 ? '' : `:${http.port}`}`;
 }
 
 function convert(name: string, raw: string, kind: KeyKind): unknown {

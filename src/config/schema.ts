@@ -65,15 +65,15 @@ export const configSchema = z
       doc: "This server's public host name: the MX/SPF target in the DNS records users publish, the EHLO name, and the right-hand side of Message-IDs.",
       env: 'POSTHORN_HOSTNAME',
     }),
-    publicUrl: key(
-      z
-        .string()
-        .url()
-        .transform((u) => u.replace(/\/+$/, ''))
-        .prefault('http://localhost:3000'),
-      { doc: 'Base URL for open/click tracking, unsubscribe and double opt-in links (no trailing slash).', env: 'POSTHORN_PUBLIC_URL' },
-    ),
+    publicUrl: key(z.union([z.literal(''), z.string().url().transform((u) => u.replace(/\/+$/, ''))]).default(''), {
+      doc: 'Base URL for open/click tracking, unsubscribe and double opt-in links, as the world reaches the HTTP listener (no trailing slash). Empty: derived from http.host and http.port (http://localhost:3000 at the defaults), which only this machine can open.',
+      env: 'POSTHORN_PUBLIC_URL',
+    }),
     secret: key(z.string().default(''), { doc: 'Secret that signs those links. Empty: one is generated on first start and kept in the database.', env: 'POSTHORN_SECRET' }),
+    sandbox: key(z.boolean().default(false), {
+      doc: 'Sandbox mode, for trying Posthorn without DNS or port 25: a domain may send before it verifies, and every message goes through the whole pipeline (composed, DKIM-signed, tracked, events and webhooks) but is delivered to a capture mailbox on this server (GET /v1/sandbox/messages) instead of any MX. Nothing leaves the server by SMTP.',
+      env: 'POSTHORN_SANDBOX',
+    }),
     log: section({
       level: key(z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'), { doc: 'trace, debug, info, warn, error, fatal or silent.', env: 'POSTHORN_LOG_LEVEL' }),
     }),

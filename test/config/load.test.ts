@@ -91,11 +91,12 @@ test('outbound SMTP timeouts: defaults are the client pool\'s, environment names
 test('config.example.toml is what the schema writes: every key, at its default, with its variable', (t) => {
   const committed = readFileSync(new URL('../../../config.example.toml', import.meta.url), 'utf8');
   t.is(committed, configExample(), 'regenerate it with: node bin/posthorn config example > config.example.toml');
-  // Uncommented, the example parses to exactly the defaults.
+  // Uncommented, the example parses to exactly the defaults (publicUrl derived from them, as without a file).
   const dir = tempDir(t, 'posthorn-cfg-');
   const file = join(dir, 'example.toml');
   writeFileSync(file, committed.replace(/^# (\w+ = .*)$/gm, '$1'));
-  t.deepEqual(loadConfig({ configFile: file, env: {} }), DEFAULT_CONFIG);
+  t.deepEqual(loadConfig({ configFile: file, env: {} }), { ...DEFAULT_CONFIG, publicUrl: 'http://localhost:3000' });
+  t.deepEqual(loadConfig({ env: {} }), loadConfig({ configFile: file, env: {} }));
 });
 
 test('every key has an environment variable, and each one sets its key (the relay too)', (t) => {

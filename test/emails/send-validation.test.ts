@@ -4,6 +4,8 @@ import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.
 let w: MailWorld;
 test.before(async () => {
   w = await startMailWorld();
+  const res = await w.t0.request('POST', '/v1/domains', { body: { name: 'unverified-order.dev', region: 'r' } });
+  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
 });
 test.after.always(async () => {
   await w?.close();
@@ -56,6 +58,25 @@ for (const [name, extra, message] of badBodies) {
     t.regex(res.body.error.message, message);
   });
 }
+
+// The body is validated whole before the sender's domain is looked at: from a domain that is
+// not verified (or not the team's at all), a bad field is still the 400 that names it.
+for (const [name, extra, message] of badBodies) {
+  if ('from' in extra) continue; // these name the from field itself
+  for (const from of ['Sender <hello@unverified-order.dev>', 'hello@not-this-teams.dev']) {
+    test(`400 before 403 (${from.includes('unverified') ? 'unverified domain' : "another team's domain"}): ${name}`, async (t) => {
+      const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { from, ...extra }) });
+      t.is(res.status, 400, JSON.stringify(res.body));
+      t.regex(res.body.error.message, message);
+    });
+  }
+}
+
+test('400 before 403 in a batch too: the bad item is named, from an unverified domain', async (t) => {
+  const res = await w.t0.request('POST', '/v1/emails/batch', { body: [sendBody(w), sendBody(w, { from: 'a@unverified-order.dev', to: 'not-an-address' })] });
+  t.is(res.status, 400, JSON.stringify(res.body));
+  t.regex(res.body.error.message, /^\[1\]\.to: /);
+});
 
 test('a scheduledAt years ahead is accepted (the spec sets no limit), with filler words around a plain-English time', async (t) => {
   const far = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { scheduledAt: '2030-01-01T00:00:00Z' }) });

@@ -5,6 +5,7 @@ import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import type { DeepPartial } from '../../src/config/load.js';
 import type { Config } from '../../src/config/defaults.js';
 import type { Clock } from '../../src/lib/clock.js';
+import type { Logger } from '../../src/lib/logger.js';
 import { createDnsClient, toNodeStyleResolver } from '../../src/lib/dns/dns-client.js';
 import { startDnsZone, type DnsZone } from './dns-zone.js';
 import { startSmtpSink, type SmtpSink, type SinkBehaviour } from './smtp-sink.js';
@@ -50,7 +51,7 @@ function sharedCert() {
  * A sending world: a DNS zone, an SMTP sink as the MX of example.net / example.org, and a
  * Posthorn app with a verified sending domain, delivering to the sink's port.
  */
-export async function startMailWorld(opts: { clock?: Clock; sink?: Partial<SinkBehaviour>; overrides?: DeepPartial<Config>; domain?: string } = {}): Promise<MailWorld> {
+export async function startMailWorld(opts: { clock?: Clock; sink?: Partial<SinkBehaviour>; overrides?: DeepPartial<Config>; domain?: string; logger?: Logger } = {}): Promise<MailWorld> {
   const zone = await startDnsZone();
   // One certificate for both sink host names, so a single CA file trusts either MX.
   const cert = await sharedCert();
@@ -68,7 +69,7 @@ export async function startMailWorld(opts: { clock?: Clock; sink?: Partial<SinkB
     ...(extra ?? {}),
     outbound: { port: sink.port, caFile, signingWorkers: 1, ...(opts.overrides?.outbound ?? {}), ...(extra?.outbound ?? {}) },
   });
-  let t0 = await startTestApp({ zone, clock: opts.clock, overrides: baseOverrides() });
+  let t0 = await startTestApp({ zone, clock: opts.clock, overrides: baseOverrides(), logger: opts.logger });
   const domain = await addVerifiedDomain(t0, opts.domain ?? 'sender.dev');
   const resolver = toNodeStyleResolver(createDnsClient({ servers: [zone.server], timeoutMs: 500, tries: 1 }));
   const world: MailWorld = {
@@ -92,7 +93,7 @@ export async function startMailWorld(opts: { clock?: Clock; sink?: Partial<SinkB
       const dataDir = t0.dataDir;
       const key = t0.key;
       await t0.stop();
-      t0 = await startTestApp({ zone, clock: opts.clock, dataDir, overrides: baseOverrides(extra) });
+      t0 = await startTestApp({ zone, clock: opts.clock, dataDir, overrides: baseOverrides(extra), logger: opts.logger });
       (t0 as { key: string }).key = key;
     },
     async startSecondSink(domain: string, behaviour?: Partial<SinkBehaviour>) {

@@ -5,6 +5,7 @@ import { createApp, type App } from '../../src/app.js';
 import { loadConfig, type DeepPartial } from '../../src/config/load.js';
 import type { Config } from '../../src/config/defaults.js';
 import type { Clock } from '../../src/lib/clock.js';
+import type { Logger } from '../../src/lib/logger.js';
 import { createDnsClient } from '../../src/lib/dns/dns-client.js';
 import { startDnsZone, type DnsZone } from './dns-zone.js';
 
@@ -45,6 +46,8 @@ export interface TestAppOptions {
   /** Reuse a data dir (restart tests). */
   dataDir?: string;
   zone?: DnsZone;
+  /** Instead of a silent one (tests that read the log lines). */
+  logger?: Logger;
 }
 
 /** Each test file builds its own world: temp data dir, its own DNS zone, HTTP on 127.0.0.1:0. */
@@ -64,7 +67,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   };
   const config = loadConfig({ env: {}, overrides: deepMerge(base, opts.overrides ?? {}) });
   const resolver = createDnsClient({ servers: [zone.server], timeoutMs: 500, tries: 1 });
-  const app = await createApp({ config, clock: opts.clock, resolver });
+  const app = await createApp({ config, clock: opts.clock, resolver, logger: opts.logger });
   const listeners = await app.start();
   const baseUrl = `http://127.0.0.1:${listeners.http!.port}`;
   const teams = await app.services.teams.list();

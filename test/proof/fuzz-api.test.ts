@@ -28,7 +28,9 @@ let watch: ReturnType<typeof watchProcess>;
 
 test.before(async () => {
   watch = watchProcess();
-  t0 = await startTestApp({ overrides: { http: { bodyLimitBytes: BODY_LIMIT }, webhooks: { allowPrivate: true } } });
+  // Sandbox mode: every route has something real to serve (the capture mailbox too), and
+  // nothing the fuzzer sends is ever attempted at an MX.
+  t0 = await startTestApp({ overrides: { sandbox: true, http: { bodyLimitBytes: BODY_LIMIT }, webhooks: { allowPrivate: true } } });
   port = t0.app.listeners.http!.port;
   fixtures = await buildApiFixtures(t0);
 });

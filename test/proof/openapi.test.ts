@@ -5,7 +5,7 @@ import type { RouteDef } from '../../src/api/route-types.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { smtpSend } from '../inbound/helpers/smtp-client.js';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
-import type { TestResponse } from '../helpers/test-app.js';
+import { startTestApp, type TestApp, type TestResponse } from '../helpers/test-app.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks/webhook-receiver.js';
 import { OpenApiCheck, schemaPaths, unresolvedRefs } from './helpers/openapi-check.js';
 import { remoteMessage } from './helpers/inbound-message.js';
@@ -36,6 +36,9 @@ let receiver: WebhookReceiver;
 let check: OpenApiCheck;
 let doc: any;
 let sendingKey: string;
+/** A second server in sandbox mode, for the capture mailbox's routes (404 everywhere else). */
+let sandbox: TestApp;
+let sandboxSendingKey: string;
 
 interface Call {
   method: string;
@@ -47,6 +50,8 @@ interface Call {
   key?: string | null;
   headers?: Record<string, string>;
   prefix?: '/v1' | '/api/v1';
+  /** Sent to the sandbox-mode server instead of the mail world's. */
+  sandbox?: boolean;
 }
 
 /** Successful calls by route, replayed by the error sweep. */
@@ -63,7 +68,7 @@ function concrete(c: Call): string {
 }
 
 async function send(c: Call): Promise<TestResponse> {
-  return w.t0.request(c.method, concrete(c), { body: c.body, key: c.key, headers: c.headers });
+  return (c.sandbox ? sandbox : w.t0).request(c.method, concrete(c), { body: c.body, key: c.key, headers: c.headers });
 }
 
 /** Calls a route, expects `status`, and validates the answer against the document. */
@@ -78,12 +83,15 @@ test.before(async () => {
   w = await startMailWorld({ clock, overrides: { webhooks: { allowPrivate: true }, http: { bodyLimitBytes: 256 * 1024 } } });
   receiver = await startWebhookReceiver();
   sendingKey = (await w.t0.app.services.apiKeys.create(w.t0.teamId, { name: 'sending', permission: 'SENDING' })).token;
+  sandbox = await startTestApp({ overrides: { sandbox: true } });
+  sandboxSendingKey = (await sandbox.app.services.apiKeys.create(sandbox.teamId, { name: 'sending', permission: 'SENDING' })).token;
   const res = await w.t0.request('GET', '/v1/openapi.json', { key: null });
   if (res.status !== 200) throw new Error(`openapi.json: ${res.status}`);
   doc = res.body;
   check = new OpenApiCheck(doc);
 });
 test.after.always(async () => {
+  await sandbox?.close();
   await receiver?.close();
   await w?.close();
 });
@@ -350,6 +358,30 @@ test.serial('tour: every route answers 200 with a body that matches the document
   const rawRes = await ok({ method: 'GET', route: '/receivedEmails/:id/raw', params: { id: receivedId } });
   t.regex(String(rawRes), /Subject: Tour inbound/);
 
+  // Sandbox mode: a domain that never verified sends; the capture mailbox has the message.
+  const fresh = (await sandbox.request('POST', '/v1/domains', { body: { name: 'tour-sandbox.dev', region: 'local' } })).body;
+  const captured = await sandbox.request('POST', '/v1/emails', {
+    body: {
+      from: `Tour <tour@${fresh.name}>`,
+      to: 'reader@example.org',
+      cc: 'copy@example.net',
+      replyTo: `replies@${fresh.name}`,
+      subject: 'Tour sandbox',
+      text: 'Plain',
+      html: '<p>Rich</p>',
+      attachments: [{ filename: 'a.txt', content: Buffer.from('a').toString('base64') }],
+    },
+  });
+  t.is(captured.status, 200, JSON.stringify(captured.body));
+  sandbox.app.engine.wake();
+  await sandbox.app.engine.whenIdle();
+  const mailbox = await ok({ method: 'GET', route: '/sandbox/messages', query: 'page=1&limit=10', sandbox: true });
+  t.is(mailbox.total, 2); // one per recipient domain
+  const capturedMessage = await ok({ method: 'GET', route: '/sandbox/messages/:id', params: { id: mailbox.messages[0].id }, sandbox: true });
+  t.is(capturedMessage.emailId, captured.body.emailId);
+  // Outside sandbox mode the same routes are 404, as documented.
+  await expectStatus(t, { method: 'GET', route: '/sandbox/messages' }, 404);
+
   // Analytics.
   const series = await ok({ method: 'GET', route: '/analytics/email-time-series', query: 'days=7' });
   t.is(series.result.length, 7);
@@ -415,7 +447,7 @@ test.serial('errors: no key, a SENDING key, unknown ids, wrong bodies and bad qu
       counts.unauthorized++;
     }
     if (r.access === 'full') {
-      const res = await expectStatus(t, { ...c, key: sendingKey }, 403);
+      const res = await expectStatus(t, { ...c, key: c.sandbox ? sandboxSendingKey : sendingKey }, 403);
       t.is(res.body.error.code, 'FORBIDDEN');
       counts.forbidden++;
     }

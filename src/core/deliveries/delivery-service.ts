@@ -285,7 +285,9 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
     /**
      * Records one attempt: per-recipient state, status events (latestStatus moves forward
      * only), hard-bounce suppressions, retries on the schedule, FAILED past the give-up
-     * age; then announces the events. `attemptStartedAt` stamps SENT.
+     * age; then announces the events. `attemptStartedAt` is the start of an attempt in which a
+     * remote server took part, and stamps SENT if the email has none yet; null when no server
+     * did (architecture.md, Decisions: email status).
      */
     async complete(group: DeliveryGroup, attemptStartedAt: Date | null, results: AttemptResult[], traces: readonly AttemptTrace[] = []): Promise<void> {
       const now = clock.now();
@@ -296,6 +298,12 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       const events: StatusEventWrite[] = [];
       const suppressions: ResultsWrite['suppressions'] = [];
       const bus: { deliveryId: number; status: Exclude<EmailStatus, 'SCHEDULED'>; extra: Record<string, unknown> }[] = [];
+      // One log line per recipient's outcome (docs/operations.md, Logs), written once it is recorded.
+      const outcomes: { deliveryId: number; fields: Record<string, unknown> }[] = [];
+      const logging = deps.logger.isLevelEnabled('info');
+      const logOutcome = (d: DeliveryRow, outcome: string, fields: Record<string, unknown>) => {
+        if (logging) outcomes.push({ deliveryId: d.id, fields: { event: `delivery.${outcome}`, emailId: email.id, teamId: email.team_id, deliveryId: d.id, recipient: d.recipient, ...fields } });
+      };
 
       for (const r of results) {
         const d = byId.get(r.deliveryId);
@@ -309,38 +317,46 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         const response = r.response.length > MAX_RESPONSE_CHARS ? `${r.response.slice(0, MAX_RESPONSE_CHARS - 1)}…` : r.response;
         const base = { recipient: d.recipient, mxHost: r.mxHost ?? null, smtpCode: r.code ?? null, response };
         const update = { id: d.id, attempts, code: r.code ?? null, response, mxHost: r.mxHost ?? null };
+        const wire = { attempt: attempts, mxHost: r.mxHost ?? null, smtpCode: r.code ?? null, response };
         if (r.outcome === 'delivered') {
           updates.push({ ...update, state: 'delivered', nextAttemptAt: d.next_attempt_at });
           ev('DELIVERED', base);
+          logOutcome(d, 'delivered', wire);
         } else if (r.outcome === 'bounced') {
           updates.push({ ...update, state: 'bounced', nextAttemptAt: d.next_attempt_at });
           ev('BOUNCED', { ...base, bounce: { type: r.hardBounce ? 'Permanent' : 'Transient', subType: bounceSubType(r), ...(r.category ? { category: r.category } : {}), message: response } });
           if (r.hardBounce) {
             suppressions.push({ teamId: email.team_id, email: addressKey(d.recipient), reason: 'HARD_BOUNCE', source: email.id, at: nowIso, deliveryId: d.id });
           }
+          logOutcome(d, 'bounced', { ...wire, hardBounce: !!r.hardBounce });
         } else if (r.outcome === 'suppressed') {
           // Not an attempt: the attempt count, last SMTP code and MX host stay as they were; the
           // response says why the row was closed (posthorn queue shows it).
           updates.push({ ...update, attempts: d.attempts, code: d.last_code, response, mxHost: d.mx_host, state: 'suppressed', nextAttemptAt: d.next_attempt_at });
           const data = { recipient: d.recipient, suppressed: { reason: response } };
+          logOutcome(d, 'suppressed', { reason: response });
           if (r.emailSuppressed) ev('SUPPRESSED', data);
           // One recipient of several: on record in the email's events, latestStatus unchanged.
           else events.push({ emailId: email.id, status: 'SUPPRESSED', rank: NO_STATUS_CHANGE, data, at: nowIso, deliveryId: d.id });
         } else if (r.outcome === 'failed') {
           updates.push({ ...update, state: 'failed', nextAttemptAt: d.next_attempt_at });
           ev('FAILED', { ...base, failed: { reason: response } });
+          logOutcome(d, 'failed', { ...wire, reason: response });
         } else {
           const age = now.getTime() - d.due_since;
           const giveUpAt = d.due_since + deps.maxAgeMs;
           if (age >= deps.maxAgeMs) {
             updates.push({ ...update, state: 'failed', nextAttemptAt: d.next_attempt_at });
-            ev('FAILED', { ...base, failed: { reason: `gave up after ${attempts} attempts over ${Math.round(age / 3_600_000)} hours; last reply: ${response}` } });
+            const reason = `gave up after ${attempts} attempts over ${Math.round(age / 3_600_000)} hours; last reply: ${response}`;
+            ev('FAILED', { ...base, failed: { reason } });
+            logOutcome(d, 'failed', { ...wire, reason });
           } else {
             // The last retry falls at the give-up age, not up to a 3-hour step (or a 6-hour
             // "try again in" hint) past it: FAILED is reported when promised.
             const next = Math.min(now.getTime() + retryDelayMs(attempts, r.retryAfterMs), giveUpAt);
             updates.push({ ...update, state: 'queued', nextAttemptAt: next });
             const data = { ...base, attempt: attempts, nextAttemptAt: new Date(next).toISOString() };
+            logOutcome(d, 'deferred', { ...wire, nextAttemptAt: data.nextAttemptAt });
             events.push({ emailId: email.id, status: 'DELIVERY_DELAYED', rank: statusRank('DELIVERY_DELAYED'), data, at: nowIso, deliveryId: d.id });
             // Announce a delay once per recipient, not on every retry.
             if (attempts === 1) bus.push({ deliveryId: d.id, status: 'DELIVERY_DELAYED', extra: data });
@@ -352,7 +368,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         emailBusEvent(statusEventType(status), email, status, at, extra);
       let announced: BusEvent[] = [];
       let closedMeanwhile = 0;
-      let appliedIds: ReadonlySet<number> = new Set();
+      let recorded: ReadonlySet<number> = new Set();
       await deps.deliveries.applyResults(
         {
           sent: attemptStartedAt ? { emailIds: [email.id], at: attemptStartedAt.toISOString(), rank: statusRank('SENT') } : undefined,
@@ -379,7 +395,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
           // A row closed meanwhile (purged, suppressed) kept its outcome: nothing to announce.
           const later = bus.filter((b) => applied.has(b.deliveryId)).map((b) => busEvent(b.status, b.extra, nowIso));
           closedMeanwhile = updates.length - applied.size;
-          appliedIds = applied;
+          recorded = applied;
           announced = newlySent.length && attemptStartedAt ? [busEvent('SENT', {}, attemptStartedAt.toISOString()), ...later] : later;
           deps.events.inTransaction(announced);
         },
@@ -392,7 +408,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         const acceptedAtMs = Date.parse(email.created_at);
         const hard = new Set(results.filter((r) => r.hardBounce).map((r) => r.deliveryId));
         const samples = updates
-          .filter((u) => appliedIds.has(u.id))
+          .filter((u) => recorded.has(u.id))
           .map((u): OutcomeSample => ({
             outcome: u.state === 'queued' ? 'deferred' : u.state === 'cancelled' ? 'failed' : u.state,
             recipientDomain: group.rcptDomain,
@@ -403,6 +419,13 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
             atMs: now.getTime(),
           }));
         deps.observe(samples);
+      }
+      if (logging) {
+        for (const o of outcomes) {
+          if (!recorded.has(o.deliveryId)) continue;
+          const f = o.fields;
+          deps.logger.info(f, `${f.event} ${f.recipient} (email ${email.id})${f.response !== undefined && f.event !== 'delivery.suppressed' ? `: ${String(f.response).slice(0, 200)}` : ''}`);
+        }
       }
     },
   };

@@ -45,3 +45,18 @@ export function buildDnsRecords(d: DomainRecord, hostname: string): DnsRecordVie
   }
   return records;
 }
+
+/**
+ * Whether records pointing at this host name would point at the machine that reads them
+ * (the default `localhost`): nobody else can deliver bounces to it or match its SPF.
+ */
+export function isLocalHostname(hostname: string): boolean {
+  const h = hostname.trim().toLowerCase().replace(/\.$/, '');
+  return h === 'localhost' || h.endsWith('.localhost') || h === 'localhost.localdomain' || h === '127.0.0.1' || h === '::1';
+}
+
+/** The warning for records that point at localhost: what is wrong and what to set. */
+export function localHostnameWarning(hostname: string, sandbox = false): string {
+  const instead = sandbox ? '' : ' (or use sandbox mode, POSTHORN_SANDBOX=true, to try sending without DNS)';
+  return `hostname is ${hostname}: the MX and SPF records Posthorn asks you to publish point at it, so no other server can reach this one; set hostname (POSTHORN_HOSTNAME) to this server's public DNS name before you publish them${instead}`;
+}

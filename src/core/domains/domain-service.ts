@@ -6,7 +6,7 @@ import type { DnsResolver } from '../../lib/dns/dns-client.js';
 import type { DomainRecord, DomainsRepository, DomainStatus } from '../../store/repositories/domains-repository.js';
 import { AppError, badRequest, forbidden, notFound, notUnique } from '../errors.js';
 import type { BusEvent, EventBus, DomainEventType } from '../events.js';
-import { buildDnsRecords, type DnsRecordView } from './dns-records.js';
+import { buildDnsRecords, isLocalHostname, localHostnameWarning, type DnsRecordView } from './dns-records.js';
 import { canonicalHost, isSameOrSubdomain, normalizeDomainName } from './domain-names.js';
 import { checkDomainDns, type RecordCheck } from './domain-verifier.js';
 
@@ -69,6 +69,20 @@ export interface DomainServiceDeps {
   hostname: string;
   dkimSelector: string;
   bounceLabel: string;
+  /** Sandbox mode: a domain may send before it is verified (nothing leaves the server). */
+  sandbox?: boolean;
+}
+
+/**
+ * Why an unverified domain may not send, in plain words: what to publish and how to check it.
+ * A TEMPORARY_FAILURE status is about the last DNS check, not about sending, so it is not
+ * reported as if the send had failed for a while.
+ */
+function notVerifiedMessage(d: DomainRecord): string {
+  const todo = `publish the DNS records listed by GET /v1/domains/${d.id}, then check them with PUT /v1/domains/${d.id}/verify (or run Posthorn in sandbox mode to try sending without DNS)`;
+  if (d.status === 'FAILED') return `domain ${d.name} is not verified: its DNS records were not found within 72 hours; ${todo}`;
+  if (d.status === 'TEMPORARY_FAILURE') return `domain ${d.name} is not verified yet (its last DNS check could not complete: lookups failed or timed out); ${todo}`;
+  return `domain ${d.name} is not verified yet; ${todo}`;
 }
 
 function worst(...checks: RecordCheck[]): DomainStatus {
@@ -216,6 +230,19 @@ export function createDomainService(deps: DomainServiceDeps) {
       if (u.status === 'SUCCESS' && d.status !== 'SUCCESS') return [domainEvent('domain.verified', u)];
       return u.status !== d.status ? [domainEvent('domain.updated', u)] : [];
     }))!;
+    deps.logger.info(
+      {
+        event: 'domain.verification',
+        domainId: d.id,
+        teamId: d.teamId,
+        domain: d.name,
+        status,
+        previousStatus: d.status,
+        records: { dkim: check.dkim.status, spf: check.spf.status, mx: check.mx.status, dmarc: check.dmarc.status },
+        ...(problems.length ? { problems } : {}),
+      },
+      `domain ${d.name} checked: ${status}`,
+    );
     return updated;
   }
 
@@ -268,6 +295,9 @@ export function createDomainService(deps: DomainServiceDeps) {
         // Two concurrent creates of the same name: the partial unique index decides.
         if (/UNIQUE constraint failed/.test((err as Error).message)) throw notUnique(`domain ${name} already exists in this team`);
         throw err;
+      }
+      if (isLocalHostname(deps.hostname)) {
+        deps.logger.warn({ event: 'domain.localhost_records', domainId: d.id, teamId: d.teamId, domain: d.name, hostname: deps.hostname }, `domain ${d.name} added, but ${localHostnameWarning(deps.hostname, deps.sandbox)}`);
       }
       return view(d);
     },
@@ -365,7 +395,7 @@ export function createDomainService(deps: DomainServiceDeps) {
       const d = await domains.findByName(scope.teamId, canonicalHost(name));
       if (!d) throw new AppError('FORBIDDEN', `domain ${name} is not a domain of this team: add and verify it first`);
       if (scope.domainId !== null && scope.domainId !== d.id) throw forbidden(`this API key may only send from domain ${scope.domainId}`);
-      if (d.status !== 'SUCCESS') throw forbidden(`domain ${d.name} is not verified (status ${d.status})`);
+      if (d.status !== 'SUCCESS' && !deps.sandbox) throw forbidden(notVerifiedMessage(d));
       return d;
     },
 

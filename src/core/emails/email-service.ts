@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/logger.js';
 import { canonicalJson } from '../../lib/canonical-json.js';
 import { randomString, newId } from '../../lib/ids.js';
 import type { EmailRow, EmailsRepository, NewEmail } from '../../store/repositories/emails-repository.js';
@@ -66,6 +67,8 @@ export interface EmailServiceDeps {
   onQueued?: () => void;
   /** Told how many emails were accepted, after their commit (metrics). */
   onAccepted?: (count: number) => void;
+  /** One info line per accepted email (docs/operations.md, Logs). */
+  logger?: Logger;
 }
 
 interface Prepared {
@@ -123,13 +126,6 @@ export function createEmailService(deps: EmailServiceDeps) {
 
     const from = parseMailbox(input.from, f('from'));
     assertFoldable(from.name, f('from'));
-    const domainName = domainOf(from.address);
-    let domainLookup = opts.domainCache?.get(domainName);
-    if (!domainLookup) {
-      domainLookup = deps.domains.sendingDomain({ teamId: ctx.teamId, domainId: ctx.domainId }, domainName);
-      opts.domainCache?.set(domainName, domainLookup);
-    }
-    const domain = await domainLookup;
     const to = parseMailboxList(input.to, f('to'));
     const cc = parseMailboxList(input.cc, f('cc'));
     const bcc = parseMailboxList(input.bcc, f('bcc'));
@@ -162,6 +158,16 @@ export function createEmailService(deps: EmailServiceDeps) {
       inReplyTo = parent.message_id;
       references = [...(parseJsonList(parent.references_json) ?? []), parent.message_id];
     }
+
+    // Whether this sender may send (403) only once the whole body is valid (400 naming the
+    // field): a request with a bad field is told about the field whatever its domain's state.
+    const domainName = domainOf(from.address);
+    let domainLookup = opts.domainCache?.get(domainName);
+    if (!domainLookup) {
+      domainLookup = deps.domains.sendingDomain({ teamId: ctx.teamId, domainId: ctx.domainId }, domainName);
+      opts.domainCache?.set(domainName, domainLookup);
+    }
+    const domain = await domainLookup;
 
     // Suppressions: all To suppressed -> nothing is sent; suppressed cc/bcc are dropped.
     const keys = [...to, ...cc, ...bcc].map((m) => addressKey(m.address));
@@ -255,6 +261,27 @@ export function createEmailService(deps: EmailServiceDeps) {
   function announce(prepared: Prepared[]): void {
     for (const p of prepared) events.emit(busEventOf(p));
     deps.onAccepted?.(prepared.length);
+    const log = deps.logger;
+    if (log?.isLevelEnabled('info')) {
+      for (const p of prepared) {
+        const row = p.item.row;
+        const dropped = (p.eventData.suppressedRecipients as string[] | undefined)?.length ?? 0;
+        log.info(
+          {
+            event: 'email.accepted',
+            emailId: row.id,
+            teamId: row.team_id,
+            domainId: row.domain_id,
+            status: p.status,
+            recipients: p.item.deliveries.length,
+            ...(dropped ? { suppressedRecipients: dropped } : {}),
+            ...(row.scheduled_at ? { scheduledAt: row.scheduled_at } : {}),
+            ...(row.campaign_id ? { campaignId: row.campaign_id } : {}),
+          },
+          `email ${row.id} accepted: ${p.status}, ${p.item.deliveries.length} recipient${p.item.deliveries.length === 1 ? '' : 's'}`,
+        );
+      }
+    }
     if (prepared.some((p) => p.item.deliveries.length > 0)) deps.onQueued?.();
   }
 

@@ -10,16 +10,18 @@ export interface RateDecision {
   /** Epoch seconds at which the current window ends. */
   resetEpochSeconds: number;
   retryAfterSeconds: number;
+  /** Refused, and the first refusal of this key in this window: the one worth a log line. */
+  firstRefusal: boolean;
 }
 
 const WINDOW_MS = 1000;
 
 export function createRateLimiter(clock: Clock) {
-  const windows = new Map<number, { windowStart: number; count: number }>();
+  const windows = new Map<number, { windowStart: number; count: number; refusedKeys?: Set<number> }>();
 
   return {
-    /** Counts one request for the team against `limit` requests per second. */
-    consume(teamId: number, limit: number): RateDecision {
+    /** Counts one request for the team against `limit` requests per second; `keyId` names the key for the refusal log. */
+    consume(teamId: number, limit: number, keyId = 0): RateDecision {
       const now = clock.nowMs();
       const windowStart = now - (now % WINDOW_MS);
       let w = windows.get(teamId);
@@ -32,12 +34,19 @@ export function createRateLimiter(clock: Clock) {
       const resetMs = windowStart + WINDOW_MS;
       const allowed = w.count < limit;
       if (allowed) w.count += 1;
+      let firstRefusal = false;
+      if (!allowed) {
+        w.refusedKeys ??= new Set();
+        firstRefusal = !w.refusedKeys.has(keyId);
+        w.refusedKeys.add(keyId);
+      }
       return {
         allowed,
         limit,
         remaining: Math.max(0, limit - w.count),
         resetEpochSeconds: Math.ceil(resetMs / 1000),
         retryAfterSeconds: Math.max(1, Math.ceil((resetMs - now) / 1000)),
+        firstRefusal,
       };
     },
   };

@@ -227,8 +227,26 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps) {
         },
         nowIso,
       );
-      if (recorded && state === 'failed') {
-        deps.logger.warn({ webhookId: call.webhookId, eventId: call.eventId, type: call.eventType, error }, `webhook call abandoned after ${attempt} attempts`);
+      if (recorded && !succeeded) {
+        // The host only: a webhook URL may carry a token in its path or query.
+        let host: string | null = null;
+        try {
+          host = new URL(call.url).host;
+        } catch {
+          // stored URLs were validated; nothing to name otherwise
+        }
+        const fields = {
+          webhookId: call.webhookId,
+          eventId: call.eventId,
+          eventType: call.eventType,
+          host,
+          attempt,
+          httpStatus: outcome.status,
+          error,
+          nextAttemptAt: nextAttemptAt === null ? null : new Date(nextAttemptAt).toISOString(),
+        };
+        if (state === 'failed') deps.logger.warn({ event: 'webhook.abandoned', ...fields }, `webhook call abandoned after ${attempt} attempts: ${error}`);
+        else deps.logger.info({ event: 'webhook.failed', ...fields }, `webhook call ${attempt} to ${host} failed: ${error}`);
       }
       return recorded ? nextAttemptAt : null;
     },

@@ -3,19 +3,37 @@ import type { Logger } from '../../lib/logger.js';
 import type { AttemptResult, AttemptTrace, DeliveryGroup, DeliveryService } from '../../core/deliveries/delivery-service.js';
 import type { MessageFactory } from './message-factory.js';
 import { MxLookupError, type MxResolver } from './mx-resolver.js';
-import type { DeliveryTarget, SmtpClientPool, TransactionResult } from './smtp-client-pool.js';
+import type { DeliveryTarget, SmtpClientPool, TransactionRequest, TransactionResult } from './smtp-client-pool.js';
+
+/** Which email a transaction carries, for a transport that files messages by email (the sandbox). */
+export interface TransactionContext {
+  email: DeliveryGroup['email'];
+  domain: NonNullable<DeliveryGroup['domain']>;
+}
+
+/**
+ * Where the engine hands a signed message to the network: the SMTP client pool, or in sandbox
+ * mode the capture mailbox (sandbox-transport.ts). Everything before it is the same pipeline.
+ */
+export interface MessageTransport {
+  send(target: DeliveryTarget, req: TransactionRequest, context: TransactionContext): Promise<TransactionResult>;
+  abandonQueued: SmtpClientPool['abandonQueued'];
+}
 
 export interface DeliveryEngineOptions {
   deliveries: DeliveryService;
   messages: MessageFactory;
   mx: MxResolver;
-  pool: SmtpClientPool;
+  pool: MessageTransport;
   clock: Clock;
   logger: Logger;
   /** Destination SMTP port (25; tests use their sink's). */
   port: number;
-  /** When set, every transaction goes to the relay; MX lookup is skipped. */
-  relay?: { host: string; address?: string; port: number };
+  /**
+   * When set, every transaction goes to this one target (the relay, or the sandbox's capture
+   * mailbox); MX lookup is skipped.
+   */
+  route?: { host: string; address?: string; port: number };
   /** Deliveries claimed per round. */
   claimBatch?: number;
   /** Groups (transactions) in flight at once; the pool applies per-host and global connection limits. */
@@ -219,7 +237,9 @@ export class DeliveryEngine {
     const started = this.options.clock.now();
     const traces: AttemptTrace[] = [];
     let results: AttemptResult[] | undefined;
-    // SENT marks the first attempt on the wire: none when the domain is gone or the message could not be built.
+    // SENT marks the first attempt in which a remote server took part (a transaction began on
+    // it; architecture.md, Decisions: email status): none when the domain is gone, the message
+    // could not be built, the recipient domain has no mail server, or no server could be reached.
     let attempted = false;
     const all = (outcome: AttemptResult['outcome'], response: string, extra: Partial<AttemptResult> = {}) =>
       group.deliveries.map((d) => ({ deliveryId: d.id, outcome, response, ...extra }));
@@ -245,8 +265,8 @@ export class DeliveryEngine {
           }
           return;
         }
-        attempted = true;
-        results = outcome;
+        attempted = outcome.reachedServer;
+        results = outcome.results;
       }
     }
     try {
@@ -257,8 +277,11 @@ export class DeliveryEngine {
     }
   }
 
-  /** The recipients' outcomes, or 'not-attempted' when the pool closed (shutdown) before a session. */
-  private async attempt(group: DeliveryGroup, message: Buffer, traces: AttemptTrace[]): Promise<AttemptResult[] | 'not-attempted'> {
+  /**
+   * The recipients' outcomes and whether a transaction began on a remote server, or
+   * 'not-attempted' when the pool closed (shutdown) before a session.
+   */
+  private async attempt(group: DeliveryGroup, message: Buffer, traces: AttemptTrace[]): Promise<{ results: AttemptResult[]; reachedServer: boolean } | 'not-attempted'> {
     const domain = group.domain!;
     const idsByRecipient = new Map(group.deliveries.map((d) => [d.recipient, d.id]));
     const recipients = group.deliveries.map((d) => d.recipient);
@@ -279,8 +302,9 @@ export class DeliveryEngine {
       }));
 
     let targets: DeliveryTarget[];
-    if (this.options.relay) {
-      targets = [{ host: this.options.relay.host, address: this.options.relay.address ?? this.options.relay.host, port: this.options.relay.port }];
+    const route = this.options.route;
+    if (route) {
+      targets = [{ host: route.host, address: route.address ?? route.host, port: route.port }];
     } else {
       try {
         const hosts = await this.options.mx.resolve(group.rcptDomain);
@@ -288,12 +312,15 @@ export class DeliveryEngine {
       } catch (err) {
         if (err instanceof MxLookupError && err.permanent) {
           // No such domain, or a null MX (RFC 7505): the address can never receive mail.
-          return group.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'bounced' as const, response: err.message, hardBounce: true, category: 'recipient' }));
+          const results = group.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'bounced' as const, response: err.message, hardBounce: true, category: 'recipient' }));
+          return { results, reachedServer: false };
         }
-        return defer(`MX lookup for ${group.rcptDomain} failed: ${(err as Error).message}`);
+        return { results: defer(`MX lookup for ${group.rcptDomain} failed: ${(err as Error).message}`), reachedServer: false };
       }
     }
 
+    // A transaction that began on any host tried (even one that then failed the session) makes it SENT.
+    let reachedServer = false;
     const errors: string[] = [];
     const tried = targets.slice(0, this.maxTargets);
     // The last host that failed after a session was up (421, a drop before any recipient's
@@ -305,24 +332,26 @@ export class DeliveryEngine {
       if (!this.running) return 'not-attempted';
       let res: TransactionResult;
       try {
-        res = await this.options.pool.send(target, { mailFrom, recipients, message, tlsPolicy: domain.tlsPolicy });
+        res = await this.options.pool.send(target, { mailFrom, recipients, message, tlsPolicy: domain.tlsPolicy }, { email: group.email, domain });
       } catch (err) {
         errors.push(`${target.host}[${target.address}]: ${(err as Error).message}`);
         continue;
       }
       if (res.notAttempted) return 'not-attempted';
       if (res.trace) traces.push({ ...res.trace, results: res.recipients.map((r) => ({ recipient: r.recipient, outcome: r.outcome, ...(r.code !== undefined ? { code: r.code } : {}), response: r.response })) });
+      if (res.transactionStarted) reachedServer = true;
       if (!res.connected || res.hostFailure) {
         // RFC 5321 §5.1: a host that cannot take the message now means the next MX, not a wait.
         errors.push(`${target.host}[${target.address}]: ${res.error ?? res.recipients[0]?.response ?? 'no session'}`);
         if (res.hostFailure) hostFailure = { res, host: target.host };
         continue;
       }
-      return fromTransaction(res, target.host);
+      return { results: fromTransaction(res, target.host), reachedServer };
     }
-    if (hostFailure && tried.length === 1) return fromTransaction(hostFailure.res, hostFailure.host);
+    if (hostFailure && tried.length === 1) return { results: fromTransaction(hostFailure.res, hostFailure.host), reachedServer };
     // The event names the last host tried; the reply text names every one.
     const lastHost = tried.at(-1)?.host ?? null;
-    return defer(targets.length ? `no MX host took the message: ${errors.join('; ')}` : `no usable MX host for ${group.rcptDomain}`, lastHost);
+    const response = targets.length ? `no MX host took the message: ${errors.join('; ')}` : `no usable MX host for ${group.rcptDomain}`;
+    return { results: defer(response, lastHost), reachedServer };
   }
 }

@@ -370,6 +370,7 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
       }
       const result: Omit<TransactionResult, 'recipients'> = {
         connected: true,
+        transactionStarted: outcome.started,
         secure: conn.secure,
         remoteHost: route.host,
         ...(pc.remoteAddress ? { remoteAddress: pc.remoteAddress } : {}),

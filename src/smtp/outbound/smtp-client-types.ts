@@ -57,6 +57,14 @@ export interface RecipientResult {
 export interface TransactionResult {
   /** false when no SMTP session could be used (connect refused/timeout, 421 greeting, TLS required but unavailable or invalid): the caller tries the next MX host. */
   connected: boolean;
+  /**
+   * A mail transaction began on a remote server: a session was open (greeting, EHLO, STARTTLS
+   * as the policy demands, AUTH at a relay) and MAIL FROM was sent. Whatever the replies, the
+   * remote server took part; this is what makes an email SENT (architecture.md, Decisions:
+   * email status). False when nothing got that far (no session, or every recipient refused
+   * locally before MAIL FROM).
+   */
+  transactionStarted?: boolean;
   /** The message went over TLS. */
   secure: boolean;
   remoteHost: string;

@@ -46,6 +46,8 @@ export interface TransactionOutcome {
   accepted: boolean;
   /** See TransactionResult.hostFailure. */
   hostFailure: boolean;
+  /** MAIL FROM was sent (see TransactionResult.transactionStarted). */
+  started: boolean;
 }
 
 function replyCodeOf(response: string | undefined): number | undefined {
@@ -135,7 +137,7 @@ export async function transact(ctx: TransactionContext, pc: PooledConnection, re
     results.set(recipient, { recipient, outcome: 'bounced', code: 553, response, hardBounce: false, reason: `refused locally: ${response}`, category: 'message' });
   }
   // Nothing sent: the session is as clean as before.
-  if (recipients.length === 0) return { byRecipient: results, untouched: false, accepted: true, hostFailure: false };
+  if (recipients.length === 0) return { byRecipient: results, untouched: false, accepted: true, hostFailure: false, started: false };
   const envelope: SMTPEnvelope = {
     from: req.mailFrom,
     to: recipients.slice(),
@@ -220,5 +222,5 @@ export async function transact(ctx: TransactionContext, pc: PooledConnection, re
     (err.command === 'MAIL FROM'
       ? mailFromTemporary
       : [...rejected.values()].every((e) => e.responseCode === 421) && (sessionGone || err.responseCode === 421));
-  return { byRecipient: results, ...(dropped ? { dropped } : {}), untouched, accepted: !err && !sessionGone && accepted.size > 0, hostFailure };
+  return { byRecipient: results, ...(dropped ? { dropped } : {}), untouched, accepted: !err && !sessionGone && accepted.size > 0, hostFailure, started: true };
 }

@@ -50,8 +50,14 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
     const auth = await options.apiKeys.authenticate(user.token);
     user.auth = auth;
     // One message is one request for the team's limit (the API's limiter; architecture.md, Decisions: rate limit).
-    const decision = options.rateLimiter.consume(auth.teamId, auth.teamRateLimit ?? options.defaultRateLimit);
+    const decision = options.rateLimiter.consume(auth.teamId, auth.teamRateLimit ?? options.defaultRateLimit, auth.keyId);
     if (!decision.allowed) {
+      if (decision.firstRefusal) {
+        logger.info(
+          { event: 'rate_limited', teamId: auth.teamId, apiKeyId: auth.keyId, limit: decision.limit, retryAfterSeconds: decision.retryAfterSeconds },
+          `API key ${auth.keyId} of team ${auth.teamId} is over the rate limit of ${decision.limit} messages per second (SMTP submission)`,
+        );
+      }
       throw new AppError('RATE_LIMITED', `rate limit of ${decision.limit} messages per second exceeded; retry in ${decision.retryAfterSeconds} s`, decision.retryAfterSeconds);
     }
     return auth;

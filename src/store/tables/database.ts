@@ -339,6 +339,27 @@ export interface ReceivedEmailRawTable {
   raw: Buffer;
 }
 
+/** Sandbox mode's capture mailbox: one row per transaction the engine would have sent to an MX. */
+export interface SandboxMessagesTable {
+  id: string;
+  team_id: number;
+  domain_id: number;
+  email_id: string;
+  /** Envelope MAIL FROM: the VERP return path. */
+  mail_from: string;
+  rcpt_to_json: string;
+  subject: string | null;
+  size_bytes: number;
+  /** The parsed parts (sandbox-service.ts, SandboxParsedMessage) as JSON. */
+  parsed_json: string;
+  created_at: string;
+}
+
+export interface SandboxMessageRawTable {
+  sandbox_message_id: string;
+  raw: Buffer;
+}
+
 export interface ReceivedAttachmentsTable {
   id: Generated<number>;
   received_email_id: string;
@@ -429,6 +450,8 @@ export interface Database {
   email_engagement_counted: EmailEngagementCountedTable;
   received_emails: ReceivedEmailsTable;
   received_email_raw: ReceivedEmailRawTable;
+  sandbox_messages: SandboxMessagesTable;
+  sandbox_message_raw: SandboxMessageRawTable;
   received_attachments: ReceivedAttachmentsTable;
   inbound_reports: InboundReportsTable;
   contact_books: ContactBooksTable;

@@ -97,6 +97,14 @@ export async function buildApiFixtures(t0: TestApp): Promise<ApiFixtures> {
   const receivedId = receivedList.receivedEmails[0]?.id as string;
   if (!receivedId) throw new Error('fixture: no received email stored');
 
+  // One sent now, so the sandbox's capture mailbox has a message to list and serve.
+  await ok(t0, 'POST', '/v1/emails', { ...sendBody, scheduledAt: null });
+  t0.app.engine.wake();
+  await t0.app.engine.whenIdle();
+  const sandboxList = await ok(t0, 'GET', '/v1/sandbox/messages');
+  const sandboxMessageId = sandboxList.messages[0]?.id as string;
+  if (!sandboxMessageId) throw new Error('fixture: no captured message (is the server in sandbox mode, and did a fixture send?)');
+
   const page = { page: '1', limit: '10' };
   const dom = String(domain.id);
   const e: [string, RouteExample][] = [
@@ -162,6 +170,9 @@ export async function buildApiFixtures(t0: TestApp): Promise<ApiFixtures> {
     ['GET /receivedEmails', { params: {}, query: { ...page, domainId: dom } }],
     ['GET /receivedEmails/:id', { params: { id: receivedId } }],
     ['GET /receivedEmails/:id/raw', { params: { id: receivedId } }],
+    // The fuzzed server runs in sandbox mode: the capture mailbox holds what the fixtures sent.
+    ['GET /sandbox/messages', { params: {}, query: page }],
+    ['GET /sandbox/messages/:id', { params: { id: sandboxMessageId } }],
     ['GET /webhooks', { params: {}, query: page }],
     ['POST /webhooks', { params: {}, body: webhookBody }],
     ['GET /webhooks/:webhookId', { params: { webhookId: webhook.id } }],

@@ -621,6 +621,19 @@ export function isolationCases(world: IsolationWorld): Record<string, RouteCase>
       restricted: () => [probe("another domain's", 'hidden', (v) => get(`/receivedEmails/${v.receivedId}/raw`)), probe('its own', 'ok', (_v, me) => get(`/receivedEmails/${me.receivedId}/raw`))],
     },
 
+    // ---------------------------------------------------------------- sandbox mailbox
+    // This world is not in sandbox mode: the routes answer 404 to everyone, with a victim's id or
+    // a made-up one alike. In sandbox mode the walls (another team, a key bound to another
+    // domain, a SENDING key) are tried by test/sandbox/sandbox-mode.test.ts.
+    'GET /sandbox/messages': {
+      cross: () => [probe('list', 'hidden', () => get('/sandbox/messages'))],
+      restricted: () => [probe('list', 'hidden', () => get('/sandbox/messages'))],
+    },
+    'GET /sandbox/messages/:id': {
+      cross: () => [probe("a message of A's", 'hidden', (v) => get(`/sandbox/messages/sm_${v.emailId.slice(3)}`))],
+      restricted: () => [probe("another domain's", 'hidden', (v) => get(`/sandbox/messages/sm_${v.emailId.slice(3)}`))],
+    },
+
     // ---------------------------------------------------------------- webhooks
     'GET /webhooks': {
       cross: () => [probe('list', 'clean', () => get('/webhooks?limit=100'))],

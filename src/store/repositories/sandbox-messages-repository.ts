@@ -1,0 +1,46 @@
+import { sql, type Insertable, type Selectable } from 'kysely';
+import type { Db } from '../db.js';
+import type { SandboxMessagesTable } from '../tables/database.js';
+
+export type SandboxMessageRow = Selectable<SandboxMessagesTable>;
+
+export interface SandboxListFilter {
+  teamId: number;
+  /** A key bound to a domain sees only that domain's messages. */
+  domainId: number | null;
+  offset: number;
+  limit: number;
+}
+
+export function createSandboxMessagesRepository(db: Db) {
+  return {
+    /** The row and its raw bytes in one transaction. */
+    async insert(row: Insertable<SandboxMessagesTable>, raw: Buffer): Promise<void> {
+      await db.transaction().execute(async (trx) => {
+        await trx.insertInto('sandbox_messages').values(row).execute();
+        await trx.insertInto('sandbox_message_raw').values({ sandbox_message_id: row.id, raw }).execute();
+      });
+    },
+
+    /** Newest first: by capture time, then by insertion order (rowid) within one instant. */
+    async list(f: SandboxListFilter): Promise<{ rows: SandboxMessageRow[]; total: number }> {
+      let q = db.selectFrom('sandbox_messages').where('team_id', '=', f.teamId);
+      if (f.domainId !== null) q = q.where('domain_id', '=', f.domainId);
+      const [rows, total] = await Promise.all([
+        q.selectAll().orderBy('created_at', 'desc').orderBy(sql`rowid`, 'desc').limit(f.limit).offset(f.offset).execute(),
+        q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+      ]);
+      return { rows, total: Number(total.n) };
+    },
+
+    async findById(teamId: number, id: string): Promise<SandboxMessageRow | undefined> {
+      return db.selectFrom('sandbox_messages').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
+    },
+
+    async raw(id: string): Promise<Buffer | undefined> {
+      const r = await db.selectFrom('sandbox_message_raw').select('raw').where('sandbox_message_id', '=', id).executeTakeFirst();
+      return r?.raw;
+    },
+  };
+}
+export type SandboxMessagesRepository = ReturnType<typeof createSandboxMessagesRepository>;

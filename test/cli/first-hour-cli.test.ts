@@ -1,0 +1,84 @@
+import test from 'ava';
+import { execFile } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { startDnsZone } from '../helpers/dns-zone.js';
+import { tempDir } from '../helpers/temp-dir.js';
+
+// The command line a newcomer meets in the first hour: --version, config print's public URL,
+// domains verify's table, warnings on stderr (stdout is the result), config errors that a
+// service manager does not restart into.
+
+const run = promisify(execFile);
+const BIN = fileURLToPath(new URL('../../../bin/posthorn', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+function cli(env: Record<string, string>, ...args: string[]) {
+  return run(process.execPath, [BIN, ...args], { env: { PATH: process.env.PATH!, POSTHORN_DNS_SERVERS: '127.0.0.1:9', ...env } });
+}
+
+test('--version and -V print the package version', async (t) => {
+  const version = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version;
+  t.is((await cli({}, '--version')).stdout.trim(), version);
+  t.is((await cli({}, '-V')).stdout.trim(), version);
+});
+
+test('config print shows the effective public URL, derived from the HTTP listener when not set, and says so on stderr', async (t) => {
+  const derived = await cli({ POSTHORN_HTTP_PORT: '8025' }, 'config', 'print');
+  t.is(JSON.parse(derived.stdout).publicUrl, 'http://localhost:8025');
+  t.regex(derived.stderr, /publicUrl is not set, so it is derived from http\.host and http\.port: http:\/\/localhost:8025/);
+  const bound = await cli({ POSTHORN_HTTP_HOST: '192.0.2.10', POSTHORN_HTTP_PORT: '80' }, 'config', 'print');
+  t.is(JSON.parse(bound.stdout).publicUrl, 'http://192.0.2.10');
+  const set = await cli({ POSTHORN_PUBLIC_URL: 'https://mail.example.com/', POSTHORN_HTTP_PORT: '8025' }, 'config', 'print');
+  t.is(JSON.parse(set.stdout).publicUrl, 'https://mail.example.com');
+  t.is(set.stderr, '');
+});
+
+test('an invalid configuration exits 78 (EX_CONFIG) with the key named; other errors exit 1', async (t) => {
+  const bad = await t.throwsAsync(cli({ POSTHORN_HTTP_PORT: 'eighty' }, 'config', 'print'));
+  t.is((bad as any).code, 78);
+  t.regex((bad as any).stderr, /^posthorn: POSTHORN_HTTP_PORT must be/);
+  const dir = tempDir(t, 'posthorn-cli-');
+  const file = join(dir, 'bad.toml');
+  writeFileSync(file, 'sandbox = "perhaps"\n');
+  const typo = await t.throwsAsync(cli({}, '--config', file, 'config', 'print'));
+  t.is((typo as any).code, 78);
+  t.regex((typo as any).stderr, /sandbox/);
+  const other = await t.throwsAsync(cli({ POSTHORN_DATA_DIR: dir }, 'keys', 'revoke', '12345'));
+  t.is((other as any).code, 1);
+});
+
+test('domains add warns on stderr when records would point at localhost; stdout is only the result', async (t) => {
+  const dataDir = tempDir(t, 'posthorn-cli-');
+  const added = await cli({ POSTHORN_DATA_DIR: dataDir }, 'domains', 'add', 'first-hour.dev');
+  t.regex(added.stdout, /^domain 1 first-hour\.dev added to team 1/);
+  t.false(added.stdout.includes('{'), 'no log line on stdout');
+  const warning = JSON.parse(added.stderr.trim().split('\n').find((l) => l.includes('localhost_records'))!);
+  t.like(warning, { level: 40, event: 'domain.localhost_records', domain: 'first-hour.dev', hostname: 'localhost' });
+  t.regex(warning.msg, /POSTHORN_HOSTNAME/);
+  // With a real host name, nothing on stderr; keys create's key is still the last line of stdout.
+  const quiet = await cli({ POSTHORN_DATA_DIR: dataDir, POSTHORN_HOSTNAME: 'mx.example.com' }, 'domains', 'add', 'second-hour.dev');
+  t.is(quiet.stderr, '');
+  const key = await cli({ POSTHORN_DATA_DIR: dataDir }, 'keys', 'create', '--name', 'ops');
+  t.regex(key.stdout.trim().split('\n').pop()!, /^ph_[0-9a-z]{12}_/);
+});
+
+test('domains verify shows short record values, and --full the whole DKIM key', async (t) => {
+  const zone = await startDnsZone();
+  t.teardown(() => zone.close());
+  const env = { POSTHORN_DATA_DIR: tempDir(t, 'posthorn-cli-'), POSTHORN_DNS_SERVERS: zone.server, POSTHORN_HOSTNAME: 'mx.example.com' };
+  await cli(env, 'domains', 'add', 'short-table.dev');
+  const short = (await cli(env, 'domains', 'verify', 'short-table.dev')).stdout;
+  t.regex(short, /^short-table\.dev: PENDING/);
+  const rows = short.split('\n').filter((l) => l.startsWith('TXT') || l.startsWith('MX'));
+  t.is(rows.length, 4);
+  t.true(rows.every((l) => l.length < 160), rows.join('\n'));
+  t.regex(short, /v=DKIM1; k=rsa; p=\S+…/);
+  t.regex(short, /--full prints them whole/);
+  const full = (await cli(env, 'domains', 'verify', 'short-table.dev', '--full')).stdout;
+  const dkim = /v=DKIM1; k=rsa; p=([A-Za-z0-9+/=]+)/.exec(full)?.[1];
+  t.true((dkim?.length ?? 0) > 300, 'the whole public key');
+  t.false(full.includes('…'));
+});
