@@ -284,7 +284,7 @@ test.serial('admin health: queue age, listeners, disk and the last outcome of ba
   t.is(h.queue.oldestReadyAgeSeconds, null, 'nothing is waiting');
   // The public /health stays small and cheap.
   const pub = await w.t0.request('GET', '/health', { key: null });
-  t.deepEqual(Object.keys(pub.body).sort(), ['listeners', 'status', 'store']);
+  t.deepEqual(Object.keys(pub.body).sort(), ['listeners', 'sandbox', 'status', 'store']);
 });
 
 test.serial('GET /admin/v1/openapi.json describes every operator route, and real answers (200s and errors) conform to it', async (t) => {
