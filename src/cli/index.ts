@@ -10,6 +10,7 @@ import { registerConfig } from './config-command.js';
 import { registerDomains } from './domains-command.js';
 import { registerSend } from './send-command.js';
 import { registerQueue } from './queue-command.js';
+import { registerInit } from './init-command.js';
 import { EXIT_CONFIG_ERROR } from './systemd-unit.js';
 
 /** The package's version (dist/src/cli/index.js -> package.json at the root). */
@@ -34,6 +35,7 @@ export function buildProgram(): Command {
   registerDomains(program);
   registerSend(program);
   registerQueue(program);
+  registerInit(program);
   return program;
 }
 

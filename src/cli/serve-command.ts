@@ -15,8 +15,30 @@ export function registerServe(program: Command): void {
 /** `posthorn serve`: runs the process until SIGTERM/SIGINT. */
 async function serve(config: Config): Promise<void> {
   const app = await createApp({ config });
+  // Listening before start(): a signal that arrives while the listeners come up (a supervisor
+  // stopping it at once) is a graceful stop once they are up, not the default abrupt exit.
+  let started!: () => void;
+  const ready = new Promise<void>((resolve) => (started = resolve));
+  let shuttingDown = false;
+  const shutdown = (signal: string) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    void ready.then(() => {
+      app.logger.info({ signal }, 'shutting down');
+      return app.stop().then(
+        () => process.exit(0),
+        (err) => {
+          app.logger.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    });
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
   const firstKey = await app.ensureFirstKey();
   await app.start();
+  started();
   if (firstKey) {
     // Printed once, on the very first start, so a newcomer can call the API right away: on
     // stderr, outside the JSON log stream on stdout (whatever ships those lines never carries
@@ -25,19 +47,4 @@ async function serve(config: Config): Promise<void> {
       `\nNo API key existed, so a team and a FULL key were created. Save it now; it is not shown again:\n\n  ${firstKey}\n\n`,
     );
   }
-  let shuttingDown = false;
-  const shutdown = (signal: string) => {
-    if (shuttingDown) return;
-    shuttingDown = true;
-    app.logger.info({ signal }, 'shutting down');
-    app.stop().then(
-      () => process.exit(0),
-      (err) => {
-        app.logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
 }
