@@ -1,9 +1,11 @@
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import type { AttemptResult, DeliveryGroup, DeliveryService } from '../../core/deliveries/delivery-service.js';
+import { verdictSummary, type TlsVerdict } from '../../core/tls-reports/tls-verdict.js';
 import type { MessageFactory } from './message-factory.js';
 import { MxLookupError, type MxResolver } from './mx-resolver.js';
 import type { DeliveryTarget, SmtpClientPool, TransactionResult } from './smtp-client-pool.js';
+import type { PlannedHost, TransportPolicy } from './transport-policy.js';
 
 export interface DeliveryEngineOptions {
   deliveries: DeliveryService;
@@ -31,6 +33,14 @@ export interface DeliveryEngineOptions {
   idlePollMs?: number;
   /** MX hosts/addresses tried per attempt before deferring. */
   maxTargetsPerAttempt?: number;
+  /**
+   * The recipient domains' transport security (MTA-STS, DANE) and the sending domain's TLS
+   * policy, per MX host (transport-policy.ts). Absent: the domain's tlsPolicy alone. Not used
+   * with a relay: the relay is who talks to the MX hosts.
+   */
+  transport?: TransportPolicy;
+  /** Every session's TLS verdict, for TLS reporting (RFC 8460). Called once per attempt. */
+  onTlsVerdicts?: (verdicts: TlsVerdict[]) => void;
 }
 
 /**
@@ -258,15 +268,26 @@ export class DeliveryEngine {
 
   /** The recipients' outcomes, or 'not-attempted' when the pool closed (shutdown) before a session. */
   private async attempt(group: DeliveryGroup, message: Buffer): Promise<AttemptResult[] | 'not-attempted'> {
+    const verdicts: TlsVerdict[] = [];
+    try {
+      return await this.attemptTargets(group, message, verdicts);
+    } finally {
+      if (verdicts.length) this.options.onTlsVerdicts?.(verdicts);
+    }
+  }
+
+  private async attemptTargets(group: DeliveryGroup, message: Buffer, verdicts: TlsVerdict[]): Promise<AttemptResult[] | 'not-attempted'> {
     const domain = group.domain!;
     const idsByRecipient = new Map(group.deliveries.map((d) => [d.recipient, d.id]));
     const recipients = group.deliveries.map((d) => d.recipient);
     // VERP return path (architecture.md, Decisions: return path): a DSN to it names the email even if the body is rewritten.
     const mailFrom = `bounces+${group.email.id}@${domain.bounceLabel}.${domain.name}`;
+    const tlsOf = (v: TlsVerdict | undefined) => (v ? { tls: verdictSummary(v) } : {});
     const defer = (response: string, mxHost: string | null = null) =>
-      group.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'deferred' as const, response, mxHost }));
+      group.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'deferred' as const, response, mxHost, ...tlsOf(verdicts.at(-1)) }));
     const fromTransaction = (res: TransactionResult, host: string): AttemptResult[] =>
       res.recipients.map((r) => ({
+        ...tlsOf(res.tls),
         deliveryId: idsByRecipient.get(r.recipient)!,
         outcome: r.outcome,
         code: r.code,
@@ -277,39 +298,56 @@ export class DeliveryEngine {
         ...(r.category ? { category: r.category } : {}),
       }));
 
-    let targets: DeliveryTarget[];
+    let targets: { target: DeliveryTarget; planned?: PlannedHost }[];
     if (this.options.relay) {
-      targets = [{ host: this.options.relay.host, address: this.options.relay.address ?? this.options.relay.host, port: this.options.relay.port }];
+      targets = [{ target: { host: this.options.relay.host, address: this.options.relay.address ?? this.options.relay.host, port: this.options.relay.port } }];
     } else {
+      let planned: PlannedHost[];
       try {
         const hosts = await this.options.mx.resolve(group.rcptDomain);
-        targets = hosts.flatMap((h) => h.addresses.map((address) => ({ host: h.host, address, port: this.options.port })));
+        planned = this.options.transport ? await this.options.transport.plan(group.rcptDomain, hosts, domain.tlsPolicy) : hosts.map((host) => ({ host }) as PlannedHost);
       } catch (err) {
         if (err instanceof MxLookupError && err.permanent) {
           // No such domain, or a null MX (RFC 7505): the address can never receive mail.
           return group.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'bounced' as const, response: err.message, hardBounce: true, category: 'recipient' }));
         }
-        return defer(`MX lookup for ${group.rcptDomain} failed: ${(err as Error).message}`);
+        const what = err instanceof MxLookupError ? 'MX lookup' : 'transport security policy lookup';
+        return defer(`${what} for ${group.rcptDomain} failed: ${(err as Error).message}`);
       }
+      targets = planned.flatMap((p) => p.host.addresses.map((address) => ({ target: { host: p.host.host, address, port: this.options.port }, ...(this.options.transport ? { planned: p } : {}) })));
     }
 
     const errors: string[] = [];
-    const tried = targets.slice(0, this.maxTargets);
+    // A host its policy forbids is passed over without a connection: it takes no slot.
+    let slots = this.maxTargets;
+    const tried = targets.filter((t) => !!t.planned?.refused || slots-- > 0);
+    const refusedHosts = new Set<string>();
     // The last host that failed after a session was up (421, a drop before any recipient's
     // reply): when no other host does better, its replies are the attempt's result.
     let hostFailure: { res: TransactionResult; host: string } | undefined;
-    for (const target of tried) {
+    for (const { target, planned } of tried) {
+      const refused = planned?.refused;
+      if (refused) {
+        // Never connected to: MTA-STS enforce without a matching mx, or DANE that cannot be trusted.
+        if (!refusedHosts.has(target.host)) {
+          refusedHosts.add(target.host);
+          errors.push(refused.message);
+          verdicts.push(refused.verdict);
+        }
+        continue;
+      }
       // Stopping: what has not reached the pool yet is not started now (stop() already let go
       // of the ones waiting in it).
       if (!this.running) return 'not-attempted';
       let res: TransactionResult;
       try {
-        res = await this.options.pool.send(target, { mailFrom, recipients, message, tlsPolicy: domain.tlsPolicy });
+        res = await this.options.pool.send(target, { mailFrom, recipients, message, tlsPolicy: domain.tlsPolicy, ...(planned ? { transport: planned.requirement } : {}) });
       } catch (err) {
         errors.push(`${target.host}[${target.address}]: ${(err as Error).message}`);
         continue;
       }
       if (res.notAttempted) return 'not-attempted';
+      if (res.tls) verdicts.push(res.tls);
       if (!res.connected || res.hostFailure) {
         // RFC 5321 §5.1: a host that cannot take the message now means the next MX, not a wait.
         errors.push(`${target.host}[${target.address}]: ${res.error ?? res.recipients[0]?.response ?? 'no session'}`);
@@ -318,9 +356,9 @@ export class DeliveryEngine {
       }
       return fromTransaction(res, target.host);
     }
-    if (hostFailure && tried.length === 1) return fromTransaction(hostFailure.res, hostFailure.host);
+    if (hostFailure && tried.filter((t) => !t.planned?.refused).length === 1) return fromTransaction(hostFailure.res, hostFailure.host);
     // The event names the last host tried; the reply text names every one.
-    const lastHost = tried.at(-1)?.host ?? null;
+    const lastHost = tried.at(-1)?.target.host ?? null;
     return defer(targets.length ? `no MX host took the message: ${errors.join('; ')}` : `no usable MX host for ${group.rcptDomain}`, lastHost);
   }
 }
