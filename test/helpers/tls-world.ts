@@ -35,6 +35,8 @@ export interface TlsWorld {
   zone: DnsZone;
   ca: TestCa;
   policy: PolicyServer;
+  /** The first MX, mx1.tls.test on 127.0.0.1, with a good certificate. */
+  mx1: Mx;
   /** The verified sending domain (API shape). */
   domain: any;
   /** Starts an MX named `host` on the next loopback address with a certificate of that kind. */
@@ -114,6 +116,7 @@ export async function startTlsWorld(opts: { clock?: Clock; policyDomains: string
     zone,
     ca,
     policy,
+    mx1: first,
     domain,
     addMx: (host, kind, behaviour) => startMx(host, kind, `127.0.0.${mxs.length + 1}`, smtpPort, behaviour),
     setMx(d, hosts) {
