@@ -53,6 +53,11 @@ export interface DnsZone {
   sign(name: string, signed?: boolean): void;
   /** Queries received for one name and type (to check what a client caches). */
   queriesFor(name: string, type: string): number;
+  /**
+   * From now on, NXDOMAIN and NODATA answers carry an SOA in their authority section whose
+   * TTL and MINIMUM are `seconds`: the negative-caching TTL of RFC 2308 §5. Off by default.
+   */
+  setNegativeTtl(seconds: number): void;
   /** Answer SERVFAIL for every query of that name (also when reached through a CNAME) until clear(). */
   servfail(name: string): void;
   /** Answer FORMERR for every query of that name (a broken resolver or middlebox) until clear(). */
@@ -183,6 +188,7 @@ class Zone implements DnsZone {
   /** Names set signed (true) or unsigned (false) with sign(). */
   private readonly signedNames = new Map<string, boolean>();
   private readonly queriesByKey = new Map<string, number>();
+  private negativeTtlSeconds: number | undefined;
   private readonly tcpSockets = new Set<net.Socket>();
   private queries = 0;
   private closing: Promise<void> | undefined;
@@ -233,6 +239,10 @@ class Zone implements DnsZone {
 
   sign(name: string, signed = true): void {
     this.signedNames.set(normalizeName(name), signed);
+  }
+
+  setNegativeTtl(seconds: number): void {
+    this.negativeTtlSeconds = seconds;
   }
 
   queriesFor(name: string, type: string): number {
@@ -349,6 +359,12 @@ class Zone implements DnsZone {
     }
 
     if (secure) reply.flags = (reply.flags ?? 0) | dnsPacket.AUTHENTIC_DATA;
+    if (answers.length === 0 && this.negativeTtlSeconds !== undefined) {
+      // RFC 2308 §3: a negative answer's authority section holds the zone's SOA.
+      const ttl = this.negativeTtlSeconds;
+      const soa = { mname: 'ns.zone.test', rname: 'hostmaster.zone.test', serial: 1, refresh: 3600, retry: 600, expire: 86400, minimum: ttl };
+      reply.authorities = [{ type: 'SOA', name: current.split('.').slice(-2).join('.'), ttl, class: 'IN', data: soa }];
+    }
     const full = dnsPacket.encode({ ...withRcode(rcode), answers });
     if (transport === 'tcp') return full;
     const limit = clientOpt && 'udpPayloadSize' in clientOpt ? Math.max(CLASSIC_UDP_PAYLOAD_BYTES, clientOpt.udpPayloadSize) : CLASSIC_UDP_PAYLOAD_BYTES;

@@ -469,3 +469,24 @@ test('queries leave no handles behind: a process that used the client exits by i
   t.is(code, 0);
   t.deepEqual(JSON.parse(stdout), ['ok', 'ok', 'NOTFOUND', 'TIMEOUT', 'REFUSED']);
 });
+
+test('DNSSEC: the AD bit of the resolver is reported on answers and denials; a denial carries its SOA negative TTL', async (t) => {
+  const zone = await startDnsZone();
+  t.teardown(() => zone.close());
+  const dns = createDnsClient({ servers: [zone.server], timeoutMs: 500, tries: 1 });
+  zone.set('signed.example', 'A', ['192.0.2.9']);
+  zone.set('_25._tcp.mx.signed.example', 'TLSA', [{ usage: 3, selector: 1, matchingType: 1, data: 'ab'.repeat(32) }]);
+  t.false((await dns.resolve4('signed.example')).authenticated);
+  zone.sign('signed.example');
+  t.true((await dns.resolve4('signed.example')).authenticated);
+  const tlsa = await dns.resolveTlsa!('_25._tcp.mx.signed.example');
+  t.true(tlsa.authenticated);
+  t.deepEqual(tlsa.records, [{ usage: 3, selector: 1, matchingType: 1, data: Buffer.from('ab'.repeat(32), 'hex') }]);
+  zone.setNegativeTtl(42);
+  const nx = await t.throwsAsync(dns.resolveTlsa!('_25._tcp.none.signed.example'), { instanceOf: DnsError });
+  t.like(nx, { code: 'NOTFOUND', authenticated: true, negativeTtlSeconds: 42 });
+  const nodata = await t.throwsAsync(dns.resolveTxt('signed.example'), { instanceOf: DnsError });
+  t.like(nodata, { code: 'NODATA', authenticated: true, negativeTtlSeconds: 42 });
+  zone.sign('signed.example', false);
+  t.like(await t.throwsAsync(dns.resolveTxt('signed.example')), { authenticated: false });
+});

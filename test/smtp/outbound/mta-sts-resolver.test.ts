@@ -77,6 +77,19 @@ test.serial('a domain without the TXT record costs one query per negative TTL, a
   t.is(zone.queriesFor('_mta-sts.nothing.test', 'TXT'), 2);
 });
 
+test.serial("a denial's SOA negative TTL is respected (RFC 2308)", async (t) => {
+  zone.setNegativeTtl(30);
+  t.teardown(() => zone.setNegativeTtl(300));
+  const { sts, clock } = resolverFor();
+  await sts.lookup('short.test');
+  clock.advance(29_000);
+  await sts.lookup('short.test');
+  t.is(zone.queriesFor('_mta-sts.short.test', 'TXT'), 1);
+  clock.advance(2_000);
+  await sts.lookup('short.test');
+  t.is(zone.queriesFor('_mta-sts.short.test', 'TXT'), 2);
+});
+
 test.serial('a failed fetch keeps the last good policy, reports the failure, and is not retried at once', async (t) => {
   zone.set('_mta-sts.b.test', 'TXT', ['v=STSv1; id=1;'], 10);
   server.setPolicy('b.test', stsPolicyText('enforce', ['mx.b.test']));
