@@ -335,7 +335,6 @@ export async function createApp(opts: AppOptions) {
           ? createMtaStsResolver({ resolver, clock, logger, store: stsPolicies, httpsPort: config.outbound.mtaSts.httpsPort, ca: httpsCa, fetchTimeoutMs: config.outbound.mtaSts.fetchTimeoutMs })
           : undefined,
         dane: config.outbound.dane.enabled ? createTlsaLookup(resolver, clock) : undefined,
-        logger,
       });
   engine = new DeliveryEngine({
     deliveries,

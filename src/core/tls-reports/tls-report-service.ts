@@ -51,6 +51,8 @@ const RETRY_MINUTES = [5, 30, 120, 360, 720];
 const LEASE_MS = 10 * 60_000;
 const DAY_MS = 24 * 3_600_000;
 const MAX_ERROR_CHARS = 500;
+/** `_smtp._tls` lookups in flight at once: a sender to thousands of domains makes as many per day. */
+const LOOKUP_CONCURRENCY = 8;
 
 export function createTlsReportService(deps: TlsReportServiceDeps) {
   const log = deps.logger.child({ component: 'tls-reports' });
@@ -76,10 +78,16 @@ export function createTlsReportService(deps: TlsReportServiceDeps) {
       if (dropped) log.info({ dropped }, 'TLS session counts older than a week were dropped unreported');
       let queued = 0;
       let withoutRua = 0;
-      const targetsCache = new Map<string, string[] | null>();
-      for (const { policy_domain: domain, day } of await deps.repo.unreportedDays(today)) {
-        if (!targetsCache.has(domain)) targetsCache.set(domain, await targetsOf(domain));
-        const targets = targetsCache.get(domain);
+      const due = await deps.repo.unreportedDays(today);
+      const domains = [...new Set(due.map((d) => d.policy_domain))];
+      const targetsOfDomain = new Map<string, string[] | null>();
+      for (let i = 0; i < domains.length; i += LOOKUP_CONCURRENCY) {
+        const batch = domains.slice(i, i + LOOKUP_CONCURRENCY);
+        const found = await Promise.all(batch.map((d) => targetsOf(d)));
+        batch.forEach((d, j) => targetsOfDomain.set(d, found[j]!));
+      }
+      for (const { policy_domain: domain, day } of due) {
+        const targets = targetsOfDomain.get(domain);
         if (targets === null || targets === undefined) continue;
         const reportId = `${randomUUID()}@${deps.hostname}`;
         const createdAt = deps.clock.now().toISOString();

@@ -15,7 +15,6 @@
  * records them in the delivery events and the daily counts.
  */
 import type { TlsFailureType, TlsPolicyRef, TlsVerdict } from '../../core/tls-reports/tls-verdict.js';
-import type { Logger } from '../../lib/logger.js';
 import { matchChain, tlsaPresentation, type DaneState, type TlsaLookup } from './dane-verifier.js';
 import { mxAllowed } from './mta-sts-policy.js';
 import type { MtaStsResolver, StsLookup } from './mta-sts-resolver.js';
@@ -39,7 +38,6 @@ export interface TransportPolicyOptions {
   mtaSts?: MtaStsResolver;
   /** Absent: DANE is off. */
   dane?: TlsaLookup;
-  logger: Logger;
 }
 
 /** OpenSSL's and Node's verify codes, as RFC 8460 result types (§4.3.1). */
