@@ -9,7 +9,16 @@ export interface CronJobs {
 }
 
 /** Periodic jobs (node-cron). Each job skips a tick while its previous run is still going. */
-export function startCronJobs(deps: { logger: Logger; domains: DomainService; emails: Pick<EmailService, 'purgeExpiredIdempotencyKeys'>; config: Config }): CronJobs {
+export interface CronDeps {
+  logger: Logger;
+  domains: DomainService;
+  emails: Pick<EmailService, 'purgeExpiredIdempotencyKeys'>;
+  config: Config;
+  /** TLS reporting (RFC 8460): the daily reports, and retries of their deliveries; absent when turned off. */
+  tlsReports?: { daily: () => Promise<unknown>; retries: () => Promise<unknown> };
+}
+
+export function startCronJobs(deps: CronDeps): CronJobs {
   const tasks: ScheduledTask[] = [];
   const job = (name: string, expression: string, fn: () => Promise<unknown>) => {
     let running = false;
@@ -35,6 +44,12 @@ export function startCronJobs(deps: { logger: Logger; domains: DomainService; em
   // Expired keys already answer as unused (begin() checks the age); this only keeps the table
   // from growing. Hourly at a minute other jobs do not use.
   job('purge-idempotency-keys', '23 * * * *', () => deps.emails.purgeExpiredIdempotencyKeys());
+  if (deps.tlsReports) {
+    // Once a day for the finished UTC days (a missed run catches up the next day); report
+    // deliveries that failed are retried every five minutes as they fall due.
+    job('tls-reports', deps.config.outbound.tlsReports.cron, deps.tlsReports.daily);
+    job('tls-report-retries', '*/5 * * * *', deps.tlsReports.retries);
+  }
   return {
     stop() {
       for (const t of tasks) t.stop();

@@ -88,6 +88,7 @@ export function failedResult(route: Route, req: TransactionRequest, failure: Ope
     remoteHost: route.host,
     ...(failure.remoteAddress ? { remoteAddress: failure.remoteAddress } : {}),
     error: failure.message,
+    ...(failure.tls ? { tls: failure.tls } : {}),
     recipients: req.recipients.map((recipient) => ({
       recipient,
       outcome: 'deferred' as const,
