@@ -97,6 +97,21 @@ import { createSandboxMessagesRepository } from './store/repositories/sandbox-me
 import { createSandboxService } from './core/sandbox/sandbox-service.js';
 import { sandboxRoutes } from './api/routes/sandbox-routes.js';
 import { createSandboxTransport, SANDBOX_HOST } from './smtp/outbound/sandbox-transport.js';
+import { createMtaStsPoliciesRepository } from './store/repositories/mta-sts-policies-repository.js';
+import { createTlsReportsRepository } from './store/repositories/tls-reports-repository.js';
+import { createReceivedTlsReportsRepository } from './store/repositories/received-tls-reports-repository.js';
+import { createStsPolicyCache } from './core/tls-reports/sts-policy-cache.js';
+import { createTlsSessionCounter } from './core/tls-reports/tls-session-counter.js';
+import { createTlsReportService } from './core/tls-reports/tls-report-service.js';
+import { createReceivedTlsReportService } from './core/tls-reports/received-tls-report-service.js';
+import { createServerDkimKeySource } from './core/tls-reports/server-dkim-key.js';
+import { createMtaStsResolver } from './smtp/outbound/mta-sts-resolver.js';
+import { createTlsaLookup } from './smtp/outbound/dane-verifier.js';
+import { createTransportPolicy } from './smtp/outbound/transport-policy.js';
+import { createTlsReportSender } from './smtp/outbound/tls-report-sender.js';
+import { httpsCaList } from './smtp/outbound/https-client.js';
+import { tlsReportsRoutes } from './api/routes/tls-reports-routes.js';
+import { mtaStsRoutes } from './api/mta-sts-routes.js';
 
 // The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
 
@@ -324,7 +339,26 @@ export async function createApp(opts: AppOptions) {
   // Sandbox mode (architecture.md, Decisions: sandbox mode): the capture mailbox the engine delivers to instead of any MX.
   const sandbox = createSandboxService({ messages: createSandboxMessagesRepository(store.db), clock, enabled: config.sandbox });
 
-  const services = { campaigns, templates, teams, apiKeys, events, domains, emails, deliveries, contactBooks, contacts, segments, suppressions, webhooks, webhookOutbox, analytics, tracking, sandbox, operatorKeys, audit, queue };
+  // Transport security (docs/outbound.md): MTA-STS and DANE per destination, TLS reporting both ways.
+  const tlsReportsRepo = createTlsReportsRepository(store.db);
+  const tlsCounter = createTlsSessionCounter({ repo: tlsReportsRepo, clock, logger });
+  const tlsReportConfig = config.outbound.tlsReports;
+  const tlsReports = createTlsReportService({
+    repo: tlsReportsRepo,
+    counter: tlsCounter,
+    resolver,
+    clock,
+    logger,
+    organizationName: tlsReportConfig.organizationName || config.hostname,
+    contactInfo: tlsReportConfig.contactInfo || `postmaster@${config.hostname}`,
+    hostname: config.hostname,
+  });
+  const receivedTlsReports = createReceivedTlsReportService({ repo: createReceivedTlsReportsRepository(store.db), clock });
+  const stsPolicies = createStsPolicyCache(createMtaStsPoliciesRepository(store.db));
+  // Mail Posthorn sends as itself (TLS reports) is signed with the server's own key, made on first use.
+  const serverDkimKey = createServerDkimKeySource({ settings, hostname: config.hostname, selector: config.domains.dkimSelector });
+
+  const services = { campaigns, templates, teams, apiKeys, events, domains, emails, deliveries, contactBooks, contacts, segments, suppressions, webhooks, webhookOutbox, analytics, tracking, sandbox, tlsReports, operatorKeys, audit, queue };
 
   const routes: RouteDef[] = [...apiKeysRoutes(apiKeys), ...domainsRoutes(domains), ...emailsRoutes(emails), ...templatesRoutes(templates)];
   routes.push(...campaignsRoutes(campaigns));
@@ -332,6 +366,7 @@ export async function createApp(opts: AppOptions) {
   routes.push(...receivedEmailsRoutes(inbound.received));
   routes.push(...webhooksRoutes(webhooks), ...analyticsRoutes(analytics));
   routes.push(...sandboxRoutes(sandbox));
+  routes.push(...tlsReportsRoutes(receivedTlsReports));
   // The machine-readable description of all of the above (and of itself), public.
   routes.push(openApiRoute(() => routes));
   let cron: CronJobs | undefined;
@@ -345,13 +380,15 @@ export async function createApp(opts: AppOptions) {
       }
     : undefined;
   const signer = createDkimSigner({ workers: config.outbound.signingWorkers });
+  const extraCa = config.outbound.caFile ? readFileSync(config.outbound.caFile) : undefined;
+  const httpsCa = httpsCaList(extraCa);
   // In sandbox mode there is no SMTP client at all: nothing can open a connection to an MX.
   const pool = config.sandbox ? undefined : createSmtpClientPool({
     heloName: config.hostname,
     logger,
     resolver, // a relay given by name is resolved through our resolver, never the system's
     clock,
-    ca: config.outbound.caFile ? readFileSync(config.outbound.caFile) : undefined,
+    ca: extraCa,
     relay,
     maxConnectionsPerHost: config.outbound.maxConnectionsPerHost,
     maxConnections: config.outbound.maxConnections,
@@ -361,10 +398,21 @@ export async function createApp(opts: AppOptions) {
     transactionTimeoutMs: config.outbound.transactionTimeoutMs,
     traces: config.outbound.traces.enabled,
   });
+  const mx = createMxResolver(resolver, clock);
+  // With a relay it is the relay that meets the MX hosts and their policies.
+  const transport =
+    relay || !pool
+      ? undefined
+      : createTransportPolicy({
+        mtaSts: config.outbound.mtaSts.enabled
+          ? createMtaStsResolver({ resolver, clock, logger, store: stsPolicies, httpsPort: config.outbound.mtaSts.httpsPort, ca: httpsCa, fetchTimeoutMs: config.outbound.mtaSts.fetchTimeoutMs })
+          : undefined,
+        dane: config.outbound.dane.enabled ? createTlsaLookup(resolver, clock) : undefined,
+      });
   engine = new DeliveryEngine({
     deliveries,
     messages: createMessageFactory({ signer, transformHtml: tracking.transformHtml }),
-    mx: createMxResolver(resolver, clock),
+    mx,
     pool: pool ?? createSandboxTransport({ sandbox, logger }),
     clock,
     logger,
@@ -372,7 +420,36 @@ export async function createApp(opts: AppOptions) {
     route: pool ? relay : { host: SANDBOX_HOST, address: SANDBOX_HOST, port: 0 },
     // Enough to keep every connection a destination may have busy, with as many ready behind them.
     maxInFlightPerDomain: 2 * config.outbound.maxConnectionsPerHost,
+    transport,
+    onTlsVerdicts: (verdicts) => tlsCounter.record(verdicts),
   });
+  // Sandbox mode sends nothing by SMTP, TLS reports included.
+  const tlsReportSender = pool && createTlsReportSender({
+    reports: tlsReports,
+    pool,
+    mx,
+    signer,
+    serverKey: serverDkimKey,
+    hostname: config.hostname,
+    port: config.outbound.port,
+    relay,
+    resolver,
+    https: { ca: httpsCa, timeoutMs: config.webhooks.timeoutMs, allowPrivate: tlsReportConfig.allowPrivate },
+    clock,
+    logger,
+  });
+  /** One report run at a time: make the due reports (daily), then send what is due (retries too). */
+  let reportRun: Promise<unknown> = Promise.resolve();
+  const runTlsReports = (generate: boolean) => {
+    const run = reportRun.then(async () => {
+      const made = generate ? await tlsReports.generateDue() : undefined;
+      const sent = tlsReportSender ? await tlsReportSender.runDue() : undefined;
+      await stsPolicies.purgeExpired(clock.nowMs());
+      return { made, sent };
+    });
+    reportRun = run.catch(() => undefined);
+    return run;
+  };
   const listeners: Listeners = {};
   /** Listeners that were configured but failed to start. */
   const failedListeners = new Set<string>();
@@ -442,6 +519,15 @@ export async function createApp(opts: AppOptions) {
     runCampaigns: () => campaignRunner?.tickNow() ?? campaigns.tick(),
     inbound,
     webhookDispatcher,
+    /** TLS reporting (RFC 8460): run the daily reports now (tests move their clock first), the counter, the history. */
+    tlsReports: {
+      runNow: () => runTlsReports(true),
+      sendDue: () => runTlsReports(false),
+      flushCounts: () => tlsCounter.flush(),
+      history: () => tlsReports.history(),
+      received: receivedTlsReports,
+      serverDkimKey,
+    },
 
     /** On a store with no key at all, makes a team and a FULL key so a newcomer can call the API at once. */
     async ensureFirstKey(): Promise<string | null> {
@@ -470,6 +556,7 @@ export async function createApp(opts: AppOptions) {
           contactConfirmationPages(router, contacts);
           unsubscribeRoutes(campaigns)(router);
           trackingRoutes(tracking, logger)(router);
+          mtaStsRoutes(domains, logger)(router);
         },
       });
       const releasedKeys = await emails.releaseInFlightKeys();
@@ -492,6 +579,7 @@ export async function createApp(opts: AppOptions) {
           clock,
           unsubscribe: (token) => campaigns.unsubscribe(token),
           onMessage: (kind) => metrics.inbound(kind),
+          tlsReports: receivedTlsReports,
         }),
       );
       if (inboundListener) {
@@ -511,11 +599,12 @@ export async function createApp(opts: AppOptions) {
       if (recounted) logger.info({ recounted }, 'campaign counters a previous run left behind were counted');
       const released = await deliveries.releaseStaleLeases();
       if (released) logger.info({ released }, 'released delivery leases left by a previous run');
+      tlsCounter.start();
       engine!.start();
       const releasedCalls = await webhookOutbox.releaseStaleLeases();
       if (releasedCalls) logger.info({ released: releasedCalls }, 'released webhook call leases left by a previous run');
       webhookDispatcher.start();
-      cron = startCronJobs({ logger, domains, emails, queue, config, jobs });
+      cron = startCronJobs({ logger, domains, emails, queue, config, jobs, tlsReports: tlsReportConfig.enabled ? { daily: () => runTlsReports(true), retries: () => runTlsReports(false) } : undefined });
       campaignRunner = startCampaignRunner({ campaigns, logger, jobs });
       return listeners;
     },
@@ -530,6 +619,8 @@ export async function createApp(opts: AppOptions) {
       // Messages being stored finish and get their reply before the store closes.
       await Promise.all([inboundListener?.close(), submissionListener?.close()]);
       await engine!.stop();
+      await reportRun;
+      await tlsCounter.stop(); // the counts of the sessions just finished
       await webhookDispatcher.stop(); // unsent calls stay in the outbox for the next start
       await analytics.flush();
       await pool?.close();

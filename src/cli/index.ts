@@ -17,6 +17,7 @@ import { EXIT_CONFIG_ERROR } from './systemd-unit.js';
 export function posthornVersion(): string {
   return (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 }
+import { registerServerDns } from './server-dns-command.js';
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -36,6 +37,7 @@ export function buildProgram(): Command {
   registerSend(program);
   registerQueue(program);
   registerInit(program);
+  registerServerDns(program);
   return program;
 }
 

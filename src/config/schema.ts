@@ -106,7 +106,10 @@ export const configSchema = z
             }
           })
           .prefault([]),
-        { doc: 'Resolvers as "ip" or "ip:port"; empty uses the system resolver.', env: 'POSTHORN_DNS_SERVERS' },
+        {
+          doc: 'Resolvers as "ip" or "ip:port"; empty uses the system resolver. For DANE it must be a validating resolver on a trusted path (a local unbound): its AD bit is trusted.',
+          env: 'POSTHORN_DNS_SERVERS',
+        },
       ),
       timeoutMs: key(z.number().int().positive().default(2000), { doc: 'Timeout of one DNS try, in milliseconds.' }),
     }),
@@ -151,7 +154,7 @@ export const configSchema = z
       {
         port: key(port.min(1).default(25), { doc: "Destination port on recipients' MX hosts (25; only tests and special setups change it).", env: 'POSTHORN_OUTBOUND_PORT' }),
         maxAgeHours: key(z.number().positive().default(72), { doc: 'A message still undelivered this many hours after it was due is FAILED.' }),
-        caFile: key(z.string().default(''), { doc: 'PEM file of extra CA certificates trusted for ENFORCED TLS (besides the system store).' }),
+        caFile: key(z.string().default(''), { doc: 'PEM file of extra CA certificates trusted for ENFORCED TLS, MTA-STS and TLS report posts (besides the system store).' }),
         maxConnectionsPerHost: key(z.number().int().positive().default(10), { doc: 'Concurrent SMTP connections to one destination host.' }),
         maxConnections: key(z.number().int().positive().default(100), { doc: 'Concurrent SMTP connections in total.' }),
         signingWorkers: key(z.number().int().min(0).max(16).default(2), {
@@ -184,6 +187,34 @@ export const configSchema = z
             retentionDays: key(z.number().int().min(1).max(90).default(7), { doc: 'How many days attempt traces are kept.' }),
           },
           'The SMTP trace of each delivery attempt, for operators.',
+        ),
+        mtaSts: section(
+          {
+            enabled: key(z.boolean().default(true), {
+              doc: "Honour recipient domains' MTA-STS policies (RFC 8461): enforce delivers only to the MX hosts the policy lists, over TLS with a valid certificate.",
+            }),
+            httpsPort: key(port.min(1).default(443), { doc: 'Port of the HTTPS server policies are fetched from (https://mta-sts.<domain>/.well-known/mta-sts.txt); only tests change it.' }),
+            fetchTimeoutMs: key(timeoutMs(120_000).default(20_000), { doc: 'Timeout of one policy fetch (DNS, connect, TLS and body), in milliseconds.' }),
+          },
+          'MTA-STS: recipient domains that require TLS to listed MX hosts.',
+        ),
+        dane: section(
+          {
+            enabled: key(z.boolean().default(true), {
+              doc: "Honour DANE TLSA records (RFC 7672) of MX hosts in DNSSEC-signed zones. Posthorn trusts the AD bit of dns.servers: point it at a validating resolver on this host (docs/outbound.md).",
+            }),
+          },
+          'DANE: MX hosts that publish their certificates in DNSSEC-signed TLSA records.',
+        ),
+        tlsReports: section(
+          {
+            enabled: key(z.boolean().default(true), { doc: 'Send daily TLS reports (RFC 8460) to recipient domains that publish _smtp._tls with a rua.' }),
+            cron: key(cron.default('17 1 * * *'), { doc: 'When the reports of the finished UTC days are made and sent (cron syntax); failed deliveries are retried every few minutes.' }),
+            organizationName: key(z.string().default(''), { doc: 'organization-name of the reports; empty means hostname.' }),
+            contactInfo: key(z.string().default(''), { doc: 'contact-info of the reports (an address or URL); empty means postmaster@<hostname>.' }),
+            allowPrivate: key(z.boolean().default(false), { doc: 'Allow https: report targets that resolve to private, loopback or link-local addresses.' }),
+          },
+          'TLS reporting (RFC 8460): what our sessions with each recipient domain came to, sent to the domain once a day.',
         ),
         relay: section(
           {

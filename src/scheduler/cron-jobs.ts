@@ -17,6 +17,8 @@ export interface CronJobDeps {
   emails: Pick<EmailService, 'purgeExpiredIdempotencyKeys'>;
   queue?: Pick<QueueService, 'prune'>;
   config: Config;
+  /** TLS reporting (RFC 8460): the daily reports, and retries of their deliveries; absent when turned off. */
+  tlsReports?: { daily: () => Promise<unknown>; retries: () => Promise<unknown> };
   /** Records each run's outcome for /admin/v1/health. */
   jobs?: JobMonitor;
 }
@@ -50,6 +52,12 @@ export function startCronJobs(deps: CronJobDeps): CronJobs {
   // Attempt traces past their retention and suspensions long ended, daily.
   const queue = deps.queue;
   if (queue) job('prune-queue-records', '41 4 * * *', () => queue.prune(deps.config.outbound.traces.retentionDays * 86_400_000));
+  if (deps.tlsReports) {
+    // Once a day for the finished UTC days (a missed run catches up the next day); report
+    // deliveries that failed are retried every five minutes as they fall due.
+    job('tls-reports', deps.config.outbound.tlsReports.cron, deps.tlsReports.daily);
+    job('tls-report-retries', '*/5 * * * *', deps.tlsReports.retries);
+  }
   return {
     stop() {
       for (const t of tasks) t.stop();

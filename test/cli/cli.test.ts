@@ -116,3 +116,13 @@ test('send queues through the API path; queue shows counts and the due delivery;
     await zone.close();
   }
 });
+
+test('server-dns prints the DKIM record of the server key (made once, kept) and SPF for the host name', async (t) => {
+  const dataDir = tempDir(t, 'posthorn-cli-');
+  const env = { PATH: process.env.PATH, POSTHORN_DATA_DIR: dataDir, POSTHORN_DNS_SERVERS: '127.0.0.1:9', POSTHORN_HOSTNAME: 'mail.example.test' };
+  const first = (await run(process.execPath, [BIN, 'server-dns'], { env })).stdout;
+  t.regex(first, /posthorn\._domainkey\.mail\.example\.test\s+v=DKIM1; k=rsa; p=[A-Za-z0-9+/]{300,}={0,2}/);
+  t.regex(first, /TXT\s+mail\.example\.test\s+v=spf1 a -all/);
+  const second = (await run(process.execPath, [BIN, 'server-dns'], { env })).stdout;
+  t.is(second, first, 'the same key on every run');
+});

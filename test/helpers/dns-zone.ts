@@ -14,6 +14,11 @@
  *   zone.set('example.com', 'MX', [{ exchange: 'mx.example.com', priority: 10 }]);
  *   const dns = createDnsClient({ servers: [zone.server] });
  *   ...
+ *
+ * DNSSEC is played, not done: zone.sign('example.com') makes every answer (and denial) for that
+ * name and the names below it carry the AD bit, as a validating resolver would for a signed
+ * zone; zone.sign(name, false) carves an unsigned (insecure) part out of a signed one. Nothing
+ * is really signed: the client under test trusts the AD bit of its resolver.
  *   await zone.close();
  */
 import dgram from 'node:dgram';
@@ -21,9 +26,16 @@ import net from 'node:net';
 import dnsPacket from 'dns-packet';
 import type { Answer, DecodedPacket, Packet } from 'dns-packet';
 
-/** A/AAAA/CNAME: string; TXT: string (one record; split into 255-octet chunks if longer) or string[] (the chunks of one record); MX: object. */
-export type ZoneValue = string | string[] | { exchange: string; priority: number };
-export type ZoneRecordType = 'A' | 'AAAA' | 'MX' | 'TXT' | 'CNAME';
+/** A TLSA record (RFC 6698): data is the certificate association data (hex or bytes). */
+export interface TlsaValue {
+  usage: number;
+  selector: number;
+  matchingType: number;
+  data: string | Buffer;
+}
+/** A/AAAA/CNAME: string; TXT: string (one record; split into 255-octet chunks if longer) or string[] (the chunks of one record); MX: object; TLSA: TlsaValue. */
+export type ZoneValue = string | string[] | { exchange: string; priority: number } | TlsaValue;
+export type ZoneRecordType = 'A' | 'AAAA' | 'MX' | 'TXT' | 'CNAME' | 'TLSA';
 
 export interface DnsZone {
   /** "127.0.0.1:<port>", ready for createDnsClient({ servers: [zone.server] }). */
@@ -33,6 +45,19 @@ export interface DnsZone {
   set(name: string, type: ZoneRecordType, values: ZoneValue[], ttlSeconds?: number): void;
   /** Drops one RRset, or every RRset of the name when type is omitted. */
   remove(name: string, type?: string): void;
+  /**
+   * Answers for `name` and every name below it carry the AD bit (a signed zone behind a
+   * validating resolver); signed=false marks that part unsigned again. The most specific
+   * setting wins.
+   */
+  sign(name: string, signed?: boolean): void;
+  /** Queries received for one name and type (to check what a client caches). */
+  queriesFor(name: string, type: string): number;
+  /**
+   * From now on, NXDOMAIN and NODATA answers carry an SOA in their authority section whose
+   * TTL and MINIMUM are `seconds`: the negative-caching TTL of RFC 2308 §5. Off by default.
+   */
+  setNegativeTtl(seconds: number): void;
   /** Answer SERVFAIL for every query of that name (also when reached through a CNAME) until clear(). */
   servfail(name: string): void;
   /** Answer FORMERR for every query of that name (a broken resolver or middlebox) until clear(). */
@@ -110,10 +135,15 @@ function validate(name: string, type: ZoneRecordType, values: ZoneValue[]): void
         if (typeof v !== 'string' && !(Array.isArray(v) && v.every((c) => typeof c === 'string'))) throw bad('TXT value must be a string or string[]');
         break;
       case 'MX':
-        if (typeof v !== 'object' || Array.isArray(v) || typeof v.exchange !== 'string' || !Number.isInteger(v.priority) || v.priority < 0 || v.priority > 0xffff) {
+        if (typeof v !== 'object' || Array.isArray(v) || !('exchange' in v) || typeof v.exchange !== 'string' || !Number.isInteger(v.priority) || v.priority < 0 || v.priority > 0xffff) {
           throw bad('MX value must be { exchange: string, priority: 0..65535 }');
         }
         break;
+      case 'TLSA': {
+        const ok = typeof v === 'object' && !Array.isArray(v) && 'usage' in v && [v.usage, v.selector, v.matchingType].every((n) => Number.isInteger(n) && n >= 0 && n <= 255);
+        if (!ok) throw bad('TLSA value must be { usage, selector, matchingType: 0..255, data: hex string or Buffer }');
+        break;
+      }
       default:
         throw bad('unsupported type');
     }
@@ -139,6 +169,11 @@ function toAnswers(owner: string, type: ZoneRecordType, rrset: RRset): Answer[] 
         const exchange = mx.exchange === '' || mx.exchange === '.' ? '.' : normalizeName(mx.exchange);
         return { type, name: owner, ttl, class: 'IN', data: { exchange, preference: mx.priority } };
       }
+      case 'TLSA': {
+        const r = v as TlsaValue;
+        const certificate = Buffer.isBuffer(r.data) ? r.data : Buffer.from(r.data, 'hex');
+        return { type, name: owner, ttl, class: 'IN', data: { usage: r.usage, selector: r.selector, matchingType: r.matchingType, certificate } };
+      }
     }
   });
 }
@@ -150,6 +185,10 @@ class Zone implements DnsZone {
   private readonly servfailNames = new Set<string>();
   private readonly blackholeNames = new Set<string>();
   private readonly formerrNames = new Set<string>();
+  /** Names set signed (true) or unsigned (false) with sign(). */
+  private readonly signedNames = new Map<string, boolean>();
+  private readonly queriesByKey = new Map<string, number>();
+  private negativeTtlSeconds: number | undefined;
   private readonly tcpSockets = new Set<net.Socket>();
   private queries = 0;
   private closing: Promise<void> | undefined;
@@ -196,6 +235,29 @@ class Zone implements DnsZone {
     const node = this.records.get(key);
     node?.delete(type.toUpperCase());
     if (node && node.size === 0) this.records.delete(key);
+  }
+
+  sign(name: string, signed = true): void {
+    this.signedNames.set(normalizeName(name), signed);
+  }
+
+  setNegativeTtl(seconds: number): void {
+    this.negativeTtlSeconds = seconds;
+  }
+
+  queriesFor(name: string, type: string): number {
+    return this.queriesByKey.get(`${normalizeName(name)} ${type.toUpperCase()}`) ?? 0;
+  }
+
+  /** The most specific sign() setting at or above the name; unsigned when none. */
+  private isSigned(name: string): boolean {
+    for (let n = name; ; ) {
+      const setting = this.signedNames.get(n);
+      if (setting !== undefined) return setting;
+      const dot = n.indexOf('.');
+      if (dot < 0) return false;
+      n = n.slice(dot + 1);
+    }
   }
 
   servfail(name: string): void {
@@ -264,14 +326,21 @@ class Zone implements DnsZone {
     const withRcode = (rcode: number): Packet => ({ ...reply, flags: (reply.flags ?? 0) | rcode });
 
     if (!question || query.questions!.length !== 1) return dnsPacket.encode(withRcode(RCODE_FORMERR));
+    const queryKey = `${normalizeName(question.name)} ${question.type}`;
+    this.queriesByKey.set(queryKey, (this.queriesByKey.get(queryKey) ?? 0) + 1);
 
     const answers: Answer[] = [];
     let rcode = 0;
     let current = normalizeName(question.name);
+    // AD only when every name on the way (CNAMEs included) is signed (RFC 4035 3.2.3), and only
+    // to a client that asked with DO or AD (RFC 6840 5.7).
+    const wantsAd = (clientOpt !== undefined && 'flag_do' in clientOpt && clientOpt.flag_do) || ((query.flags ?? 0) & dnsPacket.AUTHENTIC_DATA) !== 0;
+    let secure = wantsAd;
     for (let hop = 0; hop <= MAX_CNAME_HOPS; hop++) {
       if (this.blackholeNames.has(current)) return undefined;
       if (this.servfailNames.has(current)) return dnsPacket.encode(withRcode(RCODE_SERVFAIL));
       if (this.formerrNames.has(current)) return dnsPacket.encode(withRcode(RCODE_FORMERR));
+      secure &&= this.isSigned(current);
       const node = this.records.get(current);
       const rrset = node?.get(question.type);
       if (rrset) {
@@ -289,6 +358,13 @@ class Zone implements DnsZone {
       break;
     }
 
+    if (secure) reply.flags = (reply.flags ?? 0) | dnsPacket.AUTHENTIC_DATA;
+    if (answers.length === 0 && this.negativeTtlSeconds !== undefined) {
+      // RFC 2308 §3: a negative answer's authority section holds the zone's SOA.
+      const ttl = this.negativeTtlSeconds;
+      const soa = { mname: 'ns.zone.test', rname: 'hostmaster.zone.test', serial: 1, refresh: 3600, retry: 600, expire: 86400, minimum: ttl };
+      reply.authorities = [{ type: 'SOA', name: current.split('.').slice(-2).join('.'), ttl, class: 'IN', data: soa }];
+    }
     const full = dnsPacket.encode({ ...withRcode(rcode), answers });
     if (transport === 'tcp') return full;
     const limit = clientOpt && 'udpPayloadSize' in clientOpt ? Math.max(CLASSIC_UDP_PAYLOAD_BYTES, clientOpt.udpPayloadSize) : CLASSIC_UDP_PAYLOAD_BYTES;

@@ -87,7 +87,7 @@ test('TXT: a single-chunk record', async (t) => {
   const zone = await zoneFor(t);
   zone.set('example.com', 'TXT', ['v=spf1 -all'], 120);
   const dns = createDnsClient({ servers: [zone.server] });
-  t.deepEqual(await dns.resolveTxt('example.com'), { records: [['v=spf1 -all']], ttlSeconds: 120 });
+  t.deepEqual(await dns.resolveTxt('example.com'), { records: [['v=spf1 -all']], ttlSeconds: 120, authenticated: false });
 });
 
 test('TXT: explicit chunks stay separate and several records come back as several arrays', async (t) => {
@@ -164,8 +164,8 @@ test('CNAME chains in the answer are followed and their TTLs count', async (t) =
   zone.set('edge.cdn.example.net', 'CNAME', ['pop1.cdn.example.net'], 3600);
   zone.set('pop1.cdn.example.net', 'A', ['198.51.100.7'], 300);
   const dns = createDnsClient({ servers: [zone.server] });
-  t.deepEqual(await dns.resolve4('www.example.com'), { records: ['198.51.100.7'], ttlSeconds: 60 });
-  t.deepEqual(await dns.resolveCname('www.example.com'), { records: ['edge.cdn.example.net'], ttlSeconds: 60 });
+  t.deepEqual(await dns.resolve4('www.example.com'), { records: ['198.51.100.7'], ttlSeconds: 60, authenticated: false });
+  t.deepEqual(await dns.resolveCname('www.example.com'), { records: ['edge.cdn.example.net'], ttlSeconds: 60, authenticated: false });
   await rejectsWith(t, dns.resolveCname('pop1.cdn.example.net'), 'NODATA', false);
 });
 
@@ -300,7 +300,7 @@ test('ttlSeconds is the minimum TTL of the records used', async (t) => {
     ),
   );
   const dns = createDnsClient({ servers: [raw.server] });
-  t.deepEqual(await dns.resolve4('example.com'), { records: ['192.0.2.1', '192.0.2.2'], ttlSeconds: 45 });
+  t.deepEqual(await dns.resolve4('example.com'), { records: ['192.0.2.1', '192.0.2.2'], ttlSeconds: 45, authenticated: false });
 });
 
 test('responses with the wrong id or question are ignored; the right one is taken', async (t) => {
@@ -468,4 +468,25 @@ test('queries leave no handles behind: a process that used the client exits by i
   t.is(signal, null, 'killed at the deadline: something kept the event loop alive');
   t.is(code, 0);
   t.deepEqual(JSON.parse(stdout), ['ok', 'ok', 'NOTFOUND', 'TIMEOUT', 'REFUSED']);
+});
+
+test('DNSSEC: the AD bit of the resolver is reported on answers and denials; a denial carries its SOA negative TTL', async (t) => {
+  const zone = await startDnsZone();
+  t.teardown(() => zone.close());
+  const dns = createDnsClient({ servers: [zone.server], timeoutMs: 500, tries: 1 });
+  zone.set('signed.example', 'A', ['192.0.2.9']);
+  zone.set('_25._tcp.mx.signed.example', 'TLSA', [{ usage: 3, selector: 1, matchingType: 1, data: 'ab'.repeat(32) }]);
+  t.false((await dns.resolve4('signed.example')).authenticated);
+  zone.sign('signed.example');
+  t.true((await dns.resolve4('signed.example')).authenticated);
+  const tlsa = await dns.resolveTlsa!('_25._tcp.mx.signed.example');
+  t.true(tlsa.authenticated);
+  t.deepEqual(tlsa.records, [{ usage: 3, selector: 1, matchingType: 1, data: Buffer.from('ab'.repeat(32), 'hex') }]);
+  zone.setNegativeTtl(42);
+  const nx = await t.throwsAsync(dns.resolveTlsa!('_25._tcp.none.signed.example'), { instanceOf: DnsError });
+  t.like(nx, { code: 'NOTFOUND', authenticated: true, negativeTtlSeconds: 42 });
+  const nodata = await t.throwsAsync(dns.resolveTxt('signed.example'), { instanceOf: DnsError });
+  t.like(nodata, { code: 'NODATA', authenticated: true, negativeTtlSeconds: 42 });
+  zone.sign('signed.example', false);
+  t.like(await t.throwsAsync(dns.resolveTxt('signed.example')), { authenticated: false });
 });

@@ -13,6 +13,7 @@ const patchBody = z
     trackingDomain: z.string().min(1).max(253).nullable().optional(),
     tlsPolicy: z.enum(['OPPORTUNISTIC', 'ENFORCED']).optional(),
     receiving: z.boolean().optional(),
+    mtaStsMode: z.enum(['enforce', 'testing', 'none']).optional(),
   })
   .strict();
 const params = { id: intIdPath('Domain id.') };
@@ -68,7 +69,7 @@ export function domainsRoutes(domains: DomainService): RouteDef[] {
       path: '/domains/:id',
       access: 'full',
       tag,
-      summary: 'Change tracking, tracking domain, TLS policy or receiving.',
+      summary: 'Change tracking, tracking domain, TLS policy, receiving or the served MTA-STS mode.',
       request: { params, body: patchBody },
       response: domainSchema,
       errors: [404],

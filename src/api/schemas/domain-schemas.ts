@@ -29,6 +29,9 @@ export const domainSchema = z
     trackingDomainStatus: domainStatus.nullable(),
     tlsPolicy: z.enum(['OPPORTUNISTIC', 'ENFORCED']),
     receiving: z.boolean().meta({ description: 'Whether mail addressed to the domain is accepted (its MX is then in dnsRecords).' }),
+    mtaStsMode: z.enum(['enforce', 'testing', 'none']).meta({
+      description: 'The MTA-STS mode (RFC 8461) Posthorn serves for the domain when receiving: testing (the default) asks senders to report, enforce to require TLS to this server, none withdraws the policy.',
+    }),
     publicKey: z.string(),
     dkimStatus: domainStatus.nullable(),
     spfDetails: domainStatus.nullable(),

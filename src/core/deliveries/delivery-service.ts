@@ -37,6 +37,8 @@ export interface AttemptResult {
   category?: string;
   /** With outcome suppressed: every To is suppressed and nothing was sent, so the email is SUPPRESSED. */
   emailSuppressed?: boolean;
+  /** Which transport security policy applied and its verdict (core/tls-reports/tls-verdict.ts verdictSummary). */
+  tls?: Record<string, unknown>;
 }
 
 /** The TLS state of a session: protocol, cipher and the certificate's verdict. */
@@ -315,7 +317,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         const attempts = d.attempts + 1;
         // A hostile or broken MX may answer with a megabyte; events, webhooks and the row keep 2,000 characters.
         const response = r.response.length > MAX_RESPONSE_CHARS ? `${r.response.slice(0, MAX_RESPONSE_CHARS - 1)}…` : r.response;
-        const base = { recipient: d.recipient, mxHost: r.mxHost ?? null, smtpCode: r.code ?? null, response };
+        const base = { recipient: d.recipient, mxHost: r.mxHost ?? null, smtpCode: r.code ?? null, response, ...(r.tls ? { tls: r.tls } : {}) };
         const update = { id: d.id, attempts, code: r.code ?? null, response, mxHost: r.mxHost ?? null };
         const wire = { attempt: attempts, mxHost: r.mxHost ?? null, smtpCode: r.code ?? null, response };
         if (r.outcome === 'delivered') {

@@ -1,4 +1,5 @@
-import type { DomainRecord, DomainStatus } from '../../store/repositories/domains-repository.js';
+import { createHash } from 'node:crypto';
+import type { DomainRecord, DomainStatus, MtaStsMode } from '../../store/repositories/domains-repository.js';
 
 /** The spec's DNS record resource: what the user must publish, and what we last saw. */
 export interface DnsRecordView {
@@ -29,6 +30,42 @@ export function spfValue(hostname: string): string {
 }
 export const DMARC_VALUE = 'v=DMARC1; p=none;';
 
+/**
+ * RFC 8461 §3.2 max_age of the policy we serve: a week once enforcing (senders keep it that
+ * long, §10.2 suggests weeks), a day while testing or withdrawing so a change is seen soon.
+ */
+export const MTA_STS_MAX_AGE_SECONDS: Readonly<Record<MtaStsMode, number>> = { enforce: 604_800, testing: 86_400, none: 86_400 };
+
+/** The MTA-STS policy file served for a receiving domain (its MX is this server). */
+export function servedStsPolicy(mode: MtaStsMode, hostname: string): string {
+  return `version: STSv1\r\nmode: ${mode}\r\nmx: ${hostname}\r\nmax_age: ${MTA_STS_MAX_AGE_SECONDS[mode]}\r\n`;
+}
+
+/** The TXT record's id (RFC 8461 §3.1: 1 to 32 alphanumerics): it changes exactly when the served policy does. */
+export function stsPolicyId(policy: string): string {
+  return createHash('sha256').update(policy).digest('hex').slice(0, 20);
+}
+export function mtaStsTxtHost(d: Pick<DomainRecord, 'name'>): string {
+  return `_mta-sts.${d.name}`;
+}
+export function mtaStsTxtValue(d: Pick<DomainRecord, 'mtaStsMode'>, hostname: string): string {
+  return `v=STSv1; id=${stsPolicyId(servedStsPolicy(d.mtaStsMode, hostname))}`;
+}
+/** The host senders fetch the policy from (https://mta-sts.<domain>/.well-known/mta-sts.txt). */
+export function mtaStsPolicyHost(d: Pick<DomainRecord, 'name'>): string {
+  return `mta-sts.${d.name}`;
+}
+export function tlsRptHost(d: Pick<DomainRecord, 'name'>): string {
+  return `_smtp._tls.${d.name}`;
+}
+/** The Posthorn mailbox that takes the domain's TLS reports (the inbound router knows it). */
+export function tlsRptAddress(d: Pick<DomainRecord, 'id'>, hostname: string): string {
+  return `tlsrpt+${d.id}@${hostname}`;
+}
+export function tlsRptTxtValue(d: Pick<DomainRecord, 'id'>, hostname: string): string {
+  return `v=TLSRPTv1; rua=mailto:${tlsRptAddress(d, hostname)}`;
+}
+
 export function buildDnsRecords(d: DomainRecord, hostname: string): DnsRecordView[] {
   const s = (v: DomainStatus | null): DomainStatus => v ?? 'NOT_STARTED';
   const records: DnsRecordView[] = [
@@ -42,6 +79,12 @@ export function buildDnsRecords(d: DomainRecord, hostname: string): DnsRecordVie
   }
   if (d.receiving) {
     records.push({ type: 'MX', name: d.name, value: hostname, ttl: RECORD_TTL, priority: MX_PRIORITY, status: s(d.receivingMxStatus), recommended: false });
+    // Inbound transport security (RFC 8461, RFC 8460): recommended, never required.
+    records.push(
+      { type: 'TXT', name: mtaStsTxtHost(d), value: mtaStsTxtValue(d, hostname), ttl: RECORD_TTL, priority: null, status: s(d.mtaStsStatus), recommended: true },
+      { type: 'CNAME', name: mtaStsPolicyHost(d), value: hostname, ttl: RECORD_TTL, priority: null, status: s(d.mtaStsHostStatus), recommended: true },
+      { type: 'TXT', name: tlsRptHost(d), value: tlsRptTxtValue(d, hostname), ttl: RECORD_TTL, priority: null, status: s(d.tlsRptStatus), recommended: true },
+    );
   }
   return records;
 }

@@ -3,10 +3,10 @@ import { promisify } from 'node:util';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import type { DnsResolver } from '../../lib/dns/dns-client.js';
-import type { DomainRecord, DomainsRepository, DomainStatus } from '../../store/repositories/domains-repository.js';
+import type { DomainRecord, DomainsRepository, DomainStatus, MtaStsMode } from '../../store/repositories/domains-repository.js';
 import { AppError, badRequest, forbidden, notFound, notUnique } from '../errors.js';
 import type { BusEvent, EventBus, DomainEventType } from '../events.js';
-import { buildDnsRecords, isLocalHostname, localHostnameWarning, type DnsRecordView } from './dns-records.js';
+import { buildDnsRecords, isLocalHostname, localHostnameWarning, servedStsPolicy, type DnsRecordView } from './dns-records.js';
 import { canonicalHost, isSameOrSubdomain, normalizeDomainName } from './domain-names.js';
 import { checkDomainDns, type RecordCheck } from './domain-verifier.js';
 
@@ -38,6 +38,7 @@ export interface DomainView {
   trackingDomainStatus: DomainStatus | null;
   tlsPolicy: 'OPPORTUNISTIC' | 'ENFORCED';
   receiving: boolean;
+  mtaStsMode: MtaStsMode;
   publicKey: string;
   dkimStatus: DomainStatus | null;
   spfDetails: DomainStatus | null;
@@ -58,6 +59,7 @@ export interface DomainPatchInput {
   trackingDomain?: string | null;
   tlsPolicy?: 'OPPORTUNISTIC' | 'ENFORCED';
   receiving?: boolean;
+  mtaStsMode?: MtaStsMode;
 }
 
 export interface DomainServiceDeps {
@@ -106,6 +108,7 @@ export function createDomainService(deps: DomainServiceDeps) {
       trackingDomainStatus: d.trackingDomain ? d.trackingDomainStatus : null,
       tlsPolicy: d.tlsPolicy,
       receiving: d.receiving,
+      mtaStsMode: d.mtaStsMode,
       publicKey: d.publicKey,
       dkimStatus: d.dkimStatus,
       spfDetails: d.spfStatus,
@@ -219,6 +222,9 @@ export function createDomainService(deps: DomainServiceDeps) {
       dmarcAdded: check.dmarc.status === 'SUCCESS',
       trackingDomainStatus: check.tracking?.status ?? null,
       receivingMxStatus: check.receivingMx?.status ?? null,
+      mtaStsStatus: check.mtaSts?.status ?? null,
+      mtaStsHostStatus: check.mtaStsHost?.status ?? null,
+      tlsRptStatus: check.tlsRpt?.status ?? null,
       isVerifying: false,
       errorMessage: status === 'SUCCESS' ? null : status === 'FAILED' ? 'Domain records were not found for 72 hours' : status === 'TEMPORARY_FAILURE' ? 'DNS lookups failed temporarily' : null,
       verificationError: problems.length ? problems.join('; ') : null,
@@ -283,6 +289,10 @@ export function createDomainService(deps: DomainServiceDeps) {
           tlsPolicy: 'OPPORTUNISTIC',
           receiving: false,
           receivingMxStatus: null,
+          mtaStsMode: 'testing',
+          mtaStsStatus: null,
+          mtaStsHostStatus: null,
+          tlsRptStatus: null,
           isVerifying: false,
           errorMessage: null,
           verificationError: null,
@@ -345,7 +355,15 @@ export function createDomainService(deps: DomainServiceDeps) {
           throw badRequest(`receiving: domain ${d.name} must be verified before receiving can be turned on`);
         }
         changes.receiving = patch.receiving;
-        if (patch.receiving !== d.receiving) changes.receivingMxStatus = patch.receiving ? 'PENDING' : null;
+        if (patch.receiving !== d.receiving) {
+          const pending = patch.receiving ? 'PENDING' : null;
+          Object.assign(changes, { receivingMxStatus: pending, mtaStsStatus: pending, mtaStsHostStatus: pending, tlsRptStatus: pending });
+        }
+      }
+      if (patch.mtaStsMode !== undefined && patch.mtaStsMode !== d.mtaStsMode) {
+        changes.mtaStsMode = patch.mtaStsMode;
+        // The policy id changes with the mode: the TXT record must be published again.
+        if ((patch.receiving ?? d.receiving) && d.mtaStsStatus !== null) changes.mtaStsStatus = 'PENDING';
       }
       const updated = await announced<DomainRecord | undefined>((inTx) => domains.update(d.id, changes, inTx), (u) => (u ? [domainEvent('domain.updated', u)] : []));
       if (!updated) throw notFound(`domain ${id} not found`);
@@ -397,6 +415,19 @@ export function createDomainService(deps: DomainServiceDeps) {
       if (scope.domainId !== null && scope.domainId !== d.id) throw forbidden(`this API key may only send from domain ${scope.domainId}`);
       if (d.status !== 'SUCCESS' && !deps.sandbox) throw forbidden(notVerifiedMessage(d));
       return d;
+    },
+
+    /**
+     * The MTA-STS policy (RFC 8461 §3.2) served at https://mta-sts.<domain>/.well-known/mta-sts.txt
+     * for a live receiving domain, or null. Any team's: the host name is public.
+     */
+    async servedMtaStsPolicy(policyHost: string): Promise<string | null> {
+      const host = canonicalHost(policyHost);
+      if (!host.startsWith('mta-sts.')) return null;
+      const candidates = (await domains.findAllByName(host.slice('mta-sts.'.length))).filter((d) => d.receiving);
+      // Several teams may have added the name; the one whose MX was verified is the owner.
+      const d = candidates.find((c) => c.receivingMxStatus === 'SUCCESS') ?? candidates[0];
+      return d ? servedStsPolicy(d.mtaStsMode, deps.hostname) : null;
     },
 
     async belongsToTeam(teamId: number, id: number): Promise<boolean> {

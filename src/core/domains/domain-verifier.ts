@@ -1,6 +1,6 @@
 import { DnsError, type DnsResolver } from '../../lib/dns/dns-client.js';
 import type { DomainRecord, DomainStatus } from '../../store/repositories/domains-repository.js';
-import { bounceHost, dkimHost } from './dns-records.js';
+import { bounceHost, dkimHost, mtaStsPolicyHost, mtaStsTxtHost, mtaStsTxtValue, tlsRptAddress, tlsRptHost } from './dns-records.js';
 import { canonicalHost } from './domain-names.js';
 
 // Looks every record up through the configured resolver and judges each one. Matching is
@@ -20,6 +20,10 @@ export interface DomainCheck {
   dmarc: RecordCheck;
   tracking: RecordCheck | null;
   receivingMx: RecordCheck | null;
+  /** A receiving domain's MTA-STS TXT, policy host and TLS-RPT TXT (recommended). */
+  mtaSts: RecordCheck | null;
+  mtaStsHost: RecordCheck | null;
+  tlsRpt: RecordCheck | null;
 }
 
 const ok: RecordCheck = { status: 'SUCCESS', problem: null };
@@ -100,14 +104,41 @@ export async function checkCname(resolver: DnsResolver, host: string, hostname: 
     : { status: 'FAILED', problem: `CNAME ${host}: does not point at ${hostname}` };
 }
 
+/** RFC 8461 3.1: exactly one v=STSv1 record, with the id of the policy we serve. */
+export async function checkMtaStsTxt(resolver: DnsResolver, d: DomainRecord, hostname: string): Promise<RecordCheck> {
+  const host = mtaStsTxtHost(d);
+  const res = await lookup(async () => (await resolver.resolveTxt(host)).records.map((chunks) => chunks.join('')), `MTA-STS TXT ${host}`);
+  if (isCheck(res)) return res;
+  const sts = res.records.filter((r) => r.startsWith('v=STSv1'));
+  if (sts.length === 0) return { status: 'PENDING', problem: `MTA-STS TXT ${host}: no v=STSv1 record` };
+  if (sts.length > 1) return { status: 'FAILED', problem: `MTA-STS TXT ${host}: more than one v=STSv1 record (senders then ignore them all)` };
+  const want = parseTags(mtaStsTxtValue(d, hostname)).get('id');
+  return parseTags(sts[0]!).get('id') === want ? ok : { status: 'FAILED', problem: `MTA-STS TXT ${host}: the id is not ${want} (the policy changed: publish the new id)` };
+}
+
+/** RFC 8460 3: one v=TLSRPTv1 record whose rua names our mailbox for the domain. */
+export async function checkTlsRpt(resolver: DnsResolver, d: DomainRecord, hostname: string): Promise<RecordCheck> {
+  const host = tlsRptHost(d);
+  const res = await lookup(async () => (await resolver.resolveTxt(host)).records.map((chunks) => chunks.join('')), `TLS-RPT TXT ${host}`);
+  if (isCheck(res)) return res;
+  const rpt = res.records.filter((r) => /^v=TLSRPTv1\s*(;|$)/.test(r));
+  if (rpt.length === 0) return { status: 'PENDING', problem: `TLS-RPT TXT ${host}: no v=TLSRPTv1 record` };
+  const want = `mailto:${tlsRptAddress(d, hostname)}`.toLowerCase();
+  const rua = (parseTags(rpt[0]!).get('rua') ?? '').toLowerCase().split(',');
+  return rpt.length === 1 && rua.includes(want) ? ok : { status: 'FAILED', problem: `TLS-RPT TXT ${host}: rua does not include ${want}` };
+}
+
 export async function checkDomainDns(resolver: DnsResolver, d: DomainRecord, hostname: string): Promise<DomainCheck> {
-  const [dkim, spf, mx, dmarc, tracking, receivingMx] = await Promise.all([
+  const [dkim, spf, mx, dmarc, tracking, receivingMx, mtaSts, mtaStsHost, tlsRpt] = await Promise.all([
     checkDkim(resolver, d),
     checkSpf(resolver, d, hostname),
     checkMxTo(resolver, bounceHost(d), hostname, 'MX'),
     checkDmarc(resolver, d),
     d.trackingDomain ? checkCname(resolver, d.trackingDomain, hostname) : Promise.resolve(null),
     d.receiving ? checkMxTo(resolver, d.name, hostname, 'receiving MX') : Promise.resolve(null),
+    d.receiving ? checkMtaStsTxt(resolver, d, hostname) : Promise.resolve(null),
+    d.receiving ? checkCname(resolver, mtaStsPolicyHost(d), hostname) : Promise.resolve(null),
+    d.receiving ? checkTlsRpt(resolver, d, hostname) : Promise.resolve(null),
   ]);
-  return { dkim, spf, mx, dmarc, tracking, receivingMx };
+  return { dkim, spf, mx, dmarc, tracking, receivingMx, mtaSts, mtaStsHost, tlsRpt };
 }

@@ -10,6 +10,8 @@ import { forbidden, notFound } from '../errors.js';
 
 /** Local part of the return path: `bounces+<email id>` (VERP, set by the outbound engine). */
 const VERP_LOCAL = /^bounces(?:\+([A-Za-z0-9_]{1,100}))?$/i;
+/** Local part of a TLS report mailbox: `tlsrpt+<domain id>` (core/domains/dns-records.ts tlsRptAddress). */
+const TLSRPT_LOCAL = /^tlsrpt\+(\d{1,10})$/i;
 
 export type InboundRoute =
   /** A return-path address; `email` when the VERP token named one. */
@@ -17,7 +19,9 @@ export type InboundRoute =
   | { kind: 'complaint'; address: string }
   | { kind: 'receive'; address: string; domains: DomainRecord[] }
   /** A mail client's unsubscribe by mail: the mailto target of a campaign's List-Unsubscribe (RFC 2369). */
-  | { kind: 'unsubscribe'; address: string; token: string };
+  | { kind: 'unsubscribe'; address: string; token: string }
+  /** A TLS report (RFC 8460) for a domain of ours: the rua of its `_smtp._tls` record, `tlsrpt+<domain id>@<hostname>`. */
+  | { kind: 'tls-report'; address: string; domain: DomainRecord };
 
 export interface SplitAddress {
   local: string;
@@ -46,7 +50,7 @@ export interface InboundRouterDeps {
   emails: EmailsRepository;
   /** Full complaint address, e.g. complaints@mx.example.com. */
   complaintAddress: string;
-  /** This server's host name: `unsubscribe+<token>@<it>` is a campaign unsubscribe. */
+  /** This server's host name: `unsubscribe+<token>@<it>` is a campaign unsubscribe, `tlsrpt+<domain id>@<it>` a TLS report mailbox. */
   unsubscribeHost?: string;
   /** Whether a token is a validly signed campaign unsubscribe token. */
   isUnsubscribeToken?: (token: string) => boolean;
@@ -87,6 +91,12 @@ export function createInboundRouter(deps: InboundRouterDeps) {
       if (!split) throw forbidden(`<${address}>: not a mailbox this server accepts mail for`);
       if (complaint && split.domain === complaint.domain && split.local.toLowerCase() === complaint.local.toLowerCase()) {
         return { kind: 'complaint', address };
+      }
+      const tlsrpt = deps.unsubscribeHost && split.domain === deps.unsubscribeHost.toLowerCase() ? TLSRPT_LOCAL.exec(split.local) : null;
+      if (tlsrpt) {
+        const domain = await deps.domains.findByIdAnyTeam(Number(tlsrpt[1]));
+        if (!domain) throw notFound(`<${address}>: unknown TLS report mailbox`);
+        return { kind: 'tls-report', address, domain };
       }
       if (deps.unsubscribeHost && deps.isUnsubscribeToken && split.domain === deps.unsubscribeHost.toLowerCase() && /^unsubscribe\+/i.test(split.local)) {
         const token = split.local.slice('unsubscribe+'.length);

@@ -16,6 +16,12 @@
  * IP fragmentation) and fall back to plain RFC 1035 for servers that answer
  * FORMERR without an OPT (RFC 6891 §7).
  *
+ * DNSSEC: queries set the DO bit (RFC 3225) and the AD bit (RFC 6840 §5.7), and every answer
+ * (and every NXDOMAIN/NODATA) reports whether the resolver set AD, i.e. validated it. We do not
+ * validate signatures ourselves: like Postfix with smtp_dns_support_level = dnssec, we trust
+ * the AD bit of the configured resolver, which must then be a validating one on a trusted path
+ * (localhost). DANE (RFC 7672) is only as good as that.
+ *
  * No cache here on purpose: callers cache with the ttlSeconds we report.
  */
 import { randomInt } from 'node:crypto';
@@ -35,6 +41,16 @@ export type { DnsErrorCode } from './dns-errors.js';
 export interface DnsAnswer<T> {
   records: T[];
   ttlSeconds: number;
+  /** The resolver validated the answer with DNSSEC (it set the AD bit). Absent from hand-written fakes: not validated. */
+  authenticated?: boolean;
+}
+
+/** A TLSA record (RFC 6698 §2.1): certificate usage, selector, matching type and the association data. */
+export interface TlsaRecord {
+  usage: number;
+  selector: number;
+  matchingType: number;
+  data: Buffer;
 }
 
 /** exchange is lowercased without the trailing dot; "" is a null MX (RFC 7505). */
@@ -57,6 +73,8 @@ export interface DnsResolver {
    * (RFC 7208 §5.5). Takes the reverse name (4.3.2.1.in-addr.arpa).
    */
   resolvePtr?(name: string): Promise<DnsAnswer<string>>;
+  /** TLSA records (RFC 6698), for DANE (RFC 7672); optional for hand-written fakes. */
+  resolveTlsa?(name: string): Promise<DnsAnswer<TlsaRecord>>;
 }
 
 export interface DnsClientOptions {
@@ -86,7 +104,7 @@ const HEADER_QR_BIT = 0x8000;
 const HEADER_TC_BIT = 0x0200;
 const HEADER_BYTES = 12;
 
-type QueryType = 'A' | 'AAAA' | 'MX' | 'TXT' | 'CNAME' | 'PTR';
+type QueryType = 'A' | 'AAAA' | 'MX' | 'TXT' | 'CNAME' | 'PTR' | 'TLSA';
 
 interface ServerAddress {
   host: string;
@@ -99,6 +117,7 @@ interface ServerAddress {
 interface ExtractedAnswer {
   records: Answer[];
   ttlSeconds: number;
+  authenticated?: boolean;
 }
 
 // ---------------------------------------------------------------- servers
@@ -184,10 +203,12 @@ function buildQuery(id: number, qname: string, qtype: QueryType, edns: boolean):
   return dnsPacket.encode({
     type: 'query',
     id,
-    flags: dnsPacket.RECURSION_DESIRED,
+    // AD in a query asks for the AD bit in the answer (RFC 6840 §5.7); DO asks for DNSSEC
+    // records, and a validating resolver sets AD only for a DO query on some implementations.
+    flags: dnsPacket.RECURSION_DESIRED | dnsPacket.AUTHENTIC_DATA,
     questions: [{ type: qtype, name: qname, class: 'IN' }],
     additionals: edns
-      ? [{ type: 'OPT', name: '.', udpPayloadSize: EDNS_UDP_PAYLOAD_BYTES, extendedRcode: 0, ednsVersion: 0, flags: 0, flag_do: false, options: [] }]
+      ? [{ type: 'OPT', name: '.', udpPayloadSize: EDNS_UDP_PAYLOAD_BYTES, extendedRcode: 0, ednsVersion: 0, flags: dnsPacket.DNSSEC_OK, flag_do: true, options: [] }]
       : [],
   });
 }
@@ -388,6 +409,13 @@ function extractAnswer(packet: DecodedPacket, qname: string, qtype: QueryType): 
   throw new DnsError('BADRESPONSE', qname, qtype, `CNAME chain longer than ${MAX_CNAME_HOPS}`);
 }
 
+/** RFC 2308 §5: a denial may be cached for min(SOA TTL, SOA MINIMUM) of the SOA in its authority section. */
+function denial(packet: DecodedPacket, authenticated: boolean): { authenticated: boolean; negativeTtlSeconds?: number } {
+  const soa = (packet.authorities ?? []).find((a) => a.type === 'SOA') as { ttl?: number; data?: { minimum?: number } } | undefined;
+  if (!soa || typeof soa.data?.minimum !== 'number') return { authenticated };
+  return { authenticated, negativeTtlSeconds: Math.min(soa.ttl ?? 0, soa.data.minimum) };
+}
+
 function txtChunks(data: unknown): string[] {
   const parts = Array.isArray(data) ? data : [data];
   return parts.map((p) => (Buffer.isBuffer(p) ? p.toString('utf8') : String(p)));
@@ -470,34 +498,47 @@ export function createDnsClient(opts: DnsClientOptions): DnsResolver {
   async function lookup(name: string, qtype: QueryType): Promise<ExtractedAnswer> {
     const qname = normalizeName(name, qtype);
     const packet = await exchange(qname, qtype);
+    const authenticated = packet.flag_ad === true;
     if (rcodeOf(packet) === RCODE_NXDOMAIN) {
       // RFC 6604: with a CNAME chain the NXDOMAIN is about its end, which is what callers of a resolver want.
-      throw new DnsError('NOTFOUND', qname, qtype, 'NXDOMAIN');
+      throw new DnsError('NOTFOUND', qname, qtype, 'NXDOMAIN', denial(packet, authenticated));
     }
     const found = extractAnswer(packet, qname, qtype);
-    if (!found) throw new DnsError('NODATA', qname, qtype, `no ${qtype} records`);
-    return found;
+    if (!found) throw new DnsError('NODATA', qname, qtype, `no ${qtype} records`, denial(packet, authenticated));
+    return { ...found, authenticated };
   }
 
   const strings = async (name: string, qtype: QueryType, clean: (s: string) => string): Promise<DnsAnswer<string>> => {
-    const { records, ttlSeconds } = await lookup(name, qtype);
-    return { records: records.map((a) => clean(String((a as { data: unknown }).data))), ttlSeconds };
+    const { records, ttlSeconds, authenticated } = await lookup(name, qtype);
+    return { records: records.map((a) => clean(String((a as { data: unknown }).data))), ttlSeconds, authenticated };
   };
   const asIs = (s: string): string => s;
 
   return {
     async resolveTxt(name) {
-      const { records, ttlSeconds } = await lookup(name, 'TXT');
-      return { records: records.map((a) => txtChunks((a as { data: unknown }).data)), ttlSeconds };
+      const { records, ttlSeconds, authenticated } = await lookup(name, 'TXT');
+      return { records: records.map((a) => txtChunks((a as { data: unknown }).data)), ttlSeconds, authenticated };
     },
     async resolveMx(name) {
-      const { records, ttlSeconds } = await lookup(name, 'MX');
+      const { records, ttlSeconds, authenticated } = await lookup(name, 'MX');
       return {
         records: records.map((a) => {
           const data = (a as { data: { exchange: string; preference?: number } }).data;
           return { exchange: cleanTarget(data.exchange), priority: data.preference ?? 0 };
         }),
         ttlSeconds,
+        authenticated,
+      };
+    },
+    async resolveTlsa(name) {
+      const { records, ttlSeconds, authenticated } = await lookup(name, 'TLSA');
+      return {
+        records: records.map((a) => {
+          const data = (a as { data: { usage: number; selector: number; matchingType: number; certificate: Buffer } }).data;
+          return { usage: data.usage, selector: data.selector, matchingType: data.matchingType, data: Buffer.from(data.certificate) };
+        }),
+        ttlSeconds,
+        authenticated,
       };
     },
     resolveCname: (name) => strings(name, 'CNAME', cleanTarget),

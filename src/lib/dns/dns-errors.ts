@@ -24,19 +24,32 @@ export function isTemporaryDnsErrorCode(code: DnsErrorCode): boolean {
   return TEMPORARY_CODES.has(code);
 }
 
+export interface DnsErrorOptions {
+  cause?: unknown;
+  temporary?: boolean;
+  /** A denial (NOTFOUND, NODATA) the resolver validated with DNSSEC: it set the AD bit (RFC 4035 3.2.3). */
+  authenticated?: boolean;
+  /** A denial's negative-caching TTL from the SOA in its authority section (RFC 2308 5), when there was one. */
+  negativeTtlSeconds?: number;
+}
+
 export class DnsError extends Error {
   readonly code: DnsErrorCode;
   readonly temporary: boolean;
   readonly hostname: string;
   readonly rrtype: string;
+  readonly authenticated: boolean;
+  readonly negativeTtlSeconds: number | undefined;
 
-  constructor(code: DnsErrorCode, hostname: string, rrtype: string, detail?: string, options?: { cause?: unknown; temporary?: boolean }) {
-    super(`DNS ${rrtype} ${hostname}: ${code}${detail ? ` (${detail})` : ''}`, options);
+  constructor(code: DnsErrorCode, hostname: string, rrtype: string, detail?: string, options?: DnsErrorOptions) {
+    super(`DNS ${rrtype} ${hostname}: ${code}${detail ? ` (${detail})` : ''}`, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'DnsError';
     this.code = code;
     this.temporary = options?.temporary ?? isTemporaryDnsErrorCode(code);
     this.hostname = hostname;
     this.rrtype = rrtype;
+    this.authenticated = options?.authenticated ?? false;
+    this.negativeTtlSeconds = options?.negativeTtlSeconds;
   }
 }
 

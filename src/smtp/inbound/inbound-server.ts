@@ -7,6 +7,7 @@ import type { InboundRoute, InboundRouter } from '../../core/received/inbound-ro
 import type { InboundEnvelope } from '../../core/received/inbound-types.js';
 import type { ReceivedEmailService } from '../../core/received/received-email-service.js';
 import type { ReportService } from '../../core/received/report-service.js';
+import type { ReceivedTlsReportService } from '../../core/tls-reports/received-tls-report-service.js';
 import type { DomainRecord } from '../../core/domains/domain-service.js';
 import { AppError } from '../../core/errors.js';
 import { smtpError, toSmtpError } from '../smtp-errors.js';
@@ -14,6 +15,7 @@ import { readMessage, SMTP_SERVER_TIMEOUT_MS, SmtpListener } from '../smtp-liste
 import { parseMessage } from '../parsed-mail.js';
 import { parseReport } from './report-parser.js';
 import { buildReceivedMessage, plainIp } from './received-message.js';
+import { tlsReportJsonOf } from './tls-report-intake.js';
 
 // The MX-facing listener (port 25): bounces to return paths, ARF reports to the complaint
 // address, mail for receiving domains. Anything else is refused at RCPT with 550 5.7.1, so it
@@ -39,6 +41,8 @@ export interface InboundServerOptions {
   unsubscribe?: (token: string) => Promise<boolean>;
   /** Told the kind of each message taken (bounce, complaint, received, unsubscribe), for metrics. */
   onMessage?: (kind: string) => void;
+  /** Stores TLS reports (RFC 8460) mailed to a domain's tlsrpt+<id>@<hostname> mailbox. */
+  tlsReports?: Pick<ReceivedTlsReportService, 'receive'>;
 }
 
 export async function startInboundServer(options: InboundServerOptions): Promise<SmtpListener> {
@@ -78,6 +82,24 @@ export async function startInboundServer(options: InboundServerOptions): Promise
       logger.info({ ok }, 'unsubscribe by mail');
       ids.push(ok ? 'unsubscribed' : 'unsubscribe-ignored');
       options.onMessage?.('unsubscribe');
+    }
+    const tlsReportRoutes = routes.filter((r): r is Extract<InboundRoute, { kind: 'tls-report' }> => r.kind === 'tls-report');
+    if (tlsReportRoutes.length) {
+      const found = parsed ? await tlsReportJsonOf(parsed) : { error: 'the message could not be parsed' };
+      for (const r of tlsReportRoutes) {
+        try {
+          if ('error' in found) throw new AppError('BAD_REQUEST', found.error);
+          if (!options.tlsReports) throw new AppError('BAD_REQUEST', 'TLS reports are not taken here');
+          const id = await options.tlsReports.receive(r.domain, found.json, { mailFrom: envelope.mailFrom, remoteIp: envelope.remoteIp });
+          logger.info({ id, domainId: r.domain.id, duplicate: id === null }, 'TLS report stored');
+          ids.push(id ?? 'tls-report-duplicate');
+        } catch (err) {
+          if (!(err instanceof AppError)) throw err;
+          // Alone in the message, a report we cannot read is refused so the reporter hears of it.
+          if (routes.length === tlsReportRoutes.length) throw toSmtpError(err, 'data');
+          logger.info({ domainId: r.domain.id, err: err.message }, 'unreadable TLS report skipped');
+        }
+      }
     }
     if (reportRoutes.length) {
       const outcome = await options.reports.record({ envelope, routes: reportRoutes, report: parseReport(raw, parsed), raw });

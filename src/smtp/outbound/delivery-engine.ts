@@ -1,9 +1,11 @@
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import type { AttemptResult, AttemptTrace, DeliveryGroup, DeliveryService } from '../../core/deliveries/delivery-service.js';
+import { verdictSummary, type TlsVerdict } from '../../core/tls-reports/tls-verdict.js';
 import type { MessageFactory } from './message-factory.js';
 import { MxLookupError, type MxResolver } from './mx-resolver.js';
 import type { DeliveryTarget, SmtpClientPool, TransactionRequest, TransactionResult } from './smtp-client-pool.js';
+import type { PlannedHost, TransportPolicy } from './transport-policy.js';
 
 /** Which email a transaction carries, for a transport that files messages by email (the sandbox). */
 export interface TransactionContext {
@@ -34,6 +36,14 @@ export interface DeliveryEngineOptions {
    * mailbox); MX lookup is skipped.
    */
   route?: { host: string; address?: string; port: number };
+  /**
+   * The recipient domains' transport security (MTA-STS, DANE) and the sending domain's TLS
+   * policy, per MX host (transport-policy.ts). Absent: the domain's tlsPolicy alone. Not used
+   * with a fixed route (a relay is who talks to the MX hosts; the sandbox talks to none).
+   */
+  transport?: TransportPolicy;
+  /** Every session's TLS verdict, for TLS reporting (RFC 8460). Called once per attempt. */
+  onTlsVerdicts?: (verdicts: TlsVerdict[]) => void;
   /** Deliveries claimed per round. */
   claimBatch?: number;
   /** Groups (transactions) in flight at once; the pool applies per-host and global connection limits. */
@@ -282,13 +292,23 @@ export class DeliveryEngine {
    * 'not-attempted' when the pool closed (shutdown) before a session.
    */
   private async attempt(group: DeliveryGroup, message: Buffer, traces: AttemptTrace[]): Promise<{ results: AttemptResult[]; reachedServer: boolean } | 'not-attempted'> {
+    const verdicts: TlsVerdict[] = [];
+    try {
+      return await this.attemptTargets(group, message, verdicts, traces);
+    } finally {
+      if (verdicts.length) this.options.onTlsVerdicts?.(verdicts);
+    }
+  }
+
+  private async attemptTargets(group: DeliveryGroup, message: Buffer, verdicts: TlsVerdict[], traces: AttemptTrace[]): Promise<{ results: AttemptResult[]; reachedServer: boolean } | 'not-attempted'> {
     const domain = group.domain!;
     const idsByRecipient = new Map(group.deliveries.map((d) => [d.recipient, d.id]));
     const recipients = group.deliveries.map((d) => d.recipient);
     // VERP return path (architecture.md, Decisions: return path): a DSN to it names the email even if the body is rewritten.
     const mailFrom = `bounces+${group.email.id}@${domain.bounceLabel}.${domain.name}`;
+    const tlsOf = (v: TlsVerdict | undefined) => (v ? { tls: verdictSummary(v) } : {});
     const defer = (response: string, mxHost: string | null = null) =>
-      group.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'deferred' as const, response, mxHost }));
+      group.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'deferred' as const, response, mxHost, ...tlsOf(verdicts.at(-1)) }));
     const fromTransaction = (res: TransactionResult, host: string): AttemptResult[] =>
       res.recipients.map((r) => ({
         deliveryId: idsByRecipient.get(r.recipient)!,
@@ -296,43 +316,64 @@ export class DeliveryEngine {
         code: r.code,
         response: r.response,
         mxHost: host,
+        ...tlsOf(res.tls),
         hardBounce: r.hardBounce,
         retryAfterMs: r.retryAfterMs,
         ...(r.category ? { category: r.category } : {}),
       }));
 
-    let targets: DeliveryTarget[];
+    let targets: { target: DeliveryTarget; planned?: PlannedHost }[];
     const route = this.options.route;
     if (route) {
-      targets = [{ host: route.host, address: route.address ?? route.host, port: route.port }];
+      targets = [{ target: { host: route.host, address: route.address ?? route.host, port: route.port } }];
     } else {
+      let planned: PlannedHost[];
       try {
         const hosts = await this.options.mx.resolve(group.rcptDomain);
-        targets = hosts.flatMap((h) => h.addresses.map((address) => ({ host: h.host, address, port: this.options.port })));
+        planned = this.options.transport ? await this.options.transport.plan(group.rcptDomain, hosts, domain.tlsPolicy) : hosts.map((host) => ({ host }) as PlannedHost);
       } catch (err) {
         if (err instanceof MxLookupError && err.permanent) {
           // No such domain, or a null MX (RFC 7505): the address can never receive mail.
           const results = group.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'bounced' as const, response: err.message, hardBounce: true, category: 'recipient' }));
           return { results, reachedServer: false };
         }
-        return { results: defer(`MX lookup for ${group.rcptDomain} failed: ${(err as Error).message}`), reachedServer: false };
+        const what = err instanceof MxLookupError ? 'MX lookup' : 'transport security policy lookup';
+        return { results: defer(`${what} for ${group.rcptDomain} failed: ${(err as Error).message}`), reachedServer: false };
       }
+      targets = planned.flatMap((p) => p.host.addresses.map((address) => ({ target: { host: p.host.host, address, port: this.options.port }, ...(this.options.transport ? { planned: p } : {}) })));
     }
 
     // A transaction that began on any host tried (even one that then failed the session) makes it SENT.
     let reachedServer = false;
     const errors: string[] = [];
-    const tried = targets.slice(0, this.maxTargets);
+    // A host its policy forbids is passed over without a connection: it takes no slot.
+    let slots = this.maxTargets;
+    const tried = targets.filter((t) => !!t.planned?.refused || slots-- > 0);
+    const refusedHosts = new Set<string>();
     // The last host that failed after a session was up (421, a drop before any recipient's
     // reply): when no other host does better, its replies are the attempt's result.
     let hostFailure: { res: TransactionResult; host: string } | undefined;
-    for (const target of tried) {
+    for (const { target, planned } of tried) {
+      const refused = planned?.refused;
+      if (refused) {
+        // Never connected to: MTA-STS enforce without a matching mx, or DANE that cannot be trusted.
+        if (!refusedHosts.has(target.host)) {
+          refusedHosts.add(target.host);
+          errors.push(refused.message);
+          verdicts.push(refused.verdict);
+        }
+        continue;
+      }
       // Stopping: what has not reached the pool yet is not started now (stop() already let go
       // of the ones waiting in it).
       if (!this.running) return 'not-attempted';
       let res: TransactionResult;
       try {
-        res = await this.options.pool.send(target, { mailFrom, recipients, message, tlsPolicy: domain.tlsPolicy }, { email: group.email, domain });
+        res = await this.options.pool.send(
+          target,
+          { mailFrom, recipients, message, tlsPolicy: domain.tlsPolicy, ...(planned ? { transport: planned.requirement } : {}) },
+          { email: group.email, domain },
+        );
       } catch (err) {
         errors.push(`${target.host}[${target.address}]: ${(err as Error).message}`);
         continue;
@@ -340,6 +381,7 @@ export class DeliveryEngine {
       if (res.notAttempted) return 'not-attempted';
       if (res.trace) traces.push({ ...res.trace, results: res.recipients.map((r) => ({ recipient: r.recipient, outcome: r.outcome, ...(r.code !== undefined ? { code: r.code } : {}), response: r.response })) });
       if (res.transactionStarted) reachedServer = true;
+      if (res.tls) verdicts.push(res.tls);
       if (!res.connected || res.hostFailure) {
         // RFC 5321 §5.1: a host that cannot take the message now means the next MX, not a wait.
         errors.push(`${target.host}[${target.address}]: ${res.error ?? res.recipients[0]?.response ?? 'no session'}`);
@@ -348,9 +390,9 @@ export class DeliveryEngine {
       }
       return { results: fromTransaction(res, target.host), reachedServer };
     }
-    if (hostFailure && tried.length === 1) return { results: fromTransaction(hostFailure.res, hostFailure.host), reachedServer };
+    if (hostFailure && tried.filter((t) => !t.planned?.refused).length === 1) return { results: fromTransaction(hostFailure.res, hostFailure.host), reachedServer };
     // The event names the last host tried; the reply text names every one.
-    const lastHost = tried.at(-1)?.host ?? null;
+    const lastHost = tried.at(-1)?.target.host ?? null;
     const response = targets.length ? `no MX host took the message: ${errors.join('; ')}` : `no usable MX host for ${group.rcptDomain}`;
     return { results: defer(response, lastHost), reachedServer };
   }

@@ -74,7 +74,7 @@ const CANONICALIZATION = 'relaxed/relaxed';
 /**
  * Fields put into h= (lowercase), every instance present. The ones that carry what the
  * reader sees or what one-click unsubscribe relies on (RFC 8058 4 requires
- * List-Unsubscribe and List-Unsubscribe-Post to be signed).
+ * List-Unsubscribe and List-Unsubscribe-Post to be signed), and a TLS report's own fields.
  */
 export const SIGNED_HEADER_FIELDS: readonly string[] = [
   'from',
@@ -91,6 +91,9 @@ export const SIGNED_HEADER_FIELDS: readonly string[] = [
   'references',
   'list-unsubscribe',
   'list-unsubscribe-post',
+  // TLS reports (RFC 8460 5.3): which domain the report is about and who sent it.
+  'tls-report-domain',
+  'tls-report-submitter',
 ];
 
 /**

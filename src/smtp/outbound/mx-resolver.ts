@@ -34,6 +34,12 @@ export interface MxHost {
   priority: number;
   /** IPv4 first, then IPv6, as resolved through our resolver. */
   addresses: string[];
+  /**
+   * The resolver validated both the MX RRset (or, for an implicit MX, its denial) and this
+   * host's address records with DNSSEC: the host name is trustworthy, so DANE TLSA records
+   * may be looked up for it (RFC 7672 §2.2.1, §2.2.2).
+   */
+  dnssec: boolean;
 }
 
 export class MxLookupError extends Error {
@@ -80,7 +86,7 @@ const MS_PER_SECOND = 1000;
 
 type RecordType = 'MX' | 'A' | 'AAAA';
 /** An MX host as resolved, before the per-call shuffle of equal preferences. */
-type UsableHost = { host: string; priority: number; addresses: string[] };
+type UsableHost = { host: string; priority: number; addresses: string[]; dnssec: boolean };
 interface ResolvedAnswer {
   usable: UsableHost[];
   /** The record cache entries it was built from (cache key, entry): valid while all are. */
@@ -150,6 +156,8 @@ function positiveInteger(value: number | undefined, fallback: number, what: stri
 
 interface HostAddresses {
   addresses: string[];
+  /** Every address answer found was DNSSEC-validated. */
+  authenticated: boolean;
   /** Why there are none, for the error message. */
   failure?: string;
   /** A lookup failed in a way that may succeed later. */
@@ -225,20 +233,22 @@ export function createMxResolver(
     const failures = [v4, v6].filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as unknown);
     // NODATA/NXDOMAIN are answers; anything else (SERVFAIL, timeout, a server's FORMERR, a bug) may change.
     const temporary = failures.some((e) => !(e instanceof DnsError) || e.temporary);
-    const result: HostAddresses = { addresses: [...new Set(addresses)], temporary };
+    const answers = [v4, v6].filter((r): r is PromiseFulfilledResult<DnsAnswer<string>> => r.status === 'fulfilled');
+    const authenticated = answers.length > 0 && answers.every((a) => a.value.authenticated === true);
+    const result: HostAddresses = { addresses: [...new Set(addresses)], authenticated, temporary };
     if (addresses.length === 0) result.failure = failures.map(describe).join('; ') || 'no addresses';
     return result;
   }
 
-  async function implicitMx(domain: string, used: string[]): Promise<UsableHost[]> {
+  async function implicitMx(domain: string, used: string[], mxDenialAuthenticated: boolean): Promise<UsableHost[]> {
     const found = await addressesOf(domain, used);
-    if (found.addresses.length > 0) return [{ host: domain, priority: 0, addresses: found.addresses }];
+    if (found.addresses.length > 0) return [{ host: domain, priority: 0, addresses: found.addresses, dnssec: mxDenialAuthenticated && found.authenticated }];
     // RFC 5321 §5.1: an unusable implicit MX "MUST be reported as an error".
     if (found.temporary) throw new MxLookupError(domain, `no MX records and the address lookup failed: ${found.failure}`, false);
     throw new MxLookupError(domain, 'no MX records and no A/AAAA records: the domain has no mail server', true);
   }
 
-  async function explicitMx(domain: string, records: MxRecords, used: string[]): Promise<UsableHost[]> {
+  async function explicitMx(domain: string, records: MxRecords, used: string[], mxAuthenticated: boolean): Promise<UsableHost[]> {
     // RFC 7505 §3: "." is a null MX. It must stand alone; if a zone mixes it with
     // real MX records we ignore the null one rather than refuse mail the real ones take.
     const real = records.filter((r) => r.exchange !== '' && r.exchange !== '.');
@@ -261,7 +271,7 @@ export function createMxResolver(
       const why = resolved.map((r) => `${r.host}: ${r.found.failure}`).join('; ');
       throw new MxLookupError(domain, `none of the MX hosts resolved (${why})`, false);
     }
-    return usable.map((r) => ({ host: r.host, priority: r.priority, addresses: r.found.addresses }));
+    return usable.map((r) => ({ host: r.host, priority: r.priority, addresses: r.found.addresses, dnssec: mxAuthenticated && r.found.authenticated }));
   }
 
   /** Shuffles within each preference level, per call, so the load spreads even while cached; copies, the memo stays intact. */
@@ -272,7 +282,7 @@ export function createMxResolver(
       let j = i;
       while (j < usable.length && usable[j]!.priority === usable[i]!.priority) j++;
       const level = j - i === 1 ? usable.slice(i, j) : shuffled(usable.slice(i, j), random);
-      for (const r of level) out.push({ host: r.host, priority: r.priority, addresses: r.addresses.slice() });
+      for (const r of level) out.push({ host: r.host, priority: r.priority, addresses: r.addresses.slice(), dnssec: r.dnssec });
       i = j;
     }
     return out;
@@ -316,7 +326,7 @@ export function createMxResolver(
     } catch (err) {
       if (err instanceof DnsError) {
         if (err.code === 'NODATA') {
-          usable = await implicitMx(domain, used);
+          usable = await implicitMx(domain, used, err.authenticated);
           remember(domain, usable, used);
           return usable;
         }
@@ -325,7 +335,7 @@ export function createMxResolver(
       }
       throw new MxLookupError(domain, `MX lookup failed: ${describe(err)}`, false, { cause: err });
     }
-    usable = mx.records.length === 0 ? await implicitMx(domain, used) : await explicitMx(domain, mx.records, used);
+    usable = mx.records.length === 0 ? await implicitMx(domain, used, mx.authenticated === true) : await explicitMx(domain, mx.records, used, mx.authenticated === true);
     remember(domain, usable, used);
     return usable;
   }

@@ -67,6 +67,8 @@ function positiveInteger(value: number | undefined, fallback: number, what: stri
 function accepts(pc: PooledConnection, w: Waiter): boolean {
   if (!w.allowIdle || pc.dead) return false;
   if (w.route.relay) return true;
+  const transport = w.req.transport;
+  if (transport) return !!pc.observation && (pc.secure || !transport.requireTls) && transport.judge(pc.observation).proceed;
   // ENFORCED needs a session whose certificate verified for this very MX name.
   if (w.req.tlsPolicy === 'ENFORCED') return pc.verifiedFor === w.route.host;
   return true;
@@ -377,6 +379,7 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
         ...(outcome.dropped ? { error: `session lost during the transaction: ${outcome.dropped}` } : {}),
         ...(outcome.hostFailure ? { hostFailure: true } : {}),
         ...(pc.transcript ? { trace: sessionTrace(pc, route) } : {}),
+        ...(req.transport && pc.observation && !route.relay ? { tls: req.transport.judge(pc.observation).verdict } : {}),
       };
       return { result, byRecipient: outcome.byRecipient };
     }

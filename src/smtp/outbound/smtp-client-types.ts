@@ -3,7 +3,9 @@
  * the entry point) and the records its three parts share: the pool (smtp-client-pool.ts),
  * opening a session (smtp-session.ts) and a transaction on one (smtp-transaction.ts).
  */
+import type { X509Certificate } from 'node:crypto';
 import type SMTPConnection from 'nodemailer/lib/smtp-connection';
+import type { TlsVerdict } from '../../core/tls-reports/tls-verdict.js';
 import type { Clock } from '../../lib/clock.js';
 import type { DnsResolver } from '../../lib/dns/dns-client.js';
 import type { Logger } from '../../lib/logger.js';
@@ -39,6 +41,45 @@ export interface TransactionRequest {
   tlsPolicy: TlsPolicy;
   /** SIZE= parameter (RFC 1870); defaults to message.length. */
   envelopeSize?: number;
+  /**
+   * The destination's transport security policy (MTA-STS, DANE, the domain's ENFORCED), from
+   * transport-policy.ts; it replaces tlsPolicy when set. Ignored with a relay.
+   */
+  transport?: TransportRequirement;
+}
+
+/** What the session saw of TLS, for a TransportRequirement to judge. */
+export interface TlsObservation {
+  /** The MX name (the reference identity). */
+  host: string;
+  remoteIp?: string;
+  localIp?: string;
+  /** The session is encrypted. */
+  secure: boolean;
+  /** Why it is not: the server offered no STARTTLS (or refused it), or the handshake failed. */
+  tlsFailure?: 'not-offered' | 'handshake-failed';
+  /** The handshake's or the server's error, when there was one. */
+  error?: string;
+  /** Node's PKIX verdict for host (chain to a trusted CA, name, validity): null when valid, else its code. */
+  pkixError?: string | null;
+  /** The certificate chain the peer presented, leaf first (parsed on first use). */
+  peerChain?: () => X509Certificate[];
+}
+
+/** A judge's answer: whether the session may carry the message, and the verdict to report. */
+export interface TlsJudgement {
+  proceed: boolean;
+  verdict: TlsVerdict;
+}
+
+export interface TransportRequirement {
+  /** STARTTLS is mandatory: no plaintext session, no fallback after a failed handshake. */
+  requireTls: boolean;
+  /**
+   * Judges the TLS of a session before MAIL FROM: a new one, an idle one offered for reuse,
+   * or one that could not be set up (then only the verdict counts).
+   */
+  judge(observation: TlsObservation): TlsJudgement;
 }
 
 export interface RecipientResult {
@@ -88,6 +129,8 @@ export interface TransactionResult {
   recipients: RecipientResult[];
   /** The session's transcript and TLS state for this transaction, when traces are kept. */
   trace?: SessionTrace;
+  /** With a TransportRequirement: how the session's transport security was judged (RFC 8460 terms). */
+  tls?: TlsVerdict;
 }
 
 export interface SmtpClientPoolOptions {
@@ -184,6 +227,8 @@ export interface PooledConnection {
   secure: boolean;
   /** The name the peer's certificate verified for, when it did. */
   verifiedFor?: string;
+  /** What the session saw of TLS when it opened: what a TransportRequirement judges on reuse. */
+  observation?: TlsObservation;
   remoteAddress?: string;
   transactions: number;
   idleTimer?: NodeJS.Timeout;
@@ -212,4 +257,6 @@ export interface OpenFailure {
   code?: number;
   response?: string;
   remoteAddress?: string;
+  /** With a TransportRequirement, when TLS was what failed: the verdict. */
+  tls?: TlsVerdict;
 }

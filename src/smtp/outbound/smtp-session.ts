@@ -11,9 +11,14 @@
  *   ENFORCED requires STARTTLS and a certificate that verifies for the MX
  *   name; otherwise the session is not used at all, so nothing is ever sent
  *   in the clear.
+ * - A TransportRequirement (MTA-STS, DANE: transport-policy.ts) replaces the domain's policy:
+ *   STARTTLS is mandatory or opportunistic as it says, the handshake accepts any certificate,
+ *   and the requirement judges what the session saw (Node's PKIX verdict for the MX name, the
+ *   peer's chain) before MAIL FROM. A session it refuses is closed unused.
  * - Relay (smarthost) mode: every transaction goes to one upstream server with
  *   implicit TLS (port 465, RFC 8314) or STARTTLS, always verified, and AUTH.
  */
+import { X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import tls from 'node:tls';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
@@ -21,7 +26,7 @@ import type { SMTPConnectionOptions } from 'nodemailer/lib/smtp-connection';
 import type { Clock } from '../../lib/clock.js';
 import type { DnsResolver } from '../../lib/dns/dns-client.js';
 import type { Logger } from '../../lib/logger.js';
-import type { DeliveryTarget, OpenFailure, PooledConnection, RelayConfig, Route, SmtpClientPool, SmtpError, TransactionRequest } from './smtp-client-types.js';
+import type { DeliveryTarget, OpenFailure, PooledConnection, RelayConfig, Route, SmtpClientPool, SmtpError, TlsObservation, TransactionRequest } from './smtp-client-types.js';
 import { SmtpTranscript, tlsInfoOf, type SessionTrace } from './smtp-transcript.js';
 
 /** How long nodemailer waits for the peer's FIN after ours before destroying the socket. */
@@ -39,6 +44,7 @@ type TlsPlan =
   | 'opportunistic' // STARTTLS if offered, certificate not required to verify
   | 'plain' // never STARTTLS (fallback after a failed handshake, relay secure=none)
   | 'starttls-verified' // STARTTLS required, certificate must verify (ENFORCED, relay starttls)
+  | 'starttls-judged' // STARTTLS required, the request's TransportRequirement judges the certificate
   | 'implicit-verified'; // TLS from the first byte (relay secure=implicit)
 
 /** What opening sessions needs from the pool: its settings, and state shared by all its sessions. */
@@ -157,7 +163,8 @@ function planFor(ctx: SessionContext, route: Route, req: TransactionRequest): Tl
     if (relay.secure === 'starttls') return 'starttls-verified';
     return 'plain';
   }
-  if (req.tlsPolicy === 'ENFORCED') return 'starttls-verified';
+  if (req.transport?.requireTls) return 'starttls-judged';
+  if (!req.transport && req.tlsPolicy === 'ENFORCED') return 'starttls-verified';
   const until = ctx.brokenTls.get(route.key);
   if (until !== undefined && until > ctx.clock.nowMs()) return 'plain';
   return 'opportunistic';
@@ -202,6 +209,9 @@ function connectionOptions(ctx: SessionContext, route: Route, address: string, p
     case 'starttls-verified':
       // requireTLS sends STARTTLS even when not advertised and fails the session if refused.
       return { ...base, requireTLS: true, tls: tlsOptions(true) };
+    case 'starttls-judged':
+      // Node still computes its PKIX verdict (socket.authorized); the requirement decides.
+      return { ...base, requireTLS: true, tls: tlsOptions(false) };
     case 'implicit-verified':
       return { ...base, secure: true, tls: tlsOptions(true) };
   }
@@ -243,7 +253,7 @@ function describeOpenFailure(err: SmtpError, route: Route, plan: TlsPlan, tlsFai
   const response = err.response ? oneLine(err.response) : undefined;
   const code = err.responseCode;
   const failure = (message: string): OpenFailure => ({ message, ...(code !== undefined ? { code } : {}), ...(response ? { response } : {}) });
-  const verified = plan === 'starttls-verified' || plan === 'implicit-verified';
+  const verified = plan === 'starttls-verified' || plan === 'implicit-verified' || plan === 'starttls-judged';
   if (verified && err.command === 'STARTTLS' && response) {
     return failure(`TLS required but ${where} refused STARTTLS (${response}); not sending in plaintext`);
   }
@@ -271,6 +281,37 @@ async function resolveRelayAddress(ctx: SessionContext, route: Route): Promise<s
   throw new Error(why);
 }
 
+/** What a session that is up saw of TLS, for a TransportRequirement. */
+function observe(conn: SMTPConnection, route: Route, address: string, plan: TlsPlan): TlsObservation {
+  const socket = conn._socket;
+  const localIp = socket ? socket.localAddress : undefined;
+  const base = { host: route.host, remoteIp: address, ...(localIp ? { localIp } : {}) };
+  if (!conn.secure || !(socket instanceof tls.TLSSocket)) {
+    // 'plain' is only ever chosen after a failed handshake (now, or remembered from before).
+    return { ...base, secure: false, tlsFailure: plan === 'plain' ? 'handshake-failed' : 'not-offered' };
+  }
+  let chain: X509Certificate[] | undefined;
+  return {
+    ...base,
+    secure: true,
+    pkixError: socket.authorized ? null : String(socket.authorizationError ?? 'UNKNOWN'),
+    peerChain: () => (chain ??= peerChainOf(socket)),
+  };
+}
+
+/** The peer's certificates, leaf first, as Node ordered them (getPeerCertificate's issuer links). */
+function peerChainOf(socket: tls.TLSSocket): X509Certificate[] {
+  const chain: X509Certificate[] = [];
+  const seen = new Set<string>();
+  let cert: tls.DetailedPeerCertificate | undefined = socket.getPeerCertificate(true);
+  while (cert?.raw && !seen.has(cert.fingerprint256)) {
+    seen.add(cert.fingerprint256);
+    chain.push(new X509Certificate(cert.raw));
+    cert = cert.issuerCertificate;
+  }
+  return chain;
+}
+
 /** Opens the SMTP session for a request on a new slot. Returns why it could not, or undefined once it is ready for MAIL FROM. */
 export async function openSession(ctx: SessionContext, pc: PooledConnection, route: Route, req: TransactionRequest): Promise<OpenFailure | undefined> {
   const log = ctx.log;
@@ -296,11 +337,33 @@ export async function openSession(ctx: SessionContext, pc: PooledConnection, rou
   }
   if (err) {
     const failure = describeOpenFailure(err, route, plan, pc.tlsFailed);
+    if (req.transport && !ctx.relay && plan === 'starttls-judged' && pc.tlsFailed) {
+      // STARTTLS refused (or not offered: requireTLS sends it anyway), or the handshake failed.
+      const refused = err.command === 'STARTTLS' && !!err.response;
+      const observation: TlsObservation = {
+        host: route.host,
+        remoteIp: address,
+        secure: false,
+        tlsFailure: refused ? 'not-offered' : 'handshake-failed',
+        error: oneLine(err.response ?? err.message),
+      };
+      failure.tls = req.transport.judge(observation).verdict;
+    }
     log.debug({ connection: pc.id, key: route.key, host: route.host, err: failure.message }, 'smtp session could not be opened');
     pc.tls = tlsInfoOf(pc.conn);
     return pc.transcript ? { ...failure, trace: sessionTrace(pc, route) } : failure;
   }
   const conn = pc.conn!;
+  if (req.transport && !ctx.relay) {
+    const observation = observe(conn, route, address, plan);
+    pc.observation = observation;
+    const judgement = req.transport.judge(observation);
+    if (!judgement.proceed) {
+      const v = judgement.verdict;
+      log.debug({ connection: pc.id, key: route.key, host: route.host, result: v.result }, 'smtp session refused by the transport policy');
+      return { message: `${route.host} [${address}]:${route.port}: ${v.detail ?? v.result}; not sending`, tls: v };
+    }
+  }
 
   const relay = ctx.relay;
   if (relay?.user) {

@@ -89,6 +89,7 @@ export function failedResult(route: Route, req: TransactionRequest, failure: Ope
     ...(failure.remoteAddress ? { remoteAddress: failure.remoteAddress } : {}),
     error: failure.message,
     ...(failure.trace ? { trace: failure.trace } : {}),
+    ...(failure.tls ? { tls: failure.tls } : {}),
     recipients: req.recipients.map((recipient) => ({
       recipient,
       outcome: 'deferred' as const,

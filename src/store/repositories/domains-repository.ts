@@ -1,9 +1,9 @@
 import type { Selectable, Transaction, Updateable } from 'kysely';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
-import type { Database, DomainsTable, DomainStatus } from '../tables/database.js';
+import type { Database, DomainsTable, DomainStatus, MtaStsMode } from '../tables/database.js';
 
-export type { DomainStatus };
+export type { DomainStatus, MtaStsMode };
 
 export interface DomainRecord {
   id: number;
@@ -28,6 +28,11 @@ export interface DomainRecord {
   tlsPolicy: 'OPPORTUNISTIC' | 'ENFORCED';
   receiving: boolean;
   receivingMxStatus: DomainStatus | null;
+  /** The MTA-STS mode served for the domain when receiving. */
+  mtaStsMode: MtaStsMode;
+  mtaStsStatus: DomainStatus | null;
+  mtaStsHostStatus: DomainStatus | null;
+  tlsRptStatus: DomainStatus | null;
   isVerifying: boolean;
   errorMessage: string | null;
   verificationError: string | null;
@@ -63,6 +68,10 @@ function fromRow(r: Selectable<DomainsTable>): DomainRecord {
     tlsPolicy: r.tls_policy,
     receiving: r.receiving === 1,
     receivingMxStatus: r.receiving_mx_status,
+    mtaStsMode: r.mta_sts_mode,
+    mtaStsStatus: r.mta_sts_status,
+    mtaStsHostStatus: r.mta_sts_host_status,
+    tlsRptStatus: r.tls_rpt_status,
     isVerifying: r.is_verifying === 1,
     errorMessage: r.error_message,
     verificationError: r.verification_error,
@@ -93,6 +102,10 @@ function toRow(p: DomainPatch): Updateable<DomainsTable> {
     tls_policy: p.tlsPolicy,
     receiving: b(p.receiving),
     receiving_mx_status: p.receivingMxStatus,
+    mta_sts_mode: p.mtaStsMode,
+    mta_sts_status: p.mtaStsStatus,
+    mta_sts_host_status: p.mtaStsHostStatus,
+    tls_rpt_status: p.tlsRptStatus,
     is_verifying: b(p.isVerifying),
     error_message: p.errorMessage,
     verification_error: p.verificationError,
@@ -148,6 +161,10 @@ export function createDomainsRepository(db: Db) {
           tls_policy: d.tlsPolicy,
           receiving: d.receiving ? 1 : 0,
           receiving_mx_status: d.receivingMxStatus,
+          mta_sts_mode: d.mtaStsMode,
+          mta_sts_status: d.mtaStsStatus,
+          mta_sts_host_status: d.mtaStsHostStatus,
+          tls_rpt_status: d.tlsRptStatus,
           is_verifying: d.isVerifying ? 1 : 0,
           error_message: d.errorMessage,
           verification_error: d.verificationError,

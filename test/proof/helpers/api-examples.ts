@@ -5,6 +5,7 @@
 import { addVerifiedDomain } from '../../helpers/domain-fixtures.js';
 import type { TestApp } from '../../helpers/test-app.js';
 import { smtpSend } from '../../inbound/helpers/smtp-client.js';
+import { sampleTlsReport, tlsReportMail } from '../../helpers/tls-report-mail.js';
 
 export type QueryValue = string | string[];
 
@@ -96,6 +97,11 @@ export async function buildApiFixtures(t0: TestApp): Promise<ApiFixtures> {
   const receivedList = await ok(t0, 'GET', '/v1/receivedEmails');
   const receivedId = receivedList.receivedEmails[0]?.id as string;
   if (!receivedId) throw new Error('fixture: no received email stored');
+  // One TLS report received for the domain, for its get route.
+  const tlsTo = `tlsrpt+${domain.id}@${t0.config.hostname}`;
+  const tlsReport = await smtpSend({ port: t0.app.listeners.inbound!.port, from: 'reporter@remote.test', to: [tlsTo], raw: await tlsReportMail(tlsTo, sampleTlsReport(domain.name)), plaintext: true });
+  const tlsReportId = /queued as (tlsr_\S+)/.exec(tlsReport.response)?.[1];
+  if (!tlsReportId) throw new Error(`fixture TLS report refused: ${tlsReport.response}`);
 
   // One sent now, so the sandbox's capture mailbox has a message to list and serve.
   await ok(t0, 'POST', '/v1/emails', { ...sendBody, scheduledAt: null });
@@ -173,6 +179,8 @@ export async function buildApiFixtures(t0: TestApp): Promise<ApiFixtures> {
     // The fuzzed server runs in sandbox mode: the capture mailbox holds what the fixtures sent.
     ['GET /sandbox/messages', { params: {}, query: page }],
     ['GET /sandbox/messages/:id', { params: { id: sandboxMessageId } }],
+    ['GET /tlsReports', { params: {}, query: { ...page, domainId: dom } }],
+    ['GET /tlsReports/:id', { params: { id: tlsReportId } }],
     ['GET /webhooks', { params: {}, query: page }],
     ['POST /webhooks', { params: {}, body: webhookBody }],
     ['GET /webhooks/:webhookId', { params: { webhookId: webhook.id } }],

@@ -633,6 +633,21 @@ export function isolationCases(world: IsolationWorld): Record<string, RouteCase>
       cross: () => [probe("a message of A's", 'hidden', (v) => get(`/sandbox/messages/sm_${v.emailId.slice(3)}`))],
       restricted: () => [probe("another domain's", 'hidden', (v) => get(`/sandbox/messages/sm_${v.emailId.slice(3)}`))],
     },
+    // ---------------------------------------------------------------- TLS reports
+    'GET /tlsReports': {
+      cross: () => [
+        probe('list', 'clean', () => get('/tlsReports?limit=100'), { check: (res, env) => env.t.true(res.body.total > 0, 'B sees its own') }),
+        probe("filtered by A's domain", 'clean', (v) => get(`/tlsReports?domainId=${v.domainId}`), { check: (res, env) => env.t.deepEqual([res.body.tlsReports, res.body.total], [[], 0]) }),
+      ],
+      restricted: () => [
+        probe('list shows its domain only', 'ok', () => get('/tlsReports?limit=100'), { check: (res, env) => env.t.deepEqual((res.body.tlsReports as any[]).map((r) => r.id), [env.role.me.tlsReportId]) }),
+        probe('filtered by another domain', 'ok', (v) => get(`/tlsReports?domainId=${v.domainId}`), { check: (res, env) => env.t.deepEqual([res.body.tlsReports, res.body.total], [[], 0]) }),
+      ],
+    },
+    'GET /tlsReports/:id': {
+      cross: () => [probe("A's TLS report", 'hidden', (v) => get(`/tlsReports/${v.tlsReportId}`))],
+      restricted: () => [probe("another domain's", 'hidden', (v) => get(`/tlsReports/${v.tlsReportId}`)), probe('its own', 'ok', (_v, me) => get(`/tlsReports/${me.tlsReportId}`))],
+    },
 
     // ---------------------------------------------------------------- webhooks
     'GET /webhooks': {
@@ -727,4 +742,4 @@ export function isolationCases(world: IsolationWorld): Record<string, RouteCase>
 }
 
 /** The routes a domain-bound key sees only its own domain's share of (victim markers apply). */
-export const DOMAIN_CONFINED = ['/apiKeys', '/domains', '/emails', '/receivedEmails', '/webhooks', '/analytics'];
+export const DOMAIN_CONFINED = ['/apiKeys', '/domains', '/emails', '/receivedEmails', '/tlsReports', '/webhooks', '/analytics'];

@@ -5,6 +5,7 @@ import { addVerifiedDomain } from '../../helpers/domain-fixtures.js';
 import { startMailWorld, type MailWorld } from '../../helpers/mail-world.js';
 import type { TestResponse } from '../../helpers/test-app.js';
 import { smtpSend } from '../../inbound/helpers/smtp-client.js';
+import { sampleTlsReport, tlsReportMail } from '../../helpers/tls-report-mail.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../webhooks/webhook-receiver.js';
 
 // Two teams with data in every resource, built through the API the way a customer would:
@@ -29,6 +30,8 @@ export interface Ids {
   scheduledEmailId: string;
   /** Mail received for this domain. */
   receivedId: string;
+  /** A TLS report (RFC 8460) received for this domain. */
+  tlsReportId: string;
   /** A webhook restricted to this domain. */
   webhookId: string;
   /** A campaign from this domain (domain 1: a draft; domain 2: running). */
@@ -208,6 +211,12 @@ export async function buildIsolationWorld(): Promise<IsolationWorld> {
       const id = /queued as (re_\S+)/.exec(res.response)?.[1];
       if (!id) throw new Error(`no received id in ${res.response}`);
       received[label] = id;
+      const to = `tlsrpt+${d.id}@mx.posthorn.test`;
+      const report = sampleTlsReport(d.name, { organization: `${word}-${label} reporter`, reportId: `${word}-${label}-report-${randomString(8)}` });
+      const tls = await smtpSend({ port: app().listeners.inbound!.port, from: 'reporter@example.org', to: [to], raw: await tlsReportMail(to, report) });
+      const tlsId = /queued as (tlsr_\S+)/.exec(tls.response)?.[1];
+      if (!tls.ok || !tlsId) throw new Error(`TLS report refused: ${tls.response}`);
+      received[`${label}-tls`] = tlsId;
     }
 
     const team = {
@@ -229,6 +238,7 @@ export async function buildIsolationWorld(): Promise<IsolationWorld> {
       emailId: emails.mail!.delivered,
       scheduledEmailId: emails.mail!.scheduled,
       receivedId: received.mail!,
+      tlsReportId: received['mail-tls']!,
       webhookId: whD1.id,
       campaignId: draft.id,
       keyId: keyD1.id,
@@ -241,6 +251,7 @@ export async function buildIsolationWorld(): Promise<IsolationWorld> {
       emailId: emails.other!.delivered,
       scheduledEmailId: emails.other!.scheduled,
       receivedId: received.other!,
+      tlsReportId: received['other-tls']!,
       webhookId: whD2.id,
       campaignId: running.id,
       keyId: keyD2.id,
@@ -259,7 +270,7 @@ export async function buildIsolationWorld(): Promise<IsolationWorld> {
       markers: [...new Set([word, ...stringIds(ids1), ...stringIds(ids2), idem.body.emailId, idemBatch.body.data[0].emailId, ...secrets, ...secrets.filter((s) => s.startsWith('ph_')).map((s) => s.split('_').slice(2).join('_')), d1.publicKey, d2.publicKey])].filter(
         (m) => m === word || m.length >= 12,
       ),
-      d2Markers: [`${word}-other`, ids2.emailId, ids2.scheduledEmailId, ids2.receivedId, ids2.webhookId, ids2.allWebhookId, `${word}-all-hook`, d2.publicKey, keyD2.token],
+      d2Markers: [`${word}-other`, ids2.emailId, ids2.scheduledEmailId, ids2.receivedId, ids2.tlsReportId, ids2.webhookId, ids2.allWebhookId, `${word}-all-hook`, d2.publicKey, keyD2.token],
       d2DomainIds: [d2.id],
     };
   }
@@ -293,6 +304,7 @@ export async function buildIsolationWorld(): Promise<IsolationWorld> {
     emailId: ghostLike(ids.emailId),
     scheduledEmailId: ghostLike(ids.scheduledEmailId),
     receivedId: ghostLike(ids.receivedId),
+    tlsReportId: ghostLike(ids.tlsReportId),
     webhookId: ghostLike(ids.webhookId),
     campaignId: ghostLike(ids.campaignId),
     keyId: 2_000_000_002,

@@ -70,6 +70,8 @@ test('h= covers every listed field present, each instance', async (t) => {
       'References: <p@example.com>',
       'List-Unsubscribe: <https://acme.test/u>',
       'List-Unsubscribe-Post: List-Unsubscribe=One-Click',
+      'TLS-Report-Domain: acme.test',
+      'TLS-Report-Submitter: mx.acme.test',
       'X-Not-Signed: 1',
       'MIME-Version: 1.0',
       'Content-Type: text/plain',

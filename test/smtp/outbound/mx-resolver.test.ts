@@ -48,8 +48,8 @@ test('MX hosts come back in preference order with their addresses, IPv4 before I
   setHost(zone, 'backup.example.test', [], ['2001:db8::2']);
   const hosts = await mx.resolve('Example.TEST.');
   t.deepEqual(hosts, [
-    { host: 'mx1.example.test', priority: 10, addresses: ['192.0.2.1', '192.0.2.2', '2001:db8::1'] },
-    { host: 'backup.example.test', priority: 20, addresses: ['2001:db8::2'] },
+    { host: 'mx1.example.test', priority: 10, addresses: ['192.0.2.1', '192.0.2.2', '2001:db8::1'], dnssec: false },
+    { host: 'backup.example.test', priority: 20, addresses: ['2001:db8::2'], dnssec: false },
   ]);
 });
 
@@ -75,7 +75,7 @@ test('no MX records: the domain itself is the implicit MX with preference 0', as
   const { zone, mx } = await world(t);
   zone.set('implicit.test', 'TXT', ['v=spf1 -all']); // the name exists, MX is NODATA
   setHost(zone, 'implicit.test', ['192.0.2.30'], ['2001:db8::30']);
-  t.deepEqual(await mx.resolve('implicit.test'), [{ host: 'implicit.test', priority: 0, addresses: ['192.0.2.30', '2001:db8::30'] }]);
+  t.deepEqual(await mx.resolve('implicit.test'), [{ host: 'implicit.test', priority: 0, addresses: ['192.0.2.30', '2001:db8::30'], dnssec: false }]);
 });
 
 test('no MX and no address records: permanent', async (t) => {
@@ -121,7 +121,7 @@ test('an MX host that does not resolve is skipped; when none resolves the failur
     { exchange: 'ok.partial.test', priority: 10 },
   ]);
   setHost(zone, 'ok.partial.test', ['192.0.2.50']);
-  t.deepEqual(await mx.resolve('partial.test'), [{ host: 'ok.partial.test', priority: 10, addresses: ['192.0.2.50'] }]);
+  t.deepEqual(await mx.resolve('partial.test'), [{ host: 'ok.partial.test', priority: 10, addresses: ['192.0.2.50'], dnssec: false }]);
 
   zone.set('allbad.test', 'MX', [{ exchange: 'gone.allbad.test', priority: 5 }, { exchange: 'fail.allbad.test', priority: 10 }]);
   zone.servfail('fail.allbad.test');

@@ -1,0 +1,170 @@
+/**
+ * Policy discovery for MTA-STS (RFC 8461 §3, §5.1) as the delivery engine needs it, once per
+ * attempt and cheaply:
+ *
+ * - `_mta-sts.<domain>` TXT through Posthorn's resolver, cached for its TTL; a denial for its
+ *   SOA negative TTL (RFC 2308), a failure briefly. A domain without MTA-STS costs one query
+ *   per TTL, not one per message.
+ * - The policy itself, fetched over HTTPS (https-client.ts) when the TXT id differs from the
+ *   cached policy's, or the cached one expired; cached for max_age in memory and in the store
+ *   (a restart keeps it).
+ * - A failed fetch keeps the last good policy while it is valid (§5.1: "MUST continue to use
+ *   the previously cached policy"), is reported, and is not tried again for a few minutes.
+ * - Without a usable TXT record a cached policy still in force is used (§5.1), else none.
+ */
+import type { Clock } from '../../lib/clock.js';
+import { DnsError, type DnsResolver } from '../../lib/dns/dns-client.js';
+import type { Logger } from '../../lib/logger.js';
+import type { StoredStsPolicy } from '../../core/tls-reports/sts-policy-cache.js';
+import { HttpsRequestError, httpsRequest } from './https-client.js';
+import { parseStsPolicy, parseStsTxt, StsPolicyError, type StsPolicy } from './mta-sts-policy.js';
+import { TtlCache } from './ttl-cache.js';
+
+export interface ActiveStsPolicy extends StsPolicy {
+  /** The TXT id the policy was fetched under. */
+  id: string;
+  expiresAtMs: number;
+}
+
+export type StsProblem = { result: 'sts-policy-fetch-error' | 'sts-policy-invalid' | 'sts-webpki-invalid'; detail: string };
+
+export interface StsLookup {
+  /** The policy in force (any mode), if there is one. */
+  policy?: ActiveStsPolicy;
+  /** What went wrong discovering it: reported, whether or not a cached policy covers for it. */
+  problem?: StsProblem;
+}
+
+export interface MtaStsResolver {
+  lookup(domain: string): Promise<StsLookup>;
+}
+
+export interface MtaStsResolverOptions {
+  resolver: DnsResolver;
+  clock: Clock;
+  logger: Logger;
+  /** Where policies live across restarts (core/tls-reports/sts-policy-cache.ts). */
+  store: { get(domain: string): Promise<StoredStsPolicy | undefined>; put(policy: StoredStsPolicy): Promise<void> };
+  /** Port of the policy host's HTTPS server: 443 (tests use their own). */
+  httpsPort: number;
+  /** From httpsCaList(): the system CAs plus outbound.caFile. */
+  ca?: (string | Buffer)[];
+  fetchTimeoutMs: number;
+}
+
+/** §3.3 suggests bounding the body; a real policy is a few hundred bytes. */
+const MAX_POLICY_BYTES = 64 * 1024;
+const WELL_KNOWN_PATH = '/.well-known/mta-sts.txt';
+const MAX_ENTRIES = 10_000;
+const DEFAULT_NEGATIVE_TTL_SECONDS = 300;
+const TEMPORARY_FAILURE_TTL_SECONDS = 60;
+const MAX_TXT_TTL_SECONDS = 24 * 3600;
+/** A failed fetch is not tried again before this (per domain and TXT id). */
+const FETCH_RETRY_MS = 5 * 60_000;
+const MS_PER_SECOND = 1000;
+
+type TxtState = { id: string } | 'none' | 'temporary';
+
+export function createMtaStsResolver(opts: MtaStsResolverOptions): MtaStsResolver {
+  const log = opts.logger.child({ component: 'mta-sts' });
+  const txtCache = new TtlCache<TxtState>(opts.clock, MAX_ENTRIES);
+  /** Policies known in memory; null = the store has none for the domain. */
+  const policies = new TtlCache<ActiveStsPolicy | null>(opts.clock, MAX_ENTRIES);
+  const failures = new TtlCache<{ id: string; problem: StsProblem }>(opts.clock, MAX_ENTRIES);
+  const fetching = new Map<string, Promise<StsLookup>>();
+
+  async function txtOf(domain: string): Promise<TxtState> {
+    return txtCache.through(domain, async () => {
+      try {
+        const answer = await opts.resolver.resolveTxt(`_mta-sts.${domain}`);
+        const ttl = Math.min(answer.ttlSeconds, MAX_TXT_TTL_SECONDS) * MS_PER_SECOND;
+        return { value: parseStsTxt(answer.records) ?? 'none', ttlMs: ttl };
+      } catch (err) {
+        if (err instanceof DnsError && !err.temporary) {
+          return { value: 'none', ttlMs: Math.min(err.negativeTtlSeconds ?? DEFAULT_NEGATIVE_TTL_SECONDS, MAX_TXT_TTL_SECONDS) * MS_PER_SECOND };
+        }
+        return { value: 'temporary', ttlMs: TEMPORARY_FAILURE_TTL_SECONDS * MS_PER_SECOND };
+      }
+    });
+  }
+
+  function fromStored(p: StoredStsPolicy): ActiveStsPolicy | null {
+    try {
+      return { ...parseStsPolicy(p.body), id: p.policyId, expiresAtMs: p.expiresAtMs };
+    } catch {
+      return null; // stored by an older parser that was laxer: as good as none
+    }
+  }
+
+  async function cachedPolicy(domain: string): Promise<ActiveStsPolicy | null> {
+    // Kept in memory until it expires; a day at most between store reads.
+    const p = await policies.through(domain, async () => {
+      const stored = await opts.store.get(domain);
+      const value = stored ? fromStored(stored) : null;
+      return { value, ttlMs: MAX_TXT_TTL_SECONDS * MS_PER_SECOND };
+    });
+    return p && p.expiresAtMs > opts.clock.nowMs() ? p : null;
+  }
+
+  async function resolveAddress(host: string): Promise<string> {
+    const [v4, v6] = await Promise.allSettled([opts.resolver.resolve4(host), opts.resolver.resolve6(host)]);
+    for (const a of [v4, v6]) if (a.status === 'fulfilled' && a.value.records.length) return a.value.records[0]!;
+    const why = [v4, v6].map((a) => (a.status === 'rejected' ? (a.reason as Error).message : 'no records')).join('; ');
+    throw new HttpsRequestError('network', `cannot resolve ${host}: ${why}`);
+  }
+
+  /** Fetches and parses the policy: the policy, or the problem (RFC 8460 result types). */
+  async function fetchPolicy(domain: string): Promise<StsPolicy | StsProblem> {
+    const host = `mta-sts.${domain}`;
+    try {
+      const address = await resolveAddress(host);
+      const url = new URL(`https://${host}${opts.httpsPort === 443 ? '' : `:${opts.httpsPort}`}${WELL_KNOWN_PATH}`);
+      const res = await httpsRequest({ method: 'GET', url, address, timeoutMs: opts.fetchTimeoutMs, maxBodyBytes: MAX_POLICY_BYTES, ...(opts.ca ? { ca: opts.ca } : {}) });
+      // §3.3: redirects are not followed; anything but 200 is a failed fetch.
+      if (res.status !== 200) return { result: 'sts-policy-fetch-error', detail: `${url.href} answered HTTP ${res.status}` };
+      if (!/^text\/plain\s*(;|$)/i.test(res.contentType)) return { result: 'sts-policy-invalid', detail: `${url.href} is served as "${res.contentType}", not text/plain` };
+      return parseStsPolicy(res.body.toString('utf8'));
+    } catch (err) {
+      if (err instanceof StsPolicyError) return { result: 'sts-policy-invalid', detail: `the policy of ${domain} is invalid: ${err.message}` };
+      if (err instanceof HttpsRequestError && err.kind === 'tls') return { result: 'sts-webpki-invalid', detail: `the certificate of ${host} is not valid: ${err.message}` };
+      return { result: 'sts-policy-fetch-error', detail: `fetching the policy of ${domain} failed: ${(err as Error).message}` };
+    }
+  }
+
+  async function refresh(domain: string, id: string, cached: ActiveStsPolicy | null): Promise<StsLookup> {
+    const recent = failures.get(domain);
+    if (recent && recent.id === id) return { ...(cached ? { policy: cached } : {}), problem: recent.problem };
+    const fetched = await fetchPolicy(domain);
+    if ('result' in fetched) {
+      failures.set(domain, { id, problem: fetched }, FETCH_RETRY_MS);
+      log.info({ domain, problem: fetched.result, detail: fetched.detail, keptCachedPolicy: !!cached }, 'MTA-STS policy fetch failed');
+      return { ...(cached ? { policy: cached } : {}), problem: fetched };
+    }
+    const nowMs = opts.clock.nowMs();
+    const policy: ActiveStsPolicy = { ...fetched, id, expiresAtMs: nowMs + fetched.maxAgeSeconds * MS_PER_SECOND };
+    try {
+      await opts.store.put({ domain, policyId: id, body: fetched.lines.join('\r\n') + '\r\n', fetchedAtMs: nowMs, expiresAtMs: policy.expiresAtMs });
+    } catch (err) {
+      log.warn({ domain, err }, 'storing an MTA-STS policy failed; it is kept in memory');
+    }
+    policies.set(domain, policy, MAX_TXT_TTL_SECONDS * MS_PER_SECOND);
+    log.info({ domain, id, mode: policy.mode, mx: policy.mx, maxAge: policy.maxAgeSeconds }, 'MTA-STS policy fetched');
+    return { policy };
+  }
+
+  return {
+    async lookup(rawDomain: string): Promise<StsLookup> {
+      const domain = rawDomain.toLowerCase().replace(/\.$/, '');
+      const txt = await txtOf(domain);
+      const cached = await cachedPolicy(domain);
+      if (txt === 'none' || txt === 'temporary') return cached ? { policy: cached } : {};
+      if (cached && cached.id === txt.id) return { policy: cached };
+      let pending = fetching.get(domain);
+      if (!pending) {
+        pending = refresh(domain, txt.id, cached).finally(() => fetching.delete(domain));
+        fetching.set(domain, pending);
+      }
+      return pending;
+    },
+  };
+}

@@ -1,0 +1,164 @@
+/**
+ * Delivers the queued TLS reports (RFC 8460 §3, §5): to a mailto: target as a DKIM-signed
+ * multipart/report mail through Posthorn's own MX lookup and connection pool, to an https:
+ * target as a POST. Report mail is sent with opportunistic TLS and no transport requirement:
+ * §3 says reports are delivered "despite any TLS-related failures" and their sessions are not
+ * reported, so sending one never feeds another.
+ */
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
+import type { ServerDkimKey } from '../../core/tls-reports/server-dkim-key.js';
+import { dayBounds } from '../../core/tls-reports/tls-report-document.js';
+import type { TlsReportJob, TlsReportOutcome, TlsReportService } from '../../core/tls-reports/tls-report-service.js';
+import { resolveWebhookTarget, WebhookUrlError } from '../../core/webhooks/url-policy.js';
+import type { Clock } from '../../lib/clock.js';
+import type { DnsResolver } from '../../lib/dns/dns-client.js';
+import type { Logger } from '../../lib/logger.js';
+import type { DkimSigner } from './dkim-signer.js';
+import { httpsRequest } from './https-client.js';
+import { MxLookupError, type MxResolver } from './mx-resolver.js';
+import type { DeliveryTarget, SmtpClientPool } from './smtp-client-pool.js';
+
+export interface TlsReportSenderOptions {
+  reports: Pick<TlsReportService, 'claimDue' | 'recordAttempt'>;
+  pool: SmtpClientPool;
+  mx: MxResolver;
+  signer: DkimSigner;
+  serverKey: () => Promise<ServerDkimKey>;
+  /** Our host name: the From domain, the Submitter, the DKIM d=. */
+  hostname: string;
+  /** Destination SMTP port (25; tests use their sink's). */
+  port: number;
+  relay?: { host: string; address?: string; port: number };
+  resolver: DnsResolver;
+  https: { ca?: (string | Buffer)[]; timeoutMs: number; allowPrivate: boolean };
+  clock: Clock;
+  logger: Logger;
+}
+
+const gzipAsync = promisify(gzip);
+const CLAIM_BATCH = 50;
+const MAX_TARGETS = 6;
+const MAX_RESPONSE_BYTES = 4096;
+const BASE64_LINE = 76;
+
+/** The report mail (RFC 8460 §5.3): multipart/report; report-type="tlsrpt", the gzipped JSON attached. */
+export function composeReportMail(input: { job: TlsReportJob; to: string; from: string; submitter: string; gz: Buffer; date: Date; messageId: string }): Buffer {
+  const { job } = input;
+  const boundary = `tlsrpt-${randomBytes(12).toString('hex')}`;
+  const { startSeconds, endSeconds } = dayBounds(job.day);
+  const filename = `${input.submitter}!${job.policyDomain}!${startSeconds}!${endSeconds}.json.gz`;
+  const base64 = input.gz.toString('base64').replace(new RegExp(`.{1,${BASE64_LINE}}`, 'g'), '$&\r\n');
+  const lines = [
+    `From: TLS reports <${input.from}>`,
+    `To: <${input.to}>`,
+    `Subject: Report Domain: ${job.policyDomain} Submitter: ${input.submitter} Report-ID: <${job.reportId}>`,
+    `Date: ${input.date.toUTCString().replace('GMT', '+0000')}`,
+    `Message-ID: <${input.messageId}>`,
+    'MIME-Version: 1.0',
+    `TLS-Report-Domain: ${job.policyDomain}`,
+    `TLS-Report-Submitter: ${input.submitter}`,
+    // RFC 3834: nobody should auto-reply to a report.
+    'Auto-Submitted: auto-generated',
+    `Content-Type: multipart/report; report-type="tlsrpt"; boundary="${boundary}"`,
+    '',
+    `--${boundary}`,
+    'Content-Type: text/plain; charset=us-ascii',
+    'Content-Transfer-Encoding: 7bit',
+    '',
+    `This is an aggregate TLS report (RFC 8460) from ${input.submitter} for ${job.policyDomain},`,
+    `covering ${job.day} (UTC). The report is attached as gzipped JSON.`,
+    '',
+    `--${boundary}`,
+    'Content-Type: application/tlsrpt+gzip',
+    'Content-Transfer-Encoding: base64',
+    `Content-Disposition: attachment; filename="${filename}"`,
+    '',
+    base64.trimEnd(),
+    `--${boundary}--`,
+    '',
+  ];
+  return Buffer.from(lines.join('\r\n'), 'utf8');
+}
+
+export function createTlsReportSender(opts: TlsReportSenderOptions) {
+  const log = opts.logger.child({ component: 'tls-report-sender' });
+  const from = `tlsrpt-noreply@${opts.hostname}`;
+
+  async function targetsFor(domain: string): Promise<DeliveryTarget[]> {
+    if (opts.relay) return [{ host: opts.relay.host, address: opts.relay.address ?? opts.relay.host, port: opts.relay.port }];
+    const hosts = await opts.mx.resolve(domain);
+    return hosts.flatMap((h) => h.addresses.map((address) => ({ host: h.host, address, port: opts.port }))).slice(0, MAX_TARGETS);
+  }
+
+  async function mail(job: TlsReportJob, address: string, gz: Buffer): Promise<TlsReportOutcome> {
+    const key = await opts.serverKey();
+    const raw = composeReportMail({ job, to: address, from, submitter: opts.hostname, gz, date: opts.clock.now(), messageId: `tlsrpt.${randomBytes(8).toString('hex')}@${opts.hostname}` });
+    const message = await opts.signer.sign(raw, { domain: key.domain, selector: key.selector, privateKey: key.privateKey });
+    const domain = address.slice(address.lastIndexOf('@') + 1).toLowerCase();
+    let targets: DeliveryTarget[];
+    try {
+      targets = await targetsFor(domain);
+    } catch (err) {
+      return { ok: false, permanent: err instanceof MxLookupError && err.permanent, error: (err as Error).message };
+    }
+    const errors: string[] = [];
+    for (const target of targets) {
+      // No transport requirement: opportunistic TLS and no verdict, so nothing is counted (§3).
+      const res = await opts.pool.send(target, { mailFrom: from, recipients: [address], message, tlsPolicy: 'OPPORTUNISTIC' });
+      if (res.notAttempted) return { ok: false, permanent: false, error: 'not attempted: stopping' };
+      const r = res.recipients[0]!;
+      if (!res.connected || res.hostFailure) {
+        errors.push(`${target.host}[${target.address}]: ${res.error ?? r.response}`);
+        continue;
+      }
+      if (r.outcome === 'delivered') return { ok: true };
+      return { ok: false, permanent: r.outcome === 'bounced', error: `${target.host}: ${r.response}` };
+    }
+    return { ok: false, permanent: false, error: errors.length ? errors.join('; ') : `no usable MX host for ${domain}` };
+  }
+
+  async function post(target: string, gz: Buffer): Promise<TlsReportOutcome> {
+    try {
+      const pinned = await resolveWebhookTarget(target, opts.resolver, opts.https.allowPrivate);
+      const res = await httpsRequest({
+        method: 'POST',
+        url: pinned.url,
+        address: pinned.address,
+        headers: { 'Content-Type': 'application/tlsrpt+gzip', 'User-Agent': 'Posthorn TLS reporting' },
+        body: gz,
+        timeoutMs: opts.https.timeoutMs,
+        maxBodyBytes: MAX_RESPONSE_BYTES,
+        ...(opts.https.ca ? { ca: opts.https.ca } : {}),
+      });
+      if (res.status >= 200 && res.status < 300) return { ok: true };
+      return { ok: false, permanent: false, error: `${pinned.url.href} answered HTTP ${res.status}` };
+    } catch (err) {
+      const permanent = err instanceof WebhookUrlError && (err.problem === 'private' || err.problem === 'invalid');
+      return { ok: false, permanent, error: (err as Error).message };
+    }
+  }
+
+  return {
+    /** Sends every due report delivery; returns what happened to them. */
+    async runDue(): Promise<{ sent: number; retry: number; failed: number }> {
+      const tally = { sent: 0, retry: 0, failed: 0 };
+      for (;;) {
+        const jobs = await opts.reports.claimDue(CLAIM_BATCH);
+        if (!jobs.length) return tally;
+        for (const job of jobs) {
+          let outcome: TlsReportOutcome;
+          try {
+            const gz = await gzipAsync(Buffer.from(job.reportJson, 'utf8'));
+            outcome = job.target.startsWith('mailto:') ? await mail(job, job.target.slice('mailto:'.length), gz) : await post(job.target, gz);
+          } catch (err) {
+            log.error({ err, target: job.target }, 'sending a TLS report failed unexpectedly');
+            outcome = { ok: false, permanent: false, error: (err as Error).message };
+          }
+          tally[await opts.reports.recordAttempt(job, outcome)]++;
+        }
+      }
+    },
+  };
+}

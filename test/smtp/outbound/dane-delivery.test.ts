@@ -1,0 +1,121 @@
+/**
+ * DANE (RFC 7672) end to end. The test zone plays a validating resolver: zone.sign() makes its
+ * answers carry the AD bit. An MX host whose MX and address records are validated and that
+ * publishes validated TLSA records gets mandatory TLS and a chain that must match a record;
+ * a mismatch, or a lookup that cannot be trusted, defers without a MAIL FROM.
+ */
+import test from 'ava';
+import { ManualClock } from '../../../src/lib/clock.js';
+import { tlsaData } from '../../helpers/test-ca.js';
+import { startTlsWorld, tlsSend, type Mx, type TlsWorld } from '../../helpers/tls-world.js';
+
+const clock = new ManualClock(Date.UTC(2026, 10, 20, 8, 0, 0));
+let w: TlsWorld;
+let selfSigned: Mx;
+let good: Mx;
+let wrongName: Mx;
+let other: Mx;
+let hole: Mx;
+
+test.before(async () => {
+  w = await startTlsWorld({ clock, policyDomains: ['dane-sts.test'] });
+  selfSigned = await w.addMx('mx-self.dane.test', 'self-signed');
+  good = await w.addMx('mx-good.dane.test', 'good');
+  wrongName = await w.addMx('mx-wrong.dane.test', 'wrong-name');
+  other = await w.addMx('mx-other.dane.test', 'self-signed');
+  hole = await w.addMx('mx-hole.dane.test', 'good');
+  // The MX hosts' zone and the recipient domains below are signed.
+  w.zone.sign('dane.test');
+  w.zone.sign('rcpt.test');
+});
+test.after.always(async () => {
+  await w?.close();
+});
+
+async function send(to: string): Promise<string> {
+  const res = await w.t0.request('POST', '/v1/emails', { body: tlsSend(to) });
+  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  await w.settle();
+  return res.body.emailId;
+}
+const lastEvent = async (id: string) => (await w.t0.request('GET', `/v1/emails/${id}`)).body.emailEvents.at(-1);
+const tlsa = (usage: number, selector: 0 | 1, matchingType: 0 | 1 | 2, pem: string) => ({ usage, selector, matchingType, data: tlsaData(pem, selector, matchingType) });
+
+test.serial('DANE-EE match: delivered over TLS to a self-signed MX no CA vouches for', async (t) => {
+  w.setMx('ee.rcpt.test', [selfSigned.host]);
+  w.zone.set(`_25._tcp.${selfSigned.host}`, 'TLSA', [tlsa(3, 1, 1, selfSigned.leafPem)]);
+  const id = await send('a@ee.rcpt.test');
+  const [msg] = await selfSigned.sink.waitForMessages(1);
+  t.true(msg!.secure);
+  const e = await lastEvent(id);
+  t.is(e.status, 'DELIVERED');
+  t.deepEqual(e.data.tls, { policy: 'tlsa', mode: 'enforce', result: 'success', mxHost: selfSigned.host });
+});
+
+test.serial('DANE-EE mismatch: no MAIL FROM, deferred as certificate-not-trusted', async (t) => {
+  w.setMx('ee-miss.rcpt.test', [other.host]);
+  w.zone.set(`_25._tcp.${other.host}`, 'TLSA', [tlsa(3, 1, 1, selfSigned.leafPem)]);
+  const id = await send('b@ee-miss.rcpt.test');
+  const e = await lastEvent(id);
+  t.is(e.status, 'DELIVERY_DELAYED');
+  t.like(e.data.tls, { policy: 'tlsa', mode: 'enforce', result: 'certificate-not-trusted', mxHost: other.host });
+  t.is(other.mailFroms(), 0);
+  t.is(other.sink.messages.length, 0);
+});
+
+test.serial('DANE-TA: the CA anchors a leaf valid for the MX name; a leaf for another name is refused', async (t) => {
+  w.zone.set(`_25._tcp.${good.host}`, 'TLSA', [tlsa(2, 0, 1, w.ca.pem)]);
+  w.zone.set(`_25._tcp.${wrongName.host}`, 'TLSA', [tlsa(2, 1, 1, w.ca.pem)]);
+  w.setMx('ta.rcpt.test', [good.host]);
+  const ok = await send('c@ta.rcpt.test');
+  await good.sink.waitForMessages(1);
+  t.like((await lastEvent(ok)).data.tls, { policy: 'tlsa', result: 'success' });
+  w.setMx('ta-miss.rcpt.test', [wrongName.host]);
+  const refused = await send('d@ta-miss.rcpt.test');
+  t.like((await lastEvent(refused)).data.tls, { policy: 'tlsa', result: 'certificate-host-mismatch', mxHost: wrongName.host });
+  t.is(wrongName.mailFroms(), 0);
+});
+
+test.serial('an unvalidated denial where the zone is signed: dnssec-invalid, the host is not contacted', async (t) => {
+  w.zone.sign(`_25._tcp.${hole.host}`, false);
+  w.setMx('hole.rcpt.test', [hole.host]);
+  const before = hole.sink.connectionCount;
+  const id = await send('e@hole.rcpt.test');
+  const e = await lastEvent(id);
+  t.is(e.status, 'DELIVERY_DELAYED');
+  t.like(e.data.tls, { policy: 'tlsa', result: 'dnssec-invalid', mxHost: hole.host });
+  t.is(hole.sink.connectionCount, before);
+});
+
+test.serial('an MX RRset that is not validated: DANE does not apply (RFC 7672 2.2.1)', async (t) => {
+  // TLSA records that would not match, but the recipient domain is unsigned.
+  w.setMx('unsigned.example', [other.host]);
+  const id = await send('f@unsigned.example');
+  const e = await lastEvent(id);
+  t.is(e.status, 'DELIVERED');
+  t.like(e.data.tls, { policy: 'no-policy-found', result: 'success' });
+});
+
+test.serial('DANE wins over MTA-STS for a host with TLSA records', async (t) => {
+  // The MTA-STS policy (enforce) does not list the MX, and its certificate is self-signed; the
+  // matching DANE-EE record decides.
+  w.zone.sign('dane-sts.test');
+  w.setMx('dane-sts.test', [selfSigned.host]);
+  w.publishSts('dane-sts.test', 'enforce', ['mx.elsewhere.test'], '1');
+  const id = await send('g@dane-sts.test');
+  const e = await lastEvent(id);
+  t.is(e.status, 'DELIVERED');
+  t.like(e.data.tls, { policy: 'tlsa', result: 'success' });
+});
+
+test.serial("the sending domain's ENFORCED still applies on top of DANE", async (t) => {
+  const patch = (tlsPolicy: string) => w.t0.request('PATCH', `/v1/domains/${w.domain.id}`, { body: { tlsPolicy } });
+  t.is((await patch('ENFORCED')).status, 200);
+  t.teardown(async () => void (await patch('OPPORTUNISTIC')));
+  const before = selfSigned.mailFroms();
+  const id = await send('h@ee.rcpt.test');
+  const e = await lastEvent(id);
+  t.is(e.status, 'DELIVERY_DELAYED', 'DANE-EE matches, but the certificate is not valid for the MX name');
+  t.like(e.data.tls, { policy: 'tlsa', result: 'certificate-not-trusted' });
+  t.is(selfSigned.mailFroms(), before);
+});

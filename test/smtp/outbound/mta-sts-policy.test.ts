@@ -1,0 +1,56 @@
+import test from 'ava';
+import { mxAllowed, mxMatchesPattern, parseStsPolicy, parseStsTxt, StsPolicyError } from '../../../src/smtp/outbound/mta-sts-policy.js';
+
+// RFC 8461 §3.1 (TXT), §3.2 (policy file) and §4.1 (MX matching), read strictly.
+
+test('TXT: one v=STSv1 record with an id; chunks are joined; other records are ignored', (t) => {
+  t.deepEqual(parseStsTxt([['v=STSv1; id=20160831085700Z;']]), { id: '20160831085700Z' });
+  t.deepEqual(parseStsTxt([['v=STSv1; ', 'id=abc123']]), { id: 'abc123' });
+  t.deepEqual(parseStsTxt([['v=spf1 -all'], ['v=STSv1; id=x1; ext_1=value']]), { id: 'x1' });
+});
+
+test('TXT: anything else means no policy to discover', (t) => {
+  t.is(parseStsTxt([]), null);
+  t.is(parseStsTxt([['v=STSv1; id=a'], ['v=STSv1; id=b']]), null, 'two records: none');
+  t.is(parseStsTxt([['v=STSv1;']]), null, 'no id');
+  t.is(parseStsTxt([['v=STSv1; id=has-dash']]), null, 'id is alphanumeric');
+  t.is(parseStsTxt([['v=STSv1; id=' + 'a'.repeat(33)]]), null, 'id is at most 32');
+  t.is(parseStsTxt([['v=STSv2; id=a']]), null);
+  t.is(parseStsTxt([['id=a; v=STSv1']]), null, 'v comes first');
+  t.is(parseStsTxt([['v=STSv1; id=a; bad field']]), null);
+});
+
+test('policy: the fields, LF or CRLF, unknown fields ignored, first occurrence wins', (t) => {
+  const p = parseStsPolicy('version: STSv1\nmode: enforce\nmx: mail.example.com\nmx: *.example.net\nmax_age: 604800\nmode: none\nfoo: bar\n');
+  t.is(p.mode, 'enforce');
+  t.deepEqual(p.mx, ['mail.example.com', '*.example.net']);
+  t.is(p.maxAgeSeconds, 604800);
+  t.true(p.lines.includes('mx: *.example.net'));
+  t.is(parseStsPolicy('version: STSv1\r\nmode: testing\r\nmx: MX.Example.COM.\r\nmax_age: 0').mx[0], 'mx.example.com');
+  t.is(parseStsPolicy('version: STSv1\nmode: none\nmax_age: 86400\n').mode, 'none', 'mode none needs no mx');
+});
+
+test('policy: a malformed one is invalid, saying why', (t) => {
+  const bad = (body: string, why: RegExp) => t.throws(() => parseStsPolicy(body), { instanceOf: StsPolicyError, message: why }, body);
+  bad('mode: enforce\nmx: a.example\nmax_age: 1\n', /version/);
+  bad('version: STSv1\nmode: strict\nmx: a.example\nmax_age: 1\n', /mode/);
+  bad('version: STSv1\nmode: enforce\nmx: a.example\n', /max_age/);
+  bad('version: STSv1\nmode: enforce\nmx: a.example\nmax_age: 31557601\n', /max_age/);
+  bad('version: STSv1\nmode: enforce\nmx: a.example\nmax_age: -1\n', /max_age/);
+  bad('version: STSv1\nmode: enforce\nmax_age: 86400\n', /mx: at least one/);
+  bad('version: STSv1\nmode: enforce\nmx: *.*.example\nmax_age: 86400\n', /mx/);
+  bad('version: STSv1\nmode: enforce\nmx: mx_1.example\nmax_age: 86400\n', /mx/);
+  bad('<html>oops</html>\n', /key: value/);
+  bad('version: STSv1\nmode:\nmx: a.example\nmax_age: 1\n', /empty/);
+});
+
+test('MX matching: exact names, and a wildcard for exactly one leftmost label', (t) => {
+  t.true(mxMatchesPattern('mail.example.com', 'mail.example.com'));
+  t.true(mxMatchesPattern('MAIL.example.com.', 'mail.example.com'));
+  t.true(mxMatchesPattern('mx1.example.net', '*.example.net'));
+  t.false(mxMatchesPattern('example.net', '*.example.net'));
+  t.false(mxMatchesPattern('a.b.example.net', '*.example.net'));
+  t.false(mxMatchesPattern('mail.example.com.evil.test', 'mail.example.com'));
+  t.true(mxAllowed('mx2.example.net', { mx: ['mail.example.com', '*.example.net'] }));
+  t.false(mxAllowed('mx2.example.org', { mx: ['mail.example.com', '*.example.net'] }));
+});

@@ -1,0 +1,154 @@
+/**
+ * MTA-STS policy discovery (RFC 8461 §3.3, §5.1) against a real HTTPS server with a test CA:
+ * what is fetched when, what is kept through failures, how failures are classified for TLS
+ * reporting, and what is cached.
+ */
+import test from 'ava';
+import type { StoredStsPolicy } from '../../../src/core/tls-reports/sts-policy-cache.js';
+import { ManualClock } from '../../../src/lib/clock.js';
+import { createDnsClient } from '../../../src/lib/dns/dns-client.js';
+import { createLogger } from '../../../src/lib/logger.js';
+import { httpsCaList } from '../../../src/smtp/outbound/https-client.js';
+import { createMtaStsResolver } from '../../../src/smtp/outbound/mta-sts-resolver.js';
+import { startDnsZone, type DnsZone } from '../../helpers/dns-zone.js';
+import { startPolicyServer, stsPolicyText, type PolicyServer } from '../../helpers/policy-server.js';
+import { createTestCa, selfSignedLeaf, type TestCa } from '../../helpers/test-ca.js';
+
+const DOMAINS = ['a.test', 'b.test', 'c.test', 'd.test', 'e.test', 'f.test', 'g.test', 'h.test'];
+let zone: DnsZone;
+let ca: TestCa;
+let server: PolicyServer;
+
+test.before(async () => {
+  zone = await startDnsZone();
+  ca = await createTestCa();
+  server = await startPolicyServer(await ca.issue({ hostnames: DOMAINS.map((d) => `mta-sts.${d}`) }));
+  for (const d of DOMAINS) zone.set(`mta-sts.${d}`, 'A', ['127.0.0.1']);
+});
+test.after.always(async () => {
+  await server?.close();
+  await zone?.close();
+});
+
+function resolverFor(opts: { clock?: ManualClock; store?: Map<string, StoredStsPolicy>; port?: number; trusted?: boolean } = {}) {
+  const clock = opts.clock ?? new ManualClock();
+  const store = opts.store ?? new Map<string, StoredStsPolicy>();
+  const sts = createMtaStsResolver({
+    resolver: createDnsClient({ servers: [zone.server], timeoutMs: 500, tries: 1 }),
+    clock,
+    logger: createLogger('silent'),
+    store: { get: async (d) => store.get(d), put: async (p) => void store.set(p.domain, p) },
+    httpsPort: opts.port ?? server.port,
+    ...(opts.trusted === false ? {} : { ca: httpsCaList(ca.pem) }),
+    fetchTimeoutMs: 2000,
+  });
+  return { sts, clock, store };
+}
+
+const fetchesOf = (domain: string) => server.fetches.filter((h) => h === `mta-sts.${domain}`).length;
+
+test.serial('a valid policy is fetched once, kept for max_age in memory and in the store', async (t) => {
+  zone.set('_mta-sts.a.test', 'TXT', ['v=STSv1; id=1;'], 60);
+  server.setPolicy('a.test', stsPolicyText('enforce', ['mx.a.test', '*.mail.a.test'], 3600));
+  const { sts, clock, store } = resolverFor();
+  const first = await sts.lookup('A.test.');
+  t.is(first.problem, undefined);
+  t.like(first.policy, { mode: 'enforce', mx: ['mx.a.test', '*.mail.a.test'], maxAgeSeconds: 3600, id: '1' });
+  t.is(store.get('a.test')?.policyId, '1');
+  await sts.lookup('a.test');
+  clock.advance(61_000); // the TXT record expired: looked up again, same id, no fetch
+  await sts.lookup('a.test');
+  t.is(fetchesOf('a.test'), 1);
+  t.is(zone.queriesFor('_mta-sts.a.test', 'TXT'), 2);
+  // A new id means a new policy.
+  zone.set('_mta-sts.a.test', 'TXT', ['v=STSv1; id=2;'], 60);
+  server.setPolicy('a.test', stsPolicyText('testing', ['mx.a.test'], 3600));
+  clock.advance(61_000);
+  t.like((await sts.lookup('a.test')).policy, { mode: 'testing', id: '2' });
+  t.is(fetchesOf('a.test'), 2);
+});
+
+test.serial('a domain without the TXT record costs one query per negative TTL, and no fetch', async (t) => {
+  const { sts, clock } = resolverFor();
+  for (let i = 0; i < 5; i++) t.deepEqual(await sts.lookup('nothing.test'), {});
+  t.is(zone.queriesFor('_mta-sts.nothing.test', 'TXT'), 1);
+  clock.advance(301_000);
+  await sts.lookup('nothing.test');
+  t.is(zone.queriesFor('_mta-sts.nothing.test', 'TXT'), 2);
+});
+
+test.serial("a denial's SOA negative TTL is respected (RFC 2308)", async (t) => {
+  zone.setNegativeTtl(30);
+  t.teardown(() => zone.setNegativeTtl(300));
+  const { sts, clock } = resolverFor();
+  await sts.lookup('short.test');
+  clock.advance(29_000);
+  await sts.lookup('short.test');
+  t.is(zone.queriesFor('_mta-sts.short.test', 'TXT'), 1);
+  clock.advance(2_000);
+  await sts.lookup('short.test');
+  t.is(zone.queriesFor('_mta-sts.short.test', 'TXT'), 2);
+});
+
+test.serial('a failed fetch keeps the last good policy, reports the failure, and is not retried at once', async (t) => {
+  zone.set('_mta-sts.b.test', 'TXT', ['v=STSv1; id=1;'], 10);
+  server.setPolicy('b.test', stsPolicyText('enforce', ['mx.b.test']));
+  const store = new Map<string, StoredStsPolicy>();
+  const { sts, clock } = resolverFor({ store });
+  t.is((await sts.lookup('b.test')).policy?.mode, 'enforce');
+  zone.set('_mta-sts.b.test', 'TXT', ['v=STSv1; id=2;'], 10);
+  server.setPolicy('b.test', { status: 500, body: 'down' });
+  clock.advance(11_000);
+  const during = await sts.lookup('b.test');
+  t.like(during.policy, { mode: 'enforce', id: '1' }, 'the cached policy is still in force');
+  t.is(during.problem?.result, 'sts-policy-fetch-error');
+  await sts.lookup('b.test');
+  t.is(fetchesOf('b.test'), 2, 'no second fetch within the retry delay');
+  // A new process (a restart) finds the policy in the store.
+  const again = resolverFor({ store, clock });
+  t.like((await again.sts.lookup('b.test')).policy, { mode: 'enforce', id: '1' });
+  // Once it expires, a failing fetch leaves no policy, only the problem.
+  clock.advance(86_400_000 + 1);
+  const fresh = resolverFor({ store, clock });
+  const expired = await fresh.sts.lookup('b.test');
+  t.is(expired.policy, undefined);
+  t.is(expired.problem?.result, 'sts-policy-fetch-error');
+});
+
+test.serial('redirects are not followed, the media type must be text/plain, the syntax must be right', async (t) => {
+  const { sts } = resolverFor();
+  zone.set('_mta-sts.c.test', 'TXT', ['v=STSv1; id=1;']);
+  server.setPolicy('c.test', { status: 301, location: 'https://mta-sts.d.test/.well-known/mta-sts.txt', body: '' });
+  t.deepEqual(await sts.lookup('c.test'), { problem: { result: 'sts-policy-fetch-error', detail: `https://mta-sts.c.test:${server.port}/.well-known/mta-sts.txt answered HTTP 301` } });
+  t.is(fetchesOf('d.test'), 0);
+
+  zone.set('_mta-sts.d.test', 'TXT', ['v=STSv1; id=1;']);
+  server.setPolicy('d.test', { contentType: 'text/html', body: stsPolicyText('enforce', ['mx.d.test']) });
+  t.is((await sts.lookup('d.test')).problem?.result, 'sts-policy-invalid');
+
+  zone.set('_mta-sts.e.test', 'TXT', ['v=STSv1; id=1;']);
+  server.setPolicy('e.test', 'version: STSv1\nmode: enforce\nmax_age: 60\n');
+  const invalid = await sts.lookup('e.test');
+  t.is(invalid.problem?.result, 'sts-policy-invalid');
+  t.regex(invalid.problem?.detail ?? '', /mx: at least one/);
+
+  zone.set('_mta-sts.f.test', 'TXT', ['v=STSv1; id=1;']);
+  server.setPolicy('f.test', { body: `version: STSv1\nmode: enforce\nmx: a.f.test\nmax_age: 60\n${'x: y\n'.repeat(20_000)}` });
+  t.regex((await sts.lookup('f.test')).problem?.detail ?? '', /larger than/);
+});
+
+test.serial('a policy host whose certificate we cannot validate is sts-webpki-invalid', async (t) => {
+  zone.set('_mta-sts.g.test', 'TXT', ['v=STSv1; id=1;']);
+  server.setPolicy('g.test', stsPolicyText('enforce', ['mx.g.test']));
+  // Without the test CA the server's certificate is not trusted.
+  const { sts } = resolverFor({ trusted: false });
+  t.is((await sts.lookup('g.test')).problem?.result, 'sts-webpki-invalid');
+  // A server with a self-signed certificate for the name: the same.
+  const rogue = await startPolicyServer(await selfSignedLeaf(['mta-sts.h.test']));
+  t.teardown(() => rogue.close());
+  zone.set('_mta-sts.h.test', 'TXT', ['v=STSv1; id=1;']);
+  rogue.setPolicy('h.test', stsPolicyText('enforce', ['mx.h.test']));
+  const viaRogue = resolverFor({ port: rogue.port });
+  t.is((await viaRogue.sts.lookup('h.test')).problem?.result, 'sts-webpki-invalid');
+  t.is(rogue.fetches.length, 0, 'nothing was asked over an unvalidated connection');
+});

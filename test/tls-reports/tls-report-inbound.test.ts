@@ -1,0 +1,201 @@
+/**
+ * Transport security for receiving domains: the MTA-STS policy served by Host on the HTTP
+ * listener (RFC 8461 §3.3), the records a receiving domain is asked to publish, and TLS
+ * reports (RFC 8460) mailed to the domain's Posthorn mailbox, parsed, stored once and read
+ * through the API within the team.
+ */
+import { request as httpRequest } from 'node:http';
+import { gzipSync } from 'node:zlib';
+import test from 'ava';
+import MailComposer from 'nodemailer/lib/mail-composer';
+import { parseStsPolicy } from '../../src/smtp/outbound/mta-sts-policy.js';
+import { addVerifiedDomain, publishRecords } from '../helpers/domain-fixtures.js';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { smtpSend } from '../inbound/helpers/smtp-client.js';
+
+let t0: TestApp;
+let port: number;
+let inbox: any;
+let other: any;
+
+test.before(async () => {
+  t0 = await startTestApp();
+  port = t0.app.listeners.inbound!.port;
+  inbox = await addVerifiedDomain(t0, 'inbox.dev');
+  other = await addVerifiedDomain(t0, 'other-inbox.dev');
+  for (const d of [inbox, other]) {
+    const res = await t0.request('PATCH', `/v1/domains/${d.id}`, { body: { receiving: true } });
+    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  }
+});
+test.after.always(async () => {
+  await t0?.close();
+});
+
+function getPolicy(host: string): Promise<{ status: number; type: string; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${t0.baseUrl}/.well-known/mta-sts.txt`, { headers: { host } }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode!, type: String(res.headers['content-type']), body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const report = (overrides: Record<string, unknown> = {}) => ({
+  'organization-name': 'Company-X',
+  'date-range': { 'start-datetime': '2026-11-20T00:00:00Z', 'end-datetime': '2026-11-20T23:59:59Z' },
+  'contact-info': 'sts-reporting@company-x.example',
+  'report-id': '5065427c-23d3-47ca-b6e0-946ea0e8c4be',
+  policies: [
+    {
+      policy: { 'policy-type': 'sts', 'policy-string': ['version: STSv1', 'mode: testing', 'mx: mx.posthorn.test', 'max_age: 86400'], 'policy-domain': 'inbox.dev', 'mx-host': ['mx.posthorn.test'] },
+      summary: { 'total-successful-session-count': 5326, 'total-failure-session-count': 303 },
+      'failure-details': [
+        { 'result-type': 'certificate-expired', 'sending-mta-ip': '2001:db8:abcd:0012::1', 'receiving-mx-hostname': 'mx.posthorn.test', 'failed-session-count': 100 },
+        {
+          'result-type': 'starttls-not-supported',
+          'sending-mta-ip': '2001:db8:abcd:0013::1',
+          'receiving-mx-hostname': 'mx.posthorn.test',
+          'receiving-ip': '203.0.113.56',
+          'failed-session-count': 203,
+          'additional-information': 'https://reports.company-x.example/report_info?id=5065427c-23d3#StarttlsNotSupported',
+        },
+      ],
+    },
+  ],
+  ...overrides,
+});
+
+function reportMail(to: string, attachment: { content: Buffer; contentType: string; filename: string } | null): Promise<Buffer> {
+  return new Promise((resolve, reject) =>
+    new MailComposer({
+      from: 'TLS Reports <noreply-smtp-tls-reporting@company-x.example>',
+      to,
+      subject: 'Report Domain: inbox.dev Submitter: company-x.example Report-ID: <5065427c@company-x.example>',
+      text: 'This is an aggregate TLS report from company-x.example',
+      headers: { 'TLS-Report-Domain': 'inbox.dev', 'TLS-Report-Submitter': 'company-x.example' },
+      attachments: attachment ? [attachment] : [],
+    })
+      .compile()
+      .build((err, msg) => (err ? reject(err) : resolve(msg))),
+  );
+}
+const gz = (json: unknown) => ({ content: gzipSync(JSON.stringify(json)), contentType: 'application/tlsrpt+gzip', filename: 'company-x.example!inbox.dev!1763596800!1763683199.json.gz' });
+
+test.serial('a receiving domain asks for the MTA-STS TXT, the policy host and the TLS-RPT TXT; verification checks them', async (t) => {
+  const records = (await t0.request('GET', `/v1/domains/${inbox.id}`)).body.dnsRecords;
+  const sts = records.find((r: any) => r.name === '_mta-sts.inbox.dev');
+  t.like(sts, { type: 'TXT', recommended: true, status: 'PENDING' });
+  t.regex(sts.value, /^v=STSv1; id=[0-9a-f]{20}$/);
+  t.like(records.find((r: any) => r.name === 'mta-sts.inbox.dev'), { type: 'CNAME', value: 'mx.posthorn.test', recommended: true });
+  t.like(records.find((r: any) => r.name === '_smtp._tls.inbox.dev'), { type: 'TXT', value: `v=TLSRPTv1; rua=mailto:tlsrpt+${inbox.id}@mx.posthorn.test`, recommended: true });
+  publishRecords(t0, { dnsRecords: records });
+  await t0.request('PUT', `/v1/domains/${inbox.id}/verify`);
+  const verified = (await t0.request('GET', `/v1/domains/${inbox.id}`)).body;
+  t.is(verified.status, 'SUCCESS');
+  for (const name of ['_mta-sts.inbox.dev', 'mta-sts.inbox.dev', '_smtp._tls.inbox.dev']) {
+    t.is(verified.dnsRecords.find((r: any) => r.name === name).status, 'SUCCESS', name);
+  }
+});
+
+test.serial('the policy is served for mta-sts.<domain>, testing by default; the mode is per domain and changes the id', async (t) => {
+  const served = await getPolicy('mta-sts.inbox.dev');
+  t.is(served.status, 200);
+  t.regex(served.type, /^text\/plain/);
+  t.is(served.body, 'version: STSv1\r\nmode: testing\r\nmx: mx.posthorn.test\r\nmax_age: 86400\r\n');
+  t.like(parseStsPolicy(served.body), { mode: 'testing', mx: ['mx.posthorn.test'] });
+  t.is((await getPolicy('MTA-STS.Inbox.dev:8443')).status, 200, 'the Host header is read case-insensitively, without the port');
+  t.is((await getPolicy('mta-sts.unknown.dev')).status, 404);
+  t.is((await getPolicy('inbox.dev')).status, 404);
+
+  const before = (await t0.request('GET', `/v1/domains/${inbox.id}`)).body;
+  const patched = await t0.request('PATCH', `/v1/domains/${inbox.id}`, { body: { mtaStsMode: 'enforce' } });
+  t.is(patched.status, 200);
+  t.is(patched.body.mtaStsMode, 'enforce');
+  const oldTxt = before.dnsRecords.find((r: any) => r.name === '_mta-sts.inbox.dev');
+  const newTxt = patched.body.dnsRecords.find((r: any) => r.name === '_mta-sts.inbox.dev');
+  t.not(newTxt.value, oldTxt.value, 'a new policy has a new id');
+  t.is(newTxt.status, 'PENDING', 'to be published again');
+  t.like(parseStsPolicy((await getPolicy('mta-sts.inbox.dev')).body), { mode: 'enforce', maxAgeSeconds: 604800 });
+  const bad = await t0.request('PATCH', `/v1/domains/${inbox.id}`, { body: { mtaStsMode: 'strict' } });
+  t.is(bad.status, 400);
+  t.regex(bad.body.error.message, /mtaStsMode/);
+  // Receiving off: no policy any more.
+  await t0.request('PATCH', `/v1/domains/${other.id}`, { body: { receiving: false } });
+  t.is((await getPolicy('mta-sts.other-inbox.dev')).status, 404);
+  await t0.request('PATCH', `/v1/domains/${other.id}`, { body: { receiving: true } });
+  await t0.request('PATCH', `/v1/domains/${inbox.id}`, { body: { mtaStsMode: 'testing' } });
+});
+
+test.serial('a TLS report mailed to the domain mailbox is parsed, stored once and listed', async (t) => {
+  const to = `tlsrpt+${inbox.id}@mx.posthorn.test`;
+  const res = await smtpSend({ port, from: 'noreply-smtp-tls-reporting@company-x.example', to: [to], raw: await reportMail(to, gz(report())) });
+  t.true(res.ok, res.response);
+  const id = /queued as (tlsr_\w+)/.exec(res.response)?.[1];
+  t.truthy(id);
+  const again = await smtpSend({ port, from: 'noreply-smtp-tls-reporting@company-x.example', to: [to], raw: await reportMail(to, gz(report())) });
+  t.true(again.ok, 'a resend is accepted');
+  const list = await t0.request('GET', '/v1/tlsReports');
+  t.is(list.status, 200);
+  t.like(list.body, { page: 1, limit: 25, total: 1, totalPage: 1, hasMore: false });
+  t.like(list.body.tlsReports[0], {
+    id,
+    domainId: inbox.id,
+    organizationName: 'Company-X',
+    reportId: '5065427c-23d3-47ca-b6e0-946ea0e8c4be',
+    contactInfo: 'sts-reporting@company-x.example',
+    dateRange: { start: '2026-11-20T00:00:00.000Z', end: '2026-11-20T23:59:59.000Z' },
+    totalSuccessfulSessions: 5326,
+    totalFailureSessions: 303,
+    mailFrom: 'noreply-smtp-tls-reporting@company-x.example',
+  });
+  const one = await t0.request('GET', `/v1/tlsReports/${id}`);
+  t.is(one.status, 200);
+  t.like(one.body.policies[0], { policyType: 'sts', policyDomain: 'inbox.dev', mxHost: ['mx.posthorn.test'], successfulSessions: 5326, failureSessions: 303 });
+  t.deepEqual(one.body.policies[0].failureDetails[1], {
+    resultType: 'starttls-not-supported',
+    sendingMtaIp: '2001:db8:abcd:0013::1',
+    receivingMxHostname: 'mx.posthorn.test',
+    receivingMxHelo: null,
+    receivingIp: '203.0.113.56',
+    failedSessions: 203,
+    additionalInformation: 'https://reports.company-x.example/report_info?id=5065427c-23d3#StarttlsNotSupported',
+    failureReasonCode: null,
+  });
+  // A plain JSON attachment (application/tlsrpt+json) is read too.
+  const json = { content: Buffer.from(JSON.stringify(report({ 'report-id': 'plain-json-1' }))), contentType: 'application/tlsrpt+json', filename: 'r.json' };
+  t.true((await smtpSend({ port, from: 'r@company-x.example', to: [to], raw: await reportMail(to, json) })).ok);
+  t.is((await t0.request('GET', `/v1/tlsReports?domainId=${inbox.id}`)).body.total, 2);
+  t.is((await t0.request('GET', `/v1/tlsReports?domainId=${other.id}`)).body.total, 0);
+});
+
+test.serial('what is not a TLS report is refused with a reason, and unknown mailboxes at RCPT', async (t) => {
+  const to = `tlsrpt+${inbox.id}@mx.posthorn.test`;
+  const noAttachment = await smtpSend({ port, from: 'r@company-x.example', to: [to], raw: await reportMail(to, null) });
+  t.false(noAttachment.ok);
+  t.regex(noAttachment.response, /^550 5\.6\.0 .*no TLS report attachment/);
+  const notGzip = await smtpSend({ port, from: 'r@company-x.example', to: [to], raw: await reportMail(to, { content: Buffer.from('not gzip'), contentType: 'application/tlsrpt+gzip', filename: 'x.json.gz' }) });
+  t.regex(notGzip.response, /^550 5\.6\.0 .*not valid gzip/);
+  const wrongShape = await smtpSend({ port, from: 'r@company-x.example', to: [to], raw: await reportMail(to, gz({ hello: 'world' })) });
+  t.regex(wrongShape.response, /^550 5\.6\.0 .*does not follow RFC 8460: organization-name/);
+  const unknown = await smtpSend({ port, from: 'r@company-x.example', to: ['tlsrpt+999999@mx.posthorn.test'], raw: await reportMail('x@y', gz(report())) });
+  t.false(unknown.ok);
+  t.regex(unknown.rcptErrors[0] ?? unknown.response, /^550 5\.1\.1 /);
+  t.is((await t0.request('GET', '/v1/tlsReports')).body.total, 2);
+});
+
+test.serial("another team sees none of it; a key bound to another domain neither", async (t) => {
+  const teamB = await t0.app.services.teams.create('B');
+  const keyB = (await t0.app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
+  const list = (await t0.request('GET', '/v1/tlsReports')).body.tlsReports;
+  t.is((await t0.request('GET', '/v1/tlsReports', { key: keyB })).body.total, 0);
+  t.is((await t0.request('GET', `/v1/tlsReports/${list[0].id}`, { key: keyB })).status, 404);
+  const bound = (await t0.app.services.apiKeys.create(t0.teamId, { name: 'bound', permission: 'FULL', domainId: other.id })).token;
+  t.is((await t0.request('GET', '/v1/tlsReports', { key: bound })).body.total, 0);
+  t.is((await t0.request('GET', `/v1/tlsReports/${list[0].id}`, { key: bound })).status, 404);
+  const sending = (await t0.app.services.apiKeys.create(t0.teamId, { name: 's', permission: 'SENDING' })).token;
+  t.is((await t0.request('GET', '/v1/tlsReports', { key: sending })).status, 403);
+});
