@@ -8,6 +8,7 @@ import { resolveWebhookTarget, WebhookUrlError } from './url-policy.js';
 import type { WebhookOutbox } from './webhook-outbox.js';
 import { WEBHOOK_MAX_ATTEMPTS } from './webhook-retry.js';
 import { newWebhookSecret } from './webhook-signature.js';
+import { decodeIdCursor, encodeIdCursor } from '../id-cursor.js';
 
 // Webhook endpoints as the API manages them: create, read, change (secret rotation included),
 // delete, the test event and the attempts log. What happens to events is webhook-outbox.ts.
@@ -86,18 +87,8 @@ export interface WebhookEndpointsServiceDeps {
   domainBelongsToTeam(teamId: number, domainId: number): Promise<boolean>;
 }
 
-const CURSOR_PREFIX = 'a';
-
-function encodeCursor(id: number): string {
-  return Buffer.from(`${CURSOR_PREFIX}${id}`).toString('base64url');
-}
-
-function decodeCursor(cursor: string): number {
-  const text = /^[A-Za-z0-9_-]{1,40}$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
-  const m = /^a(\d{1,15})$/.exec(text);
-  if (!m) throw badRequest('cursor: not a cursor returned by this endpoint (pass nextCursor as is)');
-  return Number(m[1]);
-}
+/** Attempt cursors: opaque, of their own kind (id-cursor.ts). */
+const CURSOR_KIND = 'a';
 
 export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps) {
   const { webhooks, clock } = deps;
@@ -230,10 +221,10 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
 
     async listAttempts(scope: WebhookScope, id: string, limit: number, cursor?: string) {
       const row = await load(scope, id);
-      const before = cursor === undefined ? undefined : decodeCursor(cursor);
+      const before = cursor === undefined ? undefined : decodeIdCursor(CURSOR_KIND, cursor);
       const rows = await webhooks.listAttempts(row.id, limit + 1, before);
       const page = rows.slice(0, limit);
-      return { attempts: page.map(attemptView), nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : null };
+      return { attempts: page.map(attemptView), nextCursor: rows.length > limit ? encodeIdCursor(CURSOR_KIND, page[page.length - 1]!.id) : null };
     },
 
     /** POST /webhooks/{id}/test: a webhook.test event for this endpoint only, whatever its filters. */
