@@ -28,15 +28,23 @@ export async function runCampaignBench(): Promise<CampaignBenchResult> {
   const bulkAddMs = Math.round(performance.now() - bulkStarted);
   // Seed contacts directly (setup, not measured): the bulk API takes 1000 per request.
   const now = new Date().toISOString();
-  const insert = app.store.sqlite.prepare(
-    `insert into contacts (id, team_id, contact_book_id, email, first_name, last_name, subscribed, properties_json, created_at, updated_at)
-     values (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)`,
-  );
-  app.store.sqlite.transaction(() => {
-    for (let i = 0; i < CONTACTS; i++) {
-      insert.run(`ct_bench${String(i).padStart(7, '0')}`, teamId, book.id, `reader${i}@rcpt${i % 50}.bench.test`, `Reader${i}`, 'Bench', JSON.stringify({ company: `Company ${i % 100}` }), now, now);
-    }
-  })();
+  // Through Kysely in chunks, so the same seeding runs on SQLite and PostgreSQL.
+  await app.store.db.transaction().execute(async (trx) => {
+    const rows = Array.from({ length: CONTACTS }, (_, i) => ({
+      id: `ct_bench${String(i).padStart(7, '0')}`,
+      team_id: teamId,
+      contact_book_id: book.id,
+      email: `reader${i}@rcpt${i % 50}.bench.test`,
+      first_name: `Reader${i}`,
+      last_name: 'Bench',
+      subscribed: 1,
+      unsubscribe_reason: null,
+      properties_json: JSON.stringify({ company: `Company ${i % 100}` }),
+      created_at: now,
+      updated_at: now,
+    }));
+    for (let i = 0; i < rows.length; i += 500) await trx.insertInto('contacts').values(rows.slice(i, i + 500)).execute();
+  });
   const content = JSON.stringify({
     type: 'doc',
     content: [

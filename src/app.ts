@@ -7,8 +7,9 @@ import type { Config } from './config/defaults.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { createLogger, type Logger } from './lib/logger.js';
 import { createDnsClient, type DnsResolver } from './lib/dns/dns-client.js';
-import { openStore, type Store } from './store/db.js';
+import { openAppStore, type AppStore, type StoreSettings } from './store/open-store.js';
 import { isStorageFailure } from './store/store-errors.js';
+import { databaseUrlTarget } from './store/pg/pg-store.js';
 import { storageUnavailable } from './core/errors.js';
 import { migrateToLatest } from './store/migrate.js';
 import { createTeamsRepository } from './store/repositories/teams-repository.js';
@@ -121,6 +122,11 @@ export interface AppOptions {
   logger?: Logger;
   /** DNS resolver; tests inject one pointed at their own zone. */
   resolver?: DnsResolver;
+  /**
+   * A PostgreSQL store that cannot be reached is waited for (retried with a growing pause, each
+   * failure logged) instead of failing: `posthorn serve`. Admin commands fail at once.
+   */
+  waitForStore?: boolean;
 }
 
 export interface Listeners {
@@ -135,9 +141,37 @@ export type App = Awaited<ReturnType<typeof createApp>>;
 /** The store file of a configuration. */
 const storeFile = (config: Config) => join(resolve(config.dataDir), 'posthorn.db');
 
+/** Where a configuration keeps its data: PostgreSQL at store.url, or SQLite in the data directory. */
+export function storeSettings(config: Config): StoreSettings {
+  return { url: config.store.url, file: storeFile(config), durability: config.store.durability, poolMax: config.store.pool.max, connectTimeoutMs: config.store.pool.connectTimeoutMs };
+}
+
+/** Pauses between attempts to reach a PostgreSQL store that is down at start: 1 s, doubling to 30 s. */
+const STORE_RETRY_FIRST_MS = 1000;
+const STORE_RETRY_MAX_MS = 30_000;
+
+/**
+ * Opens the store. A PostgreSQL server that cannot be reached is a clear error: logged with its
+ * host (never the password) and, when `wait` is set, retried until it answers.
+ */
+async function openStoreOf(config: Config, logger: Logger, hooks: Parameters<typeof openAppStore>[1], wait: boolean): Promise<AppStore> {
+  for (let pause = STORE_RETRY_FIRST_MS; ; pause = Math.min(pause * 2, STORE_RETRY_MAX_MS)) {
+    try {
+      return await openAppStore(storeSettings(config), hooks);
+    } catch (err) {
+      if (!config.store.url) throw err;
+      const target = databaseUrlTarget(config.store.url);
+      const reason = (err as Error).message || String((err as { code?: unknown }).code ?? err);
+      if (!wait) throw new Error(`the PostgreSQL store at ${target} cannot be reached: ${reason}`);
+      logger.error({ event: 'store.unavailable', store: target, err: reason, retryInMs: pause }, `the PostgreSQL store at ${target} cannot be reached (${reason}); retrying in ${pause / 1000} s`);
+      await new Promise((r) => setTimeout(r, pause));
+    }
+  }
+}
+
 /** `posthorn migrate`: applies pending migrations without starting anything else. */
 export async function migrateStore(config: Config): Promise<string[]> {
-  const store = openStore(storeFile(config));
+  const store = await openStoreOf(config, createLogger('silent'), {}, false);
   try {
     return (await migrateToLatest(store.db)).applied;
   } finally {
@@ -153,13 +187,20 @@ export async function createApp(opts: AppOptions) {
   const dataDir = resolve(config.dataDir);
   // Background jobs' last outcomes, for /admin/v1/health.
   const jobs = new JobMonitor(clock);
-  const store: Store = openStore(storeFile(config), {
-    backgroundCheckpoints: true,
-    onCheckpointError: (message) => {
-      jobs.failed('wal-checkpoint', message);
-      logger.warn({ err: message }, 'WAL checkpoint failed; retried at the next interval');
+  const store: AppStore = await openStoreOf(
+    config,
+    logger,
+    {
+      backgroundCheckpoints: true,
+      onCheckpointError: (message) => {
+        jobs.failed('wal-checkpoint', message);
+        logger.warn({ err: message }, 'WAL checkpoint failed; retried at the next interval');
+      },
+      onPoolError: (err) => logger.warn({ event: 'store.connection_lost', err: err.message }, 'a connection to the PostgreSQL store was lost; the pool opens a new one when needed'),
     },
-  });
+    opts.waitForStore ?? false,
+  );
+  if (store.kind === 'postgres') logger.info({ event: 'store.open', store: databaseUrlTarget(config.store.url) }, `store: PostgreSQL at ${databaseUrlTarget(config.store.url)}`);
   await migrateToLatest(store.db);
 
   const settings = createSettingsRepository(store.db);
@@ -455,14 +496,7 @@ export async function createApp(opts: AppOptions) {
   const failedListeners = new Set<string>();
   let http: RunningHttpServer | undefined;
   let stopping = false;
-  const storeOk = () => {
-    try {
-      store.sqlite.prepare('select 1').get();
-      return true;
-    } catch {
-      return false;
-    }
-  };
+  const storeOk = () => store.ping();
   const listenerStates = (): Record<string, ListenerState> =>
     Object.fromEntries(
       (['http', 'inbound', 'submission'] as const).map((name) => {
@@ -494,7 +528,7 @@ export async function createApp(opts: AppOptions) {
 
   function healthRoute(router: Router) {
     router.get('/health', async (ctx) => {
-      const ok = storeOk();
+      const ok = await storeOk();
       ctx.status = ok && !stopping ? 200 : 503;
       ctx.body = { status: ok && !stopping ? 'ok' : 'degraded', store: ok ? 'ok' : 'error', sandbox: config.sandbox, listeners };
     });

@@ -121,5 +121,18 @@ export function redactConfig(config: Config): Config {
   const copy = structuredClone(config);
   if (copy.secret) copy.secret = '[redacted]';
   if (copy.outbound.relay.password) copy.outbound.relay.password = '[redacted]';
+  if (copy.store.url) copy.store.url = redactUrlPassword(copy.store.url);
   return copy;
+}
+
+/** postgres://user:secret@host/db -> postgres://user:[redacted]@host/db (the rest is worth seeing). */
+export function redactUrlPassword(url: string): string {
+  try {
+    const u = new URL(url);
+    if (!u.password) return url;
+    u.password = '[redacted]';
+    return u.toString().replace('%5Bredacted%5D', '[redacted]');
+  } catch {
+    return url.replace(/(:\/\/[^:/@]*:)[^@]*@/, '$1[redacted]@');
+  }
 }

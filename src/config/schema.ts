@@ -74,6 +74,31 @@ export const configSchema = z
       doc: 'Sandbox mode, for trying Posthorn without DNS or port 25: a domain may send before it verifies, and every message goes through the whole pipeline (composed, DKIM-signed, tracked, events and webhooks) but is delivered to a capture mailbox on this server (GET /v1/sandbox/messages) instead of any MX. Nothing leaves the server by SMTP.',
       env: 'POSTHORN_SANDBOX',
     }),
+    store: section(
+      {
+        url: key(z.union([z.literal(''), z.string().regex(/^postgres(ql)?:\/\/\S+$/i, 'must be a postgres:// URL such as postgres://user:password@host:5432/posthorn')]).default(''), {
+          doc: 'PostgreSQL to keep everything in, as postgres://user:password@host:5432/database; several Posthorn nodes may share one (docs/scaling.md). Empty: SQLite in <dataDir>/posthorn.db.',
+          env: 'POSTHORN_DATABASE_URL',
+        }),
+        durability: key(z.enum(['full', 'normal']).default('normal'), {
+          doc: 'full: a write is answered once it would survive a crash of the machine (SQLite synchronous=FULL, PostgreSQL synchronous_commit=on). normal: once it survives a crash of Posthorn (SQLite synchronous=NORMAL in WAL mode; PostgreSQL synchronous_commit=off, where a crash of the database server may lose the last fraction of a second).',
+        }),
+        pool: section({
+          max: key(z.number().int().min(2).max(1000).default(10), { doc: 'PostgreSQL: connections this node keeps to the database at most.' }),
+          connectTimeoutMs: key(timeoutMs(600_000).default(5000), { doc: 'PostgreSQL: how long an operation waits for a connection, in milliseconds, before it fails (a send then answers 500 "not stored").' }),
+        }),
+      },
+      'Where Posthorn keeps its data: SQLite in dataDir (one server), or PostgreSQL shared by any number of nodes.',
+    ),
+    cluster: section(
+      {
+        nodeName: key(z.string().regex(/^[A-Za-z0-9._:-]{0,100}$/, 'letters, digits, ".", "_", ":" and "-" only').default(''), {
+          doc: 'This node\'s name in the cluster (health, leases, logs). Empty: <hostname>:<pid>. With PostgreSQL, every node sharing the database needs a distinct one.',
+          env: 'POSTHORN_NODE_NAME',
+        }),
+      },
+      'Several nodes sharing one PostgreSQL store.',
+    ),
     log: section({
       level: key(z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'), { doc: 'trace, debug, info, warn, error, fatal or silent.', env: 'POSTHORN_LOG_LEVEL' }),
     }),

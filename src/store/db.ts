@@ -11,7 +11,8 @@ import { startWalCheckpointer, type WalCheckpointer } from './wal-checkpointer.j
 
 export type Db = Kysely<Database>;
 
-export interface Store {
+export interface SqliteStore {
+  kind: 'sqlite';
   db: Db;
   /** The raw handle, for the few hot paths (claims) that need synchronous transactions. */
   sqlite: BetterSqlite3.Database;
@@ -19,8 +20,14 @@ export interface Store {
   checkpointer?: WalCheckpointer;
   /** The database file and its write-ahead log, with their sizes in bytes (absent files are 0). */
   fileSizes(): Promise<Record<'db' | 'wal', number>>;
+  /** The database file, for logs and health. */
+  describe(): string;
+  /** True when the database answers a query. */
+  ping(): Promise<boolean>;
   close(): Promise<void>;
 }
+/** The SQLite store (the name SQLite-only code and tests use). */
+export type Store = SqliteStore;
 
 export interface StoreOptions {
   /**
@@ -30,6 +37,8 @@ export interface StoreOptions {
    */
   backgroundCheckpoints?: boolean;
   onCheckpointError?: (message: string) => void;
+  /** full: synchronous=FULL (a COMMIT survives an OS crash); normal (the default): synchronous=NORMAL. */
+  durability?: 'full' | 'normal';
 }
 
 /** The main connection's own threshold when the worker checkpoints: 16384 pages of 4 KiB = 64 MiB. */
@@ -42,11 +51,11 @@ const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
  * synchronous=NORMAL in WAL mode is durable against a killed process (only an OS crash
  * can lose the last transactions), which is the failure we promise to survive.
  */
-export function openStore(file: string, opts: StoreOptions = {}): Store {
+export function openStore(file: string, opts: StoreOptions = {}): SqliteStore {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   const sqlite = new BetterSqlite3(file);
   sqlite.pragma('journal_mode = WAL');
-  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma(opts.durability === 'full' ? 'synchronous = FULL' : 'synchronous = NORMAL');
   const checkpointer = opts.backgroundCheckpoints && file !== ':memory:' ? startWalCheckpointer(file, { onError: opts.onCheckpointError }) : undefined;
   if (checkpointer) {
     // The worker checkpoints; this connection only if the WAL grows past the safety net
@@ -65,9 +74,19 @@ export function openStore(file: string, opts: StoreOptions = {}): Store {
   registerGroupCommit(db, createGroupCommit(db, cached, () => dialect.connectionHeld));
   let closed = false;
   return {
+    kind: 'sqlite',
     db,
     sqlite,
     checkpointer,
+    describe: () => file,
+    async ping() {
+      try {
+        sqlite.prepare('select 1').get();
+        return true;
+      } catch {
+        return false;
+      }
+    },
     async fileSizes() {
       const size = (path: string) => stat(path).then((s) => s.size, () => 0);
       if (file === ':memory:') return { db: 0, wal: 0 };

@@ -1,13 +1,31 @@
-import { Migrator, type MigrationResultSet } from 'kysely';
+import { Migrator, sql, type MigrationResultSet } from 'kysely';
 import type { Db } from './db.js';
 import { MIGRATIONS } from './migrations/index.js';
+import { isPostgres } from './store-context.js';
 
 export interface MigrateOutcome {
   applied: string[];
 }
 
+/** The advisory lock that lets one node at a time migrate a shared PostgreSQL store. */
+const MIGRATION_LOCK_KEY = 0x706f7374; // "post"
+
 /** Applies every pending migration; throws with the failing migration's name. */
 export async function migrateToLatest(db: Db): Promise<MigrateOutcome> {
+  if (!isPostgres(db)) return migrate(db);
+  // Nodes starting together: Kysely's own lock table is created with "if not exists", which
+  // PostgreSQL does not make safe against a concurrent creator, so the nodes take turns first.
+  return db.connection().execute(async (conn) => {
+    await sql`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`.execute(conn);
+    try {
+      return await migrate(db);
+    } finally {
+      await sql`select pg_advisory_unlock(${MIGRATION_LOCK_KEY})`.execute(conn);
+    }
+  });
+}
+
+async function migrate(db: Db): Promise<MigrateOutcome> {
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => MIGRATIONS },

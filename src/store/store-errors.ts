@@ -1,13 +1,35 @@
 // Errors of the storage itself, as opposed to errors of a query: the disk is full or the
-// file cannot be written. Edges translate them into a clear "not stored, retry later"
-// answer instead of a generic failure (the composition root wires this in; store/ stays
-// the only place that knows SQLite's error codes).
+// file cannot be written, or the database server cannot be reached. Edges translate them into
+// a clear "not stored, retry later" answer instead of a generic failure (the composition root
+// wires this in; store/ stays the only place that knows the engines' error codes).
 
 /** better-sqlite3 error codes (extended codes included) that mean "the storage failed, not the query". */
 const STORAGE_CODES = /^SQLITE_(FULL|IOERR|READONLY|CANTOPEN|CORRUPT|NOTADB)(_|$)/;
 
-/** True for a write that failed because the database could not grow or be written (disk full, I/O error). */
+/**
+ * PostgreSQL SQLSTATE classes and codes that mean the same: 08 connection exception, 53
+ * insufficient resources (53100 disk full), 57P01-57P03 the server is shutting down or starting,
+ * 58 system errors (I/O), XX001/XX002 corrupted data or index.
+ */
+const PG_STORAGE_STATES = /^(08...|53...|57P0[1-3]|58...|XX00[12])$/;
+
+/** Socket-level failures of a connection to the database server. */
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/** node-postgres reports a lost or unobtainable connection with these messages (no code). */
+const PG_CONNECTION_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection terminated unexpectedly|Client was closed)/;
+
+/** True when the database server could not be reached or dropped the connection. */
+export function isConnectionFailure(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  if (!e || typeof e !== 'object') return false;
+  if (typeof e.code === 'string' && (SOCKET_CODES.has(e.code) || /^(08...|57P0[1-3])$/.test(e.code))) return true;
+  return typeof e.message === 'string' && PG_CONNECTION_MESSAGES.test(e.message);
+}
+
+/** True for a write that failed because the store could not be written or reached (disk full, I/O error, server gone). */
 export function isStorageFailure(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (STORAGE_CODES.test(code) || code === 'ENOSPC' || code === 'EDQUOT');
+  if (typeof code === 'string' && (STORAGE_CODES.test(code) || code === 'ENOSPC' || code === 'EDQUOT' || PG_STORAGE_STATES.test(code))) return true;
+  return isConnectionFailure(err);
 }

@@ -70,6 +70,16 @@ test('redaction hides the secret', (t) => {
   t.false(JSON.stringify(redactConfig(c)).includes('hunter2'));
 });
 
+test('the database URL selects PostgreSQL; printed with its password redacted and the rest kept', (t) => {
+  const c = loadConfig({ env: { POSTHORN_DATABASE_URL: 'postgres://posthorn:s3cr%40t@db.internal:5433/mail' } });
+  t.is(c.store.url, 'postgres://posthorn:s3cr%40t@db.internal:5433/mail');
+  const printed = redactConfig(c).store.url;
+  t.is(printed, 'postgres://posthorn:[redacted]@db.internal:5433/mail');
+  t.false(JSON.stringify(redactConfig(c)).includes('s3cr'));
+  t.is(loadConfig({ env: {} }).store.url, '', 'unset: SQLite under the data dir');
+  t.throws(() => loadConfig({ env: { POSTHORN_DATABASE_URL: 'mysql://x@y/z' } }), { message: /store\.url: must be a postgres:\/\/ URL/ });
+});
+
 test('outbound SMTP timeouts: defaults are the client pool\'s, environment names map, too small is refused', (t) => {
   const d = loadConfig({ env: {} }).outbound;
   t.is(d.connectTimeoutMs, 30_000);
@@ -120,7 +130,7 @@ test('every key has an environment variable, and each one sets its key (the rela
   t.is(c.domains.recheckVerifiedCron, '0 4 * * *');
   // Every variable reaches its key: some value its kind accepts moves the key off its default.
   const candidates: Record<string, string[]> = { int: ['7', '2', '1234', '99999'], number: ['12.5'], bool: ['true', 'false'], list: ['127.0.0.1'], string: ['x'] };
-  const special: Record<string, string> = { publicUrl: 'https://x.example', 'log.level': 'debug', 'outbound.relay.secure': 'none', 'inbound.complaintAddress': 'a@b.example' };
+  const special: Record<string, string> = { publicUrl: 'https://x.example', 'log.level': 'debug', 'outbound.relay.secure': 'none', 'inbound.complaintAddress': 'a@b.example', 'store.url': 'postgres://u:p@db.example:5432/posthorn', 'store.durability': 'full' };
   for (const k of keys) {
     if (/certFile|keyFile/.test(k.path.at(-1)!)) continue; // set in pairs; the schema tests cover them
     const at = (c: unknown) => k.path.reduce<any>((node, p) => node[p], c);

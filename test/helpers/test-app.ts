@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createApp, type App } from '../../src/app.js';
@@ -8,6 +8,7 @@ import type { Clock } from '../../src/lib/clock.js';
 import type { Logger } from '../../src/lib/logger.js';
 import { createDnsClient } from '../../src/lib/dns/dns-client.js';
 import { startDnsZone, type DnsZone } from './dns-zone.js';
+import { createTestDatabase, dropTestDatabase, testStoreKind } from './pg-databases.js';
 
 export interface TestResponse<T = any> {
   status: number;
@@ -50,9 +51,32 @@ export interface TestAppOptions {
   logger?: Logger;
 }
 
+/** Where a test data dir's PostgreSQL database is named (restart tests reopen the same one). */
+const DATABASE_URL_FILE = '.test-database-url';
+
+/**
+ * The store.url of a test app: none on SQLite; on PostgreSQL (POSTHORN_TEST_STORE=postgres) the
+ * database of this data dir, made from the migrated template the first time.
+ */
+export async function testDatabaseUrl(dataDir: string): Promise<{ url: string; created: boolean }> {
+  if (testStoreKind() !== 'postgres') return { url: '', created: false };
+  const file = join(dataDir, DATABASE_URL_FILE);
+  if (existsSync(file)) return { url: readFileSync(file, 'utf8'), created: false };
+  const url = await createTestDatabase();
+  writeFileSync(file, url);
+  return { url, created: true };
+}
+
+/** Drops the test database of a data dir, if it has one. */
+export async function dropDataDirDatabase(dataDir: string): Promise<void> {
+  const file = join(dataDir, DATABASE_URL_FILE);
+  if (existsSync(file)) await dropTestDatabase(readFileSync(file, 'utf8'));
+}
+
 /** Each test file builds its own world: temp data dir, its own DNS zone, HTTP on 127.0.0.1:0. */
 export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'posthorn-test-'));
+  const database = opts.overrides?.store?.url === undefined ? await testDatabaseUrl(dataDir) : { url: opts.overrides.store.url, created: false };
   const zone = opts.zone ?? (await startDnsZone());
   const base: DeepPartial<Config> = {
     dataDir,
@@ -64,6 +88,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     submission: { host: '127.0.0.1', port: 0 },
     rateLimit: { perSecond: 10_000 },
     dns: { servers: [zone.server], timeoutMs: 500 },
+    store: { url: database.url },
   };
   const config = loadConfig({ env: {}, overrides: deepMerge(base, opts.overrides ?? {}) });
   const resolver = createDnsClient({ servers: [zone.server], timeoutMs: 500, tries: 1 });
@@ -112,7 +137,10 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     async close() {
       await stop();
       if (!opts.zone) await zone.close();
-      if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
+      if (!opts.dataDir) {
+        if (database.created) await dropTestDatabase(database.url);
+        rmSync(dataDir, { recursive: true, force: true });
+      }
     },
   };
 }

@@ -6,6 +6,7 @@ import { createTransport } from 'nodemailer';
 import type SMTPTransport from 'nodemailer/lib/smtp-transport';
 import { ManualClock } from '../../src/lib/clock.js';
 import { groupCommitOf } from '../../src/store/group-commit.js';
+import { sqliteStoreOf } from '../helpers/repositories.js';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
 import { startFaultyMx, type FaultyMx } from './helpers/faulty-mx.js';
 import { startFaultyEndpoint, type FaultyEndpoint } from './helpers/faulty-endpoint.js';
@@ -75,7 +76,7 @@ const copies = (id: string) => w.sink.messages.filter((m) => m.mailFrom.startsWi
 const email = async (id: string) => w.t0.request('GET', `/v1/emails/${id}`);
 
 test.serial('group commit under SQLITE_FULL: a write is reported stored if and only if it is stored', async (t) => {
-  const { sqlite } = w.t0.app.store;
+  const { sqlite } = sqliteStoreOf(w.t0.app);
   sqlite.exec('create table proof_probe (id integer primary key, marker text not null, b blob)');
   await disk.fill();
   try {
@@ -175,7 +176,7 @@ test.serial('a full disk: sends are refused, not lost; results and webhook recor
   t.is(refusedContact.body.error.code, 'INTERNAL_SERVER_ERROR');
   t.deepEqual((await w.t0.request('GET', `/v1/contactBooks/${bookId}/contacts`)).body, [], 'the contact was not stored');
   const contactEvents = () =>
-    (w.t0.app.store.sqlite.prepare("select body from webhook_events where type = 'contact.created'").all() as { body: string }[]).filter((r) => r.body.includes('big@example.net')).length;
+    (sqliteStoreOf(w.t0.app).sqlite.prepare("select body from webhook_events where type = 'contact.created'").all() as { body: string }[]).filter((r) => r.body.includes('big@example.net')).length;
   t.is(contactEvents(), 0, 'nor its contact.created');
   await w.settle();
 

@@ -142,7 +142,7 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
     handleInTransaction(event: BusEvent): void {
       const inc = incrementOf(event);
       if (!inc) return;
-      deps.analytics.applyInOpenTransactionSync(inc.delta, inc.hit);
+      deps.analytics.applyInOpenTransaction(inc.delta, inc.hit);
       countedInTransaction.add(event);
     },
 

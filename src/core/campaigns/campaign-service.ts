@@ -1,7 +1,7 @@
 import type { Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { Logger } from '../../lib/logger.js';
-import type { CampaignRow, CampaignsRepository, CountedStatus } from '../../store/repositories/campaigns-repository.js';
+import type { CampaignRow, CampaignsRepository, CountedStatus, RecountCursor } from '../../store/repositories/campaigns-repository.js';
 import type { ContactBooksRepository } from '../../store/repositories/contact-books-repository.js';
 import type { SegmentsRepository } from '../../store/repositories/segments-repository.js';
 import type { CampaignStatus } from '../../store/tables/database.js';
@@ -407,7 +407,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
      */
     async recoverCounts(): Promise<number> {
       let added = 0;
-      for (let after: number | null = 0; after !== null; ) {
+      for (let after: RecountCursor | null = 0; after !== null; ) {
         const chunk = await campaigns.recountMissed(after, RECOUNT_CHUNK);
         added += chunk.added;
         after = chunk.last;

@@ -17,7 +17,7 @@ export interface AdminHealthDeps {
   clock: Clock;
   node: string;
   dataDir: string;
-  storeOk: () => boolean;
+  storeOk: () => boolean | Promise<boolean>;
   listeners: () => Record<string, ListenerState>;
   stopping: () => boolean;
 }
@@ -26,7 +26,7 @@ export function createAdminHealth(deps: AdminHealthDeps) {
   const startedAtMs = deps.clock.nowMs();
   return async () => {
     const now = deps.clock.nowMs();
-    const storeOk = deps.storeOk();
+    const storeOk = await deps.storeOk();
     let queue = { ready: 0, inFlight: 0, deferred: 0, suspended: 0, oldestReadyAgeSeconds: null as number | null };
     if (storeOk) {
       const [totals, oldest] = await Promise.all([deps.queue.totals(now), deps.queue.oldestReadyMs(now)]);

@@ -105,12 +105,13 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps) {
      * the rerun writes a fresh event; only what committed is stored.
      */
     handleInTransaction(event: BusEvent): void {
-      const webhookIds: string[] = [];
-      for (const row of webhooks.listForTeamSync(event.teamId)) if (matchesOrSkip(row, event)) webhookIds.push(row.id);
-      if (!webhookIds.length) return;
-      const due = clock.nowMs();
-      webhooks.enqueueInOpenTransactionSync(newEvent(event.teamId, event.type, event.domainId, event.occurredAt, event.data), webhookIds, due);
-      for (const id of webhookIds) noteDue(id, due);
+      webhooks.enqueueInOpenTransaction(event.teamId, (endpoints) => {
+        const webhookIds = endpoints.filter((row) => matchesOrSkip(row, event)).map((row) => row.id);
+        if (!webhookIds.length) return null;
+        const due = clock.nowMs();
+        for (const id of webhookIds) noteDue(id, due);
+        return { event: newEvent(event.teamId, event.type, event.domainId, event.occurredAt, event.data), webhookIds, dueMs: due };
+      });
     },
 
     /** Bus subscriber (after the commit): wakes the dispatcher for the outbox rows just committed. */

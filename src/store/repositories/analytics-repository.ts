@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
+import { withDialect } from '../store-context.js';
 
 export interface StatCounters {
   sent: number;
@@ -42,13 +43,15 @@ const COUNT_HIT_SQL = `insert into email_engagement_counted (email_id, kind)
   on conflict (email_id, kind) do nothing`;
 
 export function createAnalyticsRepository(db: Db) {
-  const { sqlite } = groupCommitOf(db);
-  return {
+  const sync = groupCommitOf(db);
+  return withDialect(db, 'analytics', {
     /**
-     * One event's increments, synchronously, inside the transaction that is open on the
-     * connection (the emitter's): the rollups commit or roll back with the state change.
+     * One event's increments, inside the transaction that is open (the emitter's): the rollups
+     * commit or roll back with the state change. On SQLite they are written at once,
+     * synchronously, on the one connection; PostgreSQL writes them before that transaction commits.
      */
-    applyInOpenTransactionSync(delta: StatDelta | null, hit: EngagementHit | null): void {
+    applyInOpenTransaction(delta: StatDelta | null, hit: EngagementHit | null): void {
+      const { sqlite } = sync;
       let d = delta;
       if (hit && sqlite.prepare(COUNT_HIT_SQL).run(hit.emailId, hit.kind, hit.emailId).changes > 0) {
         d = { ...ZERO_COUNTERS, teamId: hit.teamId, domainId: hit.domainId, day: hit.day, [hit.kind]: 1 };
@@ -163,7 +166,7 @@ export function createAnalyticsRepository(db: Db) {
         .executeTakeFirstOrThrow();
       return toCounters(r);
     },
-  };
+  });
 }
 /** SQL sums (numbers or numeric strings) as the API's counters. */
 function toCounters(r: Record<'sent' | 'delivered' | 'opened' | 'clicked' | 'bounced' | 'hard_bounced' | 'complained', unknown>): StatCounters {

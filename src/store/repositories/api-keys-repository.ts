@@ -1,5 +1,6 @@
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
+import { withDialect } from '../store-context.js';
 
 export interface ApiKeyRow {
   id: number;
@@ -18,27 +19,33 @@ export interface ApiKeyAuthRow extends ApiKeyRow {
   teamRateLimit: number | null;
 }
 
-export function createApiKeysRepository(db: Db) {
-  const columns = [
-    'api_keys.id as id',
-    'api_keys.team_id as teamId',
-    'api_keys.name as name',
-    'api_keys.public_id as publicId',
-    'api_keys.secret_hash as secretHash',
-    'api_keys.partial_key as partialKey',
-    'api_keys.permission as permission',
-    'api_keys.domain_id as domainId',
-    'api_keys.last_used_at as lastUsedAt',
-    'api_keys.created_at as createdAt',
-  ] as const;
-  const sync = groupCommitOf(db);
-  const authQuery = db
+const columns = [
+  'api_keys.id as id',
+  'api_keys.team_id as teamId',
+  'api_keys.name as name',
+  'api_keys.public_id as publicId',
+  'api_keys.secret_hash as secretHash',
+  'api_keys.partial_key as partialKey',
+  'api_keys.permission as permission',
+  'api_keys.domain_id as domainId',
+  'api_keys.last_used_at as lastUsedAt',
+  'api_keys.created_at as createdAt',
+] as const;
+
+/** The key and its team's rate limit, by public id: one indexed lookup per request. */
+export function authQueryOf(db: Db) {
+  return db
     .selectFrom('api_keys')
     .innerJoin('teams', 'teams.id', 'api_keys.team_id')
     .select([...columns, 'teams.rate_limit as teamRateLimit'])
     .where('api_keys.public_id', '=', '?')
     .compile();
-  return {
+}
+
+export function createApiKeysRepository(db: Db) {
+  const sync = groupCommitOf(db);
+  const authQuery = authQueryOf(db);
+  return withDialect(db, 'apiKeys', {
     async insert(row: Omit<ApiKeyRow, 'id' | 'lastUsedAt'>): Promise<number> {
       const r = await db
         .insertInto('api_keys')
@@ -84,6 +91,6 @@ export function createApiKeysRepository(db: Db) {
     async touch(id: number, nowIso: string): Promise<void> {
       await db.updateTable('api_keys').set({ last_used_at: nowIso }).where('id', '=', id).execute();
     },
-  };
+  });
 }
 export type ApiKeysRepository = ReturnType<typeof createApiKeysRepository>;

@@ -1,6 +1,7 @@
 import { sql, type Selectable, type Updateable } from 'kysely';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
+import { isPostgres, withDialect } from '../store-context.js';
 import type { CampaignsTable, CampaignStatus, ContactsTable } from '../tables/database.js';
 import type { FilterNode } from './contact-filter-sql.js';
 import { contactsInBook } from './contacts-scope.js';
@@ -11,6 +12,9 @@ export type CampaignChanges = Omit<Updateable<CampaignsTable>, 'id' | 'team_id' 
 /** Counters a recipient's email moves once each (campaign_recipients.counted remembers which). */
 export const COUNTED_STATUSES = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'hard_bounced', 'complained'] as const;
 export type CountedStatus = (typeof COUNTED_STATUSES)[number];
+
+/** Where recountMissed goes on: a position in the recipients (0 is the start). */
+export type RecountCursor = number | string;
 
 export function createCampaignsRepository(db: Db) {
   const sync = groupCommitOf(db);
@@ -29,7 +33,7 @@ export function createCampaignsRepository(db: Db) {
       );
   }
 
-  return {
+  return withDialect(db, 'campaigns', {
     async insert(row: CampaignsTable): Promise<void> {
       await db.insertInto('campaigns').values(row).execute();
     },
@@ -44,7 +48,9 @@ export function createCampaignsRepository(db: Db) {
       if (f.status) q = q.where('status', '=', f.status);
       if (f.search) {
         const needle = f.search.toLowerCase();
-        q = q.where(sql<boolean>`(instr(lower(name), ${needle}) > 0 or instr(lower(subject), ${needle}) > 0)`);
+        q = isPostgres(db)
+          ? q.where(sql<boolean>`(strpos(lower(name), ${needle}) > 0 or strpos(lower(subject), ${needle}) > 0)`)
+          : q.where(sql<boolean>`(instr(lower(name), ${needle}) > 0 or instr(lower(subject), ${needle}) > 0)`);
       }
       const [rows, total] = await Promise.all([
         q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
@@ -114,7 +120,7 @@ export function createCampaignsRepository(db: Db) {
      * committed, so a process killed in between loses that count; this repairs it. Works on
      * the recipients after rowid `after`, `limit` of them; `last` is null when none are left.
      */
-    async recountMissed(after: number, limit: number): Promise<{ last: number | null; added: number }> {
+    async recountMissed(after: RecountCursor, limit: number): Promise<{ last: RecountCursor | null; added: number }> {
       const reachable = COUNTED_STATUSES.map((s) => `'${s.toUpperCase()}'`).join(', ');
       return sync.write(() => {
         const rows = sync.sqlite
@@ -148,6 +154,6 @@ export function createCampaignsRepository(db: Db) {
         return changed > 0;
       });
     },
-  };
+  });
 }
 export type CampaignsRepository = ReturnType<typeof createCampaignsRepository>;

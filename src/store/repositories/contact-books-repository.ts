@@ -1,5 +1,6 @@
 import { sql, type Selectable, type Updateable } from 'kysely';
 import type { Db } from '../db.js';
+import { transact } from '../store-context.js';
 import type { ContactBooksTable } from '../tables/database.js';
 import type { ContactRow } from './contacts-repository.js';
 
@@ -49,7 +50,7 @@ export function createContactBooksRepository(db: Db) {
      */
     /** inTransaction runs inside the deleting transaction with the contacts it deleted (the outbox). */
     async delete(teamId: number, id: string, inTransaction?: (deleted: ContactRow[]) => void): Promise<ContactRow[] | undefined> {
-      return db.transaction().execute(async (trx) => {
+      return transact(db, async (trx) => {
         const book = await trx.selectFrom('contact_books').select('id').where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
         if (!book) return undefined;
         const contacts = await trx.deleteFrom('contacts').where('contact_book_id', '=', id).returningAll().execute();

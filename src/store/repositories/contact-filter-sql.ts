@@ -1,4 +1,4 @@
-import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool } from 'kysely';
 import type { Database } from '../tables/database.js';
 
 /*
@@ -44,6 +44,9 @@ export function isGroup(node: FilterNode): node is FilterGroup {
 type ContactsEb = ExpressionBuilder<Database, 'contacts'>;
 type Operand = Expression<unknown>;
 
+/** The engine the expression is for: SQLite (json_extract, GLOB, LIKE) or PostgreSQL (jsonb, regex, ILIKE). */
+type Dialect = 'sqlite' | 'postgres';
+
 const COLUMNS = {
   email: 'contacts.email',
   firstName: 'contacts.first_name',
@@ -52,15 +55,34 @@ const COLUMNS = {
   createdAt: 'contacts.created_at',
 } as const;
 
-function column(eb: ContactsEb, field: string): Operand {
+/** A property key, checked against the pattern before it goes anywhere near SQL (bound even then). */
+function propertyKey(field: string): string | null {
+  if (!field.startsWith('properties.')) return null;
+  const key = field.slice('properties.'.length);
+  if (!PROPERTY_KEY_PATTERN.test(key)) throw new Error(`segment filter: invalid property key ${JSON.stringify(key)}`);
+  return key;
+}
+
+function column(eb: ContactsEb, field: string, dialect: Dialect): Operand {
   if (Object.hasOwn(COLUMNS, field)) return eb.ref(COLUMNS[field as keyof typeof COLUMNS]);
-  if (field.startsWith('properties.')) {
-    const key = field.slice('properties.'.length);
-    if (!PROPERTY_KEY_PATTERN.test(key)) throw new Error(`segment filter: invalid property key ${JSON.stringify(key)}`);
+  const key = propertyKey(field);
+  if (key !== null) {
+    // PostgreSQL: the value as text (null for a missing key or a JSON null, like json_extract).
+    if (dialect === 'postgres') return sql`(contacts.properties_json::jsonb ->> ${key})`;
     // The quoted JSON path member makes keys such as "a-b" work; the path itself is bound.
     return eb.fn('json_extract', [eb.ref('contacts.properties_json'), eb.val(`$."${key}"`)]);
   }
   throw new Error(`segment filter: unknown field ${JSON.stringify(field)}`);
+}
+
+/**
+ * PostgreSQL: a property compared as JSON, so a string matches only a string and a number only a
+ * number, as json_extract's typed values compare on SQLite.
+ */
+function pgJsonEquals(field: string, value: string | number): RawBuilder<SqlBool> {
+  const key = propertyKey(field)!;
+  const json = typeof value === 'number' ? sql`to_jsonb(${value}::numeric)` : sql`to_jsonb(${value}::text)`;
+  return sql<SqlBool>`((contacts.properties_json::jsonb -> ${key}) = ${json})`;
 }
 
 /** LIKE pattern with the user's text taken literally (used with ESCAPE '\'). */
@@ -82,29 +104,37 @@ function text(value: FilterValue | undefined): string {
   return value;
 }
 
-/** SQLite's LIKE ignores ASCII case, which is what contains/startsWith/endsWith promise. */
-const like = (col: Operand, pattern: string) => sql<SqlBool>`(${col} like ${pattern} escape '\\')`;
+/** SQLite's LIKE ignores ASCII case, which is what contains/startsWith/endsWith promise (ILIKE on PostgreSQL). */
+const like = (col: Operand, pattern: string, dialect: Dialect) =>
+  dialect === 'postgres' ? sql<SqlBool>`(${col} ilike ${pattern} escape '\\')` : sql<SqlBool>`(${col} like ${pattern} escape '\\')`;
 
 // A stored property value that reads as a number: only digits, sign and decimal point, with
 // at least one digit. Without this guard CAST('abc' AS REAL) would compare as 0.
 const numericGuard = (col: Operand) => sql<SqlBool>`(${col} not glob '*[^0-9.+-]*' and ${col} glob '*[0-9]*')`;
 
+/** PostgreSQL: the property as a number when it reads as one (null otherwise: a cast of 'abc' would fail the query). */
+const PG_NUMBER_PATTERN = '^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)$';
+const pgNumber = (col: Operand) => sql`(case when ${col} ~ ${PG_NUMBER_PATTERN} then (${col})::float8 end)`;
+
 const COMPARATORS = { gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
 
-function condition(eb: ContactsEb, c: FilterCondition): Expression<SqlBool> {
-  const col = column(eb, c.field);
+function condition(eb: ContactsEb, c: FilterCondition, dialect: Dialect): Expression<SqlBool> {
+  const col = column(eb, c.field, dialect);
+  const pgProperty = dialect === 'postgres' && c.field.startsWith('properties.');
   switch (c.op) {
     case 'eq':
+      if (pgProperty) return pgJsonEquals(c.field, scalar(c.field, c.value));
       return eb(col, '=', scalar(c.field, c.value));
     case 'neq':
       // A contact with no value does match "not equal to x".
+      if (pgProperty) return eb.or([eb(col, 'is', null), eb.not(pgJsonEquals(c.field, scalar(c.field, c.value)))]);
       return eb.or([eb(col, 'is', null), eb(col, '!=', scalar(c.field, c.value))]);
     case 'contains':
-      return like(col, `%${likeLiteral(text(c.value))}%`);
+      return like(col, `%${likeLiteral(text(c.value))}%`, dialect);
     case 'startsWith':
-      return like(col, `${likeLiteral(text(c.value))}%`);
+      return like(col, `${likeLiteral(text(c.value))}%`, dialect);
     case 'endsWith':
-      return like(col, `%${likeLiteral(text(c.value))}`);
+      return like(col, `%${likeLiteral(text(c.value))}`, dialect);
     case 'exists':
       return eb.and([eb(col, 'is not', null), eb(col, '!=', '')]);
     case 'notExists':
@@ -112,6 +142,7 @@ function condition(eb: ContactsEb, c: FilterCondition): Expression<SqlBool> {
     case 'in': {
       const values = c.value;
       if (!Array.isArray(values) || values.length === 0) throw new Error('segment filter: in needs a non-empty array');
+      if (pgProperty) return eb.or(values.map((v) => pgJsonEquals(c.field, v)));
       return eb(col, 'in', values);
     }
     case 'gt':
@@ -121,6 +152,7 @@ function condition(eb: ContactsEb, c: FilterCondition): Expression<SqlBool> {
       const operator = COMPARATORS[c.op];
       const value = scalar(c.field, c.value);
       if (typeof value === 'number' && c.field.startsWith('properties.')) {
+        if (dialect === 'postgres') return eb(pgNumber(col), operator, value);
         return eb.and([numericGuard(col), eb(eb.cast(col, 'real'), operator, value)]);
       }
       return eb(col, operator, value);
@@ -130,10 +162,10 @@ function condition(eb: ContactsEb, c: FilterCondition): Expression<SqlBool> {
   }
 }
 
-function node(eb: ContactsEb, n: FilterNode): Expression<SqlBool> {
-  if (!isGroup(n)) return condition(eb, n);
+function node(eb: ContactsEb, n: FilterNode, dialect: Dialect): Expression<SqlBool> {
+  if (!isGroup(n)) return condition(eb, n, dialect);
   // eb.and([]) is 1 = 1 and eb.or([]) is 1 = 0: `all` of nothing is true, `any` of nothing false.
-  const parts = n.conditions.map((child) => node(eb, child));
+  const parts = n.conditions.map((child) => node(eb, child, dialect));
   return n.match === 'all' ? eb.and(parts) : eb.or(parts);
 }
 
@@ -141,6 +173,6 @@ function node(eb: ContactsEb, n: FilterNode): Expression<SqlBool> {
  * A validated filter tree as one parenthesised boolean expression over `contacts`. Use it
  * only through `contactsInBook` (contacts-scope.ts), which ANDs it with the team and book.
  */
-export function contactFilterExpression(eb: ContactsEb, filter: FilterNode): Expression<SqlBool> {
-  return eb.parens(node(eb, filter));
+export function contactFilterExpression(eb: ContactsEb, filter: FilterNode, dialect: Dialect = 'sqlite'): Expression<SqlBool> {
+  return eb.parens(node(eb, filter, dialect));
 }

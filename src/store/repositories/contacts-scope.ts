@@ -1,6 +1,7 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../tables/database.js';
 import { contactFilterExpression, type FilterNode } from './contact-filter-sql.js';
+import { storeKindOf } from '../store-context.js';
 
 /** The one team and book a filtered contact query may read. */
 export interface BookKey {
@@ -21,7 +22,7 @@ export function contactsInBook(db: Kysely<Database> | Transaction<Database>, sco
       eb.and([
         eb('contacts.team_id', '=', scope.teamId),
         eb('contacts.contact_book_id', '=', scope.bookId),
-        ...(filter ? [contactFilterExpression(eb, filter)] : []),
+        ...(filter ? [contactFilterExpression(eb, filter, storeKindOf(db))] : []),
       ]),
     );
 }

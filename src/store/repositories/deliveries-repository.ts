@@ -5,9 +5,10 @@ import type { DeliveryAttemptsTable } from '../tables/operations-tables.js';
 import { type DeliveryRow } from './emails-repository.js';
 import { groupCommitOf, type GroupCommitStore } from '../group-commit.js';
 import { HELD_BY_SUSPENSION, parkHeldSync } from './suspension-sql.js';
+import { withDialect } from '../store-context.js';
 
 /** How often the claim parks held rows (see claimDue). */
-const PARK_INTERVAL_MS = 1000;
+export const PARK_INTERVAL_MS = 1000;
 
 export type { DeliveryRow };
 
@@ -79,12 +80,12 @@ function bumpSync(sqlite: GroupCommitStore['sqlite'], e: StatusEventWrite): void
  * reply at a time). Nobody is waiting on them but the engine's in-flight slot, and 20 ms
  * against hundreds of slots costs no throughput.
  */
-const RESULTS_COALESCE_MS = 20;
+export const RESULTS_COALESCE_MS = 20;
 
 export function createDeliveriesRepository(db: Db) {
   const sync = groupCommitOf(db);
   let lastParkMs = 0;
-  return {
+  return withDialect(db, 'deliveries', {
     /**
      * Claims due deliveries with a lease in one UPDATE ... RETURNING (architecture.md, House rules 6), so two
      * workers (or two nodes sharing a database later) never take the same row; a lease
@@ -240,6 +241,6 @@ export function createDeliveriesRepository(db: Db) {
     async listForEmail(emailId: string): Promise<DeliveryRow[]> {
       return db.selectFrom('deliveries').selectAll().where('email_id', '=', emailId).orderBy('id').execute();
     },
-  };
+  });
 }
 export type DeliveriesRepository = ReturnType<typeof createDeliveriesRepository>;

@@ -1,6 +1,7 @@
 import type { Selectable, Transaction, Updateable } from 'kysely';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
+import { transact, withDialect } from '../store-context.js';
 import type { Database, DomainsTable, DomainStatus, MtaStsMode } from '../tables/database.js';
 
 export type { DomainStatus, MtaStsMode };
@@ -44,7 +45,7 @@ export interface DomainRecord {
 
 export type DomainPatch = Partial<Omit<DomainRecord, 'id' | 'teamId' | 'name' | 'createdAt' | 'dkimPrivateKey' | 'publicKey'>>;
 
-function fromRow(r: Selectable<DomainsTable>): DomainRecord {
+export function fromRow(r: Selectable<DomainsTable>): DomainRecord {
   return {
     id: r.id,
     teamId: r.team_id,
@@ -129,13 +130,13 @@ export function createDomainsRepository(db: Db) {
   const live = () => db.selectFrom('domains').selectAll().where('deleted_at', 'is', null);
   async function write<T>(run: (ex: Db | Transaction<Database>) => Promise<T>, inTransaction: InTransaction<T>): Promise<T> {
     if (!inTransaction) return run(db);
-    return db.transaction().execute(async (trx) => {
+    return transact(db, async (trx) => {
       const result = await run(trx);
       inTransaction(result);
       return result;
     });
   }
-  return {
+  return withDialect(db, 'domains', {
     async insert(d: Omit<DomainRecord, 'id'>, inTransaction?: InTransaction<DomainRecord>): Promise<DomainRecord> {
       return write(async (ex) => fromRow(await ex
         .insertInto('domains')
@@ -223,6 +224,6 @@ export function createDomainsRepository(db: Db) {
         return res.numUpdatedRows > 0n;
       }, inTransaction);
     },
-  };
+  });
 }
 export type DomainsRepository = ReturnType<typeof createDomainsRepository>;

@@ -1,6 +1,7 @@
 import { sql, type Selectable, type Transaction } from 'kysely';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
+import { transact, withDialect } from '../store-context.js';
 import type { Database, DeliveriesTable, EmailsTable } from '../tables/database.js';
 
 export type EmailRow = Selectable<EmailsTable>;
@@ -63,7 +64,7 @@ export async function insertEventAndBump(trx: Executor, e: { emailId: string; st
   await trx.updateTable('emails').set({ latest_status: e.status, status_rank: e.rank, updated_at: e.at }).where('id', '=', e.emailId).where('status_rank', '<', e.rank).execute();
 }
 
-const EMAIL_COLUMNS = [
+export const EMAIL_COLUMNS = [
   'id', 'team_id', 'domain_id', 'api_key_id', 'from_addr', 'to_json', 'cc_json', 'bcc_json', 'reply_to_json', 'subject',
   'text_body', 'html_body', 'headers_json', 'attachments_json', 'tags_json', 'template_id', 'campaign_id', 'contact_id',
   'in_reply_to', 'references_json', 'message_id', 'scheduled_at', 'latest_status', 'status_rank', 'sent_at', 'created_at', 'updated_at',
@@ -80,7 +81,7 @@ const notBeingAttempted = sql<boolean>`not exists (select 1 from deliveries wher
 
 export function createEmailsRepository(db: Db) {
   const sync = groupCommitOf(db);
-  return {
+  return withDialect(db, 'emails', {
     /**
      * Stores accepted emails with their tags, per-recipient deliveries and first events in
      * one transaction, and completes the idempotency entry in the same transaction, so a
@@ -202,7 +203,7 @@ export function createEmailsRepository(db: Db) {
      */
     async recordEvents(items: { emailId: string; status: string; rank: number; data: unknown; at: string }[], inTransaction?: () => void): Promise<void> {
       if (!items.length) return;
-      await db.transaction().execute(async (trx) => {
+      await transact(db, async (trx) => {
         for (const e of items) await insertEventAndBump(trx, e);
         inTransaction?.();
       });
@@ -254,7 +255,7 @@ export function createEmailsRepository(db: Db) {
      * `inTransaction` runs synchronously inside the same transaction when the email was cancelled.
      */
     async cancel(teamId: number, id: string, nowIso: string, cancelledRank: number, inTransaction?: () => void): Promise<boolean> {
-      return db.transaction().execute(async (trx) => {
+      return transact(db, async (trx) => {
         const res = await trx
           .updateTable('emails')
           .set({ latest_status: 'CANCELLED', status_rank: cancelledRank, updated_at: nowIso })
@@ -270,7 +271,7 @@ export function createEmailsRepository(db: Db) {
         return true;
       });
     },
-  };
+  });
 }
 export type EmailsRepository = ReturnType<typeof createEmailsRepository>;
 export type DeliveryRow = Selectable<DeliveriesTable>;

@@ -1,5 +1,6 @@
 import type { Insertable } from 'kysely';
 import type { Db } from '../db.js';
+import { transact } from '../store-context.js';
 import type { InboundReportsTable } from '../tables/database.js';
 import { applyReportToDelivery, type ReportDeliveryUpdate, type StatusEventWrite } from './deliveries-repository.js';
 import { insertEventAndBump } from './emails-repository.js';
@@ -18,7 +19,7 @@ export function createInboundReportsRepository(db: Db) {
      */
     /** `inTransaction` runs synchronously inside the same transaction, after the effects (the transactional outbox). */
     async record(report: Insertable<InboundReportsTable>, effects: ReportEffects, inTransaction?: () => void): Promise<number> {
-      return db.transaction().execute(async (trx) => {
+      return transact(db, async (trx) => {
         const inserted = await trx.insertInto('inbound_reports').values(report).returning('id').executeTakeFirstOrThrow();
         for (const d of effects.deliveries) await applyReportToDelivery(trx, d);
         for (const e of effects.events) await insertEventAndBump(trx, e);

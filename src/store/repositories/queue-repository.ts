@@ -4,6 +4,7 @@ import { groupCommitOf } from '../group-commit.js';
 import type { QueueSuspensionsTable } from '../tables/operations-tables.js';
 import type { DeliveryRow } from './deliveries-repository.js';
 import { HELD_BY_SUSPENSION, parkHeldSync } from './suspension-sql.js';
+import { withDialect } from '../store-context.js';
 
 /*
  * The operator's view of the delivery queue: counts by state and destination, the deliveries
@@ -65,7 +66,7 @@ export interface DestinationRow {
 
 export function createQueueRepository(db: Db) {
   const sync = groupCommitOf(db);
-  return {
+  return withDialect(db, 'queue', {
     async totals(nowMs: number): Promise<Record<QueueState, number>> {
       return sync.read(() => {
         const rows = sync.sqlite
@@ -197,7 +198,6 @@ export function createQueueRepository(db: Db) {
     async pruneSuspensions(beforeMs: number): Promise<number> {
       return sync.write(() => sync.sqlite.prepare('delete from queue_suspensions where until_ms < ?').run(beforeMs).changes);
     },
-  };
-
+  });
 }
 export type QueueRepository = ReturnType<typeof createQueueRepository>;

@@ -1,5 +1,6 @@
 import type { Insertable, Selectable } from 'kysely';
 import type { Db } from '../db.js';
+import { transact } from '../store-context.js';
 import type { ReceivedAttachmentsTable, ReceivedEmailsTable } from '../tables/database.js';
 
 export type ReceivedEmailRow = Selectable<ReceivedEmailsTable>;
@@ -28,7 +29,7 @@ export function createReceivedEmailsRepository(db: Db) {
     /** `inTransaction` runs synchronously inside the same transaction, last (the transactional outbox). */
     async insertMany(items: NewReceivedEmail[], inTransaction?: () => void): Promise<void> {
       if (!items.length) return;
-      await db.transaction().execute(async (trx) => {
+      await transact(db, async (trx) => {
         for (const item of items) {
           await trx.insertInto('received_emails').values(item.row).execute();
           await trx.insertInto('received_email_raw').values({ received_email_id: item.row.id, raw: item.raw }).execute();

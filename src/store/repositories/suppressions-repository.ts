@@ -1,6 +1,7 @@
 import { sql, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
+import { withDialect } from '../store-context.js';
 import type { SuppressionsTable } from '../tables/database.js';
 
 export type SuppressionRow = Selectable<SuppressionsTable>;
@@ -11,7 +12,7 @@ const MAX_BOUND_ADDRESSES = 16;
 
 export function createSuppressionsRepository(db: Db) {
   const sync = groupCommitOf(db);
-  return {
+  return withDialect(db, 'suppressions', {
     /** Which of these (lowercased) addresses are suppressed for the team. */
     async findSuppressed(teamId: number, emails: string[]): Promise<Set<string>> {
       if (!emails.length) return new Set();
@@ -70,6 +71,6 @@ export function createSuppressionsRepository(db: Db) {
       ]);
       return { rows, total: Number(total.n) };
     },
-  };
+  });
 }
 export type SuppressionsRepository = ReturnType<typeof createSuppressionsRepository>;

@@ -1,5 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db.js';
+import { isPostgres } from '../store-context.js';
 import type { TemplatesTable, TemplateVersionsTable } from '../tables/database.js';
 
 export type TemplateRow = Selectable<TemplatesTable>;
@@ -25,7 +26,9 @@ export function createTemplatesRepository(db: Db) {
       if (f.search) {
         // instr() rather than LIKE: no wildcard escaping to get wrong, case-insensitive via lower().
         const needle = f.search.toLowerCase();
-        q = q.where(sql<boolean>`(instr(lower(name), ${needle}) > 0 or instr(lower(subject), ${needle}) > 0)`);
+        q = isPostgres(db)
+          ? q.where(sql<boolean>`(strpos(lower(name), ${needle}) > 0 or strpos(lower(subject), ${needle}) > 0)`)
+          : q.where(sql<boolean>`(instr(lower(name), ${needle}) > 0 or instr(lower(subject), ${needle}) > 0)`);
       }
       const [rows, total] = await Promise.all([
         q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),

@@ -1,6 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
+import { isPostgres, withDialect } from '../store-context.js';
 import type { WebhookAttemptsTable, WebhooksTable } from '../tables/database.js';
 
 export type WebhookRow = Selectable<WebhooksTable>;
@@ -43,41 +44,58 @@ export interface AttemptWithBody extends WebhookAttemptRow {
   body: string | null;
 }
 
+/** What the outbox writes for one event: the event and a call per chosen endpoint, due at dueMs. */
+export interface OutboxWrite {
+  event: NewWebhookEvent;
+  webhookIds: string[];
+  dueMs: number;
+}
+
+/** Chooses, from the team's endpoints (oldest first), where an event goes; null for nowhere. */
+export type OutboxPick = (endpoints: WebhookRow[]) => OutboxWrite | null;
+
 export function createWebhooksRepository(db: Db) {
   // Outbox rows are written inside the emitter's own write transaction, which may be a
   // synchronous group-commit fn: so this one path uses prepared statements on the raw handle
-  // (Kysely's SQLite driver is asynchronous). A future PostgreSQL store would write them with
-  // the transaction's own client instead.
+  // (Kysely's SQLite driver is asynchronous). PostgreSQL queues them and writes them in the
+  // transaction before its commit (store/pg/pg-outbox.ts).
   const sync = groupCommitOf(db);
-  const { sqlite } = sync;
-  const syncListForTeam = sqlite.prepare<[number], WebhookRow>('select * from webhooks where team_id = ? order by created_at, id');
-  const syncExists = sqlite.prepare<[string], { id: string }>('select id from webhooks where id = ?');
-  const syncInsertEvent = sqlite.prepare<[string, number, string, number | null, string, string]>(
-    'insert into webhook_events (id, team_id, type, domain_id, body, created_at) values (?, ?, ?, ?, ?, ?)',
-  );
-  const syncInsertCall = sqlite.prepare<[string, string, number, string, string]>(
-    "insert into webhook_calls (webhook_id, event_id, state, attempts, next_attempt_at, created_at, updated_at) values (?, ?, 'pending', 0, ?, ?, ?)",
-  );
+  type Statements = ReturnType<typeof prepare>;
+  const prepare = () => {
+    const { sqlite } = sync;
+    return {
+      sqlite,
+      listForTeam: sqlite.prepare<[number], WebhookRow>('select * from webhooks where team_id = ? order by created_at, id'),
+      exists: sqlite.prepare<[string], { id: string }>('select id from webhooks where id = ?'),
+      insertEvent: sqlite.prepare<[string, number, string, number | null, string, string]>(
+        'insert into webhook_events (id, team_id, type, domain_id, body, created_at) values (?, ?, ?, ?, ?, ?)',
+      ),
+      insertCall: sqlite.prepare<[string, string, number, string, string]>(
+        "insert into webhook_calls (webhook_id, event_id, state, attempts, next_attempt_at, created_at, updated_at) values (?, ?, 'pending', 0, ?, ?, ?)",
+      ),
+    };
+  };
+  let prepared: Statements | undefined;
+  const stmts = () => (prepared ??= prepare());
 
   function insertOutboxRows(event: NewWebhookEvent, webhookIds: string[], dueMs: number): void {
-    syncInsertEvent.run(event.id, event.teamId, event.type, event.domainId, event.body, event.createdAt);
-    for (const id of webhookIds) syncInsertCall.run(id, event.id, dueMs, event.createdAt, event.createdAt);
+    const s = stmts();
+    s.insertEvent.run(event.id, event.teamId, event.type, event.domainId, event.body, event.createdAt);
+    for (const id of webhookIds) s.insertCall.run(id, event.id, dueMs, event.createdAt, event.createdAt);
   }
 
-  return {
-    listForTeamSync(teamId: number): WebhookRow[] {
-      return syncListForTeam.all(teamId);
-    },
-
+  return withDialect(db, 'webhooks', {
     /**
-     * The transactional outbox: the event and one call per endpoint, written into the
-     * transaction the caller has open (the write that changes the state this event reports),
-     * so both commit or neither does. No transaction or savepoint of its own (no extra
-     * statements per event).
+     * The transactional outbox: `pick` chooses among the team's endpoints, and the event with
+     * one call per chosen endpoint is written into the transaction the caller has open (the
+     * write that changes the state this event reports), so both commit or neither does. No
+     * transaction or savepoint of its own (no extra statements per event).
      */
-    enqueueInOpenTransactionSync(event: NewWebhookEvent, webhookIds: string[], dueMs: number): void {
-      if (!sqlite.inTransaction) throw new Error('enqueueInOpenTransactionSync: no transaction is open');
-      insertOutboxRows(event, webhookIds, dueMs);
+    enqueueInOpenTransaction(teamId: number, pick: OutboxPick): void {
+      const s = stmts();
+      if (!s.sqlite.inTransaction) throw new Error('enqueueInOpenTransaction: no transaction is open');
+      const write = pick(s.listForTeam.all(teamId));
+      if (write) insertOutboxRows(write.event, write.webhookIds, write.dueMs);
     },
 
     /**
@@ -86,7 +104,7 @@ export function createWebhooksRepository(db: Db) {
      */
     async enqueueForOneEndpoint(event: NewWebhookEvent, webhookId: string, dueMs: number): Promise<boolean> {
       return sync.write(() => {
-        if (!syncExists.get(webhookId)) return false;
+        if (!stmts().exists.get(webhookId)) return false;
         insertOutboxRows(event, [webhookId], dueMs);
         return true;
       });
@@ -144,7 +162,9 @@ export function createWebhooksRepository(db: Db) {
             .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', nowMs)]))
             .orderBy('next_attempt_at')
             .orderBy('id')
-            .limit(limit),
+            .limit(limit)
+            // Nodes sharing a PostgreSQL store claim side by side: rows another is claiming are skipped, not waited for.
+            .$if(isPostgres(db), (q) => q.forUpdate().skipLocked()),
         )
         .returning('id')
         .execute();
@@ -249,6 +269,6 @@ export function createWebhooksRepository(db: Db) {
         return Number(attempts.numDeletedRows);
       });
     },
-  };
+  });
 }
 export type WebhooksRepository = ReturnType<typeof createWebhooksRepository>;

@@ -10,6 +10,7 @@
 // WAL's commit frames, so the cap bites at the statement (before anything is appended to the
 // WAL), and later checkpoints never grow the file past it.
 import type { App } from '../../../src/app.js';
+import { sqliteStoreOf } from '../../helpers/repositories.js';
 
 const FILLER = 'proof_disk_filler';
 /** SQLite's own ceiling for max_page_count. */
@@ -23,7 +24,7 @@ export interface FullDisk {
 }
 
 export function fullDisk(app: App): FullDisk {
-  const { sqlite, db } = app.store;
+  const { sqlite, db } = sqliteStoreOf(app);
   const fillerTables: string[] = [];
   const locked = <T>(fn: () => T): Promise<T> => db.connection().execute(async () => fn());
   return {

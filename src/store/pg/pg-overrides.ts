@@ -1,0 +1,21 @@
+import type { DialectOverride } from '../store-context.js';
+import { pgAnalytics } from './pg-analytics.js';
+import { pgCampaigns } from './pg-campaigns.js';
+import { pgDeliveries } from './pg-deliveries.js';
+import { pgEmails } from './pg-emails.js';
+import { pgQueue } from './pg-queue.js';
+import { pgApiKeys, pgDomains, pgSuppressions } from './pg-reads.js';
+import { pgWebhooks } from './pg-webhooks.js';
+
+/** The repositories whose SQLite hot paths PostgreSQL implements its own way (store-context.ts, withDialect). */
+export const PG_OVERRIDES: Record<string, DialectOverride> = {
+  analytics: pgAnalytics,
+  apiKeys: pgApiKeys,
+  campaigns: pgCampaigns,
+  deliveries: pgDeliveries,
+  domains: pgDomains,
+  emails: pgEmails,
+  queue: pgQueue,
+  suppressions: pgSuppressions,
+  webhooks: pgWebhooks,
+};

@@ -1,0 +1,145 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Database } from '../tables/database.js';
+import { ParenthesizeRawPlugin } from '../parenthesize-raw-plugin.js';
+import { registerGroupCommit, type GroupCommitStore } from '../group-commit.js';
+import { registerPgDialect, type PgDialect } from '../store-context.js';
+import { PgSchemaPlugin } from './pg-schema-plugin.js';
+import { kyselyExec, withTxWrites } from './pg-exec.js';
+import { PG_OVERRIDES } from './pg-overrides.js';
+import { registerPgPool } from './pg-context.js';
+
+export interface PgStoreOptions {
+  /** postgres://user:password@host:port/database */
+  url: string;
+  /** Connections in this node's pool. */
+  poolMax: number;
+  /** How long to wait for a connection (new or from the pool) before the operation fails. */
+  connectTimeoutMs: number;
+  /** full: a COMMIT returns once the WAL is flushed (synchronous_commit on); normal: before (off). */
+  durability: 'full' | 'normal';
+  /** An idle pooled connection failed (the server went away): logged, the pool replaces it. */
+  onPoolError?: (err: Error) => void;
+  /** Shown in pg_stat_activity. */
+  applicationName?: string;
+}
+
+export interface PgStore {
+  kind: 'postgres';
+  db: Kysely<Database>;
+  pool: pg.Pool;
+  /** The URL with its password replaced, for logs and health. */
+  describe(): string;
+  /** True when the server answers a query. */
+  ping(): Promise<boolean>;
+  /** The database's size (there is no WAL file of ours to report). */
+  fileSizes(): Promise<Record<'db' | 'wal', number>>;
+  close(): Promise<void>;
+}
+
+const INT8_OID = 20;
+const NUMERIC_OID = 1700;
+
+/**
+ * bigint columns (all our integers, see pg-schema-plugin.ts), count(*) and sum() come back as
+ * numbers, as they do from SQLite: none of ours passes 2^53 (epoch ms, counters, row ids).
+ */
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === INT8_OID || oid === NUMERIC_OID) return (value: string) => Number(value);
+    return pg.types.getTypeParser(oid, format as 'text');
+  },
+};
+
+/** The URL with any password replaced by ***: safe to log and print. */
+export function redactDatabaseUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return url.replace(/:\/\/([^:/@]+):[^@]*@/, '://$1:***@');
+  }
+}
+
+/** The part of a URL an operator recognises (host, port, database), for messages. */
+export function databaseUrlTarget(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname}:${u.port || 5432}${u.pathname}`;
+  } catch {
+    return 'the configured database';
+  }
+}
+
+/** Builds the pool and checks that the server answers; throws (the pool closed) when it does not. */
+export async function openPgStore(opts: PgStoreOptions): Promise<PgStore> {
+  const pool = new pg.Pool({
+    connectionString: opts.url,
+    max: opts.poolMax,
+    connectionTimeoutMillis: opts.connectTimeoutMs,
+    idleTimeoutMillis: 30_000,
+    application_name: opts.applicationName ?? 'posthorn',
+    options: `-c synchronous_commit=${opts.durability === 'full' ? 'on' : 'off'}`,
+    types,
+  });
+  // An idle connection that breaks (the server restarted) is dropped by the pool; without a
+  // listener its error event would end the process.
+  pool.on('error', (err) => opts.onPoolError?.(err));
+  try {
+    await pool.query('select 1');
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    throw err;
+  }
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new ParenthesizeRawPlugin(), new PgSchemaPlugin()] });
+  registerGroupCommit(db, sqliteOnly);
+  registerPgPool(db, pool);
+  const dialect: PgDialect = {
+    overrides: PG_OVERRIDES,
+    transact: (kdb, fn) =>
+      kdb.transaction().execute((trx) => {
+        // Code that asks which engine it runs on gets the same answer from the transaction.
+        registerPgDialect(trx, dialect);
+        return withTxWrites(kyselyExec(trx), () => fn(trx));
+      }),
+  };
+  registerPgDialect(db, dialect);
+  let closed = false;
+  return {
+    kind: 'postgres',
+    db,
+    pool,
+    describe: () => redactDatabaseUrl(opts.url),
+    async ping() {
+      try {
+        await pool.query('select 1');
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    async fileSizes() {
+      const r = await pool.query<{ size: number }>('select pg_database_size(current_database()) as size');
+      return { db: Number(r.rows[0]?.size ?? 0), wal: 0 };
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await db.destroy(); // ends the pool
+    },
+  };
+}
+
+function unsupported(): never {
+  throw new Error('a SQLite-only store path was called on PostgreSQL (store/pg/ must override it)');
+}
+
+/** Repositories take their group-commit store when they are built; on PostgreSQL every use is a bug. */
+const sqliteOnly: GroupCommitStore = {
+  get sqlite(): never {
+    return unsupported();
+  },
+  write: unsupported,
+  read: unsupported,
+};

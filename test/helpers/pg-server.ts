@@ -1,0 +1,108 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+// A real PostgreSQL server for the tests, started by the test run itself: a throwaway cluster
+// (initdb) in a temp directory, listening on 127.0.0.1 on a free port, trust authentication,
+// and no fsync (a test cluster is never kept). Debian's PostgreSQL 15 by default; set
+// POSTHORN_TEST_PG_BIN to another bin directory. initdb refuses to run as root, so as root the
+// cluster belongs to the `postgres` user.
+
+const DEFAULT_BIN_DIRS = ['/usr/lib/postgresql/17/bin', '/usr/lib/postgresql/16/bin', '/usr/lib/postgresql/15/bin'];
+export const TEST_PG_USER = 'posthorn';
+
+export interface PgServer {
+  /** postgres://posthorn@127.0.0.1:<port>/postgres: the maintenance database. */
+  adminUrl: string;
+  port: number;
+  stop(): Promise<void>;
+  /** Synchronous, for process exit: an immediate shutdown and the directory removed. */
+  killNow(): void;
+}
+
+function binDir(): string {
+  const dir = process.env.POSTHORN_TEST_PG_BIN ?? DEFAULT_BIN_DIRS.find((d) => existsSync(join(d, 'initdb')));
+  if (!dir) throw new Error('PostgreSQL is not installed (no initdb in /usr/lib/postgresql/*/bin): apt-get install postgresql, or set POSTHORN_TEST_PG_BIN');
+  return dir;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function ownerIds(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const id = (flag: string) => Number(spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' }).stdout.trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
+
+/** Starts a fresh cluster (on `fixedPort` if given); resolves once it accepts connections. */
+export async function startPgServer(fixedPort?: number): Promise<PgServer> {
+  const bin = binDir();
+  const dir = mkdtempSync(join(tmpdir(), 'posthorn-pg-'));
+  const owner = ownerIds();
+  chmodSync(dir, 0o700);
+  if (owner) chownSync(dir, owner.uid, owner.gid);
+  const data = join(dir, 'data');
+  // As root, the binaries run as postgres (they refuse root); otherwise as ourselves.
+  const as = owner ? { uid: owner.uid, gid: owner.gid } : {};
+  const made = spawnSync(join(bin, 'initdb'), ['-D', data, '-U', TEST_PG_USER, '-A', 'trust', '-E', 'UTF8', '--locale=C', '--no-sync'], { encoding: 'utf8', cwd: dir, ...as });
+  if (made.status !== 0) throw new Error(`initdb failed: ${made.stderr || made.stdout}`);
+  const logFile = join(dir, 'server.log');
+  const ctl = join(bin, 'pg_ctl');
+  let port = 0;
+  for (let attempt = 0; attempt < 5 && !port; attempt++) {
+    const candidate = fixedPort ?? (await freePort());
+    const options = [
+      `-p ${candidate}`,
+      '-c listen_addresses=127.0.0.1',
+      `-c unix_socket_directories=${dir}`,
+      '-c fsync=off',
+      '-c full_page_writes=off',
+      '-c max_connections=300',
+      '-c shared_buffers=128MB',
+    ].join(' ');
+    // pg_ctl -w returns once the server accepts connections (or failed to start); the server
+    // runs detached, so it never holds this process open.
+    const started = await run(ctl, ['-D', data, '-l', logFile, '-o', options, '-w', '-t', '60', 'start'], { cwd: dir, ...as });
+    if (started === 0) port = candidate;
+  }
+  if (!port) {
+    const log = existsSync(logFile) ? readFileSync(logFile, 'utf8').slice(-4000) : '';
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(`PostgreSQL did not start: ${log}`);
+  }
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      await run(ctl, ['-D', data, '-m', 'fast', '-w', 'stop'], { cwd: dir, ...as });
+      rmSync(dir, { recursive: true, force: true });
+    })());
+  const killNow = () => {
+    spawnSync(ctl, ['-D', data, '-m', 'immediate', 'stop'], { cwd: dir, ...as });
+    rmSync(dir, { recursive: true, force: true });
+  };
+  return { adminUrl: `postgres://${TEST_PG_USER}@127.0.0.1:${port}/postgres`, port, stop, killNow };
+}
+
+function run(cmd: string, args: string[], opts: { cwd: string; uid?: number; gid?: number }): Promise<number | null> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { ...opts, stdio: 'ignore' });
+    child.once('error', () => resolve(-1));
+    child.once('exit', (code) => resolve(code));
+  });
+}
+
+/** Writes a file saying where a running server is (for child processes and later test runs). */
+export function writeServerFile(path: string, server: PgServer): void {
+  writeFileSync(path, JSON.stringify({ adminUrl: server.adminUrl, port: server.port }));
+}
