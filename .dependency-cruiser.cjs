@@ -59,9 +59,9 @@ module.exports = {
     {
       name: 'packages-in-their-layer',
       severity: 'error',
-      comment: 'kysely and better-sqlite3 stay in store/; koa in api/ and console/; smtp-server in smtp/; commander in cli/.',
+      comment: 'kysely, better-sqlite3 and pg stay in store/; koa in api/ and console/; smtp-server in smtp/; commander in cli/.',
       from: { path: '^src/', pathNot: '^src/store/' },
-      to: { path: 'node_modules/(kysely|better-sqlite3)/' },
+      to: { path: 'node_modules/(kysely|better-sqlite3|pg|pg-[a-z-]+)/' },
     },
     {
       name: 'koa-in-http-edges',

@@ -33,3 +33,18 @@ export function isStorageFailure(err: unknown): boolean {
   if (typeof code === 'string' && (STORAGE_CODES.test(code) || code === 'ENOSPC' || code === 'EDQUOT' || PG_STORAGE_STATES.test(code))) return true;
   return isConnectionFailure(err);
 }
+
+/**
+ * True when a write was refused by a unique index or primary key (of `table`, when given): the
+ * guarantee some callers rely on (a campaign reaches a contact once, a name exists once).
+ */
+export function isUniqueViolation(err: unknown, table?: string): boolean {
+  const e = err as { code?: unknown; message?: unknown; table?: unknown } | null;
+  if (!e || typeof e !== 'object') return false;
+  // PostgreSQL: SQLSTATE 23505, with the table named on the error.
+  if (e.code === '23505') return table === undefined || e.table === table;
+  // SQLite: "UNIQUE constraint failed: <table>.<column>, ..." (primary keys included).
+  const message = typeof e.message === 'string' ? e.message : '';
+  const m = /UNIQUE constraint failed: ([A-Za-z0-9_]+)\./.exec(message);
+  return m !== null && (table === undefined || m[1] === table);
+}

@@ -164,8 +164,13 @@ test('user values are bound parameters, never SQL text', async (t) => {
   t.false(compiled.sql.includes(evil));
   t.false(compiled.sql.includes('plan'), 'even the property key travels as a bound JSON path');
   t.true(compiled.parameters.includes(evil));
-  t.true(compiled.parameters.includes('$."plan"'));
-  t.regex(compiled.sql, /json_extract/);
+  if (t0.app.store.kind === 'postgres') {
+    t.true(compiled.parameters.includes('plan'));
+    t.regex(compiled.sql, /properties_json::jsonb ->>/);
+  } else {
+    t.true(compiled.parameters.includes('$."plan"'));
+    t.regex(compiled.sql, /json_extract/);
+  }
 });
 
 test('filters are validated on write: 400 naming the bad condition', async (t) => {
@@ -258,7 +263,8 @@ test('CRUD: create, get, list envelope, patch (validated), delete leaves contact
   t.is((await t0.request('GET', `/v1/segments/${s.id}/contacts`)).status, 404);
 });
 
-test('segment contacts are paginated and evaluated at request time', async (t) => {
+// Serial: it adds a contact for a moment, which the other tests' segments would see.
+test.serial('segment contacts are paginated and evaluated at request time', async (t) => {
   const id = await segment(one('email', 'contains', 'acme'));
   const p1 = (await t0.request('GET', `/v1/segments/${id}/contacts?limit=2`)).body;
   t.deepEqual({ page: p1.page, limit: p1.limit, total: p1.total, totalPage: p1.totalPage, hasMore: p1.hasMore }, { page: 1, limit: 2, total: 3, totalPage: 2, hasMore: true });

@@ -4,6 +4,7 @@ import { groupCommitOf } from '../../src/store/group-commit.js';
 import type { DeliveryRow } from '../../src/store/repositories/deliveries-repository.js';
 import type { EmailRow } from '../../src/store/repositories/emails-repository.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
+import { repositoriesOf } from '../helpers/repositories.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { startWebhookReceiver, verifySignature, type WebhookReceiver } from './webhook-receiver.js';
 
@@ -46,10 +47,18 @@ test('a status write redone after a rolled-back batch leaves one outbox event, a
   const completed = t0.app.services.deliveries.complete({ email, domain: undefined, rcptDomain: 'rcpt.example', deliveries }, clock.now(), [
     { deliveryId: deliveries[0]!.id, outcome: 'delivered', code: 250, response: '250 ok' },
   ]);
-  const failing = groupCommitOf(db).write(() => {
-    throw new Error('a failing neighbour in the batch');
-  });
-  await t.throwsAsync(failing, { message: 'a failing neighbour in the batch' });
+  // SQLite: a write fn that throws. PostgreSQL: a result write the database refuses (a trace
+  // whose started_at is no number), in the same coalescing window of the results' group commit.
+  const failing =
+    t0.app.store.kind === 'sqlite'
+      ? groupCommitOf(db).write(() => {
+          throw new Error('a failing neighbour in the batch');
+        })
+      : repositoriesOf(t0.app).deliveries.applyResults(
+          { updates: [], events: [], suppressions: [], traces: [{ email_id: emailId, team_id: t0.teamId, rcpt_domain: 'x', started_at: 'not a number' as never, results_json: '[]', transcript_json: '[]' }] },
+          clock.now().toISOString(),
+        );
+  await t.throwsAsync(failing, { message: t0.app.store.kind === 'sqlite' ? 'a failing neighbour in the batch' : /invalid input syntax for type bigint/ });
   await completed;
 
   const stored = await db

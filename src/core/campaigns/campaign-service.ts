@@ -1,7 +1,7 @@
 import type { Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { Logger } from '../../lib/logger.js';
-import type { CampaignRow, CampaignsRepository, CountedStatus, RecountCursor } from '../../store/repositories/campaigns-repository.js';
+import type { CampaignRow, CampaignsRepository, CountedStatus } from '../../store/repositories/campaigns-repository.js';
 import type { ContactBooksRepository } from '../../store/repositories/contact-books-repository.js';
 import type { SegmentsRepository } from '../../store/repositories/segments-repository.js';
 import type { CampaignStatus } from '../../store/tables/database.js';
@@ -15,6 +15,7 @@ import { badRequest, notFound } from '../errors.js';
 import type { BusEvent, EventBus } from '../events.js';
 import { personalizeCampaign, renderCampaignBody } from './campaign-content.js';
 import { signUnsubscribeToken, verifyUnsubscribeToken } from './unsubscribe-token.js';
+import { isUniqueViolation } from '../../store/store-errors.js';
 
 export const DEFAULT_BATCH_SIZE = 500;
 export const MAX_BATCH_SIZE = 100_000;
@@ -229,7 +230,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       const results = await deps.emails.submitEach({ teamId: c.team_id, domainId: null, apiKeyId: null }, items);
       // A contact reached before a restart fails its insert on the (campaign, contact) key:
       // that is the no-duplicates guarantee at work, not an error.
-      const failed = results.filter((r): r is { error: Error } => 'error' in r && !/constraint failed: campaign_recipients\./.test(r.error.message));
+      const failed = results.filter((r): r is { error: Error } => 'error' in r && !isUniqueViolation(r.error, 'campaign_recipients'));
       if (failed.length) {
         // A verification lapse or a deleted domain fails every item: pause rather than skip everyone.
         if (failed.length === results.length && results.length > 0) {
@@ -407,7 +408,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
      */
     async recoverCounts(): Promise<number> {
       let added = 0;
-      for (let after: RecountCursor | null = 0; after !== null; ) {
+      for (let after: number | null = 0; after !== null; ) {
         const chunk = await campaigns.recountMissed(after, RECOUNT_CHUNK);
         added += chunk.added;
         after = chunk.last;

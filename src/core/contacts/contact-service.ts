@@ -14,6 +14,7 @@ import { resolveSender, type BookScope } from './contact-book-service.js';
 import { contactCreateSchema, normalizeContactEmail, type ContactCreateInput, type ContactPatchInput } from './contact-schema.js';
 import { CONFIRMATION_TTL_MS, signConfirmationToken, verifyConfirmationToken } from './confirmation-token.js';
 import { CONFIRM_URL_VARIABLE, LEGACY_CONFIRM_URL_VARIABLE, confirmationTemplate, personalize } from './double-opt-in-content.js';
+import { isUniqueViolation as isStoreUniqueViolation } from '../../store/store-errors.js';
 
 /** Spec, Limits: bulk add and bulk delete take at most 1000 contacts per request. */
 export const MAX_BULK_CONTACTS = 1000;
@@ -146,7 +147,7 @@ function changesOf(after: ContactRow): ContactChanges {
 }
 
 function isUniqueViolation(err: unknown): boolean {
-  return /UNIQUE constraint failed/.test((err as Error)?.message ?? '');
+  return isStoreUniqueViolation(err, 'contacts');
 }
 
 function listParam(raw: string | string[] | undefined): string[] | undefined {

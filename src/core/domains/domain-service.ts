@@ -9,6 +9,7 @@ import type { BusEvent, EventBus, DomainEventType } from '../events.js';
 import { buildDnsRecords, isLocalHostname, localHostnameWarning, servedStsPolicy, type DnsRecordView } from './dns-records.js';
 import { canonicalHost, isSameOrSubdomain, normalizeDomainName } from './domain-names.js';
 import { checkDomainDns, type RecordCheck } from './domain-verifier.js';
+import { isUniqueViolation } from '../../store/store-errors.js';
 
 /** A sending domain as core hands it to the edges (the outbound engine, the inbound listener). */
 export type { DomainRecord } from '../../store/repositories/domains-repository.js';
@@ -303,7 +304,7 @@ export function createDomainService(deps: DomainServiceDeps) {
         }, inTx), (created) => [domainEvent('domain.created', created)]);
       } catch (err) {
         // Two concurrent creates of the same name: the partial unique index decides.
-        if (/UNIQUE constraint failed/.test((err as Error).message)) throw notUnique(`domain ${name} already exists in this team`);
+        if (isUniqueViolation(err, 'domains')) throw notUnique(`domain ${name} already exists in this team`);
         throw err;
       }
       if (isLocalHostname(deps.hostname)) {

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../tables/database.js';
-import { COUNTED_STATUSES, type CampaignsRepository, type CountedStatus, type RecountCursor } from '../repositories/campaigns-repository.js';
+import { COUNTED_STATUSES, type CampaignsRepository, type CountedStatus } from '../repositories/campaigns-repository.js';
 import { pgPoolOf } from './pg-context.js';
 import { clientExec } from './pg-exec.js';
 
@@ -17,8 +17,6 @@ function checkStatus(status: string): CountedStatus {
   return status as CountedStatus;
 }
 
-/** Recipients are walked in primary-key order; the cursor is "campaign id NUL contact id". */
-const SEP = '\u0000';
 
 export function pgCampaigns(db: Kysely<Database>): Partial<CampaignsRepository> {
   const exec = clientExec(pgPoolOf(db));
@@ -45,15 +43,13 @@ export function pgCampaigns(db: Kysely<Database>): Partial<CampaignsRepository> 
       return (r?.n ?? 0) > 0;
     },
 
-    async recountMissed(after: RecountCursor, limit: number): Promise<{ last: RecountCursor | null; added: number }> {
+    async recountMissed(after: number, limit: number): Promise<{ last: number | null; added: number }> {
       const reachable = COUNTED_STATUSES.map((s) => s.toUpperCase());
-      const [afterCampaign, afterContact] = typeof after === 'string' ? after.split(SEP) : ['', ''];
-      const rows = await exec.query<{ campaign_id: string; contact_id: string; counted: string; reached: string[] }>(
-        `select cr.campaign_id, cr.contact_id, cr.counted,
-           array(select distinct e.status from email_events e where e.email_id = cr.email_id and e.status = any($3::text[])) as reached
-         from campaign_recipients cr where (cr.campaign_id, cr.contact_id) > ($1, $2)
-         order by cr.campaign_id, cr.contact_id limit $4`,
-        [afterCampaign, afterContact, reachable, limit],
+      const rows = await exec.query<{ rid: number; campaign_id: string; contact_id: string; counted: string; reached: string[] }>(
+        `select cr.rowid as rid, cr.campaign_id, cr.contact_id, cr.counted,
+           array(select distinct e.status from email_events e where e.email_id = cr.email_id and e.status = any($2::text[])) as reached
+         from campaign_recipients cr where cr.rowid > $1 order by cr.rowid limit $3`,
+        [after, reachable, limit],
       );
       let added = 0;
       for (const r of rows) {
@@ -78,7 +74,7 @@ export function pgCampaigns(db: Kysely<Database>): Partial<CampaignsRepository> 
         });
       }
       const lastRow = rows[rows.length - 1];
-      return { last: rows.length < limit || !lastRow ? null : `${lastRow.campaign_id}${SEP}${lastRow.contact_id}`, added };
+      return { last: rows.length < limit || !lastRow ? null : lastRow.rid, added };
     },
   };
 }

@@ -12,3 +12,16 @@ export function pgPoolOf(db: object): pg.Pool {
   if (!pool) throw new Error('not a PostgreSQL store');
   return pool;
 }
+
+/**
+ * One instance per store of what must be shared by every repository built over it (the group
+ * commits: two repositories over one store batch together, as SQLite's one connection does).
+ */
+const shared = new WeakMap<object, Map<string, unknown>>();
+
+export function sharedOf<T>(db: object, name: string, make: () => T): T {
+  let map = shared.get(db);
+  if (!map) shared.set(db, (map = new Map()));
+  if (!map.has(name)) map.set(name, make());
+  return map.get(name) as T;
+}

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../tables/database.js';
 import { PARK_INTERVAL_MS, RESULTS_COALESCE_MS, type DeliveriesRepository, type DeliveryRow, type ResultsWrite, type StatusEventWrite } from '../repositories/deliveries-repository.js';
 import { createPgBatcher } from './pg-batcher.js';
-import { pgPoolOf } from './pg-context.js';
+import { pgPoolOf, sharedOf } from './pg-context.js';
 import { clientExec, type PgExec } from './pg-exec.js';
 import { heldBySuspension, PARK_HELD_SQL } from './pg-suspension-sql.js';
 
@@ -122,7 +122,7 @@ async function writeResults(exec: PgExec, calls: ResultsCall[]): Promise<string[
 export function pgDeliveries(db: Kysely<Database>): Partial<DeliveriesRepository> {
   const pool = pgPoolOf(db);
   const exec = clientExec(pool);
-  const results = createPgBatcher<ResultsCall, string[]>(pool, writeResults, { maxConcurrent: 2 });
+  const results = sharedOf(db, 'delivery-results', () => createPgBatcher<ResultsCall, string[]>(pool, writeResults, { maxConcurrent: 2 }));
   let lastParkMs = 0;
   return {
     async claimDue(owner: string, nowMs: number, leaseMs: number, limit: number, skipDomains: readonly string[] = []): Promise<DeliveryRow[]> {

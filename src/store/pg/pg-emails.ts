@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database, EmailsTable } from '../tables/database.js';
 import { EMAIL_COLUMNS, type EmailRow, type EmailsRepository, type IdempotencyCompletion, type NewEmail } from '../repositories/emails-repository.js';
 import { createPgBatcher } from './pg-batcher.js';
-import { pgPoolOf } from './pg-context.js';
+import { pgPoolOf, sharedOf } from './pg-context.js';
 import { createPgLoader } from './pg-loader.js';
 
 /*
@@ -95,7 +95,7 @@ function acceptParams(calls: AcceptCall[]): unknown[] {
 
 export function pgEmails(db: Kysely<Database>): Partial<EmailsRepository> {
   const pool = pgPoolOf(db);
-  const accept = createPgBatcher<AcceptCall, void>(
+  const accept = sharedOf(db, 'accept', () => createPgBatcher<AcceptCall, void>(
     pool,
     async (exec, calls) => {
       await exec.run(ACCEPT_SQL, acceptParams(calls));
@@ -104,7 +104,7 @@ export function pgEmails(db: Kysely<Database>): Partial<EmailsRepository> {
       return calls.map(() => undefined);
     },
     { maxConcurrent: 4 },
-  );
+  ));
   const emailById = createPgLoader<string, EmailRow>(pool, 'select * from emails where id = any($1::text[])', (r) => r.id);
   return {
     async insertAccepted(items: NewEmail[], idem?: IdempotencyCompletion, inTransaction?: () => void): Promise<void> {

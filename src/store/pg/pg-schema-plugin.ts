@@ -1,5 +1,6 @@
 import {
   ColumnDefinitionNode,
+  CreateTableNode,
   DataTypeNode,
   OperationNodeTransformer,
   RawNode,
@@ -23,9 +24,23 @@ import {
  * - text -> text collate "C": SQLite compares and sorts text by bytes (BINARY); the C collation
  *   does the same, so ordering, cursors and unique keys behave alike on both engines.
  *
+ * - SQLite's implicit rowid: a few tables' queries break ties of one instant by insertion order
+ *   (`order by created_at desc, rowid desc`); PostgreSQL gets an explicit rowid column there
+ *   (bigserial), so those queries run unchanged and `store copy` carries the order over.
+ *
  * Raw `sql` statements in migrations are not touched: they are written to run on both.
  */
+
+/** Tables whose queries use rowid (an insertion order). */
+const ROWID_TABLES = new Set(['contacts', 'contact_books', 'segments', 'sandbox_messages', 'campaign_recipients']);
 class PgColumnTypes extends OperationNodeTransformer {
+  protected override transformCreateTable(node: CreateTableNode): CreateTableNode {
+    const out = super.transformCreateTable(node);
+    if (!ROWID_TABLES.has(out.table.table.identifier.name)) return out;
+    const rowid = ColumnDefinitionNode.cloneWith(ColumnDefinitionNode.create('rowid', DataTypeNode.create('bigserial' as never)), { notNull: true });
+    return CreateTableNode.cloneWithColumn(out, rowid);
+  }
+
   protected override transformColumnDefinition(node: ColumnDefinitionNode): ColumnDefinitionNode {
     const out = super.transformColumnDefinition(node);
     const type = DataTypeNode.is(out.dataType) ? out.dataType.dataType : undefined;

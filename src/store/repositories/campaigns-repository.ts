@@ -13,9 +13,6 @@ export type CampaignChanges = Omit<Updateable<CampaignsTable>, 'id' | 'team_id' 
 export const COUNTED_STATUSES = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'hard_bounced', 'complained'] as const;
 export type CountedStatus = (typeof COUNTED_STATUSES)[number];
 
-/** Where recountMissed goes on: a position in the recipients (0 is the start). */
-export type RecountCursor = number | string;
-
 export function createCampaignsRepository(db: Db) {
   const sync = groupCommitOf(db);
   const live = () => db.selectFrom('campaigns').selectAll().where('deleted_at', 'is', null);
@@ -120,7 +117,7 @@ export function createCampaignsRepository(db: Db) {
      * committed, so a process killed in between loses that count; this repairs it. Works on
      * the recipients after rowid `after`, `limit` of them; `last` is null when none are left.
      */
-    async recountMissed(after: RecountCursor, limit: number): Promise<{ last: RecountCursor | null; added: number }> {
+    async recountMissed(after: number, limit: number): Promise<{ last: number | null; added: number }> {
       const reachable = COUNTED_STATUSES.map((s) => `'${s.toUpperCase()}'`).join(', ');
       return sync.write(() => {
         const rows = sync.sqlite

@@ -112,9 +112,13 @@ const like = (col: Operand, pattern: string, dialect: Dialect) =>
 // at least one digit. Without this guard CAST('abc' AS REAL) would compare as 0.
 const numericGuard = (col: Operand) => sql<SqlBool>`(${col} not glob '*[^0-9.+-]*' and ${col} glob '*[0-9]*')`;
 
-/** PostgreSQL: the property as a number when it reads as one (null otherwise: a cast of 'abc' would fail the query). */
-const PG_NUMBER_PATTERN = '^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)$';
-const pgNumber = (col: Operand) => sql`(case when ${col} ~ ${PG_NUMBER_PATTERN} then (${col})::float8 end)`;
+/**
+ * PostgreSQL: the property read as a number the way SQLite does it (the same guard, then the
+ * longest numeric prefix, as CAST(text AS REAL)); null when the guard fails, so a cast never
+ * sees text it would refuse.
+ */
+const pgNumber = (col: Operand) =>
+  sql`(case when ${col} ~ '^[0-9.+-]*$' and ${col} ~ '[0-9]' then coalesce((substring(${col} from '^[+-]?(?:[0-9]+[.]?[0-9]*|[.][0-9]+)'))::float8, 0) end)`;
 
 const COMPARATORS = { gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
 

@@ -1,6 +1,6 @@
 import { sql, type Selectable, type Transaction, type Updateable } from 'kysely';
 import type { Db } from '../db.js';
-import { isPostgres, transact } from '../store-context.js';
+import { transact } from '../store-context.js';
 import type { ContactsTable, Database } from '../tables/database.js';
 import type { FilterNode } from './contact-filter-sql.js';
 import { contactsInBook, type BookKey } from './contacts-scope.js';
@@ -17,8 +17,6 @@ const LOOKUP_CHUNK = 900;
 
 /** Newest first; rowid breaks ties between contacts created in the same millisecond (bulk adds). */
 const NEWEST_FIRST = sql`contacts.created_at desc, contacts.rowid desc`;
-/** PostgreSQL has no rowid: the id breaks ties there. */
-const NEWEST_FIRST_PG = sql`contacts.created_at desc, contacts.id desc`;
 
 function chunks<T>(items: T[], size: number): T[][] {
   const out: T[][] = [];
@@ -27,7 +25,6 @@ function chunks<T>(items: T[], size: number): T[][] {
 }
 
 function build(db: Executor) {
-  const newestFirst = isPostgres(db) ? NEWEST_FIRST_PG : NEWEST_FIRST;
   return {
     async findById(book: BookKey, id: string): Promise<ContactRow | undefined> {
       return db.selectFrom('contacts').selectAll().where('team_id', '=', book.teamId).where('contact_book_id', '=', book.bookId).where('id', '=', id).executeTakeFirst();
@@ -77,13 +74,13 @@ function build(db: Executor) {
       let q = db.selectFrom('contacts').selectAll().where('team_id', '=', book.teamId).where('contact_book_id', '=', book.bookId);
       if (f.emails) q = q.where('email', 'in', f.emails);
       if (f.ids) q = q.where('id', 'in', f.ids);
-      return q.orderBy(newestFirst).limit(f.limit).offset(f.offset).execute();
+      return q.orderBy(NEWEST_FIRST).limit(f.limit).offset(f.offset).execute();
     },
 
     /** A segment evaluated now: the filter runs in SQL, with the total for the page envelope. */
     async listMatching(scope: BookKey, filter: FilterNode, page: { offset: number; limit: number }): Promise<{ rows: ContactRow[]; total: number }> {
       const base = contactsInBook(db, scope, filter);
-      const rows = await base.selectAll().orderBy(newestFirst).limit(page.limit).offset(page.offset).execute();
+      const rows = await base.selectAll().orderBy(NEWEST_FIRST).limit(page.limit).offset(page.offset).execute();
       const total = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
       return { rows, total: Number(total.n) };
     },
