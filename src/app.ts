@@ -25,6 +25,11 @@ import { EventBus } from './core/events.js';
 import { createApiKeyService } from './core/api-keys/api-key-service.js';
 import { createTeamService } from './core/teams/team-service.js';
 import { createRateLimiter } from './core/rate-limit/rate-limiter.js';
+import { createSharedRateLimiter } from './core/rate-limit/shared-rate-limiter.js';
+import { createRateLimitsRepository } from './store/repositories/rate-limits-repository.js';
+import { createClusterRepository } from './store/repositories/cluster-repository.js';
+import { createClusterService, type ClusterService } from './core/cluster/cluster-service.js';
+import { createConnectionPermits } from './core/cluster/connection-permits.js';
 import { createDomainService } from './core/domains/domain-service.js';
 import { createEmailService } from './core/emails/email-service.js';
 import { createTemplateService } from './core/templates/template-service.js';
@@ -224,7 +229,15 @@ export async function createApp(opts: AppOptions) {
     sandbox: config.sandbox,
   });
   const apiKeys = createApiKeyService({ apiKeys: createApiKeysRepository(store.db), clock, domainBelongsToTeam: domains.belongsToTeam });
-  const rateLimiter = createRateLimiter(clock);
+  // One node per SQLite file; with PostgreSQL any number of nodes share the store
+  // (architecture.md, Growing past one server): the node's id owns its leases, the rate limit
+  // is counted in the store, cron runs and connection counts are the cluster's.
+  const nodeId = config.cluster.nodeName || `${osHostname()}:${process.pid}`;
+  const clusterRepo = store.kind === 'postgres' ? createClusterRepository(store.db) : undefined;
+  const rateLimiter =
+    store.kind === 'postgres'
+      ? createSharedRateLimiter({ windows: createRateLimitsRepository(store.db), clock, onPruneError: (err) => logger.warn({ err }, 'pruning rate-limit windows failed') })
+      : createRateLimiter(clock);
 
   const emailsRepo = createEmailsRepository(store.db);
   const deliveriesRepo = createDeliveriesRepository(store.db);
@@ -239,7 +252,7 @@ export async function createApp(opts: AppOptions) {
   let engine: DeliveryEngine | undefined;
   const emails = createEmailService({
     emails: emailsRepo,
-    idempotency: createIdempotencyRepository(store.db),
+    idempotency: createIdempotencyRepository(store.db, { owner: nodeId }),
     suppressions: suppressionsRepo,
     domains,
     events,
@@ -261,7 +274,7 @@ export async function createApp(opts: AppOptions) {
     // One still in flight when it runs out (a backlog behind a slow host) is not attempted
     // twice: the engine skips what it is already attempting.
     leaseMs: config.outbound.leaseMs,
-    owner: `${osHostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
+    owner: nodeId,
     observe: (samples) => {
       for (const s of samples) metrics.outcome(s);
     },
@@ -277,7 +290,7 @@ export async function createApp(opts: AppOptions) {
     deliveries,
     audit,
     clock,
-    owner: `${osHostname()}:${process.pid}:operator`,
+    owner: `${nodeId}:operator`,
     leaseMs: config.outbound.leaseMs,
     openConnections: () => pool?.openByHost() ?? new Map(),
     wake: () => engine?.wake(),
@@ -304,6 +317,7 @@ export async function createApp(opts: AppOptions) {
     publicUrl: config.publicUrl,
     hostname: config.hostname,
     batchWindowMs: config.campaigns.batchWindowSeconds * 1000,
+    owner: nodeId,
   });
   // Campaign counters follow the status events of campaign emails.
   events.on('*', (e) => (e.type.startsWith('email.') ? campaigns.onEmailEvent(e) : undefined));
@@ -319,7 +333,7 @@ export async function createApp(opts: AppOptions) {
     logger,
     allowPrivate: config.webhooks.allowPrivate,
     leaseMs: config.webhooks.leaseMs,
-    owner: `${osHostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
+    owner: nodeId,
     onDue: (due) => {
       for (const [id, dueMs] of due) webhookDispatcher.noteDue(id, dueMs);
       webhookDispatcher.wake();
@@ -424,7 +438,9 @@ export async function createApp(opts: AppOptions) {
   const extraCa = config.outbound.caFile ? readFileSync(config.outbound.caFile) : undefined;
   const httpsCa = httpsCaList(extraCa);
   // In sandbox mode there is no SMTP client at all: nothing can open a connection to an MX.
+  const permits = clusterRepo && createConnectionPermits({ repo: clusterRepo, node: nodeId, limit: config.outbound.maxConnectionsPerHost, logger });
   const pool = config.sandbox ? undefined : createSmtpClientPool({
+    connectionPermits: permits,
     heloName: config.hostname,
     logger,
     resolver, // a relay given by name is resolved through our resolver, never the system's
@@ -504,7 +520,33 @@ export async function createApp(opts: AppOptions) {
         return [name, l ? { state: 'listening', host: l.host, port: l.port } : { state: failedListeners.has(name) ? 'failed' : 'not started', host: null, port: null }];
       }),
     );
-  const adminHealth = createAdminHealth({ queue: queueRepo, jobs, clock, node: `${osHostname()}:${process.pid}`, dataDir, storeOk, listeners: listenerStates, stopping: () => stopping });
+  const cluster: ClusterService | undefined =
+    clusterRepo &&
+    createClusterService({
+      repo: clusterRepo,
+      clock,
+      logger,
+      node: { id: nodeId, hostname: osHostname(), pid: process.pid },
+      listeners: () => ({ ...listeners }),
+      connections: permits?.held,
+    });
+  /** The node and the members it sees: itself alone on SQLite. */
+  const clusterView = async () =>
+    cluster
+      ? { node: nodeId, members: (await cluster.members()).map((m) => ({ node: m.node, hostname: m.hostname, lastSeenSeconds: Math.round(m.lastSeenMs / 100) / 10 })) }
+      : { node: nodeId, members: [{ node: nodeId, hostname: osHostname(), lastSeenSeconds: 0 }] };
+  const adminHealth = createAdminHealth({
+    queue: queueRepo,
+    jobs,
+    clock,
+    node: nodeId,
+    dataDir,
+    storeOk,
+    listeners: listenerStates,
+    stopping: () => stopping,
+    storeKind: store.kind,
+    cluster: async () => (await clusterView()).members,
+  });
   const adminRoutes: RouteDef[] = operatorRoutes({ queue, teams, audit, health: adminHealth });
   adminRoutes.push(openApiRoute(() => adminRoutes, OPERATOR_API));
 
@@ -530,7 +572,8 @@ export async function createApp(opts: AppOptions) {
     router.get('/health', async (ctx) => {
       const ok = await storeOk();
       ctx.status = ok && !stopping ? 200 : 503;
-      ctx.body = { status: ok && !stopping ? 'ok' : 'degraded', store: ok ? 'ok' : 'error', sandbox: config.sandbox, listeners };
+      const seen = ok ? await clusterView().catch(() => ({ node: nodeId, members: [] })) : { node: nodeId, members: [] };
+      ctx.body = { status: ok && !stopping ? 'ok' : 'degraded', store: ok ? 'ok' : 'error', node: nodeId, cluster: seen.members.map((m) => m.node), sandbox: config.sandbox, listeners };
     });
   }
 
@@ -593,8 +636,15 @@ export async function createApp(opts: AppOptions) {
           mtaStsRoutes(domains, logger)(router);
         },
       });
-      const releasedKeys = await emails.releaseInFlightKeys();
-      if (releasedKeys) logger.info({ released: releasedKeys }, 'released idempotency keys left in flight by a previous run');
+      if (cluster) {
+        // PostgreSQL: other nodes may be running; only what this node id held in an earlier
+        // life, and what dead nodes held, is freed (the rest belongs to live nodes).
+        const freed = await cluster.start();
+        logger.info({ event: 'cluster.join', node: nodeId, freed }, `joined the cluster as ${nodeId}`);
+      } else {
+        const releasedKeys = await emails.releaseInFlightKeys();
+        if (releasedKeys) logger.info({ released: releasedKeys }, 'released idempotency keys left in flight by a previous run');
+      }
       http = await listenHttp(koa, config.http.host, config.http.port);
       listeners.http = { host: config.http.host, port: http.port };
       logger.info({ listener: 'http', host: config.http.host, port: http.port }, `HTTP API listening on ${config.http.host}:${http.port}`);
@@ -631,14 +681,19 @@ export async function createApp(opts: AppOptions) {
       if (inboundListener && submissionListener) logger.info({ inbound: listeners.inbound, submission: listeners.submission }, 'SMTP listeners started');
       const recounted = await campaigns.recoverCounts();
       if (recounted) logger.info({ recounted }, 'campaign counters a previous run left behind were counted');
-      const released = await deliveries.releaseStaleLeases();
-      if (released) logger.info({ released }, 'released delivery leases left by a previous run');
+      if (!cluster) {
+        const released = await deliveries.releaseStaleLeases();
+        if (released) logger.info({ released }, 'released delivery leases left by a previous run');
+        await campaigns.releaseStaleBatches();
+      }
       tlsCounter.start();
       engine!.start();
-      const releasedCalls = await webhookOutbox.releaseStaleLeases();
-      if (releasedCalls) logger.info({ released: releasedCalls }, 'released webhook call leases left by a previous run');
+      if (!cluster) {
+        const releasedCalls = await webhookOutbox.releaseStaleLeases();
+        if (releasedCalls) logger.info({ released: releasedCalls }, 'released webhook call leases left by a previous run');
+      }
       webhookDispatcher.start();
-      cron = startCronJobs({ logger, domains, emails, queue, config, jobs, tlsReports: tlsReportConfig.enabled ? { daily: () => runTlsReports(true), retries: () => runTlsReports(false) } : undefined });
+      cron = startCronJobs({ logger, domains, emails, queue, config, jobs, claimRun: cluster && ((job, period) => cluster.claimRun(job, period)), tlsReports: tlsReportConfig.enabled ? { daily: () => runTlsReports(true), retries: () => runTlsReports(false) } : undefined });
       campaignRunner = startCampaignRunner({ campaigns, logger, jobs });
       return listeners;
     },
@@ -659,6 +714,8 @@ export async function createApp(opts: AppOptions) {
       await analytics.flush();
       await pool?.close();
       await signer.close();
+      // Last before the store: the node leaves the cluster once its work is put down.
+      await cluster?.stop();
       await store.close();
       logger.info('stopped');
     },

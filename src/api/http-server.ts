@@ -145,7 +145,7 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
     // gets the 404 or 405, since the route is what is wrong.
     if (API_PREFIXES.some((prefix) => ctx.path.startsWith(`${prefix}/`)) && ctx.get('authorization')) {
       const auth = await deps.apiKeys.authenticate(bearerToken(ctx)).catch(() => null);
-      if (auth) applyRateLimit(ctx, auth, deps);
+      if (auth) await applyRateLimit(ctx, auth, deps);
     }
     const match = router.match(ctx.path, ctx.method);
     if (match.path.length > 0 && !match.route) {
@@ -199,7 +199,7 @@ function authenticate(route: RouteDef, deps: HttpServerDeps) {
       if (await deps.operatorKeys?.isOperatorKey(token)) throw new AppError('FORBIDDEN', 'an operator key may call only the operator API (/admin/v1) and /metrics');
       throw err;
     });
-    applyRateLimit(ctx, auth, deps);
+    await applyRateLimit(ctx, auth, deps);
     if (route.access === 'full' && auth.permission !== 'FULL') {
       throw new AppError('FORBIDDEN', 'this API key has SENDING permission and may only use the email endpoints');
     }
@@ -234,8 +234,9 @@ export function bearerToken(ctx: Context): string | undefined {
  * Rate limiting runs on every authenticated request, before any work, and its headers go on
  * every authenticated response, errors included.
  */
-function applyRateLimit(ctx: Context, auth: AuthContext, deps: HttpServerDeps): void {
-  const decision = deps.rateLimiter.consume(auth.teamId, auth.teamRateLimit ?? deps.defaultRateLimit, auth.keyId);
+async function applyRateLimit(ctx: Context, auth: AuthContext, deps: HttpServerDeps): Promise<void> {
+  // In memory this is a value; shared by a cluster it is a query (core/rate-limit).
+  const decision = await deps.rateLimiter.consume(auth.teamId, auth.teamRateLimit ?? deps.defaultRateLimit, auth.keyId);
   ctx.set('X-RateLimit-Limit', String(decision.limit));
   ctx.set('X-RateLimit-Remaining', String(decision.remaining));
   ctx.set('X-RateLimit-Reset', String(decision.resetEpochSeconds));

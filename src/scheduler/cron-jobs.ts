@@ -21,6 +21,11 @@ export interface CronJobDeps {
   tlsReports?: { daily: () => Promise<unknown>; retries: () => Promise<unknown> };
   /** Records each run's outcome for /admin/v1/health. */
   jobs?: JobMonitor;
+  /**
+   * Nodes sharing a store: claims one run (job, scheduled time) for the cluster; only the node
+   * whose claim wins runs it. Absent with SQLite (one node).
+   */
+  claimRun?: (job: string, period: string) => Promise<boolean>;
 }
 
 export function startCronJobs(deps: CronJobDeps): CronJobs {
@@ -28,10 +33,15 @@ export function startCronJobs(deps: CronJobDeps): CronJobs {
   const job = (name: string, expression: string, fn: () => Promise<unknown>) => {
     let running = false;
     tasks.push(
-      cron.schedule(expression, async () => {
+      cron.schedule(expression, async (context) => {
         if (running) return;
         running = true;
         try {
+          if (deps.claimRun) {
+            // The scheduled time names the run: every node's tick for it has the same name.
+            const period = new Date(Math.floor(context.date.getTime() / 1000) * 1000).toISOString();
+            if (!(await deps.claimRun(name, period))) return;
+          }
           const result = deps.jobs ? await deps.jobs.run(name, fn) : await fn();
           deps.logger.debug({ job: name, result }, 'cron job finished');
         } catch (err) {

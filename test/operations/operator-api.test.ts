@@ -284,7 +284,10 @@ test.serial('admin health: queue age, listeners, disk and the last outcome of ba
   t.is(h.queue.oldestReadyAgeSeconds, null, 'nothing is waiting');
   // The public /health stays small and cheap.
   const pub = await w.t0.request('GET', '/health', { key: null });
-  t.deepEqual(Object.keys(pub.body).sort(), ['listeners', 'sandbox', 'status', 'store']);
+  t.deepEqual(Object.keys(pub.body).sort(), ['cluster', 'listeners', 'node', 'sandbox', 'status', 'store']);
+  t.is(pub.body.node, h.node, 'the node names itself');
+  t.deepEqual(pub.body.cluster, h.cluster.map((m: any) => m.node), 'and the members it sees');
+  t.true(pub.body.cluster.includes(pub.body.node));
 });
 
 test.serial('GET /admin/v1/openapi.json describes every operator route, and real answers (200s and errors) conform to it', async (t) => {

@@ -147,6 +147,10 @@ export const adminHealthSchema = z
     node: z.string(),
     uptimeSeconds: z.number().min(0),
     store: z.enum(['ok', 'error']),
+    storeKind: z.enum(['sqlite', 'postgres']).meta({ description: 'SQLite (one server) or PostgreSQL (shared by the cluster).' }),
+    cluster: z
+      .array(z.strictObject({ node: z.string(), hostname: z.string(), lastSeenSeconds: z.number().min(0) }))
+      .meta({ description: 'The nodes this one sees alive (heartbeats in the shared store), itself included.' }),
     queue: z.strictObject({
       ready: count,
       inFlight: count,

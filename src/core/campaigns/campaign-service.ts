@@ -23,6 +23,8 @@ export const MAX_BATCH_SIZE = 100_000;
 const FAN_OUT_CHUNK = 1000;
 /** Campaign recipients re-checked per write when counters are recovered at startup. */
 const RECOUNT_CHUNK = 2000;
+/** How long a node holds a campaign batch it is sending (released when done; a dead node's is swept sooner). */
+const BATCH_LEASE_MS = 10 * 60_000;
 /** `any` of nothing matches no contact. */
 const NOBODY: FilterNode = { match: 'any', conditions: [] };
 
@@ -63,6 +65,8 @@ export interface CampaignServiceDeps {
   hostname: string;
   /** Time between two batches of one campaign (batchSize messages per window). */
   batchWindowMs: number;
+  /** This node: the owner of the campaign batches it sends. */
+  owner: string;
 }
 
 const list = (v: string | string[] | null | undefined) => (v === undefined || v === null ? [] : Array.isArray(v) ? v : [v]);
@@ -370,16 +374,24 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     async tick(): Promise<number> {
       const due = await campaigns.due(clock.now().toISOString(), clock.nowMs());
       let ran = 0;
-      for (const c of due) {
-        if (running.has(c.id)) continue;
-        running.add(c.id);
+      for (const listed of due) {
+        if (running.has(listed.id)) continue;
+        running.add(listed.id);
         try {
-          await runBatch(c);
-          ran++;
+          // Leased for this node: nodes sharing a store never send one batch twice, and a node
+          // that dies mid-batch leaves it to the others (core/cluster).
+          const c = await campaigns.claimBatch(listed.id, deps.owner, clock.now().toISOString(), clock.nowMs(), clock.nowMs() + BATCH_LEASE_MS);
+          if (!c) continue;
+          try {
+            await runBatch(c);
+            ran++;
+          } finally {
+            await campaigns.releaseBatch(c.id, deps.owner);
+          }
         } catch (err) {
-          deps.logger.error({ err, campaignId: c.id }, 'campaign batch failed');
+          deps.logger.error({ err, campaignId: listed.id }, 'campaign batch failed');
         } finally {
-          running.delete(c.id);
+          running.delete(listed.id);
         }
       }
       return ran;
@@ -399,6 +411,11 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       if (typeof contactId !== 'string') return;
       if (hard) await deps.contacts.unsubscribe(event.teamId, contactId, 'BOUNCED');
       if (event.type === 'email.complained') await deps.contacts.unsubscribe(event.teamId, contactId, 'COMPLAINED');
+    },
+
+    /** At startup on SQLite (one node per database file): a batch lease left behind belonged to a dead process. */
+    async releaseStaleBatches(): Promise<number> {
+      return campaigns.releaseAllBatches();
     },
 
     /**

@@ -20,6 +20,9 @@ export interface AdminHealthDeps {
   storeOk: () => boolean | Promise<boolean>;
   listeners: () => Record<string, ListenerState>;
   stopping: () => boolean;
+  storeKind: 'sqlite' | 'postgres';
+  /** The cluster's live nodes as this node sees them. */
+  cluster: () => Promise<{ node: string; hostname: string; lastSeenSeconds: number }[]>;
 }
 
 export function createAdminHealth(deps: AdminHealthDeps) {
@@ -52,6 +55,8 @@ export function createAdminHealth(deps: AdminHealthDeps) {
       node: deps.node,
       uptimeSeconds: Math.max(0, (now - startedAtMs) / 1000),
       store: storeOk ? ('ok' as const) : ('error' as const),
+      storeKind: deps.storeKind,
+      cluster: storeOk ? await deps.cluster().catch(() => []) : [],
       queue,
       listeners,
       disk,

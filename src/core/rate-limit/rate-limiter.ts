@@ -14,9 +14,14 @@ export interface RateDecision {
   firstRefusal: boolean;
 }
 
-const WINDOW_MS = 1000;
+export const WINDOW_MS = 1000;
 
-export function createRateLimiter(clock: Clock) {
+/** What the edges ask before serving a request: in memory (one node) or shared through the store (a cluster). */
+export interface RateLimiter {
+  consume(teamId: number, limit: number, keyId?: number): RateDecision | Promise<RateDecision>;
+}
+
+export function createRateLimiter(clock: Clock): RateLimiter {
   const windows = new Map<number, { windowStart: number; count: number; refusedKeys?: Set<number> }>();
 
   return {
@@ -51,4 +56,3 @@ export function createRateLimiter(clock: Clock) {
     },
   };
 }
-export type RateLimiter = ReturnType<typeof createRateLimiter>;

@@ -45,6 +45,8 @@ const DEFAULT_TRANSACTION_TIMEOUT_MS = 15 * 60_000;
 const QUIT_REPLY_TIMEOUT_MS = 2_000;
 /** Idle sessions found dead at RSET before we stop trying idle ones and open a fresh session. */
 const MAX_STALE_REUSES = 3;
+/** A destination at its cluster-wide limit is asked again after this (other nodes' sessions close unseen). */
+const PERMIT_RETRY_MS = 250;
 
 // ------------------------------------------------------------ internals
 
@@ -87,6 +89,9 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
   const socketTimeoutMs = positiveInteger(options.socketTimeoutMs, DEFAULT_SOCKET_TIMEOUT_MS, 'socketTimeoutMs');
   const transactionTimeoutMs = positiveInteger(options.transactionTimeoutMs, DEFAULT_TRANSACTION_TIMEOUT_MS, 'transactionTimeoutMs');
   const relay = options.relay;
+  const permits = options.connectionPermits;
+  /** Destinations whose cluster-wide limit is reached: their waiters wait for the retry timer. */
+  const clusterFull = new Set<string>();
 
   const stats = { connectionsOpened: 0, transactions: 0 };
   const sessions: SessionContext = {
@@ -154,6 +159,7 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
       else closingByKey.delete(pc.key);
     }
     all.delete(pc);
+    if (pc.permitted) permits?.release(pc.key);
     const set = byKey.get(pc.key);
     set?.delete(pc);
     if (set && set.size === 0) byKey.delete(pc.key);
@@ -260,7 +266,7 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
     let blockedGlobal = 0;
     for (let i = 0; i < queue.length; ) {
       const w = queue[i]!;
-      if (saturated.has(w.route.key)) {
+      if (saturated.has(w.route.key) || clusterFull.has(w.route.key)) {
         i++;
         continue;
       }
@@ -313,6 +319,35 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
 
   function openFor(w: Waiter): void {
     const pc = addConnection(w.route.key);
+    if (!permits) return startSession(pc, w);
+    permits.acquire(w.route.key).then(
+      (ok) => {
+        if (ok && !closed) {
+          pc.permitted = true;
+          return startSession(pc, w);
+        }
+        removeConnection(pc);
+        if (closed) return w.resolve({ failure: { message: 'connection pool is closed', poolClosed: true } });
+        // The cluster has all the sessions this destination may have: back at the head of the
+        // line, and the destination is asked again shortly.
+        queue.unshift(w);
+        if (!clusterFull.has(w.route.key)) {
+          clusterFull.add(w.route.key);
+          setTimeout(() => {
+            clusterFull.delete(w.route.key);
+            pump();
+          }, PERMIT_RETRY_MS).unref();
+        }
+        pump();
+      },
+      (err: unknown) => {
+        removeConnection(pc);
+        w.resolve({ failure: { message: `no connection permit: ${err instanceof Error ? err.message : String(err)}` } });
+      },
+    );
+  }
+
+  function startSession(pc: PooledConnection, w: Waiter): void {
     openSession(sessions, pc, w.route, w.req).then(
       (failure) => {
         if (failure) {

@@ -167,6 +167,18 @@ export interface SmtpClientPoolOptions {
   clock?: Clock;
   /** Keep each session's transcript and TLS state on its results (the operator's trace); default false. */
   traces?: boolean;
+  /**
+   * Nodes sharing a store: every new session needs a permit, so maxConnectionsPerHost holds for
+   * the cluster (a promise to the remote server, not to this node). Absent: this node's count only.
+   */
+  connectionPermits?: ConnectionPermits;
+}
+
+/** Cluster-wide connection counts per destination (address:port): core/cluster/connection-permits.ts. */
+export interface ConnectionPermits {
+  /** One more session to `key`, if the cluster's count stays within the limit. */
+  acquire(key: string): Promise<boolean>;
+  release(key: string): void;
 }
 
 export interface SmtpClientPool {
@@ -234,6 +246,8 @@ export interface PooledConnection {
   idleTimer?: NodeJS.Timeout;
   /** Set by the connection's 'end': it can no longer be used. */
   dead: boolean;
+  /** It holds a cluster permit, given back when it closes. */
+  permitted?: boolean;
   /** First error the connection reported. */
   lastError?: SmtpError;
   /** The first error happened during a STARTTLS/implicit TLS handshake. */

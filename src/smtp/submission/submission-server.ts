@@ -50,7 +50,7 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
     const auth = await options.apiKeys.authenticate(user.token);
     user.auth = auth;
     // One message is one request for the team's limit (the API's limiter; architecture.md, Decisions: rate limit).
-    const decision = options.rateLimiter.consume(auth.teamId, auth.teamRateLimit ?? options.defaultRateLimit, auth.keyId);
+    const decision = await options.rateLimiter.consume(auth.teamId, auth.teamRateLimit ?? options.defaultRateLimit, auth.keyId);
     if (!decision.allowed) {
       if (decision.firstRefusal) {
         logger.info(

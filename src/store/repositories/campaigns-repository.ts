@@ -83,6 +83,34 @@ export function createCampaignsRepository(db: Db) {
         .orderBy('created_at')
         .execute();
     },
+    /**
+     * Takes the campaign's next batch for `owner` until `untilMs`: only while it is still due
+     * (checked again here: another node may have just sent it) and no live lease holds it. Nodes
+     * that share a store each run the scheduler; the one whose update wins sends the batch.
+     */
+    async claimBatch(id: string, owner: string, nowIso: string, nowMs: number, untilMs: number): Promise<CampaignRow | undefined> {
+      return db
+        .updateTable('campaigns')
+        .set({ batch_owner: owner, batch_lease_until: untilMs })
+        .where('id', '=', id)
+        .where('deleted_at', 'is', null)
+        .where((eb) => eb.or([eb('batch_lease_until', 'is', null), eb('batch_lease_until', '<', nowMs)]))
+        .where((eb) =>
+          eb.or([
+            eb.and([eb('status', '=', 'SCHEDULED'), eb('scheduled_at', '<=', nowIso)]),
+            eb.and([eb('status', '=', 'RUNNING'), eb.or([eb('next_batch_at', 'is', null), eb('next_batch_at', '<=', nowMs)])]),
+          ]),
+        )
+        .returningAll()
+        .executeTakeFirst();
+    },
+    async releaseAllBatches(): Promise<number> {
+      const res = await db.updateTable('campaigns').set({ batch_owner: null, batch_lease_until: null }).where('batch_owner', 'is not', null).executeTakeFirst();
+      return Number(res.numUpdatedRows);
+    },
+    async releaseBatch(id: string, owner: string): Promise<void> {
+      await db.updateTable('campaigns').set({ batch_owner: null, batch_lease_until: null }).where('id', '=', id).where('batch_owner', '=', owner).execute();
+    },
     async countEligible(c: CampaignRow, filter: FilterNode | null): Promise<number> {
       const r = await eligible(c, filter)
         .where((eb) => eb.not(eb.exists(eb.selectFrom('campaign_recipients').select(sql`1`.as('x')).where('campaign_recipients.campaign_id', '=', c.id).whereRef('campaign_recipients.contact_id', '=', 'contacts.id'))))

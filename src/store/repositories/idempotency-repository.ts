@@ -5,27 +5,40 @@ export type IdempotencyBegin =
   | { kind: 'replay'; responseJson: string }
   | { kind: 'conflict'; reason: 'different_body' | 'in_flight' };
 
-export function createIdempotencyRepository(db: Db) {
+/** How often begin() goes round when the entry it met vanished or expired under it (then: in flight). */
+const BEGIN_ROUNDS = 3;
+
+/** owner: the node whose requests these are (a cluster frees a dead node's in-flight keys). */
+export function createIdempotencyRepository(db: Db, opts: { owner?: string } = {}) {
   return {
     /**
-     * Claims a key for a request, atomically. An entry older than ttlMs is gone. An in-flight
+     * Claims a key for a request, atomically: the insert decides, so requests racing for one
+     * key (on one node or several) start once. An entry older than ttlMs is gone. An in-flight
      * entry stays until its request completes or abandons it, however long that takes: taking
      * it over after a while would let two requests send (spec rule 3 says 409). Entries of a
-     * request that died with the process are released at startup (releaseInFlight).
+     * request that died with the process are released at startup (releaseInFlight), or, in a
+     * cluster, when its node is found dead.
      */
     async begin(teamId: number, key: string, bodyHash: string, nowMs: number, ttlMs: number): Promise<IdempotencyBegin> {
-      return db.transaction().execute(async (trx) => {
-        const row = await trx.selectFrom('idempotency_keys').selectAll().where('team_id', '=', teamId).where('key', '=', key).executeTakeFirst();
-        const expired = row && row.state !== 'in_flight' && nowMs - row.created_at >= ttlMs;
-        if (row && !expired) {
+      for (let round = 0; round < BEGIN_ROUNDS; round++) {
+        const inserted = await db
+          .insertInto('idempotency_keys')
+          .values({ team_id: teamId, key, body_hash: bodyHash, state: 'in_flight', response_json: null, created_at: nowMs, owner: opts.owner ?? null })
+          .onConflict((oc) => oc.columns(['team_id', 'key']).doNothing())
+          .executeTakeFirst();
+        if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) > 0) return { kind: 'started' };
+        const row = await db.selectFrom('idempotency_keys').selectAll().where('team_id', '=', teamId).where('key', '=', key).executeTakeFirst();
+        if (!row) continue; // abandoned meanwhile: claim it again
+        const expired = row.state !== 'in_flight' && nowMs - row.created_at >= ttlMs;
+        if (!expired) {
           if (row.state === 'in_flight') return { kind: 'conflict', reason: 'in_flight' };
           if (row.body_hash !== bodyHash) return { kind: 'conflict', reason: 'different_body' };
           return { kind: 'replay', responseJson: row.response_json ?? '{}' };
         }
-        if (row) await trx.deleteFrom('idempotency_keys').where('team_id', '=', teamId).where('key', '=', key).execute();
-        await trx.insertInto('idempotency_keys').values({ team_id: teamId, key, body_hash: bodyHash, state: 'in_flight', response_json: null, created_at: nowMs }).execute();
-        return { kind: 'started' };
-      });
+        // Expired: remove exactly that entry (another request may be replacing it too), then claim.
+        await db.deleteFrom('idempotency_keys').where('team_id', '=', teamId).where('key', '=', key).where('state', '!=', 'in_flight').where('created_at', '=', row.created_at).execute();
+      }
+      return { kind: 'conflict', reason: 'in_flight' };
     },
     /** A failed request is not remembered: the client may retry with the same key. */
     async abandon(teamId: number, key: string): Promise<void> {

@@ -1,5 +1,6 @@
 import type { Generated } from 'kysely';
 import type { DeliveryAttemptsTable, OperatorAuditTable, OperatorKeysTable, QueueSuspensionsTable } from './operations-tables.js';
+import type { CampaignBatchLeaseColumns, ClusterNodesTable, ConnectionLeasesTable, IdempotencyOwnerColumns, JobRunsTable, RateLimitWindowsTable } from './cluster-tables.js';
 
 // Row shapes of every table. Timestamps are ISO-8601 UTC strings (they sort as text);
 // due times used by claim queries are integer epoch milliseconds.
@@ -510,6 +511,10 @@ export interface CampaignRecipientsTable {
 }
 
 export interface Database {
+  cluster_nodes: ClusterNodesTable;
+  job_runs: JobRunsTable;
+  rate_limit_windows: RateLimitWindowsTable;
+  connection_leases: ConnectionLeasesTable;
   operator_keys: OperatorKeysTable;
   operator_audit: OperatorAuditTable;
   queue_suspensions: QueueSuspensionsTable;
@@ -519,7 +524,7 @@ export interface Database {
   tls_reports_out: TlsReportsOutTable;
   tls_report_deliveries: TlsReportDeliveriesTable;
   received_tls_reports: ReceivedTlsReportsTable;
-  campaigns: CampaignsTable;
+  campaigns: CampaignsTable & CampaignBatchLeaseColumns;
   campaign_recipients: CampaignRecipientsTable;
   webhooks: WebhooksTable;
   webhook_events: WebhookEventsTable;
@@ -542,7 +547,7 @@ export interface Database {
   email_tags: EmailTagsTable;
   email_events: EmailEventsTable;
   deliveries: DeliveriesTable;
-  idempotency_keys: IdempotencyKeysTable;
+  idempotency_keys: IdempotencyKeysTable & IdempotencyOwnerColumns;
   suppressions: SuppressionsTable;
   domains: DomainsTable;
   teams: TeamsTable;

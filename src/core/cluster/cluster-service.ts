@@ -1,0 +1,141 @@
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/logger.js';
+import type { ClusterRepository, SweepCounts } from '../../store/repositories/cluster-repository.js';
+
+/*
+ * The nodes of a cluster (architecture.md, Growing past one server; docs/scaling.md). Every node
+ * writes a heartbeat to the shared store; a node silent for STALE_MS is dead, and the live ones
+ * free what it held: its delivery and webhook call leases are claimable again at once (no wait
+ * for the lease to run out), its campaign batch goes to another node, its in-flight idempotency
+ * keys are released (its requests died with it), its connection counts stop counting.
+ *
+ * A node stalled for longer than STALE_MS (a frozen VM) is taken for dead: what it was sending
+ * may then be sent again by another node, as after a crash. The times are far above a
+ * heartbeat's cost and far below a lease's length.
+ */
+
+export const HEARTBEAT_MS = 2000;
+export const STALE_MS = 15_000;
+/** Besides every change of the live set, the sweep runs at least this often (a safety net). */
+const SWEEP_EVERY_MS = 30_000;
+/** Nodes silent this long are forgotten (they no longer show in the store). */
+const FORGET_AFTER_MS = 24 * 3600_000;
+/** Cron runs are remembered this long (a run is claimed once; older claims matter no more). */
+const KEEP_JOB_RUNS_MS = 7 * 24 * 3600_000;
+/** A node's connection counts hold this long past its last heartbeat. */
+const CONNECTION_COUNT_TTL_MS = STALE_MS;
+
+export interface ClusterMember {
+  node: string;
+  hostname: string;
+  pid: number;
+  startedAt: string;
+  lastSeenMs: number;
+  listeners: Record<string, unknown>;
+  self: boolean;
+}
+
+export interface ClusterServiceDeps {
+  repo: ClusterRepository;
+  clock: Clock;
+  logger: Logger;
+  node: { id: string; hostname: string; pid: number };
+  /** Where this node listens, reported with each heartbeat. */
+  listeners: () => Record<string, unknown>;
+  /** The SMTP sessions this node holds per destination (connection-permits.ts), written with each heartbeat. */
+  connections?: () => ReadonlyMap<string, number>;
+}
+
+export class NodeNameTaken extends Error {}
+
+export function createClusterService(deps: ClusterServiceDeps) {
+  const { repo, clock, node } = deps;
+  const startedAt = clock.now().toISOString();
+  let timer: NodeJS.Timeout | undefined;
+  let beating: Promise<void> = Promise.resolve();
+  let lastLive = '';
+  let lastSweepMs = 0;
+  let stopped = false;
+
+  function total(c: SweepCounts): number {
+    return c.deliveries + c.webhookCalls + c.campaignBatches + c.idempotencyKeys + c.connections;
+  }
+
+  async function beat(): Promise<void> {
+    const now = Date.now();
+    await repo.heartbeat({ id: node.id, hostname: node.hostname, pid: node.pid, startedAt, listenersJson: JSON.stringify(deps.listeners()) }, now);
+    await repo.setConnections(node.id, deps.connections?.() ?? new Map(), now + CONNECTION_COUNT_TTL_MS);
+    const live = (await repo.members(now - STALE_MS)).map((m) => m.id);
+    const key = live.join('\n');
+    if (key !== lastLive || now - lastSweepMs >= SWEEP_EVERY_MS) {
+      const gone = lastLive ? lastLive.split('\n').filter((id) => !live.includes(id)) : [];
+      lastLive = key;
+      lastSweepMs = now;
+      const freed = await repo.releaseDeadOwners(live.includes(node.id) ? live : [...live, node.id]);
+      if (gone.length || total(freed)) deps.logger.info({ event: 'cluster.sweep', live, gone, freed }, `cluster: ${live.length} node(s) live${gone.length ? `, ${gone.join(', ')} gone` : ''}; freed what dead nodes held`);
+      await repo.forgetSilent(now - FORGET_AFTER_MS);
+      await repo.pruneRuns(new Date(now - KEEP_JOB_RUNS_MS).toISOString());
+    }
+  }
+
+  function schedule(): void {
+    timer = setTimeout(() => {
+      beating = beat()
+        .catch((err: unknown) => deps.logger.warn({ event: 'cluster.heartbeat_failed', err: (err as Error).message }, 'cluster heartbeat failed; retried at the next beat'))
+        .finally(() => {
+          if (!stopped) schedule();
+        });
+    }, HEARTBEAT_MS);
+    timer.unref();
+  }
+
+  return {
+    nodeId: node.id,
+
+    /**
+     * Joins the cluster: refuses a name another live process uses, frees what this node id held
+     * in an earlier life (a restart under the same name) and what dead nodes held, then beats.
+     */
+    async start(): Promise<SweepCounts> {
+      const now = Date.now();
+      const existing = await repo.findNode(node.id);
+      if (existing && existing.heartbeat_at >= now - STALE_MS && (existing.hostname !== node.hostname || existing.pid !== node.pid)) {
+        throw new NodeNameTaken(
+          `cluster.nodeName ${node.id} is in use by a live node (${existing.hostname}, pid ${existing.pid}, heard ${Math.round((now - existing.heartbeat_at) / 1000)} s ago): give every node its own name`,
+        );
+      }
+      const own = await repo.releaseOwn(node.id);
+      await beat();
+      schedule();
+      return own;
+    },
+
+    async stop(): Promise<void> {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await beating;
+      await repo.leave(node.id).catch((err: unknown) => deps.logger.warn({ err: (err as Error).message }, 'could not leave the cluster; the others will find this node dead'));
+    },
+
+    /** The nodes this one sees alive (itself included). */
+    async members(): Promise<ClusterMember[]> {
+      const now = Date.now();
+      const rows = await repo.members(now - STALE_MS);
+      return rows.map((r) => ({
+        node: r.id,
+        hostname: r.hostname,
+        pid: r.pid,
+        startedAt: r.started_at,
+        lastSeenMs: Math.max(0, now - r.heartbeat_at),
+        listeners: JSON.parse(r.listeners_json) as Record<string, unknown>,
+        self: r.id === node.id,
+      }));
+    },
+
+    /** One run of a cron job for the whole cluster: true on the node that gets it. */
+    async claimRun(job: string, period: string): Promise<boolean> {
+      return repo.claimRun(job, period, node.id, clock.now().toISOString());
+    },
+  };
+}
+export type ClusterService = ReturnType<typeof createClusterService>;

@@ -1,0 +1,201 @@
+import { sql, type Expression, type ExpressionBuilder, type Selectable, type SqlBool } from 'kysely';
+import type { Db } from '../db.js';
+import type { ClusterNodesTable } from '../tables/cluster-tables.js';
+import type { Database } from '../tables/database.js';
+
+/*
+ * Several nodes sharing one store (architecture.md, Growing past one server): their heartbeats,
+ * the sweep that frees what dead nodes held, cron runs claimed once per cluster, and
+ * per-destination connection counts. Leases name their owner by the node id, or the node id
+ * followed by ":" and a role (an operator's purge or bounce), so a node's liveness decides
+ * whether its leases still stand.
+ */
+
+export type ClusterNodeRow = Selectable<ClusterNodesTable>;
+
+export interface NodeBeat {
+  id: string;
+  hostname: string;
+  pid: number;
+  startedAt: string;
+  listenersJson: string;
+}
+
+export interface SweepCounts {
+  deliveries: number;
+  webhookCalls: number;
+  campaignBatches: number;
+  idempotencyKeys: number;
+  connections: number;
+}
+
+/** `column` names no live node: not one of them, nor one of them followed by ":role". */
+function ownedByNone<T extends keyof Database>(eb: ExpressionBuilder<Database, T>, column: string, live: readonly string[]): Expression<SqlBool> {
+  const col = sql.ref(column);
+  return eb.not(eb.or(live.flatMap((id) => [sql<SqlBool>`${col} = ${id}`, sql<SqlBool>`substr(${col}, 1, ${id.length + 1}) = ${`${id}:`}`])));
+}
+
+export function createClusterRepository(db: Db) {
+  return {
+    async heartbeat(node: NodeBeat, nowMs: number): Promise<void> {
+      await db
+        .insertInto('cluster_nodes')
+        .values({ id: node.id, hostname: node.hostname, pid: node.pid, started_at: node.startedAt, heartbeat_at: nowMs, listeners_json: node.listenersJson })
+        .onConflict((oc) => oc.column('id').doUpdateSet({ hostname: node.hostname, pid: node.pid, started_at: node.startedAt, heartbeat_at: nowMs, listeners_json: node.listenersJson }))
+        .execute();
+    },
+
+    async findNode(id: string): Promise<ClusterNodeRow | undefined> {
+      return db.selectFrom('cluster_nodes').selectAll().where('id', '=', id).executeTakeFirst();
+    },
+
+    /** Nodes heard from since `sinceMs`, by id. */
+    async members(sinceMs: number): Promise<ClusterNodeRow[]> {
+      return db.selectFrom('cluster_nodes').selectAll().where('heartbeat_at', '>=', sinceMs).orderBy('id').execute();
+    },
+
+    /** A node stopping gracefully leaves at once (its leases were released by its own stop). */
+    async leave(id: string): Promise<void> {
+      await db.deleteFrom('cluster_nodes').where('id', '=', id).execute();
+    },
+
+    /** Forgets nodes silent since `beforeMs` (long dead: their leases were swept long ago). */
+    async forgetSilent(beforeMs: number): Promise<number> {
+      const res = await db.deleteFrom('cluster_nodes').where('heartbeat_at', '<', beforeMs).executeTakeFirst();
+      return Number(res.numDeletedRows);
+    },
+
+    /**
+     * Frees everything held by nodes not in `live`: delivery and webhook call leases (claimable
+     * again at once), campaign batch leases, in-flight idempotency keys (the request died with
+     * its node, as on a restart), and connection counts.
+     */
+    async releaseDeadOwners(live: readonly string[]): Promise<SweepCounts> {
+      if (!live.length) throw new Error('releaseDeadOwners: the sweeping node itself is live');
+      const deliveries = await db
+        .updateTable('deliveries')
+        .set({ lease_owner: null, lease_until: null })
+        .where('lease_owner', 'is not', null)
+        .where((eb) => ownedByNone(eb, 'lease_owner', live))
+        .executeTakeFirst();
+      const webhookCalls = await db
+        .updateTable('webhook_calls')
+        .set({ lease_owner: null, lease_until: null })
+        .where('lease_owner', 'is not', null)
+        .where((eb) => ownedByNone(eb, 'lease_owner', live))
+        .executeTakeFirst();
+      const campaignBatches = await db
+        .updateTable('campaigns')
+        .set({ batch_owner: null, batch_lease_until: null })
+        .where('batch_owner', 'is not', null)
+        .where((eb) => ownedByNone(eb, 'batch_owner', live))
+        .executeTakeFirst();
+      const idempotencyKeys = await db
+        .deleteFrom('idempotency_keys')
+        .where('state', '=', 'in_flight')
+        .where('owner', 'is not', null)
+        .where((eb) => ownedByNone(eb, 'owner', live))
+        .executeTakeFirst();
+      const connections = await db.deleteFrom('connection_leases').where('node', 'not in', live).executeTakeFirst();
+      return {
+        deliveries: Number(deliveries.numUpdatedRows),
+        webhookCalls: Number(webhookCalls.numUpdatedRows),
+        campaignBatches: Number(campaignBatches.numUpdatedRows),
+        idempotencyKeys: Number(idempotencyKeys.numDeletedRows),
+        connections: Number(connections.numDeletedRows),
+      };
+    },
+
+    /** Leases this very node id held in an earlier life (a restart under the same cluster.nodeName). */
+    async releaseOwn(id: string): Promise<SweepCounts> {
+      const mine = <T extends keyof Database>(eb: ExpressionBuilder<Database, T>, column: string) => eb.not(ownedByNone(eb, column, [id]));
+      const deliveries = await db.updateTable('deliveries').set({ lease_owner: null, lease_until: null }).where('lease_owner', 'is not', null).where((eb) => mine(eb, 'lease_owner')).executeTakeFirst();
+      const webhookCalls = await db.updateTable('webhook_calls').set({ lease_owner: null, lease_until: null }).where('lease_owner', 'is not', null).where((eb) => mine(eb, 'lease_owner')).executeTakeFirst();
+      const campaignBatches = await db.updateTable('campaigns').set({ batch_owner: null, batch_lease_until: null }).where('batch_owner', 'is not', null).where((eb) => mine(eb, 'batch_owner')).executeTakeFirst();
+      const idempotencyKeys = await db.deleteFrom('idempotency_keys').where('state', '=', 'in_flight').where('owner', 'is not', null).where((eb) => mine(eb, 'owner')).executeTakeFirst();
+      const connections = await db.deleteFrom('connection_leases').where('node', '=', id).executeTakeFirst();
+      return {
+        deliveries: Number(deliveries.numUpdatedRows),
+        webhookCalls: Number(webhookCalls.numUpdatedRows),
+        campaignBatches: Number(campaignBatches.numUpdatedRows),
+        idempotencyKeys: Number(idempotencyKeys.numDeletedRows),
+        connections: Number(connections.numDeletedRows),
+      };
+    },
+
+    /** Claims one run of a cron job for the cluster: true for the one node whose insert wins. */
+    async claimRun(job: string, period: string, node: string, nowIso: string): Promise<boolean> {
+      const res = await db.insertInto('job_runs').values({ job, period, node, started_at: nowIso }).onConflict((oc) => oc.columns(['job', 'period']).doNothing()).executeTakeFirst();
+      return Number(res.numInsertedOrUpdatedRows ?? 0n) > 0;
+    },
+
+    async runsOf(job: string): Promise<{ period: string; node: string }[]> {
+      return db.selectFrom('job_runs').select(['period', 'node']).where('job', '=', job).orderBy('period').execute();
+    },
+
+    async pruneRuns(beforeIso: string): Promise<number> {
+      const res = await db.deleteFrom('job_runs').where('started_at', '<', beforeIso).executeTakeFirst();
+      return Number(res.numDeletedRows);
+    },
+
+    /**
+     * One more connection of `node` to a destination, if the cluster's total stays within
+     * `limit`; false otherwise. Serialized per destination by a transaction-scoped advisory
+     * lock, so two nodes never both take the last one.
+     */
+    async acquireConnection(hostKey: string, node: string, limit: number, nowMs: number, untilMs: number): Promise<boolean> {
+      return db.transaction().execute(async (trx) => {
+        await sql`select pg_advisory_xact_lock(hashtext(${`conn:${hostKey}`}))`.execute(trx);
+        const r = await trx
+          .selectFrom('connection_leases')
+          .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('count'), sql<number>`0`).as('n'))
+          .where('host_key', '=', hostKey)
+          .where((eb) => eb.or([eb('until_ms', '>', nowMs), eb('node', '=', node)]))
+          .executeTakeFirstOrThrow();
+        if (Number(r.n) >= limit) return false;
+        await trx
+          .insertInto('connection_leases')
+          .values({ host_key: hostKey, node, count: 1, until_ms: untilMs })
+          .onConflict((oc) => oc.columns(['host_key', 'node']).doUpdateSet({ count: sql`connection_leases.count + 1`, until_ms: untilMs }))
+          .execute();
+        return true;
+      });
+    },
+
+    async releaseConnection(hostKey: string, node: string): Promise<void> {
+      await db.updateTable('connection_leases').set({ count: sql`greatest(count - 1, 0)` }).where('host_key', '=', hostKey).where('node', '=', node).execute();
+    },
+
+    /**
+     * The node is alive: its connection counts become exactly `held` (what its pool holds; this
+     * also mends a count whose release was lost) and keep counting until `untilMs`.
+     */
+    async setConnections(node: string, held: ReadonlyMap<string, number>, untilMs: number): Promise<void> {
+      const open = [...held].filter(([, n]) => n > 0);
+      await db.transaction().execute(async (trx) => {
+        let gone = trx.deleteFrom('connection_leases').where('node', '=', node);
+        if (open.length) gone = gone.where('host_key', 'not in', open.map(([k]) => k));
+        await gone.execute();
+        if (!open.length) return;
+        await trx
+          .insertInto('connection_leases')
+          .values(open.map(([k, n]) => ({ host_key: k, node, count: n, until_ms: untilMs })))
+          .onConflict((oc) => oc.columns(['host_key', 'node']).doUpdateSet({ count: sql`excluded.count`, until_ms: untilMs }))
+          .execute();
+      });
+    },
+
+    /** Open connections per destination, counted for the whole cluster. */
+    async connectionsByDestination(nowMs: number): Promise<{ hostKey: string; count: number }[]> {
+      const rows = await db
+        .selectFrom('connection_leases')
+        .select(['host_key', (eb) => eb.fn.sum<number>('count').as('n')])
+        .where('until_ms', '>', nowMs)
+        .groupBy('host_key')
+        .orderBy('host_key')
+        .execute();
+      return rows.map((r) => ({ hostKey: r.host_key, count: Number(r.n) }));
+    },
+  };
+}
+export type ClusterRepository = ReturnType<typeof createClusterRepository>;
