@@ -591,6 +591,9 @@ export async function createApp(opts: AppOptions) {
     routes,
     /** The operator API's route table (/admin/v1). */
     adminRoutes,
+    /** This node's id (cluster.nodeName or <hostname>:<pid>) and, on PostgreSQL, its cluster membership. */
+    nodeId,
+    cluster,
     metrics,
     /** Runs due campaign batches now (tests move their clock, then call this). */
     runCampaigns: () => campaignRunner?.tickNow() ?? campaigns.tick(),

@@ -10,7 +10,7 @@ import { createDnsClient, toNodeStyleResolver } from '../../src/lib/dns/dns-clie
 import { startDnsZone, type DnsZone } from './dns-zone.js';
 import { startSmtpSink, type SmtpSink, type SinkBehaviour } from './smtp-sink.js';
 import { generateSelfSignedCert } from '../../src/lib/tls-cert.js';
-import { startTestApp, type TestApp } from './test-app.js';
+import { dropDataDirDatabase, startTestApp, type TestApp } from './test-app.js';
 import { addVerifiedDomain } from './domain-fixtures.js';
 
 export interface MailWorld {
@@ -112,6 +112,7 @@ export async function startMailWorld(opts: { clock?: Clock; sink?: Partial<SinkB
       // After restart() the app runs on a dataDir it was given, which its close() leaves behind.
       const dataDir = t0.dataDir;
       await t0.close();
+      await dropDataDirDatabase(dataDir);
       rmSync(dataDir, { recursive: true, force: true });
       for (const s of extraSinks) await s.close();
       await sink.close();

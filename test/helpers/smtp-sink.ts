@@ -30,6 +30,8 @@ export interface SinkBehaviour {
   onRcpt?: (address: string) => SinkReply | undefined;
   /** Called after the whole message arrived; undefined = 250, accept and record it. */
   onData?: (msg: SinkMessage) => SinkReply | undefined;
+  /** When set, the reply to DATA waits for the promise it returns (a session held busy on purpose). */
+  holdData?: () => Promise<void>;
 }
 
 export interface SmtpSink {
@@ -43,6 +45,8 @@ export interface SmtpSink {
   readonly messages: SinkMessage[];
   /** TCP connections accepted so far (for connection-reuse tests). */
   readonly connectionCount: number;
+  /** The most TCP connections that were open at once (connection-limit tests). */
+  readonly peakConnections: number;
   setBehaviour(b: Partial<SinkBehaviour>): void;
   /** Resolves once messages.length >= count; rejects on timeout (default 10 s). */
   waitForMessages(count: number, timeoutMs?: number): Promise<SinkMessage[]>;
@@ -145,6 +149,10 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
   const messages: SinkMessage[] = [];
   const events = new EventEmitter();
   let connectionCount = 0;
+  // Open sessions, counted from the TCP accept to smtp-server's onClose (a socket upgraded to
+  // TLS no longer reports its own close).
+  let openConnections = 0;
+  let peakConnections = 0;
   // Raw TCP sockets by client port: the SMTP session only knows the peer
   // address, and 'drop' must kill the TCP connection even under TLS.
   const rawSockets = new Map<string, Socket>();
@@ -165,6 +173,10 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
     disableReverseLookup: true,
     ...(size !== undefined ? { size } : {}),
     ...(smtputf8 ? {} : { hideSMTPUTF8: true }),
+
+    onClose() {
+      openConnections--;
+    },
 
     onConnect(session, callback) {
       // Read per connection so setBehaviour({starttls}) applies to the next
@@ -210,13 +222,18 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
           heloName: session.hostNameAppearsAs || '',
           connectionId: session.id,
         };
-        const reply = consult(behaviour.onData, msg);
-        if (reply === 'drop') return drop(session);
-        if (reply && !isPositive(reply)) return callback(smtpError(reply));
-        // Any 2xx means the client has handed the message over: record it.
-        messages.push(msg);
-        events.emit('message');
-        callback(null, reply ? reply.message : undefined);
+        const answer = () => {
+          const reply = consult(behaviour.onData, msg);
+          if (reply === 'drop') return drop(session);
+          if (reply && !isPositive(reply)) return callback(smtpError(reply));
+          // Any 2xx means the client has handed the message over: record it.
+          messages.push(msg);
+          events.emit('message');
+          callback(null, reply ? reply.message : undefined);
+        };
+        const hold = behaviour.holdData?.();
+        if (hold) void hold.then(answer, answer);
+        else answer();
       });
     },
   });
@@ -224,6 +241,8 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
 
   server.server.on('connection', (socket: Socket) => {
     connectionCount++;
+    openConnections++;
+    peakConnections = Math.max(peakConnections, openConnections);
     const k = socketKey(socket.remoteAddress, socket.remotePort);
     rawSockets.set(k, socket);
     socket.once('close', () => rawSockets.delete(k));
@@ -251,6 +270,10 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
     messages,
     get connectionCount() {
       return connectionCount;
+    },
+
+    get peakConnections() {
+      return peakConnections;
     },
 
     setBehaviour(b) {

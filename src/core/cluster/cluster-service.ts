@@ -132,6 +132,14 @@ export function createClusterService(deps: ClusterServiceDeps) {
       }));
     },
 
+    /** A heartbeat and a sweep now, not at the next beat (tests; an operator's nudge). */
+    async sweepNow(): Promise<void> {
+      lastSweepMs = 0;
+      await beating;
+      beating = beat();
+      await beating;
+    },
+
     /** One run of a cron job for the whole cluster: true on the node that gets it. */
     async claimRun(job: string, period: string): Promise<boolean> {
       return repo.claimRun(job, period, node.id, clock.now().toISOString());

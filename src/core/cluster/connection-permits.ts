@@ -19,6 +19,7 @@ export function createConnectionPermits(deps: { repo: ClusterRepository; node: s
       try {
         const ok = await deps.repo.acquireConnection(key, deps.node, deps.limit, now, now + STALE_MS);
         if (ok) held.set(key, (held.get(key) ?? 0) + 1);
+        else deps.logger.debug({ event: 'cluster.connection_limit', destination: key, limit: deps.limit }, 'the cluster has all the sessions this destination may have; waiting for one');
         return ok;
       } catch (err) {
         // The store is unreachable: no new session (results could not be recorded either); asked again shortly.

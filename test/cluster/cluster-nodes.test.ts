@@ -1,0 +1,190 @@
+import { Writable } from 'node:stream';
+import test from 'ava';
+import { pino } from 'pino';
+import { ManualClock } from '../../src/lib/clock.js';
+import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
+import { createTestDatabase, dropTestDatabase } from '../helpers/pg-databases.js';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
+
+// Two nodes in one process, sharing one PostgreSQL database (whatever POSTHORN_TEST_STORE says):
+// what they must agree on (rate limits, idempotency keys, campaign batches, cron runs, the
+// connection limit of a destination) and what a dead node leaves to the living. They share one
+// ManualClock, so "the same second" is exact. The real-process proof with three `posthorn serve`
+// nodes, kills included, is test/proof/cluster-sigkill.test.ts.
+
+const clock = new ManualClock(Date.UTC(2026, 10, 26, 9, 0, 0));
+let url: string;
+let w: MailWorld;
+let b: TestApp;
+/** Called with the node's name when its pool is refused a session by the cluster's limit. */
+let onRefusal: (node: string) => void = () => undefined;
+
+/** A debug logger that reports the node's cluster.connection_limit lines to onRefusal. */
+function refusalLogger(node: string) {
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) if (JSON.parse(line).event === 'cluster.connection_limit') onRefusal(node);
+      done();
+    },
+  });
+  return pino({ level: 'debug' }, stream);
+}
+
+test.before(async () => {
+  url = await createTestDatabase();
+  const shared = { store: { url }, campaigns: { batchWindowSeconds: 60 }, outbound: { maxConnectionsPerHost: 2 }, webhooks: { allowPrivate: true } };
+  w = await startMailWorld({ clock, overrides: { ...shared, cluster: { nodeName: 'node-a' } }, logger: refusalLogger('node-a') });
+  b = await startTestApp({
+    zone: w.zone,
+    clock,
+    logger: refusalLogger('node-b'),
+    overrides: { ...shared, cluster: { nodeName: 'node-b' }, outbound: { ...w.t0.config.outbound, maxConnectionsPerHost: 2 } },
+  });
+  // Both nodes serve the same team: b's test key belongs to the team a created.
+  (b as { key: string }).key = w.t0.key;
+});
+test.after.always(async () => {
+  await b?.close();
+  await w?.close();
+  if (url) await dropTestDatabase(url);
+});
+
+const nodes = () => [w.t0, b];
+
+test.serial('both nodes see each other; /health names the node and the members', async (t) => {
+  await w.t0.app.cluster!.sweepNow();
+  await b.app.cluster!.sweepNow();
+  for (const [node, name] of [[w.t0, 'node-a'], [b, 'node-b']] as const) {
+    const h = await node.request('GET', '/health', { key: null });
+    t.is(h.status, 200);
+    t.is(h.body.node, name);
+    t.deepEqual(h.body.cluster, ['node-a', 'node-b']);
+  }
+});
+
+test.serial('the rate limit is the team\'s, not the node\'s: a burst over both nodes gets the one-node number of 429s', async (t) => {
+  await w.t0.app.services.teams.setRateLimit(w.t0.teamId, 10);
+  clock.advance(1000); // a window nothing else has counted in
+  try {
+    const results = await Promise.all(Array.from({ length: 30 }, (_, i) => nodes()[i % 2]!.request('GET', '/v1/domains')));
+    const ok = results.filter((r) => r.status === 200).length;
+    const limited = results.filter((r) => r.status === 429);
+    t.is(ok, 10, 'one second, one team: 10 in all');
+    t.is(limited.length, 20);
+    t.true(limited.every((r) => r.body.error.code === 'RATE_LIMITED' && r.headers.get('retry-after') !== null));
+    t.true(limited.some((r) => r.headers.get('x-ratelimit-remaining') === '0'));
+  } finally {
+    await w.t0.app.services.teams.setRateLimit(w.t0.teamId, null);
+    clock.advance(1000);
+  }
+});
+
+test.serial('an Idempotency-Key replayed on the other node answers the first response and sends nothing new', async (t) => {
+  const body = sendBody(w, { to: 'idem@example.net', subject: 'once' });
+  const headers = { 'Idempotency-Key': 'cluster-key-1' };
+  const first = await w.t0.request('POST', '/v1/emails', { body, headers });
+  t.is(first.status, 200);
+  const second = await b.request('POST', '/v1/emails', { body, headers });
+  t.is(second.status, 200);
+  t.deepEqual(second.body, first.body);
+  const other = await b.request('POST', '/v1/emails', { body: { ...body, subject: 'another body' }, headers });
+  t.is(other.status, 409);
+  // The same key on both nodes at once: one send, the other is a replay or a 409 (in flight).
+  const raced = await Promise.all(nodes().map((n) => n.request('POST', '/v1/emails', { body: { ...body, subject: 'raced' }, headers: { 'Idempotency-Key': 'cluster-key-2' } })));
+  const ids = new Set(raced.filter((r) => r.status === 200).map((r) => r.body.emailId));
+  t.is(ids.size, 1, JSON.stringify(raced.map((r) => [r.status, r.body])));
+  t.true(raced.every((r) => r.status === 200 || r.status === 409));
+  const stored = await w.t0.app.store.db.selectFrom('emails').select('id').where('subject', 'in', ['once', 'raced', 'another body']).execute();
+  t.is(stored.length, 2, 'one email per key');
+  await w.settle();
+});
+
+test.serial('a campaign\'s batches are sent once while both nodes run the scheduler', async (t) => {
+  const bookRes = await w.t0.request('POST', '/v1/contactBooks', { body: { name: 'Cluster' } });
+  const contacts = Array.from({ length: 23 }, (_, i) => ({ email: `cl${i}@example.org` }));
+  t.is((await w.t0.request('POST', `/v1/contactBooks/${bookRes.body.id}/contacts/bulk`, { body: contacts })).status, 200);
+  const c = await w.t0.request('POST', '/v1/campaigns', {
+    body: { name: 'Both', from: `News <news@${w.domain.name}>`, subject: 'Hi', contactBookId: bookRes.body.id, html: '<p>x {{unsubscribeUrl}}</p>', batchSize: 5, sendNow: true },
+  });
+  t.is(c.status, 200, JSON.stringify(c.body));
+  const sent = async () => Number((await w.t0.app.store.db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('n')).where('campaign_id', '=', c.body.id).executeTakeFirstOrThrow()).n);
+  for (let batch = 1; batch <= 5; batch++) {
+    // Both schedulers tick together, again and again within one window: one batch per window.
+    for (let i = 0; i < 3; i++) await Promise.all([w.t0.app.runCampaigns(), b.app.runCampaigns()]);
+    t.is(await sent(), Math.min(23, batch * 5), `after window ${batch}`);
+    clock.advance(60_000);
+  }
+  await Promise.all([w.t0.app.runCampaigns(), b.app.runCampaigns()]);
+  t.is((await w.t0.request('GET', `/v1/campaigns/${c.body.id}`)).body.status, 'SENT');
+  await Promise.all([w.settle(), b.app.engine.whenIdle()]);
+  const rcpts = w.sink.messages.flatMap((m) => m.rcptTo).filter((r) => r.startsWith('cl'));
+  t.is(rcpts.length, 23);
+  t.is(new Set(rcpts).size, 23, 'nobody twice');
+});
+
+test.serial('a cron run is claimed by one node only', async (t) => {
+  const period = '2026-11-26T09:00:00.000Z';
+  const claims = await Promise.all([w.t0.app.cluster!.claimRun('probe', period), b.app.cluster!.claimRun('probe', period), w.t0.app.cluster!.claimRun('probe', period)]);
+  t.deepEqual(claims.filter(Boolean).length, 1);
+  t.true(await b.app.cluster!.claimRun('probe', '2026-11-26T09:00:01.000Z'), 'the next period is a new run');
+});
+
+test.serial('the per-destination connection limit holds for the cluster: two nodes, two sessions to the MX at most', async (t) => {
+  // Replies to DATA are held, so the sessions stay busy and the nodes want more of them than
+  // the cluster may have. Once a node with room of its own was refused one by the cluster (its
+  // log line), the replies go out, and everything is delivered over at most two sessions at a time.
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const refusedBy = new Set<string>();
+  const refused = new Promise<void>((resolve) => {
+    onRefusal = (node) => {
+      refusedBy.add(node);
+      resolve();
+    };
+  });
+  // Without the cluster's limit each node opens its own two: the race below ends at once.
+  let exceeded!: () => void;
+  const tooMany = new Promise<void>((resolve) => (exceeded = resolve));
+  w.sink.setBehaviour({
+    holdData: () => gate,
+    onConnect: () => {
+      if (w.sink.peakConnections > 2) exceeded();
+      return undefined;
+    },
+  });
+  const before = w.sink.messages.length;
+
+  try {
+    const sends = await Promise.all(Array.from({ length: 24 }, (_, i) => nodes()[i % 2]!.request('POST', '/v1/emails', { body: sendBody(w, { to: `limit${i}@example.net`, subject: `limit ${i}` }) })));
+    t.true(sends.every((r) => r.status === 200));
+    await Promise.race([refused, tooMany]);
+    t.log(`refused a session: ${[...refusedBy].join(', ')}`);
+    t.true(w.sink.peakConnections <= 2, `while held: ${w.sink.peakConnections} sessions`);
+  } finally {
+    release();
+    w.sink.setBehaviour({ holdData: undefined, onConnect: undefined });
+    onRefusal = () => undefined;
+  }
+  await w.sink.waitForMessages(before + 24, 30_000);
+  await Promise.all([w.settle(), b.app.engine.whenIdle()]);
+  t.true(w.sink.peakConnections <= 2, `peak ${w.sink.peakConnections} sessions`);
+});
+
+test.serial('a dead node\'s leases are taken over at once, not when they run out', async (t) => {
+  // A node that died: it was heard from long ago and still holds a delivery lease for hours.
+  const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'orphan@example.net', subject: 'orphan', scheduledAt: new Date(clock.nowMs() + 60_000).toISOString() }) });
+  t.is(res.status, 200);
+  const db = w.t0.app.store.db;
+  await db.insertInto('cluster_nodes').values({ id: 'node-dead', hostname: 'gone', pid: 1, started_at: clock.now().toISOString(), heartbeat_at: Date.now() - 3600_000, listeners_json: '{}' }).execute();
+  await db.updateTable('deliveries').set({ lease_owner: 'node-dead', lease_until: clock.nowMs() + 6 * 3600_000 }).where('email_id', '=', res.body.emailId).execute();
+  await db.insertInto('idempotency_keys').values({ team_id: w.t0.teamId, key: 'dead-request', body_hash: 'x', state: 'in_flight', response_json: null, created_at: clock.nowMs(), owner: 'node-dead' }).execute();
+  clock.advance(120_000);
+  await b.app.cluster!.sweepNow();
+  const row = await db.selectFrom('deliveries').select(['lease_owner']).where('email_id', '=', res.body.emailId).executeTakeFirstOrThrow();
+  t.true(row.lease_owner === null || row.lease_owner === 'node-a' || row.lease_owner === 'node-b', `leased by ${row.lease_owner}`);
+  b.app.engine.wake();
+  await Promise.all([w.settle(), b.app.engine.whenIdle()]);
+  t.is(w.sink.messages.filter((m) => m.rcptTo.includes('orphan@example.net')).length, 1);
+  t.is((await w.t0.request('GET', `/v1/emails/${res.body.emailId}`)).body.latestStatus, 'DELIVERED');
+  t.is((await db.selectFrom('idempotency_keys').select('key').where('key', '=', 'dead-request').execute()).length, 0, 'its in-flight key is released');
+});
