@@ -10,6 +10,8 @@ export interface CampaignBenchResult {
   emailsQueued: number;
   /** One bulk add of 1000 contacts (the API's maximum), in milliseconds. */
   bulkAdd1000Ms: number;
+  /** Peak resident memory of the process when run on its own (scenario-process.ts), in MB. */
+  peakRssMb?: number;
 }
 
 const CONTACTS = Number(process.env.BENCH_CAMPAIGN_CONTACTS ?? 100_000);

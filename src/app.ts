@@ -155,6 +155,7 @@ export async function createApp(opts: AppOptions) {
   const jobs = new JobMonitor(clock);
   const store: Store = openStore(storeFile(config), {
     backgroundCheckpoints: true,
+    durability: config.store.durability,
     onCheckpointError: (message) => {
       jobs.failed('wal-checkpoint', message);
       logger.warn({ err: message }, 'WAL checkpoint failed; retried at the next interval');

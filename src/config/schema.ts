@@ -74,6 +74,14 @@ export const configSchema = z
       doc: 'Sandbox mode, for trying Posthorn without DNS or port 25: a domain may send before it verifies, and every message goes through the whole pipeline (composed, DKIM-signed, tracked, events and webhooks) but is delivered to a capture mailbox on this server (GET /v1/sandbox/messages) instead of any MX. Nothing leaves the server by SMTP.',
       env: 'POSTHORN_SANDBOX',
     }),
+    store: section(
+      {
+        durability: key(z.enum(['full', 'normal']).default('full'), {
+          doc: 'full: every accepted send, stored message and delivery result is synced to disk before Posthorn says so (it survives a power cut). normal: synced at checkpoints only, faster on slow disks; a killed process still loses nothing, a power cut can lose the last seconds.',
+        }),
+      },
+      'The database.',
+    ),
     log: section({
       level: key(z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'), { doc: 'trace, debug, info, warn, error, fatal or silent.', env: 'POSTHORN_LOG_LEVEL' }),
     }),

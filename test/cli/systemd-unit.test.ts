@@ -29,7 +29,7 @@ test('the unit runs as a system user with a state directory, reads every setting
   t.deepEqual(values('StateDirectory'), ['posthorn']);
   t.deepEqual(values('Environment'), ['POSTHORN_DATA_DIR=/var/lib/posthorn']);
   t.deepEqual(values('EnvironmentFile'), ['-/etc/posthorn/posthorn.env']);
-  t.deepEqual(values('ExecStart'), ['/usr/bin/node /opt/posthorn/bin/posthorn --config /etc/posthorn/posthorn.toml serve']);
+  t.deepEqual(values('ExecStart'), ['/usr/bin/node --max-old-space-size=512 /opt/posthorn/bin/posthorn --config /etc/posthorn/posthorn.toml serve']);
   t.deepEqual(values('RestartPreventExitStatus'), ['78']);
   // A graceful stop waits for transactions on the wire: the unit must wait longer than the
   // longest one can take, or systemd kills it and those messages go out twice.

@@ -57,7 +57,7 @@ test('npm pack makes a package that installs on a clean prefix and runs', async 
   t.regex(init.stdout, /wrote .*posthorn\.toml/);
   t.is(readFileSync(join(initDir, 'posthorn.toml'), 'utf8'), readFileSync(join(ROOT, 'config.example.toml'), 'utf8'));
   const unit = readFileSync(join(initDir, 'posthorn.service'), 'utf8');
-  t.true(unit.includes(`ExecStart=${process.execPath} ${installed}/bin/posthorn --config /etc/posthorn/posthorn.toml serve`), unit);
+  t.true(unit.includes(`ExecStart=${process.execPath} --max-old-space-size=512 ${installed}/bin/posthorn --config /etc/posthorn/posthorn.toml serve`), unit);
   await t.throwsAsync(run(process.execPath, [bin, 'init'], { cwd: initDir }), { message: /exists; pass --force/ });
 
   // Serve from the installed package.
