@@ -10,6 +10,7 @@
 //  campaign: a 100,000-contact campaign queued (campaign-bench.ts), with its peak RSS.
 // run-bench.ts starts each with the Node options `posthorn serve` runs with (server-node-flags.ts).
 import { execFile, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { startBenchApp } from './bench-app.js';
@@ -37,8 +38,13 @@ async function load(url: string, key: string, body: string, total: number, concu
 
 const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 const cpuMs = (u: NodeJS.CpuUsage) => (u.user + u.system) / 1000;
+/** CPU time another process has used so far, all threads (Linux /proc; clock ticks of 10 ms). */
+function processCpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
 
-async function ceiling(total: number): Promise<{ perSecond: number; p50: number; p99: number }> {
+async function ceiling(total: number): Promise<{ perSecond: number; p50: number; p99: number; serverCpuMsPerRequest: number }> {
   const child = spawn(process.execPath, [fileURLToPath(new URL('./ceiling-server.js', import.meta.url))], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout.once('data', (d: Buffer) => resolve((JSON.parse(d.toString()) as { port: number }).port));
@@ -47,9 +53,11 @@ async function ceiling(total: number): Promise<{ perSecond: number; p50: number;
   const url = `http://127.0.0.1:${port}/v1/emails`;
   const body = JSON.stringify({ from: 'hello@bench-sender.com', to: 'user{i}@rcpt{d}.bench.test', subject: 'Ceiling', text: 'x'.repeat(800) });
   await load(url, 'none', body, 500, 16);
+  const cpuBefore = processCpuMs(child.pid!);
   const r = await load(url, 'none', body, total, CONCURRENCY);
+  const cpu = processCpuMs(child.pid!) - cpuBefore;
   child.kill('SIGTERM');
-  return { perSecond: Math.round(r.ok / r.seconds), p50: round(r.latenciesMs.p50), p99: round(r.latenciesMs.p99) };
+  return { perSecond: Math.round(r.ok / r.seconds), p50: round(r.latenciesMs.p50), p99: round(r.latenciesMs.p99), serverCpuMsPerRequest: round(cpu / Math.max(1, r.ok), 3) };
 }
 
 async function acceptance() {
@@ -61,9 +69,11 @@ async function acceptance() {
   const later = new Date(Date.now() + 365 * 86_400_000).toISOString();
   const body = JSON.stringify({ from: 'Bench <hello@bench-sender.com>', to: 'user{i}@rcpt{d}.bench.test', subject: 'Acceptance', text: 'x'.repeat(800), scheduledAt: later });
   await load(url, key, body, 500, 16);
+  const profiler = process.env.BENCH_PROFILE ? await startProfile() : undefined;
   const cpuBefore = process.cpuUsage();
   const r = await load(url, key, body, total, CONCURRENCY);
   const cpu = cpuMs(process.cpuUsage(cpuBefore));
+  if (profiler) await profiler.stop(process.env.BENCH_PROFILE!);
   await bench.close();
   const perSecond = Math.round(r.ok / r.seconds);
   return {
