@@ -8,6 +8,7 @@ import { registerKeys } from './keys-command.js';
 import { registerConfig } from './config-command.js';
 import { registerDomains } from './domains-command.js';
 import { registerQueue, registerSend } from './send-command.js';
+import { registerUsers } from './users-command.js';
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -25,6 +26,7 @@ export function buildProgram(): Command {
   registerDomains(program);
   registerSend(program);
   registerQueue(program);
+  registerUsers(program);
   return program;
 }
 

@@ -38,6 +38,18 @@ export interface AttemptResult {
   emailSuppressed?: boolean;
 }
 
+/** A recipient of an email, for the console's email page. */
+export interface RecipientView {
+  recipient: string;
+  kind: 'to' | 'cc' | 'bcc';
+  state: string;
+  attempts: number;
+  mxHost: string | null;
+  lastCode: number | null;
+  lastResponse: string | null;
+  nextAttemptAt: string | null;
+  updatedAt: string;
+}
 
 export interface DeliveryServiceDeps {
   deliveries: DeliveriesRepository;
@@ -207,6 +219,24 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       const group: DeliveryGroup = { email, domain: undefined, rcptDomain: d.rcpt_domain, deliveries: [d] };
       // No attempt started: this is not SENT, only FAILED.
       await this.complete(group, null, [{ deliveryId, outcome: 'failed', response: 'purged by an operator' }]);
+    },
+
+    /**
+     * One email's recipients as its owner sees them: where each stands, the last MX reply,
+     * and when the next attempt is due. The caller has checked the email is in scope.
+     */
+    async recipientsOf(teamId: number, emailId: string): Promise<RecipientView[]> {
+      return (await deps.deliveries.listForEmailInTeam(teamId, emailId)).map((d) => ({
+        recipient: d.recipient,
+        kind: d.kind,
+        state: d.state,
+        attempts: d.attempts,
+        mxHost: d.mx_host,
+        lastCode: d.last_code,
+        lastResponse: d.last_response,
+        nextAttemptAt: d.state === 'queued' ? new Date(d.next_attempt_at).toISOString() : null,
+        updatedAt: d.updated_at,
+      }));
     },
 
     /** Operator: deliveries by state (the queue command's summary). */

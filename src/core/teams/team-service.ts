@@ -14,6 +14,7 @@ export function createTeamService(deps: TeamServiceDeps) {
     async create(name: string, rateLimit: number | null = null): Promise<number> {
       const trimmed = name.trim();
       if (!trimmed) throw badRequest('name: must not be empty');
+      if (trimmed.length > 200) throw badRequest('name: at most 200 characters');
       if (rateLimit !== null && (!Number.isInteger(rateLimit) || rateLimit < 1)) throw badRequest('rateLimit: must be a positive integer');
       const id = await deps.teams.insert(trimmed, deps.clock.now().toISOString(), rateLimit);
       await deps.onTeamCreated?.(id);
@@ -26,7 +27,14 @@ export function createTeamService(deps: TeamServiceDeps) {
       return deps.teams.list();
     },
     async setRateLimit(id: number, rateLimit: number | null): Promise<boolean> {
+      if (rateLimit !== null && (!Number.isInteger(rateLimit) || rateLimit < 1)) throw badRequest('rateLimit: must be a positive integer');
       return deps.teams.setRateLimit(id, rateLimit, deps.clock.now().toISOString());
+    },
+    async rename(id: number, name: string): Promise<boolean> {
+      const trimmed = name.trim();
+      if (!trimmed) throw badRequest('name: must not be empty');
+      if (trimmed.length > 200) throw badRequest('name: at most 200 characters');
+      return deps.teams.rename(id, trimmed, deps.clock.now().toISOString());
     },
   };
 }

@@ -10,6 +10,7 @@ import * as m20261122070000 from './20261122070000-campaigns.js';
 import * as m20261122080000 from './20261122080000-delivery-claim-index.js';
 import * as m20261122091500 from './20261122091500-campaign-hard-bounced.js';
 import * as m20261124010000 from './20261124010000-delivery-due-since.js';
+import * as m20261126010000 from './20261126010000-console-users.js';
 
 // Every migration, keyed by its timestamped name. Kysely runs them in name order and
 // records each in kysely_migration, so they are forward-only and run once.
@@ -25,4 +26,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261122080000-delivery-claim-index': m20261122080000,
   '20261122091500-campaign-hard-bounced': m20261122091500,
   '20261124010000-delivery-due-since': m20261124010000,
+  '20261126010000-console-users': m20261126010000,
 };

@@ -25,6 +25,10 @@ export function createTeamsRepository(db: Db) {
       const rows = await db.selectFrom('teams').selectAll().orderBy('id').execute();
       return rows.map((r) => ({ id: r.id, name: r.name, rateLimit: r.rate_limit, createdAt: r.created_at }));
     },
+    async rename(id: number, name: string, nowIso: string): Promise<boolean> {
+      const res = await db.updateTable('teams').set({ name, updated_at: nowIso }).where('id', '=', id).executeTakeFirst();
+      return res.numUpdatedRows > 0n;
+    },
     async setRateLimit(id: number, rateLimit: number | null, nowIso: string): Promise<boolean> {
       const res = await db.updateTable('teams').set({ rate_limit: rateLimit, updated_at: nowIso }).where('id', '=', id).executeTakeFirst();
       return res.numUpdatedRows > 0n;
