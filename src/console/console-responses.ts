@@ -46,6 +46,6 @@ export function backTo(ctx: Context, fallback: string): string {
 
 /** Where to go after signing in: only a console path of this site. */
 export function safeNext(next: string | null | undefined): string {
-  if (!next || !next.startsWith('/console') || next.startsWith('//') || /[\\\r\n]/.test(next)) return '/console';
+  if (!next || !/^\/console(\/|\?|$)/.test(next) || /[\\\r\n]/.test(next)) return '/console';
   return next;
 }

@@ -69,11 +69,22 @@ for (const form of document.querySelectorAll('form.segment-builder')) {
   const template = form.querySelector('#condition-template');
   const output = form.querySelector('#segment-count');
   let n = list ? list.children.length : 0;
+  // The property name box only matters for "Property…".
+  const showProp = (row) => {
+    const prop = row.querySelector('input[name="prop"]');
+    if (prop) prop.hidden = row.querySelector('select[name="field"]').value !== 'property';
+  };
+  for (const row of form.querySelectorAll('.condition')) showProp(row);
+  form.addEventListener('change', (event) => {
+    const row = event.target.closest('.condition');
+    if (row && event.target.name === 'field') showProp(row);
+  });
   form.querySelector('.add-condition')?.addEventListener('click', () => {
     n += 1;
     const row = template.content.firstElementChild.cloneNode(true);
     for (const el of row.querySelectorAll('[aria-label]')) el.setAttribute('aria-label', el.getAttribute('aria-label').replace('Condition new', `Condition ${n}`));
     list.append(row);
+    showProp(row);
     row.querySelector('select').focus();
   });
   form.addEventListener('click', (event) => {

@@ -31,7 +31,7 @@ export function campaignsPages(r: Router, d: PageDeps): void {
   }
 
   function audienceFields(c: Awaited<ReturnType<typeof choices>>, bookId?: string, segmentId?: string | null): SafeHtml {
-    return html`<div class="row">${select({ name: 'contactBookId', label: 'Contact book', value: bookId, options: c.books.map((b) => [b.id, `${b.emoji} ${b.name} (${b._count.contacts})`] as const) })}
+    return html`<div class="row">${select({ name: 'contactBookId', label: 'Contact book', value: bookId, options: c.books.map((b) => [b.id, `${b.name} (${b._count.contacts})`] as const) })}
 ${select({ name: 'segmentId', label: 'Segment', value: segmentId ?? '', hint: 'A segment of the chosen book, or everyone subscribed in it.', options: [['', 'Everyone in the book'], ...c.segs.map((s) => [s.id, s.name] as const)] })}</div>`;
   }
 

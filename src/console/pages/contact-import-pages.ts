@@ -41,7 +41,7 @@ export function contactImportPages(r: Router, d: PageDeps): void {
     renderPage(ctx, d.assets, {
       title: `Import of ${job.fileName}`,
       nav: 'contacts',
-      crumbs: [['Contacts', '/console/contacts'], [`${book.emoji} ${book.name}`, `/console/contacts/${seg(book.id)}`]],
+      crumbs: [['Contacts', '/console/contacts'], [`${book.name}`, `/console/contacts/${seg(book.id)}`]],
       body: html`<div id="live-import"${running ? html` data-live="700"` : ''}>
 ${section('Progress', html`<p><label for="import-progress">${job.processedRows} of ${job.totalRows} rows processed</label></p>
 <progress id="import-progress" max="${Math.max(1, job.totalRows)}" value="${job.processedRows}">${job.processedRows} of ${job.totalRows}</progress>

@@ -39,7 +39,7 @@ export function contactsPages(r: Router, d: PageDeps): void {
       body: html`${section('New contact book', html`<form method="post" action="/console/contacts" class="row-form">${csrfField(ctx)}
 ${input({ name: 'name', label: 'Name', required: true, placeholder: 'Newsletter' })}<button type="submit" class="btn primary">Create book</button></form>`)}
 ${table('Contact books', ['Book', 'Contacts', 'Double opt-in', 'Created'], books.map((b) => [
-  html`<a href="/console/contacts/${seg(b.id)}">${b.emoji} ${b.name}</a>`,
+  html`<a href="/console/contacts/${seg(b.id)}">${b.name}</a>`,
   String(b._count.contacts),
   b.doubleOptInEnabled ? 'on' : 'off',
   time(b.createdAt),
@@ -60,7 +60,7 @@ ${table('Contact books', ['Book', 'Contacts', 'Double opt-in', 'Created'], books
     const p = pageOf(q);
     const found = await contacts.search(scope, book.id, { search, offset: p.offset, limit: p.limit });
     renderPage(ctx, d.assets, {
-      title: `${book.emoji} ${book.name}`,
+      title: `${book.name}`,
       nav: 'contacts',
       crumbs: [['Contacts', '/console/contacts']],
       actions: html`<a class="btn secondary" href="/console/contacts/${seg(book.id)}/export.csv" download>Export CSV</a>`,
@@ -114,7 +114,7 @@ ${input({ name: 'doubleOptInFrom', label: 'Confirmation sender', value: book.dou
     renderPage(ctx, d.assets, {
       title: c.email,
       nav: 'contacts',
-      crumbs: [['Contacts', '/console/contacts'], [`${book.emoji} ${book.name}`, `/console/contacts/${seg(book.id)}`]],
+      crumbs: [['Contacts', '/console/contacts'], [`${book.name}`, `/console/contacts/${seg(book.id)}`]],
       body: html`${section('Contact', definitionList([
         ['Status', c.subscribed ? badge('SUBSCRIBED') : badge(c.unsubscribeReason ?? 'PENDING')],
         ['Added', time(c.createdAt)],

@@ -111,7 +111,7 @@ ${section('Recipients', table('Recipients', ['Recipient', 'State', 'Attempts', '
   badge(x.state),
   String(x.attempts),
   x.mxHost ?? '—',
-  x.lastResponse ? html`<code class="reply-inline">${x.lastCode ?? ''} ${x.lastResponse}</code>` : '—',
+  x.lastResponse ? html`<code class="reply-inline">${x.lastResponse}</code>` : '—',
   time(x.nextAttemptAt),
 ]), 'No recipient is left to deliver to (all were suppressed).'))}
 ${section('Timeline', html`<ol class="timeline">${events.map((ev) => html`<li><div class="event-head">${badge(ev.status)} ${time(ev.createdAt)}</div>${eventDetail(ev.data)}</li>`)}</ol>`)}

@@ -27,13 +27,13 @@ export function operatorQueuePage(r: Router, d: PageDeps): void {
       nav: 'operator-queue',
       body: html`${section('Deliveries by state', html`<ul class="counters">${counts.map((c) => html`<li><span class="n">${c.count}</span> ${c.state}</li>`)}</ul>`)}
 ${section('Waiting, by destination', html`<p class="hint">The ${LISTED} soonest due deliveries, grouped by the recipient's domain.</p>
-${destinations.length ? destinations.map(([domain, list]) => html`<details class="destination"><summary><strong>${domain}</strong> · ${list.length} waiting · next ${time(new Date(list[0]!.next_attempt_at).toISOString())}${list[0]!.last_response ? html` · last reply: <code class="reply-inline">${list[0]!.last_code ?? ''} ${list[0]!.last_response}</code>` : ''}</summary>
+${destinations.length ? destinations.map(([domain, list]) => html`<details class="destination"><summary><strong>${domain}</strong> · ${list.length} waiting · next ${time(new Date(list[0]!.next_attempt_at).toISOString())}${list[0]!.last_response ? html` · last reply: <code class="reply-inline">${list[0]!.last_response}</code>` : ''}</summary>
 ${table(`Deliveries to ${domain}`, ['Recipient', 'Team', 'Attempts', 'Next attempt', 'Last reply', ''], list.map((q) => [
   html`<a href="/console/emails/${seg(q.email_id)}">${q.recipient}</a>`,
   String(q.team_id),
   String(q.attempts),
   time(new Date(q.next_attempt_at).toISOString()),
-  q.last_response ? html`<code class="reply-inline">${q.last_code ?? ''} ${q.last_response}</code>` : badge('queued'),
+  q.last_response ? html`<code class="reply-inline">${q.last_response}</code>` : badge('queued'),
   html`${actionButton(ctx, '/console/operator/queue/retry', 'Retry now', { fields: { deliveryId: String(q.id) } })}${actionButton(ctx, '/console/operator/queue/purge', 'Give up', { kind: 'danger', fields: { deliveryId: String(q.id) }, confirm: `Give up on ${q.recipient}? It is recorded as failed.` })}`,
 ]))}</details>`) : html`<p class="empty">Nothing is waiting.</p>`}`)}`,
     });

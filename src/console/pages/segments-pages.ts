@@ -118,12 +118,12 @@ ${select({ name: 'match', label: 'Match', value: s.match, options: [['all', 'all
     const scope = scopeOf(ctx);
     const p = pageOf(new URLSearchParams(ctx.querystring));
     const [list, books] = await Promise.all([segments.list(scope.teamId, { offset: p.offset, limit: p.limit }), contactBooks.list(scope)]);
-    const bookName = new Map(books.map((b) => [b.id, `${b.emoji} ${b.name}`]));
+    const bookName = new Map(books.map((b) => [b.id, `${b.name}`]));
     renderPage(ctx, d.assets, {
       title: 'Segments',
       nav: 'segments',
       body: html`${books.length
-        ? section('New segment', html`<form method="get" action="/console/segments/new" class="row-form">${select({ name: 'book', label: 'Contact book', options: books.map((b) => [b.id, `${b.emoji} ${b.name}`] as const) })}<button type="submit" class="btn primary">Build a segment</button></form>`)
+        ? section('New segment', html`<form method="get" action="/console/segments/new" class="row-form">${select({ name: 'book', label: 'Contact book', options: books.map((b) => [b.id, `${b.name}`] as const) })}<button type="submit" class="btn primary">Build a segment</button></form>`)
         : html`<p class="hint">Segments filter a contact book: <a href="/console/contacts">create a book</a> first.</p>`}
 ${table('Segments', ['Segment', 'Contact book', 'Updated'], list.items.map((s) => [html`<a href="/console/segments/${seg(s.id)}">${s.name}</a>`, bookName.get(s.contactBookId) ?? s.contactBookId, time(s.updatedAt)]), 'No segments yet.')}
 ${pager('/console/segments', { ...p, total: list.total })}`,
@@ -137,7 +137,7 @@ ${pager('/console/segments', { ...p, total: list.total })}`,
       title: 'New segment',
       nav: 'segments',
       crumbs: [['Segments', '/console/segments']],
-      body: section('Filter', builder(ctx, { action: '/console/segments', name: '', bookId: book.id, match: 'all', rows, json: '', count: await preview(ctx, book.id, { match: 'all', conditions: [{ field: 'subscribed', op: 'eq', value: true }] }) }, `${book.emoji} ${book.name}`)),
+      body: section('Filter', builder(ctx, { action: '/console/segments', name: '', bookId: book.id, match: 'all', rows, json: '', count: await preview(ctx, book.id, { match: 'all', conditions: [{ field: 'subscribed', op: 'eq', value: true }] }) }, `${book.name}`)),
     });
   });
 
@@ -165,7 +165,7 @@ ${pager('/console/segments', { ...p, total: list.total })}`,
       title: segmentId ? 'Edit segment' : 'New segment',
       nav: 'segments',
       crumbs: [['Segments', '/console/segments']],
-      body: section('Filter', builder(ctx, { action: segmentId ? `/console/segments/${seg(segmentId)}` : '/console/segments', segmentId: segmentId || undefined, name: field(ctx, 'name'), bookId: book.id, match: f.get('match') === 'any' ? 'any' : 'all', rows, json: f.get('filtersJson') ?? '', count }, `${book.emoji} ${book.name}`)),
+      body: section('Filter', builder(ctx, { action: segmentId ? `/console/segments/${seg(segmentId)}` : '/console/segments', segmentId: segmentId || undefined, name: field(ctx, 'name'), bookId: book.id, match: f.get('match') === 'any' ? 'any' : 'all', rows, json: f.get('filtersJson') ?? '', count }, `${book.name}`)),
     });
   });
 
@@ -183,7 +183,7 @@ ${pager('/console/segments', { ...p, total: list.total })}`,
     const p = pageOf(q);
     const members = await segments.contacts(scope.teamId, s.id, { offset: p.offset, limit: p.limit });
     const rows = q.get('mode') === 'json' ? null : rowsOf(s.filters);
-    const form = builder(ctx, { action: `/console/segments/${seg(s.id)}`, segmentId: s.id, name: s.name, bookId: s.contactBookId, match: s.filters.match, rows, json: JSON.stringify(s.filters, null, 2), count: { total: members.total } }, book ? `${book.emoji} ${book.name}` : 'a deleted book');
+    const form = builder(ctx, { action: `/console/segments/${seg(s.id)}`, segmentId: s.id, name: s.name, bookId: s.contactBookId, match: s.filters.match, rows, json: JSON.stringify(s.filters, null, 2), count: { total: members.total } }, book ? `${book.name}` : 'a deleted book');
     renderPage(ctx, d.assets, {
       title: s.name,
       nav: 'segments',
