@@ -55,10 +55,18 @@ export class ConsoleClient {
   }
 
   /** A same-origin form post with the CSRF token, as the console's own forms send it. */
-  async post(path: string, form: Record<string, string | string[]> = {}, o: { token?: string; origin?: string | null } = {}) {
+  async post(path: string, form: Record<string, string | string[]> = {}, o: { token?: string; origin?: string | null; referer?: string } = {}) {
     const token = o.token ?? (await this.csrf());
     const origin = o.origin === undefined ? this.baseUrl : o.origin;
-    return this.request('POST', path, { form: { _csrf: token, ...form }, headers: origin === null ? {} : { origin } });
+    const headers: Record<string, string> = origin === null ? {} : { origin };
+    if (o.referer) headers.referer = this.baseUrl + o.referer;
+    return this.request('POST', path, { form: { _csrf: token, ...form }, headers });
+  }
+
+  /** The one-time message the last redirect carried. */
+  flash(): string {
+    const raw = this.cookies.get('posthorn_flash');
+    return raw ? (JSON.parse(Buffer.from(raw, 'base64url').toString()) as { text: string }).text : '';
   }
 
   async signIn(email: string, password = PASSWORD): Promise<ConsoleResponse> {
