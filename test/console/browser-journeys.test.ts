@@ -26,7 +26,7 @@ test.before(async () => {
   await consoleUser(w.t0.app, USER, w.t0.teamId);
   receiver = await startWebhookReceiver();
   browser = await launchBrowser();
-  context = await newContext(browser);
+  context = await newContext(browser, { clipboard: true });
   page = await context.newPage();
   problems = watchPage(page);
   await signIn(page, w.t0.baseUrl, USER);
@@ -50,12 +50,16 @@ test.serial('add a domain, publish its records, verify it, send a test email and
   const rows = page.locator('table tbody tr');
   t.is(await rows.count(), 4);
   t.regex(await rows.first().innerText(), /TXT\s+s\d*\._domainkey\.news\.dev|_domainkey\.news\.dev/);
-  t.true(await page.getByRole('button', { name: 'Copy' }).first().isVisible());
+  // Copy buttons put the exact record on the clipboard.
+  await page.getByRole('button', { name: 'Copy value' }).first().click();
+  const copied = await page.evaluate(() => (globalThis as any).navigator.clipboard.readText());
+  t.regex(copied, /^v=DKIM1; k=rsa; p=[A-Za-z0-9+/=]+$/);
 
   const domain = (await w.t0.app.services.domains.list({ teamId: w.t0.teamId, domainId: null })).find((d) => d.name === 'news.dev')!;
   // What the page asked for is what gets published.
   const shown = await page.locator('table tbody tr td:nth-child(3) code').allInnerTexts();
   t.deepEqual(shown, domain.dnsRecords.map((r) => r.value));
+  t.is(copied, domain.dnsRecords[0]!.value);
   publishRecords(w.t0, domain);
   await page.getByRole('button', { name: 'Verify now' }).click();
   await page.waitForURL(/\/console\/domains\/\d+$/);

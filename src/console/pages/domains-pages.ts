@@ -8,7 +8,9 @@ import { actionButton, badge, checkbox, csrfField, definitionList, input, render
 // Domains: add one, publish the records it asks for (copy buttons, each record's status),
 // verify now, and the tracking, TLS and receiving settings.
 
-const copyable = (id: string, value: string) => html`<code class="wrap" id="${id}">${value}</code> <button type="button" class="copy btn small" data-copy="${id}" aria-label="Copy">Copy</button>`;
+/** A value with its copy button; names stay on one line, long values (DKIM keys) wrap anywhere. */
+const copyable = (id: string, value: string, kind: 'name' | 'value') =>
+  html`<code class="${kind === 'name' ? 'nowrap' : 'wrap'}" id="${id}">${value}</code> <button type="button" class="copy btn small" data-copy="${id}" aria-label="Copy ${kind === 'name' ? 'name' : 'value'}">Copy</button>`;
 
 export function domainsPages(r: Router, d: PageDeps): void {
   const secure = isSecure(d.publicUrl);
@@ -41,8 +43,8 @@ ${table('Domains', ['Domain', 'Status', 'Tracking', 'Added'], list.map((x) => [
     const x = await domains.get(scopeOf(ctx), idOf(ctx));
     const records = x.dnsRecords.map((rec, i) => [
       rec.type,
-      copyable(`rec-${i}-name`, rec.name),
-      copyable(`rec-${i}-value`, rec.value),
+      copyable(`rec-${i}-name`, rec.name, 'name'),
+      copyable(`rec-${i}-value`, rec.value, 'value'),
       rec.priority ?? '—',
       html`${badge(rec.status)}${rec.recommended ? html` <span class="muted">recommended</span>` : ''}`,
     ]);

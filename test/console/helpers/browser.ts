@@ -35,8 +35,13 @@ export async function signIn(page: Page, baseUrl: string, email: string, passwor
   await Promise.all([page.waitForURL((u) => !u.pathname.startsWith('/console/login')), page.getByRole('button', { name: 'Sign in' }).click()]);
 }
 
-export async function newContext(browser: Browser, o: { width?: number; bypassCSP?: boolean } = {}): Promise<BrowserContext> {
-  return browser.newContext({ viewport: { width: o.width ?? 1280, height: 900 }, bypassCSP: o.bypassCSP ?? false, reducedMotion: 'reduce' });
+export async function newContext(browser: Browser, o: { width?: number; bypassCSP?: boolean; clipboard?: boolean } = {}): Promise<BrowserContext> {
+  return browser.newContext({
+    viewport: { width: o.width ?? 1280, height: 900 },
+    bypassCSP: o.bypassCSP ?? false,
+    reducedMotion: 'reduce',
+    permissions: o.clipboard ? ['clipboard-read', 'clipboard-write'] : [],
+  });
 }
 
 export async function screenshot(page: Page, name: string): Promise<string> {
