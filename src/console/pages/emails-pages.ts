@@ -85,7 +85,7 @@ ${table(
     const local = field(ctx, 'fromLocal');
     const domain = field(ctx, 'fromDomain');
     if (!/^[A-Za-z0-9._%+-]{1,64}$/.test(local)) throw badRequest('From: the part before @ may use letters, digits and . _ % + -');
-    const result = await emails.submit(sendContextOf(ctx), { from: `${local}@${domain}`, to: field(ctx, 'to'), subject: field(ctx, 'subject'), text: field(ctx, 'text') || ' ' });
+    const result = await emails.submit(sendContextOf(ctx), { from: `${local}@${domain}`, to: field(ctx, 'to'), subject: field(ctx, 'subject'), text: field(ctx, 'text') || undefined });
     redirectWithFlash(ctx, secure, `/console/emails/${seg(result.emailId)}`, { kind: 'ok', text: 'The email was accepted and queued.' });
   });
 
