@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import { startBenchApp } from './bench-app.js';
 import { startSinkProcess } from './sink-process.js';
 import { runCampaignBench } from './campaign-bench.js';
+import { runConsoleBench } from './console-bench.js';
 
 const run = promisify(execFile);
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 10_000);
@@ -85,6 +86,8 @@ async function main() {
   const delivered = Number(
     (await db.selectFrom('deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('state', '=', 'delivered').executeTakeFirstOrThrow()).n,
   );
+  // Phase 4: the web console over the data the phases above made (BENCH_SKIP_CONSOLE=1 leaves it out).
+  const consoleBench = process.env.BENCH_SKIP_CONSOLE ? null : await runConsoleBench(app, `http://127.0.0.1:${bench.httpPort}`, teamId);
   await bench.close();
   const sinkCpu = await sink.close();
 
@@ -110,6 +113,7 @@ async function main() {
       sinkCpuMsPerMessage: round(sinkCpu.cpuMs / Math.max(1, delivered), 2),
     },
     campaign,
+    console: consoleBench,
     peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
   };
   writeFileSync(new URL('../../bench/results.json', import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
@@ -123,6 +127,8 @@ async function main() {
     ['sink CPU per message (other process)', `${results.delivery.sinkCpuMsPerMessage} ms`],
     ["campaign contacts queued/s", `${campaign.contactsQueuedPerSecond} (${campaign.emailsQueued} of ${campaign.contacts} in ${campaign.seconds} s)`],
     ['bulk add of 1000 contacts', `${campaign.bulkAdd1000Ms} ms`],
+    ['console render p50 (overview, emails, email)', consoleBench ? `${consoleBench.renderMsP50.overview} / ${consoleBench.renderMsP50.emails} / ${consoleBench.renderMsP50.email} ms (${consoleBench.pageKb.overview} / ${consoleBench.pageKb.emails} / ${consoleBench.pageKb.email} KB)` : 'skipped'],
+    ['console in Chromium: sign-in cold, overview', consoleBench?.browser ? `interactive in ${consoleBench.browser.signInInteractiveMs} ms (${consoleBench.browser.signInTransferredKb} KB), overview in ${consoleBench.browser.overviewInteractiveMs} ms (loaded ${consoleBench.browser.overviewLoadedMs} ms)` : 'skipped'],
     ['peak RSS', `${results.peakRssMb} MB`],
   ];
   const width = Math.max(...rows.map((r) => r[0].length));
