@@ -17,6 +17,7 @@ import { promisify } from 'node:util';
 import { startBenchApp } from './bench-app.js';
 import { startSinkProcess } from './sink-process.js';
 import { SERVER_NODE_FLAGS } from '../src/cli/server-node-flags.js';
+import { runConsoleBench } from './console-bench.js';
 
 const run = promisify(execFile);
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 10_000);
@@ -88,6 +89,8 @@ async function main() {
   const delivered = Number(
     (await db.selectFrom('deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('state', '=', 'delivered').executeTakeFirstOrThrow()).n,
   );
+  // Phase 4: the web console over the data the phases above made (BENCH_SKIP_CONSOLE=1 leaves it out).
+  const consoleBench = process.env.BENCH_SKIP_CONSOLE ? null : await runConsoleBench(app, `http://127.0.0.1:${bench.httpPort}`, teamId);
   await bench.close();
   const sinkCpu = await sink.close();
 
@@ -124,6 +127,7 @@ async function main() {
     acceptance,
     realistic,
     peakRssMb: phasesPeakRssMb,
+    console: consoleBench,
   };
   writeFileSync(new URL('../../bench/results.json', import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
   const rows: [string, string][] = [
@@ -150,6 +154,8 @@ async function main() {
           ['  CPU per message, peak RSS', `${realistic.cpuMsPerMessage} ms (all threads), ${realistic.peakRssMb} MB`],
         ] as [string, string][])
       : []),
+    ['console render p50 (overview, emails, email)', consoleBench ? `${consoleBench.renderMsP50.overview} / ${consoleBench.renderMsP50.emails} / ${consoleBench.renderMsP50.email} ms (${consoleBench.pageKb.overview} / ${consoleBench.pageKb.emails} / ${consoleBench.pageKb.email} KB)` : 'skipped'],
+    ['console in Chromium: sign-in cold, overview', consoleBench?.browser ? `interactive in ${consoleBench.browser.signInInteractiveMs} ms (${consoleBench.browser.signInTransferredKb} KB), overview in ${consoleBench.browser.overviewInteractiveMs} ms (loaded ${consoleBench.browser.overviewLoadedMs} ms)` : 'skipped'],
   ];
   const width = Math.max(...rows.map((r) => r[0].length));
   process.stdout.write(`\n${rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n')}\n\nwritten to bench/results.json\n`);

@@ -112,6 +112,14 @@ import { createTlsReportSender } from './smtp/outbound/tls-report-sender.js';
 import { httpsCaList } from './smtp/outbound/https-client.js';
 import { tlsReportsRoutes } from './api/routes/tls-reports-routes.js';
 import { mtaStsRoutes } from './api/mta-sts-routes.js';
+import { createConsoleUsersRepository } from './store/repositories/console-users-repository.js';
+import { createContactImportsRepository } from './store/repositories/contact-imports-repository.js';
+import { createUserService } from './core/users/user-service.js';
+import { createSessionService } from './core/users/session-service.js';
+import { createLoginThrottle } from './core/users/login-throttle.js';
+import { createContactImportService } from './core/contacts/contact-import-service.js';
+import { createOverviewService } from './core/overview/overview-service.js';
+import { mountConsole } from './console/console-module.js';
 
 // The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
 
@@ -337,6 +345,18 @@ export async function createApp(opts: AppOptions) {
   let inboundListener: SmtpListener | undefined;
   let submissionListener: SmtpListener | undefined;
 
+  // The web console's people and its background imports (docs/console.md).
+  const consoleUsersRepo = createConsoleUsersRepository(store.db);
+  const users = createUserService({ users: consoleUsersRepo, clock, teamExists: async (id) => !!(await teams.get(id)) });
+  const sessions = createSessionService({
+    users: consoleUsersRepo,
+    clock,
+    policy: { idleMs: config.console.sessionIdleMinutes * 60_000, absoluteMs: config.console.sessionMaxHours * 3_600_000 },
+  });
+  const loginThrottle = createLoginThrottle(clock);
+  const contactImports = createContactImportService({ imports: createContactImportsRepository(store.db), contacts, clock, logger });
+  const overview = createOverviewService({ domains, webhooks, analytics });
+
   // Sandbox mode (architecture.md, Decisions: sandbox mode): the capture mailbox the engine delivers to instead of any MX.
   const sandbox = createSandboxService({ messages: createSandboxMessagesRepository(store.db), clock, enabled: config.sandbox });
 
@@ -359,7 +379,7 @@ export async function createApp(opts: AppOptions) {
   // Mail Posthorn sends as itself (TLS reports) is signed with the server's own key, made on first use.
   const serverDkimKey = createServerDkimKeySource({ settings, hostname: config.hostname, selector: config.domains.dkimSelector });
 
-  const services = { campaigns, templates, teams, apiKeys, events, domains, emails, deliveries, contactBooks, contacts, segments, suppressions, webhooks, webhookOutbox, analytics, tracking, sandbox, tlsReports, operatorKeys, audit, queue };
+  const services = { campaigns, templates, teams, apiKeys, events, domains, emails, deliveries, contactBooks, contacts, segments, suppressions, webhooks, webhookOutbox, analytics, tracking, sandbox, tlsReports, operatorKeys, audit, queue, contactImports, users, sessions, overview };
 
   const routes: RouteDef[] = [...apiKeysRoutes(apiKeys), ...domainsRoutes(domains), ...emailsRoutes(emails), ...templatesRoutes(templates)];
   routes.push(...campaignsRoutes(campaigns));
@@ -558,6 +578,18 @@ export async function createApp(opts: AppOptions) {
           unsubscribeRoutes(campaigns)(router);
           trackingRoutes(tracking, logger)(router);
           mtaStsRoutes(domains, logger)(router);
+          if (config.console.enabled) {
+            mountConsole(router, {
+              services: { emails, deliveries, domains, apiKeys, contactBooks, contacts, contactImports, segments, templates, campaigns, suppressions, webhooks, analytics, received: inbound.received, teams, overview },
+              users,
+              sessions,
+              loginThrottle,
+              // The operator queue page's source; the operator queue service can take its place.
+              queue: deliveries,
+              logger,
+              publicUrl: config.publicUrl,
+            });
+          }
         },
       });
       const releasedKeys = await emails.releaseInFlightKeys();
@@ -605,6 +637,8 @@ export async function createApp(opts: AppOptions) {
       const releasedCalls = await webhookOutbox.releaseStaleLeases();
       if (releasedCalls) logger.info({ released: releasedCalls }, 'released webhook call leases left by a previous run');
       webhookDispatcher.start();
+      const resumedImports = await contactImports.resume();
+      if (resumedImports) logger.info({ resumed: resumedImports }, 'contact imports a previous run left unfinished carry on');
       cron = startCronJobs({ logger, domains, emails, queue, config, jobs, tlsReports: tlsReportConfig.enabled ? { daily: () => runTlsReports(true), retries: () => runTlsReports(false) } : undefined });
       campaignRunner = startCampaignRunner({ campaigns, logger, jobs });
       return listeners;
@@ -617,6 +651,7 @@ export async function createApp(opts: AppOptions) {
       cron?.stop();
       await campaignRunner?.stop();
       await http?.close();
+      await contactImports.stop(); // the chunk in progress is recorded; the rest carries on at the next start
       // Messages being stored finish and get their reply before the store closes.
       await Promise.all([inboundListener?.close(), submissionListener?.close()]);
       await engine!.stop();

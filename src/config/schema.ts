@@ -254,6 +254,14 @@ export const configSchema = z
     campaigns: section({
       batchWindowSeconds: key(z.number().min(0).max(86_400).default(60), { doc: 'A campaign sends batchSize messages per window of this many seconds (pacing).' }),
     }),
+    console: section(
+      {
+        enabled: key(z.boolean().default(true), { doc: 'Serve the web console under /console (docs/console.md); false leaves only the API.', env: 'POSTHORN_CONSOLE_ENABLED' }),
+        sessionIdleMinutes: key(z.number().int().min(1).max(7 * 24 * 60).default(60), { doc: 'A console session ends after this many minutes without a request.' }),
+        sessionMaxHours: key(z.number().int().min(1).max(30 * 24).default(12), { doc: 'A console session ends this many hours after sign-in, however active it is.' }),
+      },
+      'The web console: users are created with `posthorn users create`.',
+    ),
     webhooks: section({
       allowPrivate: key(z.boolean().default(false), { doc: 'Allow webhook URLs that resolve to private, loopback or link-local addresses.', env: 'POSTHORN_WEBHOOKS_ALLOW_PRIVATE' }),
       timeoutMs: key(timeoutMs(60_000).default(10_000), { doc: 'Per-attempt timeout of a webhook POST, in milliseconds (connect, headers and body); a timeout is a failed attempt.' }),

@@ -68,6 +68,18 @@ export interface AttemptTrace {
   results: { recipient: string; outcome: string; code?: number; response: string }[];
 }
 
+/** A recipient of an email, for the console's email page. */
+export interface RecipientView {
+  recipient: string;
+  kind: 'to' | 'cc' | 'bcc';
+  state: string;
+  attempts: number;
+  mxHost: string | null;
+  lastCode: number | null;
+  lastResponse: string | null;
+  nextAttemptAt: string | null;
+  updatedAt: string;
+}
 
 export interface DeliveryServiceDeps {
   deliveries: DeliveriesRepository;
@@ -259,6 +271,24 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         failed += list.length;
       }
       return failed;
+    },
+
+    /**
+     * One email's recipients as its owner sees them: where each stands, the last MX reply,
+     * and when the next attempt is due. The caller has checked the email is in scope.
+     */
+    async recipientsOf(teamId: number, emailId: string): Promise<RecipientView[]> {
+      return (await deps.deliveries.listForEmailInTeam(teamId, emailId)).map((d) => ({
+        recipient: d.recipient,
+        kind: d.kind,
+        state: d.state,
+        attempts: d.attempts,
+        mxHost: d.mx_host,
+        lastCode: d.last_code,
+        lastResponse: d.last_response,
+        nextAttemptAt: d.state === 'queued' ? new Date(d.next_attempt_at).toISOString() : null,
+        updatedAt: d.updated_at,
+      }));
     },
 
     /** Operator: deliveries by state (the queue command's summary). */

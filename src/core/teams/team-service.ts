@@ -24,6 +24,13 @@ function rateLimitOf(rateLimit: number | null): number | null {
 }
 
 export function createTeamService(deps: TeamServiceDeps) {
+  /** Renames and/or sets the rate limit (null: the configured default); undefined when there is no such team. */
+  async function update(id: number, changes: { name?: string; rateLimit?: number | null }) {
+    const clean: { name?: string; rateLimit?: number | null } = {};
+    if (changes.name !== undefined) clean.name = teamName(changes.name);
+    if (changes.rateLimit !== undefined) clean.rateLimit = rateLimitOf(changes.rateLimit);
+    return deps.teams.update(id, clean, deps.clock.now().toISOString());
+  }
   return {
     async create(name: string, rateLimit: number | null = null): Promise<number> {
       const trimmed = teamName(name);
@@ -38,15 +45,9 @@ export function createTeamService(deps: TeamServiceDeps) {
     async list() {
       return deps.teams.list();
     },
-    /** Renames and/or sets the rate limit (null: the configured default); undefined when there is no such team. */
-    async update(id: number, changes: { name?: string; rateLimit?: number | null }) {
-      const clean: { name?: string; rateLimit?: number | null } = {};
-      if (changes.name !== undefined) clean.name = teamName(changes.name);
-      if (changes.rateLimit !== undefined) clean.rateLimit = rateLimitOf(changes.rateLimit);
-      return deps.teams.update(id, clean, deps.clock.now().toISOString());
-    },
+    update,
     async setRateLimit(id: number, rateLimit: number | null): Promise<boolean> {
-      return deps.teams.setRateLimit(id, rateLimit, deps.clock.now().toISOString());
+      return (await update(id, { rateLimit })) !== undefined;
     },
   };
 }

@@ -237,6 +237,11 @@ export function createDeliveriesRepository(db: Db) {
       return res.numUpdatedRows > 0n;
     },
 
+    /** One email's recipients, only if the email is the team's. */
+    async listForEmailInTeam(teamId: number, emailId: string): Promise<DeliveryRow[]> {
+      return db.selectFrom('deliveries').selectAll().where('team_id', '=', teamId).where('email_id', '=', emailId).orderBy('id').execute();
+    },
+
     async listForEmail(emailId: string): Promise<DeliveryRow[]> {
       return db.selectFrom('deliveries').selectAll().where('email_id', '=', emailId).orderBy('id').execute();
     },

@@ -34,10 +34,6 @@ export function createTeamsRepository(db: Db) {
         .executeTakeFirst();
       return r && { id: r.id, name: r.name, rateLimit: r.rate_limit, createdAt: r.created_at };
     },
-    async setRateLimit(id: number, rateLimit: number | null, nowIso: string): Promise<boolean> {
-      const res = await db.updateTable('teams').set({ rate_limit: rateLimit, updated_at: nowIso }).where('id', '=', id).executeTakeFirst();
-      return res.numUpdatedRows > 0n;
-    },
   };
 }
 export type TeamsRepository = ReturnType<typeof createTeamsRepository>;

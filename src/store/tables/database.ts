@@ -509,7 +509,57 @@ export interface CampaignRecipientsTable {
   unsubscribed: number;
 }
 
+/** A person who signs in to the web console (docs/console.md). */
+export interface ConsoleUsersTable {
+  id: Generated<number>;
+  team_id: number;
+  /** Lowercased; one user per address across the whole server. */
+  email: string;
+  /** scrypt, self-describing: `scrypt$<log2 N>$<r>$<p>$<salt b64>$<hash b64>`. */
+  password_hash: string;
+  /** 1: also sees the operator pages (teams, queue). */
+  operator: number;
+  last_login_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ConsoleSessionsTable {
+  /** SHA-256 hex of the cookie's token: the token itself is never stored. */
+  token_hash: string;
+  user_id: number;
+  /** The session's CSRF token, sent back in every form and checked on every change. */
+  csrf_token: string;
+  created_at_ms: number;
+  last_seen_ms: number;
+}
+
+export type ContactImportStatus = 'RUNNING' | 'DONE' | 'FAILED';
+
+export interface ContactImportsTable {
+  id: string;
+  team_id: number;
+  contact_book_id: string;
+  file_name: string;
+  /** The uploaded file, kept until the import is done so a restart can finish it. */
+  csv: string;
+  status: ContactImportStatus;
+  total_rows: number;
+  processed_rows: number;
+  created_count: number;
+  updated_count: number;
+  error_count: number;
+  /** [{line, email, message}], the first few hundred refused rows. */
+  errors_json: string;
+  failure: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface Database {
+  console_users: ConsoleUsersTable;
+  console_sessions: ConsoleSessionsTable;
+  contact_imports: ContactImportsTable;
   operator_keys: OperatorKeysTable;
   operator_audit: OperatorAuditTable;
   queue_suspensions: QueueSuspensionsTable;
