@@ -11,6 +11,7 @@
 // run-bench.ts starts each with the Node options `posthorn serve` runs with (server-node-flags.ts).
 import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { startBenchApp } from './bench-app.js';
@@ -111,6 +112,9 @@ async function realistic() {
     for (const k of Object.keys(peaks) as (keyof typeof peaks)[]) peaks[k] = Math.max(peaks[k], Math.round(m[k] / 1048576));
   }, 100);
   const profiler = process.env.BENCH_PROFILE ? await startProfile() : undefined;
+  // How long the event loop was blocked at a time: what an API request waits behind.
+  const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+  loopDelay.enable();
   const cpuBefore = process.cpuUsage();
   const started = performance.now();
   const api = await load(url, key, body, MESSAGES, CONCURRENCY);
@@ -119,6 +123,7 @@ async function realistic() {
   await sink.onCount(api.ok);
   const deliveredAt = performance.now();
   const cpu = cpuMs(process.cpuUsage(cpuBefore));
+  loopDelay.disable();
   clearInterval(sampler);
   if (profiler) await profiler.stop(process.env.BENCH_PROFILE!);
   const peakRssMb = Math.round(process.resourceUsage().maxRSS / 1024);
@@ -134,6 +139,7 @@ async function realistic() {
     failed: api.failed,
     deliveredPerSecond: Math.round(api.ok / ((deliveredAt - started) / 1000)),
     apiLatencyMs: { p50: round(api.latenciesMs.p50), p99: round(api.latenciesMs.p99), max: round(api.latenciesMs.max) },
+    eventLoopDelayMs: { p99: round(loopDelay.percentile(99) / 1e6), max: round(loopDelay.max / 1e6) },
     cpuMsPerMessage: round(cpu / Math.max(1, api.ok), 2),
     sinkCpuMsPerMessage: round(sinkCpu.cpuMs / Math.max(1, api.ok), 2),
     peakRssMb,

@@ -2,11 +2,11 @@
 // about 0.75 ms of CPU (0.5 ms of it the RSA-2048 operation); the main thread also runs
 // SMTP and SQLite, so signing goes to a small worker_threads pool. The signing itself
 // lives in dkim-sign-worker.ts; this file only queues, dispatches and recovers.
+import { WORKER_EXEC_ARGV } from '../../lib/worker-options.js';
 import { Worker } from 'node:worker_threads';
 import { PrivateKeyCache, signMessage, WORKER_ROLE } from './dkim-sign-worker.js';
 import type { DkimKey, SignRequest, SignResponse } from './dkim-types.js';
 import { composeMessage, type ComposeInput } from './mime-builder.js';
-import { workerExecArgv } from '../../lib/worker-exec-argv.js';
 
 export type { DkimKey } from './dkim-types.js';
 
@@ -197,7 +197,7 @@ class WorkerPoolSigner implements DkimSigner {
   private spawn(): Slot {
     // A signing job's garbage is short-lived and small: a young generation of 8 MB (V8's
     // default grows to 48) keeps each worker's resident memory down at no measurable CPU.
-    const worker = new Worker(this.script, { workerData: { role: WORKER_ROLE }, execArgv: workerExecArgv(), resourceLimits: { maxYoungGenerationSizeMb: 8 } });
+    const worker = new Worker(this.script, { workerData: { role: WORKER_ROLE }, execArgv: WORKER_EXEC_ARGV, resourceLimits: { maxYoungGenerationSizeMb: 8 } });
     const slot: Slot = { worker, jobs: new Map(), bytes: 0 };
     this.slots.add(slot);
     worker.on('message', (response: SignResponse) => this.settle(slot, response));
