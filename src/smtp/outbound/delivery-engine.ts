@@ -289,7 +289,6 @@ export class DeliveryEngine {
           }
           plan = p;
           chunk = rest.slice(0, p.count);
-          await shaper.recordWarmup(p);
         }
         rest = rest.slice(chunk.length);
         const part = chunk.length === group.deliveries.length ? group : { ...group, deliveries: chunk };
@@ -304,6 +303,8 @@ export class DeliveryEngine {
             this.releaseMessage(group.email.id);
           }
         }
+        // Counted before it goes, so a crash never forgets what went out.
+        if (plan) await this.options.shaper!.recordWarmup(plan);
         const started = this.options.clock.now();
         const traces: AttemptTrace[] = [];
         const outcome = await this.attemptTargets(part, message, routed.targets, verdicts, traces, plan);
