@@ -173,6 +173,7 @@ export async function createApp(opts: AppOptions) {
   const teamsRepo = createTeamsRepository(store.db);
   const templates = createTemplateService({ templates: createTemplatesRepository(store.db), clock });
   // Egress sources and pools, traffic shaping, holds from replies and warm-up (core/shaping/).
+  let engineRunning = false;
   const shapingRepo = createShapingRepository(store.db);
   const shaper = createTrafficShaper({
     sources: config.outbound.sources,
@@ -257,6 +258,7 @@ export async function createApp(opts: AppOptions) {
     audit,
     clock,
     wake: () => engine?.wake(),
+    engineHere: () => engineRunning,
   });
   const queue = createQueueService({
     shaping,
@@ -635,6 +637,7 @@ export async function createApp(opts: AppOptions) {
       tlsCounter.start();
       await shaper.load();
       engine!.start();
+      engineRunning = true;
       const releasedCalls = await webhookOutbox.releaseStaleLeases();
       if (releasedCalls) logger.info({ released: releasedCalls }, 'released webhook call leases left by a previous run');
       webhookDispatcher.start();

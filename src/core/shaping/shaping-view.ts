@@ -4,7 +4,7 @@ import type { ShapingHoldRow, ShapingRepository } from '../../store/repositories
 import { notFound } from '../errors.js';
 import type { AuditService, OperatorActor } from '../operators/audit-service.js';
 import { BUILTIN_SHAPING, type ShapingRuleSpec } from './shaping-rules.js';
-import { holdReason, type TrafficShaper } from './traffic-shaper.js';
+import { HOLDS_REFRESH_MS, holdReason, type TrafficShaper } from './traffic-shaper.js';
 import { utcDay, warmupBudget, warmupDay } from './warmup-schedule.js';
 
 /*
@@ -40,6 +40,12 @@ export interface ShapingOperatorDeps {
   clock: Clock;
   /** Mail became due: the engine claims it now. */
   wake: () => void;
+  /**
+   * Whether the delivery engine runs in this process. When it does not (the CLI), the server
+   * learns of a lifted hold at its next read of the holds, so the mail is made due only then:
+   * sooner, the server would park it again until the hold's old end.
+   */
+  engineHere: () => boolean;
 }
 
 const holdView = (h: ShapingHoldRow): ShapingHoldView => ({
@@ -91,7 +97,8 @@ export function createShapingOperator(deps: ShapingOperatorDeps) {
     async endHold(actor: OperatorActor, id: string): Promise<ShapingHoldView> {
       const ended = await shaper.endHold(id);
       if (!ended) throw notFound(`shaping hold ${id} not found (or already ended)`);
-      await deps.deliveries.unpark(holdReason(ended), clock.nowMs(), clock.now().toISOString());
+      const dueMs = clock.nowMs() + (deps.engineHere() ? 0 : HOLDS_REFRESH_MS + 1000);
+      await deps.deliveries.unpark(holdReason(ended), dueMs, clock.now().toISOString());
       await deps.audit.record(actor, 'queue.shaping.resume', { holdId: id, source: ended.source, rollup: ended.rollup, kind: ended.kind });
       deps.wake();
       return holdView(ended);

@@ -66,7 +66,7 @@ interface Holds {
 }
 
 /** How often holds are read back from the store (an operator may lift one from another process). */
-const REFRESH_MS = 5_000;
+export const HOLDS_REFRESH_MS = 5_000;
 
 const keyOf = (source: string, rollup: string) => `${source}\u0000${rollup}`;
 
@@ -146,7 +146,7 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
     /** Reads the holds again when a while has passed (called by the engine between claims). */
     async maybeRefresh(): Promise<void> {
       const now = clock.nowMs();
-      if (now - lastRefreshMs < REFRESH_MS && now >= lastRefreshMs) return;
+      if (now - lastRefreshMs < HOLDS_REFRESH_MS && now >= lastRefreshMs) return;
       lastRefreshMs = now;
       setHolds(await repo.activeHolds(now));
     },

@@ -303,8 +303,17 @@ export class DeliveryEngine {
             this.releaseMessage(group.email.id);
           }
         }
-        // Counted before it goes, so a crash never forgets what went out.
-        if (plan) await this.options.shaper!.recordWarmup(plan);
+        // Counted before it goes, so a crash never forgets what went out; what cannot be counted
+        // does not go (it is due again at once, unattempted).
+        if (plan) {
+          try {
+            await this.options.shaper!.recordWarmup(plan);
+          } catch (err) {
+            this.options.logger.error({ err, emailId: group.email.id }, 'recording warm-up usage failed; the deliveries go back to the queue unattempted');
+            await this.options.deliveries.releaseGroups([{ ...group, deliveries: [...chunk, ...rest] }]).catch(() => undefined);
+            return;
+          }
+        }
         const started = this.options.clock.now();
         const traces: AttemptTrace[] = [];
         const outcome = await this.attemptTargets(part, message, routed.targets, verdicts, traces, plan);

@@ -166,13 +166,13 @@ export function createDeliveriesRepository(db: Db) {
       });
     },
 
-    /** Rows parked with this reason (an operator lifted the hold that parked them) become due now. */
-    async unpark(reason: string, nowMs: number, nowIso: string): Promise<number> {
+    /** Rows parked with this reason (an operator lifted the hold that parked them) become due at `dueMs`. */
+    async unpark(reason: string, dueMs: number, nowIso: string): Promise<number> {
       return sync.write(
         () =>
           sync.sqlite
             .prepare(`update deliveries set next_attempt_at = ?, updated_at = ? where state = 'queued' and lease_owner is null and held_reason = ? and next_attempt_at > ?`)
-            .run(nowMs, nowIso, reason, nowMs).changes,
+            .run(dueMs, nowIso, reason, dueMs).changes,
       );
     },
 
