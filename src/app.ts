@@ -92,6 +92,7 @@ import { JobMonitor } from './core/operators/job-monitor.js';
 import { createQueueService } from './core/queue/queue-service.js';
 import { createMetrics } from './core/metrics/metrics.js';
 import { createTrafficShaper } from './core/shaping/traffic-shaper.js';
+import { isLocalAddress } from './lib/local-addresses.js';
 import { createShapingOperator } from './core/shaping/shaping-view.js';
 import { createShapingRepository } from './store/repositories/shaping-repository.js';
 import { isPublicUrlDerived } from './config/load.js';
@@ -518,6 +519,16 @@ export async function createApp(opts: AppOptions) {
       );
     }
     if (isLocalHostname(config.hostname)) logger.warn({ event: 'config.hostname', hostname: config.hostname }, localHostnameWarning(config.hostname, config.sandbox));
+    if (!config.sandbox) {
+      for (const s of config.outbound.sources) {
+        if (s.localAddress && !isLocalAddress(s.localAddress)) {
+          logger.warn(
+            { event: 'config.outbound.sources', source: s.name, localAddress: s.localAddress },
+            `egress source ${s.name}: ${s.localAddress} is not an address of this host; connections from it will fail and its mail will be deferred`,
+          );
+        }
+      }
+    }
     if (isPublicUrlDerived(config)) {
       const note = config.http.port === 0 && httpPort !== 0 ? ` (http.port is 0, so links name port 0 rather than ${httpPort})` : '';
       logger.info(

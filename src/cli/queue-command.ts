@@ -120,6 +120,7 @@ export function registerQueue(program: Command): void {
               attempts: m.attempts,
               nextAttempt: shortTime(m.nextAttemptAt),
               lastReply: reply(m.lastReply),
+              ...(page.messages.some((x) => x.heldReason) ? { heldBy: (m.heldReason ?? '').slice(0, 60) } : {}),
             })),
             'No queued deliveries match.',
           );
