@@ -6,6 +6,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { BUILTIN_REPLY_RULES, BUILTIN_SHAPING, ShapingRules, compileReplyRule, matchReply } from '../../src/core/shaping/shaping-rules.js';
 import { createTrafficShaper } from '../../src/core/shaping/traffic-shaper.js';
 import { STANDARD_WARMUP } from '../../src/core/shaping/warmup-schedule.js';
+import { MinHeap } from '../../src/lib/min-heap.js';
 import type { ShapingHoldRow, ShapingRepository } from '../../src/store/repositories/shaping-repository.js';
 
 // The pieces of traffic shaping on their own: spellings, rollups and merged limits, reply
@@ -161,6 +162,16 @@ test('warm-up: the day\u2019s budget per rollup, a partial transaction at the ed
   t.like(s.plan(null, 'x.example', undefined, 100), { kind: 'send', count: 100 }, 'after the schedule, no cap');
   t.is(STANDARD_WARMUP[0], 50);
   t.true(STANDARD_WARMUP.every((n, i) => i === 0 || n > STANDARD_WARMUP[i - 1]!));
+});
+
+test('the engine\u2019s heap of wake-up times gives them back earliest first', (t) => {
+  const heap = new MinHeap();
+  const values = Array.from({ length: 500 }, (_, i) => (i * 7919) % 1000);
+  for (const v of values) heap.push(v);
+  const out: number[] = [];
+  while (heap.size) out.push(heap.pop()!);
+  t.deepEqual(out, [...values].sort((a, b) => a - b));
+  t.is(heap.pop(), undefined);
 });
 
 test('the configuration refuses bad shaping settings, naming the key', (t) => {

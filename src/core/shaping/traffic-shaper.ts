@@ -26,8 +26,8 @@ import { nextUtcDayMs, utcDay, warmupBudget, warmupDay } from './warmup-schedule
  *
  * - Holds: a reply rule that matches a remote reply suspends the (source, rollup) or throttles
  *   it to a lower rate, for a while, with the reason.
- * - Rate: GCRA (a virtual-scheduling token bucket with no burst): messages are spaced
- *   evenly, never a burst then silence. A message whose slot has not come is parked at the next
+ * - Rate: GCRA (a virtual-scheduling token bucket, tolerance half a spacing): messages are
+ *   spaced evenly, never a burst then silence. A message whose slot has not come is parked at the next
  *   free slot, after those parked before it, so the queue's due index hands them back in order.
  * - Warm-up: at most the day's budget of messages per (source, rollup); the rest waits for the
  *   next UTC day.
@@ -205,7 +205,9 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
         const rate = rateOf(key, limits, now);
         const spacing = rate ? spacingMs(rate) : undefined;
         const c: Candidate = { i, source, key, limits, count, spacing, ...(warmup ? { warmup } : {}) };
-        if (spacing === undefined || (tat.get(key) ?? now) <= now) ready.push(c);
+        // Half a spacing of tolerance: a parked message whose timer fired a few milliseconds before
+        // its slot (or after the previous one's) still goes, instead of going to the back.
+        if (spacing === undefined || (tat.get(key) ?? now) - spacing / 2 <= now) ready.push(c);
         else waiting.push(c);
       }
       if (ready.length) {

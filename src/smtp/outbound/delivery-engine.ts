@@ -7,6 +7,7 @@ import { MxLookupError, type MxResolver } from './mx-resolver.js';
 import type { DeliveryTarget, SmtpClientPool, TransactionRequest, TransactionResult } from './smtp-client-pool.js';
 import type { PlannedHost, TransportPolicy } from './transport-policy.js';
 import type { ShapingPlan, TrafficShaper } from '../../core/shaping/traffic-shaper.js';
+import { MinHeap } from '../../lib/min-heap.js';
 
 /** Which email a transaction carries, for a transport that files messages by email (the sandbox). */
 export interface TransactionContext {
@@ -95,6 +96,9 @@ export class DeliveryEngine {
   private idleWaiters: (() => void)[] = [];
   private wakeTimer: NodeJS.Timeout | undefined;
   private wakeTimerAt: number | undefined;
+  /** When parked mail becomes due (shaping's slots and hold ends), earliest first. */
+  private readonly wakeTimes = new MinHeap();
+  private lastWakePushed: number | undefined;
 
   constructor(private readonly options: DeliveryEngineOptions) {
     this.claimBatch = options.claimBatch ?? 500;
@@ -352,18 +356,33 @@ export class DeliveryEngine {
   }
 
   /**
-   * One timer for the earliest parked slot: with a message rate, mail becomes due every few
-   * hundred milliseconds, sooner than the idle poll would look.
+   * Claims again when parked mail becomes due: with a message rate a slot comes every few
+   * hundred milliseconds, sooner than the idle poll would look, and each slot needs its claim
+   * (a poll would find several due at once, and the rate would send one of them).
    */
   private wakeAt(atMs: number): void {
-    if (this.wakeTimerAt !== undefined && this.wakeTimerAt <= atMs) return;
+    // A backlog parked at one hold's end needs one wake-up, not one each.
+    if (atMs !== this.lastWakePushed && this.wakeTimes.size < MAX_WAKE_TIMES) {
+      this.wakeTimes.push(atMs);
+      this.lastWakePushed = atMs;
+    }
+    this.armWakeTimer();
+  }
+
+  private armWakeTimer(): void {
+    const next = this.wakeTimes.peek();
+    if (next === undefined || !this.running) return;
+    if (this.wakeTimerAt !== undefined && this.wakeTimerAt <= next) return;
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
-    this.wakeTimerAt = atMs;
+    this.wakeTimerAt = next;
     this.wakeTimer = setTimeout(() => {
       this.wakeTimer = undefined;
       this.wakeTimerAt = undefined;
+      const now = this.options.clock.nowMs();
+      while ((this.wakeTimes.peek() ?? Infinity) <= now) this.wakeTimes.pop();
       this.wake();
-    }, Math.max(0, atMs - this.options.clock.nowMs()));
+      this.armWakeTimer();
+    }, Math.min(MAX_WAKE_DELAY_MS, Math.max(0, next - this.options.clock.nowMs())));
     this.wakeTimer.unref?.();
   }
 
@@ -500,6 +519,11 @@ export class DeliveryEngine {
 }
 
 type Target = { target: DeliveryTarget; planned?: PlannedHost };
+
+/** Pending wake-ups kept at most (beyond, the idle poll finds the mail). */
+const MAX_WAKE_TIMES = 100_000;
+/** A wake-up timer is re-armed at least this often (setTimeout overflows past 24.8 days). */
+const MAX_WAKE_DELAY_MS = 60_000;
 
 /** The source and session limits a plan puts on the transaction request. */
 function shapingOf(plan: Extract<ShapingPlan, { kind: 'send' }>): Pick<TransactionRequest, 'source' | 'shape'> {
