@@ -8,6 +8,7 @@ import { badRequest, notFound } from '../errors.js';
 import { decodeIdCursor, encodeIdCursor } from '../id-cursor.js';
 import type { AuditService, OperatorActor } from '../operators/audit-service.js';
 import type { DeliveryService, SessionTls } from '../deliveries/delivery-service.js';
+import type { ShapingOperator, ShapingState } from '../shaping/shaping-view.js';
 
 /*
  * The operator's queue (docs/operations.md, "The queue"): what is waiting for which destination,
@@ -49,6 +50,8 @@ export interface QueueServiceDeps {
   openConnections: () => Map<string, number>;
   /** Called when held or deferred mail became due, so the engine claims it at once. */
   wake: () => void;
+  /** Traffic shaping's state (sources, holds, rates, warm-up), shown with the queue. */
+  shaping: Pick<ShapingOperator, 'state' | 'prune'>;
 }
 
 const suspensionView = (s: SuspensionRow): SuspensionView => ({
@@ -89,7 +92,7 @@ export function createQueueService(deps: QueueServiceDeps) {
     /** Totals by state and one row per destination domain with queued mail. */
     async summary() {
       const now = clock.nowMs();
-      const [totals, rows, active] = await Promise.all([queue.totals(now), queue.byDestination(now, MAX_DESTINATIONS), queue.activeSuspensions(now)]);
+      const [totals, rows, active, shaping] = await Promise.all([queue.totals(now), queue.byDestination(now, MAX_DESTINATIONS), queue.activeSuspensions(now), deps.shaping.state()]);
       const open = deps.openConnections();
       const destinations = rows.map((r) => {
         const suspension = active.find((s) => s.destination === r.destination && s.team_id === null && s.campaign_id === null);
@@ -109,6 +112,7 @@ export function createQueueService(deps: QueueServiceDeps) {
         totals: { ready: totals.ready, scheduled: totals.scheduled, deferred: totals.deferred, inFlight: totals.inflight, suspended: totals.suspended },
         destinations,
         suspensions: active.map(suspensionView),
+        shaping: shaping satisfies ShapingState,
       };
     },
 
@@ -132,6 +136,7 @@ export function createQueueService(deps: QueueServiceDeps) {
           attempts: d.attempts,
           nextAttemptAt: new Date(d.next_attempt_at).toISOString(),
           lastReply: d.last_response === null ? null : { code: d.last_code, text: d.last_response, mxHost: d.mx_host },
+          heldReason: d.queue_state === 'suspended' ? d.held_reason : null,
         })),
         nextCursor: rows.length > limit ? encodeIdCursor('q', page[page.length - 1]!.id) : null,
       };
@@ -215,6 +220,7 @@ export function createQueueService(deps: QueueServiceDeps) {
           mxHost: r.mx_host,
           address: r.address,
           source: r.source,
+          sourceName: r.source_name,
           tls: r.tls_json ? (JSON.parse(r.tls_json) as SessionTls) : null,
           results: JSON.parse(r.results_json) as { recipient: string; outcome: string; code?: number; response: string }[],
           transcript: (JSON.parse(r.transcript_json) as [number, string, string][]).map(([at, who, line]) => ({
@@ -226,8 +232,8 @@ export function createQueueService(deps: QueueServiceDeps) {
       };
     },
 
-    /** Daily: traces past their retention and suspensions long ended. */
-    async prune(traceRetentionMs: number): Promise<{ traces: number; suspensions: number }> {
+    /** Daily: traces past their retention, suspensions and shaping holds long ended, old warm-up usage. */
+    async prune(traceRetentionMs: number): Promise<{ traces: number; suspensions: number; holds: number; warmupDays: number }> {
       const now = clock.nowMs();
       let traces = 0;
       for (let n = -1; n !== 0; ) {
@@ -235,7 +241,7 @@ export function createQueueService(deps: QueueServiceDeps) {
         traces += n;
       }
       const suspensions = await queue.pruneSuspensions(now - ENDED_SUSPENSION_KEEP_MS);
-      return { traces, suspensions };
+      return { traces, suspensions, ...(await deps.shaping.prune()) };
     },
   };
 }

@@ -42,7 +42,10 @@ export interface DeliveryAttemptsTable {
   started_at: number;
   mx_host: string | null;
   address: string | null;
+  /** The local address the session was bound to. */
   source: string | null;
+  /** The egress source's name (outbound.sources). */
+  source_name: string | null;
   tls_json: string | null;
   results_json: string;
   transcript_json: string;
