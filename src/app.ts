@@ -565,6 +565,7 @@ export async function createApp(opts: AppOptions) {
         rateLimiter,
         defaultRateLimit: config.rateLimit.perSecond,
         bodyLimitBytes: config.http.bodyLimitBytes,
+        trustProxy: config.http.trustProxy,
         routes,
         translateError: (err) => (isStorageFailure(err) ? storageUnavailable() : err),
         adminRoutes,
