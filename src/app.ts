@@ -611,6 +611,7 @@ export async function createApp(opts: AppOptions) {
         rateLimiter,
         defaultRateLimit: config.rateLimit.perSecond,
         bodyLimitBytes: config.http.bodyLimitBytes,
+        trustProxy: config.http.trustProxy,
         routes,
         translateError: (err) => (isStorageFailure(err) ? storageUnavailable() : err),
         adminRoutes,
@@ -625,12 +626,10 @@ export async function createApp(opts: AppOptions) {
           mtaStsRoutes(domains, logger)(router);
           if (config.console.enabled) {
             mountConsole(router, {
-              services: { emails, deliveries, domains, apiKeys, contactBooks, contacts, contactImports, segments, templates, campaigns, suppressions, webhooks, analytics, received: inbound.received, teams, overview },
+              services: { emails, deliveries, domains, apiKeys, contactBooks, contacts, contactImports, segments, templates, campaigns, suppressions, webhooks, analytics, received: inbound.received, teams, overview, queue, audit },
               users,
               sessions,
               loginThrottle,
-              // The operator queue page's source; the operator queue service can take its place.
-              queue: deliveries,
               logger,
               publicUrl: config.publicUrl,
             });

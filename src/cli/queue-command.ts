@@ -165,7 +165,7 @@ export function registerQueue(program: Command): void {
     .action(async (deliveryId: string | undefined, opts: SelectorOptions & { json?: boolean }, cmd: Command) => {
       await withApp(cmd, async (app) => {
         if (deliveryId !== undefined) {
-          if (!(await app.services.deliveries.retryNow(parseIntOption(deliveryId, 'deliveryId')))) throw new Error(`delivery ${deliveryId} is not queued`);
+          await app.services.queue.retryDelivery('cli', parseIntOption(deliveryId, 'deliveryId'));
           print(cmd, { retried: 1 }, () => process.stdout.write(`delivery ${deliveryId} will be attempted at the next engine round\n`));
           return;
         }
@@ -190,7 +190,7 @@ export function registerQueue(program: Command): void {
     .argument('<deliveryId>')
     .action(async (id: string, _opts, cmd: Command) => {
       await withApp(cmd, async (app) => {
-        await app.services.deliveries.purge(parseIntOption(id, 'deliveryId'));
+        await app.services.queue.giveUp('cli', parseIntOption(id, 'deliveryId'));
         process.stdout.write(`delivery ${id} purged\n`);
       });
     });

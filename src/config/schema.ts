@@ -188,6 +188,9 @@ export const configSchema = z
         bodyLimitBytes: key(z.number().int().positive().default(40 * 1024 * 1024), {
           doc: 'Largest request body in bytes (413 beyond it). 40 MB fits 10 attachments of ~3 MB each, base64-encoded.',
         }),
+        trustProxy: key(z.boolean().default(false), {
+          doc: 'Behind a reverse proxy (nginx, Caddy) that sets X-Forwarded-For, -Proto and -Host: true takes the client address from the last X-Forwarded-For entry (the one the proxy added) and the scheme and host from the others, for the console sign-in limit and tracking events. False uses the connection itself, whatever a client writes in those headers. Only set it true when the HTTP port is reachable through the proxy alone.',
+        }),
       },
       'The HTTP API, tracking links and unsubscribe pages.',
     ),

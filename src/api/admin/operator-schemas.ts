@@ -187,8 +187,9 @@ export const auditSchema = z
     entries: z.array(
       z.strictObject({
         id: intId,
-        keyId: intId.nullable().meta({ description: 'The operator key; null for the CLI on the server.' }),
-        actor: z.string(),
+        keyId: intId.nullable().meta({ description: 'The operator key; null for a console user or the CLI on the server.' }),
+        consoleUserId: intId.nullable().meta({ description: 'The operator signed in to the web console; null for a key or the CLI.' }),
+        actor: z.string().meta({ description: 'Who, as text: "key 2 (ops)", "console user 3 (ops@example.com)" or "cli".' }),
         action: z.string(),
         target: z.record(z.string(), z.unknown()),
         createdAt: timestamp,

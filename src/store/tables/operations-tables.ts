@@ -16,7 +16,9 @@ export interface OperatorKeysTable {
 export interface OperatorAuditTable {
   id: Generated<number>;
   key_id: number | null;
-  /** "key <id> (<name>)" or "cli". */
+  /** The console user who acted from the web console; null for a key or the CLI. */
+  console_user_id: number | null;
+  /** "key <id> (<name>)", "console user <id> (<email>)" or "cli". */
   actor: string;
   action: string;
   target_json: string;
