@@ -91,6 +91,10 @@ import { createAdminHealth, type ListenerState } from './core/operators/admin-he
 import { JobMonitor } from './core/operators/job-monitor.js';
 import { createQueueService } from './core/queue/queue-service.js';
 import { createMetrics } from './core/metrics/metrics.js';
+import { createTrafficShaper } from './core/shaping/traffic-shaper.js';
+import { isLocalAddress } from './lib/local-addresses.js';
+import { createShapingOperator } from './core/shaping/shaping-view.js';
+import { createShapingRepository } from './store/repositories/shaping-repository.js';
 import { isPublicUrlDerived } from './config/load.js';
 import { isLocalHostname, localHostnameWarning } from './core/domains/dns-records.js';
 import { createSandboxMessagesRepository } from './store/repositories/sandbox-messages-repository.js';
@@ -178,9 +182,25 @@ export async function createApp(opts: AppOptions) {
   const events = new EventBus(logger);
   const teamsRepo = createTeamsRepository(store.db);
   const templates = createTemplateService({ templates: createTemplatesRepository(store.db), clock });
-  const teams = createTeamService({ teams: teamsRepo, clock, onTeamCreated: (teamId) => templates.seedDefaults(teamId) });
+  // Egress sources and pools, traffic shaping, holds from replies and warm-up (core/shaping/).
+  let engineRunning = false;
+  const shapingRepo = createShapingRepository(store.db);
+  const shaper = createTrafficShaper({
+    sources: config.outbound.sources,
+    pools: config.outbound.pools,
+    rules: config.outbound.shaping,
+    replyRules: config.outbound.replyRules,
+    builtinShaping: config.outbound.builtinShaping,
+    builtinReplyRules: config.outbound.builtinReplyRules,
+    hostname: config.hostname,
+    repo: shapingRepo,
+    clock,
+    logger,
+  });
+  const teams = createTeamService({ teams: teamsRepo, clock, onTeamCreated: (teamId) => templates.seedDefaults(teamId), isPool: shaper.hasPool });
   const domainsRepo = createDomainsRepository(store.db);
   const domains = createDomainService({
+    isPool: shaper.hasPool,
     domains: domainsRepo,
     resolver,
     clock,
@@ -202,6 +222,7 @@ export async function createApp(opts: AppOptions) {
     queue: () => queueRepo.countsForMetrics(clock.nowMs()),
     connections: () => pool?.openByHost() ?? new Map(),
     storeFiles: () => store.fileSizes(),
+    shaping: () => shaping.state(),
   });
   const suppressionsRepo = createSuppressionsRepository(store.db);
   let engine: DeliveryEngine | undefined;
@@ -238,7 +259,19 @@ export async function createApp(opts: AppOptions) {
   // The operator's side: operator keys, the audit log, the queue (suspensions, retry, bounce, traces).
   const operatorKeys = createOperatorKeyService({ keys: createOperatorKeysRepository(store.db), clock });
   const audit = createAuditService({ audit: createOperatorAuditRepository(store.db), clock });
+  const shaping = createShapingOperator({
+    shaper,
+    repo: shapingRepo,
+    deliveries: deliveriesRepo,
+    rules: config.outbound.shaping,
+    builtinShaping: config.outbound.builtinShaping,
+    audit,
+    clock,
+    wake: () => engine?.wake(),
+    engineHere: () => engineRunning,
+  });
   const queue = createQueueService({
+    shaping,
     queue: queueRepo,
     deliveriesRepo,
     emails: emailsRepo,
@@ -379,7 +412,7 @@ export async function createApp(opts: AppOptions) {
   // Mail Posthorn sends as itself (TLS reports) is signed with the server's own key, made on first use.
   const serverDkimKey = createServerDkimKeySource({ settings, hostname: config.hostname, selector: config.domains.dkimSelector });
 
-  const services = { campaigns, templates, teams, apiKeys, events, domains, emails, deliveries, contactBooks, contacts, segments, suppressions, webhooks, webhookOutbox, analytics, tracking, sandbox, tlsReports, operatorKeys, audit, queue, contactImports, users, sessions, overview };
+  const services = { campaigns, templates, teams, apiKeys, events, domains, emails, deliveries, contactBooks, contacts, segments, suppressions, webhooks, webhookOutbox, analytics, tracking, sandbox, tlsReports, operatorKeys, audit, queue, contactImports, users, sessions, overview, shaping };
 
   const routes: RouteDef[] = [...apiKeysRoutes(apiKeys), ...domainsRoutes(domains), ...emailsRoutes(emails), ...templatesRoutes(templates)];
   routes.push(...campaignsRoutes(campaigns));
@@ -443,6 +476,9 @@ export async function createApp(opts: AppOptions) {
     maxInFlightPerDomain: 2 * config.outbound.maxConnectionsPerHost,
     transport,
     onTlsVerdicts: (verdicts) => tlsCounter.record(verdicts),
+    // The sandbox sends nothing anywhere: no sources, nothing to shape.
+    ...(pool ? { shaper } : {}),
+    onHeld: (why, source, rollup, count) => metrics.held(source, rollup, why, count),
   });
   // Sandbox mode sends nothing by SMTP, TLS reports included.
   const tlsReportSender = pool && createTlsReportSender({
@@ -492,7 +528,7 @@ export async function createApp(opts: AppOptions) {
       }),
     );
   const adminHealth = createAdminHealth({ queue: queueRepo, jobs, clock, node: `${osHostname()}:${process.pid}`, dataDir, storeOk, listeners: listenerStates, stopping: () => stopping });
-  const adminRoutes: RouteDef[] = operatorRoutes({ queue, teams, audit, health: adminHealth });
+  const adminRoutes: RouteDef[] = operatorRoutes({ queue, teams, domains, shaping, audit, health: adminHealth });
   adminRoutes.push(openApiRoute(() => adminRoutes, OPERATOR_API));
 
   /** What a newcomer must know at start: sandbox mode, records that point at localhost, links that only this machine can open. */
@@ -504,6 +540,16 @@ export async function createApp(opts: AppOptions) {
       );
     }
     if (isLocalHostname(config.hostname)) logger.warn({ event: 'config.hostname', hostname: config.hostname }, localHostnameWarning(config.hostname, config.sandbox));
+    if (!config.sandbox) {
+      for (const s of config.outbound.sources) {
+        if (s.localAddress && !isLocalAddress(s.localAddress)) {
+          logger.warn(
+            { event: 'config.outbound.sources', source: s.name, localAddress: s.localAddress },
+            `egress source ${s.name}: ${s.localAddress} is not an address of this host; connections from it will fail and its mail will be deferred`,
+          );
+        }
+      }
+    }
     if (isPublicUrlDerived(config)) {
       const note = config.http.port === 0 && httpPort !== 0 ? ` (http.port is 0, so links name port 0 rather than ${httpPort})` : '';
       logger.info(
@@ -566,6 +612,7 @@ export async function createApp(opts: AppOptions) {
         rateLimiter,
         defaultRateLimit: config.rateLimit.perSecond,
         bodyLimitBytes: config.http.bodyLimitBytes,
+        trustProxy: config.http.trustProxy,
         routes,
         translateError: (err) => (isStorageFailure(err) ? storageUnavailable() : err),
         adminRoutes,
@@ -580,12 +627,10 @@ export async function createApp(opts: AppOptions) {
           mtaStsRoutes(domains, logger)(router);
           if (config.console.enabled) {
             mountConsole(router, {
-              services: { emails, deliveries, domains, apiKeys, contactBooks, contacts, contactImports, segments, templates, campaigns, suppressions, webhooks, analytics, received: inbound.received, teams, overview },
+              services: { emails, deliveries, domains, apiKeys, contactBooks, contacts, contactImports, segments, templates, campaigns, suppressions, webhooks, analytics, received: inbound.received, teams, overview, queue, audit },
               users,
               sessions,
               loginThrottle,
-              // The operator queue page's source; the operator queue service can take its place.
-              queue: deliveries,
               logger,
               publicUrl: config.publicUrl,
             });
@@ -633,7 +678,9 @@ export async function createApp(opts: AppOptions) {
       const released = await deliveries.releaseStaleLeases();
       if (released) logger.info({ released }, 'released delivery leases left by a previous run');
       tlsCounter.start();
+      await shaper.load();
       engine!.start();
+      engineRunning = true;
       const releasedCalls = await webhookOutbox.releaseStaleLeases();
       if (releasedCalls) logger.info({ released: releasedCalls }, 'released webhook call leases left by a previous run');
       webhookDispatcher.start();

@@ -21,6 +21,8 @@ export interface HttpServerDeps {
   rateLimiter: RateLimiter;
   defaultRateLimit: number;
   bodyLimitBytes: number;
+  /** http.trustProxy: believe X-Forwarded-For/-Proto/-Host (only behind a reverse proxy that sets them). */
+  trustProxy?: boolean;
   /** API routes, mounted under /v1 and /api/v1 (the usesend-js SDK appends /api/v1). */
   routes: RouteDef[];
   /** The operator API, mounted under /admin/v1 (operator keys only). */
@@ -43,7 +45,11 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']); // architectur
 
 export function createHttpApp(deps: HttpServerDeps): Koa {
   const app = new Koa();
-  app.proxy = true; // behind a reverse proxy, X-Forwarded-For gives the client IP for tracking events
+  // ctx.ip (the console's sign-in limit, tracking events) and ctx.protocol/host come from the
+  // X-Forwarded-* headers only when configured: any client can write them. The last
+  // X-Forwarded-For entry is the one the proxy in front of us added; earlier ones are the client's.
+  app.proxy = deps.trustProxy ?? false;
+  app.maxIpsCount = 1;
   // Koa reports connection-level failures here (a client resetting mid-body, broken chunked
   // framing: errorMiddleware has already answered or the socket is gone). With no listener Koa
   // prints each one to stderr, so any client could write to our stderr at will; they are

@@ -8,7 +8,9 @@ import type { ContactService } from '../core/contacts/contact-service.js';
 import type { DeliveryService } from '../core/deliveries/delivery-service.js';
 import type { DomainService } from '../core/domains/domain-service.js';
 import type { EmailService } from '../core/emails/email-service.js';
+import type { AuditService } from '../core/operators/audit-service.js';
 import type { OverviewService } from '../core/overview/overview-service.js';
+import type { QueueService } from '../core/queue/queue-service.js';
 import type { ReceivedEmailService } from '../core/received/received-email-service.js';
 import type { SegmentService } from '../core/segments/segment-service.js';
 import type { SuppressionService } from '../core/suppressions/suppression-service.js';
@@ -21,7 +23,6 @@ import type { WebhookEndpointsService } from '../core/webhooks/webhook-endpoints
 import type { Logger } from '../lib/logger.js';
 import type { ConsoleAssets } from './console-assets.js';
 import type { ConsoleContext } from './console-context.js';
-import type { QueueSource } from './queue-source.js';
 
 /** The core services the console is a view over: the same instances the API uses. */
 export interface ConsoleServices {
@@ -41,6 +42,9 @@ export interface ConsoleServices {
   received: ReceivedEmailService;
   teams: TeamService;
   overview: OverviewService;
+  /** Operator pages: the queue (suspend, resume, retry, bounce) and the audit log every change is written to. */
+  queue: QueueService;
+  audit: AuditService;
 }
 
 export interface ConsoleDeps {
@@ -48,8 +52,6 @@ export interface ConsoleDeps {
   users: UserService;
   sessions: SessionService;
   loginThrottle: LoginThrottle;
-  /** The operator's queue view; today the delivery service, later the operator queue service. */
-  queue: QueueSource;
   logger: Logger;
   /** POSTHORN_PUBLIC_URL: its origin is accepted on changes, and https makes cookies Secure. */
   publicUrl: string;

@@ -11,6 +11,7 @@ import { backTo, isSecure, redirectWithFlash, takeFlash } from './console-respon
 import { html } from './html.js';
 import { renderBarePage, renderPage } from './layout.js';
 import { setPageHeaders } from './security-headers.js';
+import { isOperatorPath, PageRefusal, requireOperator } from './operator-access.js';
 import { loginPages, SESSION_COOKIE } from './pages/login-pages.js';
 import { rootPage } from './pages/root-page.js';
 import { overviewPage } from './pages/overview-page.js';
@@ -95,7 +96,7 @@ export function mountConsole(router: Router, deps: ConsoleDeps): void {
         return;
       }
       // A refused form goes back where it came from, saying why.
-      if (known && isUnsafe(ctx) && c.state.console && status < 500 && status !== 401) {
+      if (known && isUnsafe(ctx) && c.state.console && status < 500 && status !== 401 && !(err instanceof PageRefusal)) {
         redirectWithFlash(ctx, secure, backTo(ctx, '/console'), { kind: 'error', text: message });
         return;
       }
@@ -153,6 +154,7 @@ export function mountConsole(router: Router, deps: ConsoleDeps): void {
       form: form.fields,
       file: form.file,
     };
+    if (isOperatorPath(ctx.path)) requireOperator(ctx as ConsoleContext);
     return next();
   }
 

@@ -1,5 +1,7 @@
 import test from 'ava';
 import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { startTestApp } from '../helpers/test-app.js';
@@ -110,6 +112,14 @@ test('send queues through the API path; queue shows counts and the due delivery;
     t.regex((await cliRun('queue')).stdout, /^Queue: 0 deliveries/m);
     const err = await t.throwsAsync(cliRun('queue', 'purge', deliveryId));
     t.regex((err as any).stderr, /not queued/);
+    // Both changes are in the operator audit log, by the CLI.
+    const db = new Database(join(dataDir, 'posthorn.db'), { readonly: true });
+    const audit = db.prepare('select actor, action, key_id, console_user_id, target_json from operator_audit order by id').all() as any[];
+    db.close();
+    t.deepEqual(audit.map((a) => [a.actor, a.action, a.key_id, a.console_user_id, JSON.parse(a.target_json).deliveryId]), [
+      ['cli', 'queue.retry', null, null, Number(deliveryId)],
+      ['cli', 'queue.purge', null, null, Number(deliveryId)],
+    ]);
     // --json for scripts.
     t.deepEqual(JSON.parse((await cliRun('queue', 'summary', '--json')).stdout).totals, { ready: 0, scheduled: 0, deferred: 0, inFlight: 0, suspended: 0 });
   } finally {

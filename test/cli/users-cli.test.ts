@@ -86,9 +86,7 @@ test('the first start prints the key and how to create the first console user; o
   const processEnv = loopbackEnv({ dataDir, dnsServer: zone.server, sinkPort: 9 });
   const first = await startPosthorn({ env: processEnv, expectKey: true });
   try {
-    await t.notThrowsAsync(async () => {
-      for (let i = 0; i < 50 && !/posthorn users create/.test(first.output()); i++) await new Promise((r) => first.child.stdout!.once('data', r));
-    });
+    await first.waitForOutput(/posthorn users create/);
     t.regex(first.output(), /No console user exists yet\. Create the first one[^\n]*\/console:\n\n {2}posthorn users create --email you@example\.com --team 1 --operator/);
   } finally {
     await first.kill();

@@ -94,6 +94,7 @@ test.before(async () => {
     ['account', '/console/account'],
     ['operator-teams', '/console/operator/teams'],
     ['operator-queue', '/console/operator/queue'],
+    ['operator-queue-destination', '/console/operator/queue/destinations/example.org'],
     ['not-found', '/console/no/such/page'],
   ];
   browser = await launchBrowser();
@@ -140,8 +141,9 @@ test.serial('every page works under the enforced CSP, at 1280 and at 360 px, and
   // What the pages show is the data: a few spot checks.
   await page.setViewportSize({ width: 1280, height: 900 });
   await page.goto(url('/console/operator/queue'));
-  await page.locator('summary', { hasText: 'example.org' }).first().click();
-  t.regex(await page.locator('.destination').first().innerText(), /slow@example\.org[\s\S]*451 4\.7\.1 Greylisted/);
+  t.regex(await page.getByRole('row', { name: /example\.org/ }).innerText(), /example\.org\s+1\s+0\s+1\s+0\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC\s+\d{3} /);
+  await page.getByRole('link', { name: 'example.org' }).click();
+  t.regex(await page.getByRole('row', { name: /slow@example\.org/ }).innerText(), /slow@example\.org\s+\d+\s+deferred\s+1[\s\S]*451 4\.7\.1 Greylisted/);
   await page.goto(url('/console'));
   t.regex(await page.locator('.attention').innerText(), /Webhook .* is failing: its last attempt got HTTP 503/);
   await page.goto(url('/console/emails/' + pages[2]![1].split('/').pop()));

@@ -149,22 +149,111 @@ test.serial('suppressions: add, search, remove', async (t) => {
   t.true(left.includes('other@example.org'));
 });
 
-test.serial('operator queue: waiting deliveries by destination; "retry now" makes one due, "give up" records it failed', async (t) => {
+test.serial('operator queue: by destination; one delivery given up or retried; a destination suspended, retried, bounced and resumed; each change audited under the console user', async (t) => {
+  const me = (await t0.app.services.users.list()).find((u) => u.email === 'op@acts.dev')!;
   const send = async (to: string) => (await t0.request('POST', '/v1/emails', { body: { from: 'x@acts.dev', to, subject: 'Later', text: 'x', scheduledAt: '2099-06-01T00:00:00Z' } })).body.emailId;
   const first = await send('wait1@later.example');
-  await send('wait2@later.example');
+  const second = await send('wait2@later.example');
+  const third = await send('wait3@later.example');
   const page = await c.get('/console/operator/queue');
-  t.regex(page.text, /<strong>later\.example<\/strong> · 2 waiting/);
-  const deliveryOf = (html: string, who: string) => new RegExp(`${who.replace('.', '\\.')}</a>[\\s\\S]*?name="deliveryId" value="(\\d+)"`).exec(html)?.[1];
-  const firstDelivery = deliveryOf(page.text, 'wait1@later.example')!;
-  await c.post('/console/operator/queue/purge', { deliveryId: firstDelivery });
+  t.regex(page.text, /<li><span class="n">3<\/span> scheduled<\/li>/);
+  t.regex(page.text, /<a class="host" href="\/console\/operator\/queue\/destinations\/later\.example"><strong>later\.example<\/strong><\/a><\/td><td>3<\/td>/);
+  const destination = '/console/operator/queue/destinations/later.example';
+  const listed = (await c.get(destination)).text;
+  const deliveryOf = (html: string, who: string) => new RegExp(`<td>(\\d+)</td><td><a class="host" href="/console/emails/[^"]+">${who.replace('.', '\\.')}</a>`).exec(html)?.[1];
+  t.regex(listed, /wait3@later\.example<\/a><\/td><td>\d+<\/td><td><span class="badge [a-z]+">scheduled<\/span>/);
+
+  // One delivery given up: FAILED, and a second try says it is no longer queued.
+  const firstDelivery = deliveryOf(listed, 'wait1@later.example')!;
+  t.is((await c.post(`/console/operator/queue/deliveries/${firstDelivery}/give-up`, {}, { referer: destination })).location, destination);
   t.regex(c.flash(), /was given up and recorded as failed/);
   t.is((await t0.request('GET', `/v1/emails/${first}`)).body.latestStatus, 'FAILED');
-  const now = await c.get('/console/operator/queue');
-  t.regex(now.text, /later\.example<\/strong> · 1 waiting/);
-  const gone = await c.post('/console/operator/queue/purge', { deliveryId: firstDelivery });
-  t.is(gone.status, 303);
-  t.regex(c.flash(), /is not queued/);
-  await c.post('/console/operator/queue/retry', { deliveryId: deliveryOf(now.text, 'wait2@later.example')! });
+  t.is((await c.post(`/console/operator/queue/deliveries/${firstDelivery}/give-up`)).status, 303);
+  t.regex(c.flash(), new RegExp(`delivery ${firstDelivery} is not queued`));
+
+  // Refused forms go back with the reason, naming the field.
+  for (const [form, message] of [
+    [{ destination: 'later.example', minutes: 'soon', reason: 'x' }, /^minutes: must be a number/],
+    [{ destination: 'later.example', minutes: '0', reason: 'x' }, /^minutes: must be more than 0/],
+    [{ destination: 'later.example', minutes: '30', reason: ' ' }, /^reason: must not be empty/],
+    [{ destination: 'not a domain!', minutes: '30', reason: 'x' }, /^destination: must be a domain name/],
+  ] as const) {
+    t.is((await c.post('/console/operator/queue/suspensions', form)).status, 303);
+    t.regex(c.flash(), message);
+  }
+  t.is((await c.get('/console/operator/queue/destinations/not_a_domain!')).status, 400);
+
+  // Suspended: listed as such, with who did it, until when and why.
+  const suspended = await c.post('/console/operator/queue/suspensions', { destination: 'LATER.example', minutes: '30', reason: 'provider asked us to wait' });
+  t.is(suspended.location, destination);
+  t.regex(c.flash(), /^later\.example is suspended until \d{4}-\d\d-\d\d \d\d:\d\d UTC \(0 queued deliveries held now\)\.$/);
+  const held = (await c.get(destination)).text;
+  t.regex(held, /provider asked us to wait/);
+  t.true(held.includes(`console user ${me.id} (op@acts.dev)`));
+  t.regex(held, /<span class="badge [a-z]+">suspended<\/span>/);
+  t.regex((await c.get('/console/operator/queue')).text, /later\.example<\/strong><\/a><\/td><td>2<\/td><td>0<\/td><td>0<\/td><td>2<\/td>[\s\S]*?<span class="badge [a-z]+">SUSPENDED<\/span> until/);
+  const [suspension] = await t0.app.services.queue.listSuspensions();
+  t.is(suspension!.createdBy, `console user ${me.id} (op@acts.dev)`);
+
+  // Retried (one, then all): due now, yet still held while the suspension lasts.
+  await c.post(`/console/operator/queue/deliveries/${deliveryOf(held, 'wait2@later.example')}/retry`);
   t.regex(c.flash(), /is due now/);
+  await c.post(`${destination}/retry`);
+  t.regex(c.flash(), /^2 queued deliveries to later\.example are due now\.$/);
+  const stillHeld = await t0.app.services.queue.messages({ destination: 'later.example' }, 10);
+  t.deepEqual(stillHeld.messages.map((m) => m.state), ['suspended', 'suspended']);
+
+  // Bounced: every queued delivery FAILED with the reason.
+  await c.post(`${destination}/bounce`, { reason: 'domain is gone' });
+  t.regex(c.flash(), /^2 queued deliveries to later\.example were bounced/);
+  for (const id of [second, third]) {
+    const email = (await t0.request('GET', `/v1/emails/${id}`)).body;
+    t.is(email.latestStatus, 'FAILED');
+  }
+  t.regex((await c.get(destination)).text, /Nothing is queued for later\.example/);
+
+  // Resumed: the suspension is gone.
+  t.is((await c.post(`/console/operator/queue/suspensions/${suspension!.id}/resume`, {}, { referer: '/console/operator/queue' })).location, '/console/operator/queue');
+  t.regex(c.flash(), /has ended/);
+  t.deepEqual(await t0.app.services.queue.listSuspensions(), []);
+  t.is((await c.post(`/console/operator/queue/suspensions/${suspension!.id}/resume`)).status, 303);
+  t.regex(c.flash(), /not found \(or already ended\)/);
+
+  // The audit log: every change, newest first, by this console user.
+  const { entries } = await t0.app.services.audit.list(6);
+  t.deepEqual(
+    entries.map((e) => [e.action, e.target.deliveryId ?? e.target.destination]),
+    [
+      ['queue.resume', undefined],
+      ['queue.bounce', 'later.example'],
+      ['queue.retry', 'later.example'],
+      ['queue.retry', Number(deliveryOf(held, 'wait2@later.example'))],
+      ['queue.suspend', 'later.example'],
+      ['queue.purge', Number(firstDelivery)],
+    ],
+  );
+  t.true(entries.every((e) => e.actor === `console user ${me.id} (op@acts.dev)` && e.consoleUserId === me.id && e.keyId === null));
+  t.like(entries[1]!.target, { reason: 'domain is gone', bounced: 2 });
+  t.like(entries[4]!.target, { minutes: 30, reason: 'provider asked us to wait', suspensionId: suspension!.id });
+  t.like(entries[5]!.target, { emailId: first, destination: 'later.example' });
+});
+
+test.serial('operator queue: a destination with more deliveries than a page is read page by page, with its cursor', async (t) => {
+  for (const batch of [0, 1]) {
+    const to = Array.from({ length: 30 }, (_, i) => `r${batch * 30 + i}@paged.example`);
+    const res = await t0.request('POST', '/v1/emails', { body: { from: 'x@acts.dev', to, subject: 'Many', text: 'x', scheduledAt: '2099-06-01T00:00:00Z' } });
+    t.is(res.status, 200);
+  }
+  const recipients = (html: string) => [...html.matchAll(/>(r\d+@paged\.example)</g)].map((m) => m[1]!);
+  const first = await c.get('/console/operator/queue/destinations/paged.example');
+  t.is(recipients(first.text).length, 50);
+  t.false(first.text.includes('First page'));
+  const next = /<a rel="next" href="([^"]+)">Next/.exec(first.text)![1]!.replace(/&amp;/g, '&');
+  t.regex(next, /^\/console\/operator\/queue\/destinations\/paged\.example\?cursor=/);
+  const second = await c.get(next);
+  t.is(recipients(second.text).length, 10);
+  t.true(second.text.includes('← First page'));
+  t.false(second.text.includes('rel="next"'));
+  t.is(new Set([...recipients(first.text), ...recipients(second.text)]).size, 60);
+  t.is((await c.get('/console/operator/queue/destinations/paged.example?cursor=garbage')).status, 400);
 });

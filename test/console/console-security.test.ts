@@ -2,7 +2,10 @@ import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 import { smtpSend } from '../inbound/helpers/smtp-client.js';
+import Router from '@koa/router';
 import { ConsoleClient, consoleUser } from './helpers/console-client.js';
+import { operatorTeamsPage } from '../../src/console/pages/operator-teams-page.js';
+import { operatorQueuePage } from '../../src/console/pages/operator-queue-page.js';
 
 // The console's walls over plain HTTP: sessions, CSRF, tenant isolation by URL, operator
 // pages, escaping of hostile input, the sandboxed email frame, the sign-in rate limit.
@@ -210,18 +213,58 @@ test('team B cannot open team A\'s pages by URL, nor change them', async (t) => 
   t.is((await t0.request('GET', `/v1/webhooks/${a.webhook}`)).status, 200);
 });
 
-test('operator pages: refused to team members, shown to operators, who manage teams through the team service', async (t) => {
+/** Every operator page and form, with real-looking ids: each must refuse a team member. */
+const OPERATOR_ROUTES: Record<string, string> = {
+  'GET /operator/teams': '/console/operator/teams',
+  'POST /operator/teams': '/console/operator/teams',
+  'POST /operator/teams/:id': '/console/operator/teams/1',
+  'GET /operator/queue': '/console/operator/queue',
+  'GET /operator/queue/destinations/:destination': '/console/operator/queue/destinations/example.net',
+  'POST /operator/queue/suspensions': '/console/operator/queue/suspensions',
+  'POST /operator/queue/suspensions/:id/resume': '/console/operator/queue/suspensions/su_x/resume',
+  'POST /operator/queue/destinations/:destination/retry': '/console/operator/queue/destinations/example.net/retry',
+  'POST /operator/queue/destinations/:destination/bounce': '/console/operator/queue/destinations/example.net/bounce',
+  'POST /operator/queue/deliveries/:id/retry': '/console/operator/queue/deliveries/1/retry',
+  'POST /operator/queue/deliveries/:id/give-up': '/console/operator/queue/deliveries/1/give-up',
+};
+
+test.serial('operator pages: every page and form refuses a team member with 403, whatever the spelling of the path; nothing changes and nothing is audited', async (t) => {
+  // The routes the operator modules register are exactly the ones listed above.
+  const r = new Router();
+  const deps = { publicUrl: 'http://x', services: {} } as never;
+  operatorTeamsPage(r, deps);
+  operatorQueuePage(r, deps);
+  t.deepEqual(r.stack.flatMap((l) => l.methods.filter((m) => m !== 'HEAD').map((m) => `${m} ${l.path}`)).sort(), Object.keys(OPERATOR_ROUTES).sort());
+
   const member = new ConsoleClient(t0.baseUrl);
   await member.signIn(A);
-  t.is((await member.get('/console/operator/teams')).status, 403);
-  t.is((await member.get('/console/operator/queue')).status, 403);
-  t.false((await member.get('/console')).text.includes('/console/operator/teams'));
-  const refused = await member.post('/console/operator/teams', { name: 'Sneaky' });
-  t.is(refused.status, 303);
-  t.false((await t0.app.services.teams.list()).some((x) => x.name === 'Sneaky'));
+  t.false((await member.get('/console')).text.includes('/console/operator/'));
+  const suspensionsBefore = await t0.app.services.queue.listSuspensions();
+  const auditBefore = (await t0.app.services.audit.list(1)).entries[0]?.id;
+  const teamsBefore = await t0.app.services.teams.list();
+  const form = { name: 'Sneaky', rateLimit: '1', destination: 'example.net', minutes: '60', reason: 'sneaky' };
+  for (const [name, path] of Object.entries(OPERATOR_ROUTES)) {
+    const variants = [path, path.replace('/operator/', '/OPERATOR/'), path.replace('/operator/', '/%6Fperator/'), path.replace('/console/operator', '/console//operator')];
+    for (const p of variants) {
+      const res = name.startsWith('GET') ? await member.get(p) : await member.post(p, form);
+      // A spelling the router does not match is a 404; every other answer is the 403 page.
+      t.true(res.status === 403 || res.status === 404, `${name} as ${p}: ${res.status}`);
+      if (p === path) t.is(res.status, 403, `${name}: ${res.status}`);
+      if (res.status === 403) t.regex(res.text, /This page is for operators of this server/, p);
+    }
+  }
+  // The wall stands before the router: under /console/operator a member gets 403 even where no page is.
+  t.is((await member.get('/console/operator/no-such-page')).status, 403);
+  t.is((await member.post('/console/operator/no-such-form', form)).status, 403);
+  t.deepEqual(await t0.app.services.teams.list(), teamsBefore);
+  t.deepEqual(await t0.app.services.queue.listSuspensions(), suspensionsBefore);
+  t.is((await t0.app.services.audit.list(1)).entries[0]?.id, auditBefore);
+});
 
+test.serial('operator pages: operators manage teams through the team service, and each change is in the audit log as the API writes it', async (t) => {
   const op = new ConsoleClient(t0.baseUrl);
   await op.signIn(OP);
+  const opId = (await t0.app.services.users.list()).find((u) => u.email === OP)!.id;
   const teams = await op.get('/console/operator/teams');
   t.is(teams.status, 200);
   t.true(teams.text.includes('Team B'));
@@ -232,9 +275,20 @@ test('operator pages: refused to team members, shown to operators, who manage te
   const renamed = await t0.app.services.teams.get(c.id);
   t.is(renamed?.name, 'Team Cee');
   t.is(renamed?.rateLimit, null);
+  const { entries } = await t0.app.services.audit.list(2);
+  t.deepEqual(
+    entries.map((e) => [e.action, e.target, e.actor, e.consoleUserId, e.keyId]),
+    [
+      ['team.update', { teamId: c.id, name: 'Team Cee', rateLimit: null }, `console user ${opId} (${OP})`, opId, null],
+      ['team.create', { teamId: c.id, name: 'Team C' }, `console user ${opId} (${OP})`, opId, null],
+    ],
+  );
+  // A refused change is not audited.
+  t.is((await op.post('/console/operator/teams/999999', { name: 'Nobody' })).status, 303);
+  t.is((await t0.app.services.audit.list(1)).entries[0]!.id, entries[0]!.id);
   const queue = await op.get('/console/operator/queue');
   t.is(queue.status, 200);
-  t.regex(queue.text, /Deliveries by state/);
+  t.regex(queue.text, /Queued deliveries by state/);
 });
 
 test('hostile subjects and names are escaped; email HTML is served only to a sandboxed frame with its own CSP', async (t) => {

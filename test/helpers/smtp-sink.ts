@@ -18,6 +18,8 @@ export interface SinkMessage {
   secure: boolean;
   heloName: string;
   connectionId: string;
+  /** The client's address (which local address the sender bound to). */
+  remoteAddress: string;
 }
 
 export interface SinkBehaviour {
@@ -209,6 +211,7 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
           secure: session.secure,
           heloName: session.hostNameAppearsAs || '',
           connectionId: session.id,
+          remoteAddress: session.remoteAddress.replace(/^::ffff:/, ''),
         };
         const reply = consult(behaviour.onData, msg);
         if (reply === 'drop') return drop(session);

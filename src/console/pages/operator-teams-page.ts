@@ -1,21 +1,15 @@
 import type Router from '@koa/router';
-import { forbidden, notFound } from '../../core/errors.js';
-import { route, type Handler, type PageDeps } from '../console-deps.js';
-import { field, type ConsoleContext } from '../console-context.js';
+import { notFound } from '../../core/errors.js';
+import { route, type PageDeps } from '../console-deps.js';
+import { field } from '../console-context.js';
 import { isSecure, redirectWithFlash } from '../console-responses.js';
 import { html, seg } from '../html.js';
 import { csrfField, input, renderPage, section, table, time } from '../layout.js';
+import { operatorActor, operatorOnly } from '../operator-access.js';
 
 // Operator: the teams of this server (list, create, rename, rate limit), through core's team
-// service, as `posthorn teams` does.
-
-/** Operator pages refuse team members. */
-export function operatorOnly(handler: Handler): Handler {
-  return async (ctx: ConsoleContext) => {
-    if (!ctx.state.console.user.operator) throw forbidden('This page is for operators of this server.');
-    return handler(ctx);
-  };
-}
+// service, as `posthorn teams` does; every change is written to the operator audit log with the
+// same actions as the operator API's (team.create, team.update).
 
 function rateLimitOf(raw: string): number | null {
   if (raw === '' || raw === 'default') return null;
@@ -24,7 +18,7 @@ function rateLimitOf(raw: string): number | null {
 
 export function operatorTeamsPage(r: Router, d: PageDeps): void {
   const secure = isSecure(d.publicUrl);
-  const { teams } = d.services;
+  const { teams, audit } = d.services;
 
   route(r, 'get', '/operator/teams', operatorOnly(async (ctx) => {
     const [list, users] = await Promise.all([teams.list(), d.users.list()]);
@@ -50,15 +44,19 @@ ${table('Teams', ['Team', 'Console users', 'Rate limit', 'Created', 'Change'], l
   }));
 
   route(r, 'post', '/operator/teams', operatorOnly(async (ctx) => {
+    const name = field(ctx, 'name');
     const limit = rateLimitOf(field(ctx, 'rateLimit'));
-    const id = await teams.create(field(ctx, 'name'), limit);
+    const id = await teams.create(name, limit);
+    await audit.record(operatorActor(ctx), 'team.create', { teamId: id, name });
     redirectWithFlash(ctx, secure, '/console/operator/teams', { kind: 'ok', text: `Team ${id} created.` });
   }));
 
   route(r, 'post', '/operator/teams/:id', operatorOnly(async (ctx) => {
     const id = Number.parseInt(ctx.params.id!, 10) || 0;
-    const updated = await teams.update(id, { name: field(ctx, 'name'), rateLimit: rateLimitOf(field(ctx, 'rateLimit')) });
+    const change = { name: field(ctx, 'name'), rateLimit: rateLimitOf(field(ctx, 'rateLimit')) };
+    const updated = await teams.update(id, change);
     if (!updated) throw notFound(`team ${id} not found`);
+    await audit.record(operatorActor(ctx), 'team.update', { teamId: id, ...change });
     redirectWithFlash(ctx, secure, '/console/operator/teams', { kind: 'ok', text: `Team ${id} saved.` });
   }));
 }

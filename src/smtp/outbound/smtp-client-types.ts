@@ -46,6 +46,29 @@ export interface TransactionRequest {
    * transport-policy.ts; it replaces tlsPolicy when set. Ignored with a relay.
    */
   transport?: TransportRequirement;
+  /** The egress source: the local address to bind to and the EHLO name. Absent: the pool's defaults. */
+  source?: EgressSourceRef;
+  /** Traffic shaping of the (source, rollup) this goes to (docs/outbound.md, "Traffic shaping"). */
+  shape?: SessionShape;
+}
+
+export interface EgressSourceRef {
+  name: string;
+  /** Local address to bind the connection to; absent: the host's default. */
+  localAddress?: string;
+  ehloName: string;
+}
+
+/** Limits of the sessions of one (source, rollup), beyond the pool's own. */
+export interface SessionShape {
+  /** Sessions of one (source, rollup) share these limits. */
+  key: string;
+  /** Open sessions at once (from the first SYN until the socket is closed). */
+  connectionLimit?: number;
+  /** Transactions per session, then QUIT. */
+  maxDeliveriesPerConnection?: number;
+  /** An idle session is closed after this. */
+  idleTimeoutMs?: number;
 }
 
 /** What the session saw of TLS, for a TransportRequirement to judge. */
@@ -208,6 +231,10 @@ export interface Route {
   /** Certificate name and remoteHost. */
   host: string;
   relay: boolean;
+  /** Local address to bind to (the egress source's). */
+  localAddress?: string;
+  /** EHLO name, when not the pool's. */
+  ehloName?: string;
 }
 
 /** One slot of the pool and the SMTP session on it. */
@@ -240,6 +267,8 @@ export interface PooledConnection {
   tlsFailed: boolean;
   /** Resolves once the socket is closed and the slot is free. */
   closed?: Promise<void>;
+  /** The (source, rollup) shaping the session counts against, and its per-session limits. */
+  shape?: SessionShape;
   /**
    * The last transaction ended with the server's 250 to the message: the server is back in
    * its initial state (RFC 5321 4.1.1.4), so the next transaction needs no RSET first.

@@ -15,6 +15,8 @@ import * as m20261126020000 from './20261126020000-transport-security.js';
 import * as m20261126021000 from './20261126021000-domain-mta-sts.js';
 import * as m20261126030000 from './20261126030000-sandbox-messages.js';
 import * as m20261126040000 from './20261126040000-operations.js';
+import * as m20261126050000 from './20261126050000-traffic-shaping.js';
+import * as m20261126070000 from './20261126070000-audit-console-users.js';
 
 // Every migration, keyed by its timestamped name. Kysely runs them in name order and
 // records each in kysely_migration, so they are forward-only and run once.
@@ -35,4 +37,6 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261126021000-domain-mta-sts': m20261126021000,
   '20261126030000-sandbox-messages': m20261126030000,
   '20261126040000-operations': m20261126040000,
+  '20261126050000-traffic-shaping': m20261126050000,
+  '20261126070000-audit-console-users': m20261126070000,
 };

@@ -40,6 +40,8 @@ export interface DomainRecord {
   unverifiedSince: string | null;
   createdAt: string;
   updatedAt: string;
+  /** Egress pool of the domain's mail; null: its team's. */
+  pool: string | null;
 }
 
 export type DomainPatch = Partial<Omit<DomainRecord, 'id' | 'teamId' | 'name' | 'createdAt' | 'dkimPrivateKey' | 'publicKey'>>;
@@ -79,6 +81,7 @@ function fromRow(r: Selectable<DomainsTable>): DomainRecord {
     unverifiedSince: r.unverified_since,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
+    pool: r.pool,
   };
 }
 
@@ -150,7 +153,7 @@ export function createDomainsRepository(db: Db) {
     }
   }
   return {
-    async insert(d: Omit<DomainRecord, 'id'>, inTransaction?: InTransaction<DomainRecord>): Promise<DomainRecord> {
+    async insert(d: Omit<DomainRecord, 'id' | 'pool'>, inTransaction?: InTransaction<DomainRecord>): Promise<DomainRecord> {
       return write(async (ex) => fromRow(await ex
         .insertInto('domains')
         .values({
@@ -198,6 +201,18 @@ export function createDomainsRepository(db: Db) {
     async findByIdAnyTeam(id: number): Promise<DomainRecord | undefined> {
       const r = await live().where('id', '=', id).executeTakeFirst();
       return r && fromRow(r);
+    },
+    /** The egress pool of a domain's mail: its own, else its team's; null: the default pool. */
+    async egressPoolOf(id: number): Promise<string | null> {
+      const r = await sync.read(
+        () => sync.sqlite.prepare('select coalesce(d.pool, t.pool) as pool from domains d join teams t on t.id = d.team_id where d.id = ?').get(id) as { pool: string | null } | undefined,
+      );
+      return r?.pool ?? null;
+    },
+    /** Sets a domain's egress pool (null: the team's). */
+    async setPool(id: number, pool: string | null, nowIso: string): Promise<boolean> {
+      const res = await db.updateTable('domains').set({ pool, updated_at: nowIso }).where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
+      return res.numUpdatedRows > 0n;
     },
     async findByName(teamId: number, name: string): Promise<DomainRecord | undefined> {
       // Hot path (every send checks its from-domain): a prepared statement, and a short cache.

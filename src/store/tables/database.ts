@@ -1,5 +1,6 @@
 import type { Generated } from 'kysely';
 import type { DeliveryAttemptsTable, OperatorAuditTable, OperatorKeysTable, QueueSuspensionsTable } from './operations-tables.js';
+import type { ShapingHoldsTable, WarmupUsageTable } from './shaping-tables.js';
 
 // Row shapes of every table. Timestamps are ISO-8601 UTC strings (they sort as text);
 // due times used by claim queries are integer epoch milliseconds.
@@ -9,6 +10,8 @@ export interface TeamsTable {
   name: string;
   /** Per-team override of the API requests-per-second limit; null = config default. */
   rate_limit: number | null;
+  /** Egress pool of the team's mail (outbound.pools); null = the default pool. */
+  pool: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -40,6 +43,8 @@ export interface DomainsTable {
   id: Generated<number>;
   team_id: number;
   name: string;
+  /** Egress pool of this domain's mail, over the team's; null = the team's. */
+  pool: string | null;
   region: string;
   status: DomainStatus;
   subdomain: string | null;
@@ -140,6 +145,8 @@ export interface DeliveriesTable {
   mx_host: string | null;
   /** Epoch ms the give-up age counts from: acceptance, or the scheduled time if later. */
   due_since: number;
+  /** Why traffic shaping put it back unattempted (a hold, the rate, the warm-up budget); null after an attempt. */
+  held_reason: string | null;
   updated_at: string;
 }
 
@@ -563,6 +570,8 @@ export interface Database {
   operator_keys: OperatorKeysTable;
   operator_audit: OperatorAuditTable;
   queue_suspensions: QueueSuspensionsTable;
+  shaping_holds: ShapingHoldsTable;
+  warmup_usage: WarmupUsageTable;
   delivery_attempts: DeliveryAttemptsTable;
   mta_sts_policies: MtaStsPoliciesTable;
   tls_session_counts: TlsSessionCountsTable;
