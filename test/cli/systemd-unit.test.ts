@@ -8,15 +8,15 @@ import { gracefulStopSeconds, systemdUnit } from '../../src/cli/systemd-unit.js'
 import { loadConfig } from '../../src/config/load.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
-// The unit lives in src/cli/systemd-unit.ts; the README shows its default rendering, so the
-// two can not drift, and it is checked for what a fresh Debian needs.
+// The unit lives in src/cli/systemd-unit.ts; docs/operations.md shows its default rendering, so
+// the two can not drift, and it is checked for what a fresh Debian needs.
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
-test("the README's unit is systemdUnit() as it renders by default", (t) => {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+test("docs/operations.md's unit is systemdUnit() as it renders by default", (t) => {
+  const readme = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
   const block = /```ini\n([\s\S]*?)```/.exec(readme)?.[1];
-  t.is(block, systemdUnit(), 'paste systemdUnit() into the README (node -e "import(\'./dist/src/cli/systemd-unit.js\').then(m => process.stdout.write(m.systemdUnit()))")');
+  t.is(block, systemdUnit(), 'paste systemdUnit() into docs/operations.md (node -e "import(\'./dist/src/cli/systemd-unit.js\').then(m => process.stdout.write(m.systemdUnit()))")');
   // The steps around it: a system user, and the first key made before the first start.
   t.regex(readme, /useradd --system/);
   t.regex(readme, /keys create --name admin/);

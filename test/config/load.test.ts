@@ -126,6 +126,7 @@ test('every key has an environment variable, and each one sets its key (the rela
     'outbound.relay.secure': 'none',
     'inbound.complaintAddress': 'a@b.example',
     'console.enabled': 'false',
+    'store.durability': 'normal',
     'outbound.sources': '[{"name":"default","localAddress":"127.0.0.2"}]',
     'outbound.pools': '[{"name":"bulk","sources":["default"]}]',
     'outbound.shaping': '[{"mx":"example.com","messageRate":"5/s"}]',
