@@ -1,6 +1,6 @@
 import type { Context, Next } from 'koa';
 import Router from '@koa/router';
-import { AppError, type ErrorCode } from '../core/errors.js';
+import { AppError, HTTP_STATUS, type ErrorCode } from '../core/errors.js';
 import { csrfTokenMatches } from '../core/users/session-service.js';
 import { MAX_CSV_BYTES } from '../core/contacts/contact-csv.js';
 import { loadConsoleAssets, type ConsoleAssets } from './console-assets.js';
@@ -43,17 +43,6 @@ function compose(stack: Middleware[]): Middleware {
   };
 }
 
-const STATUS: Record<ErrorCode, number> = {
-  BAD_REQUEST: 400,
-  UNAUTHORIZED: 401,
-  FORBIDDEN: 403,
-  NOT_FOUND: 404,
-  METHOD_NOT_ALLOWED: 405,
-  NOT_UNIQUE: 409,
-  RATE_LIMITED: 429,
-  PAYLOAD_TOO_LARGE: 413,
-  INTERNAL_SERVER_ERROR: 500,
-};
 const TITLES: Record<number, string> = { 400: 'Not possible', 401: 'Sign in first', 403: 'Not allowed', 404: 'Not found', 405: 'Not possible', 409: 'Already exists', 413: 'Too large', 429: 'Too many requests', 500: 'Something went wrong' };
 
 const isUnsafe = (ctx: Context) => ctx.method !== 'GET' && ctx.method !== 'HEAD';
@@ -82,7 +71,7 @@ export function mountConsole(router: Router, deps: ConsoleDeps): void {
       if (!known) deps.logger.error({ err, method: ctx.method, path: ctx.path }, 'console request failed');
       const code: ErrorCode = known ? err.code : 'INTERNAL_SERVER_ERROR';
       const message = known ? err.message : 'The server could not complete this request. The error is in the server log.';
-      const status = STATUS[code];
+      const status = HTTP_STATUS[code];
       setPageHeaders(ctx);
       if (known && err.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(err.retryAfterSeconds));
       if (wantsJson(ctx)) {
