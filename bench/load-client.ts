@@ -1,6 +1,8 @@
 // Load generator for the API benchmark, run as a separate process so it does not share the
 // server's event loop. Sends `total` POSTs with `concurrency` in flight over keep-alive
 // connections and prints {ok, failed, seconds, latenciesMs: {p50, p99, max}, clientCpuMsPerRequest} as JSON.
+// A body containing {i} gets the request's number there and {d} that number modulo 20 (a
+// different recipient per request, spread over 20 destination domains).
 import http from 'node:http';
 
 const [url, key, bodyJson, totalArg, concurrencyArg] = process.argv.slice(2);
@@ -8,9 +10,11 @@ const total = Number(totalArg);
 const concurrency = Number(concurrencyArg);
 const target = new URL(url!);
 const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-const body = Buffer.from(bodyJson!);
+const template = bodyJson!;
+const fixed = template.includes('{i}') || template.includes('{d}') ? undefined : Buffer.from(template);
 
-function post(): Promise<number> {
+function post(i: number): Promise<number> {
+  const body = fixed ?? Buffer.from(template.replaceAll('{i}', String(i)).replaceAll('{d}', String(i % 20)));
   return new Promise((resolve) => {
     const req = http.request(
       {
@@ -39,9 +43,9 @@ const started = performance.now();
 const cpuBefore = process.cpuUsage();
 async function worker(): Promise<void> {
   while (next < total) {
-    next++;
+    const i = next++;
     const t0 = performance.now();
-    const status = await post();
+    const status = await post(i);
     latencies.push(performance.now() - t0);
     if (status === 200) ok++;
     else failed++;
