@@ -7,7 +7,8 @@ import type { Config } from './config/defaults.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { createLogger, type Logger } from './lib/logger.js';
 import { createDnsClient, type DnsResolver } from './lib/dns/dns-client.js';
-import { openAppStore, type AppStore, type StoreSettings } from './store/open-store.js';
+import { isPostgresUrl, openAppStore, type AppStore, type StoreSettings } from './store/open-store.js';
+import { copySqliteToPostgres, type CopyProgress, type CopyReport } from './store/store-copy.js';
 import { isStorageFailure } from './store/store-errors.js';
 import { databaseUrlTarget } from './store/pg/pg-store.js';
 import { storageUnavailable } from './core/errors.js';
@@ -194,6 +195,20 @@ export async function migrateStore(config: Config): Promise<string[]> {
   } finally {
     await store.close();
   }
+}
+
+export type { CopyProgress, CopyReport } from './store/store-copy.js';
+
+/**
+ * `posthorn store copy --to <url>`: copies this configuration's SQLite store (in dataDir) into
+ * the empty PostgreSQL database at `targetUrl` (store/store-copy.ts).
+ */
+export async function copyStoreTo(config: Config, targetUrl: string, onProgress?: (p: CopyProgress) => void): Promise<CopyReport> {
+  if (config.store.url) {
+    throw new Error(`the configured store is already PostgreSQL (store.url, ${databaseUrlTarget(config.store.url)}): store copy reads a SQLite installation; run it with store.url and POSTHORN_DATABASE_URL unset`);
+  }
+  if (!isPostgresUrl(targetUrl)) throw new Error('--to: must be a postgres:// or postgresql:// URL, such as postgres://user:password@host:5432/posthorn');
+  return copySqliteToPostgres({ sqliteFile: storeFile(config), targetUrl, onProgress });
 }
 
 export async function createApp(opts: AppOptions) {

@@ -13,6 +13,7 @@ import { registerQueue } from './queue-command.js';
 import { registerInit } from './init-command.js';
 import { registerServerDns } from './server-dns-command.js';
 import { registerUsers } from './users-command.js';
+import { registerStore } from './store-command.js';
 import { EXIT_CONFIG_ERROR } from './systemd-unit.js';
 
 /** The package's version (dist/src/cli/index.js -> package.json at the root). */
@@ -40,6 +41,7 @@ export function buildProgram(): Command {
   registerInit(program);
   registerServerDns(program);
   registerUsers(program);
+  registerStore(program);
   return program;
 }
 

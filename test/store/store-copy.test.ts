@@ -1,0 +1,151 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import test from 'ava';
+import pg from 'pg';
+import { ManualClock } from '../../src/lib/clock.js';
+import { startMailWorld, sendBody } from '../helpers/mail-world.js';
+import { createEmptyDatabase, dropTestDatabase } from '../helpers/pg-databases.js';
+import { startTestApp } from '../helpers/test-app.js';
+
+// `posthorn store copy --to postgres://...` moves a SQLite installation to PostgreSQL. The
+// installation is filled through the real API (a verified domain, emails delivered to the MX,
+// contacts, segments, a sent campaign, webhooks, suppressions, templates, API keys); the CLI
+// copies it; an app started on the copy gives the same API answers, with the old API key. The
+// copy refuses a target that already holds data.
+
+const run = promisify(execFile);
+const BIN = fileURLToPath(new URL('../../../bin/posthorn', import.meta.url));
+
+function storeCopy(dataDir: string, url: string, extraEnv: Record<string, string> = {}) {
+  return run(process.execPath, [BIN, 'store', 'copy', '--to', url], { env: { PATH: process.env.PATH!, POSTHORN_DATA_DIR: dataDir, ...extraEnv } });
+}
+
+test('a populated SQLite installation copied to PostgreSQL serves the same API answers, with the same keys', async (t) => {
+  t.timeout(180_000);
+  const clock = new ManualClock(Date.UTC(2026, 10, 20, 9, 0, 0));
+  // Always SQLite, whatever store the test run is on: this is the installation to move.
+  const w = await startMailWorld({ clock, overrides: { store: { url: '' }, webhooks: { allowPrivate: true } } });
+  const url = await createEmptyDatabase();
+  t.teardown(async () => {
+    await w.close();
+    await dropTestDatabase(url);
+  });
+  const ok = async (method: string, path: string, body?: unknown) => {
+    const res = await w.t0.request(method, path, { body });
+    if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body;
+  };
+  const from = `News <news@${w.domain.name}>`;
+  // A webhook to a closed port: its events, calls and failed attempts are history to move too.
+  await ok('POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/hook', eventTypes: ['email.delivered'] });
+  const key = (await ok('POST', '/v1/apiKeys', { name: 'sender', permission: 'SENDING' })).token as string;
+  const content = JSON.stringify({ type: 'doc', content: [{ type: 'paragraph', content: [{ type: 'text', text: 'Hello {{name}}' }] }] });
+  const tpl = await ok('POST', '/v1/templates', { name: 'Welcome', subject: 'Hi {{name}}', content });
+  await ok('POST', `/v1/templates/${tpl.id}/publish`);
+  for (let i = 0; i < 12; i++) await ok('POST', '/v1/emails', sendBody(w, { from, to: `reader${i}@example.net`, subject: `Issue ${i}`, tags: ['copy'] }));
+  await ok('POST', '/v1/emails/batch', [sendBody(w, { from, to: 'b1@example.org' }), sendBody(w, { from, to: 'b2@example.org' })]);
+  await ok('POST', '/v1/emails', { from, to: 'templated@example.net', templateId: tpl.id, variables: { name: 'Ada' } });
+  const book = await ok('POST', '/v1/contactBooks', { name: 'Readers' });
+  await ok('POST', `/v1/contactBooks/${book.id}/contacts/bulk`, Array.from({ length: 25 }, (_, i) => ({ email: `c${i}@example.net`, firstName: `C${i}`, properties: { plan: i % 2 ? 'pro' : 'free' } })));
+  const seg = await ok('POST', '/v1/segments', { name: 'Pro', contactBookId: book.id, filters: { match: 'all', conditions: [{ field: 'properties.plan', op: 'eq', value: 'pro' }] } });
+  const campaign = await ok('POST', '/v1/campaigns', { name: 'Launch', from, subject: 'Launch', contactBookId: book.id, segmentId: seg.id, content, sendNow: true });
+  await w.t0.app.runCampaigns();
+  await w.settle();
+  await w.t0.app.runCampaigns();
+  await w.settle();
+  await ok('POST', '/v1/suppressions', { email: 'stop@example.net', source: 'copy-test' });
+  await ok('POST', '/v1/suppressions/bulk', { emails: ['s1@example.net', 's2@example.net'], reason: 'COMPLAINT', source: 'copy-bulk' });
+  t.true(w.sink.messages.length >= 27, `${w.sink.messages.length} delivered`);
+
+  // What the API answers before the move (the old FULL key and the SENDING key both work).
+  const emailId = (await ok('GET', '/v1/emails?limit=1')).data[0].id as string;
+  const paths = [
+    '/v1/domains',
+    `/v1/domains/${w.domain.id}`,
+    '/v1/emails?limit=100',
+    `/v1/emails/${emailId}`,
+    '/v1/contactBooks',
+    `/v1/contactBooks/${book.id}`,
+    `/v1/contactBooks/${book.id}/contacts?limit=100`,
+    '/v1/segments',
+    `/v1/segments/${seg.id}`,
+    `/v1/segments/${seg.id}/contacts?limit=100`,
+    '/v1/campaigns',
+    `/v1/campaigns/${campaign.id}`,
+    '/v1/webhooks',
+    '/v1/suppressions?limit=100',
+    '/v1/templates',
+    `/v1/templates/${tpl.id}`,
+    '/v1/analytics/email-time-series?days=7',
+    '/v1/analytics/reputation-metrics',
+  ];
+  const before = new Map<string, unknown>();
+  for (const p of paths) before.set(p, await ok('GET', p));
+  const keysBefore = (await ok('GET', '/v1/apiKeys')) as { id: number }[];
+  const dataDir = w.t0.dataDir;
+  await w.t0.stop();
+
+  // The copy: progress per table, then the verification table.
+  const { stdout } = await storeCopy(dataDir, url);
+  t.regex(stdout, /^ {2}emails: 27 of 27 rows, done$/m, '15 sent, 12 by the campaign');
+  t.regex(stdout, /^ {2}contacts: 25 of 25 rows, done$/m);
+  t.regex(stdout, /^ {2}webhook_events: [1-9]\d* of [1-9]\d* rows, done$/m);
+  t.regex(stdout, /^verification \(rows per table\):$/m);
+  t.regex(stdout, /^ {2}deliveries\s+\d+\s+\d+$/m);
+  t.notRegex(stdout, /MISMATCH/);
+  t.regex(stdout, /every table verified/);
+  // Parents before children: a team before its domains, an email before its deliveries.
+  t.true(stdout.indexOf('\n  teams') < stdout.indexOf('\n  domains') && stdout.indexOf('\n  emails') < stdout.indexOf('\n  deliveries'));
+
+  // A second copy into the same database is refused: a copy never merges.
+  const again = await t.throwsAsync(storeCopy(dataDir, url));
+  t.regex((again as unknown as { stderr: string }).stderr, /the target database already holds data \(table \w+ has rows\): copy into an empty database/);
+  t.is((again as unknown as { code: number }).code, 1);
+
+  // The same installation, now on PostgreSQL: the same answers, with the old keys.
+  const copy = await startTestApp({ dataDir, zone: w.zone, clock, overrides: { store: { url }, webhooks: { allowPrivate: true } } });
+  try {
+    t.is(copy.app.store.kind, 'postgres');
+    for (const p of paths) {
+      const res = await copy.request('GET', p, { key: w.t0.key });
+      t.is(res.status, 200, p);
+      t.deepEqual(res.body, before.get(p), p);
+    }
+    const keysAfter = (await copy.request('GET', '/v1/apiKeys', { key: w.t0.key })).body as { id: number }[];
+    const kept = keysAfter.filter((k) => keysBefore.some((b) => b.id === k.id));
+    t.deepEqual(
+      kept.map((k) => ({ ...k, lastUsed: undefined })),
+      keysBefore.map((k) => ({ ...k, lastUsed: undefined })),
+    );
+    // The SENDING key sends; new rows take ids after the copied ones (sequences were moved on).
+    const sent = await copy.request('POST', '/v1/emails', { key, body: sendBody(w, { from, to: 'after@example.net' }) });
+    t.is(sent.status, 200);
+    const book2 = await copy.request('POST', `/v1/contactBooks/${book.id}/contacts`, { key: w.t0.key, body: { email: 'new@example.net' } });
+    t.is(book2.status, 200);
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      const maxDelivery = Number((await client.query('select max(id) as n from deliveries')).rows[0].n);
+      t.true(maxDelivery > 27, 'the new delivery took an id after the copied ones');
+    } finally {
+      await client.end();
+    }
+  } finally {
+    await copy.stop();
+  }
+});
+
+test('store copy refuses what it cannot do, with a clear message', async (t) => {
+  const empty = await startTestApp({ overrides: { store: { url: '' } } });
+  const dataDir = empty.dataDir;
+  await empty.stop();
+  t.teardown(() => empty.close());
+  const notPg = await t.throwsAsync(storeCopy(dataDir, 'mysql://x@localhost/db'));
+  t.regex((notPg as unknown as { stderr: string }).stderr, /--to: must be a postgres:\/\/ or postgresql:\/\/ URL/);
+  const fromPg = await t.throwsAsync(storeCopy(dataDir, 'postgres://u@127.0.0.1:9/x', { POSTHORN_DATABASE_URL: 'postgres://u:secret@db.example:5432/live' }));
+  t.regex((fromPg as unknown as { stderr: string }).stderr, /the configured store is already PostgreSQL \(store\.url, db\.example:5432\/live\)/);
+  t.notRegex((fromPg as unknown as { stderr: string }).stderr, /secret/);
+  const nothing = await t.throwsAsync(storeCopy(`${dataDir}/nowhere`, 'postgres://u@127.0.0.1:9/x'));
+  t.regex((nothing as unknown as { stderr: string }).stderr, /there is no SQLite store at .*nowhere\/posthorn\.db/);
+});
