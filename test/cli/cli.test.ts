@@ -55,8 +55,14 @@ test('teams create prints the id; keys list and revoke; migrate is idempotent; c
   t.regex((await cli(dataDir, 'keys', 'revoke', id)).stdout, /revoked/);
   const err = await t.throwsAsync(cli(dataDir, 'keys', 'revoke', id));
   t.regex((err as any).stderr, /not found/);
-  const printed = JSON.parse((await run(process.execPath, [BIN, 'config', 'print'], { env: { PATH: process.env.PATH, POSTHORN_SECRET: 'topsecretvalue' } })).stdout);
+  const print = await run(process.execPath, [BIN, 'config', 'print'], {
+    env: { PATH: process.env.PATH, POSTHORN_SECRET: 'topsecretvalue', POSTHORN_DATABASE_URL: 'postgres://posthorn:db-pass-123@db.internal:5433/mail?sslmode=require' },
+  });
+  const printed = JSON.parse(print.stdout);
   t.is(printed.secret, '[redacted]');
+  // The store: which server and database, never the password.
+  t.is(printed.store.url, 'postgres://posthorn:[redacted]@db.internal:5433/mail?sslmode=require');
+  t.false(print.stdout.includes('db-pass-123') || print.stderr.includes('db-pass-123'));
 });
 
 test('bad arguments exit non-zero with a message', async (t) => {

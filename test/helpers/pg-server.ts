@@ -20,6 +20,10 @@ export interface PgServer {
   stop(): Promise<void>;
   /** Synchronous, for process exit: an immediate shutdown and the directory removed. */
   killNow(): void;
+  /** Shuts the server down (fast: sessions are ended), keeping its data, as an outage would. */
+  pause(): Promise<void>;
+  /** Starts it again on the same port with the same data; resolves once it accepts connections. */
+  resume(): Promise<void>;
 }
 
 function binDir(): string {
@@ -59,11 +63,9 @@ export async function startPgServer(fixedPort?: number): Promise<PgServer> {
   if (made.status !== 0) throw new Error(`initdb failed: ${made.stderr || made.stdout}`);
   const logFile = join(dir, 'server.log');
   const ctl = join(bin, 'pg_ctl');
-  let port = 0;
-  for (let attempt = 0; attempt < 5 && !port; attempt++) {
-    const candidate = fixedPort ?? (await freePort());
-    const options = [
-      `-p ${candidate}`,
+  const optionsFor = (port: number) =>
+    [
+      `-p ${port}`,
       '-c listen_addresses=127.0.0.1',
       `-c unix_socket_directories=${dir}`,
       '-c fsync=off',
@@ -71,10 +73,13 @@ export async function startPgServer(fixedPort?: number): Promise<PgServer> {
       '-c max_connections=300',
       '-c shared_buffers=128MB',
     ].join(' ');
-    // pg_ctl -w returns once the server accepts connections (or failed to start); the server
-    // runs detached, so it never holds this process open.
-    const started = await run(ctl, ['-D', data, '-l', logFile, '-o', options, '-w', '-t', '60', 'start'], { cwd: dir, ...as });
-    if (started === 0) port = candidate;
+  // pg_ctl -w returns once the server accepts connections (or failed to start); the server
+  // runs detached, so it never holds this process open.
+  const startOn = (port: number) => run(ctl, ['-D', data, '-l', logFile, '-o', optionsFor(port), '-w', '-t', '60', 'start'], { cwd: dir, ...as });
+  let port = 0;
+  for (let attempt = 0; attempt < 5 && !port; attempt++) {
+    const candidate = fixedPort ?? (await freePort());
+    if ((await startOn(candidate)) === 0) port = candidate;
   }
   if (!port) {
     const log = existsSync(logFile) ? readFileSync(logFile, 'utf8').slice(-4000) : '';
@@ -91,7 +96,15 @@ export async function startPgServer(fixedPort?: number): Promise<PgServer> {
     spawnSync(ctl, ['-D', data, '-m', 'immediate', 'stop'], { cwd: dir, ...as });
     rmSync(dir, { recursive: true, force: true });
   };
-  return { adminUrl: `postgres://${TEST_PG_USER}@127.0.0.1:${port}/postgres`, port, stop, killNow };
+  const pause = async () => {
+    const code = await run(ctl, ['-D', data, '-m', 'fast', '-w', 'stop'], { cwd: dir, ...as });
+    if (code !== 0) throw new Error(`pg_ctl stop failed (${code})`);
+  };
+  const resume = async () => {
+    const code = await startOn(port);
+    if (code !== 0) throw new Error(`PostgreSQL did not start again (${code}): ${existsSync(logFile) ? readFileSync(logFile, 'utf8').slice(-2000) : ''}`);
+  };
+  return { adminUrl: `postgres://${TEST_PG_USER}@127.0.0.1:${port}/postgres`, port, stop, killNow, pause, resume };
 }
 
 function run(cmd: string, args: string[], opts: { cwd: string; uid?: number; gid?: number }): Promise<number | null> {

@@ -86,6 +86,11 @@ export async function openPgStore(opts: PgStoreOptions): Promise<PgStore> {
   // An idle connection that breaks (the server restarted) is dropped by the pool; without a
   // listener its error event would end the process.
   pool.on('error', (err) => opts.onPoolError?.(err));
+  // A connection that breaks while checked out (between the statements of a transaction: the
+  // server shut down) emits 'error' too, where the pool does not listen: unheard, it would end
+  // the process. The statement in flight, or the next one, fails with it (a 500 "not stored"),
+  // and the pool drops the connection when it is given back.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   try {
     await pool.query('select 1');
   } catch (err) {

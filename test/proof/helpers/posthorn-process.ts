@@ -52,6 +52,8 @@ export interface StartOptions {
   expectKey?: boolean;
   /** Another compiled entry point to run instead of `bin/posthorn serve` (it must log the same lines). */
   script?: string;
+  /** Called with the output so far on every chunk, before the process is ready too. */
+  onOutput?: (out: string) => void;
 }
 
 /** Starts `posthorn serve`; resolves once the HTTP API and the SMTP listeners are up (read from its log). */
@@ -69,6 +71,7 @@ export function startPosthorn(opts: StartOptions): Promise<PosthornProcess> {
     // Keeps reading for the whole life of the process: an unread pipe would block its writes.
     const onData = (d: Buffer) => {
       out = (out + d.toString()).slice(-KEEP_OUTPUT_CHARS);
+      opts.onOutput?.(out);
       for (const check of waiters) check();
       if (ready) return;
       port ??= Number(/HTTP API listening on [^:]+:(\d+)/.exec(out)?.[1]) || undefined;
