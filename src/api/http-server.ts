@@ -158,8 +158,9 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
     return next();
   });
   app.use(async (ctx, next) => {
-    // Path and query: the NUL character is refused like in a body (validation.ts, nulPath).
-    if (ctx.path.includes('%00')) throw new AppError('BAD_REQUEST', 'path: must not contain the NUL character (U+0000)');
+    // No id has the NUL character: a path with one names nothing (404). In a query it is refused
+    // like in a body (validation.ts, nulPath).
+    if (ctx.path.includes('%00')) throw new AppError('NOT_FOUND', `nothing is found at a path with the NUL character (U+0000): ${ctx.path}`);
     if (ctx.querystring.toLowerCase().includes('%00')) {
       const where = nulPath(ctx.query, '');
       if (where !== undefined) throw new AppError('BAD_REQUEST', `${where}: must not contain the NUL character (U+0000)`);

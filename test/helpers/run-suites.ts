@@ -1,0 +1,78 @@
+import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// `npm test` runs the suites twice: every test file on SQLite, then the ones that touch the
+// store again on PostgreSQL (a server this run starts: with-postgres.ts). Arguments are passed
+// to both ava runs (`npm test -- --tap` gives two countable TAP streams); the exit status is
+// non-zero when either run failed. `node dist/test/helpers/run-suites.js --postgres-only`
+// runs only the second.
+
+const TEST_ROOT = fileURLToPath(new URL('..', import.meta.url)); // dist/test
+const AVA = fileURLToPath(new URL('../../../node_modules/ava/entrypoints/cli.mjs', import.meta.url));
+const WITH_POSTGRES = fileURLToPath(new URL('./with-postgres.js', import.meta.url));
+
+/** PostgreSQL's own tests (they use or start servers themselves): run once, in the PostgreSQL run. */
+const POSTGRES_ONLY = [/^cluster\//, /^proof\/cluster-sigkill\./, /^store\/store-copy\./, /^store\/store-outage\./];
+
+/**
+ * Not run a second time on PostgreSQL: code with no store (pure functions, the SMTP client,
+ * parsers, the config), SQLite's own proofs (the full disk, its WAL), real `posthorn serve` or
+ * CLI processes on SQLite data directories, the package build, and the console in a browser
+ * (its pages read through the same services the API tests cover on both stores).
+ */
+const SQLITE_ONLY = [
+  /^(lib|render|config|lint|helpers)\//,
+  /^smtp\/(mime|outbound)\//,
+  /^store\/(wal-checkpointer|scope-precedence)\./,
+  /^proof\/(faults-disk|crash-sigkill|webhook-outbox-kill|fuzz-smtp)\./,
+  /^emails\/(crash-kill|retry-schedule|bounce-sub-type)\./,
+  /^cli\/(first-hour-cli|npm-start|systemd-unit)\./,
+  /^shaping\/(shaping-cli|shaping-units)\./,
+  /^operations\/package\./,
+  /^console\/(browser-|console-html\.)/,
+  /^inbound\/report-parser\./,
+  /^tls-reports\/tls-report-document\./,
+  /^tracking\/tracking-rewrite\./,
+  /^analytics\/overview-attention\./,
+  /^api\/pagination\./,
+];
+
+function testFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? testFiles(join(dir, e.name)) : e.name.endsWith('.test.js') ? [join(dir, e.name)] : []));
+}
+
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { stdio: 'inherit', env });
+    const forward = (signal: NodeJS.Signals) => child.kill(signal);
+    process.on('SIGINT', forward);
+    process.on('SIGTERM', forward);
+    child.once('exit', (code, signal) => {
+      process.off('SIGINT', forward);
+      process.off('SIGTERM', forward);
+      resolve(code ?? (signal ? 1 : 0));
+    });
+  });
+}
+
+const args = process.argv.slice(2);
+const postgresOnly = args.includes('--postgres-only');
+const avaArgs = args.filter((a) => a !== '--postgres-only');
+const all = testFiles(TEST_ROOT)
+  .map((f) => relative(TEST_ROOT, f))
+  .sort();
+const matches = (patterns: RegExp[]) => (f: string) => patterns.some((p) => p.test(f));
+const onSqlite = all.filter((f) => !matches(POSTGRES_ONLY)(f));
+const onPostgres = all.filter((f) => !matches(SQLITE_ONLY)(f));
+const paths = (files: string[]) => files.map((f) => join(TEST_ROOT, f));
+
+let failed = false;
+if (!postgresOnly) {
+  process.stdout.write(`# SQLite: ${onSqlite.length} test files\n`);
+  failed = (await run(process.execPath, [AVA, ...avaArgs, ...paths(onSqlite)])) !== 0;
+}
+process.stdout.write(`# PostgreSQL: ${onPostgres.length} test files\n`);
+failed = (await run(process.execPath, [WITH_POSTGRES, process.execPath, AVA, ...avaArgs, ...paths(onPostgres)])) !== 0 || failed;
+process.exit(failed ? 1 : 0);
