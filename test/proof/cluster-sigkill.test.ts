@@ -96,7 +96,6 @@ test('three nodes, one SIGKILLed and one SIGTERMed mid-delivery: every email del
     () => `a quarter delivered (${seen.sinkMessages}), some by node-2 (${sentBy('node-2')})`,
     PHASE_TIMEOUT_MS,
   );
-  const killedAt = Date.now();
   const atKill = seen.sinkMessages;
   await nodes[1]!.kill();
   await seen.until(() => seen.sinkMessages >= atKill + MESSAGES * 0.2, () => `more delivered after the kill (${seen.sinkMessages})`, PHASE_TIMEOUT_MS);
@@ -120,7 +119,10 @@ test('three nodes, one SIGKILLed and one SIGTERMed mid-delivery: every email del
   const byId = new Map<string, typeof copies>();
   for (const c of copies) if (c.id) byId.set(c.id, [...(byId.get(c.id) ?? []), c]);
   const twice = [...byId].filter(([, list]) => list.length > 1);
-  const unexplained = twice.filter(([, list]) => !(list.length === 2 && list[0]!.helo === heloOf('node-2') && list[0]!.at <= killedAt && list[1]!.helo !== heloOf('node-2')));
+  // Its first copy came from the killed node (the MX may read a message it had wholly sent a
+  // moment after the kill: what matters is that node-2 never learned of the 250), the second from
+  // a survivor that took the lease over; node-3 recorded all its results before it stopped.
+  const unexplained = twice.filter(([, list]) => !(list.length === 2 && list[0]!.helo === heloOf('node-2') && list[1]!.helo !== heloOf('node-2')));
   t.deepEqual(unexplained.map(([id, list]) => ({ id, list })), [], 'a duplicate is a message the killed node had on the wire, sent once more by a survivor');
   t.is(copies.filter((c) => !c.id).length, 0);
   const perNode = Object.fromEntries(NODES.map((n) => [n, copies.filter((c) => c.helo === heloOf(n)).length]));
