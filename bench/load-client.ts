@@ -1,16 +1,30 @@
 // Load generator for the API benchmark, run as a separate process so it does not share the
 // server's event loop. Sends `total` POSTs with `concurrency` in flight over keep-alive
 // connections and prints {ok, failed, seconds, latenciesMs: {p50, p99, max}, clientCpuMsPerRequest} as JSON.
+// With `domains` (> 0), send n goes to user<first + n>@rcpt<(first + n) % domains>.bench.test, like
+// real traffic spread over destinations (`first` keeps the addresses of several clients apart).
+// Several URLs, comma-separated (the nodes of a cluster), take the sends in turn.
 import http from 'node:http';
 
-const [url, key, bodyJson, totalArg, concurrencyArg] = process.argv.slice(2);
+const [url, key, bodyJson, totalArg, concurrencyArg, domainsArg, firstArg] = process.argv.slice(2);
 const total = Number(totalArg);
 const concurrency = Number(concurrencyArg);
-const target = new URL(url!);
+const domains = Number(domainsArg ?? 0);
+const first = Number(firstArg ?? 0);
+const targets = url!.split(',').map((u) => new URL(u));
 const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-const body = Buffer.from(bodyJson!);
+const template = JSON.parse(bodyJson!) as Record<string, unknown>;
+const fixedBody = Buffer.from(bodyJson!);
+let sent = 0;
+
+function nextBody(): Buffer {
+  const n = first + sent++;
+  return domains > 0 ? Buffer.from(JSON.stringify({ ...template, to: `user${n}@rcpt${n % domains}.bench.test` })) : fixedBody;
+}
 
 function post(): Promise<number> {
+  const target = targets[sent % targets.length]!;
+  const body = nextBody();
   return new Promise((resolve) => {
     const req = http.request(
       {
