@@ -44,8 +44,11 @@ export interface StoreCost {
   relationGrowth: Record<string, number>;
   /** PostgreSQL: CPU time of all the server's processes, ms. */
   serverCpuMs?: number;
-  /** PostgreSQL: the statements run most often (pg_stat_statements), most first. */
-  topStatements?: { query: string; calls: number; rows: number; walBytes: number }[];
+  /**
+   * PostgreSQL: the statements run most often and those that took the most time
+   * (pg_stat_statements: nested ones included, such as foreign-key checks), most calls first.
+   */
+  topStatements?: { query: string; calls: number; rows: number; walBytes: number; execMs: number }[];
 }
 
 export interface Phase {
@@ -198,10 +201,10 @@ export async function createPgMeter(server: BenchPostgres, url: string, clientCo
     }
   };
   const statements = async () => {
-    const r = await client.query<{ queryid: string; query: string; calls: string; rows: string; wal_bytes: string }>(
-      'select queryid, query, calls, rows, wal_bytes from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())',
+    const r = await client.query<{ queryid: string; query: string; calls: string; rows: string; wal_bytes: string; ms: number }>(
+      'select queryid, query, calls, rows, wal_bytes, total_exec_time as ms from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())',
     );
-    return new Map(r.rows.map((s) => [s.queryid, { query: s.query, calls: Number(s.calls), rows: Number(s.rows), walBytes: Number(s.wal_bytes) }]));
+    return new Map(r.rows.map((s) => [s.queryid, { query: s.query, calls: Number(s.calls), rows: Number(s.rows), walBytes: Number(s.wal_bytes), execMs: Number(s.ms) }]));
   };
   /** Readings taken the moment a phase ends (before the idle cluster adds to them). */
   const instant = async () => {
@@ -239,14 +242,14 @@ export async function createPgMeter(server: BenchPostgres, url: string, clientCo
           const rows = diffRows(aStats.rows, bStats.rows);
           const tableGrowth = diffSizes(aStats.sizes, bStats.sizes);
           const relationGrowth = diffSizes(aStats.relations, bStats.relations);
-          const top = [...b.statements]
+          const ran = [...b.statements]
             .map(([id, s]) => {
-              const p = a.statements.get(id) ?? { calls: 0, rows: 0, walBytes: 0 };
-              return { query: s.query.replace(/\s+/g, ' ').slice(0, 160), calls: s.calls - p.calls, rows: s.rows - p.rows, walBytes: s.walBytes - p.walBytes };
+              const p = a.statements.get(id) ?? { calls: 0, rows: 0, walBytes: 0, execMs: 0 };
+              return { query: s.query.replace(/\s+/g, ' ').slice(0, 160), calls: s.calls - p.calls, rows: s.rows - p.rows, walBytes: s.walBytes - p.walBytes, execMs: Math.round(s.execMs - p.execMs) };
             })
-            .filter((s) => s.calls > 0)
-            .sort((x, y) => y.calls - x.calls)
-            .slice(0, 12);
+            .filter((s) => s.calls > 0);
+          const byTime = [...ran].sort((x, y) => y.execMs - x.execMs).slice(0, 8);
+          const top = [...new Set([...ran.sort((x, y) => y.calls - x.calls).slice(0, 12), ...byTime])].sort((x, y) => y.calls - x.calls);
           return {
             store: 'postgres',
             roundTrips: b.counts.roundTrips - a.counts.roundTrips,
