@@ -1,5 +1,5 @@
-// Campaign fan-out: a 100,000-contact campaign with a large batchSize, timed from the start
-// of its first batch until every contact's email is queued (the engine is paused so delivery
+// Campaign fan-out: a 100,000-contact campaign with a large batchSize, timed from its creation
+// until every contact's email is queued (the engine is paused so delivery
 // does not compete for the CPU). Reports contacts queued per second.
 import { startBenchApp } from './bench-app.js';
 
@@ -10,6 +10,8 @@ export interface CampaignBenchResult {
   emailsQueued: number;
   /** One bulk add of 1000 contacts (the API's maximum), in milliseconds. */
   bulkAdd1000Ms: number;
+  /** Peak resident memory of the process when run on its own (scenario-process.ts), in MB. */
+  peakRssMb?: number;
 }
 
 const CONTACTS = Number(process.env.BENCH_CAMPAIGN_CONTACTS ?? 100_000);
@@ -53,6 +55,9 @@ export async function runCampaignBench(): Promise<CampaignBenchResult> {
       { type: 'button', attrs: { text: 'Read more', url: 'https://bench-news.com/read' } },
     ],
   });
+  // Timed from the create: the app's campaign runner ticks every second and may start the batch
+  // before the bench's own tick, which then waits for it (runCampaigns queues behind a running tick).
+  const started = performance.now();
   const campaign = await app.services.campaigns.create(scope, {
     name: 'Bench',
     from: 'News <news@bench-news.com>',
@@ -62,12 +67,15 @@ export async function runCampaignBench(): Promise<CampaignBenchResult> {
     sendNow: true,
     batchSize: CONTACTS,
   });
-  const started = performance.now();
-  await app.services.campaigns.tick(); // the whole campaign is one batch
+  const countQueued = async () =>
+    Number((await app.store.db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('n')).where('campaign_id', '=', campaign.id).executeTakeFirstOrThrow()).n);
+  let queued = 0;
+  // The whole campaign is one batch: one tick queues it; a second covers a tick that began just before the create.
+  for (let ticks = 0; ticks < 3 && queued < CONTACTS; ticks++) {
+    await app.runCampaigns();
+    queued = await countQueued();
+  }
   const seconds = (performance.now() - started) / 1000;
-  const queued = Number(
-    (await app.store.db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('n')).where('campaign_id', '=', campaign.id).executeTakeFirstOrThrow()).n,
-  );
   await bench.close();
   return { contacts: CONTACTS, seconds: Math.round(seconds * 10) / 10, contactsQueuedPerSecond: Math.round(queued / seconds), emailsQueued: queued, bulkAdd1000Ms: bulkAddMs };
 }

@@ -1,8 +1,9 @@
 // Load generator for the API benchmark, run as a separate process so it does not share the
 // server's event loop. Sends `total` POSTs with `concurrency` in flight over keep-alive
 // connections and prints {ok, failed, seconds, latenciesMs: {p50, p99, max}, clientCpuMsPerRequest} as JSON.
-// With `domains` (> 0), send n goes to user<first + n>@rcpt<(first + n) % domains>.bench.test, like
-// real traffic spread over destinations (`first` keeps the addresses of several clients apart).
+// Request n (counted from `first`, which keeps the addresses of several clients apart) spreads
+// over destinations: a body containing {i} gets n there and {d} n modulo `domains` (20 when not
+// given); a body without them, with `domains` > 0, goes to user<n>@rcpt<n % domains>.bench.test.
 // Several URLs, comma-separated (the nodes of a cluster), take the sends in turn.
 import http from 'node:http';
 
@@ -13,18 +14,21 @@ const domains = Number(domainsArg ?? 0);
 const first = Number(firstArg ?? 0);
 const targets = url!.split(',').map((u) => new URL(u));
 const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-const template = JSON.parse(bodyJson!) as Record<string, unknown>;
-const fixedBody = Buffer.from(bodyJson!);
-let sent = 0;
+const template = bodyJson!;
+const templated = template.includes('{i}') || template.includes('{d}');
+const parsed = !templated && domains > 0 ? (JSON.parse(template) as Record<string, unknown>) : undefined;
+const fixed = templated || parsed ? undefined : Buffer.from(template);
 
-function nextBody(): Buffer {
-  const n = first + sent++;
-  return domains > 0 ? Buffer.from(JSON.stringify({ ...template, to: `user${n}@rcpt${n % domains}.bench.test` })) : fixedBody;
+function bodyOf(i: number): Buffer {
+  const n = first + i;
+  if (fixed) return fixed;
+  if (parsed) return Buffer.from(JSON.stringify({ ...parsed, to: `user${n}@rcpt${n % domains}.bench.test` }));
+  return Buffer.from(template.replaceAll('{i}', String(n)).replaceAll('{d}', String(n % (domains || 20))));
 }
 
-function post(): Promise<number> {
-  const target = targets[sent % targets.length]!;
-  const body = nextBody();
+function post(i: number): Promise<number> {
+  const target = targets[i % targets.length]!;
+  const body = bodyOf(i);
   return new Promise((resolve) => {
     const req = http.request(
       {
@@ -53,9 +57,9 @@ const started = performance.now();
 const cpuBefore = process.cpuUsage();
 async function worker(): Promise<void> {
   while (next < total) {
-    next++;
+    const i = next++;
     const t0 = performance.now();
-    const status = await post();
+    const status = await post(i);
     latencies.push(performance.now() - t0);
     if (status === 200) ok++;
     else failed++;

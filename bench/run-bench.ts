@@ -4,11 +4,14 @@
 //  2. End-to-end delivery: the queued messages (10,000 by default), DKIM-signed, delivered
 //     to a loopback SMTP sink (another process, like a remote MX) over real SMTP through the
 //     real engine; delivered messages/s.
-//  3. Peak memory (max RSS) of the whole run.
+//  3. Peak memory (max RSS) of those two phases.
+//  4. In processes of their own, started as `posthorn serve` is (scenario-process.ts): the
+//     100,000-contact campaign queued; acceptance alone against a bare Koa + SQLite ceiling;
+//     and the realistic case, acceptance and delivery at once with ~5 KB bodies.
 // Phases 1 and 2 also report what they cost the store, per message (store-meter.ts).
-// BENCH_STORE=postgres runs the same on a PostgreSQL server the run starts (bench-postgres.ts);
+// BENCH_STORE=postgres runs phases 1-3 on a PostgreSQL server the run starts (bench-postgres.ts);
 // BENCH_NODES=n runs instead the cluster benchmark (cluster-bench.ts): n node processes on one
-// PostgreSQL. Prints a table and writes bench/results.json.
+// PostgreSQL. Prints a table and writes bench/results.json. BENCH_SCENARIOS=realistic,acceptance picks.
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -18,10 +21,11 @@ import type { SqliteStore } from '../src/store/db.js';
 import { benchPostgres, benchStore, startBenchApp, stopBenchPostgres } from './bench-app.js';
 import { startSinkProcess } from './sink-process.js';
 import { mxAddresses, RECIPIENT_DOMAINS, setRecipientDomains } from './bench-mx.js';
-import { runCampaignBench } from './campaign-bench.js';
 import { installPgCounters, installSqliteCounters } from './store-counters.js';
 import { createPgMeter, createSqliteMeter, perUnit, storeRows } from './store-meter.js';
 import { runClusterBench } from './cluster-bench.js';
+import { SERVER_NODE_FLAGS } from '../src/cli/server-node-flags.js';
+import { runConsoleBench } from './console-bench.js';
 
 const run = promisify(execFile);
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 10_000);
@@ -105,13 +109,23 @@ async function main() {
   const delivered = Number(
     (await db.selectFrom('deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('state', '=', 'delivered').executeTakeFirstOrThrow()).n,
   );
+  // Phase 4: the web console over the data the phases above made (BENCH_SKIP_CONSOLE=1 leaves it out).
+  const consoleBench = process.env.BENCH_SKIP_CONSOLE ? null : await runConsoleBench(app, `http://127.0.0.1:${bench.httpPort}`, teamId);
   await bench.close();
   const sinkCpu = await sink.close();
   const pgVersion = store === 'postgres' ? (await benchPostgres()).version : undefined;
   await stopBenchPostgres();
 
-  // BENCH_SKIP_CAMPAIGN=1 leaves the campaign phase out (while iterating on delivery); its row is then empty.
-  const campaign = process.env.BENCH_SKIP_CAMPAIGN ? { contacts: 0, seconds: 0, contactsQueuedPerSecond: 0, emailsQueued: 0, bulkAdd1000Ms: 0 } : await runCampaignBench();
+  const phasesPeakRssMb = Math.round(process.resourceUsage().maxRSS / 1024);
+  const wanted = (process.env.BENCH_SCENARIOS ?? (process.env.BENCH_SKIP_CAMPAIGN ? 'acceptance,realistic' : 'campaign,acceptance,realistic')).split(',');
+  const scenario = async <T>(name: string): Promise<T | undefined> => {
+    if (!wanted.includes(name)) return undefined;
+    const { stdout } = await run(process.execPath, [...SERVER_NODE_FLAGS, fileURLToPath(new URL('./scenario-process.js', import.meta.url)), name], { maxBuffer: 1 << 20 });
+    return JSON.parse(stdout.trim().split('\n').pop()!) as T;
+  };
+  const campaign = (await scenario<CampaignResult>('campaign')) ?? { contacts: 0, seconds: 0, contactsQueuedPerSecond: 0, emailsQueued: 0, bulkAdd1000Ms: 0, peakRssMb: 0 };
+  const acceptance = await scenario<AcceptanceResult>('acceptance');
+  const realistic = await scenario<RealisticResult>('realistic');
 
   const apiUnit = perUnit(apiCost, api.ok);
   const deliveryUnit = perUnit(deliveryCost, delivered);
@@ -143,7 +157,10 @@ async function main() {
       delivery: deliveryCost,
     },
     campaign,
-    peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024),
+    acceptance,
+    realistic,
+    peakRssMb: phasesPeakRssMb,
+    console: consoleBench,
   };
   writeFileSync(new URL('../../bench/results.json', import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
   const rows: [string, string][] = [
@@ -158,9 +175,24 @@ async function main() {
     ...storeRows('per accepted send', apiCost, apiUnit),
     ...storeRows('per delivered message', deliveryCost, deliveryUnit),
     ['store flush after the run, per message', `${results.storeCost.flushBytesPerMessage} B`],
-    ["campaign contacts queued/s", `${campaign.contactsQueuedPerSecond} (${campaign.emailsQueued} of ${campaign.contacts} in ${campaign.seconds} s)`],
+    ['peak RSS (phases 1 and 2)', `${results.peakRssMb} MB`],
+    ["campaign contacts queued/s", `${campaign.contactsQueuedPerSecond} (${campaign.emailsQueued} of ${campaign.contacts} in ${campaign.seconds} s); peak RSS ${campaign.peakRssMb} MB`],
     ['bulk add of 1000 contacts', `${campaign.bulkAdd1000Ms} ms`],
-    ['peak RSS', `${results.peakRssMb} MB`],
+    ...(acceptance
+      ? ([
+          ['acceptance alone (50 in flight, ~1 KB)', `${acceptance.posthorn.perSecond}/s, p50 ${acceptance.posthorn.p50} ms, p99 ${acceptance.posthorn.p99} ms; ${acceptance.posthorn.serverCpuMsPerRequest} ms CPU per send`],
+          ['  ceiling: Koa + one SQLite insert', `${acceptance.ceiling.perSecond}/s, p99 ${acceptance.ceiling.p99} ms; Posthorn at ${Math.round(acceptance.ratioToCeiling * 100)}% of it`],
+        ] as [string, string][])
+      : []),
+    ...(realistic
+      ? ([
+          [`realistic (${realistic.messages} x ${realistic.bodyBytes} B, ${realistic.concurrency} in flight)`, `accepted ${realistic.acceptedPerSecond}/s, delivered ${realistic.deliveredPerSecond}/s end to end (durability ${realistic.durability})`],
+          ['  API latency while delivering', `p50 ${realistic.apiLatencyMs.p50} ms, p99 ${realistic.apiLatencyMs.p99} ms`],
+          ['  CPU per message, peak RSS', `${realistic.cpuMsPerMessage} ms (all threads), ${realistic.peakRssMb} MB`],
+        ] as [string, string][])
+      : []),
+    ['console render p50 (overview, emails, email)', consoleBench ? `${consoleBench.renderMsP50.overview} / ${consoleBench.renderMsP50.emails} / ${consoleBench.renderMsP50.email} ms (${consoleBench.pageKb.overview} / ${consoleBench.pageKb.emails} / ${consoleBench.pageKb.email} KB)` : 'skipped'],
+    ['console in Chromium: sign-in cold, overview', consoleBench?.browser ? `interactive in ${consoleBench.browser.signInInteractiveMs} ms (${consoleBench.browser.signInTransferredKb} KB), overview in ${consoleBench.browser.overviewInteractiveMs} ms (loaded ${consoleBench.browser.overviewLoadedMs} ms)` : 'skipped'],
   ];
   const width = Math.max(...rows.map((r) => r[0].length));
   process.stdout.write(`\n${rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n')}\n\nwritten to bench/results.json\n`);
@@ -189,3 +221,29 @@ function round(n: number, digits = 1): number {
 
 if (process.env.BENCH_NODES) await runClusterBench(Number(process.env.BENCH_NODES));
 else await main();
+
+interface CampaignResult {
+  contacts: number;
+  seconds: number;
+  contactsQueuedPerSecond: number;
+  emailsQueued: number;
+  bulkAdd1000Ms: number;
+  peakRssMb: number;
+}
+interface AcceptanceResult {
+  durability: string;
+  ceiling: { perSecond: number; p50: number; p99: number };
+  posthorn: { ok: number; failed: number; perSecond: number; p50: number; p99: number; serverCpuMsPerRequest: number };
+  ratioToCeiling: number;
+}
+interface RealisticResult {
+  durability: string;
+  messages: number;
+  bodyBytes: number;
+  concurrency: number;
+  acceptedPerSecond: number;
+  deliveredPerSecond: number;
+  apiLatencyMs: { p50: number; p99: number; max: number };
+  cpuMsPerMessage: number;
+  peakRssMb: number;
+}

@@ -97,6 +97,10 @@ import { createAdminHealth, type ListenerState } from './core/operators/admin-he
 import { JobMonitor } from './core/operators/job-monitor.js';
 import { createQueueService } from './core/queue/queue-service.js';
 import { createMetrics } from './core/metrics/metrics.js';
+import { createTrafficShaper } from './core/shaping/traffic-shaper.js';
+import { isLocalAddress } from './lib/local-addresses.js';
+import { createShapingOperator } from './core/shaping/shaping-view.js';
+import { createShapingRepository } from './store/repositories/shaping-repository.js';
 import { isPublicUrlDerived } from './config/load.js';
 import { isLocalHostname, localHostnameWarning } from './core/domains/dns-records.js';
 import { createSandboxMessagesRepository } from './store/repositories/sandbox-messages-repository.js';
@@ -118,6 +122,14 @@ import { createTlsReportSender } from './smtp/outbound/tls-report-sender.js';
 import { httpsCaList } from './smtp/outbound/https-client.js';
 import { tlsReportsRoutes } from './api/routes/tls-reports-routes.js';
 import { mtaStsRoutes } from './api/mta-sts-routes.js';
+import { createConsoleUsersRepository } from './store/repositories/console-users-repository.js';
+import { createContactImportsRepository } from './store/repositories/contact-imports-repository.js';
+import { createUserService } from './core/users/user-service.js';
+import { createSessionService } from './core/users/session-service.js';
+import { createLoginThrottle } from './core/users/login-throttle.js';
+import { createContactImportService } from './core/contacts/contact-import-service.js';
+import { createOverviewService } from './core/overview/overview-service.js';
+import { mountConsole } from './console/console-module.js';
 
 // The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
 
@@ -215,9 +227,27 @@ export async function createApp(opts: AppOptions) {
   const events = new EventBus(logger);
   const teamsRepo = createTeamsRepository(store.db);
   const templates = createTemplateService({ templates: createTemplatesRepository(store.db), clock });
-  const teams = createTeamService({ teams: teamsRepo, clock, onTeamCreated: (teamId) => templates.seedDefaults(teamId) });
+  // Egress sources and pools, traffic shaping, holds from replies and warm-up (core/shaping/).
+  let engineRunning = false;
+  const shapingRepo = createShapingRepository(store.db);
+  const shaper = createTrafficShaper({
+    sources: config.outbound.sources,
+    pools: config.outbound.pools,
+    rules: config.outbound.shaping,
+    replyRules: config.outbound.replyRules,
+    builtinShaping: config.outbound.builtinShaping,
+    builtinReplyRules: config.outbound.builtinReplyRules,
+    hostname: config.hostname,
+    repo: shapingRepo,
+    // Several nodes may share PostgreSQL: rates and warm-up budgets are taken in the store.
+    shared: store.kind === 'postgres',
+    clock,
+    logger,
+  });
+  const teams = createTeamService({ teams: teamsRepo, clock, onTeamCreated: (teamId) => templates.seedDefaults(teamId), isPool: shaper.hasPool });
   const domainsRepo = createDomainsRepository(store.db);
   const domains = createDomainService({
+    isPool: shaper.hasPool,
     domains: domainsRepo,
     resolver,
     clock,
@@ -247,6 +277,7 @@ export async function createApp(opts: AppOptions) {
     queue: () => queueRepo.countsForMetrics(clock.nowMs()),
     connections: () => pool?.openByHost() ?? new Map(),
     storeFiles: () => store.fileSizes(),
+    shaping: () => shaping.state(),
   });
   const suppressionsRepo = createSuppressionsRepository(store.db);
   let engine: DeliveryEngine | undefined;
@@ -283,7 +314,20 @@ export async function createApp(opts: AppOptions) {
   // The operator's side: operator keys, the audit log, the queue (suspensions, retry, bounce, traces).
   const operatorKeys = createOperatorKeyService({ keys: createOperatorKeysRepository(store.db), clock });
   const audit = createAuditService({ audit: createOperatorAuditRepository(store.db), clock });
+  const shaping = createShapingOperator({
+    shaper,
+    repo: shapingRepo,
+    deliveries: deliveriesRepo,
+    rules: config.outbound.shaping,
+    builtinShaping: config.outbound.builtinShaping,
+    audit,
+    clock,
+    wake: () => engine?.wake(),
+    // Another node's engine may hold the lifted hold for a few seconds more: only a lone node's own engine forgets it at once.
+    engineHere: () => engineRunning && store.kind !== 'postgres',
+  });
   const queue = createQueueService({
+    shaping,
     queue: queueRepo,
     deliveriesRepo,
     emails: emailsRepo,
@@ -391,6 +435,18 @@ export async function createApp(opts: AppOptions) {
   let inboundListener: SmtpListener | undefined;
   let submissionListener: SmtpListener | undefined;
 
+  // The web console's people and its background imports (docs/console.md).
+  const consoleUsersRepo = createConsoleUsersRepository(store.db);
+  const users = createUserService({ users: consoleUsersRepo, clock, teamExists: async (id) => !!(await teams.get(id)) });
+  const sessions = createSessionService({
+    users: consoleUsersRepo,
+    clock,
+    policy: { idleMs: config.console.sessionIdleMinutes * 60_000, absoluteMs: config.console.sessionMaxHours * 3_600_000 },
+  });
+  const loginThrottle = createLoginThrottle(clock);
+  const contactImports = createContactImportService({ imports: createContactImportsRepository(store.db), contacts, clock, logger, node: nodeId, cluster: store.kind === 'postgres' });
+  const overview = createOverviewService({ domains, webhooks, analytics });
+
   // Sandbox mode (architecture.md, Decisions: sandbox mode): the capture mailbox the engine delivers to instead of any MX.
   const sandbox = createSandboxService({ messages: createSandboxMessagesRepository(store.db), clock, enabled: config.sandbox });
 
@@ -413,7 +469,7 @@ export async function createApp(opts: AppOptions) {
   // Mail Posthorn sends as itself (TLS reports) is signed with the server's own key, made on first use.
   const serverDkimKey = createServerDkimKeySource({ settings, hostname: config.hostname, selector: config.domains.dkimSelector });
 
-  const services = { campaigns, templates, teams, apiKeys, events, domains, emails, deliveries, contactBooks, contacts, segments, suppressions, webhooks, webhookOutbox, analytics, tracking, sandbox, tlsReports, operatorKeys, audit, queue };
+  const services = { campaigns, templates, teams, apiKeys, events, domains, emails, deliveries, contactBooks, contacts, segments, suppressions, webhooks, webhookOutbox, analytics, tracking, sandbox, tlsReports, operatorKeys, audit, queue, contactImports, users, sessions, overview, shaping };
 
   const routes: RouteDef[] = [...apiKeysRoutes(apiKeys), ...domainsRoutes(domains), ...emailsRoutes(emails), ...templatesRoutes(templates)];
   routes.push(...campaignsRoutes(campaigns));
@@ -438,7 +494,7 @@ export async function createApp(opts: AppOptions) {
   const extraCa = config.outbound.caFile ? readFileSync(config.outbound.caFile) : undefined;
   const httpsCa = httpsCaList(extraCa);
   // In sandbox mode there is no SMTP client at all: nothing can open a connection to an MX.
-  const permits = clusterRepo && createConnectionPermits({ repo: clusterRepo, node: nodeId, limit: config.outbound.maxConnectionsPerHost, logger });
+  const permits = clusterRepo && createConnectionPermits({ repo: clusterRepo, node: nodeId, logger });
   const pool = config.sandbox ? undefined : createSmtpClientPool({
     connectionPermits: permits,
     heloName: config.hostname,
@@ -479,6 +535,9 @@ export async function createApp(opts: AppOptions) {
     maxInFlightPerDomain: 2 * config.outbound.maxConnectionsPerHost,
     transport,
     onTlsVerdicts: (verdicts) => tlsCounter.record(verdicts),
+    // The sandbox sends nothing anywhere: no sources, nothing to shape.
+    ...(pool ? { shaper } : {}),
+    onHeld: (why, source, rollup, count) => metrics.held(source, rollup, why, count),
   });
   // Sandbox mode sends nothing by SMTP, TLS reports included.
   const tlsReportSender = pool && createTlsReportSender({
@@ -529,6 +588,11 @@ export async function createApp(opts: AppOptions) {
       node: { id: nodeId, hostname: osHostname(), pid: process.pid },
       listeners: () => ({ ...listeners }),
       connections: permits?.held,
+      onOrphanedImports: async () => {
+        if (stopping) return;
+        const resumed = await contactImports.resume();
+        if (resumed) logger.info({ event: 'cluster.imports_taken_over', resumed }, `took up ${resumed} contact import(s) a dead node was running`);
+      },
     });
   /** The node and the members it sees: itself alone on SQLite. */
   const clusterView = async () =>
@@ -547,7 +611,7 @@ export async function createApp(opts: AppOptions) {
     storeKind: store.kind,
     cluster: async () => (await clusterView()).members,
   });
-  const adminRoutes: RouteDef[] = operatorRoutes({ queue, teams, audit, health: adminHealth });
+  const adminRoutes: RouteDef[] = operatorRoutes({ queue, teams, domains, shaping, audit, health: adminHealth });
   adminRoutes.push(openApiRoute(() => adminRoutes, OPERATOR_API));
 
   /** What a newcomer must know at start: sandbox mode, records that point at localhost, links that only this machine can open. */
@@ -559,6 +623,16 @@ export async function createApp(opts: AppOptions) {
       );
     }
     if (isLocalHostname(config.hostname)) logger.warn({ event: 'config.hostname', hostname: config.hostname }, localHostnameWarning(config.hostname, config.sandbox));
+    if (!config.sandbox) {
+      for (const s of config.outbound.sources) {
+        if (s.localAddress && !isLocalAddress(s.localAddress)) {
+          logger.warn(
+            { event: 'config.outbound.sources', source: s.name, localAddress: s.localAddress },
+            `egress source ${s.name}: ${s.localAddress} is not an address of this host; connections from it will fail and its mail will be deferred`,
+          );
+        }
+      }
+    }
     if (isPublicUrlDerived(config)) {
       const note = config.http.port === 0 && httpPort !== 0 ? ` (http.port is 0, so links name port 0 rather than ${httpPort})` : '';
       logger.info(
@@ -625,6 +699,7 @@ export async function createApp(opts: AppOptions) {
         rateLimiter,
         defaultRateLimit: config.rateLimit.perSecond,
         bodyLimitBytes: config.http.bodyLimitBytes,
+        trustProxy: config.http.trustProxy,
         routes,
         translateError: (err) => (isStorageFailure(err) ? storageUnavailable() : err),
         adminRoutes,
@@ -637,6 +712,16 @@ export async function createApp(opts: AppOptions) {
           unsubscribeRoutes(campaigns)(router);
           trackingRoutes(tracking, logger)(router);
           mtaStsRoutes(domains, logger)(router);
+          if (config.console.enabled) {
+            mountConsole(router, {
+              services: { emails, deliveries, domains, apiKeys, contactBooks, contacts, contactImports, segments, templates, campaigns, suppressions, webhooks, analytics, received: inbound.received, teams, overview, queue, audit },
+              users,
+              sessions,
+              loginThrottle,
+              logger,
+              publicUrl: config.publicUrl,
+            });
+          }
         },
       });
       if (cluster) {
@@ -690,12 +775,16 @@ export async function createApp(opts: AppOptions) {
         await campaigns.releaseStaleBatches();
       }
       tlsCounter.start();
+      await shaper.load();
       engine!.start();
+      engineRunning = true;
       if (!cluster) {
         const releasedCalls = await webhookOutbox.releaseStaleLeases();
         if (releasedCalls) logger.info({ released: releasedCalls }, 'released webhook call leases left by a previous run');
       }
       webhookDispatcher.start();
+      const resumedImports = await contactImports.resume();
+      if (resumedImports) logger.info({ resumed: resumedImports }, 'contact imports a previous run left unfinished carry on');
       cron = startCronJobs({ logger, domains, emails, queue, config, jobs, claimRun: cluster && ((job, period) => cluster.claimRun(job, period)), tlsReports: tlsReportConfig.enabled ? { daily: () => runTlsReports(true), retries: () => runTlsReports(false) } : undefined });
       campaignRunner = startCampaignRunner({ campaigns, logger, jobs });
       return listeners;
@@ -708,6 +797,7 @@ export async function createApp(opts: AppOptions) {
       cron?.stop();
       await campaignRunner?.stop();
       await http?.close();
+      await contactImports.stop(); // the chunk in progress is recorded; the rest carries on at the next start
       // Messages being stored finish and get their reply before the store closes.
       await Promise.all([inboundListener?.close(), submissionListener?.close()]);
       await engine!.stop();

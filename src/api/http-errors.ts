@@ -1,18 +1,6 @@
-import { AppError, type ErrorCode } from '../core/errors.js';
+import { AppError, HTTP_STATUS } from '../core/errors.js';
 
 // The HTTP edge's translator for the closed error vocabulary (spec, Errors).
-const STATUS: Record<ErrorCode, number> = {
-  BAD_REQUEST: 400,
-  UNAUTHORIZED: 401,
-  FORBIDDEN: 403,
-  NOT_FOUND: 404,
-  METHOD_NOT_ALLOWED: 405,
-  NOT_UNIQUE: 409,
-  PAYLOAD_TOO_LARGE: 413,
-  RATE_LIMITED: 429,
-  INTERNAL_SERVER_ERROR: 500,
-};
-
 export interface HttpError {
   status: number;
   body: { error: { code: string; message: string } };
@@ -23,7 +11,7 @@ export function toHttpError(err: unknown): HttpError {
   if (err instanceof AppError) {
     // An oversized body is 413 but keeps a spec code on the wire (architecture.md, Decisions: errors).
     const code = err.code === 'PAYLOAD_TOO_LARGE' ? 'BAD_REQUEST' : err.code;
-    return { status: STATUS[err.code], body: { error: { code, message: err.message } }, retryAfterSeconds: err.retryAfterSeconds };
+    return { status: HTTP_STATUS[err.code], body: { error: { code, message: err.message } }, retryAfterSeconds: err.retryAfterSeconds };
   }
   return { status: 500, body: { error: { code: 'INTERNAL_SERVER_ERROR', message: 'something unexpected happened' } } };
 }

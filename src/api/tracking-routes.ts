@@ -17,7 +17,7 @@ function hit(ctx: Context, token: string): TrackingHit {
   return {
     token,
     userAgent: ctx.get('user-agent') || null,
-    // app.proxy is on: behind a reverse proxy this is the client from X-Forwarded-For.
+    // The connection's address, or X-Forwarded-For's client when http.trustProxy is on.
     ip: ctx.ip || null,
     host: ctx.hostname.toLowerCase(),
   };

@@ -58,6 +58,21 @@ export function registerDomains(program: Command): void {
       });
     });
   domains
+    .command('set-pool')
+    .description('send the domain\'s mail through an egress pool of outbound.pools, over its team\'s ("default" clears it)')
+    .argument('<nameOrId>')
+    .argument('<pool>')
+    .option('--team <id>', 'team id, when several teams have the name')
+    .action(async (nameOrId: string, pool: string, opts: { team?: string }, cmd: Command) => {
+      await withApp(cmd, async (app) => {
+        const found = await app.services.domains.findForCli(opts.team ? parseIntOption(opts.team, '--team') : null, nameOrId);
+        if (!found) throw new Error(`domain ${nameOrId} not found`);
+        const d = (await app.services.domains.setPool(found.id, pool))!;
+        await app.services.audit.record('cli', 'domain.update', { domainId: d.id, pool: d.pool });
+        process.stdout.write(`domain ${d.name} sends through ${d.pool ? `pool ${d.pool}` : "its team's pool"}\n`);
+      });
+    });
+  domains
     .command('verify')
     .description('check the DNS records of a domain now and print each record\'s status')
     .argument('<nameOrId>')

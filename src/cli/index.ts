@@ -11,13 +11,14 @@ import { registerDomains } from './domains-command.js';
 import { registerSend } from './send-command.js';
 import { registerQueue } from './queue-command.js';
 import { registerInit } from './init-command.js';
+import { registerServerDns } from './server-dns-command.js';
+import { registerUsers } from './users-command.js';
 import { EXIT_CONFIG_ERROR } from './systemd-unit.js';
 
 /** The package's version (dist/src/cli/index.js -> package.json at the root). */
 export function posthornVersion(): string {
   return (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 }
-import { registerServerDns } from './server-dns-command.js';
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -38,6 +39,7 @@ export function buildProgram(): Command {
   registerQueue(program);
   registerInit(program);
   registerServerDns(program);
+  registerUsers(program);
   return program;
 }
 

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { QUEUE_STATES, type QueueState } from '../core/queue/queue-service.js';
+import type { ShapingState } from '../core/shaping/shaping-view.js';
 import { parseIntOption, printTable, withApp } from './cli-context.js';
 
 // posthorn queue: the operator API's queue commands on the server itself (same selectors,
@@ -36,6 +37,33 @@ const print = (cmd: Command, value: unknown, human: () => void) => {
 const shortTime = (iso: string | null) => (iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '');
 const reply = (r: { code: number | null; text: string } | null) => (r ? `${r.code ?? ''} ${r.text}`.trim().slice(0, 60) : '');
 
+/** Traffic shaping's part of the summary: sources and warm-up, holds from replies, rates in force. */
+function printShaping(s: ShapingState): void {
+  process.stdout.write('\nEgress sources\n');
+  printTable(
+    s.sources.map((x) => ({
+      source: x.name,
+      address: x.localAddress ?? 'default',
+      ehlo: x.ehloName,
+      pools: x.pools.join(', '),
+      warmup: x.warmup ? `day ${x.warmup.day}: ${x.warmup.budget === null ? 'done, no cap' : `${x.warmup.budget} a day per rollup`}` : '',
+    })),
+  );
+  const warm = s.sources.flatMap((x) => (x.warmup ? x.warmup.rollups.map((r) => ({ source: x.name, day: x.warmup!.day, rollup: r.rollup, used: r.used, budget: x.warmup!.budget ?? 'no cap', left: r.left ?? '' })) : []));
+  if (warm.length) {
+    process.stdout.write('\nWarm-up today\n');
+    printTable(warm);
+  }
+  if (s.holds.length) {
+    process.stdout.write('\nHolds from remote replies (posthorn queue resume <id> lifts one)\n');
+    printTable(s.holds.map((h) => ({ id: h.id, source: h.source, rollup: h.rollup, kind: h.kind === 'throttle' ? `throttle ${h.messageRate}` : 'suspend', until: shortTime(h.until), reason: h.reason.slice(0, 80) })));
+  }
+  if (s.rates.length) {
+    process.stdout.write('\nMessage rates\n');
+    printTable(s.rates.map((r) => ({ source: r.source ?? 'every', rollup: r.rollup, rate: r.messageRate, until: r.until ? shortTime(r.until) : 'configured' })));
+  }
+}
+
 export function registerQueue(program: Command): void {
   const queue = program.command('queue').description('the delivery queue: summary, messages, suspensions, retry, bounce, traces');
 
@@ -65,6 +93,7 @@ export function registerQueue(program: Command): void {
           process.stdout.write('\nSuspensions\n');
           printTable(s.suspensions.map((x) => ({ id: x.id, destination: x.destination ?? '', team: x.teamId ?? '', campaign: x.campaignId ?? '', until: shortTime(x.until), reason: x.reason })));
         }
+        printShaping(s.shaping);
       });
     });
   };
@@ -91,6 +120,7 @@ export function registerQueue(program: Command): void {
               attempts: m.attempts,
               nextAttempt: shortTime(m.nextAttemptAt),
               lastReply: reply(m.lastReply),
+              ...(page.messages.some((x) => x.heldReason) ? { heldBy: (m.heldReason ?? '').slice(0, 60) } : {}),
             })),
             'No queued deliveries match.',
           );
@@ -114,11 +144,16 @@ export function registerQueue(program: Command): void {
 
   queue
     .command('resume')
-    .description('end a suspension now')
-    .argument('<suspensionId>')
+    .description('end a suspension (su_...) or lift a traffic-shaping hold (sh_...) now')
+    .argument('<id>')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }, cmd: Command) => {
       await withApp(cmd, async (app) => {
+        if (id.startsWith('sh_')) {
+          const h = await app.services.shaping.endHold('cli', id);
+          print(cmd, h, () => process.stdout.write(`hold ${h.id} on ${h.rollup} from ${h.source} lifted; the mail it held is due now\n`));
+          return;
+        }
         const s = await app.services.queue.resume('cli', id);
         print(cmd, s, () => process.stdout.write(`suspension ${s.id} ended; the mail it held is due now\n`));
       });
@@ -130,7 +165,7 @@ export function registerQueue(program: Command): void {
     .action(async (deliveryId: string | undefined, opts: SelectorOptions & { json?: boolean }, cmd: Command) => {
       await withApp(cmd, async (app) => {
         if (deliveryId !== undefined) {
-          if (!(await app.services.deliveries.retryNow(parseIntOption(deliveryId, 'deliveryId')))) throw new Error(`delivery ${deliveryId} is not queued`);
+          await app.services.queue.retryDelivery('cli', parseIntOption(deliveryId, 'deliveryId'));
           print(cmd, { retried: 1 }, () => process.stdout.write(`delivery ${deliveryId} will be attempted at the next engine round\n`));
           return;
         }
@@ -155,7 +190,7 @@ export function registerQueue(program: Command): void {
     .argument('<deliveryId>')
     .action(async (id: string, _opts, cmd: Command) => {
       await withApp(cmd, async (app) => {
-        await app.services.deliveries.purge(parseIntOption(id, 'deliveryId'));
+        await app.services.queue.giveUp('cli', parseIntOption(id, 'deliveryId'));
         process.stdout.write(`delivery ${id} purged\n`);
       });
     });

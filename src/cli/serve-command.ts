@@ -47,4 +47,12 @@ async function serve(config: Config): Promise<void> {
       `\nNo API key existed, so a team and a FULL key were created. Save it now; it is not shown again:\n\n  ${firstKey}\n\n`,
     );
   }
+  if (config.console.enabled && (await app.services.users.count()) === 0) {
+    // Until someone can sign in, every start says how (stderr, like the first key).
+    const team = (await app.services.teams.list())[0]?.id ?? 1;
+    process.stderr.write(
+      `No console user exists yet. Create the first one (it prints a password) and sign in at ${config.publicUrl}/console:\n\n` +
+        `  posthorn users create --email you@example.com --team ${team} --operator\n\n`,
+    );
+  }
 }

@@ -1,4 +1,5 @@
 import { DEFAULT_CONFIG, type Config } from '../config/defaults.js';
+import { SERVER_NODE_FLAGS } from './server-node-flags.js';
 
 // The systemd unit Posthorn runs under, in one place: the README shows the default rendering
 // (a test keeps them equal), and a command that installs Posthorn writes it from here.
@@ -68,7 +69,7 @@ Environment=POSTHORN_DATA_DIR=${dataDir}
 # or as POSTHORN_* variables in the optional environment file, which overrides it.
 EnvironmentFile=-${o.environmentFile}
 WorkingDirectory=${o.installDir}
-ExecStart=${o.nodePath} ${o.installDir}/bin/posthorn --config ${o.configFile} serve
+ExecStart=${o.nodePath} ${SERVER_NODE_FLAGS.join(' ')} ${o.installDir}/bin/posthorn --config ${o.configFile} serve
 # Ports 25 and 587 need the capability (or use higher ports behind a redirect).
 AmbientCapabilities=CAP_NET_BIND_SERVICE
 CapabilityBoundingSet=CAP_NET_BIND_SERVICE

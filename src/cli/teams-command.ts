@@ -19,7 +19,7 @@ export function registerTeams(program: Command): void {
     .description('list teams')
     .action(async (_opts, cmd: Command) => {
       await withApp(cmd, async (app) => {
-        printTable((await app.services.teams.list()).map((t) => ({ id: t.id, name: t.name, rateLimit: t.rateLimit ?? 'default', createdAt: t.createdAt })));
+        printTable((await app.services.teams.list()).map((t) => ({ id: t.id, name: t.name, rateLimit: t.rateLimit ?? 'default', pool: t.pool ?? 'default', createdAt: t.createdAt })));
       });
     });
   teams
@@ -32,6 +32,20 @@ export function registerTeams(program: Command): void {
         const ok = await app.services.teams.setRateLimit(parseIntOption(teamId, 'teamId'), limit === 'default' ? null : parseIntOption(limit, 'limit'));
         if (!ok) throw new Error(`team ${teamId} not found`);
         process.stdout.write('ok\n');
+      });
+    });
+  teams
+    .command('set-pool')
+    .description('send the team\'s mail through an egress pool of outbound.pools ("default" clears it)')
+    .argument('<teamId>')
+    .argument('<pool>')
+    .action(async (teamId: string, pool: string, _opts, cmd: Command) => {
+      await withApp(cmd, async (app) => {
+        const id = parseIntOption(teamId, 'teamId');
+        const team = await app.services.teams.update(id, { pool });
+        if (!team) throw new Error(`team ${teamId} not found`);
+        await app.services.audit.record('cli', 'team.update', { teamId: id, pool: team.pool });
+        process.stdout.write(`team ${id} sends through pool ${team.pool ?? 'default'}\n`);
       });
     });
 }

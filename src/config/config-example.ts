@@ -33,6 +33,19 @@ function valueAt(path: string[]): unknown {
 }
 
 function keyLines(k: ConfigKey): string[] {
+  if (k.kind === 'tables') {
+    // Indented, so the example tables are not mistaken for keys of the section above them.
+    const table = `[[${k.path.join('.')}]]`;
+    return [
+      ...wrap(k.doc),
+      `# env: ${k.env} (a JSON array of tables)`,
+      `# Each ${table} table:`,
+      ...(k.fields ?? []).flatMap((f) => wrap(`${f.name}: ${f.doc}`, '#   ')),
+      '# For example:',
+      ...(k.example ?? []).map((line) => (line ? `#   ${line}` : '#')),
+      `# ${k.path.at(-1)} = ${tomlValue(valueAt(k.path))}`,
+    ];
+  }
   return [...wrap(k.doc), `# env: ${k.env}`, `# ${k.path.at(-1)} = ${tomlValue(valueAt(k.path))}`];
 }
 

@@ -7,7 +7,7 @@ import { configSchema } from './schema.js';
  * writes the commented example file, so neither can drift from the schema.
  */
 
-export type KeyKind = 'string' | 'int' | 'number' | 'bool' | 'list';
+export type KeyKind = 'string' | 'int' | 'number' | 'bool' | 'list' | 'tables';
 
 export interface ConfigKey {
   path: string[];
@@ -15,6 +15,9 @@ export interface ConfigKey {
   doc: string;
   /** POSTHORN_ and the path in capitals (outbound.relay.host: POSTHORN_OUTBOUND_RELAY_HOST), unless the schema names an older one. */
   env: string;
+  /** kind 'tables' (an array of TOML tables): each table's fields and their docs, and an example. */
+  fields?: { name: string; doc: string }[];
+  example?: string[];
 }
 
 const envName = (path: string[]) => `POSTHORN_${path.map((p) => p.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()).join('_')}`;
@@ -26,8 +29,8 @@ export interface ConfigSection {
   sections: ConfigSection[];
 }
 
-type Meta = { description?: string; env?: string };
-type Def = { type: string; innerType?: z.ZodType; in?: z.ZodType; shape?: Record<string, z.ZodType>; checks?: { _zod: { def: { format?: string; check?: string } } }[] };
+type Meta = { description?: string; env?: string; example?: string[] };
+type Def = { type: string; innerType?: z.ZodType; in?: z.ZodType; element?: z.ZodType; shape?: Record<string, z.ZodType>; checks?: { _zod: { def: { format?: string; check?: string } } }[] };
 
 const defOf = (s: z.ZodType) => (s as unknown as { _zod: { def: Def } })._zod.def;
 const metaOf = (s: z.ZodType): Meta => (z.globalRegistry.get(s) as Meta | undefined) ?? {};
@@ -51,7 +54,7 @@ function kindOf(core: z.ZodType): KeyKind {
     case 'boolean':
       return 'bool';
     case 'array':
-      return 'list';
+      return def.element && defOf(unwrap(def.element).core).type === 'object' ? 'tables' : 'list';
     case 'number':
       return (def.checks ?? []).some((c) => c._zod.def.format === 'safeint' || c._zod.def.check === 'number_format') ? 'int' : 'number';
     default:
@@ -65,7 +68,16 @@ function walk(schema: z.ZodType, path: string[], doc?: string): ConfigSection {
   for (const [name, child] of Object.entries(shape)) {
     const { core, meta } = unwrap(child);
     if (defOf(core).type === 'object') out.sections.push(walk(core, [...path, name], meta.description));
-    else out.keys.push({ path: [...path, name], kind: kindOf(core), doc: meta.description ?? '', env: meta.env ?? envName([...path, name]) });
+    else {
+      const kind = kindOf(core);
+      const k: ConfigKey = { path: [...path, name], kind, doc: meta.description ?? '', env: meta.env ?? envName([...path, name]) };
+      if (kind === 'tables') {
+        const item = unwrap(defOf(core).element!).core;
+        k.fields = Object.entries(defOf(item).shape ?? {}).map(([f, s]) => ({ name: f, doc: unwrap(s).meta.description ?? '' }));
+        if (meta.example) k.example = meta.example;
+      }
+      out.keys.push(k);
+    }
   }
   return out;
 }

@@ -94,6 +94,15 @@ function convert(name: string, raw: string, kind: KeyKind): unknown {
     }
     case 'list':
       return raw.split(',').map((s) => s.trim()).filter(Boolean);
+    case 'tables': {
+      // An array of tables is JSON in the environment: [{"name": "ip1", "localAddress": "192.0.2.10"}].
+      if (raw.trim() === '') return [];
+      try {
+        return JSON.parse(raw) as unknown;
+      } catch (err) {
+        throw new ConfigError(`${name} must be a JSON array of tables, got "${raw}": ${(err as Error).message}`);
+      }
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { isIP } from 'node:net';
 import { parseDnsServers } from '../lib/dns/dns-client.js';
+import { parseDuration, parseRate } from '../lib/rate-spec.js';
 
 /** An IP address, or a subnet in CIDR notation. */
 function isAddressOrSubnet(entry: string): boolean {
@@ -50,6 +51,109 @@ const listenerKeys = (kind: 'inbound' | 'submission', defaults: { port: number; 
   maxRecipients: key(z.number().int().min(1).max(1000).default(100), { doc: docs.maxRecipients }),
 });
 
+// ------------------------------------------------------------ egress sources and traffic shaping
+// Arrays of tables ([[outbound.sources]] ...): each field documented, an example for the file.
+
+/** An array of TOML tables: its env variable holds JSON; `example` is what the example file shows. */
+const tables = <T extends z.ZodType>(item: T, info: KeyDoc & { example: string[] }) =>
+  z.array(item).default([]).meta({ description: info.doc, example: info.example, ...(info.env ? { env: info.env } : {}) });
+const field = <T extends z.ZodType>(schema: T, doc: string): T => schema.meta({ description: doc }) as T;
+
+const sourceName = z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,62}$/i, 'must be 1-63 letters, digits, dots, dashes or underscores');
+const rateText = z.string().refine((v) => parseRate(v) !== undefined, { message: 'must be a rate such as "5/s", "100/min" or "2000/h"' });
+const durationText = z.string().refine((v) => parseDuration(v) !== undefined, { message: 'must be a duration such as "30s", "30m", "4h" or "1d"' });
+const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date, YYYY-MM-DD').refine((v) => !Number.isNaN(Date.parse(`${v}T00:00:00Z`)) && new Date(`${v}T00:00:00Z`).toISOString().startsWith(v), { message: 'must be a real date' });
+const isRegex = (v: string) => {
+  try {
+    new RegExp(v, 'i');
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+const sourceSchema = z
+  .object({
+    name: field(sourceName, 'Name of the source, as pools, shaping rules, events, traces and metrics call it.'),
+    localAddress: field(z.string().refine((v) => v === '' || isIP(v) !== 0, { message: 'must be an IP address of this host' }).default(''), 'Local address outbound connections bind to; empty: the host\'s default.'),
+    ehloName: field(z.string().default(''), 'EHLO name of its sessions (the PTR name of localAddress); empty: hostname.'),
+    warmup: field(
+      z
+        .object({
+          start: field(isoDate, 'Day 1 of the schedule (UTC date).'),
+          schedule: field(z.union([z.literal('standard'), z.array(z.number().int().positive()).min(1)]).default('standard'), '"standard" (docs/outbound.md) or the messages per day per provider rollup, day 1 first; no cap after the last day.'),
+        })
+        .strict()
+        .optional(),
+      'Warm-up of a new address, { start = "YYYY-MM-DD" (day 1, UTC), schedule = "standard" or [messages per day, day 1 first] }: at most the day\'s number of messages to each provider rollup, the rest waits for the next day; no cap after the last day.',
+    ),
+  })
+  .strict();
+
+const poolSchema = z
+  .object({
+    name: field(sourceName, 'Name of the pool (posthorn teams set-pool, posthorn domains set-pool). A pool named "default" replaces the default pool (every source).'),
+    sources: field(
+      z.array(z.union([sourceName, z.object({ name: sourceName, weight: z.number().int().min(1).max(1000).default(1) }).strict()])).min(1),
+      'Its sources: names, or { name, weight } tables; mail is spread over them by weight.',
+    ),
+  })
+  .strict();
+
+const shapingRuleSchema = z
+  .object({
+    domain: field(z.string().min(1).optional(), 'Recipient domain the rule is for (it becomes a rollup of its own).'),
+    mx: field(z.string().min(1).optional(), 'Or: MX host suffix; every domain whose primary MX is under it shares one budget (an MX rollup).'),
+    source: field(sourceName.optional(), 'Only for this source; absent: for every source (a source\'s rule overrides it).'),
+    connectionLimit: field(z.number().int().positive().optional(), 'Open connections at once per (source, rollup).'),
+    messageRate: field(rateText.optional(), 'Messages per (source, rollup), evenly spaced: "5/s", "100/min", "2000/h".'),
+    maxDeliveriesPerConnection: field(z.number().int().positive().optional(), 'Messages per connection, then QUIT and reconnect.'),
+    maxRecipientsPerTransaction: field(z.number().int().min(1).max(100).optional(), 'Recipients per message transaction (RCPT TO per MAIL FROM).'),
+    idleTimeout: field(durationText.optional(), 'An idle connection is closed after this ("30s").'),
+  })
+  .strict()
+  .refine((r) => !r.domain !== !r.mx, { message: 'a shaping rule names exactly one of domain or mx' });
+
+const replyRuleSchema = z
+  .object({
+    rollup: field(z.string().min(1).optional(), 'Only for this rollup (an MX suffix of a shaping rule, or a recipient domain); absent: any.'),
+    code: field(z.number().int().min(200).max(599).optional(), 'The reply code, such as 421.'),
+    enhancedCode: field(z.string().regex(/^[245](\.\d{1,3}){1,2}$/, 'must be an enhanced status code such as 4.7.28 (or a prefix such as 4.7)').optional(), 'The enhanced status code (RFC 3463), or a prefix of it.'),
+    text: field(z.string().refine(isRegex, { message: 'must be a valid regular expression' }).optional(), 'A regular expression (case-insensitive) the reply must match.'),
+    action: field(z.enum(['suspend', 'throttle']), '"suspend": nothing goes to that (source, rollup) for duration; "throttle": at most messageRate.'),
+    duration: field(durationText, 'How long ("30m", "4h").'),
+    messageRate: field(rateText.optional(), 'The rate of a throttle.'),
+    reason: field(z.string().max(200).optional(), 'Shown with the hold (the reply follows it).'),
+  })
+  .strict()
+  .refine((r) => r.code !== undefined || r.enhancedCode !== undefined || r.text !== undefined, { message: 'a reply rule needs code, enhancedCode or text' })
+  .refine((r) => r.action !== 'throttle' || r.messageRate !== undefined, { message: 'a throttle needs messageRate' });
+
+type EgressKeys = { sources: { name: string }[]; pools: { name: string; sources: (string | { name: string })[] }[]; shaping: { source?: string | undefined }[] };
+
+/** Names are unique, and pools and rules name sources that exist. */
+function checkEgress(v: EgressKeys, ctx: z.RefinementCtx): void {
+  const names = new Set<string>();
+  v.sources.forEach((s, i) => {
+    if (names.has(s.name)) ctx.addIssue({ code: 'custom', path: ['sources', i, 'name'], message: `source ${s.name} is defined twice` });
+    names.add(s.name);
+  });
+  // Without sources there is one, "default".
+  if (!names.size) names.add('default');
+  const pools = new Set<string>();
+  v.pools.forEach((p, i) => {
+    if (pools.has(p.name)) ctx.addIssue({ code: 'custom', path: ['pools', i, 'name'], message: `pool ${p.name} is defined twice` });
+    pools.add(p.name);
+    p.sources.forEach((m, j) => {
+      const n = typeof m === 'string' ? m : m.name;
+      if (!names.has(n)) ctx.addIssue({ code: 'custom', path: ['pools', i, 'sources', j], message: `no source named ${n} in outbound.sources` });
+    });
+  });
+  v.shaping.forEach((r, i) => {
+    if (r.source !== undefined && !names.has(r.source)) ctx.addIssue({ code: 'custom', path: ['shaping', i, 'source'], message: `no source named ${r.source} in outbound.sources` });
+  });
+}
+
 const listenerSection = <T extends z.ZodRawShape>(shape: T, doc: string) =>
   z
     .object(shape)
@@ -80,8 +184,8 @@ export const configSchema = z
           doc: 'PostgreSQL to keep everything in, as postgres://user:password@host:5432/database; several Posthorn nodes may share one (docs/scaling.md). Empty: SQLite in <dataDir>/posthorn.db.',
           env: 'POSTHORN_DATABASE_URL',
         }),
-        durability: key(z.enum(['full', 'normal']).default('normal'), {
-          doc: 'full: a write is answered once it would survive a crash of the machine (SQLite synchronous=FULL, PostgreSQL synchronous_commit=on). normal: once it survives a crash of Posthorn (SQLite synchronous=NORMAL in WAL mode; PostgreSQL synchronous_commit=off, where a crash of the database server may lose the last fraction of a second).',
+        durability: key(z.enum(['full', 'normal']).default('full'), {
+          doc: 'full: every accepted send, stored message and delivery result is on disk before Posthorn says so (it survives a power cut: SQLite syncs its log, PostgreSQL commits with synchronous_commit=on). normal: faster on slow disks; a killed Posthorn still loses nothing, but a power cut (or a crash of the PostgreSQL server) can lose the last seconds (SQLite syncs at checkpoints only; PostgreSQL synchronous_commit=off).',
         }),
         pool: section({
           max: key(z.number().int().min(2).max(1000).default(10), { doc: 'PostgreSQL: connections this node keeps to the database at most.' }),
@@ -108,6 +212,9 @@ export const configSchema = z
         port: key(port.default(3000), { doc: 'Port of the HTTP API; 0 picks a free port (it is logged).', env: 'POSTHORN_HTTP_PORT' }),
         bodyLimitBytes: key(z.number().int().positive().default(40 * 1024 * 1024), {
           doc: 'Largest request body in bytes (413 beyond it). 40 MB fits 10 attachments of ~3 MB each, base64-encoded.',
+        }),
+        trustProxy: key(z.boolean().default(false), {
+          doc: 'Behind a reverse proxy (nginx, Caddy) that sets X-Forwarded-For, -Proto and -Host: true takes the client address from the last X-Forwarded-For entry (the one the proxy added) and the scheme and host from the others, for the console sign-in limit and tracking events. False uses the connection itself, whatever a client writes in those headers. Only set it true when the HTTP port is reachable through the proxy alone.',
         }),
       },
       'The HTTP API, tracking links and unsubscribe pages.',
@@ -175,8 +282,8 @@ export const configSchema = z
       ),
       'Authenticated SMTP submission (AUTH with an API key as the password).',
     ),
-    outbound: section(
-      {
+    outbound: z
+      .object({
         port: key(port.min(1).default(25), { doc: "Destination port on recipients' MX hosts (25; only tests and special setups change it).", env: 'POSTHORN_OUTBOUND_PORT' }),
         maxAgeHours: key(z.number().positive().default(72), { doc: 'A message still undelivered this many hours after it was due is FAILED.' }),
         caFile: key(z.string().default(''), { doc: 'PEM file of extra CA certificates trusted for ENFORCED TLS, MTA-STS and TLS report posts (besides the system store).' }),
@@ -253,9 +360,29 @@ export const configSchema = z
           },
           'Deliver everything through an upstream SMTP server instead of MX lookups.',
         ),
-      },
-      "Delivery to recipients' MX hosts.",
-    ),
+        sources: tables(sourceSchema, {
+          doc: 'Egress sources (docs/outbound.md, "Egress sources"): a local address to send from and its EHLO name, optionally warming up. None: one source, "default", on the host\'s default address with hostname.',
+          example: ['[[outbound.sources]]', 'name = "ip1"', 'localAddress = "192.0.2.10"', 'ehloName = "mta1.example.com"', 'warmup = { start = "2026-12-01", schedule = "standard" }'],
+        }),
+        pools: tables(poolSchema, {
+          doc: 'Egress pools: weighted sets of sources, assigned to a team (posthorn teams set-pool) or a domain (posthorn domains set-pool; a domain\'s beats its team\'s). Mail of everyone else goes through the pool named "default", or when there is none, through every source.',
+          example: ['[[outbound.pools]]', 'name = "bulk"', 'sources = ["ip1", { name = "ip2", weight = 2 }]'],
+        }),
+        shaping: tables(shapingRuleSchema, {
+          doc: 'Traffic-shaping rules per (source, rollup), over the built-in ones for the large providers (docs/outbound.md, "Traffic shaping"); a rule overrides the fields it sets.',
+          example: ['[[outbound.shaping]]', 'mx = "google.com"', 'connectionLimit = 5', 'messageRate = "20/s"', 'maxDeliveriesPerConnection = 50', '', '[[outbound.shaping]]', 'domain = "example.net"', 'source = "ip1"', 'messageRate = "100/min"'],
+        }),
+        replyRules: tables(replyRuleSchema, {
+          doc: 'Rules that turn a remote reply into a suspension or a throttle of that (source, rollup), tried before the built-in ones (docs/outbound.md, "Automatic throttling").',
+          example: ['[[outbound.replyRules]]', 'enhancedCode = "4.7.28"', 'action = "suspend"', 'duration = "2h"', '', '[[outbound.replyRules]]', 'code = 421', 'text = "too many messages"', 'action = "throttle"', 'messageRate = "10/min"', 'duration = "30m"'],
+        }),
+        builtinShaping: key(z.boolean().default(true), { doc: 'Apply the built-in shaping rules for Gmail, Microsoft, Yahoo and iCloud (docs/outbound.md lists them) under outbound.shaping.' }),
+        builtinReplyRules: key(z.boolean().default(true), { doc: "Apply the built-in reply rules (Gmail 4.7.28, Microsoft 4.7.650 and 4.7.500, Yahoo TSS04, iCloud, and any 421 that says too many connections or rate limit) after outbound.replyRules." }),
+      })
+      .strict()
+      .superRefine((v, ctx) => checkEgress(v as unknown as EgressKeys, ctx))
+      .meta({ description: "Delivery to recipients' MX hosts." })
+      .prefault({} as never),
     metrics: section(
       {
         allowFrom: key(
@@ -271,6 +398,14 @@ export const configSchema = z
     campaigns: section({
       batchWindowSeconds: key(z.number().min(0).max(86_400).default(60), { doc: 'A campaign sends batchSize messages per window of this many seconds (pacing).' }),
     }),
+    console: section(
+      {
+        enabled: key(z.boolean().default(true), { doc: 'Serve the web console under /console (docs/console.md); false leaves only the API.', env: 'POSTHORN_CONSOLE_ENABLED' }),
+        sessionIdleMinutes: key(z.number().int().min(1).max(7 * 24 * 60).default(60), { doc: 'A console session ends after this many minutes without a request.' }),
+        sessionMaxHours: key(z.number().int().min(1).max(30 * 24).default(12), { doc: 'A console session ends this many hours after sign-in, however active it is.' }),
+      },
+      'The web console: users are created with `posthorn users create`.',
+    ),
     webhooks: section({
       allowPrivate: key(z.boolean().default(false), { doc: 'Allow webhook URLs that resolve to private, loopback or link-local addresses.', env: 'POSTHORN_WEBHOOKS_ALLOW_PRIVATE' }),
       timeoutMs: key(timeoutMs(60_000).default(10_000), { doc: 'Per-attempt timeout of a webhook POST, in milliseconds (connect, headers and body); a timeout is a failed attempt.' }),

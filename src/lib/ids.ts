@@ -30,7 +30,7 @@ export function randomString(length: number, alphabet = ALPHABET): string {
   return out;
 }
 
-export type IdPrefix = 'em' | 'cb' | 'ct' | 'cp' | 'tp' | 'tv' | 'sg' | 'wh' | 'ev' | 'wa' | 'dl' | 're' | 'sp' | 'sm' | 'su' | 'tlsr';
+export type IdPrefix = 'em' | 'cb' | 'ct' | 'cp' | 'tp' | 'tv' | 'sg' | 'wh' | 'ev' | 'wa' | 'dl' | 're' | 'sp' | 'sm' | 'su' | 'sh' | 'tlsr' | 'ci';
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${randomString(ID_RANDOM_CHARS)}`;

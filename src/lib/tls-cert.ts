@@ -6,7 +6,6 @@
 // TLS between MTAs (RFC 7435) tolerates it, a verifying client only accepts it
 // when it pins this exact certificate as its `ca`.
 import { isIP } from 'node:net';
-import { generate } from 'selfsigned';
 
 export interface SelfSignedCertOptions {
   /** DNS names for subjectAltName; the first one is also the subject CN. */
@@ -45,6 +44,8 @@ export async function generateSelfSignedCert(opts: SelfSignedCertOptions): Promi
   const notAfterDate = new Date(notBeforeDate.getTime() + CLOCK_SKEW_ALLOWANCE_MS + days * MS_PER_DAY);
 
   // selfsigned >= 5 is async-only (WebCrypto underneath).
+  // selfsigned (with its crypto libraries) is only needed the rare times a certificate is made.
+  const { generate } = await import('selfsigned');
   const pems = await generate([{ name: 'commonName', value: hostnames[0] }], {
     keyType: 'rsa',
     keySize: RSA_KEY_SIZE_BITS,

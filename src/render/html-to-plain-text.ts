@@ -1,4 +1,6 @@
-import { compile, type HtmlToTextOptions } from 'html-to-text';
+import { createRequire } from 'node:module';
+import type * as HtmlToText from 'html-to-text';
+import type { HtmlToTextOptions } from 'html-to-text';
 
 /*
  * Plain-text alternative for sends that only supply HTML. Multipart mail with
@@ -23,8 +25,13 @@ const OPTIONS: HtmlToTextOptions = {
   ],
 };
 
-// Compiling once builds the selector matcher once, not per message.
-const convert = compile(OPTIONS);
+// Compiling once builds the selector matcher once, not per message; html-to-text (~10 MB) is
+// loaded by the first HTML-only message, not at start.
+let converter: ((html: string) => string) | undefined;
+const convert = (html: string): string => {
+  converter ??= (createRequire(import.meta.url)('html-to-text') as typeof HtmlToText).compile(OPTIONS);
+  return converter(html);
+};
 
 export function htmlToPlainText(html: string): string {
   // Layout tables and &nbsp; spacer cells leave whitespace-only lines behind.

@@ -1,4 +1,4 @@
-import { simpleParser, type AddressObject, type EmailAddress, type HeaderLines, type ParsedMail } from 'mailparser';
+import type { AddressObject, EmailAddress, HeaderLines, ParsedMail } from 'mailparser';
 import { formatMailbox } from '../core/emails/addresses.js';
 
 // Small helpers over mailparser's result, shared by the inbound and submission listeners.
@@ -19,6 +19,8 @@ export async function parseMessage(raw: Buffer, opts: { skipHtmlToText?: boolean
   try {
     // keepDeliveryStatus: RFC 3464 message/delivery-status stays a part of its own instead of
     // being merged into the text body, so bounces can be read field by field.
+    // Loaded with the first message parsed (inbound, submission, the sandbox): ~24 MB a sender-only server never needs.
+    const { simpleParser } = await import('mailparser');
     return await Promise.race([simpleParser(raw, { keepDeliveryStatus: true, skipHtmlToText: opts.skipHtmlToText }), timeout]);
   } catch {
     return null;

@@ -1,5 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely } from 'kysely';
+import type { WalSync } from './wal-sync.js';
 
 /**
  * The send and delivery hot paths run a handful of statements per message thousands of times a
@@ -49,7 +50,7 @@ interface Pending {
 /** At most this many writes share one transaction (bounds the time the lock is held). */
 const MAX_BATCH = 512;
 
-export function createGroupCommit(db: Kysely<any>, sqlite: BetterSqlite3.Database, connectionHeld: () => boolean = () => true): GroupCommitStore {
+export function createGroupCommit(db: Kysely<any>, sqlite: BetterSqlite3.Database, connectionHeld: () => boolean = () => true, walSync?: WalSync): GroupCommitStore {
   let queue: Pending[] = [];
   let scheduled = false;
   let timer: NodeJS.Timeout | undefined;
@@ -107,6 +108,15 @@ export function createGroupCommit(db: Kysely<any>, sqlite: BetterSqlite3.Databas
       // The commit itself failed (disk full, I/O error): nothing of the batch is stored.
       for (const item of batch) item.reject(err);
       return;
+    }
+    if (walSync && outcomes.some((o) => o.ok)) {
+      // Durable before anyone is told: one sync of the log for the whole batch (wal-sync.ts).
+      try {
+        await walSync.sync();
+      } catch (err) {
+        for (const item of batch) item.reject(err);
+        return;
+      }
     }
     batch.forEach((item, i) => (outcomes[i]!.ok ? item.resolve(outcomes[i]!.value) : item.reject(outcomes[i]!.value)));
   }

@@ -30,7 +30,7 @@ export function isConnectionFailure(err: unknown): boolean {
 /** True for a write that failed because the store could not be written or reached (disk full, I/O error, server gone). */
 export function isStorageFailure(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && (STORAGE_CODES.test(code) || code === 'ENOSPC' || code === 'EDQUOT' || PG_STORAGE_STATES.test(code))) return true;
+  if (typeof code === 'string' && (STORAGE_CODES.test(code) || code === 'ENOSPC' || code === 'EDQUOT' || code === 'EIO' || PG_STORAGE_STATES.test(code))) return true;
   return isConnectionFailure(err);
 }
 

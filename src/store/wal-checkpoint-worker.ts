@@ -21,6 +21,8 @@ if (parentPort && (workerData as { role?: string } | undefined)?.role === CHECKP
   const sqlite = new BetterSqlite3(file);
   // Never wait on the writer: PASSIVE copies what it can and leaves the rest for next time.
   sqlite.pragma('busy_timeout = 0');
+  // A checkpoint copies pages through; it needs no cache of its own (the build's default is 16 MB).
+  sqlite.pragma('cache_size = -512');
   const tick = (): void => {
     let report: CheckpointReport;
     try {

@@ -1,3 +1,4 @@
+import { WORKER_EXEC_ARGV } from '../lib/worker-options.js';
 import { Worker } from 'node:worker_threads';
 import { CHECKPOINT_WORKER_ROLE, type CheckpointReport } from './wal-checkpoint-worker.js';
 
@@ -19,7 +20,7 @@ const WORKER_SCRIPT = new URL('./wal-checkpoint-worker.js', import.meta.url);
  * connection's wal_autocheckpoint so that it checkpoints only if this worker falls behind.
  */
 export function startWalCheckpointer(file: string, opts: { intervalMs?: number; onError?: (message: string) => void } = {}): WalCheckpointer {
-  const worker = new Worker(WORKER_SCRIPT, { workerData: { role: CHECKPOINT_WORKER_ROLE, file, intervalMs: opts.intervalMs ?? CHECKPOINT_INTERVAL_MS } });
+  const worker = new Worker(WORKER_SCRIPT, { workerData: { role: CHECKPOINT_WORKER_ROLE, file, intervalMs: opts.intervalMs ?? CHECKPOINT_INTERVAL_MS }, execArgv: WORKER_EXEC_ARGV, resourceLimits: { maxYoungGenerationSizeMb: 2 } });
   // A checkpointer alone must not keep a process alive: what it skips is done by the main
   // connection's own threshold or when the store closes.
   worker.unref();

@@ -263,7 +263,7 @@ test('CRUD: create, get, list envelope, patch (validated), delete leaves contact
   t.is((await t0.request('GET', `/v1/segments/${s.id}/contacts`)).status, 404);
 });
 
-// Serial: it adds a contact for a moment, which the other tests' segments would see.
+// Serial: it adds a contact to the shared book for a moment, which the concurrent filter tests would see.
 test.serial('segment contacts are paginated and evaluated at request time', async (t) => {
   const id = await segment(one('email', 'contains', 'acme'));
   const p1 = (await t0.request('GET', `/v1/segments/${id}/contacts?limit=2`)).body;

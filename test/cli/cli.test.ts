@@ -1,8 +1,10 @@
 import test from 'ava';
 import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { startTestApp } from '../helpers/test-app.js';
+import { startTestApp, storeEnvOf } from '../helpers/test-app.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 const run = promisify(execFile);
@@ -14,9 +16,16 @@ function cli(dataDir: string, ...args: string[]) {
   });
 }
 
+/** The CLI on the store a test app on this data dir uses (its PostgreSQL database when the tests run on PostgreSQL). */
+async function cliOnAppStore(dataDir: string, ...args: string[]) {
+  return run(process.execPath, [BIN, ...args], {
+    env: { PATH: process.env.PATH, POSTHORN_DNS_SERVERS: '127.0.0.1:9', ...(await storeEnvOf(dataDir)) },
+  });
+}
+
 test('keys create on an empty data dir makes team 1 and prints the key last; the key works against the API', async (t) => {
   const dataDir = tempDir(t, 'posthorn-cli-');
-  const { stdout } = await cli(dataDir, 'keys', 'create', '--name', 'ci');
+  const { stdout } = await cliOnAppStore(dataDir, 'keys', 'create', '--name', 'ci');
   const key = stdout.trim().split('\n').pop()!;
   t.regex(key, /^ph_[0-9a-z]{12}_/);
   const app = await startTestApp({ dataDir });
@@ -110,6 +119,14 @@ test('send queues through the API path; queue shows counts and the due delivery;
     t.regex((await cliRun('queue')).stdout, /^Queue: 0 deliveries/m);
     const err = await t.throwsAsync(cliRun('queue', 'purge', deliveryId));
     t.regex((err as any).stderr, /not queued/);
+    // Both changes are in the operator audit log, by the CLI.
+    const db = new Database(join(dataDir, 'posthorn.db'), { readonly: true });
+    const audit = db.prepare('select actor, action, key_id, console_user_id, target_json from operator_audit order by id').all() as any[];
+    db.close();
+    t.deepEqual(audit.map((a) => [a.actor, a.action, a.key_id, a.console_user_id, JSON.parse(a.target_json).deliveryId]), [
+      ['cli', 'queue.retry', null, null, Number(deliveryId)],
+      ['cli', 'queue.purge', null, null, Number(deliveryId)],
+    ]);
     // --json for scripts.
     t.deepEqual(JSON.parse((await cliRun('queue', 'summary', '--json')).stdout).totals, { ready: 0, scheduled: 0, deferred: 0, inFlight: 0, suspended: 0 });
   } finally {

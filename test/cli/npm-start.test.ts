@@ -4,6 +4,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from '../helpers/temp-dir.js';
+import { SERVER_NODE_FLAGS } from '../../src/cli/server-node-flags.js';
 
 // `npm start` as a newcomer (or a process manager) runs it: SIGTERM to npm's own PID must stop
 // Posthorn, not leave `node bin/posthorn serve` running with PPID 1 on its port. The start
@@ -66,7 +67,7 @@ function refused(port: number): Promise<boolean> {
 test('package.json builds before start and starts the server in the script\'s own process', (t) => {
   const scripts = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')).scripts as Record<string, string>;
   t.is(scripts.prestart, 'npm run build');
-  t.regex(scripts.start!, /^exec node bin\/posthorn serve$/);
+  t.is(scripts.start, `exec node ${SERVER_NODE_FLAGS.join(' ')} bin/posthorn serve`, 'the server runs with the Node options of server-node-flags.ts');
 });
 
 test('SIGTERM to the PID of `npm start` stops Posthorn: no process of it remains, its port is closed', async (t) => {

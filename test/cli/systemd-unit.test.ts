@@ -8,15 +8,15 @@ import { gracefulStopSeconds, systemdUnit } from '../../src/cli/systemd-unit.js'
 import { loadConfig } from '../../src/config/load.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
-// The unit lives in src/cli/systemd-unit.ts; the README shows its default rendering, so the
-// two can not drift, and it is checked for what a fresh Debian needs.
+// The unit lives in src/cli/systemd-unit.ts; docs/operations.md shows its default rendering, so
+// the two can not drift, and it is checked for what a fresh Debian needs.
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
-test("the README's unit is systemdUnit() as it renders by default", (t) => {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+test("docs/operations.md's unit is systemdUnit() as it renders by default", (t) => {
+  const readme = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
   const block = /```ini\n([\s\S]*?)```/.exec(readme)?.[1];
-  t.is(block, systemdUnit(), 'paste systemdUnit() into the README (node -e "import(\'./dist/src/cli/systemd-unit.js\').then(m => process.stdout.write(m.systemdUnit()))")');
+  t.is(block, systemdUnit(), 'paste systemdUnit() into docs/operations.md (node -e "import(\'./dist/src/cli/systemd-unit.js\').then(m => process.stdout.write(m.systemdUnit()))")');
   // The steps around it: a system user, and the first key made before the first start.
   t.regex(readme, /useradd --system/);
   t.regex(readme, /keys create --name admin/);
@@ -29,7 +29,7 @@ test('the unit runs as a system user with a state directory, reads every setting
   t.deepEqual(values('StateDirectory'), ['posthorn']);
   t.deepEqual(values('Environment'), ['POSTHORN_DATA_DIR=/var/lib/posthorn']);
   t.deepEqual(values('EnvironmentFile'), ['-/etc/posthorn/posthorn.env']);
-  t.deepEqual(values('ExecStart'), ['/usr/bin/node /opt/posthorn/bin/posthorn --config /etc/posthorn/posthorn.toml serve']);
+  t.deepEqual(values('ExecStart'), ['/usr/bin/node --max-old-space-size=512 /opt/posthorn/bin/posthorn --config /etc/posthorn/posthorn.toml serve']);
   t.deepEqual(values('RestartPreventExitStatus'), ['78']);
   // A graceful stop waits for transactions on the wire: the unit must wait longer than the
   // longest one can take, or systemd kills it and those messages go out twice.

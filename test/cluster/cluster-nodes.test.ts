@@ -188,3 +188,25 @@ test.serial('a dead node\'s leases are taken over at once, not when they run out
   t.is((await w.t0.request('GET', `/v1/emails/${res.body.emailId}`)).body.latestStatus, 'DELIVERED');
   t.is((await db.selectFrom('idempotency_keys').select('key').where('key', '=', 'dead-request').execute()).length, 0, 'its in-flight key is released');
 });
+
+test.serial('a contact import a dead node was running is taken up by a live one and finished once', async (t) => {
+  const book = (await w.t0.request('POST', '/v1/contactBooks', { body: { name: 'Orphaned import' } })).body;
+  const csv = ['email,firstName', ...Array.from({ length: 7 }, (_, i) => `orphan${i}@example.org,N${i}`)].join('\n');
+  const now = clock.now().toISOString();
+  const db = w.t0.app.store.db;
+  await db.insertInto('cluster_nodes').values({ id: 'node-gone', hostname: 'gone', pid: 2, started_at: now, heartbeat_at: Date.now() - 3600_000, listeners_json: '{}' }).execute();
+  await db
+    .insertInto('contact_imports')
+    .values({ id: 'ci_orphan', team_id: w.t0.teamId, contact_book_id: book.id, file_name: 'o.csv', csv, status: 'RUNNING', total_rows: 7, processed_rows: 0, created_count: 0, updated_count: 0, error_count: 0, errors_json: '[]', failure: null, created_at: now, updated_at: now, owner: 'node-gone' })
+    .execute();
+  // A live node's running import is not taken by another's start.
+  t.deepEqual(await b.app.services.contactImports.resume(), 0);
+  // Both nodes sweep: one of them takes it up.
+  await Promise.all([w.t0.app.cluster!.sweepNow(), b.app.cluster!.sweepNow()]);
+  await Promise.all([w.t0.app.services.contactImports.whenFinished('ci_orphan'), b.app.services.contactImports.whenFinished('ci_orphan')]);
+  const row = await db.selectFrom('contact_imports').selectAll().where('id', '=', 'ci_orphan').executeTakeFirstOrThrow();
+  t.like(row, { status: 'DONE', processed_rows: 7, created_count: 7, updated_count: 0 });
+  t.true(row.owner === 'node-a' || row.owner === 'node-b', `run by ${row.owner}`);
+  const contacts = (await w.t0.request('GET', `/v1/contactBooks/${book.id}/contacts?limit=50`)).body;
+  t.is(contacts.length ?? contacts.data?.length, 7);
+});

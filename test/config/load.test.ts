@@ -130,7 +130,19 @@ test('every key has an environment variable, and each one sets its key (the rela
   t.is(c.domains.recheckVerifiedCron, '0 4 * * *');
   // Every variable reaches its key: some value its kind accepts moves the key off its default.
   const candidates: Record<string, string[]> = { int: ['7', '2', '1234', '99999'], number: ['12.5'], bool: ['true', 'false'], list: ['127.0.0.1'], string: ['x'] };
-  const special: Record<string, string> = { publicUrl: 'https://x.example', 'log.level': 'debug', 'outbound.relay.secure': 'none', 'inbound.complaintAddress': 'a@b.example', 'store.url': 'postgres://u:p@db.example:5432/posthorn', 'store.durability': 'full' };
+  const special: Record<string, string> = {
+    publicUrl: 'https://x.example',
+    'log.level': 'debug',
+    'outbound.relay.secure': 'none',
+    'inbound.complaintAddress': 'a@b.example',
+    'console.enabled': 'false',
+    'store.durability': 'normal',
+    'store.url': 'postgres://u:p@db.example:5432/posthorn',
+    'outbound.sources': '[{"name":"default","localAddress":"127.0.0.2"}]',
+    'outbound.pools': '[{"name":"bulk","sources":["default"]}]',
+    'outbound.shaping': '[{"mx":"example.com","messageRate":"5/s"}]',
+    'outbound.replyRules': '[{"code":421,"action":"suspend","duration":"5m"}]',
+  };
   for (const k of keys) {
     if (/certFile|keyFile/.test(k.path.at(-1)!)) continue; // set in pairs; the schema tests cover them
     const at = (c: unknown) => k.path.reduce<any>((node, p) => node[p], c);

@@ -18,6 +18,8 @@ export interface SinkMessage {
   secure: boolean;
   heloName: string;
   connectionId: string;
+  /** The client's address (which local address the sender bound to). */
+  remoteAddress: string;
 }
 
 export interface SinkBehaviour {
@@ -221,6 +223,7 @@ export async function startSmtpSink(opts: SmtpSinkOptions = {}): Promise<SmtpSin
           secure: session.secure,
           heloName: session.hostNameAppearsAs || '',
           connectionId: session.id,
+          remoteAddress: session.remoteAddress.replace(/^::ffff:/, ''),
         };
         const answer = () => {
           const reply = consult(behaviour.onData, msg);

@@ -67,6 +67,15 @@ export async function testDatabaseUrl(dataDir: string): Promise<{ url: string; c
   return { url, created: true };
 }
 
+/**
+ * The environment a CLI child needs to open the store of a test data dir: its directory and,
+ * under POSTHORN_TEST_STORE=postgres, its database (the one a test app on that dir uses).
+ */
+export async function storeEnvOf(dataDir: string): Promise<Record<string, string>> {
+  const { url } = await testDatabaseUrl(dataDir);
+  return { POSTHORN_DATA_DIR: dataDir, ...(url ? { POSTHORN_DATABASE_URL: url } : {}) };
+}
+
 /** Drops the test database of a data dir, if it has one. */
 export async function dropDataDirDatabase(dataDir: string): Promise<void> {
   const file = join(dataDir, DATABASE_URL_FILE);

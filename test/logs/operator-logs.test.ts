@@ -176,6 +176,23 @@ test('with a real host name there is no localhost warning', async (t) => {
   }
 });
 
+test('an egress source on an address this host does not have is warned about at start; a loopback one is not', async (t) => {
+  const log = capture();
+  const sources = [
+    { name: 'elsewhere', localAddress: '198.51.100.7', ehloName: 'mta.example.com' },
+    { name: 'loop', localAddress: '127.0.0.2', ehloName: 'loop.example.com' },
+  ];
+  const t0 = await startTestApp({ logger: log.logger, overrides: { outbound: { sources } as never } });
+  try {
+    const warned = log.entries().filter((e) => e.event === 'config.outbound.sources');
+    t.is(warned.length, 1);
+    t.like(warned[0], { level: 40, source: 'elsewhere', localAddress: '198.51.100.7' });
+    t.regex(warned[0].msg, /not an address of this host/);
+  } finally {
+    await t0.close();
+  }
+});
+
 test('a listener that cannot bind gets its error line and no start line', async (t) => {
   const { createServer } = await import('node:net');
   const taken = createServer();

@@ -36,7 +36,8 @@ test('npm pack makes a package that installs on a clean prefix and runs', async 
   t.true(listing.includes('package/dist/src/cli/index.js'), 'the build ships inside');
   t.true(listing.includes('package/npm-shrinkwrap.json'), 'dependency versions are pinned');
   t.true(listing.includes('package/config.example.toml'));
-  t.false(listing.some((f) => f.startsWith('package/src/') || f.startsWith('package/test/') || f.startsWith('package/dist/test/') || f.startsWith('package/bench/')), 'only what is needed');
+  t.true(listing.includes('package/src/console/assets/console.css'), "the console's static files");
+  t.false(listing.some((f) => (f.startsWith('package/src/') && !f.startsWith('package/src/console/assets/')) || f.startsWith('package/test/') || f.startsWith('package/dist/test/') || f.startsWith('package/bench/')), 'only what is needed');
 
   // Into a prefix laid out as `npm install -g --prefix` does: lib/node_modules/posthorn.
   const prefix = join(work, 'prefix');
@@ -57,7 +58,7 @@ test('npm pack makes a package that installs on a clean prefix and runs', async 
   t.regex(init.stdout, /wrote .*posthorn\.toml/);
   t.is(readFileSync(join(initDir, 'posthorn.toml'), 'utf8'), readFileSync(join(ROOT, 'config.example.toml'), 'utf8'));
   const unit = readFileSync(join(initDir, 'posthorn.service'), 'utf8');
-  t.true(unit.includes(`ExecStart=${process.execPath} ${installed}/bin/posthorn --config /etc/posthorn/posthorn.toml serve`), unit);
+  t.true(unit.includes(`ExecStart=${process.execPath} --max-old-space-size=512 ${installed}/bin/posthorn --config /etc/posthorn/posthorn.toml serve`), unit);
   await t.throwsAsync(run(process.execPath, [bin, 'init'], { cwd: initDir }), { message: /exists; pass --force/ });
 
   // Serve from the installed package.
@@ -80,6 +81,12 @@ test('npm pack makes a package that installs on a clean prefix and runs', async 
     const health = await fetch(`http://127.0.0.1:${port}/health`);
     t.is(health.status, 200);
     t.is(((await health.json()) as { status: string }).status, 'ok');
+    // The console's pages and static files come from the installed package too.
+    const login = await fetch(`http://127.0.0.1:${port}/console/login`);
+    t.is(login.status, 200);
+    const css = /href="(\/console\/assets\/console\.[^"]+\.css)"/.exec(await login.text())?.[1];
+    t.truthy(css, 'the login page links its stylesheet');
+    t.is((await fetch(`http://127.0.0.1:${port}${css}`)).status, 200);
   } finally {
     child.kill('SIGTERM');
   }

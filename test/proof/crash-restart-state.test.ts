@@ -20,8 +20,8 @@ test.after.always(async () => {
 test.serial('an Idempotency-Key whose request died with the process is usable at once after a restart', async (t) => {
   const body = sendBody(w, { to: 'idem-crash@example.net' });
   const headers = { 'idempotency-key': 'died-with-the-process' };
-  // The request claimed its key (committed), then the process died before its email insert.
-  const repo = createIdempotencyRepository(w.t0.app.store.db);
+  // The request claimed its key (committed, owned by this node), then the process died before its email insert.
+  const repo = createIdempotencyRepository(w.t0.app.store.db, { owner: w.t0.app.nodeId });
   t.is((await repo.begin(w.t0.teamId, headers['idempotency-key'], 'hash-of-the-lost-request', clock.nowMs(), 86_400_000)).kind, 'started');
   const meanwhile = await w.t0.request('POST', '/v1/emails', { body, headers });
   t.is(meanwhile.status, 409, 'in the same process the key is (correctly) still in flight');

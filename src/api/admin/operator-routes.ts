@@ -3,6 +3,8 @@ import type { AuditService, OperatorActor } from '../../core/operators/audit-ser
 import type { AdminHealth } from '../../core/operators/admin-health.js';
 import { QUEUE_STATES, type QueueService } from '../../core/queue/queue-service.js';
 import type { TeamService } from '../../core/teams/team-service.js';
+import type { DomainService } from '../../core/domains/domain-service.js';
+import type { ShapingOperator } from '../../core/shaping/shaping-view.js';
 import { enumQuery, intIdPath, intIdQuery, limitQuery, stringPath, textQuery } from '../params.js';
 import { defineRoute, type RouteDef, type RouteRequest } from '../route-types.js';
 import {
@@ -10,6 +12,9 @@ import {
   auditSchema,
   bounceBody,
   createdSuspensionSchema,
+  domainPatchBody,
+  domainPoolSchema,
+  shapingHoldSchema,
   queueMessagesSchema,
   queueSummarySchema,
   retryBody,
@@ -28,6 +33,8 @@ import { z } from 'zod';
 export interface OperatorRouteDeps {
   queue: QueueService;
   teams: TeamService;
+  domains: Pick<DomainService, 'setPool'>;
+  shaping: Pick<ShapingOperator, 'endHold'>;
   audit: AuditService;
   health: AdminHealth;
 }
@@ -103,6 +110,17 @@ export function operatorRoutes(deps: OperatorRouteDeps): RouteDef[] {
       handler: async (req) => queue.resume(actor(req), req.input.params.suspensionId),
     }),
     defineRoute({
+      method: 'DELETE',
+      path: '/queue/shaping-holds/:holdId',
+      access: 'operator',
+      tag: 'Queue',
+      summary: 'Lift a traffic-shaping hold (a suspension or throttle a remote reply put on a source and rollup) now: the mail it held is due at once.',
+      request: { params: { holdId: stringPath('Hold id.', { max: 100 }) } },
+      response: shapingHoldSchema,
+      errors: [404],
+      handler: async (req) => deps.shaping.endHold(actor(req), req.input.params.holdId),
+    }),
+    defineRoute({
       method: 'POST',
       path: '/queue/retry',
       access: 'operator',
@@ -161,7 +179,7 @@ export function operatorRoutes(deps: OperatorRouteDeps): RouteDef[] {
       path: '/teams/:teamId',
       access: 'operator',
       tag: 'Teams',
-      summary: "Rename a team or set its rate limit (null: the configured default).",
+      summary: 'Rename a team, set its rate limit (null: the configured default) or its egress pool (null: the default pool).',
       request: { params: { teamId: intIdPath('Team id.') }, body: teamPatchBody },
       response: teamSchema,
       errors: [404],
@@ -170,6 +188,22 @@ export function operatorRoutes(deps: OperatorRouteDeps): RouteDef[] {
         if (!team) throw notFound(`team ${req.input.params.teamId} not found`);
         await audit.record(actor(req), 'team.update', { teamId: team.id, ...req.input.body });
         return team;
+      },
+    }),
+    defineRoute({
+      method: 'PATCH',
+      path: '/domains/:domainId',
+      access: 'operator',
+      tag: 'Teams',
+      summary: "Set a domain's egress pool (null: its team's); a domain's pool beats its team's.",
+      request: { params: { domainId: intIdPath('Domain id.') }, body: domainPatchBody },
+      response: domainPoolSchema,
+      errors: [404],
+      handler: async (req) => {
+        const domain = await deps.domains.setPool(req.input.params.domainId, req.input.body.pool);
+        if (!domain) throw notFound(`domain ${req.input.params.domainId} not found`);
+        await audit.record(actor(req), 'domain.update', { domainId: domain.id, pool: domain.pool });
+        return domain;
       },
     }),
     defineRoute({

@@ -21,6 +21,51 @@ export const suspensionSchema = z
   })
   .meta({ id: 'Suspension', description: 'Mail matching every field that is set is held (not attempted) until `until`.' });
 
+export const shapingHoldSchema = z
+  .strictObject({
+    id: z.string(),
+    source: z.string(),
+    rollup: z.string().meta({ description: 'A recipient domain, or an MX suffix (every domain whose MX is under it).' }),
+    kind: z.enum(['suspend', 'throttle']),
+    messageRate: z.string().nullable().meta({ description: 'With a throttle: the rate until `until`.' }),
+    reason: z.string(),
+    until: timestamp,
+    createdAt: timestamp,
+  })
+  .meta({ id: 'ShapingHold', description: 'A (source, rollup) suspended or throttled because of a remote reply.' });
+
+const shapingStateSchema = z
+  .strictObject({
+    sources: z.array(
+      z.strictObject({
+        name: z.string(),
+        localAddress: z.string().nullable(),
+        ehloName: z.string(),
+        pools: z.array(z.string()),
+        warmup: z
+          .strictObject({
+            start: z.string(),
+            day: z.int().meta({ description: 'Day of the schedule (1 on the start date).' }),
+            budget: count.nullable().meta({ description: "Messages a day to each rollup; null: the schedule is over, no cap." }),
+            rollups: z.array(z.strictObject({ rollup: z.string(), used: count, left: count.nullable() })),
+          })
+          .nullable(),
+      }),
+    ),
+    pools: z.array(z.strictObject({ name: z.string(), sources: z.array(z.strictObject({ name: z.string(), weight: z.int() })) })),
+    holds: z.array(shapingHoldSchema),
+    rates: z.array(
+      z.strictObject({
+        source: z.string().nullable().meta({ description: 'null: every source.' }),
+        rollup: z.string(),
+        messageRate: z.string(),
+        until: timestamp.nullable().meta({ description: 'A throttle: when it ends; null: a configured rate.' }),
+        reason: z.string().nullable(),
+      }),
+    ),
+  })
+  .meta({ id: 'ShapingState', description: 'Egress sources and pools, holds from remote replies, message rates in force and warm-up progress.' });
+
 export const queueSummarySchema = z
   .strictObject({
     totals: z.strictObject({ ready: count, scheduled: count, deferred: count, inFlight: count, suspended: count }),
@@ -38,6 +83,7 @@ export const queueSummarySchema = z
       }),
     ),
     suspensions: z.array(suspensionSchema),
+    shaping: shapingStateSchema,
   })
   .meta({ id: 'QueueSummary' });
 
@@ -54,6 +100,7 @@ export const queueMessagesSchema = z
         attempts: count,
         nextAttemptAt: timestamp,
         lastReply: reply.nullable(),
+        heldReason: z.string().nullable().meta({ description: 'Why traffic shaping holds it (a hold, the message rate, the warm-up budget), while it does.' }),
       }),
     ),
     nextCursor: z.string().nullable(),
@@ -93,6 +140,7 @@ export const traceSchema = z
         mxHost: z.string().nullable(),
         address: z.string().nullable().meta({ description: 'The MX address connected to (ip:port).' }),
         source: z.string().nullable().meta({ description: 'Our local address for the session.' }),
+        sourceName: z.string().nullable().meta({ description: 'The egress source the attempt went out from.' }),
         tls: z
           .strictObject({
             version: z.string().nullable(),
@@ -111,19 +159,37 @@ export const traceSchema = z
   })
   .meta({ id: 'EmailTrace' });
 
+const poolName = z.string().min(1).max(63);
+
 export const teamSchema = z
-  .strictObject({ id: intId, name: z.string(), rateLimit: intId.nullable().meta({ description: 'Requests per second; null uses the configured default.' }), createdAt: timestamp })
+  .strictObject({
+    id: intId,
+    name: z.string(),
+    rateLimit: intId.nullable().meta({ description: 'Requests per second; null uses the configured default.' }),
+    pool: z.string().nullable().meta({ description: "Egress pool of the team's mail (outbound.pools); null: the default pool." }),
+    createdAt: timestamp,
+  })
   .meta({ id: 'Team' });
 export const teamCreateBody = z.strictObject({ name: z.string().min(1).max(200), rateLimit: z.int().min(1).max(1_000_000).nullable().optional() });
-export const teamPatchBody = z.strictObject({ name: z.string().min(1).max(200).optional(), rateLimit: z.int().min(1).max(1_000_000).nullable().optional() });
+export const teamPatchBody = z.strictObject({
+  name: z.string().min(1).max(200).optional(),
+  rateLimit: z.int().min(1).max(1_000_000).nullable().optional(),
+  pool: poolName.nullable().optional().meta({ description: 'A configured egress pool; null (or "default"): the default pool.' }),
+});
+
+export const domainPoolSchema = z
+  .strictObject({ id: intId, name: z.string(), teamId: intId, pool: z.string().nullable().meta({ description: "Egress pool of the domain's mail; null: its team's." }) })
+  .meta({ id: 'DomainPool' });
+export const domainPatchBody = z.strictObject({ pool: poolName.nullable().meta({ description: 'A configured egress pool; null (or "default"): the team\'s.' }) });
 
 export const auditSchema = z
   .strictObject({
     entries: z.array(
       z.strictObject({
         id: intId,
-        keyId: intId.nullable().meta({ description: 'The operator key; null for the CLI on the server.' }),
-        actor: z.string(),
+        keyId: intId.nullable().meta({ description: 'The operator key; null for a console user or the CLI on the server.' }),
+        consoleUserId: intId.nullable().meta({ description: 'The operator signed in to the web console; null for a key or the CLI.' }),
+        actor: z.string().meta({ description: 'Who, as text: "key 2 (ops)", "console user 3 (ops@example.com)" or "cli".' }),
         action: z.string(),
         target: z.record(z.string(), z.unknown()),
         createdAt: timestamp,

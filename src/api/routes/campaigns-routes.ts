@@ -1,45 +1,11 @@
-import { z } from 'zod';
 import type { CampaignService } from '../../core/campaigns/campaign-service.js';
-import { MAX_BATCH_SIZE } from '../../core/campaigns/campaign-service.js';
+import { campaignCreateSchema as createBody, campaignPatchSchema as patchBody, campaignScheduleSchema as scheduleBody } from '../../core/campaigns/campaign-schema.js';
 import { enumQuery, pageQueries, searchQuery, stringPath } from '../params.js';
 import { pageEnvelope, pageOf } from '../pagination.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
 import { CAMPAIGN_STATUSES, campaignActionSchema, campaignSchema } from '../schemas/campaign-schemas.js';
 import { pageEnvelopeSchema } from '../schemas/common-schemas.js';
 
-const addresses = z.union([z.string().min(1).max(1000), z.array(z.string().min(1).max(1000)).max(50)]).nullable();
-const batchSize = z.number().int().min(1).max(MAX_BATCH_SIZE);
-const fields = {
-  name: z.string().trim().min(1).max(200),
-  from: z.string().min(1).max(1000),
-  subject: z.string().min(1).max(998),
-  contactBookId: z.string().min(1).max(100),
-  segmentId: z.string().min(1).max(100).nullable(),
-  previewText: z.string().max(500).nullable(),
-  content: z.string().min(1).max(2_000_000).nullable(),
-  html: z.string().min(1).max(2_000_000).nullable(),
-  replyTo: addresses,
-  cc: addresses,
-  bcc: addresses,
-  batchSize,
-};
-const createBody = z
-  .object({
-    ...fields,
-    segmentId: fields.segmentId.optional(),
-    previewText: fields.previewText.optional(),
-    content: fields.content.optional(),
-    html: fields.html.optional(),
-    replyTo: addresses.optional(),
-    cc: addresses.optional(),
-    bcc: addresses.optional(),
-    batchSize: batchSize.optional(),
-    sendNow: z.boolean().optional(),
-    scheduledAt: z.string().min(1).max(200).nullable().optional(),
-  })
-  .strict();
-const patchBody = z.object(fields).partial().strict();
-const scheduleBody = z.object({ scheduledAt: z.string().min(1).max(200).nullable().optional(), batchSize: batchSize.optional() }).strict();
 const params = { campaignId: stringPath('Campaign id.') };
 
 export function campaignsRoutes(campaigns: CampaignService): RouteDef[] {

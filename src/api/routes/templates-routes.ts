@@ -5,13 +5,8 @@ import { pageEnvelope, pageOf } from '../pagination.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
 import { deletedSchema, pageEnvelopeSchema } from '../schemas/common-schemas.js';
 import { templateSchema, templateVersionsSchema } from '../schemas/template-schemas.js';
+import { templateCreateSchema as createBody, templatePatchSchema as patchBody, templateRollbackSchema as rollbackBody } from '../../core/templates/template-schema.js';
 
-const name = z.string().trim().min(1).max(200);
-const subject = z.string().min(1).max(998);
-const content = z.string().max(2_000_000);
-const createBody = z.object({ name, subject, content: content.optional() }).strict();
-const patchBody = z.object({ name: name.optional(), subject: subject.optional(), content: content.optional() }).strict();
-const rollbackBody = z.object({ versionNumber: z.number().int().min(1) }).strict();
 const params = { templateId: stringPath('Template id.') };
 
 export function templatesRoutes(templates: TemplateService): RouteDef[] {

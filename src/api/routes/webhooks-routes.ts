@@ -1,32 +1,12 @@
 import { z } from 'zod';
 import type { AuthContext } from '../../core/api-keys/api-key-service.js';
-import { MAX_WEBHOOK_URL_LENGTH } from '../../core/webhooks/url-policy.js';
-import { WEBHOOK_EVENT_TYPES, type WebhookEndpointsService, type WebhookScope } from '../../core/webhooks/webhook-endpoints-service.js';
+import { type WebhookEndpointsService, type WebhookScope } from '../../core/webhooks/webhook-endpoints-service.js';
 import { limitQuery, pageQueries, stringPath, textQuery } from '../params.js';
 import { pageEnvelope, pageOf } from '../pagination.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
 import { deletedSchema, pageEnvelopeSchema } from '../schemas/common-schemas.js';
 import { createdWebhookSchema, updatedWebhookSchema, webhookAttemptsSchema, webhookSchema, webhookTestSchema } from '../schemas/webhook-schemas.js';
-
-const eventTypes = z
-  .array(z.enum(WEBHOOK_EVENT_TYPES, { error: `must be one of ${WEBHOOK_EVENT_TYPES.join(', ')}` }))
-  .max(WEBHOOK_EVENT_TYPES.length * 2, { error: 'too many event types' });
-const domainIds = z.array(z.number().int().min(1).max(2147483647)).max(100).nullable();
-const url = z.string().trim().min(1).max(MAX_WEBHOOK_URL_LENGTH);
-const description = z.string().max(500).nullable();
-
-const createBody = z
-  .object({ url, eventTypes, description: description.optional(), domainIds: domainIds.optional() })
-  .strict();
-const patchBody = z
-  .object({
-    url: url.optional(),
-    eventTypes: eventTypes.optional(),
-    description: description.optional(),
-    domainIds: domainIds.optional(),
-    rotateSecret: z.boolean().optional(),
-  })
-  .strict();
+import { webhookCreateSchema as createBody, webhookPatchSchema as patchBody } from '../../core/webhooks/webhook-schema.js';
 
 function scope(auth: AuthContext): WebhookScope {
   return { teamId: auth.teamId, domainId: auth.domainId };

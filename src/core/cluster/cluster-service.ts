@@ -7,7 +7,8 @@ import type { ClusterRepository, SweepCounts } from '../../store/repositories/cl
  * writes a heartbeat to the shared store; a node silent for STALE_MS is dead, and the live ones
  * free what it held: its delivery and webhook call leases are claimable again at once (no wait
  * for the lease to run out), its campaign batch goes to another node, its in-flight idempotency
- * keys are released (its requests died with it), its connection counts stop counting.
+ * keys are released (its requests died with it), its connection counts stop counting, and its
+ * unfinished contact imports are taken up by a live node.
  *
  * A node stalled for longer than STALE_MS (a frozen VM) is taken for dead: what it was sending
  * may then be sent again by another node, as after a crash. The times are far above a
@@ -42,6 +43,8 @@ export interface ClusterServiceDeps {
   node: { id: string; hostname: string; pid: number };
   /** Where this node listens, reported with each heartbeat. */
   listeners: () => Record<string, unknown>;
+  /** A sweep freed contact imports a dead node was running: this node offers to take them up. */
+  onOrphanedImports?: () => Promise<unknown>;
   /** The SMTP sessions this node holds per destination (connection-permits.ts), written with each heartbeat. */
   connections?: () => ReadonlyMap<string, number>;
 }
@@ -58,7 +61,7 @@ export function createClusterService(deps: ClusterServiceDeps) {
   let stopped = false;
 
   function total(c: SweepCounts): number {
-    return c.deliveries + c.webhookCalls + c.campaignBatches + c.idempotencyKeys + c.connections;
+    return c.deliveries + c.webhookCalls + c.campaignBatches + c.idempotencyKeys + c.connections + c.contactImports;
   }
 
   async function beat(): Promise<void> {
@@ -73,6 +76,8 @@ export function createClusterService(deps: ClusterServiceDeps) {
       lastSweepMs = now;
       const freed = await repo.releaseDeadOwners(live.includes(node.id) ? live : [...live, node.id]);
       if (gone.length || total(freed)) deps.logger.info({ event: 'cluster.sweep', live, gone, freed }, `cluster: ${live.length} node(s) live${gone.length ? `, ${gone.join(', ')} gone` : ''}; freed what dead nodes held`);
+      // Work that no node runs until one takes it up (the other kinds are claimed by the loops that run anyway).
+      if (freed.contactImports) await deps.onOrphanedImports?.();
       await repo.forgetSilent(now - FORGET_AFTER_MS);
       await repo.pruneRuns(new Date(now - KEEP_JOB_RUNS_MS).toISOString());
     }

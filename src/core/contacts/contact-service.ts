@@ -6,6 +6,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { ContactBookRow, ContactBooksRepository } from '../../store/repositories/contact-books-repository.js';
 import type { ContactChanges, ContactRow, ContactsRepository, ContactsStore } from '../../store/repositories/contacts-repository.js';
 import type { ContactsTable } from '../../store/tables/database.js';
+import type { FilterGroup } from '../../store/repositories/contact-filter-sql.js';
 import type { DomainService } from '../domains/domain-service.js';
 import type { EmailService, SendContext } from '../emails/email-service.js';
 import { badRequest, notFound, notUnique } from '../errors.js';
@@ -383,6 +384,31 @@ export function createContactService(deps: ContactServiceDeps) {
       if ((emails?.length ?? 0) > MAX_BULK_CONTACTS) throw badRequest(`emails: at most ${MAX_BULK_CONTACTS} addresses`);
       if ((ids?.length ?? 0) > MAX_BULK_CONTACTS) throw badRequest(`ids: at most ${MAX_BULK_CONTACTS} ids`);
       return (await contacts.list({ teamId: scope.teamId, bookId }, { emails, ids, offset: q.offset, limit: q.limit })).map(contactView);
+    },
+
+    /**
+     * Contacts of a book whose email or name contains `search` (ASCII case ignored), newest
+     * first, with the total: the same SQL path as segments, so the book's walls hold.
+     */
+    async search(scope: BookScope, bookId: string, q: { search?: string; offset: number; limit: number }): Promise<{ items: ContactView[]; total: number }> {
+      await loadBook(scope.teamId, bookId);
+      const term = q.search?.trim().slice(0, 200) ?? '';
+      const filter: FilterGroup = term
+        ? { match: 'any', conditions: [{ field: 'email', op: 'contains', value: term.toLowerCase() }, { field: 'firstName', op: 'contains', value: term }, { field: 'lastName', op: 'contains', value: term }] }
+        : { match: 'all', conditions: [] };
+      const { rows, total } = await contacts.listMatching({ teamId: scope.teamId, bookId }, filter, { offset: q.offset, limit: q.limit });
+      return { items: rows.map(contactView), total };
+    },
+
+    /** Every contact of a book, a page at a time (CSV export), newest first. */
+    async *exportAll(scope: BookScope, bookId: string, pageSize = 1000): AsyncGenerator<ContactView[]> {
+      await loadBook(scope.teamId, bookId);
+      const all: FilterGroup = { match: 'all', conditions: [] };
+      for (let offset = 0; ; offset += pageSize) {
+        const { rows } = await contacts.listMatching({ teamId: scope.teamId, bookId }, all, { offset, limit: pageSize });
+        if (rows.length) yield rows.map(contactView);
+        if (rows.length < pageSize) return;
+      }
     },
 
     async update(scope: BookScope, bookId: string, id: string, patch: ContactPatchInput): Promise<{ contactId: string }> {

@@ -19,6 +19,8 @@ export interface DeliveryGroup {
   domain: DomainRecord | undefined;
   rcptDomain: string;
   deliveries: DeliveryRow[];
+  /** The egress pool of the sending domain, or of its team; null or absent: the default pool. */
+  egressPool?: string | null;
 }
 
 /** What one attempt did for one recipient (a value, not an exception: architecture.md, House rules 5). */
@@ -39,6 +41,8 @@ export interface AttemptResult {
   emailSuppressed?: boolean;
   /** Which transport security policy applied and its verdict (core/tls-reports/tls-verdict.ts verdictSummary). */
   tls?: Record<string, unknown>;
+  /** The egress source the attempt went out from (outbound.sources). */
+  source?: string;
 }
 
 /** The TLS state of a session: protocol, cipher and the certificate's verdict. */
@@ -60,7 +64,10 @@ export interface AttemptTrace {
   startedAt: number;
   mxHost: string;
   address: string | null;
+  /** Our local address. */
   source: string | null;
+  /** The egress source's name. */
+  sourceName?: string;
   tls: SessionTls | null;
   /** [ms epoch, 'C' (client) | 'S' (server) | 'I' (info), text] */
   lines: [number, string, string][];
@@ -68,6 +75,18 @@ export interface AttemptTrace {
   results: { recipient: string; outcome: string; code?: number; response: string }[];
 }
 
+/** A recipient of an email, for the console's email page. */
+export interface RecipientView {
+  recipient: string;
+  kind: 'to' | 'cc' | 'bcc';
+  state: string;
+  attempts: number;
+  mxHost: string | null;
+  lastCode: number | null;
+  lastResponse: string | null;
+  nextAttemptAt: string | null;
+  updatedAt: string;
+}
 
 export interface DeliveryServiceDeps {
   deliveries: DeliveriesRepository;
@@ -202,6 +221,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       }
       const emailCache = new Map<string, EmailRow | undefined>();
       const domainCache = new Map<number, DomainRecord | undefined>();
+      const poolCache = new Map<number, string | null>();
       const groups: DeliveryGroup[] = [];
       for (const list of byKey.values()) {
         const first = list[0]!;
@@ -212,9 +232,11 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         if (email.domain_id !== null) {
           if (!domainCache.has(email.domain_id)) domainCache.set(email.domain_id, await deps.domains.findByIdAnyTeam(email.domain_id));
           domain = domainCache.get(email.domain_id);
+          if (!poolCache.has(email.domain_id)) poolCache.set(email.domain_id, await deps.domains.egressPoolOf(email.domain_id));
         }
+        const egressPool = email.domain_id === null ? null : (poolCache.get(email.domain_id) ?? null);
         for (let i = 0; i < list.length; i += MAX_RCPTS_PER_TRANSACTION) {
-          groups.push({ email, domain, rcptDomain: first.rcpt_domain, deliveries: list.slice(i, i + MAX_RCPTS_PER_TRANSACTION) });
+          groups.push({ email, domain, rcptDomain: first.rcpt_domain, deliveries: list.slice(i, i + MAX_RCPTS_PER_TRANSACTION), egressPool });
         }
       }
       return dropSuppressed(groups);
@@ -223,6 +245,14 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
     /** Puts claimed rows back untouched, still due (not attempted: their destination was busy). */
     async releaseGroups(groups: readonly DeliveryGroup[]): Promise<void> {
       await deps.deliveries.releaseLeases(groups.flatMap((g) => g.deliveries.map((d) => d.id)));
+    },
+
+    /**
+     * Puts claimed rows back unattempted until `untilMs` (traffic shaping held them): no attempt
+     * counted, no event; `reason` shows in the operator's queue.
+     */
+    async parkGroups(groups: readonly DeliveryGroup[], untilMs: number, reason: string): Promise<void> {
+      await deps.deliveries.parkLeases(groups.flatMap((g) => g.deliveries.map((d) => d.id)), untilMs, reason, clock.now().toISOString());
     },
 
     /** Operator gives up on one queued delivery: recorded as FAILED like a give-up. */
@@ -254,11 +284,29 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       for (const list of groups.values()) {
         const email = await deps.emails.findByIdAnyTeam(list[0]!.email_id);
         if (!email) continue; // deleted with its team meanwhile
-        const group: DeliveryGroup = { email, domain: undefined, rcptDomain: list[0]!.rcpt_domain, deliveries: list };
+        const group: DeliveryGroup = { email, domain: undefined, rcptDomain: list[0]!.rcpt_domain, deliveries: list, egressPool: null };
         await this.complete(group, null, list.map((d) => ({ deliveryId: d.id, outcome: 'failed' as const, response: reason })));
         failed += list.length;
       }
       return failed;
+    },
+
+    /**
+     * One email's recipients as its owner sees them: where each stands, the last MX reply,
+     * and when the next attempt is due. The caller has checked the email is in scope.
+     */
+    async recipientsOf(teamId: number, emailId: string): Promise<RecipientView[]> {
+      return (await deps.deliveries.listForEmailInTeam(teamId, emailId)).map((d) => ({
+        recipient: d.recipient,
+        kind: d.kind,
+        state: d.state,
+        attempts: d.attempts,
+        mxHost: d.mx_host,
+        lastCode: d.last_code,
+        lastResponse: d.last_response,
+        nextAttemptAt: d.state === 'queued' ? new Date(d.next_attempt_at).toISOString() : null,
+        updatedAt: d.updated_at,
+      }));
     },
 
     /** Operator: deliveries by state (the queue command's summary). */
@@ -317,9 +365,9 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         const attempts = d.attempts + 1;
         // A hostile or broken MX may answer with a megabyte; events, webhooks and the row keep 2,000 characters.
         const response = r.response.length > MAX_RESPONSE_CHARS ? `${r.response.slice(0, MAX_RESPONSE_CHARS - 1)}…` : r.response;
-        const base = { recipient: d.recipient, mxHost: r.mxHost ?? null, smtpCode: r.code ?? null, response, ...(r.tls ? { tls: r.tls } : {}) };
+        const base = { recipient: d.recipient, mxHost: r.mxHost ?? null, smtpCode: r.code ?? null, response, ...(r.tls ? { tls: r.tls } : {}), ...(r.source ? { source: r.source } : {}) };
         const update = { id: d.id, attempts, code: r.code ?? null, response, mxHost: r.mxHost ?? null };
-        const wire = { attempt: attempts, mxHost: r.mxHost ?? null, smtpCode: r.code ?? null, response };
+        const wire = { attempt: attempts, mxHost: r.mxHost ?? null, smtpCode: r.code ?? null, response, ...(r.source ? { source: r.source } : {}) };
         if (r.outcome === 'delivered') {
           updates.push({ ...update, state: 'delivered', nextAttemptAt: d.next_attempt_at });
           ev('DELIVERED', base);
@@ -385,6 +433,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
             mx_host: t.mxHost,
             address: t.address,
             source: t.source,
+            source_name: t.sourceName ?? null,
             tls_json: t.tls ? JSON.stringify(t.tls) : null,
             results_json: JSON.stringify(t.results.map((r) => ({ ...r, response: r.response.slice(0, MAX_RESPONSE_CHARS) }))),
             transcript_json: JSON.stringify(t.lines),
@@ -409,13 +458,14 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       if (deps.observe) {
         const acceptedAtMs = Date.parse(email.created_at);
         const hard = new Set(results.filter((r) => r.hardBounce).map((r) => r.deliveryId));
+        const sourceOf = new Map(results.map((r) => [r.deliveryId, r.source ?? 'default']));
         const samples = updates
           .filter((u) => recorded.has(u.id))
           .map((u): OutcomeSample => ({
             outcome: u.state === 'queued' ? 'deferred' : u.state === 'cancelled' ? 'failed' : u.state,
             recipientDomain: group.rcptDomain,
             mxHost: u.mxHost,
-            source: 'default',
+            source: sourceOf.get(u.id) ?? 'default',
             hardBounce: hard.has(u.id),
             acceptedAtMs,
             atMs: now.getTime(),

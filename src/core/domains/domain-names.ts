@@ -1,7 +1,12 @@
-import { parse } from 'tldts';
+import { createRequire } from 'node:module';
+import type * as Tldts from 'tldts';
 import { badRequest } from '../errors.js';
 
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
+
+/** The public suffix list (~12 MB in memory), loaded when a domain is first added, not at start. */
+let tldts: typeof Tldts | undefined;
+const parse: typeof Tldts.parse = (url, options) => (tldts ??= createRequire(import.meta.url)('tldts') as typeof Tldts).parse(url, options);
 
 /**
  * A sending domain must be a registrable domain (example.com, example.co.uk) or a

@@ -1,4 +1,5 @@
 import { generateKeyPair } from 'node:crypto';
+import { poolOf } from '../teams/team-service.js';
 import { promisify } from 'node:util';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
@@ -64,6 +65,8 @@ export interface DomainPatchInput {
 }
 
 export interface DomainServiceDeps {
+  /** Whether an egress pool of that name is configured (outbound.pools). */
+  isPool?: (name: string) => boolean;
   domains: DomainsRepository;
   resolver: DnsResolver;
   clock: Clock;
@@ -397,6 +400,17 @@ export function createDomainService(deps: DomainServiceDeps) {
     },
 
     /** For the CLI: find by id or name within a team (or any team when teamId is null). */
+    /**
+     * Operator: the egress pool of a domain's mail (null or "default": its team's). Returns the
+     * domain as changed, undefined when there is no such domain.
+     */
+    async setPool(id: number, pool: string | null): Promise<{ id: number; name: string; teamId: number; pool: string | null } | undefined> {
+      const value = poolOf(pool, deps.isPool);
+      if (!(await domains.setPool(id, value, clock.now().toISOString()))) return undefined;
+      const d = await domains.findByIdAnyTeam(id);
+      return d && { id: d.id, name: d.name, teamId: d.teamId, pool: d.pool };
+    },
+
     async findForCli(teamId: number | null, idOrName: string): Promise<DomainRecord | undefined> {
       if (/^\d+$/.test(idOrName)) {
         const d = await domains.findByIdAnyTeam(Number(idOrName));

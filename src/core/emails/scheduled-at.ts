@@ -1,4 +1,5 @@
-import * as chrono from 'chrono-node';
+import { createRequire } from 'node:module';
+import type * as Chrono from 'chrono-node';
 import { parseIsoDateTime } from '../../lib/iso-date-time.js';
 import { badRequest } from '../errors.js';
 
@@ -10,14 +11,18 @@ const LATEST_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 /** Words around a recognised time that change nothing ("at noon tomorrow"). */
 const FILLER = new Set(['', 'at', 'on']);
 
+/** chrono-node and its locales take ~20 MB: loaded on the first plain-English time, not at start. */
+let chronoModule: typeof Chrono | undefined;
+const chrono = (): typeof Chrono => (chronoModule ??= createRequire(import.meta.url)('chrono-node') as typeof Chrono);
+
 /**
  * chrono finds times inside any text ("not tomorrow" gives tomorrow, "tomorrow at 25:00" gives
  * tomorrow at the current time), so the text must be one time and nothing else but filler.
  */
 function parsePlainEnglish(text: string, now: Date): Date | null {
-  const results = chrono.parse(text, now, { forwardDate: true });
+  const results = chrono().parse(text, now, { forwardDate: true });
   if (results.length !== 1) return null;
-  const [r] = results as [chrono.ParsedResult];
+  const [r] = results as [Chrono.ParsedResult];
   const rest = (text.slice(0, r.index) + ' ' + text.slice(r.index + r.text.length)).replace(/[\s.,!]+/g, ' ').trim().toLowerCase();
   return FILLER.has(rest) ? r.start.date() : null;
 }

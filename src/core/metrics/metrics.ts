@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { PROVIDERS, providerOf, type Provider } from './provider-rollup.js';
+import type { ShapingState } from '../shaping/shaping-view.js';
 
 /*
  * Prometheus metrics (GET /metrics, docs/operations.md "Metrics"). Names follow Prometheus'
@@ -31,6 +32,8 @@ export interface MetricsSources {
   connections(): Map<string, number>;
   /** Store files and their sizes in bytes. */
   storeFiles(): Promise<Record<string, number>>;
+  /** Traffic shaping: holds in force and warm-up progress (absent: nothing to report). */
+  shaping?(): Promise<Pick<ShapingState, 'holds' | 'sources'>>;
 }
 
 const LATENCY_BUCKETS_S = [0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60, 300, 900, 3600, 4 * 3600, 24 * 3600];
@@ -107,6 +110,40 @@ export function createMetrics(sources: MetricsSources) {
     },
   });
 
+  const parked = new Counter({
+    name: 'posthorn_shaping_held_total',
+    help: 'Deliveries traffic shaping put back unattempted, by source, provider and why (suspended, rate, warmup).',
+    labelNames: ['source', 'provider', 'why'],
+    registers: [registry],
+  });
+  if (sources.shaping) {
+    const shaping = sources.shaping;
+    new Gauge({
+      name: 'posthorn_shaping_holds',
+      help: 'Suspensions and throttles in force that remote replies put on a (source, rollup), by source, provider and kind.',
+      labelNames: ['source', 'provider', 'kind'],
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const h of (await shaping()).holds) this.inc({ source: h.source, provider: providerOf(h.rollup, h.rollup), kind: h.kind });
+      },
+    });
+    new Gauge({
+      name: 'posthorn_warmup_messages',
+      help: "Warm-up today per source and provider: messages sent (kind used) and the day's budget per rollup (kind budget; absent once the schedule is over).",
+      labelNames: ['source', 'provider', 'kind'],
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const s of (await shaping()).sources) {
+          if (!s.warmup) continue;
+          if (s.warmup.budget !== null) this.set({ source: s.name, provider: 'any', kind: 'budget' }, s.warmup.budget);
+          for (const r of s.warmup.rollups) this.inc({ source: s.name, provider: providerOf(r.rollup, r.rollup), kind: 'used' }, r.used);
+        }
+      },
+    });
+  }
+
   return {
     registry,
     contentType: registry.contentType,
@@ -135,6 +172,10 @@ export function createMetrics(sources: MetricsSources) {
     },
     inbound(kind: string): void {
       inbound.inc({ kind });
+    },
+    /** Deliveries traffic shaping held back unattempted. */
+    held(source: string, rollup: string, why: string, count: number): void {
+      parked.inc({ source, provider: providerOf(rollup, rollup), why }, count);
     },
   };
 }

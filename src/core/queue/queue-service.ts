@@ -6,8 +6,9 @@ import type { EmailsRepository } from '../../store/repositories/emails-repositor
 import { canonicalHost } from '../domains/domain-names.js';
 import { badRequest, notFound } from '../errors.js';
 import { decodeIdCursor, encodeIdCursor } from '../id-cursor.js';
-import type { AuditService, OperatorActor } from '../operators/audit-service.js';
+import { actorLabel, type AuditService, type OperatorActor } from '../operators/audit-service.js';
 import type { DeliveryService, SessionTls } from '../deliveries/delivery-service.js';
+import type { ShapingOperator, ShapingState } from '../shaping/shaping-view.js';
 
 /*
  * The operator's queue (docs/operations.md, "The queue"): what is waiting for which destination,
@@ -24,6 +25,15 @@ const BOUNCE_BATCH = 500;
 const ENDED_SUSPENSION_KEEP_MS = 30 * 86_400_000;
 const MAX_SUSPENSION_MINUTES = 30 * 24 * 60;
 const MAX_DESTINATIONS = 500;
+const MAX_REASON = 500;
+
+/** An operator's reason, trimmed: required, and short enough to show in a queue row. */
+function reasonOf(raw: string): string {
+  const reason = raw.trim();
+  if (!reason) throw badRequest('reason: must not be empty');
+  if (reason.length > MAX_REASON) throw badRequest(`reason: at most ${MAX_REASON} characters`);
+  return reason;
+}
 
 export interface SuspensionView {
   id: string;
@@ -49,6 +59,8 @@ export interface QueueServiceDeps {
   openConnections: () => Map<string, number>;
   /** Called when held or deferred mail became due, so the engine claims it at once. */
   wake: () => void;
+  /** Traffic shaping's state (sources, holds, rates, warm-up), shown with the queue. */
+  shaping: Pick<ShapingOperator, 'state' | 'prune'>;
 }
 
 const suspensionView = (s: SuspensionRow): SuspensionView => ({
@@ -61,8 +73,6 @@ const suspensionView = (s: SuspensionRow): SuspensionView => ({
   createdBy: s.created_by,
   createdAt: s.created_at,
 });
-
-const actorName = (actor: OperatorActor) => (actor === 'cli' ? 'cli' : `key ${actor.keyId} (${actor.name})`);
 
 /** A selector from an operator's input: at least one field, destination in its canonical form. */
 export function parseSelector(input: { destination?: string; teamId?: number; campaignId?: string; emailIds?: string[] }): QueueSelector {
@@ -89,7 +99,7 @@ export function createQueueService(deps: QueueServiceDeps) {
     /** Totals by state and one row per destination domain with queued mail. */
     async summary() {
       const now = clock.nowMs();
-      const [totals, rows, active] = await Promise.all([queue.totals(now), queue.byDestination(now, MAX_DESTINATIONS), queue.activeSuspensions(now)]);
+      const [totals, rows, active, shaping] = await Promise.all([queue.totals(now), queue.byDestination(now, MAX_DESTINATIONS), queue.activeSuspensions(now), deps.shaping.state()]);
       const open = deps.openConnections();
       const destinations = rows.map((r) => {
         const suspension = active.find((s) => s.destination === r.destination && s.team_id === null && s.campaign_id === null);
@@ -109,6 +119,7 @@ export function createQueueService(deps: QueueServiceDeps) {
         totals: { ready: totals.ready, scheduled: totals.scheduled, deferred: totals.deferred, inFlight: totals.inflight, suspended: totals.suspended },
         destinations,
         suspensions: active.map(suspensionView),
+        shaping: shaping satisfies ShapingState,
       };
     },
 
@@ -132,6 +143,7 @@ export function createQueueService(deps: QueueServiceDeps) {
           attempts: d.attempts,
           nextAttemptAt: new Date(d.next_attempt_at).toISOString(),
           lastReply: d.last_response === null ? null : { code: d.last_code, text: d.last_response, mxHost: d.mx_host },
+          heldReason: d.queue_state === 'suspended' ? d.held_reason : null,
         })),
         nextCursor: rows.length > limit ? encodeIdCursor('q', page[page.length - 1]!.id) : null,
       };
@@ -145,8 +157,7 @@ export function createQueueService(deps: QueueServiceDeps) {
     async suspend(actor: OperatorActor, input: { destination?: string; teamId?: number; campaignId?: string; minutes: number; reason: string }): Promise<SuspensionView & { parked: number }> {
       const sel = parseSelector({ destination: input.destination, teamId: input.teamId, campaignId: input.campaignId });
       if (!(input.minutes > 0 && input.minutes <= MAX_SUSPENSION_MINUTES)) throw badRequest(`minutes: must be more than 0 and at most ${MAX_SUSPENSION_MINUTES} (30 days)`);
-      const reason = input.reason.trim();
-      if (!reason) throw badRequest('reason: must not be empty');
+      const reason = reasonOf(input.reason);
       const now = clock.nowMs();
       const row: SuspensionRow = {
         id: newId('su'),
@@ -155,7 +166,7 @@ export function createQueueService(deps: QueueServiceDeps) {
         campaign_id: sel.campaignId ?? null,
         reason,
         until_ms: now + Math.round(input.minutes * 60_000),
-        created_by: actorName(actor),
+        created_by: actorLabel(actor),
         created_at: new Date(now).toISOString(),
       };
       const parked = await queue.insertSuspension(row, now);
@@ -187,8 +198,7 @@ export function createQueueService(deps: QueueServiceDeps) {
      */
     async bounce(actor: OperatorActor, input: Parameters<typeof parseSelector>[0] & { reason: string }): Promise<{ bounced: number }> {
       const sel = parseSelector(input);
-      const reason = input.reason.trim();
-      if (!reason) throw badRequest('reason: must not be empty');
+      const reason = reasonOf(input.reason);
       let bounced = 0;
       for (;;) {
         const rows = await queue.leaseForBounce(sel, `${deps.owner}:bounce`, clock.nowMs() + deps.leaseMs, BOUNCE_BATCH);
@@ -198,6 +208,21 @@ export function createQueueService(deps: QueueServiceDeps) {
       }
       await deps.audit.record(actor, 'queue.bounce', { ...sel, reason, bounced });
       return { bounced };
+    },
+
+    /** One queued delivery becomes due now (a suspension that holds it keeps holding it). */
+    async retryDelivery(actor: OperatorActor, deliveryId: number): Promise<void> {
+      const d = await deps.deliveriesRepo.findById(deliveryId);
+      if (!d || d.state !== 'queued' || !(await deps.deliveries.retryNow(deliveryId))) throw notFound(`delivery ${deliveryId} is not queued`);
+      await deps.audit.record(actor, 'queue.retry', { deliveryId, emailId: d.email_id, destination: d.rcpt_domain, retried: 1 });
+      deps.wake();
+    },
+
+    /** Gives up on one queued delivery: FAILED, with its event and webhook. Never one on the wire. */
+    async giveUp(actor: OperatorActor, deliveryId: number): Promise<void> {
+      const d = await deps.deliveriesRepo.findById(deliveryId);
+      await deps.deliveries.purge(deliveryId);
+      await deps.audit.record(actor, 'queue.purge', { deliveryId, emailId: d!.email_id, destination: d!.rcpt_domain });
     },
 
     /** Each attempt of an email: the MX, addresses, TLS and the SMTP transcript. */
@@ -215,6 +240,7 @@ export function createQueueService(deps: QueueServiceDeps) {
           mxHost: r.mx_host,
           address: r.address,
           source: r.source,
+          sourceName: r.source_name,
           tls: r.tls_json ? (JSON.parse(r.tls_json) as SessionTls) : null,
           results: JSON.parse(r.results_json) as { recipient: string; outcome: string; code?: number; response: string }[],
           transcript: (JSON.parse(r.transcript_json) as [number, string, string][]).map(([at, who, line]) => ({
@@ -226,8 +252,8 @@ export function createQueueService(deps: QueueServiceDeps) {
       };
     },
 
-    /** Daily: traces past their retention and suspensions long ended. */
-    async prune(traceRetentionMs: number): Promise<{ traces: number; suspensions: number }> {
+    /** Daily: traces past their retention, suspensions and shaping holds long ended, old warm-up usage. */
+    async prune(traceRetentionMs: number): Promise<{ traces: number; suspensions: number; holds: number; warmupDays: number }> {
       const now = clock.nowMs();
       let traces = 0;
       for (let n = -1; n !== 0; ) {
@@ -235,7 +261,7 @@ export function createQueueService(deps: QueueServiceDeps) {
         traces += n;
       }
       const suspensions = await queue.pruneSuspensions(now - ENDED_SUSPENSION_KEEP_MS);
-      return { traces, suspensions };
+      return { traces, suspensions, ...(await deps.shaping.prune()) };
     },
   };
 }

@@ -101,6 +101,17 @@ export function createSegmentService(deps: { segments: SegmentsRepository; books
       return { id, success: true, message: 'Segment deleted successfully' };
     },
 
+    /**
+     * An unsaved filter evaluated against a book (the console's filter builder shows the
+     * live member count): validated exactly as create validates it, so what previews saves.
+     */
+    async preview(teamId: number, input: { contactBookId: string; filters: unknown }, page: { offset: number; limit: number }): Promise<{ items: ContactView[]; total: number }> {
+      const filters = parseSegmentFilters(input.filters);
+      if (!(await books.findById(teamId, input.contactBookId))) throw badRequest(`contactBookId: contact book ${input.contactBookId} not found`);
+      const { rows, total } = await contacts.listMatching({ teamId, bookId: input.contactBookId }, filters, page);
+      return { items: rows.map(contactView), total };
+    },
+
     /** Membership is evaluated now, in SQL, and never stored. */
     async contacts(teamId: number, id: string, page: { offset: number; limit: number }): Promise<{ items: ContactView[]; total: number }> {
       const s = await load(teamId, id);

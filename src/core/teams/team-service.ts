@@ -7,6 +7,8 @@ export interface TeamServiceDeps {
   clock: Clock;
   /** Called once for every new team (seeds the starter templates when that feature is wired). */
   onTeamCreated?: (teamId: number) => Promise<void>;
+  /** Whether an egress pool of that name is configured (outbound.pools). */
+  isPool?: (name: string) => boolean;
 }
 
 const MAX_TEAM_NAME = 200;
@@ -23,7 +25,22 @@ function rateLimitOf(rateLimit: number | null): number | null {
   return rateLimit;
 }
 
+/** An egress pool name to store: null for the default pool ("default" too), 400 for one not configured. */
+export function poolOf(pool: string | null, isPool: ((name: string) => boolean) | undefined): string | null {
+  if (pool === null || pool === 'default') return null;
+  if (!isPool?.(pool)) throw badRequest(`pool: no egress pool named "${pool}" is configured (outbound.pools)`);
+  return pool;
+}
+
 export function createTeamService(deps: TeamServiceDeps) {
+  /** Renames, sets the rate limit (null: the configured default) and/or the egress pool (null: the default); undefined when there is no such team. */
+  async function update(id: number, changes: { name?: string; rateLimit?: number | null; pool?: string | null }) {
+    const clean: { name?: string; rateLimit?: number | null; pool?: string | null } = {};
+    if (changes.name !== undefined) clean.name = teamName(changes.name);
+    if (changes.rateLimit !== undefined) clean.rateLimit = rateLimitOf(changes.rateLimit);
+    if (changes.pool !== undefined) clean.pool = poolOf(changes.pool, deps.isPool);
+    return deps.teams.update(id, clean, deps.clock.now().toISOString());
+  }
   return {
     async create(name: string, rateLimit: number | null = null): Promise<number> {
       const trimmed = teamName(name);
@@ -38,15 +55,9 @@ export function createTeamService(deps: TeamServiceDeps) {
     async list() {
       return deps.teams.list();
     },
-    /** Renames and/or sets the rate limit (null: the configured default); undefined when there is no such team. */
-    async update(id: number, changes: { name?: string; rateLimit?: number | null }) {
-      const clean: { name?: string; rateLimit?: number | null } = {};
-      if (changes.name !== undefined) clean.name = teamName(changes.name);
-      if (changes.rateLimit !== undefined) clean.rateLimit = rateLimitOf(changes.rateLimit);
-      return deps.teams.update(id, clean, deps.clock.now().toISOString());
-    },
+    update,
     async setRateLimit(id: number, rateLimit: number | null): Promise<boolean> {
-      return deps.teams.setRateLimit(id, rateLimit, deps.clock.now().toISOString());
+      return (await update(id, { rateLimit })) !== undefined;
     },
   };
 }

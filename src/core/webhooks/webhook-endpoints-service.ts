@@ -227,6 +227,17 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       return { attempts: page.map(attemptView), nextCursor: rows.length > limit ? encodeIdCursor(CURSOR_KIND, page[page.length - 1]!.id) : null };
     },
 
+    /** Endpoints whose latest delivery attempt failed, with that attempt (the console's "needs attention"). */
+    async failing(scope: WebhookScope): Promise<{ webhook: WebhookView; lastAttempt: ReturnType<typeof attemptView> }[]> {
+      const { rows } = await webhooks.list(scope.teamId, 0, MAX_WEBHOOKS_PER_TEAM, scopedDomainJson(scope));
+      const out: { webhook: WebhookView; lastAttempt: ReturnType<typeof attemptView> }[] = [];
+      for (const row of rows) {
+        const [last] = await webhooks.listAttempts(row.id, 1);
+        if (last && !last.succeeded) out.push({ webhook: view(row), lastAttempt: attemptView(last) });
+      }
+      return out;
+    },
+
     /** POST /webhooks/{id}/test: a webhook.test event for this endpoint only, whatever its filters. */
     async sendTest(scope: WebhookScope, id: string): Promise<{ success: boolean; eventId: string }> {
       const row = await load(scope, id);

@@ -6,6 +6,8 @@ import type { MessageFactory } from './message-factory.js';
 import { MxLookupError, type MxResolver } from './mx-resolver.js';
 import type { DeliveryTarget, SmtpClientPool, TransactionRequest, TransactionResult } from './smtp-client-pool.js';
 import type { PlannedHost, TransportPolicy } from './transport-policy.js';
+import type { ShapingPlan, TrafficShaper } from '../../core/shaping/traffic-shaper.js';
+import { MinHeap } from '../../lib/min-heap.js';
 
 /** Which email a transaction carries, for a transport that files messages by email (the sandbox). */
 export interface TransactionContext {
@@ -59,6 +61,13 @@ export interface DeliveryEngineOptions {
   idlePollMs?: number;
   /** MX hosts/addresses tried per attempt before deferring. */
   maxTargetsPerAttempt?: number;
+  /**
+   * Egress sources, per-(source, rollup) limits, holds from replies and warm-up
+   * (core/shaping/traffic-shaper.ts). Absent (sandbox mode): the pool's defaults, no shaping.
+   */
+  shaper?: Pick<TrafficShaper, 'take' | 'recordWarmup' | 'observeReply' | 'maybeRefresh'>;
+  /** Deliveries the shaper held back unattempted (metrics). */
+  onHeld?: (why: string, source: string, rollup: string, count: number) => void;
 }
 
 /**
@@ -85,6 +94,11 @@ export class DeliveryEngine {
   private slotFreed: (() => void) | undefined;
   private pendingWake = false;
   private idleWaiters: (() => void)[] = [];
+  private wakeTimer: NodeJS.Timeout | undefined;
+  private wakeTimerAt: number | undefined;
+  /** When parked mail becomes due (shaping's slots and hold ends), earliest first. */
+  private readonly wakeTimes = new MinHeap();
+  private lastWakePushed: number | undefined;
 
   constructor(private readonly options: DeliveryEngineOptions) {
     this.claimBatch = options.claimBatch ?? 500;
@@ -120,6 +134,9 @@ export class DeliveryEngine {
    */
   async stop(): Promise<void> {
     this.running = false;
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.wakeTimer = undefined;
+    this.wakeTimerAt = undefined;
     this.wakeUp?.();
     this.slotFreed?.();
     await this.loopDone;
@@ -141,6 +158,8 @@ export class DeliveryEngine {
       let groups: DeliveryGroup[] = [];
       const full = [...this.inFlightByDomain].filter(([, n]) => n >= this.maxPerDomain).map(([domain]) => domain);
       try {
+        // Holds an operator lifted, or put in place, from another process (a few seconds late at most).
+        await this.options.shaper?.maybeRefresh();
         groups = await this.options.deliveries.claim(Math.min(this.claimBatch, this.maxInFlight - this.inFlight.size), full);
       } catch (err) {
         this.options.logger.error({ err }, 'claiming deliveries failed');
@@ -244,71 +263,172 @@ export class DeliveryEngine {
   }
 
   private async attemptAndRecord(group: DeliveryGroup): Promise<void> {
-    const started = this.options.clock.now();
-    const traces: AttemptTrace[] = [];
-    let results: AttemptResult[] | undefined;
-    // SENT marks the first attempt in which a remote server took part (a transaction began on
-    // it; architecture.md, Decisions: email status): none when the domain is gone, the message
-    // could not be built, the recipient domain has no mail server, or no server could be reached.
-    let attempted = false;
     const all = (outcome: AttemptResult['outcome'], response: string, extra: Partial<AttemptResult> = {}) =>
       group.deliveries.map((d) => ({ deliveryId: d.id, outcome, response, ...extra }));
     if (!group.domain) {
-      results = all('failed', 'the sending domain was deleted before delivery');
-    } else {
-      let message: Buffer | undefined;
-      try {
-        message = await this.message(group);
-      } catch (err) {
-        this.options.logger.error({ err, emailId: group.email.id }, 'building or signing the message failed');
-        results = all('deferred', `local error while preparing the message: ${(err as Error).message}`);
-      } finally {
-        this.releaseMessage(group.email.id);
+      await this.record(group, null, all('failed', 'the sending domain was deleted before delivery'), []);
+      return;
+    }
+    const verdicts: TlsVerdict[] = [];
+    try {
+      const routed = await this.routeOf(group, verdicts);
+      if ('results' in routed) {
+        await this.record(group, null, routed.results, []);
+        return;
       }
-      if (message) {
-        const outcome = await this.attempt(group, message, traces);
+      let message: Buffer | undefined;
+      let rest = group.deliveries;
+      // Traffic shaping may send the recipients in several transactions (a recipient limit, the
+      // warm-up budget's remainder) and hold back what may not go now: not an attempt.
+      while (rest.length) {
+        let chunk = rest;
+        let plan: Extract<ShapingPlan, { kind: 'send' }> | undefined;
+        const shaper = this.options.shaper;
+        if (shaper) {
+          const p = await shaper.take(group.egressPool ?? null, group.rcptDomain, routed.mxHost, rest.length);
+          if (p.kind === 'hold') {
+            await this.park({ ...group, deliveries: rest }, p.until, p.reason);
+            this.options.onHeld?.(p.why, p.source, p.rollup, rest.length);
+            return;
+          }
+          plan = p;
+          chunk = rest.slice(0, p.count);
+        }
+        rest = rest.slice(chunk.length);
+        const part = chunk.length === group.deliveries.length ? group : { ...group, deliveries: chunk };
+        if (!message) {
+          try {
+            message = await this.message(group);
+          } catch (err) {
+            this.options.logger.error({ err, emailId: group.email.id }, 'building or signing the message failed');
+            await this.record({ ...group, deliveries: [...chunk, ...rest] }, null, [...chunk, ...rest].map((d) => ({ deliveryId: d.id, outcome: 'deferred' as const, response: `local error while preparing the message: ${(err as Error).message}` })), []);
+            return;
+          } finally {
+            this.releaseMessage(group.email.id);
+          }
+        }
+        // Counted before it goes, so a crash never forgets what went out; what cannot be counted
+        // does not go (it is due again at once, unattempted).
+        if (plan) {
+          try {
+            await this.options.shaper!.recordWarmup(plan);
+          } catch (err) {
+            this.options.logger.error({ err, emailId: group.email.id }, 'recording warm-up usage failed; the deliveries go back to the queue unattempted');
+            await this.options.deliveries.releaseGroups([{ ...group, deliveries: [...chunk, ...rest] }]).catch(() => undefined);
+            return;
+          }
+        }
+        const started = this.options.clock.now();
+        const traces: AttemptTrace[] = [];
+        const outcome = await this.attemptTargets(part, message, routed.targets, verdicts, traces, plan);
         if (outcome === 'not-attempted') {
           try {
-            await this.options.deliveries.releaseGroups([group]);
+            await this.options.deliveries.releaseGroups([{ ...group, deliveries: [...chunk, ...rest] }]);
           } catch (err) {
             this.options.logger.error({ err, emailId: group.email.id }, 'releasing deliveries at shutdown failed; their leases run out instead');
           }
           return;
         }
-        attempted = outcome.reachedServer;
-        results = outcome.results;
+        await this.record(part, outcome.reachedServer ? started : null, outcome.results, traces);
       }
+    } finally {
+      if (verdicts.length) this.options.onTlsVerdicts?.(verdicts);
     }
+  }
+
+  private async record(group: DeliveryGroup, started: Date | null, results: AttemptResult[], traces: AttemptTrace[]): Promise<void> {
     try {
-      await this.options.deliveries.complete(group, attempted ? started : null, results!, traces);
+      await this.options.deliveries.complete(group, started, results, traces);
     } catch (err) {
       // The lease expires and the deliveries are attempted again: at-least-once, never lost.
       this.options.logger.error({ err, emailId: group.email.id }, 'recording delivery results failed');
     }
   }
 
-  /**
-   * The recipients' outcomes and whether a transaction began on a remote server, or
-   * 'not-attempted' when the pool closed (shutdown) before a session.
-   */
-  private async attempt(group: DeliveryGroup, message: Buffer, traces: AttemptTrace[]): Promise<{ results: AttemptResult[]; reachedServer: boolean } | 'not-attempted'> {
-    const verdicts: TlsVerdict[] = [];
+  /** Puts a group back unattempted until `until` (a hold, the rate, the warm-up budget), and wakes the engine then. */
+  private async park(group: DeliveryGroup, until: number, reason: string): Promise<void> {
     try {
-      return await this.attemptTargets(group, message, verdicts, traces);
-    } finally {
-      if (verdicts.length) this.options.onTlsVerdicts?.(verdicts);
+      await this.options.deliveries.parkGroups([group], until, reason);
+    } catch (err) {
+      this.options.logger.error({ err, emailId: group.email.id }, 'parking deliveries held by traffic shaping failed; their leases run out instead');
     }
+    this.wakeAt(until);
   }
 
-  private async attemptTargets(group: DeliveryGroup, message: Buffer, verdicts: TlsVerdict[], traces: AttemptTrace[]): Promise<{ results: AttemptResult[]; reachedServer: boolean } | 'not-attempted'> {
+  /**
+   * Claims again when parked mail becomes due: with a message rate a slot comes every few
+   * hundred milliseconds, sooner than the idle poll would look, and each slot needs its claim
+   * (a poll would find several due at once, and the rate would send one of them).
+   */
+  private wakeAt(atMs: number): void {
+    // A backlog parked at one hold's end needs one wake-up, not one each.
+    if (atMs !== this.lastWakePushed && this.wakeTimes.size < MAX_WAKE_TIMES) {
+      this.wakeTimes.push(atMs);
+      this.lastWakePushed = atMs;
+    }
+    this.armWakeTimer();
+  }
+
+  private armWakeTimer(): void {
+    const next = this.wakeTimes.peek();
+    if (next === undefined || !this.running) return;
+    if (this.wakeTimerAt !== undefined && this.wakeTimerAt <= next) return;
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.wakeTimerAt = next;
+    this.wakeTimer = setTimeout(() => {
+      this.wakeTimer = undefined;
+      this.wakeTimerAt = undefined;
+      const now = this.options.clock.nowMs();
+      while ((this.wakeTimes.peek() ?? Infinity) <= now) this.wakeTimes.pop();
+      this.wake();
+      this.armWakeTimer();
+    }, Math.min(MAX_WAKE_DELAY_MS, Math.max(0, next - this.options.clock.nowMs())));
+    this.wakeTimer.unref?.();
+  }
+
+  /** Where the group goes: the hosts to try (and the primary MX, for the shaping rollup), or the outcome when there are none. */
+  private async routeOf(group: DeliveryGroup, verdicts: TlsVerdict[]): Promise<{ targets: Target[]; mxHost: string | undefined } | { results: AttemptResult[] }> {
+    const route = this.options.route;
+    if (route) return { targets: [{ target: { host: route.host, address: route.address ?? route.host, port: route.port } }], mxHost: undefined };
+    const domain = group.domain!;
+    let planned: PlannedHost[];
+    try {
+      const hosts = await this.options.mx.resolve(group.rcptDomain);
+      planned = this.options.transport ? await this.options.transport.plan(group.rcptDomain, hosts, domain.tlsPolicy) : hosts.map((host) => ({ host }) as PlannedHost);
+    } catch (err) {
+      if (err instanceof MxLookupError && err.permanent) {
+        // No such domain, or a null MX (RFC 7505): the address can never receive mail.
+        return { results: group.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'bounced' as const, response: err.message, hardBounce: true, category: 'recipient' })) };
+      }
+      const what = err instanceof MxLookupError ? 'MX lookup' : 'transport security policy lookup';
+      const response = `${what} for ${group.rcptDomain} failed: ${(err as Error).message}`;
+      return { results: group.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'deferred' as const, response, mxHost: null, ...(verdicts.length ? { tls: verdictSummary(verdicts.at(-1)!) } : {}) })) };
+    }
+    const targets = planned.flatMap((p) => p.host.addresses.map((address) => ({ target: { host: p.host.host, address, port: this.options.port }, ...(this.options.transport ? { planned: p } : {}) })));
+    return { targets, mxHost: planned[0]?.host.host };
+  }
+
+  /**
+   * One transaction's recipients' outcomes and whether a transaction began on a remote server,
+   * or 'not-attempted' when the pool closed (shutdown) before a session.
+   */
+  private async attemptTargets(
+    group: DeliveryGroup,
+    message: Buffer,
+    targets: Target[],
+    verdicts: TlsVerdict[],
+    traces: AttemptTrace[],
+    plan: Extract<ShapingPlan, { kind: 'send' }> | undefined,
+  ): Promise<{ results: AttemptResult[]; reachedServer: boolean } | 'not-attempted'> {
     const domain = group.domain!;
     const idsByRecipient = new Map(group.deliveries.map((d) => [d.recipient, d.id]));
     const recipients = group.deliveries.map((d) => d.recipient);
     // VERP return path (architecture.md, Decisions: return path): a DSN to it names the email even if the body is rewritten.
     const mailFrom = `bounces+${group.email.id}@${domain.bounceLabel}.${domain.name}`;
+    const source = plan?.source.name;
     const tlsOf = (v: TlsVerdict | undefined) => (v ? { tls: verdictSummary(v) } : {});
     const defer = (response: string, mxHost: string | null = null) =>
-      group.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'deferred' as const, response, mxHost, ...tlsOf(verdicts.at(-1)) }));
+      group.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'deferred' as const, response, mxHost, ...tlsOf(verdicts.at(-1)), ...(source ? { source } : {}) }));
     const fromTransaction = (res: TransactionResult, host: string): AttemptResult[] =>
       res.recipients.map((r) => ({
         deliveryId: idsByRecipient.get(r.recipient)!,
@@ -320,28 +440,9 @@ export class DeliveryEngine {
         hardBounce: r.hardBounce,
         retryAfterMs: r.retryAfterMs,
         ...(r.category ? { category: r.category } : {}),
+        ...(source ? { source } : {}),
       }));
-
-    let targets: { target: DeliveryTarget; planned?: PlannedHost }[];
-    const route = this.options.route;
-    if (route) {
-      targets = [{ target: { host: route.host, address: route.address ?? route.host, port: route.port } }];
-    } else {
-      let planned: PlannedHost[];
-      try {
-        const hosts = await this.options.mx.resolve(group.rcptDomain);
-        planned = this.options.transport ? await this.options.transport.plan(group.rcptDomain, hosts, domain.tlsPolicy) : hosts.map((host) => ({ host }) as PlannedHost);
-      } catch (err) {
-        if (err instanceof MxLookupError && err.permanent) {
-          // No such domain, or a null MX (RFC 7505): the address can never receive mail.
-          const results = group.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'bounced' as const, response: err.message, hardBounce: true, category: 'recipient' }));
-          return { results, reachedServer: false };
-        }
-        const what = err instanceof MxLookupError ? 'MX lookup' : 'transport security policy lookup';
-        return { results: defer(`${what} for ${group.rcptDomain} failed: ${(err as Error).message}`), reachedServer: false };
-      }
-      targets = planned.flatMap((p) => p.host.addresses.map((address) => ({ target: { host: p.host.host, address, port: this.options.port }, ...(this.options.transport ? { planned: p } : {}) })));
-    }
+    const shaping = plan ? shapingOf(plan) : {};
 
     // A transaction that began on any host tried (even one that then failed the session) makes it SENT.
     let reachedServer = false;
@@ -353,6 +454,7 @@ export class DeliveryEngine {
     // The last host that failed after a session was up (421, a drop before any recipient's
     // reply): when no other host does better, its replies are the attempt's result.
     let hostFailure: { res: TransactionResult; host: string } | undefined;
+    let suspended = false;
     for (const { target, planned } of tried) {
       const refused = planned?.refused;
       if (refused) {
@@ -371,7 +473,7 @@ export class DeliveryEngine {
       try {
         res = await this.options.pool.send(
           target,
-          { mailFrom, recipients, message, tlsPolicy: domain.tlsPolicy, ...(planned ? { transport: planned.requirement } : {}) },
+          { mailFrom, recipients, message, tlsPolicy: domain.tlsPolicy, ...(planned ? { transport: planned.requirement } : {}), ...shaping },
           { email: group.email, domain },
         );
       } catch (err) {
@@ -379,21 +481,66 @@ export class DeliveryEngine {
         continue;
       }
       if (res.notAttempted) return 'not-attempted';
-      if (res.trace) traces.push({ ...res.trace, results: res.recipients.map((r) => ({ recipient: r.recipient, outcome: r.outcome, ...(r.code !== undefined ? { code: r.code } : {}), response: r.response })) });
+      if (res.trace) traces.push({ ...res.trace, ...(source ? { sourceName: source } : {}), results: res.recipients.map((r) => ({ recipient: r.recipient, outcome: r.outcome, ...(r.code !== undefined ? { code: r.code } : {}), response: r.response })) });
       if (res.transactionStarted) reachedServer = true;
       if (res.tls) verdicts.push(res.tls);
+      // A reply that a reply rule knows (a provider's "slow down") holds the (source, rollup).
+      if (plan && (await this.observeReplies(plan, res))) suspended = true;
       if (!res.connected || res.hostFailure) {
         // RFC 5321 §5.1: a host that cannot take the message now means the next MX, not a wait.
         errors.push(`${target.host}[${target.address}]: ${res.error ?? res.recipients[0]?.response ?? 'no session'}`);
         if (res.hostFailure) hostFailure = { res, host: target.host };
+        // The rollup is suspended: its other MX hosts are the same provider.
+        if (suspended) break;
         continue;
       }
       return { results: fromTransaction(res, target.host), reachedServer };
     }
-    if (hostFailure && tried.filter((t) => !t.planned?.refused).length === 1) return { results: fromTransaction(hostFailure.res, hostFailure.host), reachedServer };
+    const connectable = tried.filter((t) => !t.planned?.refused);
+    if (hostFailure && (connectable.length === 1 || suspended)) return { results: fromTransaction(hostFailure.res, hostFailure.host), reachedServer };
     // The event names the last host tried; the reply text names every one.
     const lastHost = tried.at(-1)?.target.host ?? null;
     const response = targets.length ? `no MX host took the message: ${errors.join('; ')}` : `no usable MX host for ${group.rcptDomain}`;
     return { results: defer(response, lastHost), reachedServer };
   }
+
+  /** Tells the shaper the first reply that was not a success; true when it suspended the (source, rollup). */
+  private async observeReplies(plan: Extract<ShapingPlan, { kind: 'send' }>, res: TransactionResult): Promise<boolean> {
+    const reply = res.recipients.find((r) => r.outcome !== 'delivered' && r.code !== undefined);
+    if (!reply) return false;
+    try {
+      const hold = await this.options.shaper!.observeReply(plan.source.name, plan.rollup, reply.code, reply.response);
+      return hold?.kind === 'suspend';
+    } catch (err) {
+      this.options.logger.error({ err }, 'recording a traffic-shaping hold failed');
+      return false;
+    }
+  }
+}
+
+type Target = { target: DeliveryTarget; planned?: PlannedHost };
+
+/** Pending wake-ups kept at most (beyond, the idle poll finds the mail). */
+const MAX_WAKE_TIMES = 100_000;
+/** A wake-up timer is re-armed at least this often (setTimeout overflows past 24.8 days). */
+const MAX_WAKE_DELAY_MS = 60_000;
+
+/** The source and session limits a plan puts on the transaction request. */
+function shapingOf(plan: Extract<ShapingPlan, { kind: 'send' }>): Pick<TransactionRequest, 'source' | 'shape'> {
+  const { source, limits } = plan;
+  const ref = { name: source.name, ehloName: source.ehloName, ...(source.localAddress ? { localAddress: source.localAddress } : {}) };
+  const sessionLimits = limits.connectionLimit !== undefined || limits.maxDeliveriesPerConnection !== undefined || limits.idleTimeoutMs !== undefined;
+  return {
+    source: ref,
+    ...(sessionLimits
+      ? {
+          shape: {
+            key: `${source.name}\u0000${plan.rollup}`,
+            ...(limits.connectionLimit !== undefined ? { connectionLimit: limits.connectionLimit } : {}),
+            ...(limits.maxDeliveriesPerConnection !== undefined ? { maxDeliveriesPerConnection: limits.maxDeliveriesPerConnection } : {}),
+            ...(limits.idleTimeoutMs !== undefined ? { idleTimeoutMs: limits.idleTimeoutMs } : {}),
+          },
+        }
+      : {}),
+  };
 }

@@ -68,6 +68,8 @@ function positiveInteger(value: number | undefined, fallback: number, what: stri
 /** Whether an idle session may carry this request. */
 function accepts(pc: PooledConnection, w: Waiter): boolean {
   if (!w.allowIdle || pc.dead) return false;
+  // Sessions count against the shaping of one (source, rollup): never lent to another.
+  if (pc.shape?.key !== w.req.shape?.key) return false;
   if (w.route.relay) return true;
   const transport = w.req.transport;
   if (transport) return !!pc.observation && (pc.secure || !transport.requireTls) && transport.judge(pc.observation).proceed;
@@ -120,6 +122,8 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
   /** Every idle session, least recently idle first (eviction order). */
   const idleLru = new Set<PooledConnection>();
   const queue: Waiter[] = [];
+  /** Sessions per shaping key (source, rollup) with a connection limit or session limits. */
+  const byShape = new Map<string, number>();
   /** Sessions in 'closing' state, per key and in total: slots that are about to free up. */
   const closingByKey = new Map<string, number>();
   let closingTotal = 0;
@@ -138,8 +142,15 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
     return countFor(key) < maxPerHost && all.size < maxTotal;
   }
 
-  function addConnection(key: string): PooledConnection {
-    const pc: PooledConnection = { id: nextId++, key, state: 'opening', secure: false, transactions: 0, dead: false, tlsFailed: false };
+  /** Whether the request's (source, rollup) may open another session. */
+  function shapeRoom(req: TransactionRequest): boolean {
+    const shape = req.shape;
+    return !shape?.connectionLimit || (byShape.get(shape.key) ?? 0) < shape.connectionLimit;
+  }
+
+  function addConnection(key: string, shape: TransactionRequest['shape']): PooledConnection {
+    const pc: PooledConnection = { id: nextId++, key, state: 'opening', secure: false, transactions: 0, dead: false, tlsFailed: false, ...(shape ? { shape } : {}) };
+    if (shape) byShape.set(shape.key, (byShape.get(shape.key) ?? 0) + 1);
     all.add(pc);
     let set = byKey.get(key);
     if (!set) {
@@ -159,7 +170,13 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
       else closingByKey.delete(pc.key);
     }
     all.delete(pc);
-    if (pc.permitted) permits?.release(pc.key);
+    for (const key of pc.permits ?? []) permits?.release(key);
+    pc.permits = undefined;
+    if (pc.shape) {
+      const n = (byShape.get(pc.shape.key) ?? 1) - 1;
+      if (n > 0) byShape.set(pc.shape.key, n);
+      else byShape.delete(pc.shape.key);
+    }
     const set = byKey.get(pc.key);
     set?.delete(pc);
     if (set && set.size === 0) byKey.delete(pc.key);
@@ -175,7 +192,7 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
     }
     list.push(pc);
     idleLru.add(pc);
-    pc.idleTimer = setTimeout(() => void retire(pc, true), idleTimeoutMs);
+    pc.idleTimer = setTimeout(() => void retire(pc, true), pc.shape?.idleTimeoutMs ?? idleTimeoutMs);
     pc.idleTimer.unref();
   }
 
@@ -223,7 +240,7 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
   function release(pc: PooledConnection): void {
     const conn = pc.conn;
     const usable = !!conn && !conn.destroyed && !pc.dead;
-    if (!usable || closed || pc.transactions >= maxMessages) {
+    if (!usable || closed || pc.transactions >= (pc.shape?.maxDeliveriesPerConnection ?? maxMessages)) {
       void retire(pc, usable);
     } else {
       enterIdle(pc);
@@ -264,6 +281,8 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
      */
     const saturated = new Set<string>();
     let blockedGlobal = 0;
+    /** Shaping keys an idle session was evicted for in this pass (one each is enough). */
+    const shapeEvicted = new Set<string>();
     for (let i = 0; i < queue.length; ) {
       const w = queue[i]!;
       if (saturated.has(w.route.key) || clusterFull.has(w.route.key)) {
@@ -274,6 +293,22 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
       if (idle) {
         queue.splice(i, 1);
         w.resolve({ pc: idle, fresh: false });
+        continue;
+      }
+      if (!shapeRoom(w.req)) {
+        // The (source, rollup) is at its connection limit: only an idle session of it for
+        // another MX address can make room; its slots free up as its sessions end.
+        i++;
+        const shapeKey = w.req.shape!.key;
+        if (!shapeEvicted.has(shapeKey)) {
+          shapeEvicted.add(shapeKey);
+          for (const pc of idleLru) {
+            if (pc.shape?.key === shapeKey) {
+              void retire(pc, true);
+              break;
+            }
+          }
+        }
         continue;
       }
       if (hasRoom(w.route.key)) {
@@ -318,18 +353,19 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
   // ---------------------------------------------------------- opening sessions
 
   function openFor(w: Waiter): void {
-    const pc = addConnection(w.route.key);
+    const pc = addConnection(w.route.key, w.req.shape);
     if (!permits) return startSession(pc, w);
-    permits.acquire(w.route.key).then(
-      (ok) => {
-        if (ok && !closed) {
-          pc.permitted = true;
+    takePermits(w).then(
+      (held) => {
+        if (held && !closed) {
+          pc.permits = held;
           return startSession(pc, w);
         }
+        for (const key of held ?? []) permits.release(key);
         removeConnection(pc);
         if (closed) return w.resolve({ failure: { message: 'connection pool is closed', poolClosed: true } });
-        // The cluster has all the sessions this destination may have: back at the head of the
-        // line, and the destination is asked again shortly.
+        // The cluster has all the sessions this destination (or this source's rollup) may
+        // have: back at the head of the line, and the destination is asked again shortly.
         queue.unshift(w);
         if (!clusterFull.has(w.route.key)) {
           clusterFull.add(w.route.key);
@@ -345,6 +381,21 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
         w.resolve({ failure: { message: `no connection permit: ${err instanceof Error ? err.message : String(err)}` } });
       },
     );
+  }
+
+  /**
+   * The cluster's permits a new session needs: its destination's (maxConnectionsPerHost) and,
+   * when its (source, rollup) has a connection limit, that one's. All or none.
+   */
+  async function takePermits(w: Waiter): Promise<string[] | undefined> {
+    if (!(await permits!.acquire(w.route.key, maxPerHost))) return undefined;
+    const shape = w.req.shape;
+    if (!shape?.connectionLimit) return [w.route.key];
+    // (source NUL rollup: PostgreSQL text holds no NUL)
+    const shapeKey = `shape ${shape.key.replace(/\u0000/g, ' ')}`;
+    if (await permits!.acquire(shapeKey, shape.connectionLimit)) return [w.route.key, shapeKey];
+    permits!.release(w.route.key);
+    return undefined;
   }
 
   function startSession(pc: PooledConnection, w: Waiter): void {
@@ -421,7 +472,7 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
   }
 
   async function send(target: DeliveryTarget, req: TransactionRequest): Promise<TransactionResult> {
-    const route = routeFor(relay, target);
+    const route = routeFor(relay, target, req.source, options.heloName);
     if (closed) return failedResult(route, req, { message: 'connection pool is closed', poolClosed: true });
     const refusal = relayRefusal(relay, req);
     if (refusal) return failedResult(route, req, { message: refusal });

@@ -46,6 +46,29 @@ export interface TransactionRequest {
    * transport-policy.ts; it replaces tlsPolicy when set. Ignored with a relay.
    */
   transport?: TransportRequirement;
+  /** The egress source: the local address to bind to and the EHLO name. Absent: the pool's defaults. */
+  source?: EgressSourceRef;
+  /** Traffic shaping of the (source, rollup) this goes to (docs/outbound.md, "Traffic shaping"). */
+  shape?: SessionShape;
+}
+
+export interface EgressSourceRef {
+  name: string;
+  /** Local address to bind the connection to; absent: the host's default. */
+  localAddress?: string;
+  ehloName: string;
+}
+
+/** Limits of the sessions of one (source, rollup), beyond the pool's own. */
+export interface SessionShape {
+  /** Sessions of one (source, rollup) share these limits. */
+  key: string;
+  /** Open sessions at once (from the first SYN until the socket is closed). */
+  connectionLimit?: number;
+  /** Transactions per session, then QUIT. */
+  maxDeliveriesPerConnection?: number;
+  /** An idle session is closed after this. */
+  idleTimeoutMs?: number;
 }
 
 /** What the session saw of TLS, for a TransportRequirement to judge. */
@@ -174,10 +197,13 @@ export interface SmtpClientPoolOptions {
   connectionPermits?: ConnectionPermits;
 }
 
-/** Cluster-wide connection counts per destination (address:port): core/cluster/connection-permits.ts. */
+/**
+ * Cluster-wide session counts per destination (address:port) and per shaped (source, rollup):
+ * core/cluster/connection-permits.ts.
+ */
 export interface ConnectionPermits {
-  /** One more session to `key`, if the cluster's count stays within the limit. */
-  acquire(key: string): Promise<boolean>;
+  /** One more session counted under `key`, if the cluster's count stays within `limit`. */
+  acquire(key: string, limit: number): Promise<boolean>;
   release(key: string): void;
 }
 
@@ -220,6 +246,10 @@ export interface Route {
   /** Certificate name and remoteHost. */
   host: string;
   relay: boolean;
+  /** Local address to bind to (the egress source's). */
+  localAddress?: string;
+  /** EHLO name, when not the pool's. */
+  ehloName?: string;
 }
 
 /** One slot of the pool and the SMTP session on it. */
@@ -246,14 +276,16 @@ export interface PooledConnection {
   idleTimer?: NodeJS.Timeout;
   /** Set by the connection's 'end': it can no longer be used. */
   dead: boolean;
-  /** It holds a cluster permit, given back when it closes. */
-  permitted?: boolean;
+  /** The cluster permits it holds (its destination's, its shape's), given back when it closes. */
+  permits?: string[];
   /** First error the connection reported. */
   lastError?: SmtpError;
   /** The first error happened during a STARTTLS/implicit TLS handshake. */
   tlsFailed: boolean;
   /** Resolves once the socket is closed and the slot is free. */
   closed?: Promise<void>;
+  /** The (source, rollup) shaping the session counts against, and its per-session limits. */
+  shape?: SessionShape;
   /**
    * The last transaction ended with the server's 250 to the message: the server is back in
    * its initial state (RFC 5321 4.1.1.4), so the next transaction needs no RSET first.

@@ -26,7 +26,7 @@ import type { SMTPConnectionOptions } from 'nodemailer/lib/smtp-connection';
 import type { Clock } from '../../lib/clock.js';
 import type { DnsResolver } from '../../lib/dns/dns-client.js';
 import type { Logger } from '../../lib/logger.js';
-import type { DeliveryTarget, OpenFailure, PooledConnection, RelayConfig, Route, SmtpClientPool, SmtpError, TlsObservation, TransactionRequest } from './smtp-client-types.js';
+import type { DeliveryTarget, EgressSourceRef, OpenFailure, PooledConnection, RelayConfig, Route, SmtpClientPool, SmtpError, TlsObservation, TransactionRequest } from './smtp-client-types.js';
 import { SmtpTranscript, tlsInfoOf, type SessionTrace } from './smtp-transcript.js';
 
 /** How long nodemailer waits for the peer's FIN after ours before destroying the socket. */
@@ -140,12 +140,17 @@ export function closedError(pc: PooledConnection): SmtpError {
 
 // ------------------------------------------------------------ routes and policy
 
-export function routeFor(relay: RelayConfig | undefined, target: DeliveryTarget): Route {
+export function routeFor(relay: RelayConfig | undefined, target: DeliveryTarget, source?: EgressSourceRef, heloName?: string): Route {
+  // Sessions from another local address or greeting with another name are never shared, so a
+  // source other than the plain default one is part of the reuse key.
+  const own = source && (source.localAddress || source.ehloName !== heloName);
+  const suffix = own ? `|${source.name}` : '';
+  const from = own ? { ...(source.localAddress ? { localAddress: source.localAddress } : {}), ehloName: source.ehloName } : {};
   if (relay) {
     const address = relay.address ?? relay.host;
-    return { key: `${address}:${relay.port}`, address, port: relay.port, host: relay.host, relay: true };
+    return { key: `${address}:${relay.port}${suffix}`, address, port: relay.port, host: relay.host, relay: true, ...from };
   }
-  return { key: `${target.address}:${target.port}`, address: target.address, port: target.port, host: target.host, relay: false };
+  return { key: `${target.address}:${target.port}${suffix}`, address: target.address, port: target.port, host: target.host, relay: false, ...from };
 }
 
 /** Why this request may not go to the relay at all, when it may not. */
@@ -185,7 +190,8 @@ function connectionOptions(ctx: SessionContext, route: Route, address: string, p
   const base: SMTPConnectionOptions = {
     host: address,
     port: route.port,
-    name: ctx.heloName,
+    name: route.ehloName ?? ctx.heloName,
+    ...(route.localAddress ? { localAddress: route.localAddress } : {}),
     // nodemailer applies one deadline to the whole setup (connect, greeting,
     // STARTTLS), so it gets both budgets; the greeting keeps its own bound.
     connectionTimeout: ctx.connectTimeoutMs + ctx.greetingTimeoutMs,
@@ -219,7 +225,7 @@ function connectionOptions(ctx: SessionContext, route: Route, address: string, p
 
 /** One SMTPConnection on the slot: connect, greeting, EHLO, STARTTLS. Returns the error, if any. */
 async function connectOnce(ctx: SessionContext, pc: PooledConnection, options: SMTPConnectionOptions): Promise<SmtpError | undefined> {
-  pc.transcript?.note(`connecting to ${options.host}:${options.port}${options.secure ? ' (implicit TLS)' : ''}`);
+  pc.transcript?.note(`connecting to ${options.host}:${options.port}${options.localAddress ? ` from ${options.localAddress}` : ''}${options.secure ? ' (implicit TLS)' : ''}`);
   // transactionLog reports commands and replies, never the message body, AUTH arguments masked.
   const conn = new SMTPConnection(pc.transcript ? { ...options, logger: pc.transcript.logger as never, transactionLog: true } : options);
   pc.conn = conn;

@@ -10,11 +10,14 @@ import * as m20261122070000 from './20261122070000-campaigns.js';
 import * as m20261122080000 from './20261122080000-delivery-claim-index.js';
 import * as m20261122091500 from './20261122091500-campaign-hard-bounced.js';
 import * as m20261124010000 from './20261124010000-delivery-due-since.js';
+import * as m20261126010000 from './20261126010000-console-users.js';
 import * as m20261126020000 from './20261126020000-transport-security.js';
 import * as m20261126021000 from './20261126021000-domain-mta-sts.js';
 import * as m20261126030000 from './20261126030000-sandbox-messages.js';
 import * as m20261126040000 from './20261126040000-operations.js';
-import * as m20261126060000 from './20261126060000-cluster.js';
+import * as m20261126050000 from './20261126050000-traffic-shaping.js';
+import * as m20261126070000 from './20261126070000-audit-console-users.js';
+import * as m20261126080000 from './20261126080000-cluster.js';
 
 // Every migration, keyed by its timestamped name. Kysely runs them in name order and
 // records each in kysely_migration, so they are forward-only and run once.
@@ -30,9 +33,12 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261122080000-delivery-claim-index': m20261122080000,
   '20261122091500-campaign-hard-bounced': m20261122091500,
   '20261124010000-delivery-due-since': m20261124010000,
+  '20261126010000-console-users': m20261126010000,
   '20261126020000-transport-security': m20261126020000,
   '20261126021000-domain-mta-sts': m20261126021000,
   '20261126030000-sandbox-messages': m20261126030000,
   '20261126040000-operations': m20261126040000,
-  '20261126060000-cluster': m20261126060000,
+  '20261126050000-traffic-shaping': m20261126050000,
+  '20261126070000-audit-console-users': m20261126070000,
+  '20261126080000-cluster': m20261126080000,
 };

@@ -25,7 +25,7 @@ const CLAIM_SQL = `update deliveries set lease_owner = $1, lease_until = $2
 const MARK_SQL = `with s as (update emails e set sent_at = x.at from unnest($1::text[], $2::text[]) as x(id, at)
                             where e.id = x.id and e.sent_at is null returning e.id),
      u as (update deliveries d set state = x.state, attempts = x.attempts, next_attempt_at = x.next, last_code = x.code,
-                   last_response = x.response, mx_host = x.mx, lease_owner = null, lease_until = null, updated_at = x.now
+                   last_response = x.response, mx_host = x.mx, lease_owner = null, lease_until = null, held_reason = null, updated_at = x.now
            from unnest($3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::text[], $9::text[], $10::text[])
                 as x(id, state, attempts, next, code, response, mx, now)
            where d.id = x.id and d.state = 'queued' returning d.id)
@@ -41,8 +41,8 @@ const RECORD_SQL = `with ev as (insert into email_events (email_id, status, data
             where e.id = b.id and e.status_rank < b.rank),
      sp as (insert into suppressions (team_id, email, reason, source, created_at)
             select * from unnest($6::bigint[], $7::text[], $8::text[], $9::text[], $10::text[]) on conflict (team_id, email) do nothing),
-     tr as (insert into delivery_attempts (email_id, team_id, rcpt_domain, started_at, mx_host, address, source, tls_json, results_json, transcript_json)
-            select * from unnest($11::text[], $12::bigint[], $13::text[], $14::bigint[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::text[]))
+     tr as (insert into delivery_attempts (email_id, team_id, rcpt_domain, started_at, mx_host, address, source, source_name, tls_json, results_json, transcript_json)
+            select * from unnest($11::text[], $12::bigint[], $13::text[], $14::bigint[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::text[], $21::text[]))
 select 1`;
 
 interface ResultsCall {
@@ -110,6 +110,7 @@ async function writeResults(exec: PgExec, calls: ResultsCall[]): Promise<string[
       traces.map((t) => t.mx_host ?? null),
       traces.map((t) => t.address ?? null),
       traces.map((t) => t.source ?? null),
+      traces.map((t) => t.source_name ?? null),
       traces.map((t) => t.tls_json ?? null),
       traces.map((t) => t.results_json),
       traces.map((t) => t.transcript_json),
@@ -131,6 +132,18 @@ export function pgDeliveries(db: Kysely<Database>): Partial<DeliveriesRepository
         await exec.run(PARK_HELD_SQL, [nowMs]);
       }
       return exec.query<DeliveryRow>(CLAIM_SQL, [owner, nowMs + leaseMs, nowMs, [...skipDomains], limit]);
+    },
+
+    async parkLeases(ids: number[], untilMs: number, reason: string, nowIso: string): Promise<void> {
+      if (!ids.length) return;
+      await exec.run(
+        `update deliveries set lease_owner = null, lease_until = null, next_attempt_at = $1, held_reason = $2, updated_at = $3 where id = any($4::bigint[]) and state = 'queued'`,
+        [untilMs, reason, nowIso, ids],
+      );
+    },
+
+    async unpark(reason: string, dueMs: number, nowIso: string): Promise<number> {
+      return exec.run(`update deliveries set next_attempt_at = $1, updated_at = $2 where state = 'queued' and lease_owner is null and held_reason = $3 and next_attempt_at > $1`, [dueMs, nowIso, reason]);
     },
 
     async releaseExpiredLeases(nowMs: number): Promise<number> {

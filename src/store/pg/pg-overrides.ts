@@ -4,7 +4,8 @@ import { pgCampaigns } from './pg-campaigns.js';
 import { pgDeliveries } from './pg-deliveries.js';
 import { pgEmails } from './pg-emails.js';
 import { pgQueue } from './pg-queue.js';
-import { pgApiKeys, pgDomains, pgSuppressions } from './pg-reads.js';
+import { pgApiKeys, pgSuppressions } from './pg-reads.js';
+import { pgShaping } from './pg-shaping.js';
 import { pgWebhooks } from './pg-webhooks.js';
 
 /** The repositories whose SQLite hot paths PostgreSQL implements its own way (store-context.ts, withDialect). */
@@ -13,9 +14,9 @@ export const PG_OVERRIDES: Record<string, DialectOverride> = {
   apiKeys: pgApiKeys,
   campaigns: pgCampaigns,
   deliveries: pgDeliveries,
-  domains: pgDomains,
   emails: pgEmails,
   queue: pgQueue,
+  shaping: pgShaping,
   suppressions: pgSuppressions,
   webhooks: pgWebhooks,
 };

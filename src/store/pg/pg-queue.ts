@@ -17,9 +17,11 @@ class Params {
   }
 }
 
+/** The state of a queued row; mail traffic shaping parked (a hold, the rate, the warm-up budget) counts as suspended. */
 function stateSql(now: string): string {
   return `case when d.lease_owner is not null then 'inflight'
     when ${heldBySuspension(now)} then 'suspended'
+    when d.held_reason is not null and d.next_attempt_at > ${now} then 'suspended'
     when d.next_attempt_at <= ${now} then 'ready'
     when d.attempts > 0 then 'deferred' else 'scheduled' end`;
 }
@@ -62,8 +64,8 @@ export function pgQueue(db: Kysely<Database>): Partial<QueueRepository> {
       return exec.query<DestinationRow>(
         `select d.rcpt_domain as destination, count(*) as queued,
            count(*) filter (where d.lease_owner is not null) as inflight,
-           count(*) filter (where d.lease_owner is null and d.attempts > 0 and d.next_attempt_at > $1) as deferred,
-           count(*) filter (where d.lease_owner is null and ${heldBySuspension('$1')}) as suspended,
+           count(*) filter (where d.lease_owner is null and d.attempts > 0 and d.next_attempt_at > $1 and d.held_reason is null and not ${heldBySuspension('$1')}) as deferred,
+           count(*) filter (where d.lease_owner is null and (${heldBySuspension('$1')} or (d.held_reason is not null and d.next_attempt_at > $1))) as suspended,
            min(case when d.lease_owner is null then d.next_attempt_at end) as "oldestDueMs",
            (select x.last_response from deliveries x where x.rcpt_domain = d.rcpt_domain and x.last_response is not null order by x.updated_at desc limit 1) as "lastResponse",
            (select x.last_code from deliveries x where x.rcpt_domain = d.rcpt_domain and x.last_response is not null order by x.updated_at desc limit 1) as "lastCode",

@@ -1,14 +1,13 @@
-import type { Kysely, Selectable } from 'kysely';
-import type { Database, DomainsTable } from '../tables/database.js';
+import type { Kysely } from 'kysely';
+import type { Database } from '../tables/database.js';
 import { authQueryOf, type ApiKeyAuthRow, type ApiKeysRepository } from '../repositories/api-keys-repository.js';
-import { fromRow, type DomainRecord, type DomainsRepository } from '../repositories/domains-repository.js';
 import type { SuppressionsRepository } from '../repositories/suppressions-repository.js';
 import { pgPoolOf } from './pg-context.js';
 import { clientExec } from './pg-exec.js';
 
 /*
  * The per-request reads SQLite answers with prepared statements inside the process (the key,
- * the sending domain, the suppressed recipients): on PostgreSQL, one prepared statement each.
+ * the suppressed recipients): on PostgreSQL, one prepared statement each.
  */
 
 export function pgApiKeys(db: Kysely<Database>): Partial<ApiKeysRepository> {
@@ -18,16 +17,6 @@ export function pgApiKeys(db: Kysely<Database>): Partial<ApiKeysRepository> {
     async findForAuth(publicId: string): Promise<ApiKeyAuthRow | undefined> {
       const [row] = await exec.query<ApiKeyAuthRow>(auth, [publicId]);
       return row;
-    },
-  };
-}
-
-export function pgDomains(db: Kysely<Database>): Partial<DomainsRepository> {
-  const exec = clientExec(pgPoolOf(db));
-  return {
-    async findByName(teamId: number, name: string): Promise<DomainRecord | undefined> {
-      const [row] = await exec.query<Selectable<DomainsTable>>('select * from domains where team_id = $1 and name = $2 and deleted_at is null', [teamId, name]);
-      return row && fromRow(row);
     },
   };
 }

@@ -27,6 +27,7 @@ export interface SweepCounts {
   campaignBatches: number;
   idempotencyKeys: number;
   connections: number;
+  contactImports: number;
 }
 
 /** `column` names no live node: not one of them, nor one of them followed by ":role". */
@@ -68,7 +69,8 @@ export function createClusterRepository(db: Db) {
     /**
      * Frees everything held by nodes not in `live`: delivery and webhook call leases (claimable
      * again at once), campaign batch leases, in-flight idempotency keys (the request died with
-     * its node, as on a restart), and connection counts.
+     * its node, as on a restart), connection counts, and running contact imports (a live node
+     * takes them up).
      */
     async releaseDeadOwners(live: readonly string[]): Promise<SweepCounts> {
       if (!live.length) throw new Error('releaseDeadOwners: the sweeping node itself is live');
@@ -97,12 +99,20 @@ export function createClusterRepository(db: Db) {
         .where((eb) => ownedByNone(eb, 'owner', live))
         .executeTakeFirst();
       const connections = await db.deleteFrom('connection_leases').where('node', 'not in', live).executeTakeFirst();
+      const contactImports = await db
+        .updateTable('contact_imports')
+        .set({ owner: null })
+        .where('status', '=', 'RUNNING')
+        .where('owner', 'is not', null)
+        .where((eb) => ownedByNone(eb, 'owner', live))
+        .executeTakeFirst();
       return {
         deliveries: Number(deliveries.numUpdatedRows),
         webhookCalls: Number(webhookCalls.numUpdatedRows),
         campaignBatches: Number(campaignBatches.numUpdatedRows),
         idempotencyKeys: Number(idempotencyKeys.numDeletedRows),
         connections: Number(connections.numDeletedRows),
+        contactImports: Number(contactImports.numUpdatedRows),
       };
     },
 
@@ -114,12 +124,14 @@ export function createClusterRepository(db: Db) {
       const campaignBatches = await db.updateTable('campaigns').set({ batch_owner: null, batch_lease_until: null }).where('batch_owner', 'is not', null).where((eb) => mine(eb, 'batch_owner')).executeTakeFirst();
       const idempotencyKeys = await db.deleteFrom('idempotency_keys').where('state', '=', 'in_flight').where('owner', 'is not', null).where((eb) => mine(eb, 'owner')).executeTakeFirst();
       const connections = await db.deleteFrom('connection_leases').where('node', '=', id).executeTakeFirst();
+      // Its unfinished imports stay its own: this node takes them up again at start (resume).
       return {
         deliveries: Number(deliveries.numUpdatedRows),
         webhookCalls: Number(webhookCalls.numUpdatedRows),
         campaignBatches: Number(campaignBatches.numUpdatedRows),
         idempotencyKeys: Number(idempotencyKeys.numDeletedRows),
         connections: Number(connections.numDeletedRows),
+        contactImports: 0,
       };
     },
 

@@ -151,6 +151,32 @@ export function createDeliveriesRepository(db: Db) {
       return res.numUpdatedRows > 0n;
     },
 
+    /**
+     * Puts claimed rows back unattempted until `untilMs`, with why (traffic shaping: a hold, the
+     * rate, the warm-up budget). No attempt is counted and no event written.
+     */
+    async parkLeases(ids: number[], untilMs: number, reason: string, nowIso: string): Promise<void> {
+      if (!ids.length) return;
+      await sync.write(() => {
+        sync.sqlite
+          .prepare(
+            `update deliveries set lease_owner = null, lease_until = null, next_attempt_at = ?, held_reason = ?, updated_at = ?
+             where id in (select value from json_each(?)) and state = 'queued'`,
+          )
+          .run(untilMs, reason, nowIso, JSON.stringify(ids));
+      });
+    },
+
+    /** Rows parked with this reason (an operator lifted the hold that parked them) become due at `dueMs`. */
+    async unpark(reason: string, dueMs: number, nowIso: string): Promise<number> {
+      return sync.write(
+        () =>
+          sync.sqlite
+            .prepare(`update deliveries set next_attempt_at = ?, updated_at = ? where state = 'queued' and lease_owner is null and held_reason = ? and next_attempt_at > ?`)
+            .run(dueMs, nowIso, reason, dueMs).changes,
+      );
+    },
+
     async releaseLeases(ids: number[]): Promise<void> {
       if (!ids.length) return;
       await db.updateTable('deliveries').set({ lease_owner: null, lease_until: null }).where('id', 'in', ids).where('state', '=', 'queued').execute();
@@ -181,7 +207,7 @@ export function createDeliveriesRepository(db: Db) {
           const res = sqlite
             .prepare(
               `update deliveries set state = ?, attempts = ?, next_attempt_at = ?, last_code = ?, last_response = ?, mx_host = ?,
-               lease_owner = null, lease_until = null, updated_at = ? where id = ? and state = 'queued'`,
+               lease_owner = null, lease_until = null, held_reason = null, updated_at = ? where id = ? and state = 'queued'`,
             )
             .run(u.state, u.attempts, u.nextAttemptAt, u.code, u.response, u.mxHost, nowIso, u.id);
           if (res.changes > 0) applied.add(u.id);
@@ -197,10 +223,10 @@ export function createDeliveriesRepository(db: Db) {
         for (const t of w.traces ?? []) {
           sqlite
             .prepare(
-              `insert into delivery_attempts (email_id, team_id, rcpt_domain, started_at, mx_host, address, source, tls_json, results_json, transcript_json)
-               values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+              `insert into delivery_attempts (email_id, team_id, rcpt_domain, started_at, mx_host, address, source, source_name, tls_json, results_json, transcript_json)
+               values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
             )
-            .run(t.email_id, t.team_id, t.rcpt_domain, t.started_at, t.mx_host ?? null, t.address ?? null, t.source ?? null, t.tls_json ?? null, t.results_json, t.transcript_json);
+            .run(t.email_id, t.team_id, t.rcpt_domain, t.started_at, t.mx_host ?? null, t.address ?? null, t.source ?? null, t.source_name ?? null, t.tls_json ?? null, t.results_json, t.transcript_json);
         }
         inTransaction?.(newlySent, applied);
         return newlySent;
@@ -236,6 +262,11 @@ export function createDeliveriesRepository(db: Db) {
     async retryNow(id: number, nowMs: number, nowIso: string): Promise<boolean> {
       const res = await db.updateTable('deliveries').set({ next_attempt_at: nowMs, updated_at: nowIso }).where('id', '=', id).where('state', '=', 'queued').executeTakeFirst();
       return res.numUpdatedRows > 0n;
+    },
+
+    /** One email's recipients, only if the email is the team's. */
+    async listForEmailInTeam(teamId: number, emailId: string): Promise<DeliveryRow[]> {
+      return db.selectFrom('deliveries').selectAll().where('team_id', '=', teamId).where('email_id', '=', emailId).orderBy('id').execute();
     },
 
     async listForEmail(emailId: string): Promise<DeliveryRow[]> {

@@ -24,9 +24,13 @@ export interface QueueSelector {
   emailIds?: string[];
 }
 
-/** The state of a queued row, in SQL (parameters: now for the suspension check, then now twice). */
+/**
+ * The state of a queued row, in SQL (parameters: now for the suspension check, then now three
+ * times). Mail traffic shaping parked (a hold, the rate, the warm-up budget) counts as suspended.
+ */
 const STATE_SQL = `case when d.lease_owner is not null then 'inflight'
   when ${HELD_BY_SUSPENSION} then 'suspended'
+  when d.held_reason is not null and d.next_attempt_at > ? then 'suspended'
   when d.next_attempt_at <= ? then 'ready'
   when d.attempts > 0 then 'deferred' else 'scheduled' end`;
 
@@ -71,7 +75,7 @@ export function createQueueRepository(db: Db) {
       return sync.read(() => {
         const rows = sync.sqlite
           .prepare(`select ${STATE_SQL} as state, count(*) as n from deliveries d where d.state = 'queued' group by 1`)
-          .all(nowMs, nowMs) as { state: QueueState; n: number }[];
+          .all(nowMs, nowMs, nowMs) as { state: QueueState; n: number }[];
         const out: Record<QueueState, number> = { ready: 0, scheduled: 0, deferred: 0, inflight: 0, suspended: 0 };
         for (const r of rows) out[r.state] = r.n;
         return out;
@@ -94,7 +98,7 @@ export function createQueueRepository(db: Db) {
         () =>
           sync.sqlite
             .prepare(`select ${STATE_SQL} as state, d.rcpt_domain as domain, d.mx_host as mxHost, count(*) as count from deliveries d where d.state = 'queued' group by 1, 2, 3`)
-            .all(nowMs, nowMs) as { state: QueueState; domain: string; mxHost: string | null; count: number }[],
+            .all(nowMs, nowMs, nowMs) as { state: QueueState; domain: string; mxHost: string | null; count: number }[],
       );
     },
 
@@ -106,15 +110,15 @@ export function createQueueRepository(db: Db) {
             .prepare(
               `select d.rcpt_domain as destination, count(*) as queued,
                  sum(d.lease_owner is not null) as inflight,
-                 sum(d.lease_owner is null and d.attempts > 0 and d.next_attempt_at > ?) as deferred,
-                 sum(d.lease_owner is null and ${HELD_BY_SUSPENSION}) as suspended,
+                 sum(d.lease_owner is null and d.attempts > 0 and d.next_attempt_at > ? and d.held_reason is null and not ${HELD_BY_SUSPENSION}) as deferred,
+                 sum(d.lease_owner is null and (${HELD_BY_SUSPENSION} or (d.held_reason is not null and d.next_attempt_at > ?))) as suspended,
                  min(case when d.lease_owner is null then d.next_attempt_at end) as oldestDueMs,
                  (select x.last_response from deliveries x where x.rcpt_domain = d.rcpt_domain and x.last_response is not null order by x.updated_at desc limit 1) as lastResponse,
                  (select x.last_code from deliveries x where x.rcpt_domain = d.rcpt_domain and x.last_response is not null order by x.updated_at desc limit 1) as lastCode,
                  (select x.mx_host from deliveries x where x.rcpt_domain = d.rcpt_domain and x.mx_host is not null order by x.updated_at desc limit 1) as mxHost
                from deliveries d where d.state = 'queued' group by d.rcpt_domain order by queued desc, destination limit ?`,
             )
-            .all(nowMs, nowMs, limit) as DestinationRow[],
+            .all(nowMs, nowMs, nowMs, nowMs, limit) as DestinationRow[],
       );
     },
 
@@ -128,7 +132,7 @@ export function createQueueRepository(db: Db) {
               `select * from (select d.*, ${STATE_SQL} as queue_state from deliveries d where d.state = 'queued' and d.id > ? and ${where} order by d.id)
                where ? is null or queue_state = ? limit ?`,
             )
-            .all(nowMs, nowMs, afterId, ...params, state ?? null, state ?? null, limit) as (DeliveryRow & { queue_state: QueueState })[],
+            .all(nowMs, nowMs, nowMs, afterId, ...params, state ?? null, state ?? null, limit) as (DeliveryRow & { queue_state: QueueState })[],
       );
     },
 

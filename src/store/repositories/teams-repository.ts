@@ -4,8 +4,18 @@ export interface TeamRow {
   id: number;
   name: string;
   rateLimit: number | null;
+  /** Egress pool of the team's mail; null: the default pool. */
+  pool: string | null;
   createdAt: string;
 }
+
+const teamOf = (r: { id: number; name: string; rate_limit: number | null; pool: string | null; created_at: string }): TeamRow => ({
+  id: r.id,
+  name: r.name,
+  rateLimit: r.rate_limit,
+  pool: r.pool,
+  createdAt: r.created_at,
+});
 
 export function createTeamsRepository(db: Db) {
   return {
@@ -19,24 +29,25 @@ export function createTeamsRepository(db: Db) {
     },
     async findById(id: number): Promise<TeamRow | undefined> {
       const r = await db.selectFrom('teams').selectAll().where('id', '=', id).executeTakeFirst();
-      return r && { id: r.id, name: r.name, rateLimit: r.rate_limit, createdAt: r.created_at };
+      return r && teamOf(r);
     },
     async list(): Promise<TeamRow[]> {
       const rows = await db.selectFrom('teams').selectAll().orderBy('id').execute();
-      return rows.map((r) => ({ id: r.id, name: r.name, rateLimit: r.rate_limit, createdAt: r.created_at }));
+      return rows.map(teamOf);
     },
-    async update(id: number, changes: { name?: string; rateLimit?: number | null }, nowIso: string): Promise<TeamRow | undefined> {
+    async update(id: number, changes: { name?: string; rateLimit?: number | null; pool?: string | null }, nowIso: string): Promise<TeamRow | undefined> {
       const r = await db
         .updateTable('teams')
-        .set({ ...(changes.name !== undefined ? { name: changes.name } : {}), ...(changes.rateLimit !== undefined ? { rate_limit: changes.rateLimit } : {}), updated_at: nowIso })
+        .set({
+          ...(changes.name !== undefined ? { name: changes.name } : {}),
+          ...(changes.rateLimit !== undefined ? { rate_limit: changes.rateLimit } : {}),
+          ...(changes.pool !== undefined ? { pool: changes.pool } : {}),
+          updated_at: nowIso,
+        })
         .where('id', '=', id)
         .returningAll()
         .executeTakeFirst();
-      return r && { id: r.id, name: r.name, rateLimit: r.rate_limit, createdAt: r.created_at };
-    },
-    async setRateLimit(id: number, rateLimit: number | null, nowIso: string): Promise<boolean> {
-      const res = await db.updateTable('teams').set({ rate_limit: rateLimit, updated_at: nowIso }).where('id', '=', id).executeTakeFirst();
-      return res.numUpdatedRows > 0n;
+      return r && teamOf(r);
     },
   };
 }

@@ -1,6 +1,6 @@
 import type { ColumnType } from 'kysely';
 
-// Row shapes of the cluster's tables (migration 20261126060000-cluster): several nodes sharing
+// Row shapes of the cluster's tables (migration 20261126080000-cluster): several nodes sharing
 // one PostgreSQL store. They exist on SQLite too (the same migrations run on both), unused there.
 
 /** A column the code that inserts rows may leave out (it defaults to null). */
@@ -52,5 +52,18 @@ export interface CampaignBatchLeaseColumns {
 
 /** The node whose request holds an in-flight idempotency key (released when that node is gone). */
 export interface IdempotencyOwnerColumns {
+  owner: Optional<string>;
+}
+
+/** Traffic shaping's message rate per (source, rollup), shared by the nodes (GCRA). */
+export interface ShapingRatesTable {
+  source: string;
+  rollup: string;
+  /** epoch ms: the theoretical arrival time of the next message. */
+  tat_ms: number;
+}
+
+/** The node running a contact import (taken over when that node is gone). */
+export interface ContactImportOwnerColumns {
   owner: Optional<string>;
 }

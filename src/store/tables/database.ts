@@ -1,6 +1,16 @@
 import type { Generated } from 'kysely';
 import type { DeliveryAttemptsTable, OperatorAuditTable, OperatorKeysTable, QueueSuspensionsTable } from './operations-tables.js';
-import type { CampaignBatchLeaseColumns, ClusterNodesTable, ConnectionLeasesTable, IdempotencyOwnerColumns, JobRunsTable, RateLimitWindowsTable } from './cluster-tables.js';
+import type {
+  CampaignBatchLeaseColumns,
+  ClusterNodesTable,
+  ConnectionLeasesTable,
+  ContactImportOwnerColumns,
+  IdempotencyOwnerColumns,
+  JobRunsTable,
+  RateLimitWindowsTable,
+  ShapingRatesTable,
+} from './cluster-tables.js';
+import type { ShapingHoldsTable, WarmupUsageTable } from './shaping-tables.js';
 
 // Row shapes of every table. Timestamps are ISO-8601 UTC strings (they sort as text);
 // due times used by claim queries are integer epoch milliseconds.
@@ -10,6 +20,8 @@ export interface TeamsTable {
   name: string;
   /** Per-team override of the API requests-per-second limit; null = config default. */
   rate_limit: number | null;
+  /** Egress pool of the team's mail (outbound.pools); null = the default pool. */
+  pool: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -41,6 +53,8 @@ export interface DomainsTable {
   id: Generated<number>;
   team_id: number;
   name: string;
+  /** Egress pool of this domain's mail, over the team's; null = the team's. */
+  pool: string | null;
   region: string;
   status: DomainStatus;
   subdomain: string | null;
@@ -141,6 +155,8 @@ export interface DeliveriesTable {
   mx_host: string | null;
   /** Epoch ms the give-up age counts from: acceptance, or the scheduled time if later. */
   due_since: number;
+  /** Why traffic shaping put it back unattempted (a hold, the rate, the warm-up budget); null after an attempt. */
+  held_reason: string | null;
   updated_at: string;
 }
 
@@ -510,14 +526,67 @@ export interface CampaignRecipientsTable {
   unsubscribed: number;
 }
 
+/** A person who signs in to the web console (docs/console.md). */
+export interface ConsoleUsersTable {
+  id: Generated<number>;
+  team_id: number;
+  /** Lowercased; one user per address across the whole server. */
+  email: string;
+  /** scrypt, self-describing: `scrypt$<log2 N>$<r>$<p>$<salt b64>$<hash b64>`. */
+  password_hash: string;
+  /** 1: also sees the operator pages (teams, queue). */
+  operator: number;
+  last_login_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ConsoleSessionsTable {
+  /** SHA-256 hex of the cookie's token: the token itself is never stored. */
+  token_hash: string;
+  user_id: number;
+  /** The session's CSRF token, sent back in every form and checked on every change. */
+  csrf_token: string;
+  created_at_ms: number;
+  last_seen_ms: number;
+}
+
+export type ContactImportStatus = 'RUNNING' | 'DONE' | 'FAILED';
+
+export interface ContactImportsTable {
+  id: string;
+  team_id: number;
+  contact_book_id: string;
+  file_name: string;
+  /** The uploaded file, kept until the import is done so a restart can finish it. */
+  csv: string;
+  status: ContactImportStatus;
+  total_rows: number;
+  processed_rows: number;
+  created_count: number;
+  updated_count: number;
+  error_count: number;
+  /** [{line, email, message}], the first few hundred refused rows. */
+  errors_json: string;
+  failure: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface Database {
   cluster_nodes: ClusterNodesTable;
   job_runs: JobRunsTable;
   rate_limit_windows: RateLimitWindowsTable;
   connection_leases: ConnectionLeasesTable;
+  console_users: ConsoleUsersTable;
+  console_sessions: ConsoleSessionsTable;
+  contact_imports: ContactImportsTable & ContactImportOwnerColumns;
   operator_keys: OperatorKeysTable;
   operator_audit: OperatorAuditTable;
   queue_suspensions: QueueSuspensionsTable;
+  shaping_holds: ShapingHoldsTable;
+  warmup_usage: WarmupUsageTable;
+  shaping_rates: ShapingRatesTable;
   delivery_attempts: DeliveryAttemptsTable;
   mta_sts_policies: MtaStsPoliciesTable;
   tls_session_counts: TlsSessionCountsTable;

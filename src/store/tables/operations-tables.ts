@@ -16,7 +16,9 @@ export interface OperatorKeysTable {
 export interface OperatorAuditTable {
   id: Generated<number>;
   key_id: number | null;
-  /** "key <id> (<name>)" or "cli". */
+  /** The console user who acted from the web console; null for a key or the CLI. */
+  console_user_id: number | null;
+  /** "key <id> (<name>)", "console user <id> (<email>)" or "cli". */
   actor: string;
   action: string;
   target_json: string;
@@ -42,7 +44,10 @@ export interface DeliveryAttemptsTable {
   started_at: number;
   mx_host: string | null;
   address: string | null;
+  /** The local address the session was bound to. */
   source: string | null;
+  /** The egress source's name (outbound.sources). */
+  source_name: string | null;
   tls_json: string | null;
   results_json: string;
   transcript_json: string;

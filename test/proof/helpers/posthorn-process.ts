@@ -37,6 +37,8 @@ export interface PosthornProcess {
   exited: Promise<number | null>;
   /** The last few KB of stdout and stderr. */
   output(): string;
+  /** Resolves once stdout or stderr (either: the log goes to one, hints to the other) matches; rejects if the process exits first. */
+  waitForOutput(pattern: RegExp): Promise<void>;
   /** SIGKILL, then waits for the process to be gone. */
   kill(): Promise<void>;
 }
@@ -57,6 +59,8 @@ export function startPosthorn(opts: StartOptions): Promise<PosthornProcess> {
   const args = opts.script ? [opts.script, ...(opts.configFile ? [opts.configFile] : [])] : [BIN, ...(opts.configFile ? ['--config', opts.configFile] : []), 'serve'];
   const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH!, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
+  /** Waiters of waitForOutput, checked on every chunk. */
+  const waiters = new Set<() => void>();
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
     let port: number | undefined;
@@ -65,6 +69,7 @@ export function startPosthorn(opts: StartOptions): Promise<PosthornProcess> {
     // Keeps reading for the whole life of the process: an unread pipe would block its writes.
     const onData = (d: Buffer) => {
       out = (out + d.toString()).slice(-KEEP_OUTPUT_CHARS);
+      for (const check of waiters) check();
       if (ready) return;
       port ??= Number(/HTTP API listening on [^:]+:(\d+)/.exec(out)?.[1]) || undefined;
       key ??= /(ph_[0-9a-z]{12}_[A-Za-z0-9_-]+)/.exec(out)?.[1];
@@ -76,6 +81,21 @@ export function startPosthorn(opts: StartOptions): Promise<PosthornProcess> {
           key,
           exited,
           output: () => out,
+          waitForOutput(pattern) {
+            return new Promise<void>((res, rej) => {
+              const check = () => {
+                if (!pattern.test(out)) return;
+                waiters.delete(check);
+                res();
+              };
+              waiters.add(check);
+              check();
+              void exited.then((code) => {
+                if (!waiters.delete(check)) return;
+                rej(new Error(`posthorn exited (${code}) before its output matched ${pattern}: ${out}`));
+              });
+            });
+          },
           async kill() {
             if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
             await exited;

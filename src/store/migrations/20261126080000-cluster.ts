@@ -3,7 +3,8 @@ import type { Kysely } from 'kysely';
 // Frozen: never edit a migration that has shipped; add a new one.
 // Several nodes sharing one PostgreSQL store (docs/scaling.md): the nodes and their heartbeats,
 // cron runs claimed once per cluster, rate-limit windows shared by the nodes, per-destination
-// connection counts, and the owner of a campaign batch or an in-flight idempotency key, so a
+// connection counts, the message-rate slots of traffic shaping shared by the nodes, and the
+// owner of a campaign batch, an in-flight idempotency key or a running contact import, so a
 // dead node's work is taken over. Written once like every migration; on SQLite (one node) the
 // tables stay empty.
 export async function up(db: Kysely<unknown>): Promise<void> {
@@ -43,6 +44,16 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addPrimaryKeyConstraint('connection_leases_pk', ['host_key', 'node'])
     .execute();
 
+  // GCRA per (source, rollup): the theoretical arrival time of the next message, for the cluster.
+  await db.schema
+    .createTable('shaping_rates')
+    .addColumn('source', 'text', (c) => c.notNull())
+    .addColumn('rollup', 'text', (c) => c.notNull())
+    .addColumn('tat_ms', 'integer', (c) => c.notNull()) // epoch ms
+    .addPrimaryKeyConstraint('shaping_rates_pk', ['source', 'rollup'])
+    .execute();
+
+  await db.schema.alterTable('contact_imports').addColumn('owner', 'text').execute();
   await db.schema.alterTable('campaigns').addColumn('batch_owner', 'text').execute();
   await db.schema.alterTable('campaigns').addColumn('batch_lease_until', 'integer').execute();
   await db.schema.alterTable('idempotency_keys').addColumn('owner', 'text').execute();

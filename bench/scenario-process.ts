@@ -1,0 +1,182 @@
+// Benchmark scenarios that need a process of their own, so that their peak memory and CPU are
+// theirs alone: run as `node scenario-process.js <name>`, they print one JSON line.
+//  acceptance: the acceptance ceiling (a bare Koa route with one SQLite insert, ceiling-server.ts)
+//    and then Posthorn, under the same load from a separate client: 50 in flight, ~1 KB bodies,
+//    sends scheduled a year ahead so that only acceptance is measured.
+//  realistic: acceptance and delivery at once, as users load it: 10,000 sends of ~5 KB text to
+//    20 destination domains, 50 in flight, delivered DKIM-signed over SMTP to a sink in another
+//    process; accepted/s, delivered/s end to end, API latency while delivering, CPU per message
+//    and peak RSS.
+//  campaign: a 100,000-contact campaign queued (campaign-bench.ts), with its peak RSS.
+// run-bench.ts starts each with the Node options `posthorn serve` runs with (server-node-flags.ts).
+import { execFile, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { startBenchApp } from './bench-app.js';
+import { startSinkProcess } from './sink-process.js';
+import { runCampaignBench } from './campaign-bench.js';
+
+const run = promisify(execFile);
+const client = fileURLToPath(new URL('./load-client.js', import.meta.url));
+const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 10_000);
+const CONCURRENCY = Number(process.env.BENCH_REALISTIC_CONCURRENCY ?? 50);
+const BODY_BYTES = Number(process.env.BENCH_BODY_BYTES ?? 5000);
+const DURABILITY = (process.env.BENCH_DURABILITY ?? 'full') as 'full' | 'normal';
+
+interface LoadResult {
+  ok: number;
+  failed: number;
+  seconds: number;
+  latenciesMs: { p50: number; p99: number; max: number };
+}
+
+async function load(url: string, key: string, body: string, total: number, concurrency: number): Promise<LoadResult> {
+  const { stdout } = await run(process.execPath, [client, url, key, body, String(total), String(concurrency)], { maxBuffer: 1 << 20 });
+  return JSON.parse(stdout) as LoadResult;
+}
+
+const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
+const cpuMs = (u: NodeJS.CpuUsage) => (u.user + u.system) / 1000;
+/** CPU time another process has used so far, all threads (Linux /proc; clock ticks of 10 ms). */
+function processCpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+async function ceiling(total: number): Promise<{ perSecond: number; p50: number; p99: number; serverCpuMsPerRequest: number }> {
+  const child = spawn(process.execPath, [fileURLToPath(new URL('./ceiling-server.js', import.meta.url))], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout.once('data', (d: Buffer) => resolve((JSON.parse(d.toString()) as { port: number }).port));
+    child.once('exit', () => reject(new Error('the ceiling server exited')));
+  });
+  const url = `http://127.0.0.1:${port}/v1/emails`;
+  const body = JSON.stringify({ from: 'hello@bench-sender.com', to: 'user{i}@rcpt{d}.bench.test', subject: 'Ceiling', text: 'x'.repeat(800) });
+  await load(url, 'none', body, 500, 16);
+  const cpuBefore = processCpuMs(child.pid!);
+  const r = await load(url, 'none', body, total, CONCURRENCY);
+  const cpu = processCpuMs(child.pid!) - cpuBefore;
+  child.kill('SIGTERM');
+  return { perSecond: Math.round(r.ok / r.seconds), p50: round(r.latenciesMs.p50), p99: round(r.latenciesMs.p99), serverCpuMsPerRequest: round(cpu / Math.max(1, r.ok), 3) };
+}
+
+async function acceptance() {
+  const total = MESSAGES;
+  const ceil = await ceiling(total);
+  const bench = await startBenchApp('bench-sender.com', { rateLimit: { perSecond: 1_000_000 }, store: { durability: DURABILITY } });
+  const key = (await bench.app.services.apiKeys.create(bench.teamId, { name: 'bench' })).token;
+  const url = `http://127.0.0.1:${bench.httpPort}/v1/emails`;
+  const later = new Date(Date.now() + 365 * 86_400_000).toISOString();
+  const body = JSON.stringify({ from: 'Bench <hello@bench-sender.com>', to: 'user{i}@rcpt{d}.bench.test', subject: 'Acceptance', text: 'x'.repeat(800), scheduledAt: later });
+  await load(url, key, body, 500, 16);
+  const profiler = process.env.BENCH_PROFILE ? await startProfile() : undefined;
+  const cpuBefore = process.cpuUsage();
+  const r = await load(url, key, body, total, CONCURRENCY);
+  const cpu = cpuMs(process.cpuUsage(cpuBefore));
+  if (profiler) await profiler.stop(process.env.BENCH_PROFILE!);
+  await bench.close();
+  const perSecond = Math.round(r.ok / r.seconds);
+  return {
+    scenario: 'acceptance',
+    durability: DURABILITY,
+    ceiling: ceil,
+    posthorn: { ok: r.ok, failed: r.failed, perSecond, p50: round(r.latenciesMs.p50), p99: round(r.latenciesMs.p99), serverCpuMsPerRequest: round(cpu / Math.max(1, r.ok), 3) },
+    ratioToCeiling: round(perSecond / ceil.perSecond, 2),
+  };
+}
+
+async function realistic() {
+  const sink = await startSinkProcess();
+  const workers = process.env.BENCH_SIGNING_WORKERS;
+  const bench = await startBenchApp('bench-sender.com', {
+    rateLimit: { perSecond: 1_000_000 },
+    outbound: { port: sink.port, ...(workers ? { signingWorkers: Number(workers) } : {}) },
+    store: { durability: DURABILITY },
+  });
+  const { app, zone, teamId } = bench;
+  zone.set('mx.bench.test', 'A', ['127.0.0.1']);
+  for (let i = 0; i < 20; i++) zone.set(`rcpt${i}.bench.test`, 'MX', [{ exchange: 'mx.bench.test', priority: 10 }]);
+  const key = (await app.services.apiKeys.create(teamId, { name: 'bench' })).token;
+  const url = `http://127.0.0.1:${bench.httpPort}/v1/emails`;
+  // ~BODY_BYTES of plain text in lines, as a newsletter or a receipt would have.
+  const line = 'The quick brown fox jumps over the lazy dog, and the order ships tomorrow. ';
+  const text = Array.from({ length: Math.ceil(BODY_BYTES / (line.length + 1)) }, () => line).join('\n').slice(0, BODY_BYTES);
+  const body = JSON.stringify({ from: 'Bench <hello@bench-sender.com>', to: 'user{i}@rcpt{d}.bench.test', subject: 'Your order {i}', text });
+  app.engine.start();
+  // Where the memory is, sampled: the peak of each part (BENCH_MEMORY=1 prints them).
+  const peaks = { rss: 0, heapUsed: 0, heapTotal: 0, external: 0, arrayBuffers: 0 };
+  const sampler = setInterval(() => {
+    if (!process.env.BENCH_MEMORY) return;
+    const m = process.memoryUsage();
+    for (const k of Object.keys(peaks) as (keyof typeof peaks)[]) peaks[k] = Math.max(peaks[k], Math.round(m[k] / 1048576));
+  }, 100);
+  const profiler = process.env.BENCH_PROFILE ? await startProfile() : undefined;
+  // How long the event loop was blocked at a time: what an API request waits behind.
+  const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+  loopDelay.enable();
+  const cpuBefore = process.cpuUsage();
+  const started = performance.now();
+  const api = await load(url, key, body, MESSAGES, CONCURRENCY);
+  const acceptedAt = performance.now();
+  if (process.env.BENCH_HEAPSNAPSHOT) (await import('node:v8')).writeHeapSnapshot(process.env.BENCH_HEAPSNAPSHOT);
+  await sink.onCount(api.ok);
+  const deliveredAt = performance.now();
+  const cpu = cpuMs(process.cpuUsage(cpuBefore));
+  loopDelay.disable();
+  clearInterval(sampler);
+  if (profiler) await profiler.stop(process.env.BENCH_PROFILE!);
+  const peakRssMb = Math.round(process.resourceUsage().maxRSS / 1024);
+  await bench.close();
+  const sinkCpu = await sink.close();
+  return {
+    scenario: 'realistic',
+    durability: DURABILITY,
+    messages: MESSAGES,
+    bodyBytes: BODY_BYTES,
+    concurrency: CONCURRENCY,
+    acceptedPerSecond: Math.round(api.ok / ((acceptedAt - started) / 1000)),
+    failed: api.failed,
+    deliveredPerSecond: Math.round(api.ok / ((deliveredAt - started) / 1000)),
+    apiLatencyMs: { p50: round(api.latenciesMs.p50), p99: round(api.latenciesMs.p99), max: round(api.latenciesMs.max) },
+    eventLoopDelayMs: { p99: round(loopDelay.percentile(99) / 1e6), max: round(loopDelay.max / 1e6) },
+    cpuMsPerMessage: round(cpu / Math.max(1, api.ok), 2),
+    sinkCpuMsPerMessage: round(sinkCpu.cpuMs / Math.max(1, api.ok), 2),
+    peakRssMb,
+    ...(process.env.BENCH_MEMORY ? { memoryPeaksMb: peaks } : {}),
+  };
+}
+
+/** A CPU profile of the main thread (BENCH_PROFILE=file.cpuprofile). */
+async function startProfile() {
+  const { Session } = await import('node:inspector/promises');
+  const { writeFileSync } = await import('node:fs');
+  const session = new Session();
+  session.connect();
+  // BENCH_PROFILE_ALLOC=1: where the main thread allocates (sampling heap profiler) instead of where it spends CPU.
+  const alloc = !!process.env.BENCH_PROFILE_ALLOC;
+  if (alloc) await session.post('HeapProfiler.startSampling', { samplingInterval: 32768, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never);
+  else {
+    await session.post('Profiler.enable');
+    await session.post('Profiler.start');
+  }
+  return {
+    async stop(file: string) {
+      const { profile } = alloc ? await session.post('HeapProfiler.stopSampling') : await session.post('Profiler.stop');
+      writeFileSync(file, JSON.stringify(profile));
+      session.disconnect();
+    },
+  };
+}
+
+/** The 100,000-contact campaign queued, in a process of its own: its speed and the memory it takes. */
+async function campaign() {
+  const result = await runCampaignBench();
+  return { scenario: 'campaign', ...result, peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024) };
+}
+
+const scenarios: Record<string, () => Promise<unknown>> = { acceptance, realistic, campaign };
+const name = process.argv[2] ?? '';
+const scenario = scenarios[name];
+if (!scenario) throw new Error(`unknown scenario ${name}: one of ${Object.keys(scenarios).join(', ')}`);
+process.stdout.write(`${JSON.stringify(await scenario())}\n`);

@@ -1,0 +1,148 @@
+import type Router from '@koa/router';
+import { contactBookCreateSchema, contactBookPatchSchema } from '../../core/contacts/contact-book-service.js';
+import { contactCreateSchema, contactPatchSchema } from '../../core/contacts/contact-schema.js';
+import { badRequest } from '../../core/errors.js';
+import { route, type PageDeps } from '../console-deps.js';
+import { field, parseWith, scopeOf, type ConsoleContext } from '../console-context.js';
+import { isSecure, redirectWithFlash } from '../console-responses.js';
+import { html, seg } from '../html.js';
+import { actionButton, badge, checkbox, csrfField, definitionList, input, pageOf, pager, renderPage, section, table, textarea, time } from '../layout.js';
+import { importSection } from './contact-import-pages.js';
+
+// Contact books and their contacts: search, add, edit, delete (import and export are in
+// contact-import-pages.ts).
+
+/** "key=value" lines to properties; the contact schema checks the names. */
+function propertiesFrom(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  text.split(/\r?\n/).forEach((line, i) => {
+    if (!line.trim()) return;
+    const eq = line.indexOf('=');
+    if (eq < 1) throw badRequest(`properties: line ${i + 1} is not name=value`);
+    out[line.slice(0, eq).trim()] = line.slice(eq + 1).trim();
+  });
+  return out;
+}
+
+const optional = (v: string) => (v === '' ? null : v);
+
+export function contactsPages(r: Router, d: PageDeps): void {
+  const secure = isSecure(d.publicUrl);
+  const { contactBooks, contacts } = d.services;
+  const bookPath = (ctx: ConsoleContext) => `/console/contacts/${seg(ctx.params.bookId!)}`;
+
+  route(r, 'get', '/contacts', async (ctx) => {
+    const books = await contactBooks.list(scopeOf(ctx));
+    renderPage(ctx, d.assets, {
+      title: 'Contacts',
+      nav: 'contacts',
+      body: html`${section('New contact book', html`<form method="post" action="/console/contacts" class="row-form">${csrfField(ctx)}
+${input({ name: 'name', label: 'Name', required: true, placeholder: 'Newsletter' })}<button type="submit" class="btn primary">Create book</button></form>`)}
+${table('Contact books', ['Book', 'Contacts', 'Double opt-in', 'Created'], books.map((b) => [
+  html`<a href="/console/contacts/${seg(b.id)}">${b.name}</a>`,
+  String(b._count.contacts),
+  b.doubleOptInEnabled ? 'on' : 'off',
+  time(b.createdAt),
+]), 'No contact books yet.')}`,
+    });
+  });
+
+  route(r, 'post', '/contacts', async (ctx) => {
+    const book = await contactBooks.create(scopeOf(ctx), parseWith(contactBookCreateSchema, { name: field(ctx, 'name') }));
+    redirectWithFlash(ctx, secure, `/console/contacts/${seg(book.id)}`, { kind: 'ok', text: `Contact book ${book.name} created.` });
+  });
+
+  route(r, 'get', '/contacts/:bookId', async (ctx) => {
+    const scope = scopeOf(ctx);
+    const book = await contactBooks.get(scope, ctx.params.bookId!);
+    const q = new URLSearchParams(ctx.querystring);
+    const search = (q.get('q') ?? '').trim();
+    const p = pageOf(q);
+    const found = await contacts.search(scope, book.id, { search, offset: p.offset, limit: p.limit });
+    renderPage(ctx, d.assets, {
+      title: `${book.name}`,
+      nav: 'contacts',
+      crumbs: [['Contacts', '/console/contacts']],
+      actions: html`<a class="btn secondary" href="/console/contacts/${seg(book.id)}/export.csv" download>Export CSV</a>`,
+      body: html`<form method="get" class="filters" role="search" aria-label="Search contacts">${input({ name: 'q', label: 'Search by email or name', value: search, type: 'search' })}<button type="submit" class="btn secondary">Search</button></form>
+${table('Contacts', ['Email', 'Name', 'Subscribed', 'Added'], found.items.map((c) => [
+  html`<a href="/console/contacts/${seg(book.id)}/contacts/${seg(c.id)}">${c.email}</a>`,
+  [c.firstName, c.lastName].filter(Boolean).join(' ') || html`<span class="muted">—</span>`,
+  c.subscribed ? badge('SUBSCRIBED') : html`${badge(c.unsubscribeReason ?? 'PENDING')}`,
+  time(c.createdAt),
+]), search ? 'No contact matches.' : 'No contacts yet: add one or import a CSV file.')}
+${pager(`/console/contacts/${seg(book.id)}`, { ...p, total: found.total }, { q: search })}
+<div class="grid-2">${section('Add a contact', html`<form method="post" action="/console/contacts/${seg(book.id)}/contacts" class="stack">${csrfField(ctx)}
+${input({ name: 'email', label: 'Email', type: 'email', required: true })}<div class="row">${input({ name: 'firstName', label: 'First name' })}${input({ name: 'lastName', label: 'Last name' })}</div>
+<button type="submit" class="btn primary">Add contact</button></form>`)}
+${await importSection(ctx, d, book.id)}</div>
+${section('Book settings', html`<form method="post" action="/console/contacts/${seg(book.id)}/settings" class="stack">${csrfField(ctx)}
+${input({ name: 'name', label: 'Name', value: book.name, required: true })}
+${checkbox({ name: 'doubleOptInEnabled', label: 'Double opt-in: new contacts confirm by email first', checked: book.doubleOptInEnabled })}
+${input({ name: 'doubleOptInFrom', label: 'Confirmation sender', value: book.doubleOptInFrom ?? '', placeholder: 'Newsletter <hello@example.com>', hint: 'An address on a verified domain; needed with double opt-in.' })}
+<button type="submit" class="btn primary">Save</button></form>
+<p>${actionButton(ctx, `/console/contacts/${seg(book.id)}/delete`, 'Delete this book', { kind: 'danger', confirm: `Delete ${book.name} and its ${book._count.contacts} contacts?` })}</p>`)}`,
+    });
+  });
+
+  route(r, 'post', '/contacts/:bookId/settings', async (ctx) => {
+    const f = ctx.state.console.form;
+    await contactBooks.update(scopeOf(ctx), ctx.params.bookId!, parseWith(contactBookPatchSchema, {
+      name: field(ctx, 'name'),
+      doubleOptInEnabled: f.has('doubleOptInEnabled'),
+      doubleOptInFrom: optional(field(ctx, 'doubleOptInFrom')),
+    }));
+    redirectWithFlash(ctx, secure, bookPath(ctx), { kind: 'ok', text: 'Book saved.' });
+  });
+
+  route(r, 'post', '/contacts/:bookId/delete', async (ctx) => {
+    await contactBooks.remove(scopeOf(ctx), ctx.params.bookId!);
+    redirectWithFlash(ctx, secure, '/console/contacts', { kind: 'ok', text: 'Contact book deleted.' });
+  });
+
+  route(r, 'post', '/contacts/:bookId/contacts', async (ctx) => {
+    const body = parseWith(contactCreateSchema, { email: field(ctx, 'email'), firstName: optional(field(ctx, 'firstName')), lastName: optional(field(ctx, 'lastName')) });
+    await contacts.create(scopeOf(ctx), ctx.params.bookId!, body);
+    redirectWithFlash(ctx, secure, bookPath(ctx), { kind: 'ok', text: `${body.email} added.` });
+  });
+
+  route(r, 'get', '/contacts/:bookId/contacts/:contactId', async (ctx) => {
+    const scope = scopeOf(ctx);
+    const book = await contactBooks.get(scope, ctx.params.bookId!);
+    const c = await contacts.get(scope, book.id, ctx.params.contactId!);
+    const base = `/console/contacts/${seg(book.id)}/contacts/${seg(c.id)}`;
+    renderPage(ctx, d.assets, {
+      title: c.email,
+      nav: 'contacts',
+      crumbs: [['Contacts', '/console/contacts'], [`${book.name}`, `/console/contacts/${seg(book.id)}`]],
+      body: html`${section('Contact', definitionList([
+        ['Status', c.subscribed ? badge('SUBSCRIBED') : badge(c.unsubscribeReason ?? 'PENDING')],
+        ['Added', time(c.createdAt)],
+        ['Updated', time(c.updatedAt)],
+        ['Id', html`<code>${c.id}</code>`],
+      ]))}
+${section('Edit', html`<form method="post" action="${base}" class="stack">${csrfField(ctx)}
+<div class="row">${input({ name: 'firstName', label: 'First name', value: c.firstName })}${input({ name: 'lastName', label: 'Last name', value: c.lastName })}</div>
+${checkbox({ name: 'subscribed', label: 'Subscribed', checked: c.subscribed })}
+${textarea({ name: 'properties', label: 'Properties', rows: 5, mono: true, value: Object.entries(c.properties).map(([k, v]) => `${k}=${v}`).join('\n'), hint: 'One name=value per line.' })}
+<button type="submit" class="btn primary">Save</button></form>`)}
+${section('Delete', actionButton(ctx, `${base}/delete`, 'Delete contact', { kind: 'danger', confirm: `Delete ${c.email}?` }))}`,
+    });
+  });
+
+  route(r, 'post', '/contacts/:bookId/contacts/:contactId', async (ctx) => {
+    const patch = parseWith(contactPatchSchema, {
+      firstName: optional(field(ctx, 'firstName')),
+      lastName: optional(field(ctx, 'lastName')),
+      subscribed: ctx.state.console.form.has('subscribed'),
+      properties: propertiesFrom(ctx.state.console.form.get('properties') ?? ''),
+    });
+    await contacts.update(scopeOf(ctx), ctx.params.bookId!, ctx.params.contactId!, patch);
+    redirectWithFlash(ctx, secure, `${bookPath(ctx)}/contacts/${seg(ctx.params.contactId!)}`, { kind: 'ok', text: 'Contact saved.' });
+  });
+
+  route(r, 'post', '/contacts/:bookId/contacts/:contactId/delete', async (ctx) => {
+    await contacts.remove(scopeOf(ctx), ctx.params.bookId!, ctx.params.contactId!);
+    redirectWithFlash(ctx, secure, bookPath(ctx), { kind: 'ok', text: 'Contact deleted.' });
+  });
+}

@@ -1,0 +1,22 @@
+import type Router from '@koa/router';
+import type { ConsoleAssets } from '../console-assets.js';
+import { html } from '../html.js';
+import { renderBarePage } from '../layout.js';
+import { setPageHeaders } from '../security-headers.js';
+
+/** GET /: what this server is and where to go (the console, health, the API description). */
+export function rootPage(router: Router, assets: ConsoleAssets): void {
+  router.get('/', async (ctx) => {
+    renderBarePage(
+      ctx,
+      assets,
+      'Posthorn',
+      html`<p class="lead">This server sends and receives email for its users' domains.</p>
+<ul class="links"><li><a href="/console">Web console</a>: sign in to manage domains, emails, contacts and campaigns</li>
+<li><a href="/v1/openapi.json">API description</a> (OpenAPI 3.1; the API lives under <code>/v1</code>)</li>
+<li><a href="/health">Health</a></li></ul>`,
+    );
+    setPageHeaders(ctx);
+    ctx.set('Cache-Control', 'no-cache');
+  });
+}

@@ -1,0 +1,196 @@
+import type { Clock } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import type { Logger } from '../../lib/logger.js';
+import type { ContactImportRow, ContactImportsRepository } from '../../store/repositories/contact-imports-repository.js';
+import type { ContactImportStatus } from '../../store/tables/database.js';
+import { AppError, notFound } from '../errors.js';
+import type { BookScope } from './contact-book-service.js';
+import { contactsFromCsv, type CsvContactRow } from './contact-csv.js';
+import type { ContactService } from './contact-service.js';
+
+// A CSV import runs in the background, a chunk of rows at a time through contacts.bulkAdd
+// (the API's bulk add: same validation, same events, same double opt-in), and records its
+// progress after each chunk, so the console can show a progress bar and, at the end, each
+// refused row with its line. The file is stored with the job: a process killed mid-import
+// continues at the next start from the last recorded chunk (re-running a chunk whose commit
+// was not yet recorded writes the same contacts again, which changes nothing).
+
+/** Rows per bulkAdd: small enough that progress moves visibly, large enough to be cheap. */
+export const IMPORT_CHUNK_ROWS = 100;
+/** Refused rows kept for the report; beyond these only the count grows. */
+export const MAX_REPORTED_ERRORS = 500;
+
+export interface ImportError {
+  line: number;
+  email: string;
+  message: string;
+}
+
+export interface ContactImportView {
+  id: string;
+  contactBookId: string;
+  fileName: string;
+  status: ContactImportStatus;
+  totalRows: number;
+  processedRows: number;
+  created: number;
+  updated: number;
+  errorCount: number;
+  errors: ImportError[];
+  /** Why the import stopped early (the book was deleted, its double opt-in sender lapsed). */
+  failure: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+function view(r: Omit<ContactImportRow, 'csv'>): ContactImportView {
+  return {
+    id: r.id,
+    contactBookId: r.contact_book_id,
+    fileName: r.file_name,
+    status: r.status,
+    totalRows: r.total_rows,
+    processedRows: r.processed_rows,
+    created: r.created_count,
+    updated: r.updated_count,
+    errorCount: r.error_count,
+    errors: JSON.parse(r.errors_json) as ImportError[],
+    failure: r.failure,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+export interface ContactImportServiceDeps {
+  imports: ContactImportsRepository;
+  contacts: Pick<ContactService, 'bulkAdd' | 'search'>;
+  clock: Clock;
+  logger: Logger;
+  /** This node's id: the owner written on the imports it runs. */
+  node: string;
+  /** Several nodes share the store: at start, take only imports nobody runs (not those of live nodes). */
+  cluster: boolean;
+}
+
+export function createContactImportService(deps: ContactImportServiceDeps) {
+  const { imports, clock } = deps;
+  const running = new Map<string, Promise<void>>();
+  let stopping = false;
+
+  async function run(job: ContactImportRow): Promise<void> {
+    const scope: BookScope = { teamId: job.team_id, domainId: null };
+    const rows = contactsFromCsv(job.csv);
+    let { processed_rows: processed, created_count: created, updated_count: updated, error_count: errorCount } = job;
+    const errors = JSON.parse(job.errors_json) as ImportError[];
+    const refuse = (e: ImportError) => {
+      errorCount++;
+      if (errors.length < MAX_REPORTED_ERRORS) errors.push(e);
+    };
+    while (processed < rows.length && !stopping) {
+      const chunk = rows.slice(processed, processed + IMPORT_CHUNK_ROWS);
+      const valid = chunk.filter((r): r is Extract<CsvContactRow, { body: unknown }> => 'body' in r);
+      for (const r of chunk) if ('error' in r) refuse({ line: r.line, email: r.email, message: r.error });
+      if (valid.length) {
+        try {
+          const result = await deps.contacts.bulkAdd(scope, job.contact_book_id, valid.map((r) => r.body));
+          created += result.created;
+          updated += result.updated;
+          for (const e of result.errors) {
+            const row = valid[e.index]!;
+            // bulkAdd names the field by the request index ("3.email: ..."); the line says where.
+            refuse({ line: row.line, email: row.email, message: e.message.replace(/^\d+\.?/, '') || e.message });
+          }
+        } catch (err) {
+          const failure = err instanceof AppError ? err.message : 'the import failed unexpectedly; see the server log';
+          if (!(err instanceof AppError)) deps.logger.error({ err, importId: job.id }, 'contact import failed');
+          await imports.update(job.id, { status: 'FAILED', failure, processed_rows: processed, created_count: created, updated_count: updated, error_count: errorCount, errors_json: JSON.stringify(errors), csv: '', updated_at: clock.now().toISOString() });
+          return;
+        }
+      }
+      processed += chunk.length;
+      const done = processed >= rows.length;
+      await imports.update(job.id, {
+        status: done ? 'DONE' : 'RUNNING',
+        processed_rows: processed,
+        created_count: created,
+        updated_count: updated,
+        error_count: errorCount,
+        errors_json: JSON.stringify(errors),
+        // The file is only needed to finish; a finished import keeps its report, not the data.
+        ...(done ? { csv: '' } : {}),
+        updated_at: clock.now().toISOString(),
+      });
+    }
+    if (rows.length === 0) {
+      await imports.update(job.id, { status: 'DONE', csv: '', updated_at: clock.now().toISOString() });
+    }
+  }
+
+  function launch(job: ContactImportRow): void {
+    if (running.has(job.id)) return;
+    const p = run(job)
+      .catch((err) => deps.logger.error({ err, importId: job.id }, 'contact import stopped'))
+      .finally(() => running.delete(job.id));
+    running.set(job.id, p);
+  }
+
+  return {
+    /** Checks the file (400 naming the column for a bad header) and starts importing it. */
+    async start(scope: BookScope, bookId: string, fileName: string, text: string): Promise<ContactImportView> {
+      const rows = contactsFromCsv(text);
+      // The book must be the team's (404 otherwise) before anything is stored.
+      await deps.contacts.search(scope, bookId, { offset: 0, limit: 1 });
+      const now = clock.now().toISOString();
+      const row: ContactImportRow = {
+        id: newId('ci'),
+        team_id: scope.teamId,
+        contact_book_id: bookId,
+        file_name: fileName.slice(0, 200) || 'contacts.csv',
+        csv: text,
+        status: 'RUNNING',
+        total_rows: rows.length,
+        processed_rows: 0,
+        created_count: 0,
+        updated_count: 0,
+        error_count: 0,
+        errors_json: '[]',
+        failure: null,
+        created_at: now,
+        updated_at: now,
+      };
+      await imports.insert(row, deps.node);
+      launch(row);
+      return view(row);
+    },
+
+    async get(scope: BookScope, id: string): Promise<ContactImportView> {
+      const r = await imports.findById(scope.teamId, id);
+      if (!r) throw notFound(`import ${id} not found`);
+      return view(r);
+    },
+
+    async listForBook(scope: BookScope, bookId: string, limit = 10): Promise<ContactImportView[]> {
+      return (await imports.listForBook(scope.teamId, bookId, limit)).map(view);
+    },
+
+    /** At start, and when a dead node's imports were freed: unfinished imports carry on (here). */
+    async resume(): Promise<number> {
+      stopping = false;
+      const jobs = (await imports.claimRunning(deps.node, !deps.cluster)).filter((j) => !running.has(j.id));
+      for (const j of jobs) launch(j);
+      return jobs.length;
+    },
+
+    /** Resolves once every running import has recorded its current chunk and stopped. */
+    async stop(): Promise<void> {
+      stopping = true;
+      await Promise.all(running.values());
+    },
+
+    /** Resolves when the import is no longer running (tests; the edge never waits). */
+    async whenFinished(id: string): Promise<void> {
+      await running.get(id);
+    },
+  };
+}
+export type ContactImportService = ReturnType<typeof createContactImportService>;

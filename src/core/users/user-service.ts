@@ -1,0 +1,122 @@
+import { randomBytes } from 'node:crypto';
+import type { Clock } from '../../lib/clock.js';
+import type { ConsoleUserRow, ConsoleUsersRepository } from '../../store/repositories/console-users-repository.js';
+import { addressKey, isValidAddress } from '../emails/addresses.js';
+import { badRequest, notFound, notUnique } from '../errors.js';
+import { DUMMY_HASH_PROMISE, hashPassword, verifyPassword } from './password-hash.js';
+
+export type { ConsoleUserRow };
+
+/** NIST SP 800-63B: at least 8 characters; we ask a little more of an admin console. */
+export const MIN_PASSWORD_LENGTH = 10;
+/** Long enough for any passphrase, short enough that hashing it costs nothing extra. */
+export const MAX_PASSWORD_LENGTH = 256;
+
+export interface ConsoleUserView {
+  id: number;
+  teamId: number;
+  email: string;
+  operator: boolean;
+  lastLoginAt: string | null;
+  createdAt: string;
+}
+
+export function userView(u: ConsoleUserRow): ConsoleUserView {
+  return { id: u.id, teamId: u.team_id, email: u.email, operator: u.operator === 1, lastLoginAt: u.last_login_at, createdAt: u.created_at };
+}
+
+/** 20 characters from a 62-letter alphabet (~119 bits), printed once. */
+function generatePassword(): string {
+  return randomBytes(15).toString('base64url').replace(/[-_]/g, 'x');
+}
+
+function checkPassword(password: string): void {
+  if (password.length < MIN_PASSWORD_LENGTH) throw badRequest(`password: must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  if (password.length > MAX_PASSWORD_LENGTH) throw badRequest(`password: must be at most ${MAX_PASSWORD_LENGTH} characters`);
+}
+
+export interface UserServiceDeps {
+  users: ConsoleUsersRepository;
+  clock: Clock;
+  teamExists(teamId: number): Promise<boolean>;
+}
+
+export function createUserService(deps: UserServiceDeps) {
+  const { users, clock } = deps;
+  let dummyHash: Promise<string> | undefined;
+
+  async function find(idOrEmail: string): Promise<ConsoleUserRow> {
+    const u = /^\d+$/.test(idOrEmail) ? await users.findById(Number(idOrEmail)) : await users.findByEmail(addressKey(idOrEmail.trim()));
+    if (!u) throw notFound(`console user ${idOrEmail} not found`);
+    return u;
+  }
+
+  return {
+    /** Creates a user; without a password one is generated and returned (shown once). */
+    async create(input: { email: string; teamId: number; operator?: boolean; password?: string }): Promise<{ user: ConsoleUserView; password: string; generated: boolean }> {
+      const email = addressKey(input.email.trim());
+      if (!isValidAddress(email)) throw badRequest(`email: "${input.email}" is not a valid email address`);
+      if (!(await deps.teamExists(input.teamId))) throw badRequest(`team: team ${input.teamId} not found`);
+      const generated = input.password === undefined;
+      const password = input.password ?? generatePassword();
+      checkPassword(password);
+      if (await users.findByEmail(email)) throw notUnique(`email: a console user ${email} already exists`);
+      try {
+        const row = await users.insert({ teamId: input.teamId, email, passwordHash: await hashPassword(password), operator: input.operator ?? false, nowIso: clock.now().toISOString() });
+        return { user: userView(row), password, generated };
+      } catch (err) {
+        if (/UNIQUE constraint failed/.test((err as Error).message)) throw notUnique(`email: a console user ${email} already exists`);
+        throw err;
+      }
+    },
+
+    async list(): Promise<ConsoleUserView[]> {
+      return (await users.list()).map(userView);
+    },
+
+    async count(): Promise<number> {
+      return users.count();
+    },
+
+    async get(idOrEmail: string): Promise<ConsoleUserView> {
+      return userView(await find(idOrEmail));
+    },
+
+    /** Sets a new password (generated when none is given) and ends every session of the user. */
+    async resetPassword(idOrEmail: string, password?: string): Promise<{ user: ConsoleUserView; password: string; generated: boolean }> {
+      const u = await find(idOrEmail);
+      const generated = password === undefined;
+      const next = password ?? generatePassword();
+      checkPassword(next);
+      await users.setPassword(u.id, await hashPassword(next), clock.now().toISOString());
+      return { user: userView(u), password: next, generated };
+    },
+
+    /** A user changing its own password must prove the old one. */
+    async changePassword(userId: number, current: string, next: string): Promise<void> {
+      const u = await users.findById(userId);
+      if (!u) throw notFound('console user not found');
+      if (!(await verifyPassword(current, u.password_hash))) throw badRequest('currentPassword: is not your current password');
+      checkPassword(next);
+      await users.setPassword(u.id, await hashPassword(next), clock.now().toISOString());
+    },
+
+    async remove(idOrEmail: string): Promise<ConsoleUserView> {
+      const u = await find(idOrEmail);
+      if (!(await users.delete(u.id))) throw notFound(`console user ${idOrEmail} not found`);
+      return userView(u);
+    },
+
+    /** The user whose password this is, or null. Costs one scrypt whether or not the user exists. */
+    async verifyCredentials(rawEmail: string, password: string): Promise<ConsoleUserView | null> {
+      const email = addressKey(rawEmail.trim());
+      const u = email && password.length <= MAX_PASSWORD_LENGTH ? await users.findByEmail(email) : undefined;
+      dummyHash ??= DUMMY_HASH_PROMISE();
+      const ok = await verifyPassword(password, u?.password_hash ?? (await dummyHash));
+      if (!u || !ok) return null;
+      await users.touchLogin(u.id, clock.now().toISOString());
+      return userView(u);
+    },
+  };
+}
+export type UserService = ReturnType<typeof createUserService>;

@@ -1,0 +1,25 @@
+import { z } from 'zod';
+import { MAX_WEBHOOK_URL_LENGTH } from './url-policy.js';
+import { WEBHOOK_EVENT_TYPES } from './webhook-endpoints-service.js';
+
+// Request bodies of the webhook endpoints, shared by the API and the console.
+
+const eventTypes = z
+  .array(z.enum(WEBHOOK_EVENT_TYPES, { error: `must be one of ${WEBHOOK_EVENT_TYPES.join(', ')}` }))
+  .max(WEBHOOK_EVENT_TYPES.length * 2, { error: 'too many event types' });
+const domainIds = z.array(z.number().int().min(1).max(2147483647)).max(100).nullable();
+const url = z.string().trim().min(1).max(MAX_WEBHOOK_URL_LENGTH);
+const description = z.string().max(500).nullable();
+
+export const webhookCreateSchema = z
+  .object({ url, eventTypes, description: description.optional(), domainIds: domainIds.optional() })
+  .strict();
+export const webhookPatchSchema = z
+  .object({
+    url: url.optional(),
+    eventTypes: eventTypes.optional(),
+    description: description.optional(),
+    domainIds: domainIds.optional(),
+    rotateSecret: z.boolean().optional(),
+  })
+  .strict();

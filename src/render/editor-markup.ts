@@ -1,0 +1,182 @@
+import type { BlockNode, ButtonNode, EditorDoc, InlineNode, ListItemNode, Mark, ParagraphNode, TextNode } from './editor-document.js';
+import { formatPlaceholder, readPlaceholderAt } from './variables.js';
+
+/*
+ * A small text markup for editor documents, so a person can write a template or campaign in a
+ * text box (the console) instead of editor JSON. It covers what most messages use:
+ *
+ *   # Heading, ## Heading, ### Heading       headings
+ *   - item / * item, 1. item                 bullet and ordered lists (one line per item)
+ *   ---                                      a horizontal rule
+ *   [[Button text]](https://example.com)     a button, on a line of its own
+ *   **bold**, *italic*, [text](https://...)  inline marks and links
+ *   {{firstName}}, {{name,fallback=there}}   variables, filled in at send time
+ *   \* \[ \{ \\                              the character itself
+ *
+ * Blank lines separate paragraphs; a single line break stays a line break. documentToMarkup
+ * is the way back, for documents that use nothing else (otherwise null: edit the JSON).
+ */
+
+const BUTTON = /^\[\[(.+?)\]\]\((\S+?)\)$/;
+const HEADING = /^(#{1,3}) +(.*)$/;
+const BULLET = /^[-*] +(.*)$/;
+const ORDERED = /^(\d{1,6})\. +(.*)$/;
+
+/** Inline markup to editor nodes. */
+function inline(src: string): InlineNode[] {
+  const out: InlineNode[] = [];
+  let buf = '';
+  let marks: Mark[] = [];
+  const flush = () => {
+    if (buf) out.push(marks.length ? { type: 'text', text: buf, marks: [...marks] } : { type: 'text', text: buf });
+    buf = '';
+  };
+  const toggle = (type: 'bold' | 'italic') => {
+    flush();
+    marks = marks.some((m) => m.type === type) ? marks.filter((m) => m.type !== type) : [...marks, { type }];
+  };
+  for (let i = 0; i < src.length; ) {
+    const c = src[i]!;
+    if (c === '\\' && i + 1 < src.length && '\\*[]{}'.includes(src[i + 1]!)) {
+      buf += src[i + 1];
+      i += 2;
+    } else if (c === '*' && src[i + 1] === '*') {
+      toggle('bold');
+      i += 2;
+    } else if (c === '*') {
+      toggle('italic');
+      i += 1;
+    } else if (c === '{' && src[i + 1] === '{') {
+      const p = readPlaceholderAt(src, i);
+      if (!p) {
+        buf += c;
+        i += 1;
+        continue;
+      }
+      flush();
+      out.push(p.fallback === undefined ? { type: 'variable', attrs: { id: p.name } } : { type: 'variable', attrs: { id: p.name, fallback: p.fallback } });
+      i = p.end;
+    } else if (c === '[') {
+      const m = /^\[([^\]]+)\]\((\S+?)\)/.exec(src.slice(i));
+      if (!m) {
+        buf += c;
+        i += 1;
+        continue;
+      }
+      flush();
+      const link: Mark = { type: 'link', attrs: { href: m[2]! } };
+      out.push({ type: 'text', text: m[1]!, marks: [...marks, link] });
+      i += m[0].length;
+    } else {
+      buf += c;
+      i += 1;
+    }
+  }
+  flush();
+  return out;
+}
+
+function paragraph(lines: string[]): ParagraphNode {
+  const content: InlineNode[] = [];
+  lines.forEach((l, i) => {
+    if (i > 0) content.push({ type: 'hardBreak' });
+    content.push(...inline(l));
+  });
+  return content.length ? { type: 'paragraph', content } : { type: 'paragraph' };
+}
+
+const item = (text: string): ListItemNode => ({ type: 'listItem', content: [paragraph([text])] });
+
+export function markupToDocument(text: string): EditorDoc {
+  const blocks: BlockNode[] = [];
+  let para: string[] = [];
+  const endPara = () => {
+    if (para.length) blocks.push(paragraph(para));
+    para = [];
+  };
+  for (const raw of text.replace(/\r\n?/g, '\n').split('\n')) {
+    const line = raw.trimEnd();
+    const last = blocks[blocks.length - 1];
+    let m: RegExpExecArray | null;
+    if (line.trim() === '') endPara();
+    else if (line.trim() === '---') {
+      endPara();
+      blocks.push({ type: 'horizontalRule' });
+    } else if ((m = HEADING.exec(line))) {
+      endPara();
+      const content = inline(m[2]!);
+      blocks.push({ type: 'heading', attrs: { level: m[1]!.length as 1 | 2 | 3 }, ...(content.length ? { content } : {}) });
+    } else if ((m = BUTTON.exec(line.trim()))) {
+      endPara();
+      blocks.push({ type: 'button', attrs: { text: m[1]!, url: m[2]! } });
+    } else if ((m = BULLET.exec(line)) && !para.length) {
+      if (last?.type === 'bulletList') last.content.push(item(m[1]!));
+      else blocks.push({ type: 'bulletList', content: [item(m[1]!)] });
+    } else if ((m = ORDERED.exec(line)) && !para.length) {
+      if (last?.type === 'orderedList') last.content.push(item(m[2]!));
+      else blocks.push({ type: 'orderedList', ...(m[1] !== '1' ? { attrs: { start: Number(m[1]) } } : {}), content: [item(m[2]!)] });
+    } else para.push(line);
+  }
+  endPara();
+  return { type: 'doc', content: blocks };
+}
+
+// ---------------------------------------------------------------------------
+// Back to markup
+
+const escapeText = (s: string) => s.replace(/[\\*[\]{}]/g, (c) => `\\${c}`);
+
+function inlineToMarkup(nodes: InlineNode[] | undefined): string | null {
+  let out = '';
+  for (const n of nodes ?? []) {
+    if (n.type === 'hardBreak') out += '\n';
+    else if (n.type === 'variable') out += formatPlaceholder(n.attrs.id, n.attrs.fallback);
+    else {
+      const t = n as TextNode;
+      if (t.text.includes('\n')) return null;
+      let s = escapeText(t.text);
+      for (const m of t.marks ?? []) {
+        if (m.type === 'bold') s = `**${s}**`;
+        else if (m.type === 'italic') s = `*${s}*`;
+        else if (m.type === 'link' && !/[\s)]/.test(m.attrs.href) && (t.marks ?? []).indexOf(m) === (t.marks ?? []).length - 1) s = `[${s}](${m.attrs.href})`;
+        else return null;
+      }
+      out += s;
+    }
+  }
+  return out;
+}
+
+function listItemText(li: ListItemNode): string | null {
+  if (li.content.length !== 1 || li.content[0]!.type !== 'paragraph' || li.content[0]!.attrs?.textAlign) return null;
+  const s = inlineToMarkup(li.content[0]!.content);
+  return s === null || s.includes('\n') ? null : s;
+}
+
+/** The markup of a document, or null when it uses anything markup cannot express. */
+export function documentToMarkup(doc: EditorDoc): string | null {
+  const parts: string[] = [];
+  for (const b of doc.content) {
+    let s: string | null;
+    if (b.type === 'paragraph') {
+      s = b.attrs?.textAlign ? null : inlineToMarkup(b.content);
+      // A paragraph that would read back as another block stays JSON.
+      if (s !== null && (s === '' || /^(#{1,3} |[-*] |\d{1,6}\. |---$|\[\[)/m.test(s))) s = null;
+    } else if (b.type === 'heading') {
+      const text = b.attrs.textAlign ? null : inlineToMarkup(b.content);
+      s = text === null || text.includes('\n') ? null : `${'#'.repeat(b.attrs.level)} ${text}`;
+    } else if (b.type === 'bulletList' || b.type === 'orderedList') {
+      const items = b.content.map(listItemText);
+      const start = b.type === 'orderedList' ? (b.attrs?.start ?? 1) : 0;
+      s = items.some((i) => i === null) ? null : items.map((i, n) => (b.type === 'bulletList' ? `- ${i}` : `${start + n}. ${i}`)).join('\n');
+    } else if (b.type === 'horizontalRule') s = '---';
+    else if (b.type === 'button') {
+      const a = (b as ButtonNode).attrs;
+      const styled = a.alignment || a.borderRadius !== undefined || a.buttonColor || a.textColor || a.borderColor || a.borderWidth !== undefined;
+      s = styled || /[\]\n]/.test(a.text) || /\s/.test(a.url) ? null : `[[${a.text}]](${a.url})`;
+    } else s = null;
+    if (s === null) return null;
+    parts.push(s);
+  }
+  return parts.join('\n\n');
+}

@@ -1,0 +1,45 @@
+import type { Selectable, Updateable } from 'kysely';
+import type { Db } from '../db.js';
+import type { ContactImportsTable } from '../tables/database.js';
+
+export type ContactImportRow = Selectable<ContactImportsTable>;
+
+/** Background CSV imports of contacts (the console's import page). */
+export function createContactImportsRepository(db: Db) {
+  return {
+    /** `owner`: the node that runs it (several nodes may share the store). */
+    async insert(row: ContactImportRow, owner: string): Promise<void> {
+      await db.insertInto('contact_imports').values({ ...row, owner }).execute();
+    },
+    async findById(teamId: number, id: string): Promise<ContactImportRow | undefined> {
+      return db.selectFrom('contact_imports').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
+    },
+    /** The latest imports into a book, without their files. */
+    async listForBook(teamId: number, bookId: string, limit: number): Promise<Omit<ContactImportRow, 'csv'>[]> {
+      return db
+        .selectFrom('contact_imports')
+        .select(['id', 'team_id', 'contact_book_id', 'file_name', 'status', 'total_rows', 'processed_rows', 'created_count', 'updated_count', 'error_count', 'errors_json', 'failure', 'created_at', 'updated_at'])
+        .where('team_id', '=', teamId)
+        .where('contact_book_id', '=', bookId)
+        .orderBy('created_at', 'desc')
+        .orderBy('id')
+        .limit(limit)
+        .execute();
+    },
+    /**
+     * The unfinished imports `owner` is to run: with `any`, every one (a lone node: they were
+     * all its own); otherwise those nobody runs (their node died) or already its own, taken in
+     * one statement so two nodes never take the same.
+     */
+    async claimRunning(owner: string, any: boolean): Promise<ContactImportRow[]> {
+      let q = db.updateTable('contact_imports').set({ owner }).where('status', '=', 'RUNNING');
+      if (!any) q = q.where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '=', owner)]));
+      const rows = await q.returningAll().execute();
+      return rows.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
+    },
+    async update(id: string, changes: Updateable<ContactImportsTable>): Promise<void> {
+      await db.updateTable('contact_imports').set(changes).where('id', '=', id).execute();
+    },
+  };
+}
+export type ContactImportsRepository = ReturnType<typeof createContactImportsRepository>;

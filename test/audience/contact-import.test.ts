@@ -1,0 +1,73 @@
+import test from 'ava';
+import { contactsCsvHeader, contactsCsvLines, contactsFromCsv, parseCsv } from '../../src/core/contacts/contact-csv.js';
+import { IMPORT_CHUNK_ROWS } from '../../src/core/contacts/contact-import-service.js';
+import type { ContactView } from '../../src/core/contacts/contact-service.js';
+import { startTestApp } from '../helpers/test-app.js';
+import { tempDir } from '../helpers/temp-dir.js';
+
+// CSV import and export of contacts (the console's), and the import job's durability.
+
+test('CSV: quotes, doubled quotes, line breaks inside fields, CRLF, a BOM and ";" files; records keep their first line', (t) => {
+  const { records, error } = parseCsv('\uFEFFa,b\r\n"x, ""y""","two\nlines"\r\n\r\nlast,row');
+  t.is(error, undefined);
+  t.deepEqual(records, [
+    { line: 1, fields: ['a', 'b'] },
+    { line: 2, fields: ['x, "y"', 'two\nlines'] },
+    { line: 5, fields: ['last', 'row'] },
+  ]);
+  t.deepEqual(parseCsv('email;plan\nx@example.org;pro\n').records[1]!.fields, ['x@example.org', 'pro']);
+  t.deepEqual(parseCsv('a,"open\nnever closed').error, { line: 1, message: 'a quoted field opened on line 1 is never closed' });
+});
+
+test('CSV to contacts: known columns by their usual names, the rest as properties; each bad row says why; a bad header refuses the file', (t) => {
+  const rows = contactsFromCsv('E-mail,First Name,surname,Subscribed,plan\nA@Example.org,Ann,Lee,yes,pro\nb@example.org,,,no,\nc@example.org,Cy\nd@example.org,D,E,perhaps,x\n');
+  t.deepEqual(rows[0], { line: 2, email: 'A@Example.org', body: { email: 'A@Example.org', firstName: 'Ann', lastName: 'Lee', subscribed: true, properties: { plan: 'pro' } } });
+  t.deepEqual(rows[1], { line: 3, email: 'b@example.org', body: { email: 'b@example.org', subscribed: false } });
+  t.deepEqual(rows[2], { line: 4, email: 'c@example.org', error: 'has 2 fields where the header has 5' });
+  t.deepEqual(rows[3], { line: 5, email: 'd@example.org', error: 'subscribed: "perhaps" is not true/false, yes/no or 1/0' });
+  t.throws(() => contactsFromCsv('name,plan\nx,y\n'), { message: /one of them must be email/ });
+  t.throws(() => contactsFromCsv('email,bad column!\n'), { message: /column 2 \("bad column!"\) is neither/ });
+  t.throws(() => contactsFromCsv('email,Email\n'), { message: /column email appears twice/ });
+  t.throws(() => contactsFromCsv(''), { message: /is empty/ });
+});
+
+test('CSV export: every property a column, formulas defused, and it reads back as the same contacts', (t) => {
+  const contacts: ContactView[] = [
+    { id: 'ct_1', email: 'a@example.org', firstName: '=HYPERLINK("x")', lastName: 'O"Neil, Jr', subscribed: true, unsubscribeReason: null, properties: { plan: 'pro' }, contactBookId: 'cb', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '' },
+    { id: 'ct_2', email: 'b@example.org', firstName: null, lastName: null, subscribed: false, unsubscribeReason: 'UNSUBSCRIBED' as const, properties: { city: 'Oslo' }, contactBookId: 'cb', createdAt: '2026-01-02T00:00:00.000Z', updatedAt: '' },
+  ];
+  const csv = contactsCsvHeader(['city', 'plan']) + contactsCsvLines(contacts, ['city', 'plan']);
+  t.is(csv.split('\r\n')[0], 'email,firstName,lastName,subscribed,unsubscribeReason,createdAt,city,plan');
+  t.true(csv.includes(`'=HYPERLINK(""x"")`));
+  const back = contactsFromCsv(csv);
+  t.deepEqual(back.map((r) => ('body' in r ? r.body : r)), [
+    { email: 'a@example.org', firstName: `'=HYPERLINK("x")`, lastName: 'O"Neil, Jr', subscribed: true, properties: { plan: 'pro' } },
+    { email: 'b@example.org', subscribed: false, properties: { city: 'Oslo' } },
+  ]);
+});
+
+test('an import a stopped process left half done carries on at the next start, and nobody is added twice', async (t) => {
+  const dataDir = tempDir(t, 'posthorn-import-');
+  const rows = 25 * IMPORT_CHUNK_ROWS;
+  const csv = `email,plan\n${Array.from({ length: rows }, (_, i) => `p${i}@example.org,${i % 2 ? 'a' : 'b'}`).join('\n')}\n`;
+  let app = await startTestApp({ dataDir });
+  const scope = { teamId: app.teamId, domainId: null };
+  const book = (await app.request('POST', '/v1/contactBooks', { body: { name: 'Big' } })).body;
+  const job = await app.app.services.contactImports.start(scope, book.id, 'big.csv', csv);
+  // Stopping records the chunk in progress and leaves the rest for the next start.
+  await app.app.services.contactImports.stop();
+  const stopped = await app.app.services.contactImports.get(scope, job.id);
+  t.is(stopped.status, 'RUNNING');
+  t.true(stopped.processedRows < rows);
+  await app.stop();
+  app = await startTestApp({ dataDir });
+  await app.app.services.contactImports.whenFinished(job.id);
+  const done = await app.app.services.contactImports.get(scope, job.id);
+  t.is(done.status, 'DONE');
+  t.is(done.processedRows, rows);
+  t.is(done.created + done.updated, rows);
+  t.is(done.errorCount, 0);
+  const count = (await app.app.services.contacts.search(scope, book.id, { offset: 0, limit: 1 })).total;
+  t.is(count, rows);
+  await app.close();
+});
