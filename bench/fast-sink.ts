@@ -66,7 +66,11 @@ export class DataEndScanner {
   }
 }
 
-export function startFastSink(): Promise<FastSink> {
+/**
+ * Listens on 127.0.0.1 on a free port, and on the same port of each of `extraHosts` (other
+ * loopback addresses: several MX hosts, one counter).
+ */
+export function startFastSink(opts: { extraHosts?: string[] } = {}): Promise<FastSink> {
   let received = 0;
   const waiters: { n: number; resolve: () => void }[] = [];
   const sockets = new Set<net.Socket>();
@@ -81,7 +85,7 @@ export function startFastSink(): Promise<FastSink> {
     }
   };
 
-  const server = net.createServer((socket) => {
+  const handler = (socket: net.Socket): void => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
     // Resets from clients that vanish are normal in benchmarks.
@@ -190,29 +194,41 @@ export function startFastSink(): Promise<FastSink> {
     });
 
     socket.write(`220 ${SERVER_NAME} ESMTP fast-sink\r\n`);
-  });
-
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, HOST, () => {
-      server.off('error', reject);
-      const address = server.address();
-      if (address === null || typeof address === 'string') return reject(new Error('fast sink: unexpected listen address'));
-      resolve({
-        port: address.port,
-        get received() {
-          return received;
-        },
-        onCount(n) {
-          if (received >= n) return Promise.resolve();
-          return new Promise<void>((done) => waiters.push({ n, resolve: done }));
-        },
-        close() {
-          const closed = new Promise<void>((done) => server.close(() => done()));
-          for (const socket of sockets) socket.destroy();
-          return closed;
-        },
+  };
+  const server = net.createServer(handler);
+  const servers = [server];
+  const listen = (srv: net.Server, port: number, host: string) =>
+    new Promise<number>((resolve, reject) => {
+      srv.once('error', reject);
+      srv.listen(port, host, () => {
+        srv.off('error', reject);
+        const address = srv.address();
+        if (address === null || typeof address === 'string') return reject(new Error('fast sink: unexpected listen address'));
+        resolve(address.port);
       });
     });
-  });
+
+  return (async (): Promise<FastSink> => {
+    const port = await listen(server, 0, HOST);
+    for (const host of opts.extraHosts ?? []) {
+      const extra = net.createServer(handler);
+      servers.push(extra);
+      await listen(extra, port, host);
+    }
+    return {
+      port,
+      get received() {
+        return received;
+      },
+      onCount(n) {
+        if (received >= n) return Promise.resolve();
+        return new Promise<void>((done) => waiters.push({ n, resolve: done }));
+      },
+      close() {
+        const closed = Promise.all(servers.map((srv) => new Promise<void>((done) => srv.close(() => done())))).then(() => undefined);
+        for (const socket of sockets) socket.destroy();
+        return closed;
+      },
+    };
+  })();
 }

@@ -1,20 +1,34 @@
 // Load generator for the API benchmark, run as a separate process so it does not share the
 // server's event loop. Sends `total` POSTs with `concurrency` in flight over keep-alive
 // connections and prints {ok, failed, seconds, latenciesMs: {p50, p99, max}, clientCpuMsPerRequest} as JSON.
-// A body containing {i} gets the request's number there and {d} that number modulo 20 (a
-// different recipient per request, spread over 20 destination domains).
+// Request n (counted from `first`, which keeps the addresses of several clients apart) spreads
+// over destinations: a body containing {i} gets n there and {d} n modulo `domains` (20 when not
+// given); a body without them, with `domains` > 0, goes to user<n>@rcpt<n % domains>.bench.test.
+// Several URLs, comma-separated (the nodes of a cluster), take the sends in turn.
 import http from 'node:http';
 
-const [url, key, bodyJson, totalArg, concurrencyArg] = process.argv.slice(2);
+const [url, key, bodyJson, totalArg, concurrencyArg, domainsArg, firstArg] = process.argv.slice(2);
 const total = Number(totalArg);
 const concurrency = Number(concurrencyArg);
-const target = new URL(url!);
+const domains = Number(domainsArg ?? 0);
+const first = Number(firstArg ?? 0);
+const targets = url!.split(',').map((u) => new URL(u));
 const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
 const template = bodyJson!;
-const fixed = template.includes('{i}') || template.includes('{d}') ? undefined : Buffer.from(template);
+const templated = template.includes('{i}') || template.includes('{d}');
+const parsed = !templated && domains > 0 ? (JSON.parse(template) as Record<string, unknown>) : undefined;
+const fixed = templated || parsed ? undefined : Buffer.from(template);
+
+function bodyOf(i: number): Buffer {
+  const n = first + i;
+  if (fixed) return fixed;
+  if (parsed) return Buffer.from(JSON.stringify({ ...parsed, to: `user${n}@rcpt${n % domains}.bench.test` }));
+  return Buffer.from(template.replaceAll('{i}', String(n)).replaceAll('{d}', String(n % (domains || 20))));
+}
 
 function post(i: number): Promise<number> {
-  const body = fixed ?? Buffer.from(template.replaceAll('{i}', String(i)).replaceAll('{d}', String(i % 20)));
+  const target = targets[i % targets.length]!;
+  const body = bodyOf(i);
   return new Promise((resolve) => {
     const req = http.request(
       {

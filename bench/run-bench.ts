@@ -8,24 +8,35 @@
 //  4. In processes of their own, started as `posthorn serve` is (scenario-process.ts): the
 //     100,000-contact campaign queued; acceptance alone against a bare Koa + SQLite ceiling;
 //     and the realistic case, acceptance and delivery at once with ~5 KB bodies.
-// Prints a table and writes bench/results.json. BENCH_SCENARIOS=realistic,acceptance picks.
+// Phases 1 and 2 also report what they cost the store, per message (store-meter.ts).
+// BENCH_STORE=postgres runs phases 1-3 on a PostgreSQL server the run starts (bench-postgres.ts);
+// BENCH_NODES=n runs instead the cluster benchmark (cluster-bench.ts): n node processes on one
+// PostgreSQL. Prints a table and writes bench/results.json. BENCH_SCENARIOS=realistic,acceptance picks.
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { startBenchApp } from './bench-app.js';
+import type { SqliteStore } from '../src/store/db.js';
+import { benchPostgres, benchStore, startBenchApp, stopBenchPostgres } from './bench-app.js';
 import { startSinkProcess } from './sink-process.js';
+import { mxAddresses, RECIPIENT_DOMAINS, setRecipientDomains } from './bench-mx.js';
+import { installPgCounters, installSqliteCounters } from './store-counters.js';
+import { createPgMeter, createSqliteMeter, perUnit, storeRows } from './store-meter.js';
+import { runClusterBench } from './cluster-bench.js';
 import { SERVER_NODE_FLAGS } from '../src/cli/server-node-flags.js';
 import { runConsoleBench } from './console-bench.js';
 
 const run = promisify(execFile);
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 10_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
-const RECIPIENT_DOMAINS = 20;
 
 async function main() {
-  const sink = await startSinkProcess();
+  const store = benchStore();
+  // Before any store opens: the counters patch the drivers' classes.
+  const counters = store === 'postgres' ? installPgCounters() : installSqliteCounters();
+  const mx = mxAddresses();
+  const sink = await startSinkProcess({ extraHosts: mx.slice(1) });
   const workers = process.env.BENCH_SIGNING_WORKERS; // default: the product's own default
   // The engine starts paused: phase 1 measures acceptance alone.
   const bench = await startBenchApp('bench-sender.com', {
@@ -33,8 +44,7 @@ async function main() {
     outbound: { port: sink.port, ...(workers ? { signingWorkers: Number(workers) } : {}) },
   });
   const { app, zone, teamId } = bench;
-  zone.set('mx.bench.test', 'A', ['127.0.0.1']);
-  for (let i = 0; i < RECIPIENT_DOMAINS; i++) zone.set(`rcpt${i}.bench.test`, 'MX', [{ exchange: 'mx.bench.test', priority: 10 }]);
+  setRecipientDomains(zone, mx);
   const key = (await app.services.apiKeys.create(teamId, { name: 'bench' })).token;
 
   // Phase 1: acceptance over HTTP from another process.
@@ -47,32 +57,37 @@ async function main() {
   });
   const client = fileURLToPath(new URL('./load-client.js', import.meta.url));
   const url = `http://127.0.0.1:${bench.httpPort}/v1/emails`;
-  await run(process.execPath, [client, url, key, body, '500', '16']); // warm-up
+  const meter =
+    store === 'postgres'
+      ? await createPgMeter(await benchPostgres(), bench.storeUrl, async () => counters.read())
+      : createSqliteMeter(app.store as SqliteStore, counters);
+  await run(process.execPath, [client, url, key, body, '500', '16', String(RECIPIENT_DOMAINS), String(MESSAGES)]); // warm-up
+  const apiPhase = await meter.begin();
   // CPU of this process (the server; the load client is another process) per accepted send.
   const apiProfiler = process.env.BENCH_PROFILE_API ? await startProfile() : undefined;
   const apiCpuBefore = process.cpuUsage();
-  const { stdout } = await run(process.execPath, [client, url, key, body, String(MESSAGES), String(CONCURRENCY)], { maxBuffer: 1 << 20 });
+  const { stdout } = await run(process.execPath, [client, url, key, body, String(MESSAGES), String(CONCURRENCY), String(RECIPIENT_DOMAINS)], { maxBuffer: 1 << 20 });
   const apiCpu = process.cpuUsage(apiCpuBefore);
+  const apiCost = await apiPhase.end();
   if (apiProfiler) await apiProfiler.stop(process.env.BENCH_PROFILE_API!);
   const api = JSON.parse(stdout) as { ok: number; failed: number; seconds: number; latenciesMs: { p50: number; p99: number; max: number } };
 
   const apiCpuMsPerRequest = round((apiCpu.user + apiCpu.system) / 1000 / Math.max(1, api.ok), 3);
   if (process.env.BENCH_API_ONLY) {
     process.stdout.write(`${JSON.stringify({ ...api, cpuMsPerRequest: apiCpuMsPerRequest })}\n`);
+    await meter.close();
     await bench.close();
     await sink.close();
+    await stopBenchPostgres();
     return;
   }
-  // Spread the queued messages over several destination domains, like real traffic.
+  // The load client spread the sends over RECIPIENT_DOMAINS destination domains, like real traffic.
   const db = app.store.db;
-  const queued = await db.selectFrom('deliveries').select('id').where('state', '=', 'queued').orderBy('id').execute();
-  for (let i = 0; i < queued.length; i++) {
-    const d = `rcpt${i % RECIPIENT_DOMAINS}.bench.test`;
-    await db.updateTable('deliveries').set({ recipient: `user${i}@${d}`, rcpt_domain: d }).where('id', '=', queued[i]!.id).execute();
-  }
+  const queued = await db.selectFrom('deliveries').select('id').where('state', '=', 'queued').execute();
 
   // Phase 2: end-to-end delivery of everything queued.
   const total = queued.length;
+  const deliveryPhase = await meter.begin();
   const profiler = process.env.BENCH_PROFILE_DELIVERY ? await startProfile() : undefined;
   const started = performance.now();
   // CPU of all of Posthorn's threads (main, compose/sign workers, WAL checkpointer): on a
@@ -86,6 +101,11 @@ async function main() {
   const cpu = process.cpuUsage(cpuBefore);
   const mainBusy = performance.eventLoopUtilization(eluBefore).utilization;
   if (profiler) await profiler.stop(process.env.BENCH_PROFILE_DELIVERY!);
+  const deliveryCost = await deliveryPhase.end();
+  // What the store still held in memory (PostgreSQL's dirty pages), written now: the data-file
+  // writes of both phases, per message accepted and delivered.
+  const flushed = await meter.flushDirty();
+  await meter.close();
   const delivered = Number(
     (await db.selectFrom('deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('state', '=', 'delivered').executeTakeFirstOrThrow()).n,
   );
@@ -93,6 +113,8 @@ async function main() {
   const consoleBench = process.env.BENCH_SKIP_CONSOLE ? null : await runConsoleBench(app, `http://127.0.0.1:${bench.httpPort}`, teamId);
   await bench.close();
   const sinkCpu = await sink.close();
+  const pgVersion = store === 'postgres' ? (await benchPostgres()).version : undefined;
+  await stopBenchPostgres();
 
   const phasesPeakRssMb = Math.round(process.resourceUsage().maxRSS / 1024);
   const wanted = (process.env.BENCH_SCENARIOS ?? (process.env.BENCH_SKIP_CAMPAIGN ? 'acceptance,realistic' : 'campaign,acceptance,realistic')).split(',');
@@ -105,8 +127,11 @@ async function main() {
   const acceptance = await scenario<AcceptanceResult>('acceptance');
   const realistic = await scenario<RealisticResult>('realistic');
 
+  const apiUnit = perUnit(apiCost, api.ok);
+  const deliveryUnit = perUnit(deliveryCost, delivered);
   const results = {
     machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
+    store: pgVersion ?? 'SQLite',
     api: {
       requests: MESSAGES,
       concurrency: CONCURRENCY,
@@ -123,6 +148,14 @@ async function main() {
       // the sink process, whole life (its start-up is a few ms): not Posthorn's, on the same cores
       sinkCpuMsPerMessage: round(sinkCpu.cpuMs / Math.max(1, delivered), 2),
     },
+    storeCost: {
+      perAcceptedSend: apiUnit,
+      perDeliveredMessage: deliveryUnit,
+      // written when the store flushed what it still held after both phases (a PostgreSQL checkpoint; SQLite's last WAL pages)
+      flushBytesPerMessage: Math.round(flushed.bytesWritten / Math.max(1, delivered)),
+      api: apiCost,
+      delivery: deliveryCost,
+    },
     campaign,
     acceptance,
     realistic,
@@ -132,12 +165,16 @@ async function main() {
   writeFileSync(new URL('../../bench/results.json', import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
   const rows: [string, string][] = [
     ['machine', `${results.machine.cpus} x ${results.machine.model ?? '?'}, Node ${results.machine.node}`],
+    ['store', results.store],
     ['API sends accepted/s', `${results.api.acceptedPerSecond} (${api.ok} ok, ${api.failed} failed, ${CONCURRENCY} in flight)`],
     ['API latency p50 / p99', `${results.api.latencyMs.p50} ms / ${results.api.latencyMs.p99} ms`],
     ['API server CPU per accepted send', `${results.api.serverCpuMsPerRequest} ms`],
     ['delivered messages/s (DKIM, SMTP)', `${results.delivery.deliveredPerSecond} (${delivered} in ${results.delivery.seconds} s)`],
     ['delivery CPU per message (all threads)', `${results.delivery.cpuMsPerMessage} ms; ${results.delivery.coresUsed} cores busy, main thread ${Math.round(results.delivery.mainThreadBusy * 100)}%`],
     ['sink CPU per message (other process)', `${results.delivery.sinkCpuMsPerMessage} ms`],
+    ...storeRows('per accepted send', apiCost, apiUnit),
+    ...storeRows('per delivered message', deliveryCost, deliveryUnit),
+    ['store flush after the run, per message', `${results.storeCost.flushBytesPerMessage} B`],
     ['peak RSS (phases 1 and 2)', `${results.peakRssMb} MB`],
     ["campaign contacts queued/s", `${campaign.contactsQueuedPerSecond} (${campaign.emailsQueued} of ${campaign.contacts} in ${campaign.seconds} s); peak RSS ${campaign.peakRssMb} MB`],
     ['bulk add of 1000 contacts', `${campaign.bulkAdd1000Ms} ms`],
@@ -182,7 +219,8 @@ function round(n: number, digits = 1): number {
   return Math.round(n * f) / f;
 }
 
-await main();
+if (process.env.BENCH_NODES) await runClusterBench(Number(process.env.BENCH_NODES));
+else await main();
 
 interface CampaignResult {
   contacts: number;

@@ -5,26 +5,28 @@
 //
 // The parent talks to it over the fork() IPC channel: the child sends {port} once
 // listening, answers {type: 'onCount', n} with {type: 'count', n} once n messages were
-// accepted, and {type: 'close'} with {type: 'closed', cpuMs} (its own CPU time).
+// accepted, and {type: 'close'} with {type: 'closed', cpuMs, received} (its own CPU time, the
+// messages it accepted in all).
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startFastSink } from './fast-sink.js';
 
 type ToChild = { type: 'onCount'; n: number } | { type: 'close' };
-type FromChild = { type: 'listening'; port: number } | { type: 'count'; n: number } | { type: 'closed'; cpuMs: number };
+type FromChild = { type: 'listening'; port: number } | { type: 'count'; n: number } | { type: 'closed'; cpuMs: number; received: number };
 
 export interface SinkProcess {
   readonly port: number;
   /** Resolves once the sink has accepted at least n messages. */
   onCount(n: number): Promise<void>;
   /** CPU time (user + system) the sink has used so far, in ms, read when it closes. */
-  close(): Promise<{ cpuMs: number }>;
+  close(): Promise<{ cpuMs: number; received: number }>;
 }
 
-export function startSinkProcess(): Promise<SinkProcess> {
-  const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['--serve'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+/** extraHosts: more loopback addresses the sink listens on, at the same port (fast-sink.ts). */
+export function startSinkProcess(opts: { extraHosts?: string[] } = {}): Promise<SinkProcess> {
+  const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['--serve', JSON.stringify(opts.extraHosts ?? [])], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const countWaiters = new Map<number, (() => void)[]>();
-  let closed: ((r: { cpuMs: number }) => void) | undefined;
+  let closed: ((r: { cpuMs: number; received: number }) => void) | undefined;
   return new Promise((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code) => {
@@ -56,21 +58,21 @@ export function startSinkProcess(): Promise<SinkProcess> {
         countWaiters.delete(m.n);
       } else if (m.type === 'closed') {
         child.disconnect();
-        closed?.({ cpuMs: m.cpuMs });
+        closed?.({ cpuMs: m.cpuMs, received: m.received });
       }
     });
   });
 }
 
 async function serve(): Promise<void> {
-  const sink = await startFastSink();
+  const sink = await startFastSink({ extraHosts: JSON.parse(process.argv[process.argv.indexOf('--serve') + 1] ?? '[]') as string[] });
   const send = (m: FromChild) => process.send!(m);
   process.on('message', (m: ToChild) => {
     if (m.type === 'onCount') void sink.onCount(m.n).then(() => send({ type: 'count', n: m.n }));
     else if (m.type === 'close') {
       void sink.close().then(() => {
         const cpu = process.cpuUsage();
-        send({ type: 'closed', cpuMs: (cpu.user + cpu.system) / 1000 });
+        send({ type: 'closed', cpuMs: (cpu.user + cpu.system) / 1000, received: sink.received });
         process.disconnect();
       });
     }
