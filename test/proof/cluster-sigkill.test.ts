@@ -98,7 +98,12 @@ test('three nodes, one SIGKILLed and one SIGTERMed mid-delivery: every email del
   );
   const atKill = seen.sinkMessages;
   await nodes[1]!.kill();
-  await seen.until(() => seen.sinkMessages >= atKill + MESSAGES * 0.2, () => `more delivered after the kill (${seen.sinkMessages})`, PHASE_TIMEOUT_MS);
+  // node-3 is delivering too when it is stopped (the destination's sessions are shared fairly).
+  await seen.until(
+    () => seen.sinkMessages >= atKill + MESSAGES * 0.2 && sentBy('node-3') >= 20,
+    () => `more delivered after the kill (${seen.sinkMessages}), some by node-3 (${sentBy('node-3')})`,
+    PHASE_TIMEOUT_MS,
+  );
   const atTerm = seen.sinkMessages;
   nodes[2]!.child.kill('SIGTERM');
   t.is(await nodes[2]!.exited, 0, 'SIGTERM is a graceful stop');
