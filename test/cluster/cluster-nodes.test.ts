@@ -3,6 +3,7 @@ import test from 'ava';
 import { pino } from 'pino';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
+import { createClusterRepository } from '../../src/store/repositories/cluster-repository.js';
 import { createTestDatabase, dropTestDatabase } from '../helpers/pg-databases.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -209,4 +210,26 @@ test.serial('a contact import a dead node was running is taken up by a live one 
   t.true(row.owner === 'node-a' || row.owner === 'node-b', `run by ${row.owner}`);
   const contacts = (await w.t0.request('GET', `/v1/contactBooks/${book.id}/contacts?limit=50`)).body;
   t.is(contacts.length ?? contacts.data?.length, 7);
+});
+
+test.serial('a destination\'s sessions are shared fairly: a node that holds them all gives way to one that waits', async (t) => {
+  const repo = createClusterRepository(w.t0.app.store.db);
+  const key = '192.0.2.7:25';
+  const now = Date.now();
+  const take = (node: string) => repo.acquireConnection(key, node, 4, now, now + 15_000);
+  // node-x came first and took the destination's four sessions.
+  for (let i = 0; i < 4; i++) t.true(await take('node-x'));
+  t.false(await take('node-y'), 'the limit is the cluster\'s');
+  // One of node-x's sessions ends; node-x asks first, but node-y is waiting: node-x keeps to
+  // half (it still has three), node-y gets the free one.
+  await repo.releaseConnection(key, 'node-x');
+  t.false(await take('node-x'), 'over its fair share while another node waits');
+  t.true(await take('node-y'));
+  t.false(await take('node-y'), 'the limit still holds');
+  await repo.releaseConnection(key, 'node-x');
+  t.true(await take('node-y'), 'node-y up to its share of two');
+  t.false(await take('node-y'));
+  const counts = await w.t0.app.store.db.selectFrom('connection_leases').select(['node', 'count']).where('host_key', '=', key).orderBy('node').execute();
+  t.deepEqual(counts.map((c) => [c.node, Number(c.count)]), [['node-x', 2], ['node-y', 2]]);
+  await w.t0.app.store.db.deleteFrom('connection_leases').where('host_key', '=', key).execute();
 });

@@ -6,7 +6,8 @@ import { STALE_MS } from './cluster-service.js';
  * Per-destination connection limits for a cluster (and those of a shaped source and rollup): a
  * promise to the remote server, so they hold for all nodes together. Each node's open sessions
  * per key are a row in the store; a new session needs the cluster's total under the limit
- * (taken under a lock per key).
+ * (taken under a lock per key); while other nodes wait for one, a node keeps to its fair share,
+ * so the node that opened its sessions first does not keep them all.
  * A node's rows are refreshed by its heartbeat and swept when it dies, so a killed node's
  * sessions stop counting once it is found dead. The SMTP client pool asks (smtp/outbound).
  */
@@ -20,7 +21,7 @@ export function createConnectionPermits(deps: { repo: ClusterRepository; node: s
       try {
         const ok = await deps.repo.acquireConnection(key, deps.node, limit, now, now + STALE_MS);
         if (ok) held.set(key, (held.get(key) ?? 0) + 1);
-        else deps.logger.debug({ event: 'cluster.connection_limit', destination: key, limit }, 'the cluster has all the sessions this destination may have; waiting for one');
+        else deps.logger.debug({ event: 'cluster.connection_limit', destination: key, limit }, 'the cluster has all the sessions this destination may have, or this node its fair share of them; waiting for one');
         return ok;
       } catch (err) {
         // The store is unreachable: no new session (results could not be recorded either); asked again shortly.

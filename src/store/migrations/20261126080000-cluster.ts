@@ -41,6 +41,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('node', 'text', (c) => c.notNull())
     .addColumn('count', 'integer', (c) => c.notNull())
     .addColumn('until_ms', 'integer', (c) => c.notNull()) // epoch ms
+    // epoch ms: the node was refused a session until then and asks again (fair shares)
+    .addColumn('waiting_until', 'integer')
     .addPrimaryKeyConstraint('connection_leases_pk', ['host_key', 'node'])
     .execute();
 

@@ -36,6 +36,9 @@ function ownedByNone<T extends keyof Database>(eb: ExpressionBuilder<Database, T
   return eb.not(eb.or(live.flatMap((id) => [sql<SqlBool>`${col} = ${id}`, sql<SqlBool>`substr(${col}, 1, ${id.length + 1}) = ${`${id}:`}`])));
 }
 
+/** How long a refused node counts as waiting for a session (it asks again every 250 ms). */
+const WAITING_MARK_MS = 1000;
+
 export function createClusterRepository(db: Db) {
   return {
     async heartbeat(node: NodeBeat, nowMs: number): Promise<void> {
@@ -151,24 +154,38 @@ export function createClusterRepository(db: Db) {
     },
 
     /**
-     * One more connection of `node` to a destination, if the cluster's total stays within
-     * `limit`; false otherwise. Serialized per destination by a transaction-scoped advisory
-     * lock, so two nodes never both take the last one.
+     * One more connection of `node` under `hostKey`, if the cluster's total stays within
+     * `limit` and, while other nodes are waiting for one, this node stays within its fair share
+     * (the limit divided among itself and them): a node that opened its sessions first does not
+     * keep them all while the others' mail waits. A refused node is marked waiting for a moment
+     * (it asks again sooner). Serialized per key by a transaction-scoped advisory lock, so two
+     * nodes never both take the last one.
      */
     async acquireConnection(hostKey: string, node: string, limit: number, nowMs: number, untilMs: number): Promise<boolean> {
       return db.transaction().execute(async (trx) => {
         await sql`select pg_advisory_xact_lock(hashtext(${`conn:${hostKey}`}))`.execute(trx);
-        const r = await trx
-          .selectFrom('connection_leases')
-          .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('count'), sql<number>`0`).as('n'))
-          .where('host_key', '=', hostKey)
-          .where((eb) => eb.or([eb('until_ms', '>', nowMs), eb('node', '=', node)]))
-          .executeTakeFirstOrThrow();
-        if (Number(r.n) >= limit) return false;
+        const rows = await trx.selectFrom('connection_leases').select(['node', 'count', 'until_ms', 'waiting_until']).where('host_key', '=', hostKey).execute();
+        let total = 0;
+        let mine = 0;
+        let othersWaiting = 0;
+        for (const r of rows) {
+          if (r.node === node) mine = Number(r.count);
+          else if (r.waiting_until !== null && Number(r.waiting_until) > nowMs) othersWaiting++;
+          if (r.node === node || Number(r.until_ms) > nowMs) total += Number(r.count);
+        }
+        const share = othersWaiting ? Math.max(1, Math.ceil(limit / (othersWaiting + 1))) : limit;
+        if (total >= limit || mine >= share) {
+          await trx
+            .insertInto('connection_leases')
+            .values({ host_key: hostKey, node, count: 0, until_ms: untilMs, waiting_until: nowMs + WAITING_MARK_MS })
+            .onConflict((oc) => oc.columns(['host_key', 'node']).doUpdateSet({ waiting_until: nowMs + WAITING_MARK_MS }))
+            .execute();
+          return false;
+        }
         await trx
           .insertInto('connection_leases')
-          .values({ host_key: hostKey, node, count: 1, until_ms: untilMs })
-          .onConflict((oc) => oc.columns(['host_key', 'node']).doUpdateSet({ count: sql`connection_leases.count + 1`, until_ms: untilMs }))
+          .values({ host_key: hostKey, node, count: 1, until_ms: untilMs, waiting_until: null })
+          .onConflict((oc) => oc.columns(['host_key', 'node']).doUpdateSet({ count: sql`connection_leases.count + 1`, until_ms: untilMs, waiting_until: null }))
           .execute();
         return true;
       });
@@ -182,10 +199,14 @@ export function createClusterRepository(db: Db) {
      * The node is alive: its connection counts become exactly `held` (what its pool holds; this
      * also mends a count whose release was lost) and keep counting until `untilMs`.
      */
-    async setConnections(node: string, held: ReadonlyMap<string, number>, untilMs: number): Promise<void> {
+    async setConnections(node: string, held: ReadonlyMap<string, number>, untilMs: number, nowMs = Date.now()): Promise<void> {
       const open = [...held].filter(([, n]) => n > 0);
       await db.transaction().execute(async (trx) => {
-        let gone = trx.deleteFrom('connection_leases').where('node', '=', node);
+        // Keys it holds nothing of go, unless it is waiting for one there.
+        let gone = trx
+          .deleteFrom('connection_leases')
+          .where('node', '=', node)
+          .where((eb) => eb.or([eb('waiting_until', 'is', null), eb('waiting_until', '<=', nowMs)]));
         if (open.length) gone = gone.where('host_key', 'not in', open.map(([k]) => k));
         await gone.execute();
         if (!open.length) return;

@@ -42,6 +42,8 @@ export interface ConnectionLeasesTable {
   count: number;
   /** epoch ms; refreshed by the node's heartbeat, so a dead node's connections stop counting. */
   until_ms: number;
+  /** epoch ms: the node was refused a session and is asking again; while set, the others keep to a fair share. */
+  waiting_until: Optional<number>;
 }
 
 /** A campaign batch in progress is leased by the node sending it. */
