@@ -1,6 +1,7 @@
 // The layering of docs/architecture.md, checked on every `npm test` (npm run lint:deps):
 // edges (api, smtp, cli, scheduler, http-out, console) -> core -> store / render / lib,
-// wired together only by the composition root (src/app.ts), and no cycles anywhere.
+// wired together only by the composition root (src/app.ts and its parts in src/composition/),
+// and no cycles anywhere.
 const EDGES = '^src/(api|smtp|cli|scheduler|http-out|console)/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
@@ -55,6 +56,13 @@ module.exports = {
       comment: 'Only the CLI (the entry point: bin/posthorn runs src/cli) builds the app.',
       from: { pathNot: '^src/(cli/|app\\.ts$)' },
       to: { path: '^src/app\\.ts$' },
+    },
+    {
+      name: 'composition-private',
+      severity: 'error',
+      comment: 'src/composition/ holds parts of the composition root; only src/app.ts (and each other) use them.',
+      from: { pathNot: '^src/(app\\.ts$|composition/)' },
+      to: { path: '^src/composition/' },
     },
     {
       name: 'packages-in-their-layer',

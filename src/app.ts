@@ -1,14 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { hostname as osHostname } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type Router from '@koa/router';
 import type { Config } from './config/defaults.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { createLogger, type Logger } from './lib/logger.js';
 import { createDnsClient, type DnsResolver } from './lib/dns/dns-client.js';
-import { isPostgresUrl, openAppStore, type AppStore, type StoreSettings } from './store/open-store.js';
-import { copySqliteToPostgres, type CopyProgress, type CopyReport } from './store/store-copy.js';
+import type { AppStore } from './store/open-store.js';
 import { isStorageFailure } from './store/store-errors.js';
 import { databaseUrlTarget } from './store/pg/pg-store.js';
 import { storageUnavailable } from './core/errors.js';
@@ -30,16 +28,11 @@ import { createSharedRateLimiter } from './core/rate-limit/shared-rate-limiter.j
 import { createRateLimitsRepository } from './store/repositories/rate-limits-repository.js';
 import { createClusterRepository } from './store/repositories/cluster-repository.js';
 import { createClusterService, type ClusterService } from './core/cluster/cluster-service.js';
-import { createConnectionPermits } from './core/cluster/connection-permits.js';
 import { createDomainService } from './core/domains/domain-service.js';
 import { createEmailService } from './core/emails/email-service.js';
 import { createTemplateService } from './core/templates/template-service.js';
 import { createDeliveryService } from './core/deliveries/delivery-service.js';
 import { DeliveryEngine } from './smtp/outbound/delivery-engine.js';
-import { createMessageFactory } from './smtp/outbound/message-factory.js';
-import { createDkimSigner } from './smtp/outbound/dkim-signer.js';
-import { createMxResolver } from './smtp/outbound/mx-resolver.js';
-import { createSmtpClientPool } from './smtp/outbound/smtp-client-pool.js';
 import { createHttpApp, listenHttp, type RunningHttpServer } from './api/http-server.js';
 import { apiKeysRoutes } from './api/routes/api-keys-routes.js';
 import { emailsRoutes } from './api/routes/emails-routes.js';
@@ -72,9 +65,7 @@ import { createReportService } from './core/received/report-service.js';
 import { createReceivedEmailService } from './core/received/received-email-service.js';
 import { receivedEmailsRoutes } from './api/routes/received-emails-routes.js';
 import { createListenerTlsSource } from './smtp/listener-tls.js';
-import { startOrReport, type SmtpListener } from './smtp/smtp-listener.js';
-import { startInboundServer } from './smtp/inbound/inbound-server.js';
-import { startSubmissionServer } from './smtp/submission/submission-server.js';
+import type { SmtpListener } from './smtp/smtp-listener.js';
 import { createWebhooksRepository } from './store/repositories/webhooks-repository.js';
 import { createAnalyticsRepository } from './store/repositories/analytics-repository.js';
 import { createTrackingRepository } from './store/repositories/tracking-repository.js';
@@ -99,28 +90,11 @@ import { JobMonitor } from './core/operators/job-monitor.js';
 import { createQueueService } from './core/queue/queue-service.js';
 import { createMetrics } from './core/metrics/metrics.js';
 import { createTrafficShaper } from './core/shaping/traffic-shaper.js';
-import { isLocalAddress } from './lib/local-addresses.js';
 import { createShapingOperator } from './core/shaping/shaping-view.js';
 import { createShapingRepository } from './store/repositories/shaping-repository.js';
-import { isPublicUrlDerived } from './config/load.js';
-import { isLocalHostname, localHostnameWarning } from './core/domains/dns-records.js';
 import { createSandboxMessagesRepository } from './store/repositories/sandbox-messages-repository.js';
 import { createSandboxService } from './core/sandbox/sandbox-service.js';
 import { sandboxRoutes } from './api/routes/sandbox-routes.js';
-import { createSandboxTransport, SANDBOX_HOST } from './smtp/outbound/sandbox-transport.js';
-import { createMtaStsPoliciesRepository } from './store/repositories/mta-sts-policies-repository.js';
-import { createTlsReportsRepository } from './store/repositories/tls-reports-repository.js';
-import { createReceivedTlsReportsRepository } from './store/repositories/received-tls-reports-repository.js';
-import { createStsPolicyCache } from './core/tls-reports/sts-policy-cache.js';
-import { createTlsSessionCounter } from './core/tls-reports/tls-session-counter.js';
-import { createTlsReportService } from './core/tls-reports/tls-report-service.js';
-import { createReceivedTlsReportService } from './core/tls-reports/received-tls-report-service.js';
-import { createServerDkimKeySource } from './core/tls-reports/server-dkim-key.js';
-import { createMtaStsResolver } from './smtp/outbound/mta-sts-resolver.js';
-import { createTlsaLookup } from './smtp/outbound/dane-verifier.js';
-import { createTransportPolicy } from './smtp/outbound/transport-policy.js';
-import { createTlsReportSender } from './smtp/outbound/tls-report-sender.js';
-import { httpsCaList } from './smtp/outbound/https-client.js';
 import { tlsReportsRoutes } from './api/routes/tls-reports-routes.js';
 import { mtaStsRoutes } from './api/mta-sts-routes.js';
 import { createConsoleUsersRepository } from './store/repositories/console-users-repository.js';
@@ -131,6 +105,10 @@ import { createLoginThrottle } from './core/users/login-throttle.js';
 import { createContactImportService } from './core/contacts/contact-import-service.js';
 import { createOverviewService } from './core/overview/overview-service.js';
 import { mountConsole } from './console/console-module.js';
+import { openStoreOf } from './composition/store-opening.js';
+import { wireOutbound, wireTransportSecurity } from './composition/outbound-wiring.js';
+import { announceSettings } from './composition/start-notices.js';
+import { startSmtpListeners, type Listeners } from './composition/smtp-listeners.js';
 
 // The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
 
@@ -147,69 +125,12 @@ export interface AppOptions {
   waitForStore?: boolean;
 }
 
-export interface Listeners {
-  http?: { host: string; port: number };
-  /** Inbound SMTP (bounces, complaints, receiving domains) and authenticated submission. */
-  inbound?: { host: string; port: number };
-  submission?: { host: string; port: number };
-}
+export type { Listeners } from './composition/smtp-listeners.js';
 
 export type App = Awaited<ReturnType<typeof createApp>>;
 
-/** The store file of a configuration. */
-const storeFile = (config: Config) => join(resolve(config.dataDir), 'posthorn.db');
-
-/** Where a configuration keeps its data: PostgreSQL at store.url, or SQLite in the data directory. */
-export function storeSettings(config: Config): StoreSettings {
-  return { url: config.store.url, file: storeFile(config), durability: config.store.durability, poolMax: config.store.pool.max, connectTimeoutMs: config.store.pool.connectTimeoutMs };
-}
-
-/** Pauses between attempts to reach a PostgreSQL store that is down at start: 1 s, doubling to 30 s. */
-const STORE_RETRY_FIRST_MS = 1000;
-const STORE_RETRY_MAX_MS = 30_000;
-
-/**
- * Opens the store. A PostgreSQL server that cannot be reached is a clear error: logged with its
- * host (never the password) and, when `wait` is set, retried until it answers.
- */
-async function openStoreOf(config: Config, logger: Logger, hooks: Parameters<typeof openAppStore>[1], wait: boolean): Promise<AppStore> {
-  for (let pause = STORE_RETRY_FIRST_MS; ; pause = Math.min(pause * 2, STORE_RETRY_MAX_MS)) {
-    try {
-      return await openAppStore(storeSettings(config), hooks);
-    } catch (err) {
-      if (!config.store.url) throw err;
-      const target = databaseUrlTarget(config.store.url);
-      const reason = (err as Error).message || String((err as { code?: unknown }).code ?? err);
-      if (!wait) throw new Error(`the PostgreSQL store at ${target} cannot be reached: ${reason}`);
-      logger.error({ event: 'store.unavailable', store: target, err: reason, retryInMs: pause }, `the PostgreSQL store at ${target} cannot be reached (${reason}); retrying in ${pause / 1000} s`);
-      await new Promise((r) => setTimeout(r, pause));
-    }
-  }
-}
-
-/** `posthorn migrate`: applies pending migrations without starting anything else. */
-export async function migrateStore(config: Config): Promise<string[]> {
-  const store = await openStoreOf(config, createLogger('silent'), {}, false);
-  try {
-    return (await migrateToLatest(store.db)).applied;
-  } finally {
-    await store.close();
-  }
-}
-
+export { copyStoreTo, migrateStore } from './composition/store-opening.js';
 export type { CopyProgress, CopyReport } from './store/store-copy.js';
-
-/**
- * `posthorn store copy --to <url>`: copies this configuration's SQLite store (in dataDir) into
- * the empty PostgreSQL database at `targetUrl` (store/store-copy.ts).
- */
-export async function copyStoreTo(config: Config, targetUrl: string, onProgress?: (p: CopyProgress) => void): Promise<CopyReport> {
-  if (config.store.url) {
-    throw new Error(`the configured store is already PostgreSQL (store.url, ${databaseUrlTarget(config.store.url)}): store copy reads a SQLite installation; run it with store.url and POSTHORN_DATABASE_URL unset`);
-  }
-  if (!isPostgresUrl(targetUrl)) throw new Error('--to: must be a postgres:// or postgresql:// URL, such as postgres://user:password@host:5432/posthorn');
-  return copySqliteToPostgres({ sqliteFile: storeFile(config), targetUrl, onProgress });
-}
 
 export async function createApp(opts: AppOptions) {
   const config = opts.config;
@@ -466,23 +387,8 @@ export async function createApp(opts: AppOptions) {
   const sandbox = createSandboxService({ messages: createSandboxMessagesRepository(store.db), clock, enabled: config.sandbox });
 
   // Transport security (docs/outbound.md): MTA-STS and DANE per destination, TLS reporting both ways.
-  const tlsReportsRepo = createTlsReportsRepository(store.db);
-  const tlsCounter = createTlsSessionCounter({ repo: tlsReportsRepo, clock, logger });
+  const { tlsCounter, tlsReports, receivedTlsReports, stsPolicies, serverDkimKey } = wireTransportSecurity({ config, logger, resolver, clock, store, settings });
   const tlsReportConfig = config.outbound.tlsReports;
-  const tlsReports = createTlsReportService({
-    repo: tlsReportsRepo,
-    counter: tlsCounter,
-    resolver,
-    clock,
-    logger,
-    organizationName: tlsReportConfig.organizationName || config.hostname,
-    contactInfo: tlsReportConfig.contactInfo || `postmaster@${config.hostname}`,
-    hostname: config.hostname,
-  });
-  const receivedTlsReports = createReceivedTlsReportService({ repo: createReceivedTlsReportsRepository(store.db), clock });
-  const stsPolicies = createStsPolicyCache(createMtaStsPoliciesRepository(store.db));
-  // Mail Posthorn sends as itself (TLS reports) is signed with the server's own key, made on first use.
-  const serverDkimKey = createServerDkimKeySource({ settings, hostname: config.hostname, selector: config.domains.dkimSelector });
 
   const services = { campaigns, templates, teams, apiKeys, events, domains, emails, deliveries, contactBooks, contacts, segments, suppressions, webhooks, webhookOutbox, analytics, tracking, sandbox, tlsReports, operatorKeys, audit, queue, contactImports, users, sessions, overview, shaping };
 
@@ -496,91 +402,11 @@ export async function createApp(opts: AppOptions) {
   // The machine-readable description of all of the above (and of itself), public.
   routes.push(openApiRoute(() => routes));
   let cron: CronJobs | undefined;
-  const relay = config.outbound.relay.host
-    ? {
-        host: config.outbound.relay.host,
-        port: config.outbound.relay.port,
-        secure: config.outbound.relay.secure,
-        user: config.outbound.relay.user || undefined,
-        password: config.outbound.relay.password || undefined,
-      }
-    : undefined;
-  const signer = createDkimSigner({ workers: config.outbound.signingWorkers });
-  const extraCa = config.outbound.caFile ? readFileSync(config.outbound.caFile) : undefined;
-  const httpsCa = httpsCaList(extraCa);
-  // In sandbox mode there is no SMTP client at all: nothing can open a connection to an MX.
-  const permits = clusterRepo && createConnectionPermits({ repo: clusterRepo, node: nodeId, logger });
-  const pool = config.sandbox ? undefined : createSmtpClientPool({
-    connectionPermits: permits,
-    heloName: config.hostname,
-    logger,
-    resolver, // a relay given by name is resolved through our resolver, never the system's
-    clock,
-    ca: extraCa,
-    relay,
-    maxConnectionsPerHost: config.outbound.maxConnectionsPerHost,
-    maxConnections: config.outbound.maxConnections,
-    connectTimeoutMs: config.outbound.connectTimeoutMs,
-    greetingTimeoutMs: config.outbound.greetingTimeoutMs,
-    socketTimeoutMs: config.outbound.socketTimeoutMs,
-    transactionTimeoutMs: config.outbound.transactionTimeoutMs,
-    traces: config.outbound.traces.enabled,
-  });
-  const mx = createMxResolver(resolver, clock);
-  // With a relay it is the relay that meets the MX hosts and their policies.
-  const transport =
-    relay || !pool
-      ? undefined
-      : createTransportPolicy({
-        mtaSts: config.outbound.mtaSts.enabled
-          ? createMtaStsResolver({ resolver, clock, logger, store: stsPolicies, httpsPort: config.outbound.mtaSts.httpsPort, ca: httpsCa, fetchTimeoutMs: config.outbound.mtaSts.fetchTimeoutMs })
-          : undefined,
-        dane: config.outbound.dane.enabled ? createTlsaLookup(resolver, clock) : undefined,
-      });
-  engine = new DeliveryEngine({
-    deliveries,
-    messages: createMessageFactory({ signer, transformHtml: tracking.transformHtml }),
-    mx,
-    pool: pool ?? createSandboxTransport({ sandbox, logger }),
-    clock,
-    logger,
-    port: config.outbound.port,
-    route: pool ? relay : { host: SANDBOX_HOST, address: SANDBOX_HOST, port: 0 },
-    // Enough to keep every connection a destination may have busy, with as many ready behind them.
-    maxInFlightPerDomain: 2 * config.outbound.maxConnectionsPerHost,
-    transport,
-    onTlsVerdicts: (verdicts) => tlsCounter.record(verdicts),
-    // The sandbox sends nothing anywhere: no sources, nothing to shape.
-    ...(pool ? { shaper } : {}),
-    onHeld: (why, source, rollup, count) => metrics.held(source, rollup, why, count),
-  });
-  // Sandbox mode sends nothing by SMTP, TLS reports included.
-  const tlsReportSender = pool && createTlsReportSender({
-    reports: tlsReports,
-    pool,
-    mx,
-    signer,
-    serverKey: serverDkimKey,
-    hostname: config.hostname,
-    port: config.outbound.port,
-    relay,
-    resolver,
-    https: { ca: httpsCa, timeoutMs: config.webhooks.timeoutMs, allowPrivate: tlsReportConfig.allowPrivate },
-    clock,
-    logger,
-  });
-  /** One report run at a time: make the due reports (daily), then send what is due (retries too). */
-  let reportRun: Promise<unknown> = Promise.resolve();
-  const runTlsReports = (generate: boolean) => {
-    const run = reportRun.then(async () => {
-      const made = generate ? await tlsReports.generateDue() : undefined;
-      const sent = tlsReportSender ? await tlsReportSender.runDue() : undefined;
-      await stsPolicies.purgeExpired(clock.nowMs());
-      return { made, sent };
-    });
-    reportRun = run.catch(() => undefined);
-    return run;
-  };
+  // The outbound side: the SMTP client pool (none in sandbox mode), transport security, the
+  // delivery engine and the TLS reports it sends (composition/outbound-wiring.ts).
+  const outbound = wireOutbound({ config, logger, resolver, clock, deliveries, tracking, sandbox, shaper, metrics, tlsCounter, tlsReports, stsPolicies, serverDkimKey, cluster: clusterRepo && { repo: clusterRepo, node: nodeId } });
+  const { pool, signer, permits, runTlsReports } = outbound;
+  engine = outbound.engine;
   const listeners: Listeners = {};
   /** Listeners that were configured but failed to start. */
   const failedListeners = new Set<string>();
@@ -628,34 +454,6 @@ export async function createApp(opts: AppOptions) {
   });
   const adminRoutes: RouteDef[] = operatorRoutes({ queue, teams, domains, shaping, audit, health: adminHealth });
   adminRoutes.push(openApiRoute(() => adminRoutes, OPERATOR_API));
-
-  /** What a newcomer must know at start: sandbox mode, records that point at localhost, links that only this machine can open. */
-  function announceSettings(httpPort: number): void {
-    if (config.sandbox) {
-      logger.warn(
-        { event: 'sandbox', sandbox: true },
-        'SANDBOX MODE: domains may send before they verify, and every message is delivered to the capture mailbox (GET /v1/sandbox/messages) instead of any MX; nothing leaves this server by SMTP',
-      );
-    }
-    if (isLocalHostname(config.hostname)) logger.warn({ event: 'config.hostname', hostname: config.hostname }, localHostnameWarning(config.hostname, config.sandbox));
-    if (!config.sandbox) {
-      for (const s of config.outbound.sources) {
-        if (s.localAddress && !isLocalAddress(s.localAddress)) {
-          logger.warn(
-            { event: 'config.outbound.sources', source: s.name, localAddress: s.localAddress },
-            `egress source ${s.name}: ${s.localAddress} is not an address of this host; connections from it will fail and its mail will be deferred`,
-          );
-        }
-      }
-    }
-    if (isPublicUrlDerived(config)) {
-      const note = config.http.port === 0 && httpPort !== 0 ? ` (http.port is 0, so links name port 0 rather than ${httpPort})` : '';
-      logger.info(
-        { event: 'config.publicUrl', publicUrl: config.publicUrl, derived: true },
-        `publicUrl is not set: tracking, unsubscribe and confirmation links use ${config.publicUrl}${note}, derived from http.host and http.port; set publicUrl (POSTHORN_PUBLIC_URL) to the URL the world reaches`,
-      );
-    }
-  }
 
   function healthRoute(router: Router) {
     router.get('/health', async (ctx) => {
@@ -751,14 +549,14 @@ export async function createApp(opts: AppOptions) {
       http = await listenHttp(koa, config.http.host, config.http.port);
       listeners.http = { host: config.http.host, port: http.port };
       logger.info({ listener: 'http', host: config.http.host, port: http.port }, `HTTP API listening on ${config.http.host}:${http.port}`);
-      announceSettings(http.port);
-      const [inboundTls, submissionTls] = await Promise.all([listenerTls(config.inbound), listenerTls(config.submission)]);
-      const smtpCommon = { hostname: config.hostname, logger };
-      inboundListener = await startOrReport('inbound', config.inbound, logger, () =>
-        startInboundServer({
-          ...smtpCommon,
-          ...config.inbound,
-          tls: inboundTls,
+      announceSettings(config, logger, http.port);
+      ({ inbound: inboundListener, submission: submissionListener } = await startSmtpListeners({
+        config,
+        logger,
+        listenerTls,
+        listeners,
+        failed: failedListeners,
+        inbound: {
           router: inbound.router,
           reports: inbound.reports,
           received: inbound.received,
@@ -767,21 +565,9 @@ export async function createApp(opts: AppOptions) {
           unsubscribe: (token) => campaigns.unsubscribe(token),
           onMessage: (kind) => metrics.inbound(kind),
           tlsReports: receivedTlsReports,
-        }),
-      );
-      if (inboundListener) {
-        listeners.inbound = { host: config.inbound.host, port: inboundListener.port };
-        logger.info({ listener: 'inbound', ...listeners.inbound }, `inbound SMTP listening on ${config.inbound.host}:${inboundListener.port}`);
-      } else failedListeners.add('inbound');
-      submissionListener = await startOrReport('submission', config.submission, logger, () =>
-        startSubmissionServer({ ...smtpCommon, ...config.submission, tls: submissionTls, apiKeys, emails, rateLimiter, defaultRateLimit: config.rateLimit.perSecond }),
-      );
-      if (submissionListener) {
-        listeners.submission = { host: config.submission.host, port: submissionListener.port };
-        logger.info({ listener: 'submission', ...listeners.submission }, `submission SMTP listening on ${config.submission.host}:${submissionListener.port}`);
-      } else failedListeners.add('submission');
-      // Only when every one of them listens: a port that could not be bound was logged as an error.
-      if (inboundListener && submissionListener) logger.info({ inbound: listeners.inbound, submission: listeners.submission }, 'SMTP listeners started');
+        },
+        submission: { apiKeys, emails, rateLimiter, defaultRateLimit: config.rateLimit.perSecond },
+      }));
       const recounted = await campaigns.recoverCounts();
       if (recounted) logger.info({ recounted }, 'campaign counters a previous run left behind were counted');
       if (!cluster) {
@@ -816,7 +602,7 @@ export async function createApp(opts: AppOptions) {
       // Messages being stored finish and get their reply before the store closes.
       await Promise.all([inboundListener?.close(), submissionListener?.close()]);
       await engine!.stop();
-      await reportRun;
+      await outbound.reportsSettled();
       await tlsCounter.stop(); // the counts of the sessions just finished
       await webhookDispatcher.stop(); // unsent calls stay in the outbox for the next start
       await analytics.flush();

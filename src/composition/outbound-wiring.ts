@@ -1,0 +1,184 @@
+import { readFileSync } from 'node:fs';
+import type { Config } from '../config/defaults.js';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import type { DnsResolver } from '../lib/dns/dns-client.js';
+import { createConnectionPermits } from '../core/cluster/connection-permits.js';
+import type { createDeliveryService } from '../core/deliveries/delivery-service.js';
+import type { createTrackingService } from '../core/tracking/tracking-service.js';
+import type { createSandboxService } from '../core/sandbox/sandbox-service.js';
+import type { createTrafficShaper } from '../core/shaping/traffic-shaper.js';
+import type { createMetrics } from '../core/metrics/metrics.js';
+import type { createClusterRepository } from '../store/repositories/cluster-repository.js';
+import type { AppStore } from '../store/open-store.js';
+import type { SettingsRepository } from '../store/repositories/settings-repository.js';
+import { createMtaStsPoliciesRepository } from '../store/repositories/mta-sts-policies-repository.js';
+import { createTlsReportsRepository } from '../store/repositories/tls-reports-repository.js';
+import { createReceivedTlsReportsRepository } from '../store/repositories/received-tls-reports-repository.js';
+import { createStsPolicyCache } from '../core/tls-reports/sts-policy-cache.js';
+import { createTlsSessionCounter } from '../core/tls-reports/tls-session-counter.js';
+import { createTlsReportService } from '../core/tls-reports/tls-report-service.js';
+import { createReceivedTlsReportService } from '../core/tls-reports/received-tls-report-service.js';
+import { createServerDkimKeySource } from '../core/tls-reports/server-dkim-key.js';
+import { DeliveryEngine } from '../smtp/outbound/delivery-engine.js';
+import { createMessageFactory } from '../smtp/outbound/message-factory.js';
+import { createDkimSigner } from '../smtp/outbound/dkim-signer.js';
+import { createMxResolver } from '../smtp/outbound/mx-resolver.js';
+import { createSmtpClientPool } from '../smtp/outbound/smtp-client-pool.js';
+import { createSandboxTransport, SANDBOX_HOST } from '../smtp/outbound/sandbox-transport.js';
+import { createMtaStsResolver } from '../smtp/outbound/mta-sts-resolver.js';
+import { createTlsaLookup } from '../smtp/outbound/dane-verifier.js';
+import { createTransportPolicy } from '../smtp/outbound/transport-policy.js';
+import { createTlsReportSender } from '../smtp/outbound/tls-report-sender.js';
+import { httpsCaList } from '../smtp/outbound/https-client.js';
+
+// The outbound half of the composition root (src/app.ts): the DKIM signer, the SMTP client pool
+// (none in sandbox mode, so nothing can open a connection to an MX), MX resolution, transport
+// security (MTA-STS, DANE), the delivery engine, and the TLS reports Posthorn mails as itself.
+
+/**
+ * MTA-STS policies, TLS session counts and the reports made from them (RFC 8460), the reports
+ * other servers send us, and the server's own DKIM key that signs the reports it mails.
+ */
+export function wireTransportSecurity(o: { config: Config; logger: Logger; resolver: DnsResolver; clock: Clock; store: AppStore; settings: SettingsRepository }) {
+  const { config, logger, resolver, clock, store } = o;
+  const repo = createTlsReportsRepository(store.db);
+  const tlsCounter = createTlsSessionCounter({ repo, clock, logger });
+  const reportConfig = config.outbound.tlsReports;
+  const tlsReports = createTlsReportService({
+    repo,
+    counter: tlsCounter,
+    resolver,
+    clock,
+    logger,
+    organizationName: reportConfig.organizationName || config.hostname,
+    contactInfo: reportConfig.contactInfo || `postmaster@${config.hostname}`,
+    hostname: config.hostname,
+  });
+  return {
+    tlsCounter,
+    tlsReports,
+    receivedTlsReports: createReceivedTlsReportService({ repo: createReceivedTlsReportsRepository(store.db), clock }),
+    stsPolicies: createStsPolicyCache(createMtaStsPoliciesRepository(store.db)),
+    // Mail Posthorn sends as itself (TLS reports) is signed with the server's own key, made on first use.
+    serverDkimKey: createServerDkimKeySource({ settings: o.settings, hostname: config.hostname, selector: config.domains.dkimSelector }),
+  };
+}
+
+type TransportSecurity = ReturnType<typeof wireTransportSecurity>;
+
+export interface OutboundDeps {
+  config: Config;
+  logger: Logger;
+  resolver: DnsResolver;
+  clock: Clock;
+  deliveries: ReturnType<typeof createDeliveryService>;
+  tracking: ReturnType<typeof createTrackingService>;
+  sandbox: ReturnType<typeof createSandboxService>;
+  shaper: ReturnType<typeof createTrafficShaper>;
+  metrics: ReturnType<typeof createMetrics>;
+  tlsCounter: TransportSecurity['tlsCounter'];
+  tlsReports: TransportSecurity['tlsReports'];
+  stsPolicies: TransportSecurity['stsPolicies'];
+  serverDkimKey: TransportSecurity['serverDkimKey'];
+  /** On PostgreSQL: connection limits are the cluster's, counted in the store by this node. */
+  cluster: { repo: ReturnType<typeof createClusterRepository>; node: string } | undefined;
+}
+
+export function wireOutbound(deps: OutboundDeps) {
+  const { config, logger, resolver, clock, deliveries, tracking, sandbox, shaper, metrics, tlsCounter, tlsReports, stsPolicies, serverDkimKey } = deps;
+  const relay = config.outbound.relay.host
+    ? {
+        host: config.outbound.relay.host,
+        port: config.outbound.relay.port,
+        secure: config.outbound.relay.secure,
+        user: config.outbound.relay.user || undefined,
+        password: config.outbound.relay.password || undefined,
+      }
+    : undefined;
+  const signer = createDkimSigner({ workers: config.outbound.signingWorkers });
+  const extraCa = config.outbound.caFile ? readFileSync(config.outbound.caFile) : undefined;
+  const httpsCa = httpsCaList(extraCa);
+  // In sandbox mode there is no SMTP client at all: nothing can open a connection to an MX.
+  const permits = deps.cluster && createConnectionPermits({ repo: deps.cluster.repo, node: deps.cluster.node, logger });
+  const pool = config.sandbox ? undefined : createSmtpClientPool({
+    connectionPermits: permits,
+    heloName: config.hostname,
+    logger,
+    resolver, // a relay given by name is resolved through our resolver, never the system's
+    clock,
+    ca: extraCa,
+    relay,
+    maxConnectionsPerHost: config.outbound.maxConnectionsPerHost,
+    maxConnections: config.outbound.maxConnections,
+    connectTimeoutMs: config.outbound.connectTimeoutMs,
+    greetingTimeoutMs: config.outbound.greetingTimeoutMs,
+    socketTimeoutMs: config.outbound.socketTimeoutMs,
+    transactionTimeoutMs: config.outbound.transactionTimeoutMs,
+    traces: config.outbound.traces.enabled,
+  });
+  const mx = createMxResolver(resolver, clock);
+  // With a relay it is the relay that meets the MX hosts and their policies.
+  const transport =
+    relay || !pool
+      ? undefined
+      : createTransportPolicy({
+        mtaSts: config.outbound.mtaSts.enabled
+          ? createMtaStsResolver({ resolver, clock, logger, store: stsPolicies, httpsPort: config.outbound.mtaSts.httpsPort, ca: httpsCa, fetchTimeoutMs: config.outbound.mtaSts.fetchTimeoutMs })
+          : undefined,
+        dane: config.outbound.dane.enabled ? createTlsaLookup(resolver, clock) : undefined,
+      });
+  const engine = new DeliveryEngine({
+    deliveries,
+    messages: createMessageFactory({ signer, transformHtml: tracking.transformHtml }),
+    mx,
+    pool: pool ?? createSandboxTransport({ sandbox, logger }),
+    clock,
+    logger,
+    port: config.outbound.port,
+    route: pool ? relay : { host: SANDBOX_HOST, address: SANDBOX_HOST, port: 0 },
+    // Enough to keep every connection a destination may have busy, with as many ready behind them.
+    maxInFlightPerDomain: 2 * config.outbound.maxConnectionsPerHost,
+    transport,
+    onTlsVerdicts: (verdicts) => tlsCounter.record(verdicts),
+    // The sandbox sends nothing anywhere: no sources, nothing to shape.
+    ...(pool ? { shaper } : {}),
+    onHeld: (why, source, rollup, count) => metrics.held(source, rollup, why, count),
+  });
+  // Sandbox mode sends nothing by SMTP, TLS reports included.
+  const tlsReportSender = pool && createTlsReportSender({
+    reports: tlsReports,
+    pool,
+    mx,
+    signer,
+    serverKey: serverDkimKey,
+    hostname: config.hostname,
+    port: config.outbound.port,
+    relay,
+    resolver,
+    https: { ca: httpsCa, timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.outbound.tlsReports.allowPrivate },
+    clock,
+    logger,
+  });
+  /** One report run at a time: make the due reports (daily), then send what is due (retries too). */
+  let reportRun: Promise<unknown> = Promise.resolve();
+  const runTlsReports = (generate: boolean) => {
+    const run = reportRun.then(async () => {
+      const made = generate ? await tlsReports.generateDue() : undefined;
+      const sent = tlsReportSender ? await tlsReportSender.runDue() : undefined;
+      await stsPolicies.purgeExpired(clock.nowMs());
+      return { made, sent };
+    });
+    reportRun = run.catch(() => undefined);
+    return run;
+  };
+  return {
+    pool,
+    signer,
+    permits,
+    engine,
+    runTlsReports,
+    /** Resolves once the report run in progress, if any, has ended (a graceful stop waits for it). */
+    reportsSettled: () => reportRun,
+  };
+}

@@ -1,0 +1,64 @@
+import { join, resolve } from 'node:path';
+import type { Config } from '../config/defaults.js';
+import { createLogger, type Logger } from '../lib/logger.js';
+import { isPostgresUrl, openAppStore, type AppStore, type StoreSettings } from '../store/open-store.js';
+import { copySqliteToPostgres, type CopyProgress, type CopyReport } from '../store/store-copy.js';
+import { databaseUrlTarget } from '../store/pg/pg-store.js';
+import { migrateToLatest } from '../store/migrate.js';
+
+// Opening the store a configuration names (the composition root's first step), and the two
+// commands that need the store alone: migrate and store copy.
+
+/** The store file of a configuration. */
+const storeFile = (config: Config) => join(resolve(config.dataDir), 'posthorn.db');
+
+/** Where a configuration keeps its data: PostgreSQL at store.url, or SQLite in the data directory. */
+export function storeSettings(config: Config): StoreSettings {
+  return { url: config.store.url, file: storeFile(config), durability: config.store.durability, poolMax: config.store.pool.max, connectTimeoutMs: config.store.pool.connectTimeoutMs };
+}
+
+/** Pauses between attempts to reach a PostgreSQL store that is down at start: 1 s, doubling to 30 s. */
+const STORE_RETRY_FIRST_MS = 1000;
+const STORE_RETRY_MAX_MS = 30_000;
+
+/**
+ * Opens the store. A PostgreSQL server that cannot be reached is a clear error: logged with its
+ * host (never the password) and, when `wait` is set, retried until it answers.
+ */
+export async function openStoreOf(config: Config, logger: Logger, hooks: Parameters<typeof openAppStore>[1], wait: boolean): Promise<AppStore> {
+  for (let pause = STORE_RETRY_FIRST_MS; ; pause = Math.min(pause * 2, STORE_RETRY_MAX_MS)) {
+    try {
+      return await openAppStore(storeSettings(config), hooks);
+    } catch (err) {
+      if (!config.store.url) throw err;
+      const target = databaseUrlTarget(config.store.url);
+      const reason = (err as Error).message || String((err as { code?: unknown }).code ?? err);
+      if (!wait) throw new Error(`the PostgreSQL store at ${target} cannot be reached: ${reason}`);
+      logger.error({ event: 'store.unavailable', store: target, err: reason, retryInMs: pause }, `the PostgreSQL store at ${target} cannot be reached (${reason}); retrying in ${pause / 1000} s`);
+      await new Promise((r) => setTimeout(r, pause));
+    }
+  }
+}
+
+/** `posthorn migrate`: applies pending migrations without starting anything else. */
+export async function migrateStore(config: Config): Promise<string[]> {
+  const store = await openStoreOf(config, createLogger('silent'), {}, false);
+  try {
+    return (await migrateToLatest(store.db)).applied;
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * `posthorn store copy --to <url>`: copies this configuration's SQLite store (in dataDir) into
+ * the empty PostgreSQL database at `targetUrl` (store/store-copy.ts).
+ */
+export async function copyStoreTo(config: Config, targetUrl: string, onProgress?: (p: CopyProgress) => void): Promise<CopyReport> {
+  if (config.store.url) {
+    throw new Error(`the configured store is already PostgreSQL (store.url, ${databaseUrlTarget(config.store.url)}): store copy reads a SQLite installation; run it with store.url and POSTHORN_DATABASE_URL unset`);
+  }
+  if (!isPostgresUrl(targetUrl)) throw new Error('--to: must be a postgres:// or postgresql:// URL, such as postgres://user:password@host:5432/posthorn');
+  return copySqliteToPostgres({ sqliteFile: storeFile(config), targetUrl, onProgress });
+}
+
