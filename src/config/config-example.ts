@@ -46,7 +46,9 @@ function keyLines(k: ConfigKey): string[] {
       `# ${k.path.at(-1)} = ${tomlValue(valueAt(k.path))}`,
     ];
   }
-  return [...wrap(k.doc), `# env: ${k.env}`, `# ${k.path.at(-1)} = ${tomlValue(valueAt(k.path))}`];
+  const value = valueAt(k.path);
+  // A key with no default (its doc says what unset means) is shown without a value.
+  return [...wrap(k.doc), `# env: ${k.env}`, value === undefined ? `# ${k.path.at(-1)}: unset by default` : `# ${k.path.at(-1)} = ${tomlValue(value)}`];
 }
 
 function sectionLines(s: ConfigSection): string[] {

@@ -289,8 +289,8 @@ export const configSchema = z
         caFile: key(z.string().default(''), { doc: 'PEM file of extra CA certificates trusted for ENFORCED TLS, MTA-STS and TLS report posts (besides the system store).' }),
         maxConnectionsPerHost: key(z.number().int().positive().default(10), { doc: 'Concurrent SMTP connections to one destination host.' }),
         maxConnections: key(z.number().int().positive().default(100), { doc: 'Concurrent SMTP connections in total.' }),
-        signingWorkers: key(z.number().int().min(0).max(16).default(2), {
-          doc: 'Worker threads that compose and DKIM-sign messages (about 2 ms of CPU per message); 0 signs on the main thread.',
+        signingWorkers: key(z.number().int().min(0).max(16).optional(), {
+          doc: 'Worker threads that compose and DKIM-sign messages; 0 signs on the main thread. Unset: one less than the CPU cores (at least 1, at most 8), since the main thread needs a core of its own.',
         }),
         connectTimeoutMs: key(timeoutMs(3_600_000).default(30_000), {
           doc: 'TCP connect to a remote MX (or the relay), in milliseconds; then the next MX host is tried.',
