@@ -37,7 +37,12 @@ export interface AnalyticsServiceDeps {
 const DAY_MS = 24 * 60 * 60 * 1000;
 const SERIES_KEYS = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained'] as const;
 
+/** A UTC instant as toISOString writes it: its day is its first ten characters. */
+const UTC_ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z$/;
+
 function dayOf(iso: string, fallbackMs: number): string {
+  // Every event's time is written so; parsing and re-formatting it per event was measurable.
+  if (UTC_ISO.test(iso)) return iso.slice(0, 10);
   const ms = Date.parse(iso);
   return new Date(Number.isNaN(ms) ? fallbackMs : ms).toISOString().slice(0, 10);
 }
