@@ -17,6 +17,7 @@ import { promisify } from 'node:util';
 import { startBenchApp } from './bench-app.js';
 import { startSinkProcess } from './sink-process.js';
 import { runCampaignBench } from './campaign-bench.js';
+import { wrkLoad, wrkPath, type LoadResult } from './wrk-client.js';
 
 const run = promisify(execFile);
 const client = fileURLToPath(new URL('./load-client.js', import.meta.url));
@@ -25,17 +26,22 @@ const CONCURRENCY = Number(process.env.BENCH_REALISTIC_CONCURRENCY ?? 50);
 const BODY_BYTES = Number(process.env.BENCH_BODY_BYTES ?? 5000);
 const DURABILITY = (process.env.BENCH_DURABILITY ?? 'full') as 'full' | 'normal';
 
-interface LoadResult {
-  ok: number;
-  failed: number;
-  seconds: number;
-  latenciesMs: { p50: number; p99: number; max: number };
-}
-
+/** The Node load client (load-client.ts), in a process of its own. */
 async function load(url: string, key: string, body: string, total: number, concurrency: number): Promise<LoadResult> {
   const { stdout } = await run(process.execPath, [client, url, key, body, String(total), String(concurrency)], { maxBuffer: 1 << 20 });
   return JSON.parse(stdout) as LoadResult;
 }
+
+/** Sends before each measured load, so that both servers are warm. */
+const WARM_UP = 500;
+/**
+ * acceptance's load: the Node client, `total` sends; with BENCH_LOAD=wrk, wrk (wrk-client.ts)
+ * for BENCH_WRK_SECONDS (5).
+ */
+const WRK = wrkPath();
+const WRK_SECONDS = Number(process.env.BENCH_WRK_SECONDS ?? 5);
+const acceptanceLoad = (url: string, key: string, body: string, total: number, concurrency: number): Promise<LoadResult> =>
+  WRK ? wrkLoad(WRK, url, key, body, total === WARM_UP ? 1 : WRK_SECONDS, concurrency) : load(url, key, body, total, concurrency);
 
 const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 const cpuMs = (u: NodeJS.CpuUsage) => (u.user + u.system) / 1000;
@@ -53,9 +59,9 @@ async function ceiling(total: number): Promise<{ perSecond: number; p50: number;
   });
   const url = `http://127.0.0.1:${port}/v1/emails`;
   const body = JSON.stringify({ from: 'hello@bench-sender.com', to: 'user{i}@rcpt{d}.bench.test', subject: 'Ceiling', text: 'x'.repeat(800) });
-  await load(url, 'none', body, 500, 16);
+  await acceptanceLoad(url, 'none', body, WARM_UP, 16);
   const cpuBefore = processCpuMs(child.pid!);
-  const r = await load(url, 'none', body, total, CONCURRENCY);
+  const r = await acceptanceLoad(url, 'none', body, total, CONCURRENCY);
   const cpu = processCpuMs(child.pid!) - cpuBefore;
   child.kill('SIGTERM');
   return { perSecond: Math.round(r.ok / r.seconds), p50: round(r.latenciesMs.p50), p99: round(r.latenciesMs.p99), serverCpuMsPerRequest: round(cpu / Math.max(1, r.ok), 3) };
@@ -69,10 +75,10 @@ async function acceptance() {
   const url = `http://127.0.0.1:${bench.httpPort}/v1/emails`;
   const later = new Date(Date.now() + 365 * 86_400_000).toISOString();
   const body = JSON.stringify({ from: 'Bench <hello@bench-sender.com>', to: 'user{i}@rcpt{d}.bench.test', subject: 'Acceptance', text: 'x'.repeat(800), scheduledAt: later });
-  await load(url, key, body, 500, 16);
+  await acceptanceLoad(url, key, body, WARM_UP, 16);
   const profiler = process.env.BENCH_PROFILE ? await startProfile() : undefined;
   const cpuBefore = process.cpuUsage();
-  const r = await load(url, key, body, total, CONCURRENCY);
+  const r = await acceptanceLoad(url, key, body, total, CONCURRENCY);
   const cpu = cpuMs(process.cpuUsage(cpuBefore));
   if (profiler) await profiler.stop(process.env.BENCH_PROFILE!);
   await bench.close();
@@ -80,6 +86,7 @@ async function acceptance() {
   return {
     scenario: 'acceptance',
     durability: DURABILITY,
+    client: WRK ? 'wrk' : 'node',
     ceiling: ceil,
     posthorn: { ok: r.ok, failed: r.failed, perSecond, p50: round(r.latenciesMs.p50), p99: round(r.latenciesMs.p99), serverCpuMsPerRequest: round(cpu / Math.max(1, r.ok), 3) },
     ratioToCeiling: round(perSecond / ceil.perSecond, 2),
