@@ -1,18 +1,13 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
+import { startPgServer } from '../test/helpers/pg-server.js';
 
-// The benchmark's PostgreSQL: a throwaway cluster (initdb) in a temp directory on 127.0.0.1, like
-// test/helpers/pg-server.ts, but configured like a production server so that the figures mean
-// something: fsync and full-page writes on (the test server turns both off), and
-// pg_stat_statements loaded to count statements. Never a system service. As root, the cluster
-// belongs to the `postgres` user (initdb refuses root). BENCH_PG_BIN picks another bin directory.
-
-const BIN_DIRS = ['/usr/lib/postgresql/17/bin', '/usr/lib/postgresql/16/bin', '/usr/lib/postgresql/15/bin'];
-const USER = 'posthorn';
+// The benchmark's PostgreSQL: the throwaway cluster of test/helpers/pg-server.ts, but durable
+// like a production server so that the figures mean something (fsync and full-page writes on;
+// the tests' server turns both off), with pg_stat_statements loaded to count statements and
+// the whole run's WAL kept for pg_waldump. BENCH_PG_BIN picks another bin directory.
 
 export interface BenchPostgres {
   /** postgres://posthorn@127.0.0.1:<port>/postgres */
@@ -38,37 +33,6 @@ export interface WalDumpStats {
   records: number;
   recordBytes: number;
   fpiBytes: number;
-}
-
-function binDir(): string {
-  const dir = process.env.BENCH_PG_BIN ?? BIN_DIRS.find((d) => existsSync(join(d, 'initdb')));
-  if (!dir) throw new Error('PostgreSQL is not installed (no initdb in /usr/lib/postgresql/*/bin): apt-get install postgresql, or set BENCH_PG_BIN');
-  return dir;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-function ownerIds(): { uid: number; gid: number } | undefined {
-  if (process.getuid?.() !== 0) return undefined;
-  const id = (flag: string) => Number(spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' }).stdout.trim());
-  return { uid: id('-u'), gid: id('-g') };
-}
-
-function run(cmd: string, args: string[], opts: { cwd: string; uid?: number; gid?: number }): Promise<number | null> {
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, { ...opts, stdio: 'ignore' });
-    child.once('error', () => resolve(-1));
-    child.once('exit', (code) => resolve(code));
-  });
 }
 
 const CLOCK_TICK_MS = 1000 / Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim() || 100);
@@ -99,57 +63,31 @@ function parentOf(pid: number): number {
 }
 
 export async function startBenchPostgres(): Promise<BenchPostgres> {
-  const bin = binDir();
-  const dir = mkdtempSync(join(tmpdir(), 'posthorn-bench-pg-'));
-  const owner = ownerIds();
-  chmodSync(dir, 0o700);
-  if (owner) chownSync(dir, owner.uid, owner.gid);
-  const data = join(dir, 'data');
-  const as = owner ? { uid: owner.uid, gid: owner.gid } : {};
-  const made = spawnSync(join(bin, 'initdb'), ['-D', data, '-U', USER, '-A', 'trust', '-E', 'UTF8', '--locale=C'], { encoding: 'utf8', cwd: dir, ...as });
-  if (made.status !== 0) throw new Error(`initdb failed: ${made.stderr || made.stdout}`);
-  const version = spawnSync(join(bin, 'postgres'), ['--version'], { encoding: 'utf8' }).stdout.trim();
-  const logFile = join(dir, 'server.log');
-  const ctl = join(bin, 'pg_ctl');
-  let port = 0;
-  for (let attempt = 0; attempt < 5 && !port; attempt++) {
-    const candidate = await freePort();
-    const options = [
-      `-p ${candidate}`,
-      '-c listen_addresses=127.0.0.1',
-      `-c unix_socket_directories=${dir}`,
-      '-c max_connections=200',
-      '-c shared_buffers=256MB',
-      '-c shared_preload_libraries=pg_stat_statements',
-      '-c pg_stat_statements.track=all',
-      '-c pg_stat_statements.max=5000',
+  const server = await startPgServer({
+    durable: true,
+    binDir: process.env.BENCH_PG_BIN,
+    settings: {
+      max_connections: 200,
+      shared_buffers: '256MB',
+      shared_preload_libraries: 'pg_stat_statements',
+      'pg_stat_statements.track': 'all',
+      'pg_stat_statements.max': 5000,
       // The WAL of a whole run stays readable by pg_waldump (a checkpoint would recycle it).
-      '-c wal_keep_size=4096',
+      wal_keep_size: 4096,
       // Kept WAL means new segment files; a server in its steady state recycles old ones
       // instead of writing 16 MB of zeros into each new one, so neither does this one.
-      '-c wal_init_zero=off',
-      '-c max_wal_size=4GB',
-    ].join(' ');
-    if ((await run(ctl, ['-D', data, '-l', logFile, '-o', options, '-w', '-t', '60', 'start'], { cwd: dir, ...as })) === 0) port = candidate;
-  }
-  if (!port) {
-    const log = existsSync(logFile) ? readFileSync(logFile, 'utf8').slice(-4000) : '';
-    rmSync(dir, { recursive: true, force: true });
-    throw new Error(`PostgreSQL did not start: ${log}`);
-  }
-  const adminUrl = `postgres://${USER}@127.0.0.1:${port}/postgres`;
-  const killNow = () => {
-    spawnSync(ctl, ['-D', data, '-m', 'immediate', 'stop'], { cwd: dir, ...as });
-    rmSync(dir, { recursive: true, force: true });
-  };
-  process.once('exit', killNow);
-  const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
-  let stopping: Promise<void> | undefined;
+      wal_init_zero: 'off',
+      max_wal_size: '4GB',
+    },
+  });
+  process.once('exit', server.killNow);
+  const { adminUrl, binDir: bin, dataDir: data } = server;
+  const postmaster = server.pid();
   return {
     adminUrl,
     dataDir: data,
     binDir: bin,
-    version,
+    version: server.version,
     async createDatabase(name) {
       if (!/^[a-z][a-z0-9_]*$/.test(name)) throw new Error(`bad database name ${name}`);
       const c = new pg.Client({ connectionString: adminUrl });
@@ -193,12 +131,9 @@ export async function startBenchPostgres(): Promise<BenchPostgres> {
       }
       return { records: Number(m[1]), recordBytes: Number(m[2]), fpiBytes: Number(m[3]) };
     },
-    stop() {
-      return (stopping ??= (async () => {
-        await run(ctl, ['-D', data, '-m', 'fast', '-w', 'stop'], { cwd: dir, ...as });
-        rmSync(dir, { recursive: true, force: true });
-        process.removeListener('exit', killNow);
-      })());
+    async stop() {
+      await server.stop();
+      process.removeListener('exit', server.killNow);
     },
   };
 }

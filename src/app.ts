@@ -26,6 +26,7 @@ import { createTeamService } from './core/teams/team-service.js';
 import { createRateLimiter } from './core/rate-limit/rate-limiter.js';
 import { createSharedRateLimiter } from './core/rate-limit/shared-rate-limiter.js';
 import { createRateLimitsRepository } from './store/repositories/rate-limits-repository.js';
+import { createLoginFailuresRepository } from './store/repositories/login-failures-repository.js';
 import { createClusterRepository } from './store/repositories/cluster-repository.js';
 import { createClusterService, type ClusterService } from './core/cluster/cluster-service.js';
 import { createDomainService } from './core/domains/domain-service.js';
@@ -373,13 +374,14 @@ export async function createApp(opts: AppOptions) {
 
   // The web console's people and its background imports (docs/console.md).
   const consoleUsersRepo = createConsoleUsersRepository(store.db);
-  const users = createUserService({ users: consoleUsersRepo, clock, teamExists: async (id) => !!(await teams.get(id)) });
+  // Failed sign-ins are rows, so the limits hold for the cluster and across restarts.
+  const loginThrottle = createLoginThrottle({ failures: createLoginFailuresRepository(store.db), clock, onPruneError: (err) => logger.warn({ err }, 'pruning failed sign-ins failed') });
+  const users = createUserService({ users: consoleUsersRepo, clock, teamExists: async (id) => !!(await teams.get(id)), onPasswordReset: (email) => loginThrottle.forgetAccount(email) });
   const sessions = createSessionService({
     users: consoleUsersRepo,
     clock,
     policy: { idleMs: config.console.sessionIdleMinutes * 60_000, absoluteMs: config.console.sessionMaxHours * 3_600_000 },
   });
-  const loginThrottle = createLoginThrottle(clock);
   const contactImports = createContactImportService({ imports: createContactImportsRepository(store.db), contacts, clock, logger, node: nodeId, cluster: store.kind === 'postgres' });
   const overview = createOverviewService({ domains, webhooks, analytics });
 

@@ -54,7 +54,7 @@ export function loginPages(r: Router, d: PageDeps): void {
       return form(ctx, { email, next, status: 403, message: 'The sign-in form had expired. Please sign in again.' });
     }
     if (!email || !password) return form(ctx, { email, next, status: 400, message: 'Enter your email and your password.' });
-    const decision = d.loginThrottle.check(email, ctx.ip);
+    const decision = await d.loginThrottle.begin(email, ctx.ip);
     if (!decision.allowed) {
       const minutes = Math.ceil(decision.retryAfterSeconds / 60);
       ctx.set('Retry-After', String(decision.retryAfterSeconds));
@@ -67,11 +67,9 @@ export function loginPages(r: Router, d: PageDeps): void {
       });
     }
     const user = await d.users.verifyCredentials(email, password);
-    if (!user) {
-      d.loginThrottle.recordFailure(email, ctx.ip);
-      return form(ctx, { email, next, status: 401, message: 'That email and password do not match an account.' });
-    }
-    d.loginThrottle.recordSuccess(email);
+    // A wrong password leaves the attempt counted as a failure.
+    if (!user) return form(ctx, { email, next, status: 401, message: 'That email and password do not match an account.' });
+    await decision.attempt.succeeded();
     const session = await d.sessions.create(user.id);
     setCookie(ctx, SESSION_COOKIE, session.token, { secure, sameSite: 'Lax', maxAgeSeconds: d.sessions.policy.absoluteMs / 1000 });
     clearCookie(ctx, LOGIN_COOKIE, { secure, sameSite: 'Strict' });

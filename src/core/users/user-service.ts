@@ -39,6 +39,8 @@ export interface UserServiceDeps {
   users: ConsoleUsersRepository;
   clock: Clock;
   teamExists(teamId: number): Promise<boolean>;
+  /** After an operator's reset: the account's failed sign-ins stop counting (the guesser's password is gone). */
+  onPasswordReset?(email: string): Promise<void>;
 }
 
 export function createUserService(deps: UserServiceDeps) {
@@ -82,13 +84,14 @@ export function createUserService(deps: UserServiceDeps) {
       return userView(await find(idOrEmail));
     },
 
-    /** Sets a new password (generated when none is given) and ends every session of the user. */
+    /** Sets a new password (generated when none is given), ends every session of the user and lifts its sign-in lock. */
     async resetPassword(idOrEmail: string, password?: string): Promise<{ user: ConsoleUserView; password: string; generated: boolean }> {
       const u = await find(idOrEmail);
       const generated = password === undefined;
       const next = password ?? generatePassword();
       checkPassword(next);
       await users.setPassword(u.id, await hashPassword(next), clock.now().toISOString());
+      await deps.onPasswordReset?.(u.email);
       return { user: userView(u), password: next, generated };
     },
 

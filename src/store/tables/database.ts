@@ -551,6 +551,15 @@ export interface ConsoleSessionsTable {
   last_seen_ms: number;
 }
 
+/** One failed console sign-in, counted against one key (migration 20261126090000-login-failures). */
+export interface LoginFailuresTable {
+  id: Generated<number>;
+  /** `a:` (the account) or `i:` (the client address), then the SHA-256 of the value (base64url). */
+  key: string;
+  /** epoch ms of the attempt */
+  at_ms: number;
+}
+
 export type ContactImportStatus = 'RUNNING' | 'DONE' | 'FAILED';
 
 export interface ContactImportsTable {
@@ -580,6 +589,7 @@ export interface Database {
   connection_leases: ConnectionLeasesTable;
   console_users: ConsoleUsersTable;
   console_sessions: ConsoleSessionsTable;
+  login_failures: LoginFailuresTable;
   contact_imports: ContactImportsTable & ContactImportOwnerColumns;
   operator_keys: OperatorKeysTable;
   operator_audit: OperatorAuditTable;
