@@ -35,10 +35,6 @@ import { createTemplateService } from './core/templates/template-service.js';
 import { createDeliveryService } from './core/deliveries/delivery-service.js';
 import { DeliveryEngine } from './smtp/outbound/delivery-engine.js';
 import { createHttpApp, listenHttp, type RunningHttpServer } from './api/http-server.js';
-import { apiKeysRoutes } from './api/routes/api-keys-routes.js';
-import { emailsRoutes } from './api/routes/emails-routes.js';
-import { templatesRoutes } from './api/routes/templates-routes.js';
-import { domainsRoutes } from './api/routes/domains-routes.js';
 import { startCronJobs, type CronJobs } from './scheduler/cron-jobs.js';
 import type { RouteDef } from './api/route-types.js';
 import { createContactBooksRepository } from './store/repositories/contact-books-repository.js';
@@ -48,23 +44,18 @@ import { createContactBookService } from './core/contacts/contact-book-service.j
 import { createContactService } from './core/contacts/contact-service.js';
 import { createSegmentService } from './core/segments/segment-service.js';
 import { createSuppressionService } from './core/suppressions/suppression-service.js';
-import { contactBooksRoutes } from './api/routes/contact-books-routes.js';
-import { campaignsRoutes } from './api/routes/campaigns-routes.js';
 import { unsubscribeRoutes } from './api/unsubscribe-routes.js';
 import { createCampaignService } from './core/campaigns/campaign-service.js';
 import { verifyUnsubscribeToken } from './core/campaigns/unsubscribe-token.js';
 import { createCampaignsRepository } from './store/repositories/campaigns-repository.js';
 import { startCampaignRunner, type CampaignRunner } from './scheduler/campaign-runner.js';
-import { contactConfirmationPages, contactsRoutes } from './api/routes/contacts-routes.js';
-import { segmentsRoutes } from './api/routes/segments-routes.js';
-import { suppressionsRoutes } from './api/routes/suppressions-routes.js';
+import { contactConfirmationPages } from './api/routes/contacts-routes.js';
 import { toNodeStyleResolver } from './lib/dns/dns-client.js';
 import { createReceivedEmailsRepository } from './store/repositories/received-emails-repository.js';
 import { createInboundReportsRepository } from './store/repositories/inbound-reports-repository.js';
 import { createInboundRouter } from './core/received/inbound-router.js';
 import { createReportService } from './core/received/report-service.js';
 import { createReceivedEmailService } from './core/received/received-email-service.js';
-import { receivedEmailsRoutes } from './api/routes/received-emails-routes.js';
 import { createListenerTlsSource } from './smtp/listener-tls.js';
 import type { SmtpListener } from './smtp/smtp-listener.js';
 import { createWebhooksRepository } from './store/repositories/webhooks-repository.js';
@@ -75,10 +66,9 @@ import { createWebhookOutbox } from './core/webhooks/webhook-outbox.js';
 import { createAnalyticsService } from './core/analytics/analytics-service.js';
 import { createTrackingService } from './core/tracking/tracking-service.js';
 import { WebhookDispatcher } from './http-out/webhook-dispatcher.js';
-import { webhooksRoutes } from './api/routes/webhooks-routes.js';
-import { analyticsRoutes } from './api/routes/analytics-routes.js';
 import { trackingRoutes } from './api/tracking-routes.js';
 import { OPERATOR_API, openApiRoute } from './api/openapi-document.js';
+import { publicApiRoutes } from './composition/api-routes.js';
 import { operatorRoutes } from './api/admin/operator-routes.js';
 import { metricsRoute } from './api/admin/metrics-route.js';
 import { createOperatorKeysRepository } from './store/repositories/operator-keys-repository.js';
@@ -95,8 +85,6 @@ import { createShapingOperator } from './core/shaping/shaping-view.js';
 import { createShapingRepository } from './store/repositories/shaping-repository.js';
 import { createSandboxMessagesRepository } from './store/repositories/sandbox-messages-repository.js';
 import { createSandboxService } from './core/sandbox/sandbox-service.js';
-import { sandboxRoutes } from './api/routes/sandbox-routes.js';
-import { tlsReportsRoutes } from './api/routes/tls-reports-routes.js';
 import { mtaStsRoutes } from './api/mta-sts-routes.js';
 import { createConsoleUsersRepository } from './store/repositories/console-users-repository.js';
 import { createContactImportsRepository } from './store/repositories/contact-imports-repository.js';
@@ -394,15 +382,7 @@ export async function createApp(opts: AppOptions) {
 
   const services = { campaigns, templates, teams, apiKeys, events, domains, emails, deliveries, contactBooks, contacts, segments, suppressions, webhooks, webhookOutbox, analytics, tracking, sandbox, tlsReports, operatorKeys, audit, queue, contactImports, users, sessions, overview, shaping };
 
-  const routes: RouteDef[] = [...apiKeysRoutes(apiKeys), ...domainsRoutes(domains), ...emailsRoutes(emails), ...templatesRoutes(templates)];
-  routes.push(...campaignsRoutes(campaigns));
-  routes.push(...contactBooksRoutes(contactBooks), ...contactsRoutes(contacts), ...segmentsRoutes(segments), ...suppressionsRoutes(suppressions));
-  routes.push(...receivedEmailsRoutes(inbound.received));
-  routes.push(...webhooksRoutes(webhooks), ...analyticsRoutes(analytics));
-  routes.push(...sandboxRoutes(sandbox));
-  routes.push(...tlsReportsRoutes(receivedTlsReports));
-  // The machine-readable description of all of the above (and of itself), public.
-  routes.push(openApiRoute(() => routes));
+  const routes = publicApiRoutes({ apiKeys, domains, emails, templates, campaigns, contactBooks, contacts, segments, suppressions, received: inbound.received, webhooks, analytics, sandbox, receivedTlsReports });
   let cron: CronJobs | undefined;
   // The outbound side: the SMTP client pool (none in sandbox mode), transport security, the
   // delivery engine and the TLS reports it sends (composition/outbound-wiring.ts).
