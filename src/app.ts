@@ -227,8 +227,8 @@ export async function createApp(opts: AppOptions) {
     clock,
     logger,
     maxAgeMs: config.outbound.maxAgeHours * 3_600_000,
-    // One still in flight when it runs out (a backlog behind a slow host) is not attempted
-    // twice: the engine skips what it is already attempting.
+    // Renewed while the attempt is under way (a backlog behind a slow host can outlast it): it
+    // runs out only when its holder died or could not record the result.
     leaseMs: config.outbound.leaseMs,
     owner: nodeId,
     observe: (samples) => {

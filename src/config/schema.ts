@@ -309,7 +309,7 @@ export const configSchema = z
           env: 'POSTHORN_OUTBOUND_TRANSACTION_TIMEOUT_MS',
         }),
         leaseMs: key(z.number().int().min(1000).default(10 * 60_000), {
-          doc: 'How long a claimed delivery stays leased, in milliseconds: longer than a transaction usually takes; a delivery still leased when its owner died is claimed again after it.',
+          doc: 'How long a claimed delivery stays leased, in milliseconds (renewed every third of it while its attempt is under way); a delivery still leased when its owner died, or could not record the result, is claimed again after it.',
         }),
         traces: section(
           {

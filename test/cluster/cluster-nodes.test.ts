@@ -171,6 +171,61 @@ test.serial('the per-destination connection limit holds for the cluster: two nod
   t.true(w.sink.peakConnections <= 2, `peak ${w.sink.peakConnections} sessions`);
 });
 
+test.serial('a live node keeps the leases of what it is still sending: held past the lease, nothing is sent twice by either node', async (t) => {
+  // Replies to DATA are held: two sessions (the cluster's limit) are busy and the other
+  // messages wait in their node's pool behind them. Then more than a lease passes, in steps of
+  // a third of a lease (as real time would pass, with claim rounds in between): each node must
+  // renew the leases of its own work, or a sweep frees them and a node sends them again.
+  const leaseMs = w.t0.config.outbound.leaseMs;
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let held = 0;
+  let onHold = () => undefined as void;
+  w.sink.setBehaviour({
+    holdData: () => {
+      held++;
+      onHold();
+      return gate;
+    },
+  });
+  const before = w.sink.messages.length;
+  const ids: string[] = [];
+  try {
+    for (let i = 0; i < 4; i++) {
+      const res = await nodes()[i % 2]!.request('POST', '/v1/emails', { body: sendBody(w, { to: `kept${i}@example.net`, subject: `kept ${i}` }) });
+      t.is(res.status, 200);
+      ids.push(res.body.emailId);
+    }
+    await new Promise<void>((resolve) => {
+      onHold = () => (held >= 2 ? resolve() : undefined);
+      onHold();
+    });
+    const db = w.t0.app.store.db;
+    const leases = async () => db.selectFrom('deliveries').select(['lease_owner', 'lease_until']).where('email_id', 'in', ids).execute();
+    for (let step = 1; step <= 4; step++) {
+      clock.advance(Math.ceil(leaseMs / 3) + 1);
+      w.t0.app.engine.wake();
+      b.app.engine.wake();
+      // Each node's next claim round renews its own leases to a lease from now.
+      const deadline = Date.now() + 30_000;
+      let rows = await leases();
+      while (rows.some((r) => r.lease_owner === null || Number(r.lease_until) < clock.nowMs() + leaseMs)) {
+        if (Date.now() > deadline) return t.fail(`step ${step}: leases not renewed: ${JSON.stringify(rows)}`);
+        await new Promise((r) => setImmediate(r));
+        rows = await leases();
+      }
+    }
+    t.is(held, 2, 'the sessions are still held; nothing was sent again meanwhile');
+  } finally {
+    release();
+    w.sink.setBehaviour({ holdData: undefined });
+  }
+  await w.sink.waitForMessages(before + 4, 30_000);
+  await Promise.all([w.settle(), b.app.engine.whenIdle()]);
+  for (let i = 0; i < 4; i++) t.is(w.sink.messages.filter((m) => m.rcptTo.includes(`kept${i}@example.net`)).length, 1, `kept${i}: sent once`);
+  for (const id of ids) t.is((await w.t0.request('GET', `/v1/emails/${id}`)).body.latestStatus, 'DELIVERED');
+});
+
 test.serial('a dead node\'s leases are taken over at once, not when they run out', async (t) => {
   // A node that died: it was heard from long ago and still holds a delivery lease for hours.
   const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'orphan@example.net', subject: 'orphan', scheduledAt: new Date(clock.nowMs() + 60_000).toISOString() }) });

@@ -198,7 +198,7 @@ test.serial('an email whose attempt is in flight can no longer be cancelled, res
   t.is((await get(res.body.emailId)).latestStatus, 'SCHEDULED');
   t.is((await repo.findById(d!.id))!.state, 'queued');
   // Once the attempt has ended (here: the lease is let go), cancel works again.
-  await repo.releaseLeases([d!.id]);
+  await repo.releaseLeases([d!.id], 'another-engine');
   t.is((await w.t0.request('POST', `/v1/emails/${res.body.emailId}/cancel`)).status, 200);
   t.is((await repo.findById(d!.id))!.state, 'cancelled');
 });

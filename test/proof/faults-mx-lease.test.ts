@@ -3,9 +3,11 @@ import { ManualClock } from '../../src/lib/clock.js';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
 import { startFaultyMx, type FaultyMx } from './helpers/faulty-mx.js';
 
-// Proof: a delivery lease that runs out (by the clock) while its transaction is still in
-// flight, held by a slow MX or queued behind the per-host limit, does not make the engine
-// claim the rows again and send the message a second time.
+// Proof: a transaction still in flight when its delivery lease would run out (by the clock),
+// held by a slow MX or queued behind the per-host limit, keeps its lease (the engine renews it
+// before its sweep looks for expired ones): its rows are not freed, claimed again and sent a
+// second time. The claim that meets rows whose attempt ended while it ran is
+// test/smtp/outbound/delivery-engine.test.ts; two nodes, test/cluster/cluster-nodes.test.ts.
 //
 // A file of its own: the sessions must stay held for as long as the test needs, whatever the
 // load on the machine, so the SMTP client's real-time timeouts are set far beyond anything the
@@ -54,9 +56,10 @@ test('an MX that holds sessions past the delivery lease: nothing in flight is cl
   const firstLease = Math.max(...(await leasedUntil()));
   clock.advance(11 * 60_000);
   w.t0.app.engine.wake();
-  // Wait for the engine's next claim round: the sweep frees the expired leases and the claim takes the rows again.
+  // Wait for the engine's next claim round: it renews the leases of what it is still sending
+  // (before its sweep, which would free them otherwise).
   while ((await leasedUntil()).some((u) => u <= firstLease)) await new Promise((r) => setImmediate(r));
-  t.is(mx.stalled, 10, 'the held sessions are still in flight when the rows are claimed again');
+  t.is(mx.stalled, 10, 'the held sessions are still in flight when the leases are renewed');
 
   mx.setFault('none', { keepOpen: true });
   t.is(mx.release(), 10);

@@ -120,6 +120,19 @@ const NO_STATUS_CHANGE = -1;
 export function createDeliveryService(deps: DeliveryServiceDeps) {
   const { clock } = deps;
   let lastLeaseSweepMs = -Infinity;
+  let lastRenewalMs = -Infinity;
+
+  /**
+   * A lease only says "the holder died" when it runs out: the leases of deliveries this node is
+   * still attempting (a backlog behind a slow host can wait longer than a lease) are renewed
+   * once a third of a lease has passed since the last renewal, so neither this node's sweep nor
+   * another node's frees them and has them sent a second time while their attempt goes on.
+   */
+  async function keepLeases(attempting: ReadonlySet<number>, now: number): Promise<void> {
+    if (!attempting.size || (now - lastRenewalMs < deps.leaseMs / 3 && now >= lastRenewalMs)) return;
+    await deps.deliveries.renewLeases([...attempting], deps.owner, now + deps.leaseMs);
+    lastRenewalMs = now;
+  }
 
   /**
    * Suppressions are checked again when a delivery is due, not only at acceptance: a send
@@ -202,9 +215,15 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
   }
 
   const service = {
-    /** Claims due deliveries (none for `skipDomains`) and groups them by (email, destination domain). */
-    async claim(limit: number, skipDomains: readonly string[] = []): Promise<DeliveryGroup[]> {
+    /**
+     * Claims due deliveries (none for `skipDomains`) and groups them by (email, destination
+     * domain). `attempting`: the deliveries this node's attempts are still under way for, whose
+     * leases are kept (renewed before the sweep, with its time: a clock that jumped past them
+     * does not free them either).
+     */
+    async claim(limit: number, skipDomains: readonly string[] = [], attempting: ReadonlySet<number> = new Set()): Promise<DeliveryGroup[]> {
       const now = clock.nowMs();
+      await keepLeases(attempting, now);
       if (now - lastLeaseSweepMs >= LEASE_SWEEP_INTERVAL_MS || now < lastLeaseSweepMs) {
         lastLeaseSweepMs = now;
         const released = await deps.deliveries.releaseExpiredLeases(now);
@@ -242,9 +261,14 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       return dropSuppressed(groups);
     },
 
+    /** The leases of deliveries still being attempted, renewed when due (for an engine that is not claiming: claim() does it). */
+    async keepLeases(attempting: ReadonlySet<number>): Promise<void> {
+      await keepLeases(attempting, clock.nowMs());
+    },
+
     /** Puts claimed rows back untouched, still due (not attempted: their destination was busy). */
     async releaseGroups(groups: readonly DeliveryGroup[]): Promise<void> {
-      await deps.deliveries.releaseLeases(groups.flatMap((g) => g.deliveries.map((d) => d.id)));
+      await deps.deliveries.releaseLeases(groups.flatMap((g) => g.deliveries.map((d) => d.id)), deps.owner);
     },
 
     /**

@@ -87,6 +87,8 @@ export class DeliveryEngine {
   private readonly inFlight = new Set<Promise<void>>();
   /** Delivery ids being attempted by this process right now. */
   private readonly inFlightDeliveries = new Set<number>();
+  /** Delivery ids whose attempts ended while the current claim was being made (none between claims). */
+  private endedDuringClaim: Set<number> | undefined;
   private readonly messageCache = new Map<string, { message: Promise<Buffer>; users: number }>();
   private running = false;
   private loopDone: Promise<void> | undefined;
@@ -149,28 +151,49 @@ export class DeliveryEngine {
       // Claim in large batches: wait until half the in-flight capacity is free, so each
       // claim round trip takes many rows instead of one per finished transaction.
       if (this.inFlight.size >= Math.max(1, this.maxInFlight / 2)) {
+        // No claim, so no lease renewal in it, until a slot frees: the leases of the work in
+        // flight are kept from here, looked at every idle poll.
+        try {
+          await this.options.deliveries.keepLeases(this.inFlightDeliveries);
+        } catch (err) {
+          this.options.logger.error({ err }, 'renewing the leases of deliveries in flight failed');
+        }
         // One waiter, woken by whichever transaction finishes next (Promise.race over
         // hundreds of in-flight promises on every wake-up was measurable CPU).
-        await new Promise<void>((resolve) => (this.slotFreed = resolve));
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, this.idlePollMs);
+          timer.unref?.();
+          this.slotFreed = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
         continue;
       }
       this.pendingWake = false;
       let groups: DeliveryGroup[] = [];
       const full = [...this.inFlightByDomain].filter(([, n]) => n >= this.maxPerDomain).map(([domain]) => domain);
+      this.endedDuringClaim = new Set();
       try {
         // Holds an operator lifted, or put in place, from another process (a few seconds late at most).
         await this.options.shaper?.maybeRefresh();
-        groups = await this.options.deliveries.claim(Math.min(this.claimBatch, this.maxInFlight - this.inFlight.size), full);
+        groups = await this.options.deliveries.claim(Math.min(this.claimBatch, this.maxInFlight - this.inFlight.size), full, this.inFlightDeliveries);
       } catch (err) {
         this.options.logger.error({ err }, 'claiming deliveries failed');
       }
+      const ended = this.endedDuringClaim;
+      this.endedDuringClaim = undefined;
       const heldBack: DeliveryGroup[] = [];
       for (const g of groups) {
-        // A lease can run out while its transaction is still here, queued behind the per-host
-        // limit or held by a slow MX (a host that stalls every session, with a backlog): the
-        // sweep frees the rows and this claim takes them again (with a fresh lease, so they
-        // stay ours). Attempting them a second time at once would send the message twice.
-        const fresh = g.deliveries.filter((d) => !this.inFlightDeliveries.has(d.id));
+        // The claim keeps the leases of what is in flight, but one can still run out (the
+        // renewal failed, the store was away): the sweep frees the rows and this claim takes
+        // them again. Attempting them again would send the message twice. Those still in flight
+        // keep the fresh lease (theirs now). Those whose attempt ended while the claim was
+        // being made (its rows taken before its results were written) go back: the results
+        // cleared the lease, or (an attempt that never started) they are due again, unattempted.
+        const fresh = g.deliveries.filter((d) => !this.inFlightDeliveries.has(d.id) && !ended.has(d.id));
+        const over = fresh.length === g.deliveries.length ? [] : g.deliveries.filter((d) => ended.has(d.id) && !this.inFlightDeliveries.has(d.id));
+        if (over.length) heldBack.push({ ...g, deliveries: over });
         if (fresh.length === 0) continue;
         const group = fresh.length === g.deliveries.length ? g : { ...g, deliveries: fresh };
         // One claim can take more of a domain than it may have in flight: the rest goes back,
@@ -258,7 +281,10 @@ export class DeliveryEngine {
     try {
       await this.attemptAndRecord(group);
     } finally {
-      for (const d of group.deliveries) this.inFlightDeliveries.delete(d.id);
+      for (const d of group.deliveries) {
+        this.inFlightDeliveries.delete(d.id);
+        this.endedDuringClaim?.add(d.id);
+      }
     }
   }
 

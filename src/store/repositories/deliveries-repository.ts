@@ -177,9 +177,24 @@ export function createDeliveriesRepository(db: Db) {
       );
     },
 
-    async releaseLeases(ids: number[]): Promise<void> {
+    /** Puts back queued rows `owner` holds; a row it no longer holds (another node took it since) keeps that lease. */
+    async releaseLeases(ids: number[], owner: string): Promise<void> {
       if (!ids.length) return;
-      await db.updateTable('deliveries').set({ lease_owner: null, lease_until: null }).where('id', 'in', ids).where('state', '=', 'queued').execute();
+      await db.updateTable('deliveries').set({ lease_owner: null, lease_until: null }).where('id', 'in', ids).where('lease_owner', '=', owner).where('state', '=', 'queued').execute();
+    },
+
+    /**
+     * Extends to `untilMs` the leases `owner` holds on these queued rows (attempts still under
+     * way); a row recorded, released or taken by another node since is left as it is.
+     */
+    async renewLeases(ids: number[], owner: string, untilMs: number): Promise<number> {
+      if (!ids.length) return 0;
+      return sync.write(
+        () =>
+          sync.sqlite
+            .prepare(`update deliveries set lease_until = ? where id in (select value from json_each(?)) and lease_owner = ? and state = 'queued'`)
+            .run(untilMs, JSON.stringify(ids), owner).changes,
+      );
     },
 
     /**

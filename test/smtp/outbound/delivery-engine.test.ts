@@ -2,7 +2,8 @@ import test from 'ava';
 import { ManualClock } from '../../../src/lib/clock.js';
 import { createLogger } from '../../../src/lib/logger.js';
 import { DeliveryEngine } from '../../../src/smtp/outbound/delivery-engine.js';
-import type { DeliveryGroup, DeliveryService } from '../../../src/core/deliveries/delivery-service.js';
+import type { AttemptResult, DeliveryGroup, DeliveryService } from '../../../src/core/deliveries/delivery-service.js';
+import type { TransactionResult } from '../../../src/smtp/outbound/smtp-client-types.js';
 
 // The engine's loop against a store whose claim we hold: the shutdown races that the
 // composed app only meets by chance.
@@ -42,3 +43,80 @@ test('stop() while a claim is in progress settles once the claim returns, howeve
   await stopped;
   t.is(claims, 1, 'no claim round after stop()');
 });
+
+test('a row whose attempt ends while a claim is being made is not attempted again when that claim returns it', async (t) => {
+  // The store's view: the claim's UPDATE took delivery 1 again (its lease had run out and the
+  // sweep freed it) just before its attempt's results were written; the engine sees the claim's
+  // rows only after that attempt has ended. Sending it again would send the message twice.
+  const group = {
+    email: { id: 'em_1', team_id: 1 },
+    domain: { name: 'example.com', bounceLabel: 'b', tlsPolicy: 'OPPORTUNISTIC' },
+    rcptDomain: 'example.net',
+    deliveries: [{ id: 1, recipient: 'r@example.net' }],
+  } as unknown as DeliveryGroup;
+  const secondClaim = deferred<void>();
+  const secondClaimResult = deferred<DeliveryGroup[]>();
+  const held = deferred<TransactionResult>();
+  const recorded = deferred<void>();
+  const attempting: number[][] = [];
+  const released: number[][] = [];
+  const results: AttemptResult[][] = [];
+  let claims = 0;
+  let sends = 0;
+  const deliveries = {
+    claim: (_limit: number, _skip: readonly string[], inFlight?: ReadonlySet<number>) => {
+      attempting.push([...(inFlight ?? [])]);
+      claims++;
+      if (claims === 1) return Promise.resolve([group]);
+      if (claims === 2) {
+        secondClaim.resolve();
+        return secondClaimResult.promise;
+      }
+      return Promise.resolve([]);
+    },
+    complete: async (_g: DeliveryGroup, _started: Date | null, r: AttemptResult[]) => {
+      results.push(r);
+      recorded.resolve();
+    },
+    releaseGroups: async (groups: DeliveryGroup[]) => {
+      released.push(groups.flatMap((g) => g.deliveries.map((d) => d.id)));
+    },
+    keepLeases: async () => undefined,
+  } as unknown as DeliveryService;
+  const engine = new DeliveryEngine({
+    deliveries,
+    messages: { build: async () => Buffer.from('Subject: x\r\n\r\nx\r\n') } as never,
+    mx: {} as never,
+    pool: {
+      abandonQueued: () => 0,
+      send: () => {
+        sends++;
+        return sends === 1 ? held.promise : Promise.resolve(delivered());
+      },
+    } as never,
+    clock: new ManualClock(0),
+    logger: createLogger('silent'),
+    port: 25,
+    route: { host: 'mx.example.net', address: '127.0.0.1', port: 25 },
+    idlePollMs: 3_600_000,
+  });
+  engine.start();
+  t.teardown(() => engine.stop());
+  // The first attempt is on the wire; the next claim round starts.
+  engine.wake();
+  await secondClaim.promise;
+  held.resolve(delivered());
+  await recorded.promise;
+  // The attempt's end (after its results are written) is a few promise steps later.
+  await new Promise((r) => setImmediate(r));
+  secondClaimResult.resolve([group]);
+  await engine.whenIdle();
+  t.is(sends, 1, 'sent once');
+  t.is(results.length, 1);
+  t.deepEqual(released, [[1]], 'the row goes back (its lease, if the results did not clear it)');
+  t.deepEqual(attempting[1], [1], 'the claim was told what was in flight (its leases are kept)');
+});
+
+function delivered(): TransactionResult {
+  return { connected: true, transactionStarted: true, secure: false, remoteHost: 'mx.example.net', recipients: [{ recipient: 'r@example.net', outcome: 'delivered', code: 250, response: '250 ok' }] } as TransactionResult;
+}
