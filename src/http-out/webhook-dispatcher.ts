@@ -162,18 +162,24 @@ export class WebhookDispatcher {
       if (dueAt > now) continue;
       const free = Math.min(this.perEndpoint - (this.active.get(webhookId) ?? 0), this.maxInFlight - this.inFlight.size);
       if (free <= 0) continue;
-      const calls = await this.outbox.claim(webhookId, free);
-      for (const call of calls) {
-        // Our own lease can only be re-taken if the app clock jumped past it mid-call.
-        if (this.inFlightCalls.has(call.id)) continue;
-        this.track(call);
-        started++;
-      }
-      if (calls.length < free) {
+      // What is noted for this endpoint from here on (an attempt of its that records a retry,
+      // an event that commits) may be newer than what the store answers below, on another
+      // connection: it is merged with that answer, never overwritten by it.
+      this.due.delete(webhookId);
+      // Until the store says otherwise, look again next round.
+      let next: number | null = dueAt;
+      try {
+        const calls = await this.outbox.claim(webhookId, free);
+        for (const call of calls) {
+          // Our own lease can only be re-taken if the app clock jumped past it mid-call.
+          if (this.inFlightCalls.has(call.id)) continue;
+          this.track(call);
+          started++;
+        }
         // Nothing more due and unleased right now: remember when the next one is.
-        const next = await this.outbox.nextDueForWebhook(webhookId);
-        if (next === null) this.due.delete(webhookId);
-        else this.due.set(webhookId, next);
+        if (calls.length < free) next = await this.outbox.nextDueForWebhook(webhookId);
+      } finally {
+        if (next !== null) this.noteDue(webhookId, next);
       }
     }
     return started;

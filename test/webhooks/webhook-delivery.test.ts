@@ -218,6 +218,7 @@ test.serial('a rotated secret signs the next delivery at once, retries of older 
   const rotated = (await t0.request('PATCH', `/v1/webhooks/${hook.id}`, { body: { rotateSecret: true } })).body;
   t.not(rotated.secret, hook.secret);
   await advancePastRetry(1);
+  t.is(receiver.calls.length, before + 2, 'the retry went out once due');
   const retry = receiver.calls[before + 1]!;
   t.is(retry.json.id, receiver.calls[before]!.json.id);
   t.true(verifySignature(rotated.secret, retry));

@@ -1,0 +1,73 @@
+import test from 'ava';
+import { ManualClock } from '../../src/lib/clock.js';
+import { createLogger } from '../../src/lib/logger.js';
+import { WebhookDispatcher } from '../../src/http-out/webhook-dispatcher.js';
+import type { ClaimedCall, WebhookOutbox } from '../../src/core/webhooks/webhook-outbox.js';
+
+// The dispatcher's loop against an outbox whose answers we time: the interleavings that the
+// composed app meets only by chance, under load, on a store with several connections.
+
+function deferred<T>() {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+test('a retry recorded while the claim round asks for the endpoint\'s next due call is not forgotten', async (t) => {
+  // The claim round asks the store when the endpoint's next call is due; the store answers
+  // from before the attempt's result committed (the call was leased: nothing due). The answer
+  // arrives after the attempt noted its retry. The retry must still be attempted once due.
+  const clock = new ManualClock(0);
+  const row = { state: 'pending' as 'pending' | 'delivered', next: 0, leased: false, attempts: 0 };
+  const call: ClaimedCall = { id: 1, webhookId: 'wh_1', eventId: 'ev_1', eventType: 'email.opened', attempts: 0, url: 'http://hook.test/', secret: 'whsec_x', body: '{}' };
+  const staleAnswer = deferred<number | null>();
+  const firstRecorded = deferred<void>();
+  let lookups = 0;
+  const outbox = {
+    leaseMs: 300_000,
+    dueByWebhook: async () => [],
+    prune: async () => 0,
+    claim: async () => {
+      if (row.state !== 'pending' || row.leased || row.next > clock.nowMs()) return [];
+      row.leased = true;
+      return [{ ...call, attempts: row.attempts }];
+    },
+    nextDueForWebhook: async () => {
+      lookups++;
+      if (lookups === 1) return staleAnswer.promise;
+      return row.state === 'pending' && !row.leased ? row.next : null;
+    },
+    signedRequest: (c: ClaimedCall) => ({ url: c.url, headers: {}, body: c.body }),
+    // The attempt fails at once (no network here): the first is retried 5 s later, the second succeeds.
+    resolveTarget: async () => {
+      throw new Error('refused');
+    },
+    recordAttempt: async () => {
+      row.attempts++;
+      row.leased = false;
+      if (row.attempts === 1) {
+        row.next = clock.nowMs() + 5000;
+        firstRecorded.resolve();
+        return row.next;
+      }
+      row.state = 'delivered';
+      return null;
+    },
+  } as unknown as WebhookOutbox;
+  const dispatcher = new WebhookDispatcher({ outbox, clock, logger: createLogger('silent'), timeoutMs: 1000, idlePollMs: 3_600_000, sweepIntervalMs: 3_600_000 });
+  dispatcher.start();
+  t.teardown(() => dispatcher.stop());
+  dispatcher.noteDue('wh_1', 0);
+  dispatcher.wake();
+  await firstRecorded.promise;
+  // The attempt's end (it notes its retry once the record returns) is a few promise steps later.
+  await new Promise((r) => setImmediate(r));
+  staleAnswer.resolve(null);
+  await dispatcher.whenIdle();
+  t.is(row.attempts, 1);
+
+  clock.advance(5000);
+  await dispatcher.whenIdle();
+  t.is(row.attempts, 2, 'the retry was attempted once due');
+  t.is(row.state, 'delivered');
+});
