@@ -203,6 +203,26 @@ test.serial('an email whose attempt is in flight can no longer be cancelled, res
   t.is((await repo.findById(d!.id))!.state, 'cancelled');
 });
 
+test.serial('a node lets go of, or parks, only the leases it still holds: one another node took since stays with it', async (t) => {
+  const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'fenced@example.net', scheduledAt: 'in 2 hours' }) });
+  const repo = repositoriesOf(w.t0.app).deliveries;
+  const [d] = await repo.listForEmail(res.body.emailId);
+  // Node A's lease ran out and node B claimed the row; A's late release or shaping park must not free it.
+  t.true(await repo.takeLease(d!.id, 'node-b', clock.nowMs() + 600_000));
+  await repo.releaseLeases([d!.id], 'node-a');
+  await repo.parkLeases([d!.id], 'node-a', clock.nowMs() + 3_600_000, 'held by a rule', clock.now().toISOString());
+  const row = (await repo.findById(d!.id))!;
+  t.is(row.lease_owner, 'node-b');
+  t.is(row.held_reason, null);
+  // The holder itself parks it: unleased, held until then, with why.
+  await repo.parkLeases([d!.id], 'node-b', clock.nowMs() + 3_600_000, 'held by a rule', clock.now().toISOString());
+  const parked = (await repo.findById(d!.id))!;
+  t.is(parked.lease_owner, null);
+  t.is(parked.held_reason, 'held by a rule');
+  t.is(Number(parked.next_attempt_at), clock.nowMs() + 3_600_000);
+  t.is((await w.t0.request('POST', `/v1/emails/${res.body.emailId}/cancel`)).status, 200);
+});
+
 test.serial('a late attempt result for a delivery purged meanwhile (its lease ran out in flight) does not overwrite the purge', async (t) => {
   const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'late-result@example.net', scheduledAt: 'in 2 hours' }) });
   const repo = repositoriesOf(w.t0.app).deliveries;

@@ -276,7 +276,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
      * counted, no event; `reason` shows in the operator's queue.
      */
     async parkGroups(groups: readonly DeliveryGroup[], untilMs: number, reason: string): Promise<void> {
-      await deps.deliveries.parkLeases(groups.flatMap((g) => g.deliveries.map((d) => d.id)), untilMs, reason, clock.now().toISOString());
+      await deps.deliveries.parkLeases(groups.flatMap((g) => g.deliveries.map((d) => d.id)), deps.owner, untilMs, reason, clock.now().toISOString());
     },
 
     /** Operator gives up on one queued delivery: recorded as FAILED like a give-up. */

@@ -134,11 +134,11 @@ export function pgDeliveries(db: Kysely<Database>): Partial<DeliveriesRepository
       return exec.query<DeliveryRow>(CLAIM_SQL, [owner, nowMs + leaseMs, nowMs, [...skipDomains], limit]);
     },
 
-    async parkLeases(ids: number[], untilMs: number, reason: string, nowIso: string): Promise<void> {
+    async parkLeases(ids: number[], owner: string, untilMs: number, reason: string, nowIso: string): Promise<void> {
       if (!ids.length) return;
       await exec.run(
-        `update deliveries set lease_owner = null, lease_until = null, next_attempt_at = $1, held_reason = $2, updated_at = $3 where id = any($4::bigint[]) and state = 'queued'`,
-        [untilMs, reason, nowIso, ids],
+        `update deliveries set lease_owner = null, lease_until = null, next_attempt_at = $1, held_reason = $2, updated_at = $3 where id = any($4::bigint[]) and state = 'queued' and lease_owner = $5`,
+        [untilMs, reason, nowIso, ids, owner],
       );
     },
 

@@ -153,17 +153,18 @@ export function createDeliveriesRepository(db: Db) {
 
     /**
      * Puts claimed rows back unattempted until `untilMs`, with why (traffic shaping: a hold, the
-     * rate, the warm-up budget). No attempt is counted and no event written.
+     * rate, the warm-up budget). No attempt is counted and no event written. Only rows `owner`
+     * still holds: a lease lost meanwhile may be another node's now.
      */
-    async parkLeases(ids: number[], untilMs: number, reason: string, nowIso: string): Promise<void> {
+    async parkLeases(ids: number[], owner: string, untilMs: number, reason: string, nowIso: string): Promise<void> {
       if (!ids.length) return;
       await sync.write(() => {
         sync.sqlite
           .prepare(
             `update deliveries set lease_owner = null, lease_until = null, next_attempt_at = ?, held_reason = ?, updated_at = ?
-             where id in (select value from json_each(?)) and state = 'queued'`,
+             where id in (select value from json_each(?)) and state = 'queued' and lease_owner = ?`,
           )
-          .run(untilMs, reason, nowIso, JSON.stringify(ids));
+          .run(untilMs, reason, nowIso, JSON.stringify(ids), owner);
       });
     },
 
