@@ -49,6 +49,8 @@ export class WebhookDispatcher {
   private readonly active = new Map<string, number>();
   private readonly inFlight = new Set<Promise<void>>();
   private readonly inFlightCalls = new Set<number>();
+  /** Calls whose attempts ended while a claim was being made (none between claims). */
+  private endedDuringClaim: Set<number> | undefined;
   private running = false;
   private loopDone: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
@@ -168,11 +170,20 @@ export class WebhookDispatcher {
       this.due.delete(webhookId);
       // Until the store says otherwise, look again next round.
       let next: number | null = dueAt;
+      const ended = (this.endedDuringClaim = new Set<number>());
       try {
-        const calls = await this.outbox.claim(webhookId, free);
+        let calls: ClaimedCall[];
+        try {
+          calls = await this.outbox.claim(webhookId, free);
+        } finally {
+          this.endedDuringClaim = undefined;
+        }
         for (const call of calls) {
-          // Our own lease can only be re-taken if the app clock jumped past it mid-call.
-          if (this.inFlightCalls.has(call.id)) continue;
+          // Our own lease can only be re-taken if the app clock jumped past it mid-call (or the
+          // process stalled that long). Such a call still in flight is not posted twice; nor is
+          // one whose attempt ended while the claim was made (its row was taken before its
+          // result was written): the result is recorded, or its lease runs out and it is retried.
+          if (this.inFlightCalls.has(call.id) || ended.has(call.id)) continue;
           this.track(call);
           started++;
         }
@@ -222,6 +233,7 @@ export class WebhookDispatcher {
     void p.finally(() => {
       this.inFlight.delete(p);
       this.inFlightCalls.delete(call.id);
+      this.endedDuringClaim?.add(call.id);
       const left = (this.active.get(call.webhookId) ?? 1) - 1;
       if (left <= 0) this.active.delete(call.webhookId);
       else this.active.set(call.webhookId, left);

@@ -71,3 +71,55 @@ test('a retry recorded while the claim round asks for the endpoint\'s next due c
   t.is(row.attempts, 2, 'the retry was attempted once due');
   t.is(row.state, 'delivered');
 });
+
+test('a call whose attempt ends while a claim re-takes its lapsed lease is not posted again', async (t) => {
+  // The app clock jumps past the lease while the call is on the wire; the next claim takes the
+  // row again, and the attempt records its result before that claim's answer arrives.
+  const clock = new ManualClock(0);
+  const call: ClaimedCall = { id: 7, webhookId: 'wh_7', eventId: 'ev_7', eventType: 'email.delivered', attempts: 0, url: 'http://hook.test/', secret: 'whsec_x', body: '{}' };
+  const onTheWire = deferred<void>();
+  const released = deferred<void>();
+  const recorded = deferred<void>();
+  const secondClaim = deferred<ClaimedCall[]>();
+  let claims = 0;
+  let attempts = 0;
+  const outbox = {
+    leaseMs: 300_000,
+    dueByWebhook: async () => [],
+    prune: async () => 0,
+    claim: async () => {
+      claims++;
+      if (claims === 1) return [call];
+      if (claims === 2) return secondClaim.promise;
+      return [];
+    },
+    nextDueForWebhook: async () => null,
+    signedRequest: (c: ClaimedCall) => ({ url: c.url, headers: {}, body: c.body }),
+    resolveTarget: async () => {
+      attempts++;
+      onTheWire.resolve();
+      await released.promise;
+      throw new Error('refused'); // no network here: the outcome does not matter
+    },
+    recordAttempt: async () => {
+      recorded.resolve();
+      return null;
+    },
+  } as unknown as WebhookOutbox;
+  const dispatcher = new WebhookDispatcher({ outbox, clock, logger: createLogger('silent'), timeoutMs: 1000, idlePollMs: 3_600_000, sweepIntervalMs: 3_600_000 });
+  dispatcher.start();
+  t.teardown(() => dispatcher.stop());
+  dispatcher.noteDue('wh_7', 0);
+  dispatcher.wake();
+  await onTheWire.promise;
+  clock.advance(300_001);
+  dispatcher.noteDue('wh_7', clock.nowMs());
+  dispatcher.wake();
+  while (claims < 2) await new Promise((r) => setImmediate(r));
+  released.resolve();
+  await recorded.promise;
+  await new Promise((r) => setImmediate(r));
+  secondClaim.resolve([call]);
+  await dispatcher.whenIdle();
+  t.is(attempts, 1, 'posted once');
+});
