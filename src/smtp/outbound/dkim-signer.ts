@@ -237,9 +237,19 @@ class WorkerPoolSigner implements DkimSigner {
       // e.g. a key field that can not be cloned
       slot.jobs.delete(job.id);
       slot.bytes -= job.bytes;
-      if (slot.jobs.size === 0) slot.worker.unref();
+      this.idle(slot);
       job.reject(new Error(`DKIM sign: could not hand the job to a worker: ${(err as Error).message}`));
     }
+  }
+
+  /**
+   * A worker with nothing in hand stops holding the process open; but not once close() began:
+   * it ref()s every worker so that their exits keep the loop alive until close() settles, and
+   * a reply that lands after that (the job finished as terminate() was on its way) unref'ing
+   * the worker again would let the process end with close() still pending.
+   */
+  private idle(slot: Slot): void {
+    if (slot.jobs.size === 0 && !this.closed) slot.worker.unref();
   }
 
   private settle(slot: Slot, response: SignResponse): void {
@@ -247,7 +257,7 @@ class WorkerPoolSigner implements DkimSigner {
     if (!job) return;
     slot.jobs.delete(response.id);
     slot.bytes -= job.bytes;
-    if (slot.jobs.size === 0) slot.worker.unref();
+    this.idle(slot);
     if (response.ok) job.resolve(Buffer.from(response.signed));
     else job.reject(new Error(response.error));
     this.pump();
