@@ -50,7 +50,7 @@ import { verifyUnsubscribeToken } from './core/campaigns/unsubscribe-token.js';
 import { createCampaignsRepository } from './store/repositories/campaigns-repository.js';
 import { startCampaignRunner, type CampaignRunner } from './scheduler/campaign-runner.js';
 import { contactConfirmationPages } from './api/routes/contacts-routes.js';
-import { toNodeStyleResolver } from './lib/dns/dns-client.js';
+import { toNodeStyleResolver } from './lib/dns/node-style-resolver.js';
 import { createReceivedEmailsRepository } from './store/repositories/received-emails-repository.js';
 import { createInboundReportsRepository } from './store/repositories/inbound-reports-repository.js';
 import { createInboundRouter } from './core/received/inbound-router.js';

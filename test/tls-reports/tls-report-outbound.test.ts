@@ -15,7 +15,8 @@ import test from 'ava';
 import { simpleParser } from 'mailparser';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { ManualClock } from '../../src/lib/clock.js';
-import { createDnsClient, toNodeStyleResolver } from '../../src/lib/dns/dns-client.js';
+import { createDnsClient } from '../../src/lib/dns/dns-client.js';
+import { toNodeStyleResolver } from '../../src/lib/dns/node-style-resolver.js';
 import { startTlsWorld, tlsSend, type Mx, type TlsWorld } from '../helpers/tls-world.js';
 
 type AddFormats = (typeof addFormatsModule)['default'];
