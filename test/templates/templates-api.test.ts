@@ -15,7 +15,8 @@ const para = (...content: unknown[]) => ({ type: 'paragraph', content });
 const text = (t: string) => ({ type: 'text', text: t });
 const variable = (id: string, fallback?: string) => ({ type: 'variable', attrs: fallback ? { id, fallback } : { id } });
 
-test('a new team starts with five published starter templates', async (t) => {
+// Serial: ava runs serial tests before the concurrent ones, which create templates in the same team.
+test.serial('a new team starts with five published starter templates', async (t) => {
   const res = await w.t0.request('GET', '/v1/templates?limit=100');
   t.is(res.status, 200);
   t.is(res.body.total, 5);
