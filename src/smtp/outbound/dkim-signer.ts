@@ -39,9 +39,8 @@ export interface DkimSignerOptions {
 
 /**
  * The main thread (HTTP, SMTP sessions, the store) is the busiest thread and needs a core of its
- * own; the workers get the rest. On 2 cores a second worker only competed with the main thread:
- * in the realistic benchmark it cost ~25 MB of RSS and ~2% CPU per message and lengthened the
- * API's tail (p99 85-107 vs 72-76 ms, interleaved runs), for no more mail delivered.
+ * own; the workers get the rest. More would only compete with it for memory, CPU and the API's
+ * tail latency, for no more mail delivered (docs/benchmarks.md).
  */
 export function defaultSigningWorkers(cores = availableParallelism()): number {
   return Math.max(1, Math.min(8, cores - 1));

@@ -3,7 +3,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import test from 'ava';
 import type { ExecutionContext } from 'ava';
 import { dkimSign } from 'mailauth/lib/dkim/sign.js';
-import { createDkimSigner, MAX_BYTES_PER_WORKER, MAX_JOBS_PER_WORKER, type DkimSigner } from '../../../src/smtp/outbound/dkim-signer.js';
+import { createDkimSigner, defaultSigningWorkers, MAX_BYTES_PER_WORKER, MAX_JOBS_PER_WORKER, type DkimSigner } from '../../../src/smtp/outbound/dkim-signer.js';
 import { PrivateKeyCache, signMessage, SIGNED_HEADER_FIELDS } from '../../../src/smtp/outbound/dkim-sign-worker.js';
 import { composeMessage } from '../../../src/smtp/outbound/mime-builder.js';
 import { DOMAIN, generateRsaKey, plainMessage, SELECTOR, signatureTags, verifyDkim, type TestKey } from './fixtures/dkim-test-kit.js';
@@ -305,4 +305,8 @@ test('close() lets the process exit', async (t) => {
   t.is(code, 0, out);
   t.regex(out, /^closed /);
   t.true(Date.now() - started < CHILD_EXIT_DEADLINE_MS);
+});
+
+test('the default pool leaves the main thread a core: one less worker than cores, at least 1, at most 8', (t) => {
+  t.deepEqual([1, 2, 3, 4, 9, 64].map((cores) => defaultSigningWorkers(cores)), [1, 1, 2, 3, 8, 8]);
 });
