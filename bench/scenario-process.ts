@@ -41,7 +41,10 @@ const WARM_UP = 500;
 const WRK = wrkPath();
 const WRK_SECONDS = Number(process.env.BENCH_WRK_SECONDS ?? 5);
 const acceptanceLoad = (url: string, key: string, body: string, total: number, concurrency: number): Promise<LoadResult> =>
-  WRK ? wrkLoad(WRK, url, key, body, total === WARM_UP ? 1 : WRK_SECONDS, concurrency) : load(url, key, body, total, concurrency);
+  WRK ? wrkLoad(WRK, url, key, body, WRK_SECONDS, concurrency) : load(url, key, body, total, concurrency);
+/** The warm-up: WARM_UP sends, or a second of wrk. */
+const warmUp = (url: string, key: string, body: string): Promise<LoadResult> =>
+  WRK ? wrkLoad(WRK, url, key, body, 1, 16) : load(url, key, body, WARM_UP, 16);
 
 const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 const cpuMs = (u: NodeJS.CpuUsage) => (u.user + u.system) / 1000;
@@ -59,7 +62,7 @@ async function ceiling(total: number): Promise<{ perSecond: number; p50: number;
   });
   const url = `http://127.0.0.1:${port}/v1/emails`;
   const body = JSON.stringify({ from: 'hello@bench-sender.com', to: 'user{i}@rcpt{d}.bench.test', subject: 'Ceiling', text: 'x'.repeat(800) });
-  await acceptanceLoad(url, 'none', body, WARM_UP, 16);
+  await warmUp(url, 'none', body);
   const cpuBefore = processCpuMs(child.pid!);
   const r = await acceptanceLoad(url, 'none', body, total, CONCURRENCY);
   const cpu = processCpuMs(child.pid!) - cpuBefore;
@@ -75,7 +78,7 @@ async function acceptance() {
   const url = `http://127.0.0.1:${bench.httpPort}/v1/emails`;
   const later = new Date(Date.now() + 365 * 86_400_000).toISOString();
   const body = JSON.stringify({ from: 'Bench <hello@bench-sender.com>', to: 'user{i}@rcpt{d}.bench.test', subject: 'Acceptance', text: 'x'.repeat(800), scheduledAt: later });
-  await acceptanceLoad(url, key, body, WARM_UP, 16);
+  await warmUp(url, key, body);
   const profiler = process.env.BENCH_PROFILE ? await startProfile() : undefined;
   const cpuBefore = process.cpuUsage();
   const r = await acceptanceLoad(url, key, body, total, CONCURRENCY);
