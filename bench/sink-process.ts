@@ -16,6 +16,7 @@ type FromChild = { type: 'listening'; port: number } | { type: 'count'; n: numbe
 
 export interface SinkProcess {
   readonly port: number;
+  readonly pid: number;
   /** Resolves once the sink has accepted at least n messages. */
   onCount(n: number): Promise<void>;
   /** CPU time (user + system) the sink has used so far, in ms, read when it closes. */
@@ -40,6 +41,7 @@ export function startSinkProcess(opts: { extraHosts?: string[] } = {}): Promise<
       if (m.type === 'listening') {
         resolve({
           port: m.port,
+          pid: child.pid!,
           onCount(n) {
             return new Promise<void>((done) => {
               countWaiters.set(n, [...(countWaiters.get(n) ?? []), done]);
