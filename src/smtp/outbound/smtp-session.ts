@@ -28,6 +28,9 @@ import type { DnsResolver } from '../../lib/dns/dns-client.js';
 import type { Logger } from '../../lib/logger.js';
 import type { DeliveryTarget, EgressSourceRef, OpenFailure, PooledConnection, RelayConfig, Route, SmtpClientPool, SmtpError, TlsObservation, TransactionRequest } from './smtp-client-types.js';
 import { SmtpTranscript, tlsInfoOf, type SessionTrace } from './smtp-transcript.js';
+import { installDataStreamFastPath } from './data-stream-fast-path.js';
+
+installDataStreamFastPath();
 
 /** How long nodemailer waits for the peer's FIN after ours before destroying the socket. */
 const SOCKET_CLOSE_TIMEOUT_MS = 2_000;
