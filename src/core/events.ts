@@ -50,19 +50,21 @@ export interface BusEvent {
 export type EventHandler = (event: BusEvent) => void | Promise<void>;
 
 /**
- * Runs inside the emitter's write transaction: synchronous, touching the database only
- * through synchronous statements, and pure (the write may be rolled back and run again, with
- * the same event objects). A throw fails the emitter's write, so it must throw only for
- * database errors that should refuse the state change too (a full disk).
+ * Runs inside the emitter's write transaction with the events that transaction reports (one
+ * attempt's SENT and DELIVERED come together, so a subscriber can write them as one row):
+ * synchronous, touching the database only through synchronous statements, and pure (the write
+ * may be rolled back and run again, with the same event objects). A throw fails the emitter's
+ * write, so it must throw only for database errors that should refuse the state change too (a
+ * full disk).
  */
-export type TransactionalHandler = (event: BusEvent) => void;
+export type TransactionalHandler = (events: readonly BusEvent[]) => void;
 
 export class EventBus {
   private readonly handlers = new Map<EventType | '*', EventHandler[]>();
   private transactional: TransactionalHandler[] = [];
   constructor(private readonly logger?: Logger) {}
 
-  /** A subscriber run by inTransaction() for every event, inside the emitter's transaction. */
+  /** A subscriber run by inTransaction() for every batch of events, inside the emitter's transaction. */
   onInTransaction(handler: TransactionalHandler): () => void {
     this.transactional.push(handler);
     return () => {
@@ -75,7 +77,8 @@ export class EventBus {
    * the commit (the same objects). Errors propagate: they fail the write.
    */
   inTransaction(events: readonly BusEvent[]): void {
-    for (const event of events) for (const handler of this.transactional) handler(event);
+    if (!events.length) return;
+    for (const handler of this.transactional) handler(events);
   }
 
   on(type: EventType | '*', handler: EventHandler): () => void {

@@ -52,6 +52,14 @@ function percent(part: number, delivered: number): number {
   return delivered === 0 ? 0 : Math.round((part / delivered) * 100 * 100) / 100;
 }
 
+/** Adds `delta` to the increments gathered for its day, team and domain. */
+function addTo(gathered: Map<string, StatDelta>, delta: StatDelta): void {
+  const key = `${delta.teamId}|${delta.domainId}|${delta.day}`;
+  const d = gathered.get(key);
+  if (!d) gathered.set(key, { ...delta });
+  else for (const k of Object.keys(ZERO_COUNTERS) as (keyof StatCounters)[]) d[k] += delta[k];
+}
+
 /** How long rollup increments are gathered before one write. */
 const ROLLUP_FLUSH_MS = 50;
 
@@ -99,10 +107,7 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
   }
 
   function bump(delta: StatDelta): void {
-    const key = `${delta.teamId}|${delta.domainId}|${delta.day}`;
-    const d = deltas.get(key);
-    if (!d) deltas.set(key, { ...delta });
-    else for (const k of Object.keys(ZERO_COUNTERS) as (keyof StatCounters)[]) d[k] += delta[k];
+    addTo(deltas, delta);
     schedule();
   }
 
@@ -141,14 +146,21 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
     /**
      * Transactional subscriber (events.onInTransaction): the increments are written inside the
      * emitter's transaction, so a process killed right after a status commit has its counts
-     * too. It may run again for the same event if the write is redone; a rolled-back run
-     * left nothing behind.
+     * too. The batch's increments for one day, team and domain go as one row (an attempt's SENT
+     * and DELIVERED: one statement instead of two). It may run again for the same events if the
+     * write is redone; a rolled-back run left nothing behind.
      */
-    handleInTransaction(event: BusEvent): void {
-      const inc = incrementOf(event);
-      if (!inc) return;
-      deps.analytics.applyInOpenTransaction(inc.delta, inc.hit);
-      countedInTransaction.add(event);
+    handleInTransaction(batch: readonly BusEvent[]): void {
+      const summed = new Map<string, StatDelta>();
+      for (const event of batch) {
+        const inc = incrementOf(event);
+        if (!inc) continue;
+        countedInTransaction.add(event);
+        // A hit counts only if it is the email's first of its kind: the store decides, one by one.
+        if (inc.hit) deps.analytics.applyInOpenTransaction(null, inc.hit);
+        if (inc.delta) addTo(summed, inc.delta);
+      }
+      for (const delta of summed.values()) deps.analytics.applyInOpenTransaction(delta, null);
     },
 
     /** Bus subscriber ('*'), after the commit: counts (buffered) what no transaction counted. */
