@@ -335,9 +335,7 @@ export async function createApp(opts: AppOptions) {
   });
   // Every event's outbox rows commit with the write that emits it (transactional outbox, see
   // core/events.ts); after the commit the dispatcher is woken for them.
-  events.onInTransaction((batch) => {
-    for (const event of batch) webhookOutbox.handleInTransaction(event);
-  });
+  events.onInTransaction((batch) => batch.forEach((event) => webhookOutbox.handleInTransaction(event)));
   // Analytics rollups likewise commit with the status change they count.
   events.onInTransaction((batch) => analytics.handleInTransaction(batch));
   events.on('*', () => webhookOutbox.afterCommit());
