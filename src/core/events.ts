@@ -61,6 +61,8 @@ export type TransactionalHandler = (events: readonly BusEvent[]) => void;
 
 export class EventBus {
   private readonly handlers = new Map<EventType | '*', EventHandler[]>();
+  /** After-commit handlers still running (campaign counters write to the store). */
+  private readonly running = new Set<Promise<void>>();
   private transactional: TransactionalHandler[] = [];
   constructor(private readonly logger?: Logger) {}
 
@@ -91,12 +93,20 @@ export class EventBus {
     };
   }
 
+  /** Resolves once every after-commit handler started so far, and any they started, has finished. */
+  async settled(): Promise<void> {
+    while (this.running.size) await Promise.allSettled([...this.running]);
+  }
+
   emit(event: BusEvent): void {
     for (const handler of [...(this.handlers.get(event.type) ?? []), ...(this.handlers.get('*') ?? [])]) {
       try {
         const result = handler(event);
         if (result && typeof (result as Promise<void>).catch === 'function') {
-          (result as Promise<void>).catch((err) => this.logger?.error({ err, type: event.type }, 'event handler failed'));
+          const done: Promise<void> = (result as Promise<void>)
+            .catch((err) => this.logger?.error({ err, type: event.type }, 'event handler failed'))
+            .finally(() => this.running.delete(done));
+          this.running.add(done);
         }
       } catch (err) {
         this.logger?.error({ err, type: event.type }, 'event handler failed');

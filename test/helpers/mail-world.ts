@@ -27,7 +27,7 @@ export interface MailWorld {
    * and the same trusted certificate, serving `domain` (its MX host is mxN.sink.test).
    */
   startSecondSink(domain: string, behaviour?: Partial<SinkBehaviour>): Promise<SmtpSink>;
-  /** Waits until the engine has nothing in flight and nothing due. */
+  /** Waits until the engine has nothing in flight and nothing due, and the after-commit handlers of what it recorded have run. */
   settle(): Promise<void>;
   /** Verifies the DKIM signature of a raw message against the test zone; returns mailauth's status. */
   dkimStatus(raw: Buffer): Promise<string>;
@@ -84,6 +84,8 @@ export async function startMailWorld(opts: { clock?: Clock; sink?: Partial<SinkB
     async settle() {
       t0.app.engine.wake();
       await t0.app.engine.whenIdle();
+      // what the last results set off after their commit (campaign counters) has run too
+      await t0.app.services.events.settled();
     },
     async dkimStatus(raw: Buffer) {
       const result = await dkimVerify(raw, { resolver: resolver as never });

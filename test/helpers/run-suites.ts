@@ -23,7 +23,8 @@ const POSTGRES_ONLY = [/^cluster\//, /^proof\/cluster-sigkill\./, /^store\/store
  * (its pages read through the same services the API tests cover on both stores).
  */
 const SQLITE_ONLY = [
-  /^(lib|render|config|lint|helpers)\//,
+  /^(lib|render|config|lint|helpers|core)\//,
+  /^analytics\/analytics-batch\./,
   /^smtp\/(mime|outbound)\//,
   /^store\/(wal-checkpointer|scope-precedence)\./,
   /^proof\/(faults-disk|crash-sigkill|webhook-outbox-kill|fuzz-smtp)\./,
