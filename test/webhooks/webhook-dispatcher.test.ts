@@ -1,4 +1,4 @@
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { ManualClock } from '../../src/lib/clock.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { WebhookDispatcher } from '../../src/http-out/webhook-dispatcher.js';
@@ -13,6 +13,27 @@ function deferred<T>() {
   return { promise, resolve };
 }
 
+/** An outbox with nothing else due and nothing to prune, whose claims, lookups and records the test writes. */
+function fakeOutbox(parts: Pick<WebhookOutbox, 'claim' | 'nextDueForWebhook' | 'resolveTarget' | 'recordAttempt'>): WebhookOutbox {
+  return {
+    leaseMs: 300_000,
+    dueByWebhook: async () => [],
+    prune: async () => 0,
+    signedRequest: (c: ClaimedCall) => ({ url: c.url, headers: {}, body: c.body }),
+    ...parts,
+  } as unknown as WebhookOutbox;
+}
+
+/** A started dispatcher (polls and sweeps out of the way) told that `webhookId` has a call due now. */
+function startDispatcher(t: ExecutionContext, outbox: WebhookOutbox, clock: ManualClock, webhookId: string): WebhookDispatcher {
+  const dispatcher = new WebhookDispatcher({ outbox, clock, logger: createLogger('silent'), timeoutMs: 1000, idlePollMs: 3_600_000, sweepIntervalMs: 3_600_000 });
+  dispatcher.start();
+  t.teardown(() => dispatcher.stop());
+  dispatcher.noteDue(webhookId, 0);
+  dispatcher.wake();
+  return dispatcher;
+}
+
 test('a retry recorded while the claim round asks for the endpoint\'s next due call is not forgotten', async (t) => {
   // The claim round asks the store when the endpoint's next call is due; the store answers
   // from before the attempt's result committed (the call was leased: nothing due). The answer
@@ -23,10 +44,7 @@ test('a retry recorded while the claim round asks for the endpoint\'s next due c
   const staleAnswer = deferred<number | null>();
   const firstRecorded = deferred<void>();
   let lookups = 0;
-  const outbox = {
-    leaseMs: 300_000,
-    dueByWebhook: async () => [],
-    prune: async () => 0,
+  const outbox = fakeOutbox({
     claim: async () => {
       if (row.state !== 'pending' || row.leased || row.next > clock.nowMs()) return [];
       row.leased = true;
@@ -37,7 +55,6 @@ test('a retry recorded while the claim round asks for the endpoint\'s next due c
       if (lookups === 1) return staleAnswer.promise;
       return row.state === 'pending' && !row.leased ? row.next : null;
     },
-    signedRequest: (c: ClaimedCall) => ({ url: c.url, headers: {}, body: c.body }),
     // The attempt fails at once (no network here): the first is retried 5 s later, the second succeeds.
     resolveTarget: async () => {
       throw new Error('refused');
@@ -53,12 +70,8 @@ test('a retry recorded while the claim round asks for the endpoint\'s next due c
       row.state = 'delivered';
       return null;
     },
-  } as unknown as WebhookOutbox;
-  const dispatcher = new WebhookDispatcher({ outbox, clock, logger: createLogger('silent'), timeoutMs: 1000, idlePollMs: 3_600_000, sweepIntervalMs: 3_600_000 });
-  dispatcher.start();
-  t.teardown(() => dispatcher.stop());
-  dispatcher.noteDue('wh_1', 0);
-  dispatcher.wake();
+  });
+  const dispatcher = startDispatcher(t, outbox, clock, 'wh_1');
   await firstRecorded.promise;
   // The attempt's end (it notes its retry once the record returns) is a few promise steps later.
   await new Promise((r) => setImmediate(r));
@@ -83,10 +96,7 @@ test('a call whose attempt ends while a claim re-takes its lapsed lease is not p
   const secondClaim = deferred<ClaimedCall[]>();
   let claims = 0;
   let attempts = 0;
-  const outbox = {
-    leaseMs: 300_000,
-    dueByWebhook: async () => [],
-    prune: async () => 0,
+  const outbox = fakeOutbox({
     claim: async () => {
       claims++;
       if (claims === 1) return [call];
@@ -94,7 +104,6 @@ test('a call whose attempt ends while a claim re-takes its lapsed lease is not p
       return [];
     },
     nextDueForWebhook: async () => null,
-    signedRequest: (c: ClaimedCall) => ({ url: c.url, headers: {}, body: c.body }),
     resolveTarget: async () => {
       attempts++;
       onTheWire.resolve();
@@ -105,12 +114,8 @@ test('a call whose attempt ends while a claim re-takes its lapsed lease is not p
       recorded.resolve();
       return null;
     },
-  } as unknown as WebhookOutbox;
-  const dispatcher = new WebhookDispatcher({ outbox, clock, logger: createLogger('silent'), timeoutMs: 1000, idlePollMs: 3_600_000, sweepIntervalMs: 3_600_000 });
-  dispatcher.start();
-  t.teardown(() => dispatcher.stop());
-  dispatcher.noteDue('wh_7', 0);
-  dispatcher.wake();
+  });
+  const dispatcher = startDispatcher(t, outbox, clock, 'wh_7');
   await onTheWire.promise;
   clock.advance(300_001);
   dispatcher.noteDue('wh_7', clock.nowMs());

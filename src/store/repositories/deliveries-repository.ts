@@ -245,13 +245,7 @@ export function createDeliveriesRepository(db: Db) {
         // Each email's status moves once, to its highest-ranked event of the write (the first of
         // equal ranks): what one update per event, in order, would leave. An attempt's SENT and
         // DELIVERED cost one statement on the email instead of three with the guard.
-        const top = new Map<string, StatusEventWrite>();
-        const consider = (e: StatusEventWrite) => {
-          const t = top.get(e.emailId);
-          if (!t || e.rank > t.rank) top.set(e.emailId, e);
-        };
         const newlySent: string[] = [];
-        const sentEvents: StatusEventWrite[] = [];
         if (w.sent) {
           for (const id of w.sent.emailIds) {
             const sent: StatusEventWrite = { emailId: id, status: 'SENT', rank: w.sent.rank, data: null, at: w.sent.at };
@@ -259,18 +253,18 @@ export function createDeliveriesRepository(db: Db) {
             for (const e of events) if (e.emailId === id && e.rank > best.rank) best = e;
             if (markSentSync(sqlite, id, w.sent.at, best)) {
               newlySent.push(id);
-              sentEvents.push(sent);
-              // the status is where `best` puts it already
-              top.set(id, { ...best, rank: Number.POSITIVE_INFINITY });
+              insertEventSync(sqlite, sent);
             }
           }
         }
-        for (const e of sentEvents) insertEventSync(sqlite, e);
+        const top = new Map<string, StatusEventWrite>();
         for (const e of events) {
           insertEventSync(sqlite, e);
-          consider(e);
+          const t = top.get(e.emailId);
+          if (!t || e.rank > t.rank) top.set(e.emailId, e);
         }
-        for (const e of top.values()) if (e.rank !== Number.POSITIVE_INFINITY) bumpSync(sqlite, e);
+        // a newly sent email's status moved with its guard already
+        for (const e of top.values()) if (!newlySent.includes(e.emailId)) bumpSync(sqlite, e);
         for (const x of w.suppressions) {
           if (!stillOpen(x)) continue;
           sqlite
