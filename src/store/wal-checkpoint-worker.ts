@@ -3,6 +3,7 @@
 // thread's event loop (they did, inside whichever COMMIT crossed the auto-checkpoint threshold).
 import { parentPort, workerData } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
+import { lowerThreadPriority } from '../lib/thread-priority.js';
 
 export interface CheckpointWorkerData {
   role: string;
@@ -18,6 +19,8 @@ export const CHECKPOINT_WORKER_ROLE = 'posthorn-wal-checkpoint';
 if (parentPort && (workerData as { role?: string } | undefined)?.role === CHECKPOINT_WORKER_ROLE) {
   const port = parentPort;
   const { file, intervalMs } = workerData as CheckpointWorkerData;
+  // Background work: the event loop's commits go first (thread-priority.ts).
+  lowerThreadPriority();
   const sqlite = new BetterSqlite3(file);
   // Never wait on the writer: PASSIVE copies what it can and leaves the rest for next time.
   sqlite.pragma('busy_timeout = 0');

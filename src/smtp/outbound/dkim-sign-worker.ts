@@ -20,6 +20,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { relaxedBodyHash } from './dkim-body-hash.js';
 import type { DkimKey, SignRequest, SignResponse } from './dkim-types.js';
 import { composeMessage } from './mime-builder.js';
+import { lowerThreadPriority } from '../../lib/thread-priority.js';
 
 // ---- mailauth internals (CommonJS, no published types for these paths) ---------------
 // Pinned by package.json (~4.13); the byte-identity test catches a drift in these modules.
@@ -277,6 +278,8 @@ export function signMessage(input: Buffer, key: DkimKey, keys: PrivateKeyCache, 
 export const WORKER_ROLE = 'posthorn-dkim-sign-worker';
 
 function serve(port: NonNullable<typeof parentPort>): void {
+  // Composing and signing is throughput work: the event loop (API, SMTP sessions) goes first.
+  lowerThreadPriority();
   const keys = new PrivateKeyCache();
   port.on('message', (request: SignRequest) => {
     void handle(request);
