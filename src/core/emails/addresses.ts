@@ -123,8 +123,33 @@ function unquoted(address: string): string {
   return m ? m[1]! + m[2]! : address;
 }
 
+// Most mailboxes are `user@example.com` or `Plain Words <user@example.com>`: ASCII words and a
+// dot-atom address on LDH labels, which leave the full parse nothing to decide. They skip it
+// (nodemailer's addressparser and the structure check were ~6% of an API send's CPU); a test
+// checks on generated inputs that both paths give the same mailbox.
+const SIMPLE_ADDRESS = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+$/;
+const SIMPLE_NAMED = /^([A-Za-z0-9]+(?: [A-Za-z0-9]+)*) <([^<>\s]+)>$/;
+
+/** The mailbox when the input is of the simple kinds above and valid; undefined otherwise (then the full parse decides). */
+export function simpleMailbox(input: string): Mailbox | undefined {
+  let name = '';
+  let address = input;
+  if (!SIMPLE_ADDRESS.test(input)) {
+    const m = SIMPLE_NAMED.exec(input);
+    if (!m || !SIMPLE_ADDRESS.test(m[2]!)) return undefined;
+    name = m[1]!;
+    address = m[2]!;
+  }
+  return isValidAddress(address) ? { name, address: normalizeAddress(address) } : undefined;
+}
+
 /** Parses one mailbox such as `Acme <hi@acme.com>` or `hi@acme.com`; 400 naming the field otherwise. */
 export function parseMailbox(input: string, field: string): Mailbox {
+  return simpleMailbox(input) ?? parseMailboxFully(input, field);
+}
+
+/** parseMailbox without the shortcut for simple inputs (exported for the test that compares the two). */
+export function parseMailboxFully(input: string, field: string): Mailbox {
   if (/[\r\n]/.test(input)) throw badRequest(`${field}: must not contain line breaks`);
   const parsed = addressparser(input, { flatten: true });
   if (parsed.length !== 1 || !parsed[0]!.address) throw badRequest(`${field}: "${input}" is not a single valid email address`);
