@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import test from 'ava';
 import { pino } from 'pino';
+import { createApp } from '../../src/app.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
 import { createClusterRepository } from '../../src/store/repositories/cluster-repository.js';
@@ -224,6 +225,23 @@ test.serial('a live node keeps the leases of what it is still sending: held past
   await Promise.all([w.settle(), b.app.engine.whenIdle()]);
   for (let i = 0; i < 4; i++) t.is(w.sink.messages.filter((m) => m.rcptTo.includes(`kept${i}@example.net`)).length, 1, `kept${i}: sent once`);
   for (const id of ids) t.is((await w.t0.request('GET', `/v1/emails/${id}`)).body.latestStatus, 'DELIVERED');
+});
+
+test.serial('an admin command run under a live node\'s name leaves that node, and its leases, in the cluster', async (t) => {
+  // What `posthorn keys create` and the other admin commands do: build the app from the node's
+  // own config (so under its node name), never start it, and stop it.
+  const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'held@example.net', subject: 'held', scheduledAt: new Date(clock.nowMs() + 3600_000).toISOString() }) });
+  t.is(res.status, 200);
+  const db = w.t0.app.store.db;
+  await db.updateTable('deliveries').set({ lease_owner: 'node-a', lease_until: clock.nowMs() + 600_000 }).where('email_id', '=', res.body.emailId).execute();
+  t.teardown(() => db.updateTable('deliveries').set({ lease_owner: null, lease_until: null }).where('email_id', '=', res.body.emailId).execute());
+  const admin = await createApp({ config: w.t0.config, clock, logger: pino({ level: 'silent' }) });
+  await admin.stop();
+  t.truthy(await db.selectFrom('cluster_nodes').select('id').where('id', '=', 'node-a').executeTakeFirst(), 'the live node\'s row is still there');
+  await b.app.cluster!.sweepNow();
+  t.deepEqual((await b.request('GET', '/health', { key: null })).body.cluster, ['node-a', 'node-b'], 'the other node still sees it');
+  const row = await db.selectFrom('deliveries').select('lease_owner').where('email_id', '=', res.body.emailId).executeTakeFirstOrThrow();
+  t.is(row.lease_owner, 'node-a', 'what it is sending stays its own: nobody sends it a second time');
 });
 
 test.serial('a dead node\'s leases are taken over at once, not when they run out', async (t) => {

@@ -59,6 +59,13 @@ export function createClusterService(deps: ClusterServiceDeps) {
   let lastLive = '';
   let lastSweepMs = 0;
   let stopped = false;
+  /**
+   * Only a node that joined leaves. An admin command (`posthorn keys create`...) builds the app
+   * from the same config, so under the same node name, and stops it without ever starting it:
+   * leaving then would delete the live server's row, and the other nodes would take it for dead
+   * at their next beat and send again what it is sending.
+   */
+  let joined = false;
 
   function total(c: SweepCounts): number {
     return c.deliveries + c.webhookCalls + c.campaignBatches + c.idempotencyKeys + c.connections + c.contactImports;
@@ -110,6 +117,7 @@ export function createClusterService(deps: ClusterServiceDeps) {
         );
       }
       const own = await repo.releaseOwn(node.id);
+      joined = true;
       await beat();
       schedule();
       return own;
@@ -119,7 +127,8 @@ export function createClusterService(deps: ClusterServiceDeps) {
       stopped = true;
       if (timer) clearTimeout(timer);
       await beating;
-      await repo.leave(node.id).catch((err: unknown) => deps.logger.warn({ err: (err as Error).message }, 'could not leave the cluster; the others will find this node dead'));
+      if (!joined) return;
+      await repo.leave(node).catch((err: unknown) => deps.logger.warn({ err: (err as Error).message }, 'could not leave the cluster; the others will find this node dead'));
     },
 
     /** The nodes this one sees alive (itself included). */

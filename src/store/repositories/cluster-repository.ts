@@ -58,9 +58,12 @@ export function createClusterRepository(db: Db) {
       return db.selectFrom('cluster_nodes').selectAll().where('heartbeat_at', '>=', sinceMs).orderBy('id').execute();
     },
 
-    /** A node stopping gracefully leaves at once (its leases were released by its own stop). */
-    async leave(id: string): Promise<void> {
-      await db.deleteFrom('cluster_nodes').where('id', '=', id).execute();
+    /**
+     * A node stopping gracefully leaves at once (its leases were released by its own stop). Only
+     * its own row: a process that took the name over since (a restart) keeps its membership.
+     */
+    async leave(node: { id: string; hostname: string; pid: number }): Promise<void> {
+      await db.deleteFrom('cluster_nodes').where('id', '=', node.id).where('hostname', '=', node.hostname).where('pid', '=', node.pid).execute();
     },
 
     /** Forgets nodes silent since `beforeMs` (long dead: their leases were swept long ago). */
