@@ -244,6 +244,14 @@ export async function startFaultyMx(opts: {
     let tail = Buffer.alloc(0);
     let dataBytes = 0;
     let swallowReplies = false;
+    /**
+     * hold-after-dot: the sink's reply to the held message is dropped whenever it comes, before
+     * or after release() answers in its place. Dropping "everything until release" instead let a
+     * reply that arrived late through to the client as an extra line, and every later reply of
+     * the session answered the command before it (a 354 taken as the reply to the final dot).
+     */
+    let heldReplyPending = false;
+    let upstreamLine = Buffer.alloc(0);
     let dropOnReply = false;
     up.on('data', (c: Buffer) => {
       if (dropOnReply) {
@@ -251,7 +259,17 @@ export async function startFaultyMx(opts: {
         client.destroy();
         return;
       }
-      if (!swallowReplies) client.write(c);
+      if (swallowReplies) return;
+      if (heldReplyPending) {
+        upstreamLine = Buffer.concat([upstreamLine, c]);
+        const final = /(?:^|\r\n)\d{3} [^\r\n]*\r\n/.exec(upstreamLine.toString('latin1'));
+        if (!final) return;
+        c = upstreamLine.subarray(final.index + final[0].length);
+        upstreamLine = Buffer.alloc(0);
+        heldReplyPending = false;
+        if (!c.length) return;
+      }
+      client.write(c);
     });
 
     const endOfData = (chunk: Buffer): number => {
@@ -327,7 +345,8 @@ export async function startFaultyMx(opts: {
           return;
         }
         if (f === 'stall-after-dot' || f === 'hold-after-dot' || f === 'drip-after-dot') {
-          swallowReplies = true;
+          if (f === 'hold-after-dot') heldReplyPending = true;
+          else swallowReplies = true;
           hit();
           holdOpen(client);
           if (f === 'drip-after-dot') {
@@ -343,7 +362,6 @@ export async function startFaultyMx(opts: {
             resume(lines: string[]) {
               held.delete(entry);
               client.write(lines.map((l) => `${l}\r\n`).join(''));
-              swallowReplies = false;
             },
           };
           held.add(entry);
