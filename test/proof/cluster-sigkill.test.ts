@@ -35,6 +35,18 @@ const heloOf = (node: string) => `${node}.posthorn-cluster.test`;
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../../../bin/posthorn', import.meta.url));
 
+/** The shared rate limiter's count per 1-second window (by its start, in ms) for the team. */
+async function teamWindows(url: string, teamId: number): Promise<Map<number, number>> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const rows = (await client.query<{ window_start: string; count: string }>('select window_start, count from rate_limit_windows where team_id = $1', [teamId])).rows;
+    return new Map(rows.map((r) => [Number(r.window_start), Number(r.count)]));
+  } finally {
+    await client.end();
+  }
+}
+
 test('three nodes, one SIGKILLed and one SIGTERMed mid-delivery: every email delivered, duplicates only from the killed node, no lease left', async (t) => {
   t.timeout(600_000);
   const started = Date.now();
@@ -114,9 +126,15 @@ test('three nodes, one SIGKILLed and one SIGTERMed mid-delivery: every email del
   }
   const perWindow = [...windows.values()];
   t.true(perWindow.some((w) => w.refused > 0), 'the burst went over the limit');
+  // The team's requests just before the burst (the domain's verification and lookup) may fall in
+  // its first window and count there too: the store's own count per window says how many did.
+  const counted = await teamWindows(url, teamId);
   t.true(
-    perWindow.every((w) => w.ok <= LIMIT && (w.refused === 0 || w.ok === LIMIT)),
-    `accepted and refused per window: ${JSON.stringify([...windows])}`,
+    [...windows].every(([reset, w]) => {
+      const count = counted.get(Number(reset) * 1000 - 1000) ?? 0;
+      return w.ok <= count && count <= LIMIT && (w.refused === 0 || count === LIMIT);
+    }),
+    `accepted and refused per window: ${JSON.stringify([...windows])}; counted by the store: ${JSON.stringify([...counted])}`,
   );
   t.is((await admin('PATCH', `/teams/${teamId}`, { rateLimit: null })).status, 200);
   const burstSummary = `burst of 300 at ${LIMIT}/s over ${windows.size} window(s): ${perWindow.map((w) => `${w.ok} ok + ${w.refused} refused`).join(', ')}`;
