@@ -5,8 +5,8 @@ import { getPriority, setPriority } from 'node:os';
  * On a machine with fewer cores than busy threads, the kernel shares the cores out evenly: the
  * main thread (the event loop that answers the API and drives every SMTP session) then waits in
  * the run queue behind throughput work that nobody waits on by the millisecond. Measured in the
- * realistic bench on 2 cores: the main thread spent almost a quarter of its wall time runnable
- * but not running. A worker that does such work lowers its own priority, so the event loop runs
+ * realistic bench on 2 cores: the main thread spent a seventh to a quarter of its wall time
+ * runnable but not running. A worker that does such work lowers its own priority, so the event loop runs
  * first and the worker takes whatever CPU is left (all of it when the loop is idle).
  *
  * Linux only: there a thread has its own nice value, and setpriority() on a thread id sets it
