@@ -37,13 +37,14 @@ function ownNice(): number {
   return getPriority(currentThreadId()!);
 }
 
-/** Starts a worker that lowers its own priority by `delta`; it runs until the test ends. */
+/** Starts a worker that lowers its own priority by `delta`; it runs (its thread exists) until the test ends. */
 async function niceWorker(t: ExecutionContext, delta: number): Promise<{ tid: number; nice: number }> {
   const moduleUrl = new URL('../../src/lib/thread-priority.js', import.meta.url).href;
   const worker = new Worker(
     `const { parentPort, workerData } = require('node:worker_threads');
      import(workerData.moduleUrl).then((m) => {
        parentPort.postMessage({ tid: m.currentThreadId(), nice: m.lowerThreadPriority(workerData.delta) });
+       parentPort.once('message', () => undefined); // alive until terminated: the test reads its thread
      });`,
     { eval: true, workerData: { moduleUrl, delta } },
   );
