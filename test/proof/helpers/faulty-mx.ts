@@ -246,9 +246,8 @@ export async function startFaultyMx(opts: {
     let swallowReplies = false;
     /**
      * hold-after-dot: the sink's reply to the held message is dropped whenever it comes, before
-     * or after release() answers in its place. Dropping "everything until release" instead let a
-     * reply that arrived late through to the client as an extra line, and every later reply of
-     * the session answered the command before it (a 354 taken as the reply to the final dot).
+     * or after release() answers in its place. Let through after release(), it would be an extra
+     * line, and every later reply of the session would answer the command before it.
      */
     let heldReplyPending = false;
     let upstreamLine = Buffer.alloc(0);
