@@ -35,8 +35,10 @@ test.serial('a send is accepted, DKIM-signed and delivered to the recipient MX; 
     }),
   });
   t.is(res.status, 200);
-  t.regex(res.body.emailId, /^em_[A-Za-z0-9]{21}$/);
+  t.regex(res.body.emailId, /^em_[0-9a-z]{9}[A-Za-z0-9]{21}$/);
   const email = await waitForStatus(res.body.emailId, 'DELIVERED');
+  // The id and the Message-ID begin with the time of acceptance (index locality, lib/ids.ts)
+  t.is(parseInt(res.body.emailId.slice(3, 12), 36), Date.parse(email.createdAt));
   const received = w.sink.messages.slice(before);
   // example.net (alice, bob) and example.org (carol): one transaction per destination domain.
   t.is(received.length, 2);
@@ -50,7 +52,8 @@ test.serial('a send is accepted, DKIM-signed and delivered to the recipient MX; 
   t.is(parsed.from?.value[0]?.address, 'hello@sender.dev');
   t.is(parsed.headers.get('x-campaign'), 'launch');
   t.is(parsed.headers.get('bcc'), undefined);
-  t.regex(String(parsed.messageId), /@sender\.dev>?$/);
+  t.regex(String(parsed.messageId), /^<?[0-9a-z]{9}\.[0-9a-z]{24}@sender\.dev>?$/);
+  t.is(parseInt(String(parsed.messageId).replace(/^</, '').slice(0, 9), 36), Date.parse(email.createdAt));
   t.is(parsed.attachments[0]?.filename, 'notes.txt');
   t.is(parsed.attachments[0]?.contentType, 'text/plain');
   t.is(parsed.attachments[0]?.content.toString(), 'attached bytes');

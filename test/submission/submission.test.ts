@@ -65,7 +65,7 @@ test.serial('a submitted message is queued, DKIM-signed and delivered like an AP
     attachments: [{ filename: 'report.csv', content: 'a,b\n1,2\n' }],
   });
   tx.close();
-  const m = /^250 2\.0\.0 Ok: queued as (em_[A-Za-z0-9]{21})$/.exec(info.response);
+  const m = /^250 2\.0\.0 Ok: queued as (em_[0-9a-z]{9}[A-Za-z0-9]{21})$/.exec(info.response);
   t.truthy(m, info.response);
   const emailId = m![1]!;
 

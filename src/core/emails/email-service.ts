@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { canonicalJson } from '../../lib/canonical-json.js';
-import { randomString, newId } from '../../lib/ids.js';
+import { newTimeOrderedId, randomString, timePrefix } from '../../lib/ids.js';
 import type { EmailRow, EmailsRepository, NewEmail } from '../../store/repositories/emails-repository.js';
 import type { IdempotencyRepository } from '../../store/repositories/idempotency-repository.js';
 import type { SuppressionsRepository } from '../../store/repositories/suppressions-repository.js';
@@ -176,8 +176,9 @@ export function createEmailService(deps: EmailServiceDeps) {
     const allToSuppressed = to.every(isSuppressed);
     const droppedRecipients = [...new Set([...to, ...cc, ...bcc].filter(isSuppressed).map((m) => m.address))];
 
-    const id = newId('em');
-    const messageId = `<${randomString(24).toLowerCase()}.${Date.now().toString(36)}@${domain.name}>`;
+    // Both begin with the time, so their index entries go where the last send's went (ids.ts).
+    const id = newTimeOrderedId('em', now.getTime());
+    const messageId = `<${timePrefix(now.getTime())}.${randomString(24).toLowerCase()}@${domain.name}>`;
     const status: EmailStatus = allToSuppressed ? 'SUPPRESSED' : scheduledAt ? 'SCHEDULED' : 'QUEUED';
     const dueMs = scheduledAt ? scheduledAt.getTime() : now.getTime();
 
