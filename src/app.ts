@@ -338,7 +338,7 @@ export async function createApp(opts: AppOptions) {
   events.onInTransaction((batch) => batch.forEach((event) => webhookOutbox.handleInTransaction(event)));
   // Analytics rollups likewise commit with the status change they count.
   events.onInTransaction((batch) => analytics.handleInTransaction(batch));
-  events.on('*', () => webhookOutbox.afterCommit());
+  events.on('*', (event) => webhookOutbox.afterCommit(event));
   events.on('*', (event) => analytics.handleBusEvent(event));
 
   // Mail in (architecture.md, Outbound, inbound, tracking): inbound SMTP for bounces, complaints and receiving domains; submission.

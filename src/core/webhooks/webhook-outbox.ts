@@ -70,22 +70,17 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps) {
   }
 
   /**
-   * Endpoints with outbox rows written since the dispatcher was last told (id -> earliest due
-   * time). Filled inside write transactions, handed over after a commit. A write that rolled
-   * back may leave an entry: the dispatcher then claims nothing there, at the cost of a query or two.
+   * The endpoints each event's outbox rows were written for, and when they are due: noted inside
+   * the event's write transaction, handed to the dispatcher after that event's commit. Kept per
+   * event, not pooled: on PostgreSQL two transactions commit independently, and handing over
+   * another transaction's endpoints with this one's commit let the dispatcher look before those
+   * rows were visible, find nothing, and forget them until its next sweep. A rolled-back write
+   * leaves an entry nobody reads (the event is never emitted), dropped with the event.
    */
-  let dueSinceWake = new Map<string, number>();
+  const dueByEvent = new WeakMap<BusEvent, { webhookIds: string[]; dueMs: number }>();
 
-  function noteDue(webhookId: string, dueMs: number): void {
-    const current = dueSinceWake.get(webhookId);
-    if (current === undefined || dueMs < current) dueSinceWake.set(webhookId, dueMs);
-  }
-
-  function wakeDispatcher(): void {
-    if (!dueSinceWake.size) return;
-    const due = dueSinceWake;
-    dueSinceWake = new Map();
-    deps.onDue?.(due);
+  function handOver(webhookIds: readonly string[], dueMs: number): void {
+    deps.onDue?.(new Map(webhookIds.map((id) => [id, dueMs])));
   }
 
   function newEvent(teamId: number, type: string, domainId: number | null, occurredAt: string, data: Record<string, unknown>): NewWebhookEvent {
@@ -109,14 +104,18 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps) {
         const webhookIds = endpoints.filter((row) => matchesOrSkip(row, event)).map((row) => row.id);
         if (!webhookIds.length) return null;
         const due = clock.nowMs();
-        for (const id of webhookIds) noteDue(id, due);
+        // A rerun of the write (same event object) replaces what its rolled-back run noted.
+        dueByEvent.set(event, { webhookIds, dueMs: due });
         return { event: newEvent(event.teamId, event.type, event.domainId, event.occurredAt, event.data), webhookIds, dueMs: due };
       });
     },
 
-    /** Bus subscriber (after the commit): wakes the dispatcher for the outbox rows just committed. */
-    afterCommit(): void {
-      wakeDispatcher();
+    /** Bus subscriber (after the event's commit): wakes the dispatcher for the outbox rows it committed. */
+    afterCommit(event: BusEvent): void {
+      const due = dueByEvent.get(event);
+      if (!due) return;
+      dueByEvent.delete(event);
+      handOver(due.webhookIds, due.dueMs);
     },
 
     /**
@@ -129,8 +128,7 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps) {
       const event = newEvent(teamId, 'webhook.test', null, now, { test: true, webhookId, sentAt: now });
       const due = clock.nowMs();
       if (!(await webhooks.enqueueForOneEndpoint(event, webhookId, due))) return null;
-      noteDue(webhookId, due);
-      wakeDispatcher();
+      handOver([webhookId], due);
       return event.id;
     },
 
