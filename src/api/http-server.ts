@@ -362,6 +362,10 @@ export const MAX_JSON_DEPTH = 256;
 
 /** Whether JSON text opens more than `max` arrays/objects at once (strings skipped); a plain scan, no recursion. */
 export function nestingExceeds(text: string, max: number): boolean {
+  // A text with no more than `max` brackets that open cannot nest deeper than that. Counting them
+  // is a native search, where the walk below is a JavaScript loop over every character (~10 µs
+  // for a 5 KB send), so most bodies skip the walk.
+  if (openersAtMost(text, max)) return false;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
@@ -375,6 +379,14 @@ export function nestingExceeds(text: string, max: number): boolean {
     } else if (c === 0x5d || c === 0x7d) depth--;
   }
   return false;
+}
+
+function openersAtMost(text: string, max: number): boolean {
+  let n = 0;
+  for (const opener of ['{', '[']) {
+    for (let i = text.indexOf(opener); i !== -1; i = text.indexOf(opener, i + 1)) if (++n > max) return false;
+  }
+  return true;
 }
 
 export interface RunningHttpServer {
