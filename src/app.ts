@@ -203,6 +203,7 @@ export async function createApp(opts: AppOptions) {
     connections: () => pool?.openByHost() ?? new Map(),
     storeFiles: () => store.fileSizes(),
     shaping: () => shaping.state(),
+    messageMemory: () => ({ bytes: engine?.budget.inUse ?? 0, waiting: engine?.budget.queued ?? 0 }),
   });
   const suppressionsRepo = createSuppressionsRepository(store.db);
   let engine: DeliveryEngine | undefined;

@@ -139,6 +139,7 @@ export function wireOutbound(deps: OutboundDeps) {
     route: pool ? relay : { host: SANDBOX_HOST, address: SANDBOX_HOST, port: 0 },
     // Enough to keep every connection a destination may have busy, with as many ready behind them.
     maxInFlightPerDomain: 2 * config.outbound.maxConnectionsPerHost,
+    messageBudgetBytes: config.outbound.messageMemoryMb * 1024 * 1024,
     transport,
     onTlsVerdicts: (verdicts) => tlsCounter.record(verdicts),
     // The sandbox sends nothing anywhere: no sources, nothing to shape.

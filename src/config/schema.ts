@@ -292,6 +292,9 @@ export const configSchema = z
         signingWorkers: key(z.number().int().min(0).max(16).optional(), {
           doc: 'Worker threads that compose and DKIM-sign messages; 0 signs on the main thread. Unset: one less than the CPU cores (at least 1, at most 8), since the main thread needs a core of its own.',
         }),
+        messageMemoryMb: key(z.number().int().min(1).max(4096).default(64), {
+          doc: 'Megabytes of message content the delivery engine holds at once (bodies being composed and signed, messages being sent); more waits its turn, and a message larger than this goes alone. Bounds the memory a burst of large attachments takes.',
+        }),
         connectTimeoutMs: key(timeoutMs(3_600_000).default(30_000), {
           doc: 'TCP connect to a remote MX (or the relay), in milliseconds; then the next MX host is tried.',
           env: 'POSTHORN_OUTBOUND_CONNECT_TIMEOUT_MS',

@@ -231,7 +231,7 @@ test.serial('a late attempt result for a delivery purged meanwhile (its lease ra
   // The operator purges the row (no lease on it: the attempt's lease expired and was swept).
   await w.t0.app.services.deliveries.purge(stale!.id);
   // Then the attempt that was still on the wire reports: delivered, and a hard bounce for good measure.
-  await w.t0.app.services.deliveries.complete({ email, domain: undefined, rcptDomain: 'example.net', deliveries: [stale!] }, new Date(clock.nowMs()), [
+  await w.t0.app.services.deliveries.complete({ email: { ...email, body_bytes: 0 }, domain: undefined, rcptDomain: 'example.net', deliveries: [stale!] }, new Date(clock.nowMs()), [
     { deliveryId: stale!.id, outcome: 'bounced', hardBounce: true, code: 550, response: '550 5.1.1 user unknown' },
   ]);
   t.is((await repo.findById(stale!.id))!.state, 'failed');

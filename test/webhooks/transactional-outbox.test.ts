@@ -44,7 +44,7 @@ test('a status write redone after a rolled-back batch leaves one outbox event, a
 
   // The result and a failing write queued in the same turn share one batch: the batch fails,
   // is rolled back, and the result's fn runs again (with fresh event ids) under a savepoint.
-  const completed = t0.app.services.deliveries.complete({ email, domain: undefined, rcptDomain: 'rcpt.example', deliveries }, clock.now(), [
+  const completed = t0.app.services.deliveries.complete({ email: { ...email, body_bytes: 0 }, domain: undefined, rcptDomain: 'rcpt.example', deliveries }, clock.now(), [
     { deliveryId: deliveries[0]!.id, outcome: 'delivered', code: 250, response: '250 ok' },
   ]);
   // SQLite: a write fn that throws. PostgreSQL: a result write the database refuses (a trace

@@ -1,7 +1,7 @@
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import type { DeliveriesRepository, DeliveryRow, DeliveryUpdate, ResultsWrite, StatusEventWrite } from '../../store/repositories/deliveries-repository.js';
-import type { EmailRow, EmailsRepository } from '../../store/repositories/emails-repository.js';
+import type { EmailBody, EmailHead, EmailsRepository } from '../../store/repositories/emails-repository.js';
 import type { DomainRecord, DomainsRepository } from '../../store/repositories/domains-repository.js';
 import type { SuppressionsRepository } from '../../store/repositories/suppressions-repository.js';
 import type { BusEvent, EventBus } from '../events.js';
@@ -15,7 +15,8 @@ import type { OutcomeSample } from '../metrics/metrics.js';
 
 /** Recipients of one email at one destination domain: one SMTP transaction (per MX). */
 export interface DeliveryGroup {
-  email: EmailRow;
+  /** Without its body: the engine reads that when it composes the message (bodyOf). */
+  email: EmailHead;
   domain: DomainRecord | undefined;
   rcptDomain: string;
   deliveries: DeliveryRow[];
@@ -204,11 +205,11 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
     return kept;
   }
 
-  function toKeysOfEmail(email: EmailRow): string[] {
+  function toKeysOfEmail(email: EmailHead): string[] {
     return (JSON.parse(email.to_json) as string[]).map((m) => addressKey(parseMailbox(m, 'to').address));
   }
 
-  async function everyToSuppressed(email: EmailRow): Promise<boolean> {
+  async function everyToSuppressed(email: EmailHead): Promise<boolean> {
     const to = toKeysOfEmail(email);
     const found = await deps.suppressions.findSuppressed(email.team_id, to);
     return to.every((k) => found.has(k));
@@ -221,6 +222,11 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
      * leases are kept (renewed before the sweep, with its time: a clock that jumped past them
      * does not free them either).
      */
+    /** An email's body, read when its message is composed; undefined once the email is gone (its team deleted). */
+    async bodyOf(emailId: string): Promise<EmailBody | undefined> {
+      return deps.emails.findBodyAnyTeamFast(emailId);
+    },
+
     async claim(limit: number, skipDomains: readonly string[] = [], attempting: ReadonlySet<number> = new Set()): Promise<DeliveryGroup[]> {
       const now = clock.nowMs();
       await keepLeases(attempting, now);
@@ -238,13 +244,13 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         list.push(r);
         byKey.set(key, list);
       }
-      const emailCache = new Map<string, EmailRow | undefined>();
+      const emailCache = new Map<string, EmailHead | undefined>();
       const domainCache = new Map<number, DomainRecord | undefined>();
       const poolCache = new Map<number, string | null>();
       const groups: DeliveryGroup[] = [];
       for (const list of byKey.values()) {
         const first = list[0]!;
-        if (!emailCache.has(first.email_id)) emailCache.set(first.email_id, await deps.emails.findByIdAnyTeamFast(first.email_id));
+        if (!emailCache.has(first.email_id)) emailCache.set(first.email_id, await deps.emails.findHeadAnyTeamFast(first.email_id));
         const email = emailCache.get(first.email_id);
         if (!email) continue; // deleted with its team: the cascade removed the deliveries too
         let domain: DomainRecord | undefined;
@@ -306,7 +312,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       }
       let failed = 0;
       for (const list of groups.values()) {
-        const email = await deps.emails.findByIdAnyTeam(list[0]!.email_id);
+        const email = await deps.emails.findHeadAnyTeamFast(list[0]!.email_id);
         if (!email) continue; // deleted with its team meanwhile
         const group: DeliveryGroup = { email, domain: undefined, rcptDomain: list[0]!.rcpt_domain, deliveries: list, egressPool: null };
         await this.complete(group, null, list.map((d) => ({ deliveryId: d.id, outcome: 'failed' as const, response: reason })));
@@ -508,3 +514,4 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
   return service;
 }
 export type DeliveryService = ReturnType<typeof createDeliveryService>;
+export type { EmailBody, EmailHead } from '../../store/repositories/emails-repository.js';

@@ -32,6 +32,8 @@ export interface MetricsSources {
   connections(): Map<string, number>;
   /** Store files and their sizes in bytes. */
   storeFiles(): Promise<Record<string, number>>;
+  /** The delivery engine's message memory: bytes held, messages waiting for room (absent: no engine). */
+  messageMemory?(): { bytes: number; waiting: number };
   /** Traffic shaping: holds in force and warm-up progress (absent: nothing to report). */
   shaping?(): Promise<Pick<ShapingState, 'holds' | 'sources'>>;
 }
@@ -109,6 +111,26 @@ export function createMetrics(sources: MetricsSources) {
       for (const [file, bytes] of Object.entries(await sources.storeFiles())) this.set({ file }, bytes);
     },
   });
+
+  if (sources.messageMemory) {
+    const memory = sources.messageMemory;
+    new Gauge({
+      name: 'posthorn_message_memory_bytes',
+      help: 'Message content the delivery engine holds now: bodies being composed, messages being sent (outbound.messageMemoryMb bounds it).',
+      registers: [registry],
+      collect() {
+        this.set(memory().bytes);
+      },
+    });
+    new Gauge({
+      name: 'posthorn_messages_waiting_for_memory',
+      help: "Messages waiting for room in the delivery engine's message memory before they are composed.",
+      registers: [registry],
+      collect() {
+        this.set(memory().waiting);
+      },
+    });
+  }
 
   const parked = new Counter({
     name: 'posthorn_shaping_held_total',

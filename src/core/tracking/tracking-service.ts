@@ -33,7 +33,7 @@ export interface TrackingHit {
 const MAX_USER_AGENT = 512;
 
 /** List-Unsubscribe values are "<https://...>, <mailto:...>" (RFC 2369); the http(s) ones. */
-function listUnsubscribeUrls(email: EmailRow): Set<string> {
+function listUnsubscribeUrls(email: Pick<EmailRow, 'headers_json'>): Set<string> {
   if (!email.headers_json) return new Set();
   const headers = JSON.parse(email.headers_json) as Record<string, string>;
   const value = Object.entries(headers).find(([k]) => k.toLowerCase() === 'list-unsubscribe')?.[1] ?? '';
@@ -83,7 +83,7 @@ export function createTrackingService(deps: TrackingServiceDeps) {
 
   return {
     /** The message factory's HTML hook: open pixel and tracked links, per the domain's settings. */
-    transformHtml(html: string, email: EmailRow, domain: DomainRecord): string {
+    transformHtml(html: string, email: Pick<EmailRow, 'id' | 'headers_json'>, domain: DomainRecord): string {
       if (!domain.openTracking && !domain.clickTracking) return html;
       const base = trackingBase(domain);
       const unsubscribe = listUnsubscribeUrls(email);

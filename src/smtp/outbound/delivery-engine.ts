@@ -2,6 +2,7 @@ import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import type { AttemptResult, AttemptTrace, DeliveryGroup, DeliveryService } from '../../core/deliveries/delivery-service.js';
 import { verdictSummary, type TlsVerdict } from '../../core/tls-reports/tls-verdict.js';
+import { MessageBudget, SharedMessages } from './message-budget.js';
 import type { MessageFactory } from './message-factory.js';
 import { MxLookupError, type MxResolver } from './mx-resolver.js';
 import type { DeliveryTarget, SmtpClientPool, TransactionRequest, TransactionResult } from './smtp-client-pool.js';
@@ -68,6 +69,8 @@ export interface DeliveryEngineOptions {
   shaper?: Pick<TrafficShaper, 'take' | 'recordWarmup' | 'observeReply' | 'maybeRefresh'>;
   /** Deliveries the shaper held back unattempted (metrics). */
   onHeld?: (why: string, source: string, rollup: string, count: number) => void;
+  /** Bytes of message content held at once (message-budget.ts); default 64 MiB. */
+  messageBudgetBytes?: number;
 }
 
 /**
@@ -89,7 +92,8 @@ export class DeliveryEngine {
   private readonly inFlightDeliveries = new Set<number>();
   /** Delivery ids whose attempts ended while the current claim was being made (none between claims). */
   private endedDuringClaim: Set<number> | undefined;
-  private readonly messageCache = new Map<string, { message: Promise<Buffer>; users: number }>();
+  readonly budget: MessageBudget;
+  private readonly signedMessages: SharedMessages;
   private running = false;
   private loopDone: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
@@ -108,6 +112,8 @@ export class DeliveryEngine {
     this.maxPerDomain = options.maxInFlightPerDomain ?? 20;
     this.idlePollMs = options.idlePollMs ?? 1000;
     this.maxTargets = options.maxTargetsPerAttempt ?? 6;
+    this.budget = new MessageBudget(options.messageBudgetBytes ?? 64 * 1024 * 1024);
+    this.signedMessages = new SharedMessages(this.budget);
   }
 
   start(): void {
@@ -260,20 +266,11 @@ export class DeliveryEngine {
     });
   }
 
-  private message(group: DeliveryGroup): Promise<Buffer> {
-    const id = group.email.id;
-    let entry = this.messageCache.get(id);
-    if (!entry) {
-      entry = { message: this.options.messages.build(group.email, group.domain!), users: 0 };
-      this.messageCache.set(id, entry);
-    }
-    entry.users += 1;
-    return entry.message;
-  }
-
-  private releaseMessage(emailId: string): void {
-    const entry = this.messageCache.get(emailId);
-    if (entry && --entry.users <= 0) this.messageCache.delete(emailId);
+  /** The group's signed message; its body is read only now, within the memory budget. */
+  private async build(group: DeliveryGroup): Promise<Buffer> {
+    const body = await this.options.deliveries.bodyOf(group.email.id);
+    if (!body) throw new Error('the email was deleted before its message was composed');
+    return this.options.messages.build(group.email, body, group.domain!);
   }
 
   private async process(group: DeliveryGroup): Promise<void> {
@@ -296,6 +293,7 @@ export class DeliveryEngine {
       return;
     }
     const verdicts: TlsVerdict[] = [];
+    let holdsMessage = false;
     try {
       const routed = await this.routeOf(group, verdicts);
       if ('results' in routed) {
@@ -323,14 +321,21 @@ export class DeliveryEngine {
         rest = rest.slice(chunk.length);
         const part = chunk.length === group.deliveries.length ? group : { ...group, deliveries: chunk };
         if (!message) {
+          holdsMessage = true;
           try {
-            message = await this.message(group);
+            message = await this.signedMessages.take(group.email.id, group.email.body_bytes, () => this.build(group));
           } catch (err) {
             this.options.logger.error({ err, emailId: group.email.id }, 'building or signing the message failed');
             await this.record({ ...group, deliveries: [...chunk, ...rest] }, null, [...chunk, ...rest].map((d) => ({ deliveryId: d.id, outcome: 'deferred' as const, response: `local error while preparing the message: ${(err as Error).message}` })), []);
             return;
-          } finally {
-            this.releaseMessage(group.email.id);
+          }
+          // stop() came while the message waited for room or was built: the pool has already
+          // let go of what was queued, so this goes back unattempted as well.
+          if (!this.running) {
+            await this.options.deliveries.releaseGroups([{ ...group, deliveries: [...chunk, ...rest] }]).catch((err: unknown) => {
+              this.options.logger.error({ err, emailId: group.email.id }, 'releasing deliveries at shutdown failed; their leases run out instead');
+            });
+            return;
           }
         }
         // Counted before it goes, so a crash never forgets what went out; what cannot be counted
@@ -358,6 +363,7 @@ export class DeliveryEngine {
         await this.record(part, outcome.reachedServer ? started : null, outcome.results, traces);
       }
     } finally {
+      if (holdsMessage) this.signedMessages.release(group.email.id);
       if (verdicts.length) this.options.onTlsVerdicts?.(verdicts);
     }
   }

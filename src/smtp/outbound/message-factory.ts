@@ -1,25 +1,25 @@
 import type { DomainRecord } from '../../core/domains/domain-service.js';
-import type { EmailRow } from '../../core/emails/email-service.js';
+import type { EmailBody, EmailHead } from '../../core/deliveries/delivery-service.js';
 import { htmlToPlainText } from '../../render/html-to-plain-text.js';
 import type { DkimSigner } from './dkim-signer.js';
 
 /** Rewrites the HTML of one email before it is composed (open pixel, click links). */
-export type HtmlTransform = (html: string, email: EmailRow, domain: DomainRecord) => Promise<string> | string;
+export type HtmlTransform = (html: string, email: EmailHead, domain: DomainRecord) => Promise<string> | string;
 
 export interface MessageFactory {
   /** The signed RFC 5322 message for an email: composed once, shared by all its recipients. */
-  build(email: EmailRow, domain: DomainRecord): Promise<Buffer>;
+  build(email: EmailHead, body: EmailBody, domain: DomainRecord): Promise<Buffer>;
 }
 
 export function createMessageFactory(opts: { signer: DkimSigner; transformHtml?: HtmlTransform }): MessageFactory {
   const list = (json: string | null): string[] => (json ? (JSON.parse(json) as string[]) : []);
   return {
-    async build(email, domain) {
-      let html = email.html_body;
+    async build(email, body, domain) {
+      let html = body.html_body;
       if (html && opts.transformHtml) html = await opts.transformHtml(html, email, domain);
       // An HTML-only message gets a plain-text alternative: better for accessibility,
       // text-only clients and spam scoring.
-      const text = email.text_body ?? (html ? htmlToPlainText(email.html_body!) : null);
+      const text = body.text_body ?? (html ? htmlToPlainText(body.html_body!) : null);
       const headers: Record<string, string> = {
         ...(email.headers_json ? (JSON.parse(email.headers_json) as Record<string, string>) : {}),
         'X-Posthorn-Email-ID': email.id,
@@ -33,7 +33,7 @@ export function createMessageFactory(opts: { signer: DkimSigner; transformHtml?:
         text,
         html,
         headers,
-        attachments: email.attachments_json ? (JSON.parse(email.attachments_json) as { filename: string; content: string }[]) : [],
+        attachments: body.attachments_json ? (JSON.parse(body.attachments_json) as { filename: string; content: string }[]) : [],
         messageId: email.message_id,
         // A scheduled send is dated when it was due to go out, not when it was accepted days
         // before (Date is "when the message was ready for delivery", RFC 5322 §3.6.1).
@@ -45,7 +45,7 @@ export function createMessageFactory(opts: { signer: DkimSigner; transformHtml?:
   };
 }
 
-function dateOf(email: EmailRow): Date {
+function dateOf(email: EmailHead): Date {
   const created = Date.parse(email.created_at);
   const scheduled = email.scheduled_at ? Date.parse(email.scheduled_at) : NaN;
   return new Date(Number.isFinite(scheduled) && scheduled > created ? scheduled : created);

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database, EmailsTable } from '../tables/database.js';
-import { EMAIL_COLUMNS, type EmailRow, type EmailsRepository, type IdempotencyCompletion, type NewEmail } from '../repositories/emails-repository.js';
+import { BODY_BYTES_SQL, EMAIL_BODY_COLUMNS, EMAIL_COLUMNS, EMAIL_HEAD_COLUMNS, type EmailBody, type EmailHead, type EmailsRepository, type IdempotencyCompletion, type NewEmail } from '../repositories/emails-repository.js';
 import { createPgBatcher } from './pg-batcher.js';
 import { pgPoolOf, sharedOf } from './pg-context.js';
 import { createPgLoader } from './pg-loader.js';
@@ -105,11 +105,16 @@ export function pgEmails(db: Kysely<Database>): Partial<EmailsRepository> {
     },
     { maxConcurrent: 4 },
   ));
-  const emailById = createPgLoader<string, EmailRow>(pool, 'select * from emails where id = any($1::text[])', (r) => r.id);
+  const headById = createPgLoader<string, EmailHead>(pool, `select ${EMAIL_HEAD_COLUMNS.join(', ')}, ${BODY_BYTES_SQL} as body_bytes from emails where id = any($1::text[])`, (r) => r.id);
+  const bodyById = createPgLoader<string, EmailBody & { id: string }>(pool, `select id, ${EMAIL_BODY_COLUMNS.join(', ')} from emails where id = any($1::text[])`, (r) => r.id);
   return {
     async insertAccepted(items: NewEmail[], idem?: IdempotencyCompletion, inTransaction?: () => void): Promise<void> {
       await accept.write({ items, idem, inTransaction });
     },
-    findByIdAnyTeamFast: emailById,
+    findHeadAnyTeamFast: headById,
+    async findBodyAnyTeamFast(id: string): Promise<EmailBody | undefined> {
+      const row = await bodyById(id);
+      return row && { text_body: row.text_body, html_body: row.html_body, attachments_json: row.attachments_json };
+    },
   };
 }

@@ -69,6 +69,20 @@ export const EMAIL_COLUMNS = [
   'text_body', 'html_body', 'headers_json', 'attachments_json', 'tags_json', 'template_id', 'campaign_id', 'contact_id',
   'in_reply_to', 'references_json', 'message_id', 'scheduled_at', 'latest_status', 'status_rank', 'sent_at', 'created_at', 'updated_at',
 ] as const satisfies readonly (keyof EmailsTable)[];
+/**
+ * The body of an email: its content, by far the largest part of the row (attachments can be tens
+ * of megabytes). The delivery engine claims the rest (EmailHead) and reads the body only when it
+ * composes the message, within its memory budget (architecture.md, The delivery engine).
+ */
+export const EMAIL_BODY_COLUMNS = ['text_body', 'html_body', 'attachments_json'] as const;
+export type EmailBody = Pick<EmailRow, (typeof EMAIL_BODY_COLUMNS)[number]>;
+/** An email without its body, and the body's size in bytes (UTF-8), read without reading the body. */
+export type EmailHead = Omit<EmailRow, keyof EmailBody> & { body_bytes: number };
+export const EMAIL_HEAD_COLUMNS = EMAIL_COLUMNS.filter((c): c is Exclude<(typeof EMAIL_COLUMNS)[number], keyof EmailBody> => !(EMAIL_BODY_COLUMNS as readonly string[]).includes(c));
+/** octet_length() gives a value's size from the record header, without loading the value (SQLite and PostgreSQL alike). */
+export const BODY_BYTES_SQL = EMAIL_BODY_COLUMNS.map((c) => `coalesce(octet_length(${c}), 0)`).join(' + ');
+const SELECT_HEAD_SQL = `select ${EMAIL_HEAD_COLUMNS.join(', ')}, ${BODY_BYTES_SQL} as body_bytes from emails where id = ?`;
+const SELECT_BODY_SQL = `select ${EMAIL_BODY_COLUMNS.join(', ')} from emails where id = ?`;
 const INSERT_EMAIL_SQL = `insert into emails (${EMAIL_COLUMNS.join(', ')}) values (${EMAIL_COLUMNS.map(() => '?').join(', ')})`;
 
 /**
@@ -123,9 +137,13 @@ export function createEmailsRepository(db: Db) {
       });
     },
 
-    /** Hot path: one email by id, any team (the engine's claim). */
-    async findByIdAnyTeamFast(id: string): Promise<EmailRow | undefined> {
-      return sync.read(() => sync.sqlite.prepare('select * from emails where id = ?').get(id) as EmailRow | undefined);
+    /** Hot path: one email without its body, by id, any team (the engine's claim). */
+    async findHeadAnyTeamFast(id: string): Promise<EmailHead | undefined> {
+      return sync.read(() => sync.sqlite.prepare(SELECT_HEAD_SQL).get(id) as EmailHead | undefined);
+    },
+    /** The body of one email, any team (the engine, when it composes the message). */
+    async findBodyAnyTeamFast(id: string): Promise<EmailBody | undefined> {
+      return sync.read(() => sync.sqlite.prepare(SELECT_BODY_SQL).get(id) as EmailBody | undefined);
     },
 
     async findById(teamId: number, id: string): Promise<EmailRow | undefined> {

@@ -82,6 +82,7 @@ test('a row whose attempt ends while a claim is being made is not attempted agai
       released.push(groups.flatMap((g) => g.deliveries.map((d) => d.id)));
     },
     keepLeases: async () => undefined,
+    bodyOf: async () => ({ text_body: 'x', html_body: null, attachments_json: null }),
   } as unknown as DeliveryService;
   const engine = new DeliveryEngine({
     deliveries,
