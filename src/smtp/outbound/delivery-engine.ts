@@ -2,7 +2,8 @@ import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import type { AttemptResult, AttemptTrace, DeliveryGroup, DeliveryService } from '../../core/deliveries/delivery-service.js';
 import { verdictSummary, type TlsVerdict } from '../../core/tls-reports/tls-verdict.js';
-import { MessageBudget, SharedMessages } from './message-budget.js';
+import { ByteBudget } from '../../lib/byte-budget.js';
+import { SharedMessages } from './shared-messages.js';
 import type { MessageFactory } from './message-factory.js';
 import { MxLookupError, type MxResolver } from './mx-resolver.js';
 import type { DeliveryTarget, SmtpClientPool, TransactionRequest, TransactionResult } from './smtp-client-pool.js';
@@ -69,7 +70,7 @@ export interface DeliveryEngineOptions {
   shaper?: Pick<TrafficShaper, 'take' | 'recordWarmup' | 'observeReply' | 'maybeRefresh'>;
   /** Deliveries the shaper held back unattempted (metrics). */
   onHeld?: (why: string, source: string, rollup: string, count: number) => void;
-  /** Bytes of message content held at once (message-budget.ts); default 64 MiB. */
+  /** Bytes of message content held at once (shared-messages.ts); default 64 MiB. */
   messageBudgetBytes?: number;
 }
 
@@ -92,7 +93,7 @@ export class DeliveryEngine {
   private readonly inFlightDeliveries = new Set<number>();
   /** Delivery ids whose attempts ended while the current claim was being made (none between claims). */
   private endedDuringClaim: Set<number> | undefined;
-  readonly budget: MessageBudget;
+  readonly budget: ByteBudget;
   private readonly signedMessages: SharedMessages;
   private running = false;
   private loopDone: Promise<void> | undefined;
@@ -112,7 +113,7 @@ export class DeliveryEngine {
     this.maxPerDomain = options.maxInFlightPerDomain ?? 20;
     this.idlePollMs = options.idlePollMs ?? 1000;
     this.maxTargets = options.maxTargetsPerAttempt ?? 6;
-    this.budget = new MessageBudget(options.messageBudgetBytes ?? 64 * 1024 * 1024);
+    this.budget = new ByteBudget(options.messageBudgetBytes ?? 64 * 1024 * 1024);
     this.signedMessages = new SharedMessages(this.budget);
   }
 

@@ -1,8 +1,8 @@
 import test from 'ava';
-import { MessageBudget } from '../../../src/smtp/outbound/message-budget.js';
+import { ByteBudget } from '../../src/lib/byte-budget.js';
 
 test('what fits is admitted at once; the rest waits, first come first served, and is admitted as room is given back', async (t) => {
-  const budget = new MessageBudget(100);
+  const budget = new ByteBudget(100);
   const admitted: string[] = [];
   const take = (name: string, bytes: number) => budget.acquire(bytes).then(() => admitted.push(name));
   await take('a', 60);
@@ -19,7 +19,7 @@ test('what fits is admitted at once; the rest waits, first come first served, an
 });
 
 test('a request larger than the whole budget waits until nothing is held, then goes alone', async (t) => {
-  const budget = new MessageBudget(100);
+  const budget = new ByteBudget(100);
   await budget.acquire(30);
   let huge = false;
   const hugeAdmitted = budget.acquire(250).then(() => (huge = true));
