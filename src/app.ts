@@ -98,6 +98,7 @@ import { openStoreOf } from './composition/store-opening.js';
 import { wireOutbound, wireTransportSecurity } from './composition/outbound-wiring.js';
 import { announceSettings } from './composition/start-notices.js';
 import { startSmtpListeners, type Listeners } from './composition/smtp-listeners.js';
+import { ByteBudget } from './lib/byte-budget.js';
 
 // The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
 
@@ -207,6 +208,8 @@ export async function createApp(opts: AppOptions) {
   });
   const suppressionsRepo = createSuppressionsRepository(store.db);
   let engine: DeliveryEngine | undefined;
+  /** The received bodies processed at once, API and SMTP alike (intakeMemoryMb). */
+  const intake = new ByteBudget(config.intakeMemoryMb * 1024 * 1024);
   const emails = createEmailService({
     emails: emailsRepo,
     idempotency: createIdempotencyRepository(store.db, { owner: nodeId }),
@@ -317,23 +320,9 @@ export async function createApp(opts: AppOptions) {
     allowPrivate: config.webhooks.allowPrivate,
     domainBelongsToTeam: domains.belongsToTeam,
   });
-  const webhookDispatcher = new WebhookDispatcher({
-    outbox: webhookOutbox,
-    clock,
-    logger,
-    timeoutMs: config.webhooks.timeoutMs,
-    onAttempt: (outcome) => metrics.webhookCall(outcome),
-  });
+  const webhookDispatcher = new WebhookDispatcher({ outbox: webhookOutbox, clock, logger, timeoutMs: config.webhooks.timeoutMs, onAttempt: (outcome) => metrics.webhookCall(outcome) });
   const analytics = createAnalyticsService({ analytics: createAnalyticsRepository(store.db), clock, logger, domainBelongsToTeam: domains.belongsToTeam });
-  const tracking = createTrackingService({
-    emails: emailsRepo,
-    tracking: createTrackingRepository(store.db),
-    events,
-    clock,
-    logger,
-    secret,
-    publicUrl: config.publicUrl,
-  });
+  const tracking = createTrackingService({ emails: emailsRepo, tracking: createTrackingRepository(store.db), events, clock, logger, secret, publicUrl: config.publicUrl });
   // Every event's outbox rows commit with the write that emits it (transactional outbox, see
   // core/events.ts); after the commit the dispatcher is woken for them.
   events.onInTransaction((batch) => batch.forEach((event) => webhookOutbox.handleInTransaction(event)));
@@ -457,6 +446,7 @@ export async function createApp(opts: AppOptions) {
     services,
     listeners,
     engine,
+    intake,
     /** The API route table (the OpenAPI document and route sweeps read it). */
     routes,
     /** The operator API's route table (/admin/v1). */
@@ -491,6 +481,7 @@ export async function createApp(opts: AppOptions) {
     async start(): Promise<Listeners> {
       const koa = createHttpApp({
         logger,
+        intake,
         apiKeys,
         rateLimiter,
         defaultRateLimit: config.rateLimit.perSecond,
@@ -539,6 +530,7 @@ export async function createApp(opts: AppOptions) {
         listenerTls,
         listeners,
         failed: failedListeners,
+        intake,
         inbound: {
           router: inbound.router,
           reports: inbound.reports,

@@ -8,6 +8,7 @@ import { AppError } from '../core/errors.js';
 import type { ApiKeyService, AuthContext } from '../core/api-keys/api-key-service.js';
 import type { OperatorAuth, OperatorKeyService } from '../core/operators/operator-key-service.js';
 import type { RateLimiter } from '../core/rate-limit/rate-limiter.js';
+import type { ByteBudget } from '../lib/byte-budget.js';
 import type { Logger } from '../lib/logger.js';
 import { toHttpError } from './http-errors.js';
 import { parseParams } from './params.js';
@@ -34,6 +35,8 @@ export interface HttpServerDeps {
   extra?: (router: Router) => void;
   /** Turns an unexpected error into an AppError where the composition root knows better (a full disk); else returns it as is. */
   translateError?: (err: unknown) => unknown;
+  /** Bounds the bodies being parsed and handled at once (intakeMemoryMb); absent: no bound. */
+  intake?: ByteBudget;
 }
 
 const API_PREFIXES = ['/v1', '/api/v1'];
@@ -96,7 +99,7 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
     for (const prefix of prefixes) {
       const stack = [
         route.access === 'operator' ? authenticateOperator(deps) : authenticate(route, deps),
-        parseBody(deps.bodyLimitBytes),
+        parseBody(deps.bodyLimitBytes, deps.intake),
         async (ctx: Context) => {
           const params = (ctx as Context & { params: Record<string, string> }).params ?? {};
           const query = ctx.query as Record<string, string | string[] | undefined>;
@@ -299,7 +302,7 @@ async function applyRateLimit(ctx: Context, auth: AuthContext, deps: HttpServerD
   }
 }
 
-function parseBody(limitBytes: number) {
+function parseBody(limitBytes: number, intake: ByteBudget | undefined) {
   return async (ctx: Context, next: Next) => {
     if (!BODY_METHODS.has(ctx.method)) return next();
     const length = ctx.get('content-length');
@@ -328,27 +331,35 @@ function parseBody(limitBytes: number) {
       throw new AppError('BAD_REQUEST', `could not read the request body: ${(err as Error).message}`);
     }
     if (raw.length === 0) return next();
-    const type = ctx.get('content-type');
-    if (type && !/^application\/([a-z.+-]*\+)?json\b/i.test(type)) {
-      throw new AppError('BAD_REQUEST', `unsupported Content-Type "${type}": send application/json`);
-    }
-    const text = raw.toString('utf8');
-    if (nestingExceeds(text, MAX_JSON_DEPTH)) {
-      throw new AppError('BAD_REQUEST', `malformed JSON body: nested more than ${MAX_JSON_DEPTH} levels deep`);
-    }
-    try {
-      ctx.state.body = JSON.parse(text);
-    } catch (err) {
-      throw new AppError('BAD_REQUEST', `malformed JSON body: ${(err as Error).message}`);
-    }
-    // A NUL can only be in the text escaped: the walk runs only for bodies that have one.
-    if (/\\u0000/i.test(text)) {
-      const where = nulPath(ctx.state.body, '');
-      if (where !== undefined) throw new AppError('BAD_REQUEST', `${where || 'body'}: must not contain the NUL character (U+0000)`);
-    }
-    ctx.state.rawBody = raw;
-    return next();
+    // Read, the body is a buffer outside the heap; parsed and handled it takes a few times its
+    // size inside it, so that part waits for room (ten 38 MB sends at once ran a 512 MB heap out).
+    if (!intake) return parsed(ctx, raw, next);
+    return intake.with(raw.length, () => parsed(ctx, raw, next));
   };
+}
+
+/** The body as JSON in ctx.state.body (and the bytes in ctx.state.rawBody), then the route. */
+async function parsed(ctx: Context, raw: Buffer, next: Next): Promise<unknown> {
+  const type = ctx.get('content-type');
+  if (type && !/^application\/([a-z.+-]*\+)?json\b/i.test(type)) {
+    throw new AppError('BAD_REQUEST', `unsupported Content-Type "${type}": send application/json`);
+  }
+  const text = raw.toString('utf8');
+  if (nestingExceeds(text, MAX_JSON_DEPTH)) {
+    throw new AppError('BAD_REQUEST', `malformed JSON body: nested more than ${MAX_JSON_DEPTH} levels deep`);
+  }
+  try {
+    ctx.state.body = JSON.parse(text);
+  } catch (err) {
+    throw new AppError('BAD_REQUEST', `malformed JSON body: ${(err as Error).message}`);
+  }
+  // A NUL can only be in the text escaped: the walk runs only for bodies that have one.
+  if (/\\u0000/i.test(text)) {
+    const where = nulPath(ctx.state.body, '');
+    if (where !== undefined) throw new AppError('BAD_REQUEST', `${where || 'body'}: must not contain the NUL character (U+0000)`);
+  }
+  ctx.state.rawBody = raw;
+  return next();
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Config } from '../config/defaults.js';
+import type { ByteBudget } from '../lib/byte-budget.js';
 import type { Logger } from '../lib/logger.js';
 import type { createListenerTlsSource } from '../smtp/listener-tls.js';
 import { startOrReport, type SmtpListener } from '../smtp/smtp-listener.js';
@@ -19,7 +20,7 @@ export interface Listeners {
 type InboundOptions = Parameters<typeof startInboundServer>[0];
 type SubmissionOptions = Parameters<typeof startSubmissionServer>[0];
 /** What each server takes besides its configuration section, TLS, host name and logger. */
-type Own<T> = Omit<T, 'tls' | 'hostname' | 'logger' | keyof Config['inbound'] | keyof Config['submission']>;
+type Own<T> = Omit<T, 'tls' | 'hostname' | 'logger' | 'intake' | keyof Config['inbound'] | keyof Config['submission']>;
 
 export async function startSmtpListeners(o: {
   config: Config;
@@ -29,12 +30,14 @@ export async function startSmtpListeners(o: {
   listeners: Listeners;
   /** Gets the name of each listener that was configured but failed to start. */
   failed: Set<string>;
+  /** Shared with the HTTP API: the received bodies processed at once (intakeMemoryMb). */
+  intake: ByteBudget;
   inbound: Own<InboundOptions>;
   submission: Own<SubmissionOptions>;
 }): Promise<{ inbound: SmtpListener | undefined; submission: SmtpListener | undefined }> {
   const { config, logger, listeners } = o;
   const [inboundTls, submissionTls] = await Promise.all([o.listenerTls(config.inbound), o.listenerTls(config.submission)]);
-  const common = { hostname: config.hostname, logger };
+  const common = { hostname: config.hostname, logger, intake: o.intake };
   const inbound = await startOrReport('inbound', config.inbound, logger, () => startInboundServer({ ...common, ...config.inbound, tls: inboundTls, ...o.inbound } as InboundOptions));
   if (inbound) {
     listeners.inbound = { host: config.inbound.host, port: inbound.port };

@@ -178,6 +178,9 @@ export const configSchema = z
       doc: 'Sandbox mode, for trying Posthorn without DNS or port 25: a domain may send before it verifies, and every message goes through the whole pipeline (composed, DKIM-signed, tracked, events and webhooks) but is delivered to a capture mailbox on this server (GET /v1/sandbox/messages) instead of any MX. Nothing leaves the server by SMTP.',
       env: 'POSTHORN_SANDBOX',
     }),
+    intakeMemoryMb: key(z.number().int().min(1).max(4096).default(64), {
+      doc: 'Megabytes of received bodies processed at once (API requests, submitted and inbound mail): parsing and storing one takes a few times its size in memory. More waits its turn, and a body larger than this goes alone. Bounds the memory a burst of large sends takes.',
+    }),
     store: section(
       {
         url: key(z.union([z.literal(''), z.string().regex(/^postgres(ql)?:\/\/\S+$/i, 'must be a postgres:// URL such as postgres://user:password@host:5432/posthorn')]).default(''), {

@@ -1,5 +1,6 @@
 import type { DNSResolver } from 'mailauth';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+import type { ByteBudget } from '../../lib/byte-budget.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import type { PemKeyPair } from '../../lib/tls-cert.js';
@@ -23,6 +24,8 @@ import { tlsReportJsonOf } from './tls-report-intake.js';
 // accepted lives only in memory); a local failure answers 451 so the sender keeps the message.
 
 export interface InboundServerOptions {
+  /** Bounds the messages being parsed and stored at once (intakeMemoryMb); absent: no bound. */
+  intake?: ByteBudget;
   host: string;
   port: number;
   hostname: string;
@@ -180,7 +183,8 @@ export async function startInboundServer(options: InboundServerOptions): Promise
         // smtp-server answers 552 itself (rejectOversized); nothing to store.
         if (oversized) return callback(smtpError(552, '5.3.4', `message exceeds the fixed maximum size of ${options.maxMessageBytes} bytes`));
         try {
-          const ids = await handleMessage(raw, session);
+          // Parsing and storing a message takes a few times its size: it waits for room.
+          const ids = options.intake ? await options.intake.with(raw.length, () => handleMessage(raw, session)) : await handleMessage(raw, session);
           callback(null, `2.0.0 Ok: queued as ${ids}`);
         } catch (err) {
           if ((err as { responseCode?: number }).responseCode) return callback(err as Error);

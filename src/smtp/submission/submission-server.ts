@@ -1,4 +1,5 @@
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+import type { ByteBudget } from '../../lib/byte-budget.js';
 import type { AuthContext, ApiKeyService } from '../../core/api-keys/api-key-service.js';
 import type { EmailService } from '../../core/emails/email-service.js';
 import { AppError } from '../../core/errors.js';
@@ -17,6 +18,8 @@ import { messageToSendInput } from './message-to-send-input.js';
 // request against the team's rate limit.
 
 export interface SubmissionServerOptions {
+  /** Bounds the messages being parsed and stored at once (intakeMemoryMb); absent: no bound. */
+  intake?: ByteBudget;
   host: string;
   port: number;
   hostname: string;
@@ -128,7 +131,8 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
         async ({ raw, oversized }) => {
           if (oversized) return callback(smtpError(552, '5.3.4', `message exceeds the fixed maximum size of ${options.maxMessageBytes} bytes`));
           try {
-            const emailId = await submit(raw, session);
+            // Parsing and storing a message takes a few times its size: it waits for room.
+            const emailId = options.intake ? await options.intake.with(raw.length, () => submit(raw, session)) : await submit(raw, session);
             logger.info({ emailId, keyId: (session.user as SessionUser).auth.keyId }, 'message submitted');
             callback(null, `2.0.0 Ok: queued as ${emailId}`);
           } catch (err) {

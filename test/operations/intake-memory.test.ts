@@ -1,0 +1,78 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import test from 'ava';
+import { createTransport } from 'nodemailer';
+import type SMTPTransport from 'nodemailer/lib/smtp-transport';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
+import { smtpSend } from '../inbound/helpers/smtp-client.js';
+
+// intakeMemoryMb, through each door a body comes in by: an API request, a submitted message and
+// an inbound one are read, then wait for room in the shared budget before they are parsed and
+// stored (that part takes a few times their size in memory), and go on once there is room.
+
+let t0: TestApp;
+test.before(async () => {
+  t0 = await startTestApp({ overrides: { intakeMemoryMb: 1 } });
+  await addVerifiedDomain(t0, 'sender.dev');
+  const inbox = await addVerifiedDomain(t0, 'inbox.dev');
+  const res = await t0.request('PATCH', `/v1/domains/${inbox.id}`, { body: { receiving: true } });
+  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+});
+test.after.always(async () => {
+  await t0?.close();
+});
+
+/** Waits for a condition the server reaches on its own (no event to wait on), a turn at a time. */
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((r) => setImmediate(r));
+}
+
+/** Holds the whole budget while `arrive` starts; the work waits until it is let go, then completes. */
+async function whileFull<T>(t: { is: (a: unknown, b: unknown, m?: string) => void }, arrive: () => Promise<T>): Promise<T> {
+  const intake = t0.app.intake;
+  await intake.acquire(intake.limitBytes);
+  let settled = false;
+  const work = arrive().finally(() => (settled = true));
+  await until(() => intake.queued === 1);
+  t.is(settled, false, 'it waits for room');
+  intake.release(intake.limitBytes);
+  const result = await work;
+  t.is(intake.inUse, 0);
+  return result;
+}
+
+const text = 'A long newsletter line, repeated. '.repeat(3000);
+
+test.serial('an API request waits for room, then is answered', async (t) => {
+  const res = await whileFull(t, () => t0.request('POST', '/v1/emails', { body: { from: 'hello@sender.dev', to: 'a@example.net', subject: 'Waited', text } }));
+  t.is(res.status, 200, JSON.stringify(res.body));
+});
+
+test.serial('a body larger than the whole budget is taken alone', async (t) => {
+  const big = 'x'.repeat(1_200_000);
+  const res = await t0.request('POST', '/v1/emails', { body: { from: 'hello@sender.dev', to: 'a@example.net', subject: 'Big', text: big } });
+  t.is(res.status, 200, JSON.stringify(res.body).slice(0, 200));
+  t.is(t0.app.intake.inUse, 0);
+});
+
+test.serial('a submitted message waits for room, then gets its 250', async (t) => {
+  const ca = readFileSync(join(t0.dataDir, 'tls', 'self-signed-cert.pem'), 'utf8');
+  const tx = createTransport({
+    host: '127.0.0.1',
+    port: t0.app.listeners.submission!.port,
+    secure: false,
+    requireTLS: true,
+    tls: { ca, servername: 'mx.posthorn.test' },
+    auth: { user: 'apikey', pass: t0.key },
+  } as SMTPTransport.Options);
+  const info = await whileFull(t, () => tx.sendMail({ from: 'hello@sender.dev', to: 'a@example.net', subject: 'Submitted', text }));
+  t.regex(info.response, /^250 .*queued as em_/);
+});
+
+test.serial('an inbound message waits for room, then gets its 250', async (t) => {
+  const raw = `From: someone@partner.test\r\nTo: desk@inbox.dev\r\nSubject: Hello\r\nMessage-ID: <1@partner.test>\r\n\r\n${text}\r\n`;
+  const res = await whileFull(t, () => smtpSend({ port: t0.app.listeners.inbound!.port, from: 'someone@partner.test', to: ['desk@inbox.dev'], raw }));
+  t.true(res.ok, res.response);
+  t.regex(res.response, /^250 /);
+});
