@@ -216,17 +216,17 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
   }
 
   const service = {
+    /** An email's body, read when its message is composed; undefined once the email is gone (its team deleted). */
+    async bodyOf(emailId: string): Promise<EmailBody | undefined> {
+      return deps.emails.findBodyAnyTeamFast(emailId);
+    },
+
     /**
      * Claims due deliveries (none for `skipDomains`) and groups them by (email, destination
      * domain). `attempting`: the deliveries this node's attempts are still under way for, whose
      * leases are kept (renewed before the sweep, with its time: a clock that jumped past them
      * does not free them either).
      */
-    /** An email's body, read when its message is composed; undefined once the email is gone (its team deleted). */
-    async bodyOf(emailId: string): Promise<EmailBody | undefined> {
-      return deps.emails.findBodyAnyTeamFast(emailId);
-    },
-
     async claim(limit: number, skipDomains: readonly string[] = [], attempting: ReadonlySet<number> = new Set()): Promise<DeliveryGroup[]> {
       const now = clock.nowMs();
       await keepLeases(attempting, now);
