@@ -72,7 +72,7 @@ export const EMAIL_COLUMNS = [
 /**
  * The body of an email: its content, by far the largest part of the row (attachments can be tens
  * of megabytes). The delivery engine claims the rest (EmailHead) and reads the body only when it
- * composes the message, within its memory budget (architecture.md, The delivery engine).
+ * composes the message, within its memory budget (architecture.md, A delivery attempt).
  */
 export const EMAIL_BODY_COLUMNS = ['text_body', 'html_body', 'attachments_json'] as const;
 export type EmailBody = Pick<EmailRow, (typeof EMAIL_BODY_COLUMNS)[number]>;
