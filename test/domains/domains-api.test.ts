@@ -210,6 +210,20 @@ test('tracking domain status follows its CNAME on verify', async (t) => {
   t.is(got.status, 'SUCCESS');
 });
 
+test('a re-check whose list was read before a PATCH does not blank the new tracking domain\'s status', async (t) => {
+  // The cron reads the domains to re-check, then checks them one by one: by the time it reaches
+  // this one, a tracking domain was added and verified (a CI run met this at a cron tick).
+  const d = await addVerifiedDomain(t0, 'recheck-race.app');
+  const listed = (await t0.app.services.domains.findForCli(null, String(d.id)))!;
+  await t0.request('PATCH', `/v1/domains/${d.id}`, { body: { trackingDomain: 't' } });
+  t0.zone.set('t.recheck-race.app', 'CNAME', ['mx.posthorn.test']);
+  await t0.request('PUT', `/v1/domains/${d.id}/verify`);
+  await t0.app.services.domains.runCheck(listed);
+  const got = (await t0.request('GET', `/v1/domains/${d.id}`)).body;
+  t.is(got.trackingDomain, 't.recheck-race.app');
+  t.is(got.trackingDomainStatus, 'SUCCESS');
+});
+
 test('path ids are integers 1..2147483647; missing domains are 404; delete twice is 404', async (t) => {
   for (const id of ['0', '-1', 'abc', '2147483648', '1.5']) {
     const res = await t0.request('GET', `/v1/domains/${id}`);

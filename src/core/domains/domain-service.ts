@@ -193,10 +193,25 @@ export function createDomainService(deps: DomainServiceDeps) {
     return full;
   }
 
-  /** Runs the DNS check and stores each record's status and the domain's status. */
-  async function runCheck(d: DomainRecord): Promise<DomainRecord> {
+  /** The settings a DNS check depends on that a PATCH can change. */
+  const checkedSettings = (d: DomainRecord) => `${d.trackingDomain ?? ''}\u0000${d.receiving}`;
+
+  /**
+   * Runs the DNS check and stores each record's status and the domain's status. The statuses are
+   * stored only for the settings they were checked against: a re-check reads its list before its
+   * checks run, and a PATCH (a tracking domain, receiving turned on) may land during the lookups;
+   * the check written from the older settings would blank the new ones' statuses.
+   */
+  async function runCheck(given: DomainRecord): Promise<DomainRecord> {
+    let d = (await domains.findByIdAnyTeam(given.id)) ?? given;
     await domains.update(d.id, { isVerifying: true });
-    const check = await checkDomainDns(deps.resolver, d, deps.hostname);
+    let check = await checkDomainDns(deps.resolver, d, deps.hostname);
+    for (let tries = 1; tries < 3; tries++) {
+      const current = await domains.findByIdAnyTeam(d.id);
+      if (!current || checkedSettings(current) === checkedSettings(d)) break;
+      d = current;
+      check = await checkDomainDns(deps.resolver, d, deps.hostname);
+    }
     const now = clock.now();
     const required = [check.dkim, check.spf, check.mx];
     const requiredStatus = worst(...required);
