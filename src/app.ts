@@ -205,6 +205,7 @@ export async function createApp(opts: AppOptions) {
     storeFiles: () => store.fileSizes(),
     shaping: () => shaping.state(),
     messageMemory: () => ({ bytes: engine?.budget.inUse ?? 0, waiting: engine?.budget.queued ?? 0 }),
+    intakeMemory: () => ({ bytes: intake.inUse, waiting: intake.queued }),
   });
   const suppressionsRepo = createSuppressionsRepository(store.db);
   let engine: DeliveryEngine | undefined;

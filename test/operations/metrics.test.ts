@@ -102,6 +102,11 @@ test.serial('a known workload moves every counter by exactly what it did', async
   t.is(at(after, 'posthorn_queue_messages{provider=google,state=ready}'), 0);
   t.true(at(after, 'posthorn_store_file_bytes{file=db}') > 0);
   t.true(after.has('posthorn_connections_open{provider=other}'));
+  // Every body and message taken into the memory budgets was given back.
+  for (const gauge of ['posthorn_message_memory_bytes', 'posthorn_messages_waiting_for_memory', 'posthorn_intake_memory_bytes', 'posthorn_intake_waiting']) {
+    t.true(after.has(`${gauge}{}`), gauge);
+    t.is(at(after, `${gauge}{}`), 0, gauge);
+  }
   t.true(after.has('process_cpu_seconds_total{}'), 'process defaults');
   t.true(after.has('nodejs_heap_size_used_bytes{}'));
   // Route labels are templates, never ids.

@@ -34,6 +34,8 @@ export interface MetricsSources {
   storeFiles(): Promise<Record<string, number>>;
   /** The delivery engine's message memory: bytes held, messages waiting for room (absent: no engine). */
   messageMemory?(): { bytes: number; waiting: number };
+  /** Received bodies being parsed and stored (intakeMemoryMb): bytes held, bodies waiting for room. */
+  intakeMemory?(): { bytes: number; waiting: number };
   /** Traffic shaping: holds in force and warm-up progress (absent: nothing to report). */
   shaping?(): Promise<Pick<ShapingState, 'holds' | 'sources'>>;
 }
@@ -112,24 +114,23 @@ export function createMetrics(sources: MetricsSources) {
     },
   });
 
+  const budgetGauges = (read: () => { bytes: number; waiting: number }, bytes: { name: string; help: string }, waiting: { name: string; help: string }) => {
+    new Gauge({ ...bytes, registers: [registry], collect() { this.set(read().bytes); } });
+    new Gauge({ ...waiting, registers: [registry], collect() { this.set(read().waiting); } });
+  };
   if (sources.messageMemory) {
-    const memory = sources.messageMemory;
-    new Gauge({
-      name: 'posthorn_message_memory_bytes',
-      help: 'Message content the delivery engine holds now: bodies being composed, messages being sent (outbound.messageMemoryMb bounds it).',
-      registers: [registry],
-      collect() {
-        this.set(memory().bytes);
-      },
-    });
-    new Gauge({
-      name: 'posthorn_messages_waiting_for_memory',
-      help: "Messages waiting for room in the delivery engine's message memory before they are composed.",
-      registers: [registry],
-      collect() {
-        this.set(memory().waiting);
-      },
-    });
+    budgetGauges(
+      sources.messageMemory,
+      { name: 'posthorn_message_memory_bytes', help: 'Message content the delivery engine holds now: bodies being composed, messages being sent (outbound.messageMemoryMb bounds it).' },
+      { name: 'posthorn_messages_waiting_for_memory', help: "Messages waiting for room in the delivery engine's message memory before they are composed." },
+    );
+  }
+  if (sources.intakeMemory) {
+    budgetGauges(
+      sources.intakeMemory,
+      { name: 'posthorn_intake_memory_bytes', help: 'Received bodies (API requests, submitted and inbound mail) being parsed and stored now, in bytes (intakeMemoryMb bounds it).' },
+      { name: 'posthorn_intake_waiting', help: 'Received bodies waiting for room before they are parsed and stored.' },
+    );
   }
 
   const parked = new Counter({
