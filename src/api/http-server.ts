@@ -35,8 +35,8 @@ export interface HttpServerDeps {
   extra?: (router: Router) => void;
   /** Turns an unexpected error into an AppError where the composition root knows better (a full disk); else returns it as is. */
   translateError?: (err: unknown) => unknown;
-  /** Bounds the bodies being parsed and handled at once (intakeMemoryMb); absent: no bound. */
-  intake?: ByteBudget;
+  /** Bounds the bodies being parsed and handled at once (intakeMemoryMb), with submission's and inbound's. */
+  intake: ByteBudget;
 }
 
 const API_PREFIXES = ['/v1', '/api/v1'];
@@ -302,7 +302,7 @@ async function applyRateLimit(ctx: Context, auth: AuthContext, deps: HttpServerD
   }
 }
 
-function parseBody(limitBytes: number, intake: ByteBudget | undefined) {
+function parseBody(limitBytes: number, intake: ByteBudget) {
   return async (ctx: Context, next: Next) => {
     if (!BODY_METHODS.has(ctx.method)) return next();
     const length = ctx.get('content-length');
@@ -333,7 +333,6 @@ function parseBody(limitBytes: number, intake: ByteBudget | undefined) {
     if (raw.length === 0) return next();
     // Read, the body is a buffer outside the heap; parsed and handled it takes a few times its
     // size inside it, so that part waits for room (ten 38 MB sends at once ran a 512 MB heap out).
-    if (!intake) return parsed(ctx, raw, next);
     return intake.with(raw.length, () => parsed(ctx, raw, next));
   };
 }

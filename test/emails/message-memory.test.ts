@@ -1,5 +1,6 @@
 import test from 'ava';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
+import { until } from '../helpers/until.js';
 
 // The delivery engine's memory budget (outbound.messageMemoryMb), end to end: emails with large
 // attachments are composed and sent only as far as the budget allows; the rest wait their turn
@@ -7,11 +8,6 @@ import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.
 
 const ATTACHMENT_BYTES = 600 * 1024;
 const attachment = (fill: number, bytes = ATTACHMENT_BYTES) => ({ filename: 'report.bin', content: Buffer.alloc((bytes / 4) * 3, fill).toString('base64') });
-
-/** Waits for a condition the engine reaches on its own (no event to wait on), a turn at a time. */
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((r) => setImmediate(r));
-}
 
 let w: MailWorld;
 const held: (() => void)[] = [];

@@ -6,6 +6,7 @@ import type SMTPTransport from 'nodemailer/lib/smtp-transport';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 import { smtpSend } from '../inbound/helpers/smtp-client.js';
+import { until } from '../helpers/until.js';
 
 // intakeMemoryMb, through each door a body comes in by: an API request, a submitted message and
 // an inbound one are read, then wait for room in the shared budget before they are parsed and
@@ -22,11 +23,6 @@ test.before(async () => {
 test.after.always(async () => {
   await t0?.close();
 });
-
-/** Waits for a condition the server reaches on its own (no event to wait on), a turn at a time. */
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((r) => setImmediate(r));
-}
 
 /** Holds the whole budget while `arrive` starts; the work waits until it is let go, then completes. */
 async function whileFull<T>(t: { is: (a: unknown, b: unknown, m?: string) => void }, arrive: () => Promise<T>): Promise<T> {

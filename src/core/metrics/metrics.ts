@@ -32,10 +32,10 @@ export interface MetricsSources {
   connections(): Map<string, number>;
   /** Store files and their sizes in bytes. */
   storeFiles(): Promise<Record<string, number>>;
-  /** The delivery engine's message memory: bytes held, messages waiting for room (absent: no engine). */
-  messageMemory?(): { bytes: number; waiting: number };
+  /** The delivery engine's message memory: bytes held, messages waiting for room (zero without an engine). */
+  messageMemory(): { bytes: number; waiting: number };
   /** Received bodies being parsed and stored (intakeMemoryMb): bytes held, bodies waiting for room. */
-  intakeMemory?(): { bytes: number; waiting: number };
+  intakeMemory(): { bytes: number; waiting: number };
   /** Traffic shaping: holds in force and warm-up progress (absent: nothing to report). */
   shaping?(): Promise<Pick<ShapingState, 'holds' | 'sources'>>;
 }
@@ -118,20 +118,16 @@ export function createMetrics(sources: MetricsSources) {
     new Gauge({ ...bytes, registers: [registry], collect() { this.set(read().bytes); } });
     new Gauge({ ...waiting, registers: [registry], collect() { this.set(read().waiting); } });
   };
-  if (sources.messageMemory) {
-    budgetGauges(
-      sources.messageMemory,
-      { name: 'posthorn_message_memory_bytes', help: 'Message content the delivery engine holds now: bodies being composed, messages being sent (outbound.messageMemoryMb bounds it).' },
-      { name: 'posthorn_messages_waiting_for_memory', help: "Messages waiting for room in the delivery engine's message memory before they are composed." },
-    );
-  }
-  if (sources.intakeMemory) {
-    budgetGauges(
-      sources.intakeMemory,
-      { name: 'posthorn_intake_memory_bytes', help: 'Received bodies (API requests, submitted and inbound mail) being parsed and stored now, in bytes (intakeMemoryMb bounds it).' },
-      { name: 'posthorn_intake_waiting', help: 'Received bodies waiting for room before they are parsed and stored.' },
-    );
-  }
+  budgetGauges(
+    sources.messageMemory,
+    { name: 'posthorn_message_memory_bytes', help: 'Message content the delivery engine holds now: bodies being composed, messages being sent (outbound.messageMemoryMb bounds it).' },
+    { name: 'posthorn_messages_waiting_for_memory', help: "Messages waiting for room in the delivery engine's message memory before they are composed." },
+  );
+  budgetGauges(
+    sources.intakeMemory,
+    { name: 'posthorn_intake_memory_bytes', help: 'Received bodies (API requests, submitted and inbound mail) being parsed and stored now, in bytes (intakeMemoryMb bounds it).' },
+    { name: 'posthorn_intake_waiting', help: 'Received bodies waiting for room before they are parsed and stored.' },
+  );
 
   const parked = new Counter({
     name: 'posthorn_shaping_held_total',

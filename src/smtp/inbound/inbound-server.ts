@@ -24,8 +24,8 @@ import { tlsReportJsonOf } from './tls-report-intake.js';
 // accepted lives only in memory); a local failure answers 451 so the sender keeps the message.
 
 export interface InboundServerOptions {
-  /** Bounds the messages being parsed and stored at once (intakeMemoryMb); absent: no bound. */
-  intake?: ByteBudget;
+  /** Bounds the messages being parsed and stored at once (intakeMemoryMb), with the API's bodies. */
+  intake: ByteBudget;
   host: string;
   port: number;
   hostname: string;
@@ -184,7 +184,7 @@ export async function startInboundServer(options: InboundServerOptions): Promise
         if (oversized) return callback(smtpError(552, '5.3.4', `message exceeds the fixed maximum size of ${options.maxMessageBytes} bytes`));
         try {
           // Parsing and storing a message takes a few times its size: it waits for room.
-          const ids = options.intake ? await options.intake.with(raw.length, () => handleMessage(raw, session)) : await handleMessage(raw, session);
+          const ids = await options.intake.with(raw.length, () => handleMessage(raw, session));
           callback(null, `2.0.0 Ok: queued as ${ids}`);
         } catch (err) {
           if ((err as { responseCode?: number }).responseCode) return callback(err as Error);

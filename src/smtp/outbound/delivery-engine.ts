@@ -333,9 +333,7 @@ export class DeliveryEngine {
           // stop() came while the message waited for room or was built: the pool has already
           // let go of what was queued, so this goes back unattempted as well.
           if (!this.running) {
-            await this.options.deliveries.releaseGroups([{ ...group, deliveries: [...chunk, ...rest] }]).catch((err: unknown) => {
-              this.options.logger.error({ err, emailId: group.email.id }, 'releasing deliveries at shutdown failed; their leases run out instead');
-            });
+            await this.releaseAtShutdown(group, [...chunk, ...rest]);
             return;
           }
         }
@@ -354,11 +352,7 @@ export class DeliveryEngine {
         const traces: AttemptTrace[] = [];
         const outcome = await this.attemptTargets(part, message, routed.targets, verdicts, traces, plan);
         if (outcome === 'not-attempted') {
-          try {
-            await this.options.deliveries.releaseGroups([{ ...group, deliveries: [...chunk, ...rest] }]);
-          } catch (err) {
-            this.options.logger.error({ err, emailId: group.email.id }, 'releasing deliveries at shutdown failed; their leases run out instead');
-          }
+          await this.releaseAtShutdown(group, [...chunk, ...rest]);
           return;
         }
         await this.record(part, outcome.reachedServer ? started : null, outcome.results, traces);
@@ -366,6 +360,15 @@ export class DeliveryEngine {
     } finally {
       if (holdsMessage) this.signedMessages.release(group.email.id);
       if (verdicts.length) this.options.onTlsVerdicts?.(verdicts);
+    }
+  }
+
+  /** Puts deliveries the shutdown stopped before they went back in the queue, unattempted. */
+  private async releaseAtShutdown(group: DeliveryGroup, deliveries: DeliveryGroup['deliveries']): Promise<void> {
+    try {
+      await this.options.deliveries.releaseGroups([{ ...group, deliveries }]);
+    } catch (err) {
+      this.options.logger.error({ err, emailId: group.email.id }, 'releasing deliveries at shutdown failed; their leases run out instead');
     }
   }
 

@@ -18,8 +18,8 @@ import { messageToSendInput } from './message-to-send-input.js';
 // request against the team's rate limit.
 
 export interface SubmissionServerOptions {
-  /** Bounds the messages being parsed and stored at once (intakeMemoryMb); absent: no bound. */
-  intake?: ByteBudget;
+  /** Bounds the messages being parsed and stored at once (intakeMemoryMb), with the API's bodies. */
+  intake: ByteBudget;
   host: string;
   port: number;
   hostname: string;
@@ -132,7 +132,7 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
           if (oversized) return callback(smtpError(552, '5.3.4', `message exceeds the fixed maximum size of ${options.maxMessageBytes} bytes`));
           try {
             // Parsing and storing a message takes a few times its size: it waits for room.
-            const emailId = options.intake ? await options.intake.with(raw.length, () => submit(raw, session)) : await submit(raw, session);
+            const emailId = await options.intake.with(raw.length, () => submit(raw, session));
             logger.info({ emailId, keyId: (session.user as SessionUser).auth.keyId }, 'message submitted');
             callback(null, `2.0.0 Ok: queued as ${emailId}`);
           } catch (err) {
