@@ -117,7 +117,7 @@ async function main() {
   await stopBenchPostgres();
 
   const phasesPeakRssMb = Math.round(process.resourceUsage().maxRSS / 1024);
-  const wanted = (process.env.BENCH_SCENARIOS ?? (process.env.BENCH_SKIP_CAMPAIGN ? 'acceptance,realistic' : 'campaign,acceptance,realistic')).split(',');
+  const wanted = (process.env.BENCH_SCENARIOS ?? (process.env.BENCH_SKIP_CAMPAIGN ? 'acceptance,realistic,burst' : 'campaign,acceptance,realistic,burst')).split(',');
   const scenario = async <T>(name: string): Promise<T | undefined> => {
     if (!wanted.includes(name)) return undefined;
     const { stdout } = await run(process.execPath, [...SERVER_NODE_FLAGS, fileURLToPath(new URL('./scenario-process.js', import.meta.url)), name], { maxBuffer: 1 << 20 });
@@ -126,6 +126,7 @@ async function main() {
   const campaign = (await scenario<CampaignResult>('campaign')) ?? { contacts: 0, seconds: 0, contactsQueuedPerSecond: 0, emailsQueued: 0, bulkAdd1000Ms: 0, peakRssMb: 0 };
   const acceptance = await scenario<AcceptanceResult>('acceptance');
   const realistic = await scenario<RealisticResult>('realistic');
+  const burst = await scenario<BurstResult>('burst');
 
   const apiUnit = perUnit(apiCost, api.ok);
   const deliveryUnit = perUnit(deliveryCost, delivered);
@@ -159,6 +160,7 @@ async function main() {
     campaign,
     acceptance,
     realistic,
+    burst,
     peakRssMb: phasesPeakRssMb,
     console: consoleBench,
   };
@@ -190,6 +192,9 @@ async function main() {
           ['  API latency while delivering', `p50 ${realistic.apiLatencyMs.p50} ms, p99 ${realistic.apiLatencyMs.p99} ms`],
           ['  CPU per message, peak RSS', `${realistic.cpuMsPerMessage} ms (all threads), ${realistic.peakRssMb} MB`],
         ] as [string, string][])
+      : []),
+    ...(burst
+      ? ([[`burst (${burst.sends} x ${burst.megabytes} MB sends at once)`, `${Object.entries(burst.statuses).map(([code, n]) => `${n} x ${code}`).join(', ')} in ${burst.seconds} s; peak RSS ${burst.peakRssMb} MB, heap ${burst.peakHeapMb} MB`]] as [string, string][])
       : []),
     ['console render p50 (overview, emails, email)', consoleBench ? `${consoleBench.renderMsP50.overview} / ${consoleBench.renderMsP50.emails} / ${consoleBench.renderMsP50.email} ms (${consoleBench.pageKb.overview} / ${consoleBench.pageKb.emails} / ${consoleBench.pageKb.email} KB)` : 'skipped'],
     ['console in Chromium: sign-in cold, overview', consoleBench?.browser ? `interactive in ${consoleBench.browser.signInInteractiveMs} ms (${consoleBench.browser.signInTransferredKb} KB), overview in ${consoleBench.browser.overviewInteractiveMs} ms (loaded ${consoleBench.browser.overviewLoadedMs} ms)` : 'skipped'],
@@ -246,4 +251,12 @@ interface RealisticResult {
   apiLatencyMs: { p50: number; p99: number; max: number };
   cpuMsPerMessage: number;
   peakRssMb: number;
+}
+interface BurstResult {
+  sends: number;
+  megabytes: number;
+  statuses: Record<string, number>;
+  seconds: number;
+  peakRssMb: number;
+  peakHeapMb: number;
 }

@@ -8,6 +8,8 @@
 //    process; accepted/s, delivered/s end to end, API latency while delivering, CPU per message
 //    and peak RSS.
 //  campaign: a 100,000-contact campaign queued (campaign-bench.ts), with its peak RSS.
+//  burst: 40 sends of 20 MB at once, from a separate client (burst-client.ts): all answered, and
+//    the peak RSS and heap while the bodies are received, wait their turn and are stored.
 // run-bench.ts starts each with the Node options `posthorn serve` runs with (server-node-flags.ts).
 import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -194,13 +196,33 @@ async function startProfile() {
   };
 }
 
+/**
+ * Large bodies all at once (BENCH_BURST, count x megabytes: 40x20): every send answered, how long
+ * it took, and the peak memory while bodies are received, wait for their turn and are stored.
+ */
+async function burst() {
+  const [count, megabytes] = (process.env.BENCH_BURST ?? '40x20').split('x').map(Number) as [number, number];
+  const bench = await startBenchApp('bench-sender.com', { rateLimit: { perSecond: 1_000_000 }, store: { durability: DURABILITY } });
+  const key = (await bench.app.services.apiKeys.create(bench.teamId, { name: 'bench' })).token;
+  let peakHeap = 0;
+  const sampler = setInterval(() => (peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed)), 20);
+  const rssBefore = Math.round(process.resourceUsage().maxRSS / 1024);
+  const started = performance.now();
+  const { stdout } = await run(process.execPath, [fileURLToPath(new URL('./burst-client.js', import.meta.url)), String(bench.httpPort), key, String(count), String(megabytes)], { maxBuffer: 1 << 20 });
+  const seconds = (performance.now() - started) / 1000;
+  clearInterval(sampler);
+  const { statuses } = JSON.parse(stdout) as { statuses: Record<string, number> };
+  await bench.close();
+  return { scenario: 'burst', sends: count, megabytes, statuses, seconds: round(seconds, 2), rssBeforeMb: rssBefore, peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024), peakHeapMb: Math.round(peakHeap / 1048576) };
+}
+
 /** The 100,000-contact campaign queued, in a process of its own: its speed and the memory it takes. */
 async function campaign() {
   const result = await runCampaignBench();
   return { scenario: 'campaign', ...result, peakRssMb: Math.round(process.resourceUsage().maxRSS / 1024) };
 }
 
-const scenarios: Record<string, () => Promise<unknown>> = { acceptance, realistic, campaign };
+const scenarios: Record<string, () => Promise<unknown>> = { acceptance, realistic, campaign, burst };
 const name = process.argv[2] ?? '';
 const scenario = scenarios[name];
 if (!scenario) throw new Error(`unknown scenario ${name}: one of ${Object.keys(scenarios).join(', ')}`);

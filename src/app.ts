@@ -98,7 +98,7 @@ import { openStoreOf } from './composition/store-opening.js';
 import { wireOutbound, wireTransportSecurity } from './composition/outbound-wiring.js';
 import { announceSettings } from './composition/start-notices.js';
 import { startSmtpListeners, type Listeners } from './composition/smtp-listeners.js';
-import { ByteBudget } from './lib/byte-budget.js';
+import { BodyIntake } from './lib/body-intake.js';
 
 // The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
 
@@ -205,12 +205,12 @@ export async function createApp(opts: AppOptions) {
     storeFiles: () => store.fileSizes(),
     shaping: () => shaping.state(),
     messageMemory: () => ({ bytes: engine?.budget.inUse ?? 0, waiting: engine?.budget.queued ?? 0 }),
-    intakeMemory: () => ({ bytes: intake.inUse, waiting: intake.queued }),
+    intakeMemory: () => ({ bytes: intake.budget.inUse, waiting: intake.budget.queued, receiving: intake.spool.memoryBytes, spooled: intake.spool.filesOpen }),
   });
   const suppressionsRepo = createSuppressionsRepository(store.db);
   let engine: DeliveryEngine | undefined;
-  /** The received bodies processed at once, API and SMTP alike (intakeMemoryMb). */
-  const intake = new ByteBudget(config.intakeMemoryMb * 1024 * 1024);
+  /** The memory of bodies being received and processed, API and SMTP alike (intakeMemoryMb). */
+  const intake = BodyIntake.open(config.dataDir, config.intakeMemoryMb * 1024 * 1024);
   const emails = createEmailService({
     emails: emailsRepo,
     idempotency: createIdempotencyRepository(store.db, { owner: nodeId }),

@@ -3,12 +3,12 @@ import { Readable, type Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import Koa, { type Context, type Next } from 'koa';
 import Router from '@koa/router';
-import getRawBody from 'raw-body';
 import { AppError } from '../core/errors.js';
 import type { ApiKeyService, AuthContext } from '../core/api-keys/api-key-service.js';
 import type { OperatorAuth, OperatorKeyService } from '../core/operators/operator-key-service.js';
 import type { RateLimiter } from '../core/rate-limit/rate-limiter.js';
-import type { ByteBudget } from '../lib/byte-budget.js';
+import type { BodyIntake } from '../lib/body-intake.js';
+import { SpoolError, type Received } from '../lib/body-spool.js';
 import type { Logger } from '../lib/logger.js';
 import { toHttpError } from './http-errors.js';
 import { parseParams } from './params.js';
@@ -35,8 +35,8 @@ export interface HttpServerDeps {
   extra?: (router: Router) => void;
   /** Turns an unexpected error into an AppError where the composition root knows better (a full disk); else returns it as is. */
   translateError?: (err: unknown) => unknown;
-  /** Bounds the bodies being parsed and handled at once (intakeMemoryMb), with submission's and inbound's. */
-  intake: ByteBudget;
+  /** Bounds the memory of bodies being received, parsed and handled (intakeMemoryMb), with submission's and inbound's. */
+  intake: BodyIntake;
 }
 
 const API_PREFIXES = ['/v1', '/api/v1'];
@@ -302,7 +302,7 @@ async function applyRateLimit(ctx: Context, auth: AuthContext, deps: HttpServerD
   }
 }
 
-function parseBody(limitBytes: number, intake: ByteBudget) {
+function parseBody(limitBytes: number, intake: BodyIntake) {
   return async (ctx: Context, next: Next) => {
     if (!BODY_METHODS.has(ctx.method)) return next();
     const length = ctx.get('content-length');
@@ -315,26 +315,31 @@ function parseBody(limitBytes: number, intake: ByteBudget) {
       ctx.req.resume();
       throw new AppError('BAD_REQUEST', `Content-Encoding ${encoding} is not supported: send the body uncompressed`);
     }
-    let raw: Buffer;
+    // A declared length over the limit is refused before a byte is read.
+    if (length && Number(length) > limitBytes) return tooLarge(ctx, limitBytes);
+    let received: Received;
     try {
-      raw = await getRawBody(ctx.req, { limit: limitBytes, length: length || undefined });
+      received = await intake.receive(ctx.req, limitBytes);
     } catch (err) {
-      const type = (err as { type?: string }).type;
-      if (type === 'entity.too.large') {
-        // raw-body pauses the request when it gives up. Left paused, the rest of the body sits
-        // unread when the 413 goes out and the socket is closed with data pending, which is a
-        // TCP reset: the client often loses the 413 and sees ECONNRESET instead. Discard the
-        // rest (as Node does with a body nobody reads) so the answer arrives.
-        ctx.req.resume();
-        throw new AppError('PAYLOAD_TOO_LARGE', `request body exceeds ${limitBytes} bytes`);
-      }
+      // The disk failing is the server's storage failing (a 500, translateError), not bad input.
+      if (err instanceof SpoolError) throw err;
       throw new AppError('BAD_REQUEST', `could not read the request body: ${(err as Error).message}`);
     }
-    if (raw.length === 0) return next();
-    // Read, the body is a buffer outside the heap; parsed and handled it takes a few times its
-    // size inside it, so that part waits for room (ten 38 MB sends at once ran a 512 MB heap out).
-    return intake.with(raw.length, () => parsed(ctx, raw, next));
+    // The rest of an oversized body flows away unread (as Node does with a body nobody reads),
+    // so the socket is not closed with data pending, which is a TCP reset that the client often
+    // sees instead of the 413.
+    if (received.oversized) return tooLarge(ctx, limitBytes);
+    if (received.body.size === 0) {
+      received.body.release();
+      return next();
+    }
+    return intake.process(received.body, (raw) => parsed(ctx, raw, next));
   };
+}
+
+function tooLarge(ctx: Context, limitBytes: number): never {
+  ctx.req.resume();
+  throw new AppError('PAYLOAD_TOO_LARGE', `request body exceeds ${limitBytes} bytes`);
 }
 
 /** The body as JSON in ctx.state.body (and the bytes in ctx.state.rawBody), then the route. */

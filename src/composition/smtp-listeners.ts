@@ -1,5 +1,5 @@
 import type { Config } from '../config/defaults.js';
-import type { ByteBudget } from '../lib/byte-budget.js';
+import type { BodyIntake } from '../lib/body-intake.js';
 import type { Logger } from '../lib/logger.js';
 import type { createListenerTlsSource } from '../smtp/listener-tls.js';
 import { startOrReport, type SmtpListener } from '../smtp/smtp-listener.js';
@@ -30,8 +30,8 @@ export async function startSmtpListeners(o: {
   listeners: Listeners;
   /** Gets the name of each listener that was configured but failed to start. */
   failed: Set<string>;
-  /** Shared with the HTTP API: the received bodies processed at once (intakeMemoryMb). */
-  intake: ByteBudget;
+  /** Shared with the HTTP API: the memory of bodies being received and processed (intakeMemoryMb). */
+  intake: BodyIntake;
   inbound: Own<InboundOptions>;
   submission: Own<SubmissionOptions>;
 }): Promise<{ inbound: SmtpListener | undefined; submission: SmtpListener | undefined }> {

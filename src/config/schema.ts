@@ -179,7 +179,7 @@ export const configSchema = z
       env: 'POSTHORN_SANDBOX',
     }),
     intakeMemoryMb: key(z.number().int().min(1).max(4096).default(64), {
-      doc: 'Megabytes of received bodies processed at once (API requests, submitted and inbound mail): parsing and storing one takes a few times its size in memory. More waits its turn, and a body larger than this goes alone. Bounds the memory a burst of large sends takes.',
+      doc: 'Memory for received bodies (API requests, submitted and inbound mail), in megabytes, bounded twice: bodies being received or waiting for their turn are kept in memory up to this much in all, the next ones written to <dataDir>/spool; and bodies being parsed and stored (a few times their size in memory) take up to this much at once, more waits its turn, and a body larger than this goes alone. Bounds the memory a burst of large sends takes.',
     }),
     store: section(
       {

@@ -1,5 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import type { SMTPServer, SMTPServerDataStream } from 'smtp-server';
+import type { BodyIntake } from '../lib/body-intake.js';
+import type { SpooledBody } from '../lib/body-spool.js';
 import type { Logger } from '../lib/logger.js';
 
 // Lifecycle shared by the inbound and submission listeners: listen, count in-flight message
@@ -84,30 +86,17 @@ export async function startOrReport(name: string, where: { host: string; port: n
   }
 }
 
-export interface ReadMessageResult {
-  raw: Buffer;
-  /** Bytes seen, including any beyond the limit that were discarded. */
-  bytes: number;
-  oversized: boolean;
-}
-
 /**
- * Reads the DATA stream, keeping at most `limit` bytes in memory; the rest is drained so the
- * session can continue (smtp-server answers 552 itself with rejectOversized).
+ * Reads the DATA stream whole through the intake's spool (in memory or in a file); null when the
+ * message is over `limit`: nothing of it is kept, and smtp-server reads the rest before it sends
+ * the 552 the caller answers with.
  */
-export function readMessage(stream: SMTPServerDataStream, limit: number): Promise<ReadMessageResult> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let kept = 0;
-    let bytes = 0;
-    stream.on('data', (chunk: Buffer) => {
-      bytes += chunk.length;
-      if (kept + chunk.length <= limit) {
-        chunks.push(chunk);
-        kept += chunk.length;
-      }
-    });
-    stream.once('error', reject);
-    stream.once('end', () => resolve({ raw: Buffer.concat(chunks, kept), bytes, oversized: stream.sizeExceeded || bytes > limit }));
-  });
+export async function receiveMessage(stream: SMTPServerDataStream, limit: number, intake: BodyIntake): Promise<SpooledBody | null> {
+  const received = await intake.receive(stream, limit);
+  if (received.oversized) return null;
+  if (stream.sizeExceeded) {
+    received.body.release();
+    return null;
+  }
+  return received.body;
 }

@@ -103,7 +103,7 @@ test.serial('a known workload moves every counter by exactly what it did', async
   t.true(at(after, 'posthorn_store_file_bytes{file=db}') > 0);
   t.true(after.has('posthorn_connections_open{provider=other}'));
   // Every body and message taken into the memory budgets was given back.
-  for (const gauge of ['posthorn_message_memory_bytes', 'posthorn_messages_waiting_for_memory', 'posthorn_intake_memory_bytes', 'posthorn_intake_waiting']) {
+  for (const gauge of ['posthorn_message_memory_bytes', 'posthorn_messages_waiting_for_memory', 'posthorn_intake_memory_bytes', 'posthorn_intake_waiting', 'posthorn_receive_memory_bytes', 'posthorn_spooled_bodies']) {
     t.true(after.has(`${gauge}{}`), gauge);
     t.is(at(after, `${gauge}{}`), 0, gauge);
   }

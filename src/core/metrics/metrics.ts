@@ -34,8 +34,11 @@ export interface MetricsSources {
   storeFiles(): Promise<Record<string, number>>;
   /** The delivery engine's message memory: bytes held, messages waiting for room (zero without an engine). */
   messageMemory(): { bytes: number; waiting: number };
-  /** Received bodies being parsed and stored (intakeMemoryMb): bytes held, bodies waiting for room. */
-  intakeMemory(): { bytes: number; waiting: number };
+  /**
+   * Bodies on their way in (intakeMemoryMb): bytes held by those being parsed and stored, bodies
+   * waiting for room; bytes held in memory by those being received, and those received into spool files.
+   */
+  intakeMemory(): { bytes: number; waiting: number; receiving: number; spooled: number };
   /** Traffic shaping: holds in force and warm-up progress (absent: nothing to report). */
   shaping?(): Promise<Pick<ShapingState, 'holds' | 'sources'>>;
 }
@@ -128,6 +131,22 @@ export function createMetrics(sources: MetricsSources) {
     { name: 'posthorn_intake_memory_bytes', help: 'Received bodies (API requests, submitted and inbound mail) being parsed and stored now, in bytes (intakeMemoryMb bounds it).' },
     { name: 'posthorn_intake_waiting', help: 'Received bodies waiting for room before they are parsed and stored.' },
   );
+  new Gauge({
+    name: 'posthorn_receive_memory_bytes',
+    help: 'Bodies being received or waiting for their turn, held in memory, in bytes (intakeMemoryMb bounds it; the rest go to spool files).',
+    registers: [registry],
+    collect() {
+      this.set(sources.intakeMemory().receiving);
+    },
+  });
+  new Gauge({
+    name: 'posthorn_spooled_bodies',
+    help: 'Bodies being received or waiting for their turn in spool files (<dataDir>/spool), because the memory for them was full.',
+    registers: [registry],
+    collect() {
+      this.set(sources.intakeMemory().spooled);
+    },
+  });
 
   const parked = new Counter({
     name: 'posthorn_shaping_held_total',

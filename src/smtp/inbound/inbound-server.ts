@@ -1,6 +1,6 @@
 import type { DNSResolver } from 'mailauth';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
-import type { ByteBudget } from '../../lib/byte-budget.js';
+import type { BodyIntake } from '../../lib/body-intake.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import type { PemKeyPair } from '../../lib/tls-cert.js';
@@ -12,7 +12,7 @@ import type { ReceivedTlsReportService } from '../../core/tls-reports/received-t
 import type { DomainRecord } from '../../core/domains/domain-service.js';
 import { AppError } from '../../core/errors.js';
 import { smtpError, toSmtpError } from '../smtp-errors.js';
-import { readMessage, SMTP_SERVER_TIMEOUT_MS, SmtpListener } from '../smtp-listener.js';
+import { receiveMessage, SMTP_SERVER_TIMEOUT_MS, SmtpListener } from '../smtp-listener.js';
 import { parseMessage } from '../parsed-mail.js';
 import { parseReport } from './report-parser.js';
 import { buildReceivedMessage, plainIp } from './received-message.js';
@@ -24,8 +24,8 @@ import { tlsReportJsonOf } from './tls-report-intake.js';
 // accepted lives only in memory); a local failure answers 451 so the sender keeps the message.
 
 export interface InboundServerOptions {
-  /** Bounds the messages being parsed and stored at once (intakeMemoryMb), with the API's bodies. */
-  intake: ByteBudget;
+  /** Bounds the memory of messages being received, parsed and stored (intakeMemoryMb), with the API's bodies. */
+  intake: BodyIntake;
   host: string;
   port: number;
   hostname: string;
@@ -179,12 +179,11 @@ export async function startInboundServer(options: InboundServerOptions): Promise
     },
 
     onData(stream, session, callback) {
-      const work = readMessage(stream, options.maxMessageBytes).then(async ({ raw, oversized }) => {
-        // smtp-server answers 552 itself (rejectOversized); nothing to store.
-        if (oversized) return callback(smtpError(552, '5.3.4', `message exceeds the fixed maximum size of ${options.maxMessageBytes} bytes`));
+      const work = receiveMessage(stream, options.maxMessageBytes, options.intake).then(async (body) => {
+        if (!body) return callback(smtpError(552, '5.3.4', `message exceeds the fixed maximum size of ${options.maxMessageBytes} bytes`));
         try {
           // Parsing and storing a message takes a few times its size: it waits for room.
-          const ids = await options.intake.with(raw.length, () => handleMessage(raw, session));
+          const ids = await options.intake.process(body, (raw) => handleMessage(raw, session));
           callback(null, `2.0.0 Ok: queued as ${ids}`);
         } catch (err) {
           if ((err as { responseCode?: number }).responseCode) return callback(err as Error);

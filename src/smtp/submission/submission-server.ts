@@ -1,5 +1,5 @@
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
-import type { ByteBudget } from '../../lib/byte-budget.js';
+import type { BodyIntake } from '../../lib/body-intake.js';
 import type { AuthContext, ApiKeyService } from '../../core/api-keys/api-key-service.js';
 import type { EmailService } from '../../core/emails/email-service.js';
 import { AppError } from '../../core/errors.js';
@@ -8,7 +8,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { PemKeyPair } from '../../lib/tls-cert.js';
 import { parseMessage } from '../parsed-mail.js';
 import { smtpError, toSmtpError } from '../smtp-errors.js';
-import { readMessage, SMTP_SERVER_TIMEOUT_MS, SmtpListener } from '../smtp-listener.js';
+import { receiveMessage, SMTP_SERVER_TIMEOUT_MS, SmtpListener } from '../smtp-listener.js';
 import { messageToSendInput } from './message-to-send-input.js';
 
 // Message submission (RFC 6409) on 587: STARTTLS (RFC 3207) before AUTH PLAIN/LOGIN
@@ -18,8 +18,8 @@ import { messageToSendInput } from './message-to-send-input.js';
 // request against the team's rate limit.
 
 export interface SubmissionServerOptions {
-  /** Bounds the messages being parsed and stored at once (intakeMemoryMb), with the API's bodies. */
-  intake: ByteBudget;
+  /** Bounds the memory of messages being received, parsed and stored (intakeMemoryMb), with the API's bodies. */
+  intake: BodyIntake;
   host: string;
   port: number;
   hostname: string;
@@ -127,12 +127,12 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
     },
 
     onData(stream, session, callback) {
-      const work = readMessage(stream, options.maxMessageBytes).then(
-        async ({ raw, oversized }) => {
-          if (oversized) return callback(smtpError(552, '5.3.4', `message exceeds the fixed maximum size of ${options.maxMessageBytes} bytes`));
+      const work = receiveMessage(stream, options.maxMessageBytes, options.intake).then(
+        async (body) => {
+          if (!body) return callback(smtpError(552, '5.3.4', `message exceeds the fixed maximum size of ${options.maxMessageBytes} bytes`));
           try {
             // Parsing and storing a message takes a few times its size: it waits for room.
-            const emailId = await options.intake.with(raw.length, () => submit(raw, session));
+            const emailId = await options.intake.process(body, (raw) => submit(raw, session));
             logger.info({ emailId, keyId: (session.user as SessionUser).auth.keyId }, 'message submitted');
             callback(null, `2.0.0 Ok: queued as ${emailId}`);
           } catch (err) {
