@@ -27,6 +27,17 @@ const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 10_000);
 const CONCURRENCY = Number(process.env.BENCH_REALISTIC_CONCURRENCY ?? 50);
 const BODY_BYTES = Number(process.env.BENCH_BODY_BYTES ?? 5000);
 const DURABILITY = (process.env.BENCH_DURABILITY ?? 'full') as 'full' | 'normal';
+/** BENCH_HTML=1: `realistic` sends ~BODY_BYTES of HTML with a link every ~250 bytes, opens and clicks tracked. */
+const HTML = process.env.BENCH_HTML === '1';
+
+/** A newsletter's HTML: paragraphs, each with a link, to ~BODY_BYTES. */
+function newsletterHtml(): string {
+  const paragraph = (i: number) => `<p style="margin:0 0 12px">Item ${i}: the quick brown fox jumps over the lazy dog. <a href="https://shop.example.com/items/${i}?utm_source=news&amp;utm_medium=email">See item ${i}</a></p>\n`;
+  let html = '<!doctype html><html><head><meta charset="utf-8"><title>News</title></head><body>\n';
+  for (let i = 0; html.length < BODY_BYTES - 20; i++) html += paragraph(i);
+  return `${html}</body></html>`;
+}
+
 /**
  * Messages sent and delivered before `realistic` measures (BENCH_REALISTIC_WARMUP; 0 measures a
  * cold process). A fresh process spends its first seconds compiling its hot code on V8's
@@ -121,7 +132,13 @@ async function realistic() {
   // ~BODY_BYTES of plain text in lines, as a newsletter or a receipt would have.
   const line = 'The quick brown fox jumps over the lazy dog, and the order ships tomorrow. ';
   const text = Array.from({ length: Math.ceil(BODY_BYTES / (line.length + 1)) }, () => line).join('\n').slice(0, BODY_BYTES);
-  const body = JSON.stringify({ from: 'Bench <hello@bench-sender.com>', to: 'user{i}@rcpt{d}.bench.test', subject: 'Your order {i}', text });
+  const body = JSON.stringify({ from: 'Bench <hello@bench-sender.com>', to: 'user{i}@rcpt{d}.bench.test', subject: 'Your order {i}', ...(HTML ? { html: newsletterHtml() } : { text }) });
+  if (HTML) {
+    // A newsletter as senders send them: opens and clicks tracked.
+    const scope = { teamId, domainId: null };
+    const [domain] = await app.services.domains.list(scope);
+    await app.services.domains.update(scope, domain!.id, { clickTracking: true, openTracking: true });
+  }
   app.engine.start();
   let warmUpDelivered = 0;
   if (REALISTIC_WARM_UP > 0) {
