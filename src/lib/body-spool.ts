@@ -130,8 +130,9 @@ export class BodySpool {
         source.resume();
         reject(err);
       };
-      const onError = (err: unknown) => fail(err instanceof SpoolError ? err : new BodyAbortedError());
+      // The source failing or closing before its end: the body is incomplete, whatever the cause.
       const onClose = () => fail(new BodyAbortedError());
+      const onError = onClose;
       const toDisk = (chunk: Buffer) => {
         path = join(this.dir, `${process.pid}-${++this.sequence}${FILE_SUFFIX}`);
         file = createWriteStream(path, { flags: 'wx' });
