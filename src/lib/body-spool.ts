@@ -6,8 +6,6 @@ import type { Readable } from 'node:stream';
 /** A body received whole, in memory or in a spool file, until release(). */
 export interface SpooledBody {
   readonly size: number;
-  /** True when the body went to a file. */
-  readonly onDisk: boolean;
   /** The bytes, when the body is in memory (null: read() them from the file). */
   bytes(): Buffer | null;
   read(): Promise<Buffer>;
@@ -204,7 +202,6 @@ export class BodySpool {
     const bytes = () => (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
     return {
       size,
-      onDisk: false,
       bytes,
       read: async () => bytes(),
       release: () => {
@@ -220,7 +217,6 @@ export class BodySpool {
     let released = false;
     return {
       size,
-      onDisk: true,
       bytes: () => null,
       read: () =>
         readFile(path).catch((err: unknown) => {

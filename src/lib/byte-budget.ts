@@ -28,16 +28,6 @@ export class ByteBudget {
     }
   }
 
-  /** Runs fn holding `bytes` of the budget. */
-  async with<T>(bytes: number, fn: () => Promise<T>): Promise<T> {
-    await this.acquire(bytes);
-    try {
-      return await fn();
-    } finally {
-      this.release(bytes);
-    }
-  }
-
   /** Bytes held now (metrics, tests). */
   get inUse(): number {
     return this.used;
