@@ -264,6 +264,8 @@ export class DeliveryEngine {
       const freed = this.slotFreed;
       this.slotFreed = undefined;
       freed?.();
+      // A claim round under way may have skipped this domain as full: it must not end in idle.
+      this.pendingWake = true;
       this.wakeUp?.();
     });
   }

@@ -118,6 +118,60 @@ test('a row whose attempt ends while a claim is being made is not attempted agai
   t.deepEqual(attempting[1], [1], 'the claim was told what was in flight (its leases are kept)');
 });
 
+test('a domain skipped as full by a claim round is claimed again when its attempt ends during that round', async (t) => {
+  // One in flight per domain: the second round skips example.net. Its attempt ends while that
+  // round is being made, so the round's "nothing due" says nothing about example.net.
+  const group = {
+    email: { id: 'em_1', team_id: 1 },
+    domain: { name: 'example.com', bounceLabel: 'b', tlsPolicy: 'OPPORTUNISTIC' },
+    rcptDomain: 'example.net',
+    deliveries: [{ id: 1, recipient: 'r@example.net' }],
+  } as unknown as DeliveryGroup;
+  const secondClaim = deferred<void>();
+  const secondClaimResult = deferred<DeliveryGroup[]>();
+  const held = deferred<TransactionResult>();
+  const recorded = deferred<void>();
+  const skipped: string[][] = [];
+  const deliveries = {
+    claim: (_limit: number, skip: readonly string[]) => {
+      skipped.push([...skip]);
+      if (skipped.length === 1) return Promise.resolve([group]);
+      if (skipped.length === 2) {
+        secondClaim.resolve();
+        return secondClaimResult.promise;
+      }
+      return Promise.resolve([]);
+    },
+    complete: async () => recorded.resolve(),
+    releaseGroups: async () => undefined,
+    keepLeases: async () => undefined,
+    bodyOf: async () => ({ text_body: 'x', html_body: null, attachments_json: null }),
+  } as unknown as DeliveryService;
+  const engine = new DeliveryEngine({
+    deliveries,
+    messages: { build: async () => Buffer.from('Subject: x\r\n\r\nx\r\n') } as never,
+    mx: {} as never,
+    pool: { abandonQueued: () => 0, send: () => held.promise } as never,
+    clock: new ManualClock(0),
+    logger: createLogger('silent'),
+    port: 25,
+    route: { host: 'mx.example.net', address: '127.0.0.1', port: 25 },
+    maxInFlightPerDomain: 1,
+    idlePollMs: 3_600_000,
+  });
+  engine.start();
+  t.teardown(() => engine.stop());
+  await secondClaim.promise;
+  t.deepEqual(skipped[1], ['example.net']);
+  held.resolve(delivered());
+  await recorded.promise;
+  await new Promise((r) => setImmediate(r));
+  secondClaimResult.resolve([]);
+  await engine.whenIdle();
+  t.is(skipped.length, 3, 'idle only after a round that skipped nothing');
+  t.deepEqual(skipped[2], []);
+});
+
 function delivered(): TransactionResult {
   return { connected: true, transactionStarted: true, secure: false, remoteHost: 'mx.example.net', recipients: [{ recipient: 'r@example.net', outcome: 'delivered', code: 250, response: '250 ok' }] } as TransactionResult;
 }
