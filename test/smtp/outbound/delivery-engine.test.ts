@@ -1,7 +1,7 @@
 import test from 'ava';
 import { ManualClock } from '../../../src/lib/clock.js';
 import { createLogger } from '../../../src/lib/logger.js';
-import { DeliveryEngine } from '../../../src/smtp/outbound/delivery-engine.js';
+import { DeliveryEngine, type DeliveryEngineOptions } from '../../../src/smtp/outbound/delivery-engine.js';
 import type { AttemptResult, DeliveryGroup, DeliveryService } from '../../../src/core/deliveries/delivery-service.js';
 import type { TransactionResult } from '../../../src/smtp/outbound/smtp-client-types.js';
 
@@ -48,12 +48,7 @@ test('a row whose attempt ends while a claim is being made is not attempted agai
   // The store's view: the claim's UPDATE took delivery 1 again (its lease had run out and the
   // sweep freed it) just before its attempt's results were written; the engine sees the claim's
   // rows only after that attempt has ended. Sending it again would send the message twice.
-  const group = {
-    email: { id: 'em_1', team_id: 1 },
-    domain: { name: 'example.com', bounceLabel: 'b', tlsPolicy: 'OPPORTUNISTIC' },
-    rcptDomain: 'example.net',
-    deliveries: [{ id: 1, recipient: 'r@example.net' }],
-  } as unknown as DeliveryGroup;
+  const group = oneGroup();
   const secondClaim = deferred<void>();
   const secondClaimResult = deferred<DeliveryGroup[]>();
   const held = deferred<TransactionResult>();
@@ -84,22 +79,9 @@ test('a row whose attempt ends while a claim is being made is not attempted agai
     keepLeases: async () => undefined,
     bodyOf: async () => ({ text_body: 'x', html_body: null, attachments_json: null }),
   } as unknown as DeliveryService;
-  const engine = new DeliveryEngine({
-    deliveries,
-    messages: { build: async () => Buffer.from('Subject: x\r\n\r\nx\r\n') } as never,
-    mx: {} as never,
-    pool: {
-      abandonQueued: () => 0,
-      send: () => {
-        sends++;
-        return sends === 1 ? held.promise : Promise.resolve(delivered());
-      },
-    } as never,
-    clock: new ManualClock(0),
-    logger: createLogger('silent'),
-    port: 25,
-    route: { host: 'mx.example.net', address: '127.0.0.1', port: 25 },
-    idlePollMs: 3_600_000,
+  const engine = routedEngine(deliveries, () => {
+    sends++;
+    return sends === 1 ? held.promise : Promise.resolve(delivered());
   });
   engine.start();
   t.teardown(() => engine.stop());
@@ -121,12 +103,7 @@ test('a row whose attempt ends while a claim is being made is not attempted agai
 test('a domain skipped as full by a claim round is claimed again when its attempt ends during that round', async (t) => {
   // One in flight per domain: the second round skips example.net. Its attempt ends while that
   // round is being made, so the round's "nothing due" says nothing about example.net.
-  const group = {
-    email: { id: 'em_1', team_id: 1 },
-    domain: { name: 'example.com', bounceLabel: 'b', tlsPolicy: 'OPPORTUNISTIC' },
-    rcptDomain: 'example.net',
-    deliveries: [{ id: 1, recipient: 'r@example.net' }],
-  } as unknown as DeliveryGroup;
+  const group = oneGroup();
   const secondClaim = deferred<void>();
   const secondClaimResult = deferred<DeliveryGroup[]>();
   const held = deferred<TransactionResult>();
@@ -147,18 +124,7 @@ test('a domain skipped as full by a claim round is claimed again when its attemp
     keepLeases: async () => undefined,
     bodyOf: async () => ({ text_body: 'x', html_body: null, attachments_json: null }),
   } as unknown as DeliveryService;
-  const engine = new DeliveryEngine({
-    deliveries,
-    messages: { build: async () => Buffer.from('Subject: x\r\n\r\nx\r\n') } as never,
-    mx: {} as never,
-    pool: { abandonQueued: () => 0, send: () => held.promise } as never,
-    clock: new ManualClock(0),
-    logger: createLogger('silent'),
-    port: 25,
-    route: { host: 'mx.example.net', address: '127.0.0.1', port: 25 },
-    maxInFlightPerDomain: 1,
-    idlePollMs: 3_600_000,
-  });
+  const engine = routedEngine(deliveries, () => held.promise, { maxInFlightPerDomain: 1 });
   engine.start();
   t.teardown(() => engine.stop());
   await secondClaim.promise;
@@ -171,6 +137,32 @@ test('a domain skipped as full by a claim round is claimed again when its attemp
   t.is(skipped.length, 3, 'idle only after a round that skipped nothing');
   t.deepEqual(skipped[2], []);
 });
+
+/** One email to one recipient at example.net. */
+function oneGroup(): DeliveryGroup {
+  return {
+    email: { id: 'em_1', team_id: 1 },
+    domain: { name: 'example.com', bounceLabel: 'b', tlsPolicy: 'OPPORTUNISTIC' },
+    rcptDomain: 'example.net',
+    deliveries: [{ id: 1, recipient: 'r@example.net' }],
+  } as unknown as DeliveryGroup;
+}
+
+/** An engine on a fixed route whose transactions `send` answers; an hour's idle poll, so only wakes move it. */
+function routedEngine(deliveries: DeliveryService, send: () => Promise<TransactionResult>, extra: Partial<DeliveryEngineOptions> = {}): DeliveryEngine {
+  return new DeliveryEngine({
+    deliveries,
+    messages: { build: async () => Buffer.from('Subject: x\r\n\r\nx\r\n') } as never,
+    mx: {} as never,
+    pool: { abandonQueued: () => 0, send } as never,
+    clock: new ManualClock(0),
+    logger: createLogger('silent'),
+    port: 25,
+    route: { host: 'mx.example.net', address: '127.0.0.1', port: 25 },
+    idlePollMs: 3_600_000,
+    ...extra,
+  });
+}
 
 function delivered(): TransactionResult {
   return { connected: true, transactionStarted: true, secure: false, remoteHost: 'mx.example.net', recipients: [{ recipient: 'r@example.net', outcome: 'delivered', code: 250, response: '250 ok' }] } as TransactionResult;
