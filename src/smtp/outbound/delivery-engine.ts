@@ -166,6 +166,8 @@ export class DeliveryEngine {
         } catch (err) {
           this.options.logger.error({ err }, 'renewing the leases of deliveries in flight failed');
         }
+        // Attempts that ended, or a stop() that came, during the renewal found no waiter to wake.
+        if (!this.running || this.inFlight.size < Math.max(1, this.maxInFlight / 2)) continue;
         // One waiter, woken by whichever transaction finishes next (Promise.race over
         // hundreds of in-flight promises on every wake-up was measurable CPU).
         await new Promise<void>((resolve) => {

@@ -138,6 +138,42 @@ test('a domain skipped as full by a claim round is claimed again when its attemp
   t.deepEqual(skipped[2], []);
 });
 
+test('attempts that end while the leases in flight are being renewed free their slots: the next claim does not wait for the idle poll', async (t) => {
+  // Two in flight at most: one attempt fills half, so the loop renews leases and waits for a
+  // slot instead of claiming. The attempt ends during the renewal, before anyone waits.
+  const renewing = deferred<void>();
+  const renewed = deferred<void>();
+  const held = deferred<TransactionResult>();
+  const recorded = deferred<void>();
+  const secondClaim = deferred<void>();
+  let claims = 0;
+  const deliveries = {
+    claim: () => {
+      claims++;
+      if (claims === 2) secondClaim.resolve();
+      return Promise.resolve(claims === 1 ? [oneGroup()] : []);
+    },
+    keepLeases: () => {
+      renewing.resolve();
+      return renewed.promise;
+    },
+    complete: async () => recorded.resolve(),
+    releaseGroups: async () => undefined,
+    bodyOf: async () => ({ text_body: 'x', html_body: null, attachments_json: null }),
+  } as unknown as DeliveryService;
+  const engine = routedEngine(deliveries, () => held.promise, { maxInFlight: 2 });
+  engine.start();
+  t.teardown(() => engine.stop());
+  await renewing.promise;
+  held.resolve(delivered());
+  await recorded.promise;
+  await new Promise((r) => setImmediate(r));
+  renewed.resolve();
+  // With an hour's idle poll, this claim comes only if the loop saw the freed slot itself.
+  await secondClaim.promise;
+  t.is(claims, 2);
+});
+
 /** One email to one recipient at example.net. */
 function oneGroup(): DeliveryGroup {
   return {
