@@ -1,4 +1,4 @@
-import { createWriteStream, mkdirSync, readdirSync, rmSync, type WriteStream } from 'node:fs';
+import { createWriteStream, mkdirSync, readdirSync, rmSync, statSync, type WriteStream } from 'node:fs';
 import { readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -37,6 +37,14 @@ export class BodyAbortedError extends Error {
 
 const FILE_SUFFIX = '.body';
 
+function modifiedMs(path: string): number {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return Infinity; // gone meanwhile: nothing to remove
+  }
+}
+
 function processAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
   try {
@@ -70,8 +78,15 @@ export class BodySpool {
   /** Creates `dir` and removes the files of processes no longer running (several on one data dir may share it). */
   static open(dir: string, memoryLimitBytes: number): BodySpool {
     mkdirSync(dir, { recursive: true });
+    // A server restarted in a container often gets its predecessor's pid: a file with our pid
+    // written before we started is that predecessor's.
+    const startedMs = Date.now() - process.uptime() * 1000;
     for (const name of readdirSync(dir)) {
-      if (name.endsWith(FILE_SUFFIX) && !processAlive(Number(name.split('-')[0]))) rmSync(join(dir, name), { force: true });
+      if (!name.endsWith(FILE_SUFFIX)) continue;
+      const path = join(dir, name);
+      const pid = Number(name.split('-')[0]);
+      const dead = pid === process.pid ? modifiedMs(path) < startedMs : !processAlive(pid);
+      if (dead) rmSync(path, { force: true });
     }
     return new BodySpool(dir, memoryLimitBytes);
   }
@@ -199,7 +214,11 @@ export class BodySpool {
 
   private memoryBody(chunks: Buffer[], size: number): SpooledBody {
     let released = false;
-    const bytes = () => (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    const bytes = () => {
+      // Joined once, and the pieces let go: the body is not held twice.
+      if (chunks.length > 1) chunks.splice(0, chunks.length, Buffer.concat(chunks, size));
+      return chunks[0] ?? Buffer.alloc(0);
+    };
     return {
       size,
       bytes,

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
@@ -109,10 +109,15 @@ test('opening the spool removes the files of processes that are gone and keeps t
   BodySpool.open(dir, 1_000);
   const dead = join(dir, '2147483646-1.body');
   const live = join(dir, `${process.pid}-1.body`);
+  // Our own pid, but written before this process started: a predecessor that had the same pid.
+  const predecessor = join(dir, `${process.pid}-2.body`);
   const other = join(dir, 'README');
-  for (const f of [dead, live, other]) writeFileSync(f, 'x');
+  for (const f of [dead, live, predecessor, other]) writeFileSync(f, 'x');
+  const before = new Date(Date.now() - process.uptime() * 1000 - 60_000);
+  utimesSync(predecessor, before, before);
   BodySpool.open(dir, 1_000);
   t.false(existsSync(dead));
+  t.false(existsSync(predecessor));
   t.true(existsSync(live));
   t.true(existsSync(other));
 });
