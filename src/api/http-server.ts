@@ -427,7 +427,12 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
           ? [408, 'the request was not received in time']
           : [400, 'malformed HTTP request'];
     const body = JSON.stringify({ error: { code: 'BAD_REQUEST', message } });
-    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    // The answer to a HEAD has no body (RFC 9110 9.3.2): a client would read one as garbage after
+    // the response. The method shows when the refused bytes begin the request, as they do when
+    // its head came in one read (the head limit, 16 KiB, is below a socket read's 64 KiB).
+    const packet = (err as { rawPacket?: unknown }).rawPacket;
+    const head = Buffer.isBuffer(packet) && packet.subarray(0, 5).toString('latin1') === 'HEAD ';
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${head ? '' : body}`);
   }
   socket.destroy();
 }
