@@ -1,6 +1,12 @@
+import { spawn } from 'node:child_process';
+import { hostname } from 'node:os';
 import test from 'ava';
+import { pino } from 'pino';
 import pg from 'pg';
+import { createClusterService, NodeNameTaken } from '../../src/core/cluster/cluster-service.js';
+import { ManualClock } from '../../src/lib/clock.js';
 import { openPgStore, type PgStore } from '../../src/store/pg/pg-store.js';
+import { createClusterRepository } from '../../src/store/repositories/cluster-repository.js';
 import { createTlsReportsRepository } from '../../src/store/repositories/tls-reports-repository.js';
 import { createTestDatabase, dropTestDatabase } from '../helpers/pg-databases.js';
 
@@ -69,4 +75,30 @@ test.serial('a TLS report delivery is claimed by one node, never by two at once'
   // Whatever was skipped while locked is claimable now, once.
   const later = await repo.claimDue(now, 600_000, 10);
   t.is(ids.length + later.length, 2, 'each delivery is claimed exactly once');
+});
+
+/** The pid of a process that has exited (a child run to its end). */
+async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ['-e', '']);
+  await new Promise((resolve) => child.once('exit', resolve));
+  return child.pid!;
+}
+
+test.serial('a node restarted at once after a crash joins under its name; a live process of that name keeps it', async (t) => {
+  const db = nodes[0]!.db;
+  const repo = createClusterRepository(db);
+  const clock = new ManualClock(Date.now());
+  const logger = pino({ level: 'silent' });
+  const service = (pid: number) => createClusterService({ repo, clock, logger, node: { id: 'node-r', hostname: hostname(), pid }, listeners: () => ({}) });
+  // The earlier life: killed a moment ago, its heartbeat still fresh.
+  const crashed = await deadPid();
+  await db.insertInto('cluster_nodes').values({ id: 'node-r', hostname: hostname(), pid: crashed, started_at: new Date().toISOString(), heartbeat_at: Date.now() - 1000, listeners_json: '{}' }).execute();
+  const restarted = service(process.pid);
+  t.teardown(() => restarted.stop());
+  await t.notThrowsAsync(restarted.start(), 'its predecessor on this host is gone: the name is free');
+
+  // A process of that name that is still running on this host keeps it.
+  await db.updateTable('cluster_nodes').set({ pid: process.ppid, heartbeat_at: Date.now() }).where('id', '=', 'node-r').execute();
+  const clash = service(process.pid + 1_000_000);
+  await t.throwsAsync(clash.start(), { instanceOf: NodeNameTaken });
 });
