@@ -7,6 +7,7 @@ import { createClusterService, NodeNameTaken } from '../../src/core/cluster/clus
 import { ManualClock } from '../../src/lib/clock.js';
 import { openPgStore, type PgStore } from '../../src/store/pg/pg-store.js';
 import { createClusterRepository } from '../../src/store/repositories/cluster-repository.js';
+import { createShapingRepository } from '../../src/store/repositories/shaping-repository.js';
 import { createTlsReportsRepository } from '../../src/store/repositories/tls-reports-repository.js';
 import { createTestDatabase, dropTestDatabase } from '../helpers/pg-databases.js';
 
@@ -101,4 +102,20 @@ test.serial('a node restarted at once after a crash joins under its name; a live
   await db.updateTable('cluster_nodes').set({ pid: process.ppid, heartbeat_at: Date.now() }).where('id', '=', 'node-r').execute();
   const clash = service(process.pid + 1_000_000);
   await t.throwsAsync(clash.start(), { instanceOf: NodeNameTaken });
+});
+
+test.serial('two nodes that put the same hold at once leave one hold, which an operator can lift', async (t) => {
+  const now = Date.now();
+  const hold = (id: string) => ({ id, source: 'default', rollup: 'gmail.com', kind: 'suspend' as const, message_rate: null, reason: `421 from ${id}`, until_ms: now + 3600_000, created_at: new Date(now).toISOString() });
+  await createShapingRepository(nodes[0]!.db).putHold(hold('sh_old'));
+  // Both replace the hold in place while it is still locked: both waited for the same old row.
+  await claimTogether('shaping_holds', async (n) => {
+    await createShapingRepository(n.db).putHold(hold(n === nodes[0] ? 'sh_a' : 'sh_b'));
+    return [];
+  });
+  const repo = createShapingRepository(nodes[0]!.db);
+  const active = await repo.activeHolds(now);
+  t.is(active.length, 1, `holds: ${active.map((h) => h.id).join(', ')}`);
+  t.truthy(await repo.endHold(active[0]!.id, now));
+  t.deepEqual(await repo.activeHolds(now), [], 'lifted: nothing holds the destination any more');
 });
