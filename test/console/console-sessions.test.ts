@@ -101,6 +101,15 @@ test.serial('users: a clear 400 or 409 for a bad address, a short password, an u
   t.regex(await err(users.create({ email: 'x@example.com', teamId: 999 })), /team 999 not found/);
   await users.create({ email: 'Taken@Example.com', teamId: t0.teamId, password: PASSWORD });
   t.regex(await err(users.create({ email: 'taken@example.com', teamId: t0.teamId })), /already exists/);
+  // Two creations of one address at once (both checked before either stored it): one user, and
+  // the other gets the same 409, on either store.
+  const both = await Promise.allSettled([
+    users.create({ email: 'twice@example.com', teamId: t0.teamId, password: PASSWORD }),
+    users.create({ email: 'twice@example.com', teamId: t0.teamId, password: PASSWORD }),
+  ]);
+  t.is(both.filter((r) => r.status === 'fulfilled').length, 1);
+  const refused = both.find((r): r is PromiseRejectedResult => r.status === 'rejected')!.reason as { code?: string; message: string };
+  t.like(refused, { code: 'NOT_UNIQUE', message: 'email: a console user twice@example.com already exists' });
   // Stored hashes are scrypt with their parameters, never the password.
   const listed = await users.list();
   t.true(listed.some((u) => u.email === 'taken@example.com'));

@@ -1,5 +1,7 @@
 import test from 'ava';
 import { loadConfig } from '../../src/config/load.js';
+import { openPgStore } from '../../src/store/pg/pg-store.js';
+import { createTestDatabase, dropTestDatabase, testStoreKind } from '../helpers/pg-databases.js';
 import { startMailWorld, sendBody } from '../helpers/mail-world.js';
 import { sqliteStoreOf } from '../helpers/repositories.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
@@ -65,5 +67,30 @@ test('durability normal, chosen in the config or the environment, leaves syncing
     t.is(app.store.walSync, undefined);
   } finally {
     await t0.close();
+  }
+});
+
+test('PostgreSQL: server options given in store.url apply along with the durability, not instead of it', async (t) => {
+  if (testStoreKind() !== 'postgres') {
+    t.pass('PostgreSQL only');
+    return;
+  }
+  const url = await createTestDatabase();
+  try {
+    // A search path, a statement timeout...: node-postgres takes `options` from the URL over the pool's own.
+    const withOptions = new URL(url);
+    withOptions.searchParams.set('options', '-c statement_timeout=61000');
+    for (const [durability, expected] of [['full', 'on'], ['normal', 'off']] as const) {
+      const store = await openPgStore({ url: withOptions.toString(), poolMax: 2, connectTimeoutMs: 10_000, durability });
+      try {
+        const show = async (name: string) => Object.values((await store.pool.query(`show ${name}`)).rows[0]!)[0];
+        t.is(await show('synchronous_commit'), expected, `durability ${durability}`);
+        t.is(await show('statement_timeout'), '61s', "the URL's own options still apply");
+      } finally {
+        await store.close();
+      }
+    }
+  } finally {
+    await dropTestDatabase(url);
   }
 });

@@ -47,6 +47,17 @@ export interface ClusterServiceDeps {
   onOrphanedImports?: () => Promise<unknown>;
   /** The SMTP sessions this node holds per destination (connection-permits.ts), written with each heartbeat. */
   connections?: () => ReadonlyMap<string, number>;
+  /** Whether a process with this pid runs on this host (default: signal 0). */
+  processAlive?: (pid: number) => boolean;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'; // it runs, as another user
+  }
 }
 
 export class NodeNameTaken extends Error {}
@@ -105,13 +116,17 @@ export function createClusterService(deps: ClusterServiceDeps) {
     nodeId: node.id,
 
     /**
-     * Joins the cluster: refuses a name another live process uses, frees what this node id held
-     * in an earlier life (a restart under the same name) and what dead nodes held, then beats.
+     * Joins the cluster: refuses a name another live process uses (on another host, or running
+     * on this one), frees what this node id held in an earlier life (a restart under the same
+     * name) and what dead nodes held, then beats.
      */
     async start(): Promise<SweepCounts> {
       const now = Date.now();
       const existing = await repo.findNode(node.id);
-      if (existing && existing.heartbeat_at >= now - STALE_MS && (existing.hostname !== node.hostname || existing.pid !== node.pid)) {
+      // The same name on this host under a pid that no longer runs is this node's earlier life,
+      // killed a moment ago (a supervisor restarts it within seconds): not a clash.
+      const predecessor = existing?.hostname === node.hostname && !(deps.processAlive ?? processAlive)(existing.pid);
+      if (existing && existing.heartbeat_at >= now - STALE_MS && (existing.hostname !== node.hostname || existing.pid !== node.pid) && !predecessor) {
         throw new NodeNameTaken(
           `cluster.nodeName ${node.id} is in use by a live node (${existing.hostname}, pid ${existing.pid}, heard ${Math.round((now - existing.heartbeat_at) / 1000)} s ago): give every node its own name`,
         );

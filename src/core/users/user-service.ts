@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../../lib/clock.js';
 import type { ConsoleUserRow, ConsoleUsersRepository } from '../../store/repositories/console-users-repository.js';
+import { isUniqueViolation } from '../../store/store-errors.js';
 import { addressKey, isValidAddress } from '../emails/addresses.js';
 import { badRequest, notFound, notUnique } from '../errors.js';
 import { DUMMY_HASH_PROMISE, hashPassword, verifyPassword } from './password-hash.js';
@@ -67,7 +68,7 @@ export function createUserService(deps: UserServiceDeps) {
         const row = await users.insert({ teamId: input.teamId, email, passwordHash: await hashPassword(password), operator: input.operator ?? false, nowIso: clock.now().toISOString() });
         return { user: userView(row), password, generated };
       } catch (err) {
-        if (/UNIQUE constraint failed/.test((err as Error).message)) throw notUnique(`email: a console user ${email} already exists`);
+        if (isUniqueViolation(err, 'console_users')) throw notUnique(`email: a console user ${email} already exists`);
         throw err;
       }
     },

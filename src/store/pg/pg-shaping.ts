@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database } from '../tables/database.js';
 import type { ShapingHoldRow, ShapingRepository, SlotAnswer, SlotRequest } from '../repositories/shaping-repository.js';
 import { pgPoolOf, sharedOf } from './pg-context.js';
@@ -111,6 +111,9 @@ export function pgShaping(db: Kysely<Database>): Partial<ShapingRepository> {
 
     async putHold(row: ShapingHoldRow): Promise<void> {
       await db.transaction().execute(async (trx) => {
+        // Nodes replacing the same hold at once would each delete the old row and insert their
+        // own (neither sees the other's insert): two holds, and lifting one leaves the other.
+        await sql`select pg_advisory_xact_lock(hashtext(${`hold:${row.source}\n${row.rollup}\n${row.kind}`}))`.execute(trx);
         await trx.deleteFrom('shaping_holds').where('source', '=', row.source).where('rollup', '=', row.rollup).where('kind', '=', row.kind).execute();
         await trx.insertInto('shaping_holds').values(row).execute();
       });

@@ -73,14 +73,32 @@ export function databaseUrlTarget(url: string): string {
 }
 
 /** Builds the pool and checks that the server answers; throws (the pool closed) when it does not. */
+/**
+ * node-postgres takes a URL's `options` parameter (server settings: a search path, a timeout)
+ * over the pool's own, which would drop the durability's setting: the URL's go first, ours
+ * after them (the last -c of a setting wins).
+ */
+function withServerOptions(url: string, own: string): { connectionString: string; options: string } {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return { connectionString: url, options: own };
+  }
+  const given = u.searchParams.get('options');
+  if (given === null) return { connectionString: url, options: own };
+  u.searchParams.delete('options');
+  return { connectionString: u.toString(), options: `${given} ${own}` };
+}
+
+/** Builds the pool and checks that the server answers; throws (the pool closed) when it does not. */
 export async function openPgStore(opts: PgStoreOptions): Promise<PgStore> {
   const pool = new pg.Pool({
-    connectionString: opts.url,
+    ...withServerOptions(opts.url, `-c synchronous_commit=${opts.durability === 'full' ? 'on' : 'off'}`),
     max: opts.poolMax,
     connectionTimeoutMillis: opts.connectTimeoutMs,
     idleTimeoutMillis: 30_000,
     application_name: opts.applicationName ?? 'posthorn',
-    options: `-c synchronous_commit=${opts.durability === 'full' ? 'on' : 'off'}`,
     types,
   });
   // An idle connection that breaks (the server restarted) is dropped by the pool; without a

@@ -1,5 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db.js';
+import { isPostgres } from '../store-context.js';
 import type { TlsReportDeliveriesTable, TlsSessionCountsTable } from '../tables/database.js';
 
 export type TlsSessionCountRow = Selectable<TlsSessionCountsTable>;
@@ -100,7 +101,10 @@ export function createTlsReportsRepository(db: Db) {
             .where('next_attempt_at', '<=', nowMs)
             .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', nowMs)]))
             .orderBy('next_attempt_at')
-            .limit(limit),
+            .limit(limit)
+            // Nodes sharing a PostgreSQL store: without the row locks, two claims that read the
+            // same due rows would both lease them (the update only waits, then leases again).
+            .$if(isPostgres(db), (q) => q.forUpdate().skipLocked()),
         )
         .returningAll()
         .execute();

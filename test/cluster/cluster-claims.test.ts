@@ -1,0 +1,121 @@
+import { spawn } from 'node:child_process';
+import { hostname } from 'node:os';
+import test from 'ava';
+import { pino } from 'pino';
+import pg from 'pg';
+import { createClusterService, NodeNameTaken } from '../../src/core/cluster/cluster-service.js';
+import { ManualClock } from '../../src/lib/clock.js';
+import { openPgStore, type PgStore } from '../../src/store/pg/pg-store.js';
+import { createClusterRepository } from '../../src/store/repositories/cluster-repository.js';
+import { createShapingRepository } from '../../src/store/repositories/shaping-repository.js';
+import { createTlsReportsRepository } from '../../src/store/repositories/tls-reports-repository.js';
+import { createTestDatabase, dropTestDatabase } from '../helpers/pg-databases.js';
+
+// Claims made by two nodes at the same instant, on PostgreSQL. A claim reads the due rows and
+// leases them; when both nodes read the same rows before either has leased them (a third
+// transaction still holds them, or the two statements simply meet), the one that leases second
+// must not get them too. A third connection holds the rows locked until both claims wait on it,
+// which makes "at the same instant" exact.
+
+let url: string;
+let nodes: PgStore[] = [];
+let admin: pg.Client;
+
+test.before(async () => {
+  url = await createTestDatabase();
+  nodes = await Promise.all(['a', 'b'].map(() => openPgStore({ url, poolMax: 4, connectTimeoutMs: 10_000, durability: 'normal' })));
+  admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+});
+test.after.always(async () => {
+  await admin?.end();
+  await Promise.all(nodes.map((n) => n.close()));
+  if (url) await dropTestDatabase(url);
+});
+
+/**
+ * Runs `claim` on both nodes while `table`'s rows are locked by another transaction, lets them
+ * go once both claims are waiting for them (or have returned), and returns what each claimed.
+ */
+async function claimTogether<T>(table: string, claim: (node: PgStore) => Promise<T[]>): Promise<T[][]> {
+  await admin.query('begin');
+  await admin.query(`select id from ${table} for update`);
+  let settled = 0;
+  const claims = nodes.map((n) =>
+    claim(n).finally(() => {
+      settled++;
+    }),
+  );
+  const database = new URL(url).pathname.slice(1);
+  // Both claims are blocked behind the lock, or did not wait for it at all (skipped the rows).
+  for (;;) {
+    const r = await admin.query<{ n: string }>("select count(*) as n from pg_stat_activity where datname = $1 and wait_event_type = 'Lock'", [database]);
+    if (Number(r.rows[0]!.n) + settled >= nodes.length) break;
+  }
+  await admin.query('commit');
+  return Promise.all(claims);
+}
+
+test.serial('a TLS report delivery is claimed by one node, never by two at once', async (t) => {
+  const repo = createTlsReportsRepository(nodes[0]!.db);
+  const now = Date.UTC(2026, 10, 26, 9, 0, 0);
+  await repo.insertReport({
+    policyDomain: 'example.net',
+    day: '2026-11-25',
+    reportId: 'r1',
+    state: 'queued',
+    rua: ['mailto:tlsrpt@example.net', 'https://example.net/tlsrpt'],
+    reportJson: '{}',
+    createdAt: new Date(now).toISOString(),
+    targets: ['mailto:tlsrpt@example.net', 'https://example.net/tlsrpt'],
+    dueMs: now,
+  });
+  const [a, b] = await claimTogether('tls_report_deliveries', (n) => createTlsReportsRepository(n.db).claimDue(now, 600_000, 10));
+  const ids = [...a!, ...b!].map((r) => r.id);
+  t.deepEqual(ids.length, new Set(ids).size, `claimed by both nodes: ${JSON.stringify({ a: a!.map((r) => r.id), b: b!.map((r) => r.id) })}`);
+  // Whatever was skipped while locked is claimable now, once.
+  const later = await repo.claimDue(now, 600_000, 10);
+  t.is(ids.length + later.length, 2, 'each delivery is claimed exactly once');
+});
+
+/** The pid of a process that has exited (a child run to its end). */
+async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ['-e', '']);
+  await new Promise((resolve) => child.once('exit', resolve));
+  return child.pid!;
+}
+
+test.serial('a node restarted at once after a crash joins under its name; a live process of that name keeps it', async (t) => {
+  const db = nodes[0]!.db;
+  const repo = createClusterRepository(db);
+  const clock = new ManualClock(Date.now());
+  const logger = pino({ level: 'silent' });
+  const service = (pid: number) => createClusterService({ repo, clock, logger, node: { id: 'node-r', hostname: hostname(), pid }, listeners: () => ({}) });
+  // The earlier life: killed a moment ago, its heartbeat still fresh.
+  const crashed = await deadPid();
+  await db.insertInto('cluster_nodes').values({ id: 'node-r', hostname: hostname(), pid: crashed, started_at: new Date().toISOString(), heartbeat_at: Date.now() - 1000, listeners_json: '{}' }).execute();
+  const restarted = service(process.pid);
+  t.teardown(() => restarted.stop());
+  await t.notThrowsAsync(restarted.start(), 'its predecessor on this host is gone: the name is free');
+
+  // A process of that name that is still running on this host keeps it.
+  await db.updateTable('cluster_nodes').set({ pid: process.ppid, heartbeat_at: Date.now() }).where('id', '=', 'node-r').execute();
+  const clash = service(process.pid + 1_000_000);
+  await t.throwsAsync(clash.start(), { instanceOf: NodeNameTaken });
+});
+
+test.serial('two nodes that put the same hold at once leave one hold, which an operator can lift', async (t) => {
+  const now = Date.now();
+  const hold = (id: string) => ({ id, source: 'default', rollup: 'gmail.com', kind: 'suspend' as const, message_rate: null, reason: `421 from ${id}`, until_ms: now + 3600_000, created_at: new Date(now).toISOString() });
+  await createShapingRepository(nodes[0]!.db).putHold(hold('sh_old'));
+  // Both replace the hold in place while it is still locked: both waited for the same old row.
+  await claimTogether('shaping_holds', async (n) => {
+    await createShapingRepository(n.db).putHold(hold(n === nodes[0] ? 'sh_a' : 'sh_b'));
+    return [];
+  });
+  const repo = createShapingRepository(nodes[0]!.db);
+  const active = await repo.activeHolds(now);
+  t.is(active.length, 1, `holds: ${active.map((h) => h.id).join(', ')}`);
+  t.truthy(await repo.endHold(active[0]!.id, now));
+  t.deepEqual(await repo.activeHolds(now), [], 'lifted: nothing holds the destination any more');
+});
