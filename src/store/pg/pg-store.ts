@@ -72,7 +72,6 @@ export function databaseUrlTarget(url: string): string {
   }
 }
 
-/** Builds the pool and checks that the server answers; throws (the pool closed) when it does not. */
 /**
  * node-postgres takes a URL's `options` parameter (server settings: a search path, a timeout)
  * over the pool's own, which would drop the durability's setting: the URL's go first, ours
