@@ -263,3 +263,31 @@ test.serial("a campaign's segment filters its own book only: a book change that 
   t.is(after.total, 0);
   t.is(sentTo('sf').length, 0);
 });
+
+test.serial('unsubscribe links keep working after the campaign is deleted (link, one-click POST and mailto)', async (t) => {
+  const { createTransport } = await import('nodemailer');
+  const bookId = await book('Deleted later', [{ email: 'dl1@example.net' }, { email: 'dl2@example.net' }, { email: 'dl3@example.net' }]);
+  const c = await campaign(bookId, { sendNow: true });
+  await run();
+  t.is(sentTo('dl').length, 3);
+  const unfolded = (prefix: string) => sentTo(prefix)[0]!.raw.toString().replace(/\r\n[ \t]+/g, ' ');
+  const path = (prefix: string) => new URL(/List-Unsubscribe: <([^>]+)>/.exec(unfolded(prefix))![1]!).pathname;
+  t.is((await w.t0.request('DELETE', `/v1/campaigns/${c.id}`)).status, 200);
+  // The page still offers the unsubscribe; POST (the page's button or a one-click) still unsubscribes.
+  const page = await w.t0.request('GET', path('dl1@'), { key: null });
+  t.is(page.status, 200);
+  t.regex(String(page.body), /<form method="post"/);
+  t.is((await w.t0.request('POST', path('dl1@'), { key: null })).status, 200);
+  const oneClick = await fetch(`${w.t0.baseUrl}${path('dl2@')}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'List-Unsubscribe=One-Click' });
+  t.is(oneClick.status, 200);
+  const mailto = /<mailto:([^>]+)>/.exec(unfolded('dl3@'))![1]!;
+  const transport = createTransport({ host: '127.0.0.1', port: w.t0.app.listeners.inbound!.port, secure: false, ignoreTLS: true });
+  await transport.sendMail({ from: 'dl3@example.net', to: mailto, subject: 'unsubscribe', text: 'unsubscribe' });
+  transport.close();
+  const contacts = (await w.t0.request('GET', `/v1/contactBooks/${bookId}/contacts`)).body as any[];
+  for (const e of ['dl1@example.net', 'dl2@example.net', 'dl3@example.net']) t.false(contacts.find((x) => x.email === e).subscribed, e);
+  // A later campaign to the same book reaches none of them.
+  await campaign(bookId, { sendNow: true });
+  await run();
+  t.is(sentTo('dl').length, 3);
+});
