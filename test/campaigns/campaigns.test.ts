@@ -2,6 +2,10 @@ import test from 'ava';
 import { simpleParser } from 'mailparser';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
+import { createCampaignService } from '../../src/core/campaigns/campaign-service.js';
+import { createCampaignsRepository } from '../../src/store/repositories/campaigns-repository.js';
+import { createContactBooksRepository } from '../../src/store/repositories/contact-books-repository.js';
+import { createSegmentsRepository } from '../../src/store/repositories/segments-repository.js';
 
 const clock = new ManualClock(Date.UTC(2026, 10, 22, 10, 0, 0));
 let w: MailWorld;
@@ -290,4 +294,48 @@ test.serial('unsubscribe links keep working after the campaign is deleted (link,
   await campaign(bookId, { sendNow: true });
   await run();
   t.is(sentTo('dl').length, 3);
+});
+
+test.serial('a campaign rescheduled while its due batch is being started stays scheduled for the new time', async (t) => {
+  const bookId = await book('Race', [{ email: 'race1@example.net' }, { email: 'race2@example.net' }]);
+  const c = await campaign(bookId, { sendNow: true });
+  const app = w.t0.app;
+  const repo = createCampaignsRepository(app.store.db);
+  let rescheduled: Awaited<ReturnType<typeof w.t0.request>> | undefined;
+  // A second runner over the same store whose start of this campaign is interleaved with a
+  // schedule request: the batch was claimed as due, then the request moves it an hour on.
+  const racing = createCampaignService({
+    campaigns: {
+      ...repo,
+      async countEligible(row, filter) {
+        const n = await repo.countEligible(row, filter);
+        if (row.id === c.id && !rescheduled) rescheduled = await w.t0.request('POST', `/v1/campaigns/${c.id}/schedule`, { body: { scheduledAt: 'in 1 hour' } });
+        return n;
+      },
+    },
+    contactBooks: createContactBooksRepository(app.store.db),
+    segments: createSegmentsRepository(app.store.db),
+    contacts: app.services.contacts,
+    emails: app.services.emails,
+    domains: app.services.domains,
+    events: app.services.events,
+    clock,
+    logger: app.logger,
+    secret: app.secret,
+    publicUrl: app.config.publicUrl,
+    hostname: app.config.hostname,
+    batchWindowMs: 60_000,
+    owner: 'racing-runner',
+  });
+  await racing.tick();
+  await w.settle();
+  t.is(rescheduled?.status, 200);
+  t.is((rescheduled?.body as any)?.campaign.status, 'SCHEDULED');
+  t.is((await get(c.id)).status, 'SCHEDULED', 'the answer the client got holds');
+  t.is(sentTo('race').length, 0, 'nothing sent before the new time');
+  clock.advance(3600_000);
+  await run();
+  await run();
+  t.is((await get(c.id)).status, 'SENT');
+  t.is(sentTo('race').length, 2);
 });

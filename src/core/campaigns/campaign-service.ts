@@ -173,8 +173,8 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     const now = clock.now();
     if (c.status === 'SCHEDULED') {
       const total = (await campaigns.countReached(c.id)) + (await campaigns.countEligible(c, await filterFor(c)));
-      const started = await campaigns.update(c.id, { status: 'RUNNING', total, next_batch_at: null, updated_at: now.toISOString() }, ['SCHEDULED']);
-      if (!started) return; // paused or deleted meanwhile
+      const started = await campaigns.start(c.id, { total, next_batch_at: null, updated_at: now.toISOString() }, now.toISOString());
+      if (!started) return; // deleted or rescheduled meanwhile
       c = started;
     }
     const book = await deps.contactBooks.findById(c.team_id, c.contact_book_id);

@@ -62,6 +62,18 @@ export function createCampaignsRepository(db: Db) {
       if (fromStatuses) q = q.where('status', 'in', fromStatuses);
       return q.returningAll().executeTakeFirst();
     },
+    /** SCHEDULED -> RUNNING, only while its time has come: a schedule request may have just moved it on. */
+    async start(id: string, changes: CampaignChanges, nowIso: string): Promise<CampaignRow | undefined> {
+      return db
+        .updateTable('campaigns')
+        .set({ ...changes, status: 'RUNNING' })
+        .where('id', '=', id)
+        .where('deleted_at', 'is', null)
+        .where('status', '=', 'SCHEDULED')
+        .where('scheduled_at', '<=', nowIso)
+        .returningAll()
+        .executeTakeFirst();
+    },
     async softDelete(teamId: number, id: string, nowIso: string): Promise<CampaignRow | undefined> {
       return db
         .updateTable('campaigns')
