@@ -2,6 +2,10 @@ import test from 'ava';
 import { simpleParser } from 'mailparser';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
+import { createCampaignService } from '../../src/core/campaigns/campaign-service.js';
+import { createCampaignsRepository } from '../../src/store/repositories/campaigns-repository.js';
+import { createContactBooksRepository } from '../../src/store/repositories/contact-books-repository.js';
+import { createSegmentsRepository } from '../../src/store/repositories/segments-repository.js';
 
 const clock = new ManualClock(Date.UTC(2026, 10, 22, 10, 0, 0));
 let w: MailWorld;
@@ -262,4 +266,76 @@ test.serial("a campaign's segment filters its own book only: a book change that 
   t.is(after.status, 'SENT');
   t.is(after.total, 0);
   t.is(sentTo('sf').length, 0);
+});
+
+test.serial('unsubscribe links keep working after the campaign is deleted (link, one-click POST and mailto)', async (t) => {
+  const { createTransport } = await import('nodemailer');
+  const bookId = await book('Deleted later', [{ email: 'dl1@example.net' }, { email: 'dl2@example.net' }, { email: 'dl3@example.net' }]);
+  const c = await campaign(bookId, { sendNow: true });
+  await run();
+  t.is(sentTo('dl').length, 3);
+  const unfolded = (prefix: string) => sentTo(prefix)[0]!.raw.toString().replace(/\r\n[ \t]+/g, ' ');
+  const path = (prefix: string) => new URL(/List-Unsubscribe: <([^>]+)>/.exec(unfolded(prefix))![1]!).pathname;
+  t.is((await w.t0.request('DELETE', `/v1/campaigns/${c.id}`)).status, 200);
+  // The page still offers the unsubscribe; POST (the page's button or a one-click) still unsubscribes.
+  const page = await w.t0.request('GET', path('dl1@'), { key: null });
+  t.is(page.status, 200);
+  t.regex(String(page.body), /<form method="post"/);
+  t.is((await w.t0.request('POST', path('dl1@'), { key: null })).status, 200);
+  const oneClick = await fetch(`${w.t0.baseUrl}${path('dl2@')}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'List-Unsubscribe=One-Click' });
+  t.is(oneClick.status, 200);
+  const mailto = /<mailto:([^>]+)>/.exec(unfolded('dl3@'))![1]!;
+  const transport = createTransport({ host: '127.0.0.1', port: w.t0.app.listeners.inbound!.port, secure: false, ignoreTLS: true });
+  await transport.sendMail({ from: 'dl3@example.net', to: mailto, subject: 'unsubscribe', text: 'unsubscribe' });
+  transport.close();
+  const contacts = (await w.t0.request('GET', `/v1/contactBooks/${bookId}/contacts`)).body as any[];
+  for (const e of ['dl1@example.net', 'dl2@example.net', 'dl3@example.net']) t.false(contacts.find((x) => x.email === e).subscribed, e);
+  // A later campaign to the same book reaches none of them.
+  await campaign(bookId, { sendNow: true });
+  await run();
+  t.is(sentTo('dl').length, 3);
+});
+
+test.serial('a campaign rescheduled while its due batch is being started stays scheduled for the new time', async (t) => {
+  const bookId = await book('Race', [{ email: 'race1@example.net' }, { email: 'race2@example.net' }]);
+  const c = await campaign(bookId, { sendNow: true });
+  const app = w.t0.app;
+  const repo = createCampaignsRepository(app.store.db);
+  let rescheduled: Awaited<ReturnType<typeof w.t0.request>> | undefined;
+  // A second runner over the same store whose start of this campaign is interleaved with a
+  // schedule request: the batch was claimed as due, then the request moves it an hour on.
+  const racing = createCampaignService({
+    campaigns: {
+      ...repo,
+      async countEligible(row, filter) {
+        const n = await repo.countEligible(row, filter);
+        if (row.id === c.id && !rescheduled) rescheduled = await w.t0.request('POST', `/v1/campaigns/${c.id}/schedule`, { body: { scheduledAt: 'in 1 hour' } });
+        return n;
+      },
+    },
+    contactBooks: createContactBooksRepository(app.store.db),
+    segments: createSegmentsRepository(app.store.db),
+    contacts: app.services.contacts,
+    emails: app.services.emails,
+    domains: app.services.domains,
+    events: app.services.events,
+    clock,
+    logger: app.logger,
+    secret: app.secret,
+    publicUrl: app.config.publicUrl,
+    hostname: app.config.hostname,
+    batchWindowMs: 60_000,
+    owner: 'racing-runner',
+  });
+  await racing.tick();
+  await w.settle();
+  t.is(rescheduled?.status, 200);
+  t.is((rescheduled?.body as any)?.campaign.status, 'SCHEDULED');
+  t.is((await get(c.id)).status, 'SCHEDULED', 'the answer the client got holds');
+  t.is(sentTo('race').length, 0, 'nothing sent before the new time');
+  clock.advance(3600_000);
+  await run();
+  await run();
+  t.is((await get(c.id)).status, 'SENT');
+  t.is(sentTo('race').length, 2);
 });

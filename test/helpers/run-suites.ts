@@ -14,7 +14,7 @@ const AVA = fileURLToPath(new URL('../../../node_modules/ava/entrypoints/cli.mjs
 const WITH_POSTGRES = fileURLToPath(new URL('./with-postgres.js', import.meta.url));
 
 /** PostgreSQL's own tests (they use or start servers themselves): run once, in the PostgreSQL run. */
-const POSTGRES_ONLY = [/^cluster\//, /^proof\/cluster-sigkill\./, /^store\/store-copy\./, /^store\/store-outage\./];
+const POSTGRES_ONLY = [/^cluster\//, /^proof\/cluster-sigkill\./, /^webhooks\/webhook-endpoint-delete-race\./, /^store\/store-copy\./, /^store\/store-outage\./];
 
 /**
  * Not run a second time on PostgreSQL: code with no store (pure functions, the SMTP client,
@@ -27,7 +27,7 @@ const SQLITE_ONLY = [
   /^analytics\/analytics-batch\./,
   /^smtp\/(mime|outbound)\//,
   /^store\/(wal-checkpointer|scope-precedence)\./,
-  /^proof\/(faults-disk|crash-sigkill|webhook-outbox-kill|fuzz-smtp)\./,
+  /^proof\/(faults-disk|faults-disk-campaign|crash-sigkill|webhook-outbox-kill|fuzz-smtp)\./,
   /^emails\/(crash-kill|retry-schedule|bounce-sub-type)\./,
   /^cli\/(first-hour-cli|npm-start|systemd-unit)\./,
   /^shaping\/(shaping-cli|shaping-units)\./,

@@ -15,7 +15,7 @@ import { badRequest, notFound } from '../errors.js';
 import type { BusEvent, EventBus } from '../events.js';
 import { personalizeCampaign, renderCampaignBody } from './campaign-content.js';
 import { signUnsubscribeToken, verifyUnsubscribeToken } from './unsubscribe-token.js';
-import { isUniqueViolation } from '../../store/store-errors.js';
+import { isStorageFailure, isUniqueViolation } from '../../store/store-errors.js';
 
 export const DEFAULT_BATCH_SIZE = 500;
 export const MAX_BATCH_SIZE = 100_000;
@@ -173,8 +173,8 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     const now = clock.now();
     if (c.status === 'SCHEDULED') {
       const total = (await campaigns.countReached(c.id)) + (await campaigns.countEligible(c, await filterFor(c)));
-      const started = await campaigns.update(c.id, { status: 'RUNNING', total, next_batch_at: null, updated_at: now.toISOString() }, ['SCHEDULED']);
-      if (!started) return; // paused or deleted meanwhile
+      const started = await campaigns.start(c.id, { total, next_batch_at: null, updated_at: now.toISOString() }, now.toISOString());
+      if (!started) return; // deleted or rescheduled meanwhile
       c = started;
     }
     const book = await deps.contactBooks.findById(c.team_id, c.contact_book_id);
@@ -240,6 +240,16 @@ export function createCampaignService(deps: CampaignServiceDeps) {
         if (failed.length === results.length && results.length > 0) {
           await campaigns.update(c.id, { status: 'PAUSED', cursor, updated_at: clock.now().toISOString() }, ['RUNNING']);
           deps.logger.error({ campaignId: c.id, error: failed[0]!.error.message }, 'campaign paused: sending failed for a whole batch');
+          return;
+        }
+        // A message the store could not take (a full disk, the database out of reach) was not
+        // refused: the next batch starts at that contact instead of skipping it for good (the
+        // (campaign, contact) key refuses the ones after it that were stored).
+        const unstored = results.findIndex((r) => 'error' in r && isStorageFailure(r.error));
+        if (unstored >= 0) {
+          const retryFrom = unstored === 0 ? cursor : contacts[unstored - 1]!.id;
+          await campaigns.update(c.id, { cursor: retryFrom, next_batch_at: clock.nowMs() + deps.batchWindowMs, updated_at: clock.now().toISOString() }, ['RUNNING']);
+          deps.logger.error({ campaignId: c.id, error: (results[unstored] as { error: Error }).error.message }, 'campaign batch stopped: a message could not be stored; the next batch tries again');
           return;
         }
         deps.logger.warn({ campaignId: c.id, failed: failed.length, first: failed[0]!.error.message }, 'some campaign messages were refused');

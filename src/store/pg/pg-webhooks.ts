@@ -36,7 +36,10 @@ const OUTBOX: TxWriteKind<OutboxItem> = {
   order: 10,
   async flush(exec, items) {
     const teams = [...new Set(items.map((i) => i.teamId))];
-    const endpoints = await exec.query<WebhookRow>('select * from webhooks where team_id = any($1::bigint[]) order by created_at, id', [teams]);
+    // FOR KEY SHARE (what the calls' foreign key check takes anyway): an endpoint another
+    // transaction is deleting is waited for and then left out, instead of failing this
+    // transaction, and with it the state change the events report, on that foreign key.
+    const endpoints = await exec.query<WebhookRow>('select * from webhooks where team_id = any($1::bigint[]) order by created_at, id for key share', [teams]);
     const byTeam = new Map<number, WebhookRow[]>();
     for (const row of endpoints) {
       const list = byTeam.get(row.team_id);
@@ -56,7 +59,8 @@ export function pgWebhooks(db: Kysely<Database>): Partial<WebhooksRepository> {
 
     async enqueueForOneEndpoint(event: NewWebhookEvent, webhookId: string, dueMs: number): Promise<boolean> {
       return db.transaction().execute(async (trx) => {
-        const exists = await trx.selectFrom('webhooks').select('id').where('id', '=', webhookId).executeTakeFirst();
+        // Locked like the outbox's endpoints: one being deleted is gone (false), not a foreign key error.
+        const exists = await trx.selectFrom('webhooks').select('id').where('id', '=', webhookId).forKeyShare().executeTakeFirst();
         if (!exists) return false;
         await trx.insertInto('webhook_events').values({ id: event.id, team_id: event.teamId, type: event.type, domain_id: event.domainId, body: event.body, created_at: event.createdAt }).execute();
         await trx

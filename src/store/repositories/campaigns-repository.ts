@@ -37,8 +37,9 @@ export function createCampaignsRepository(db: Db) {
     async findById(teamId: number, id: string): Promise<CampaignRow | undefined> {
       return live().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
     },
+    /** For unsubscribe tokens only: a deleted campaign too, since its links sit in inboxes and must keep working. */
     async findByIdAnyTeam(id: string): Promise<CampaignRow | undefined> {
-      return live().where('id', '=', id).executeTakeFirst();
+      return db.selectFrom('campaigns').selectAll().where('id', '=', id).executeTakeFirst();
     },
     async list(teamId: number, f: { status?: CampaignStatus; search?: string; offset: number; limit: number }): Promise<{ rows: CampaignRow[]; total: number }> {
       let q = db.selectFrom('campaigns').where('team_id', '=', teamId).where('deleted_at', 'is', null);
@@ -60,6 +61,18 @@ export function createCampaignsRepository(db: Db) {
       let q = db.updateTable('campaigns').set(changes).where('id', '=', id).where('deleted_at', 'is', null);
       if (fromStatuses) q = q.where('status', 'in', fromStatuses);
       return q.returningAll().executeTakeFirst();
+    },
+    /** SCHEDULED -> RUNNING, only while its time has come: a schedule request may have just moved it on. */
+    async start(id: string, changes: CampaignChanges, nowIso: string): Promise<CampaignRow | undefined> {
+      return db
+        .updateTable('campaigns')
+        .set({ ...changes, status: 'RUNNING' })
+        .where('id', '=', id)
+        .where('deleted_at', 'is', null)
+        .where('status', '=', 'SCHEDULED')
+        .where('scheduled_at', '<=', nowIso)
+        .returningAll()
+        .executeTakeFirst();
     },
     async softDelete(teamId: number, id: string, nowIso: string): Promise<CampaignRow | undefined> {
       return db
