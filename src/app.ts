@@ -581,6 +581,7 @@ export async function createApp(opts: AppOptions) {
       await outbound.reportsSettled();
       await tlsCounter.stop(); // the counts of the sessions just finished
       await webhookDispatcher.stop(); // unsent calls stay in the outbox for the next start
+      await events.settled(); // after-commit handlers (campaign counters) still write to the store
       await analytics.flush();
       await pool?.close();
       await signer.close();
