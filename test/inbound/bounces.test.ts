@@ -200,3 +200,13 @@ test.serial('a DSN to a tokenless return path and the complaint address together
   t.is(await repositoriesOf(w.t0.app).suppressions.get(teamB, 'reader@example.net'), undefined);
   t.falsy(events.find((e) => e.type === 'email.bounced' && e.data.id === victimId), 'no webhook for team B');
 });
+
+test.serial('a DSN naming an address the email was not sent to suppresses nobody', async (t) => {
+  // Anyone who saw the return path (the Return-Path field of a delivered copy) can send a DSN to it.
+  const email = await sendAndDeliver(w, { to: ['first@example.net', 'second@example.net'], subject: 'Two again' });
+  const dsn = fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: email.returnPath, RECIPIENT: 'best-customer@example.org', ORIGINAL: email.raw.toString() });
+  t.true((await smtpSend({ port: inboundPort, from: '', to: [email.returnPath], raw: dsn })).ok);
+  t.is(await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'best-customer@example.org'), undefined, 'not a recipient of this email: not suppressed');
+  const rows = await deliveryRows(email.id);
+  t.true(rows.every((r) => r.state === 'delivered'));
+});

@@ -141,8 +141,9 @@ export function createReportService(deps: ReportServiceDeps) {
         if (delivery) {
           effects.deliveries.push(deliveryUpdate(delivery, { state: 'bounced', fromStates: ['delivered'], code: r.smtpCode, response: `DSN${reporter}: ${response}`, at: nowIso }));
         }
-        if (r.hardBounce && recipient) {
-          effects.suppressions.push({ teamId: email.team_id, email: addressKey(recipient), reason: 'HARD_BOUNCE', source: email.id, at: nowIso });
+        // Only a recipient of this email: whoever saw its return path can name any address in a DSN.
+        if (r.hardBounce && delivery) {
+          effects.suppressions.push({ teamId: email.team_id, email: addressKey(delivery.recipient), reason: 'HARD_BOUNCE', source: email.id, at: nowIso });
         }
       } else {
         delayed++;
