@@ -6,13 +6,20 @@ import type { Logger } from '../lib/logger.js';
 
 // Lifecycle shared by the inbound and submission listeners: listen, count in-flight message
 // handling, and a graceful close that lets every message already being stored finish (so a
-// 250 is never promised for something we did not keep) before telling idle clients 421.
+// 250 is never promised for something we did not keep, and nothing kept is answered 421 and
+// sent again) before telling idle clients 421.
 
 /** Idle time allowed between client commands (RFC 5321 4.5.3.2.7: at least 5 minutes). */
 export const SMTP_SERVER_TIMEOUT_MS = 5 * 60_000;
+/** smtp-server's default closeTimeout: how long close() lets clients still sending carry on. */
+const DEFAULT_CLOSE_GRACE_MS = 30_000;
+/** The longest a Node timer can be: smtp-server's own close timer, pushed out of the way. */
+const MAX_TIMER_MS = 2_147_483_647;
 
 export class SmtpListener {
   private readonly inFlight = new Set<Promise<unknown>>();
+  /** Connections (by session id) whose message is in whole and being stored, until they are answered. */
+  private readonly storing = new Set<string>();
   private server: SMTPServer | undefined;
   private closed: Promise<void> | undefined;
   port = 0;
@@ -29,6 +36,12 @@ export class SmtpListener {
     const done = () => this.inFlight.delete(work);
     void work.then(done, done);
     return work;
+  }
+
+  /** Marks a connection as having its message stored; the returned function ends that, after the reply. */
+  beginStoring(sessionId: string): () => void {
+    this.storing.add(sessionId);
+    return () => this.storing.delete(sessionId);
   }
 
   async listen(server: SMTPServer, host: string, port: number): Promise<number> {
@@ -54,16 +67,32 @@ export class SmtpListener {
     const server = this.server;
     if (!server) return;
     this.closed = (async () => {
+      // smtp-server's own timer would say 421 to every connection when the grace ends, one whose
+      // message is being stored too: that message is kept and the client sends it again. The
+      // grace is run here instead, sparing those.
+      const graceMs = server.options.closeTimeout ?? DEFAULT_CLOSE_GRACE_MS;
+      server.options.closeTimeout = MAX_TIMER_MS;
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      let timer: NodeJS.Timeout | undefined;
+      const graceOver = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
+      await Promise.race([Promise.allSettled([...this.inFlight]), graceOver]);
+      clearTimeout(timer);
+      // Idle clients and those still sending a message go now (a message cut off is not kept).
+      this.sayClosing(server, (id) => !this.storing.has(id));
       await Promise.allSettled([...this.inFlight]);
-      // RFC 5321 3.8: announce the shutdown with 421, then close.
-      for (const connection of [...server.connections]) {
-        connection.send(421, `${server.options.name ?? 'posthorn'} Service shutting down`);
-        connection.close();
-      }
+      this.sayClosing(server, () => true);
       await stopped;
     })();
     return this.closed;
+  }
+
+  /** RFC 5321 3.8: announces the shutdown with 421, then closes. */
+  private sayClosing(server: SMTPServer, which: (sessionId: string) => boolean): void {
+    for (const connection of [...server.connections]) {
+      if (!which(connection.id)) continue;
+      connection.send(421, `${server.options.name ?? 'posthorn'} Service shutting down`);
+      connection.close();
+    }
   }
 }
 

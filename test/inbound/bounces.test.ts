@@ -176,3 +176,37 @@ test.serial('unknown return-path mailboxes and another domain\'s VERP token are 
   const own = await probe(`bounces+${other.body.emailId}@bounces.elsewhere.dev`);
   t.true(own.ok, own.response);
 });
+
+test.serial('a DSN to a tokenless return path and the complaint address together cannot bounce another team\'s email', async (t) => {
+  // Team B sends and delivers; its Message-ID and headers are known to every recipient.
+  const teamB = await w.t0.app.services.teams.create('Team B');
+  const keyB = (await w.t0.app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
+  await addVerifiedDomain(w.t0, 'victim.dev', keyB);
+  const before = w.sink.messages.length;
+  const sent = await w.t0.request('POST', '/v1/emails', { key: keyB, body: { from: 'news@victim.dev', to: 'reader@example.net', subject: 'Team B news', text: 'x' } });
+  t.is(sent.status, 200);
+  const victimId = sent.body.emailId as string;
+  await w.settle();
+  const delivered = w.sink.messages.slice(before).find((m) => m.raw.toString().includes(victimId));
+  t.truthy(delivered);
+
+  // Sent to sender.dev's (team A's) tokenless return path, with the complaint address as a second recipient.
+  const dsn = fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: 'bounces@bounces.sender.dev', RECIPIENT: 'reader@example.net', ORIGINAL: delivered!.raw.toString() });
+  const res = await smtpSend({ port: inboundPort, from: '', to: ['bounces@bounces.sender.dev', 'complaints@mx.posthorn.test'], raw: dsn });
+  t.true(res.ok, res.response);
+
+  const got = await w.t0.request('GET', `/v1/emails/${victimId}`, { key: keyB });
+  t.is(got.body.latestStatus, 'DELIVERED', 'team B\'s email is untouched by a report at team A\'s return path');
+  t.is(await repositoriesOf(w.t0.app).suppressions.get(teamB, 'reader@example.net'), undefined);
+  t.falsy(events.find((e) => e.type === 'email.bounced' && e.data.id === victimId), 'no webhook for team B');
+});
+
+test.serial('a DSN naming an address the email was not sent to suppresses nobody', async (t) => {
+  // Anyone who saw the return path (the Return-Path field of a delivered copy) can send a DSN to it.
+  const email = await sendAndDeliver(w, { to: ['first@example.net', 'second@example.net'], subject: 'Two again' });
+  const dsn = fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: email.returnPath, RECIPIENT: 'best-customer@example.org', ORIGINAL: email.raw.toString() });
+  t.true((await smtpSend({ port: inboundPort, from: '', to: [email.returnPath], raw: dsn })).ok);
+  t.is(await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'best-customer@example.org'), undefined, 'not a recipient of this email: not suppressed');
+  const rows = await deliveryRows(email.id);
+  t.true(rows.every((r) => r.state === 'delivered'));
+});

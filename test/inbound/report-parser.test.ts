@@ -120,3 +120,25 @@ test('garbage comes out as "other" or an empty report, never an exception', asyn
     t.true(Array.isArray(r.recipients));
   }
 });
+
+test('a message of the largest accepted size in quoted-printable parts is read in a heap of a few times its size', async (t) => {
+  // Anyone may mail the complaint address; the message is parsed whole. 30 MiB (inbound.maxMessageBytes)
+  // must not take many times its size (npm start gives the heap 512 MB) nor crash the process.
+  const parser = new URL('../../src/smtp/inbound/report-parser.js', import.meta.url).href;
+  const script = `
+    import { parseReport } from ${JSON.stringify(parser)};
+    const part = (type, size) => Buffer.concat([Buffer.from('--b\\r\\nContent-Type: ' + type + '\\r\\nContent-Transfer-Encoding: quoted-printable\\r\\n\\r\\n'), Buffer.alloc(size, 'a'), Buffer.from('\\r\\n')]);
+    const raw = Buffer.concat([Buffer.from('Content-Type: multipart/report; report-type=delivery-status; boundary="b"\\r\\n\\r\\n'), part('text/plain', 15 * 1024 * 1024), part('message/delivery-status', 15 * 1024 * 1024), Buffer.from('--b--\\r\\n')]);
+    const report = parseReport(raw, null);
+    process.stdout.write(report.type);
+  `;
+  const { execFile } = await import('node:child_process');
+  const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = execFile(process.execPath, ['--max-old-space-size=128', '--input-type=module', '-e', script], { maxBuffer: 1024 * 1024 }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr: stderr.slice(-500) });
+    });
+    child.stdin?.end();
+  });
+  t.is(result.code, 0, result.stderr);
+  t.is(result.stdout, 'dsn');
+});

@@ -1,4 +1,5 @@
 import test from 'ava';
+import { SMTPServer } from 'smtp-server';
 import { rmSync } from 'node:fs';
 import { startTestApp } from '../helpers/test-app.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
@@ -54,4 +55,56 @@ test('stopping during DATA finishes storing, answers 250, and the message surviv
   const list = await second.request('GET', '/v1/receivedEmails', { key: teamKey });
   t.is(list.body.total, 1);
   t.is(list.body.receivedEmails[0].subject, 'in flight');
+});
+
+test.serial('a message still being stored when the close grace runs out is not cut off with 421 (it would be sent again)', async (t) => {
+  const zone = await startDnsZone();
+  t.teardown(() => zone.close());
+  // The grace smtp-server gives open connections after close() (closeTimeout, 30 s by
+  // default), made short for this app's listeners. Serial: no other app starts meanwhile.
+  const listen = SMTPServer.prototype.listen;
+  SMTPServer.prototype.listen = function (this: SMTPServer, ...args: unknown[]) {
+    (this.options as { closeTimeout?: number }).closeTimeout = 100;
+    return (listen as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof listen;
+  let app: Awaited<ReturnType<typeof startTestApp>>;
+  try {
+    app = await startTestApp({ zone });
+  } finally {
+    SMTPServer.prototype.listen = listen;
+  }
+  t.teardown(() => app.close());
+  const inbox = await addVerifiedDomain(app, 'inbox.dev');
+  await app.request('PATCH', `/v1/domains/${inbox.id}`, { body: { receiving: true } });
+  const port = app.app.listeners.inbound!.port;
+
+  const received = app.app.inbound.received;
+  const original = received.store.bind(received);
+  let entered!: () => void;
+  const storing = new Promise<void>((resolve) => (entered = resolve));
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  received.store = async (...args) => {
+    entered();
+    await gate;
+    return original(...args);
+  };
+
+  const idle = await rawSession(port);
+  await idle.reply();
+  await idle.command('EHLO idle.test');
+  const sending = smtpSend({ port, from: 'a@remote.example', to: ['b@inbox.dev'], raw: 'From: a@remote.example\r\nSubject: slow store\r\n\r\nbody\r\n' });
+  await storing;
+  const stopping = app.stop();
+  try {
+    // The grace is over once the idle session is told 421; the message is still being stored.
+    t.regex(await idle.reply(10_000), /^421 /);
+  } finally {
+    idle.close();
+    release();
+  }
+  const res = await sending;
+  t.true(res.ok, res.response);
+  t.regex(res.response, /^250 2\.0\.0 Ok: queued as re_/);
+  await stopping;
 });

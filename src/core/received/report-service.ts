@@ -61,8 +61,12 @@ export function createReportService(deps: ReportServiceDeps) {
     const bounceRoutes = intake.routes.filter((r): r is Extract<InboundRoute, { kind: 'bounce' }> => r.kind === 'bounce');
     const viaVerp = bounceRoutes.find((r) => r.email)?.email;
     if (viaVerp) return { email: viaVerp, by: 'verp' };
-    // Came only to tokenless return paths: whatever we find must be from one of those domains.
-    const allowedDomains = intake.routes.some((r) => r.kind === 'complaint') ? null : new Set(bounceRoutes.flatMap((r) => r.domains.map((d) => d.id)));
+    // Came to tokenless return paths: whatever we find must be from one of those domains. The
+    // shared complaint address links any team's email, but only for what it acts on (ARF): a
+    // DSN acts through the return paths it came to, so a complaint address beside them must
+    // not widen it to other teams' email.
+    const atComplaint = intake.routes.some((r) => r.kind === 'complaint') && !(intake.report.type === 'dsn' && bounceRoutes.length);
+    const allowedDomains = atComplaint ? null : new Set(bounceRoutes.flatMap((r) => r.domains.map((d) => d.id)));
     const allowed = (row: EmailRow | undefined): row is EmailRow =>
       !!row && (allowedDomains === null || (row.domain_id !== null && allowedDomains.has(row.domain_id)));
 
@@ -137,8 +141,9 @@ export function createReportService(deps: ReportServiceDeps) {
         if (delivery) {
           effects.deliveries.push(deliveryUpdate(delivery, { state: 'bounced', fromStates: ['delivered'], code: r.smtpCode, response: `DSN${reporter}: ${response}`, at: nowIso }));
         }
-        if (r.hardBounce && recipient) {
-          effects.suppressions.push({ teamId: email.team_id, email: addressKey(recipient), reason: 'HARD_BOUNCE', source: email.id, at: nowIso });
+        // Only a recipient of this email: whoever saw its return path can name any address in a DSN.
+        if (r.hardBounce && delivery) {
+          effects.suppressions.push({ teamId: email.team_id, email: addressKey(delivery.recipient), reason: 'HARD_BOUNCE', source: email.id, at: nowIso });
         }
       } else {
         delayed++;

@@ -181,6 +181,7 @@ export async function startInboundServer(options: InboundServerOptions): Promise
     onData(stream, session, callback) {
       const work = receiveMessage(stream, options.maxMessageBytes, options.intake).then(async (body) => {
         if (!body) return callback(smtpError(552, '5.3.4', `message exceeds the fixed maximum size of ${options.maxMessageBytes} bytes`));
+        const stored = listener.beginStoring(session.id);
         try {
           // Parsing and storing a message takes a few times its size: it waits for room.
           const ids = await options.intake.process(body, (raw) => handleMessage(raw, session));
@@ -189,6 +190,8 @@ export async function startInboundServer(options: InboundServerOptions): Promise
           if ((err as { responseCode?: number }).responseCode) return callback(err as Error);
           logger.error({ err, rcptTo: session.envelope.rcptTo.map((r) => r.address) }, 'storing an inbound message failed; answered 451');
           callback(toSmtpError(err, 'data'));
+        } finally {
+          stored();
         }
       }, (err) => {
         logger.debug({ err }, 'DATA stream failed');

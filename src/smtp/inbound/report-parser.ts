@@ -127,20 +127,44 @@ function contentType(value: string | undefined): { type: string; params: Record<
   return { type: type.trim().toLowerCase(), params };
 }
 
-/** RFC 2045 6.7 quoted-printable to bytes. */
-function decodeQuotedPrintable(text: string): Buffer {
-  const unfolded = text.replace(/=\r?\n/g, '');
-  const bytes: number[] = [];
-  for (let i = 0; i < unfolded.length; i++) {
-    const c = unfolded[i]!;
-    if (c === '=' && /^[0-9A-Fa-f]{2}$/.test(unfolded.slice(i + 1, i + 3))) {
-      bytes.push(parseInt(unfolded.slice(i + 1, i + 3), 16));
-      i += 2;
-    } else {
-      bytes.push(...Buffer.from(c, 'latin1'));
+function hexValue(c: number | undefined): number {
+  if (c === undefined) return -1;
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  if (c >= 0x41 && c <= 0x46) return c - 0x37;
+  if (c >= 0x61 && c <= 0x66) return c - 0x57;
+  return -1;
+}
+
+/**
+ * RFC 2045 6.7 quoted-printable to bytes, in one pass into a buffer of the input's size: a
+ * message of the largest accepted size costs that much again, not a JS array of every byte.
+ */
+function decodeQuotedPrintable(input: Buffer): Buffer {
+  const out = Buffer.allocUnsafe(input.length);
+  let n = 0;
+  for (let i = 0; i < input.length; i++) {
+    const c = input[i]!;
+    if (c === 0x3d) {
+      // A soft line break ("=" at the end of a line) is removed.
+      if (input[i + 1] === 0x0d && input[i + 2] === 0x0a) {
+        i += 2;
+        continue;
+      }
+      if (input[i + 1] === 0x0a) {
+        i += 1;
+        continue;
+      }
+      const high = hexValue(input[i + 1]);
+      const low = hexValue(input[i + 2]);
+      if (high >= 0 && low >= 0) {
+        out[n++] = high * 16 + low;
+        i += 2;
+        continue;
+      }
     }
+    out[n++] = c;
   }
-  return Buffer.from(bytes);
+  return out.subarray(0, n);
 }
 
 function splitHead(buf: Buffer): { head: string; body: Buffer } {
@@ -175,8 +199,10 @@ function reportParts(raw: Buffer): { reportType: string; parts: MimePart[] } | n
     const pct = contentType(field(headers, 'content-type'));
     const cte = (field(headers, 'content-transfer-encoding') ?? '').trim().toLowerCase();
     let content = part.body;
-    if (cte === 'base64') content = Buffer.from(content.toString('latin1').replace(/[^A-Za-z0-9+/=]/g, ''), 'base64');
-    else if (cte === 'quoted-printable') content = decodeQuotedPrintable(content.toString('latin1'));
+    // Only the parts read below are decoded (a report's prose or attachments can be most of 30 MB).
+    const read = DSN_TYPES.has(pct.type) || ORIGINAL_TYPES.has(pct.type) || pct.type === ARF_TYPE;
+    if (read && cte === 'base64') content = Buffer.from(content.toString('latin1').replace(/[^A-Za-z0-9+/=]/g, ''), 'base64');
+    else if (read && cte === 'quoted-printable') content = decodeQuotedPrintable(content);
     parts.push({ contentType: pct.type, params: pct.params, body: content });
   }
   return { reportType: (ct.params['report-type'] ?? '').toLowerCase(), parts };

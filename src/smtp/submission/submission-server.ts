@@ -130,6 +130,7 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
       const work = receiveMessage(stream, options.maxMessageBytes, options.intake).then(
         async (body) => {
           if (!body) return callback(smtpError(552, '5.3.4', `message exceeds the fixed maximum size of ${options.maxMessageBytes} bytes`));
+          const stored = listener.beginStoring(session.id);
           try {
             // Parsing and storing a message takes a few times its size: it waits for room.
             const emailId = await options.intake.process(body, (raw) => submit(raw, session));
@@ -139,6 +140,8 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
             if (!(err instanceof AppError)) logger.error({ err }, 'submitting a message failed; answered 451');
             else logger.info({ code: err.code, reason: err.message }, 'submitted message refused');
             callback(toSmtpError(err, 'data'));
+          } finally {
+            stored();
           }
         },
         (err) => {
