@@ -42,10 +42,10 @@ export const forbidden = (message: string) => new AppError('FORBIDDEN', message)
 export const notUnique = (message: string) => new AppError('NOT_UNIQUE', message);
 
 /**
- * The store could not take the write (disk full, I/O error, the database server out of reach). Nothing of the request was
+ * The store could not take the write (disk full, I/O error, the database server out of reach or locked past its timeout). Nothing of the request was
  * stored, so nothing was accepted: a 500 with the spec's INTERNAL_SERVER_ERROR (the spec's
  * closed table pairs that code with 500), saying so plainly so the client retries later
  * (safely, with an Idempotency-Key).
  */
 export const storageUnavailable = () =>
-  new AppError('INTERNAL_SERVER_ERROR', 'the server could not store this request (its storage is full, failing or out of reach); nothing was accepted, retry later');
+  new AppError('INTERNAL_SERVER_ERROR', 'the server could not store this request (its storage is full, failing, busy or out of reach); nothing was accepted, retry later');

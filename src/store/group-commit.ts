@@ -47,6 +47,9 @@ interface Pending {
   reject: (e: unknown) => void;
 }
 
+/** SQLite's "database is locked" (extended codes included): the busy timeout ran out. */
+const isLockTimeout = (err: unknown) => /^SQLITE_(BUSY|LOCKED)(_|$)/.test(String((err as { code?: unknown } | null)?.code));
+
 /** At most this many writes share one transaction (bounds the time the lock is held). */
 const MAX_BATCH = 512;
 
@@ -70,7 +73,14 @@ export function createGroupCommit(db: Kysely<any>, sqlite: BetterSqlite3.Databas
           sqlite.transaction(() => {
             outcomes = batch.map((item) => ({ ok: true, value: item.fn() }));
           })();
-        } catch {
+        } catch (err) {
+          // The write lock was not had within the busy timeout (another connection holds it):
+          // no item can be written, and redoing each would wait that long again per item, with
+          // the event loop blocked.
+          if (isLockTimeout(err)) {
+            outcomes = batch.map(() => ({ ok: false, value: err }));
+            return;
+          }
           // Some item failed and rolled the batch back: redo it with a savepoint per item
           // (a nested better-sqlite3 transaction), so only the failing items fail.
           outcomes = [];

@@ -3,15 +3,20 @@
 // a clear "not stored, retry later" answer instead of a generic failure (the composition root
 // wires this in; store/ stays the only place that knows the engines' error codes).
 
-/** better-sqlite3 error codes (extended codes included) that mean "the storage failed, not the query". */
-const STORAGE_CODES = /^SQLITE_(FULL|IOERR|READONLY|CANTOPEN|CORRUPT|NOTADB)(_|$)/;
+/**
+ * better-sqlite3 error codes (extended codes included) that mean "the storage failed, not the
+ * query", or that it stayed locked by another connection (a CLI command) past the busy timeout.
+ */
+const STORAGE_CODES = /^SQLITE_(FULL|IOERR|READONLY|CANTOPEN|CORRUPT|NOTADB|BUSY|LOCKED)(_|$)/;
 
 /**
  * PostgreSQL SQLSTATE classes and codes that mean the same: 08 connection exception, 53
  * insufficient resources (53100 disk full), 57P01-57P03 the server is shutting down or starting,
- * 58 system errors (I/O), XX001/XX002 corrupted data or index.
+ * 58 system errors (I/O), XX001/XX002 corrupted data or index; and the transient conflicts a
+ * retry gets past: 40001 serialization failure, 40P01 deadlock, 55P03 lock not available,
+ * 57014 a statement cancelled (a statement_timeout set on the server).
  */
-const PG_STORAGE_STATES = /^(08...|53...|57P0[1-3]|58...|XX00[12])$/;
+const PG_STORAGE_STATES = /^(08...|53...|57P0[1-3]|58...|XX00[12]|40001|40P01|55P03|57014)$/;
 
 /** Socket-level failures of a connection to the database server. */
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
@@ -27,7 +32,7 @@ export function isConnectionFailure(err: unknown): boolean {
   return typeof e.message === 'string' && PG_CONNECTION_MESSAGES.test(e.message);
 }
 
-/** True for a write that failed because the store could not be written or reached (disk full, I/O error, server gone). */
+/** True for a write that failed because the store could not be written or reached (disk full, I/O error, server gone), or for a conflict a retry gets past. */
 export function isStorageFailure(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && (STORAGE_CODES.test(code) || code === 'ENOSPC' || code === 'EDQUOT' || code === 'EIO' || PG_STORAGE_STATES.test(code))) return true;

@@ -1,7 +1,9 @@
 import { rmSync } from 'node:fs';
 import test from 'ava';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { openStore } from '../../src/store/db.js';
+import { groupCommitOf } from '../../src/store/group-commit.js';
 import { migrateToLatest } from '../../src/store/migrate.js';
 import { MIGRATIONS } from '../../src/store/migrations/index.js';
 import { startTestApp } from '../helpers/test-app.js';
@@ -37,4 +39,32 @@ test('a restart keeps data', async (t) => {
     await first.zone.close();
     rmSync(first.dataDir, { recursive: true, force: true });
   }
+});
+
+test('group commit: a write lock held elsewhere past the busy timeout fails the whole batch at the first wait, not one wait per write', async (t) => {
+  const dir = tempDir(t, 'posthorn-store-');
+  const file = join(dir, 'x.db');
+  const store = openStore(file);
+  t.teardown(() => store.close());
+  store.sqlite.exec('create table t (x integer)');
+  store.sqlite.pragma('busy_timeout = 20');
+  const other = new Database(file);
+  other.exec('begin immediate');
+  const sync = groupCommitOf(store.db);
+  const tries = [0, 0, 0];
+  const writes = tries.map((_, i) =>
+    sync.write(() => {
+      tries[i]!++;
+      return store.sqlite.prepare('insert into t (x) values (?)').run(i).changes;
+    }),
+  );
+  const outcomes = await Promise.allSettled(writes);
+  t.deepEqual(outcomes.map((o) => o.status === 'rejected' && (o.reason as { code?: string }).code), ['SQLITE_BUSY', 'SQLITE_BUSY', 'SQLITE_BUSY']);
+  // Only the first write met the lock; redone one by one, each would wait the busy timeout again
+  // (seconds in production, with the event loop blocked).
+  t.deepEqual(tries, [1, 0, 0]);
+  other.exec('rollback');
+  other.close();
+  t.is(await sync.write(() => store.sqlite.prepare('insert into t (x) values (?)').run(9).changes), 1);
+  t.is((store.sqlite.prepare('select count(*) as n from t').get() as { n: number }).n, 1);
 });
