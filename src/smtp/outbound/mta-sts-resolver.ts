@@ -31,7 +31,7 @@ export type StsProblem = { result: 'sts-policy-fetch-error' | 'sts-policy-invali
 export interface StsLookup {
   /** The policy in force (any mode), if there is one. */
   policy?: ActiveStsPolicy;
-  /** What went wrong discovering it: reported, whether or not a cached policy covers for it. */
+  /** What went wrong discovering it: reported (TLS-RPT) only when no valid cached policy covers for it. */
   problem?: StsProblem;
 }
 
