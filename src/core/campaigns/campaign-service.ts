@@ -172,8 +172,10 @@ export function createCampaignService(deps: CampaignServiceDeps) {
   async function runBatch(c: CampaignRow): Promise<void> {
     const now = clock.now();
     if (c.status === 'SCHEDULED') {
-      const total = (await campaigns.countReached(c.id)) + (await campaigns.countEligible(c, await filterFor(c)));
-      const started = await campaigns.start(c.id, { total, next_batch_at: null, updated_at: now.toISOString() }, now.toISOString());
+      // The audience is the book's contacts as of the first start (a restart after a pause keeps it).
+      const startedAt = c.started_at ?? now.toISOString();
+      const total = (await campaigns.countReached(c.id)) + (await campaigns.countEligible({ ...c, started_at: startedAt }, await filterFor(c)));
+      const started = await campaigns.start(c.id, { total, started_at: startedAt, next_batch_at: null, updated_at: now.toISOString() }, now.toISOString());
       if (!started) return; // deleted or rescheduled meanwhile
       c = started;
     }
@@ -299,6 +301,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
         bcc_json: cols.bcc_json ?? '[]',
         status: (scheduled ? 'SCHEDULED' : 'DRAFT') as CampaignStatus,
         scheduled_at: scheduled,
+        started_at: null,
         batch_size: input.batchSize ?? DEFAULT_BATCH_SIZE,
         cursor: null,
         next_batch_at: null,

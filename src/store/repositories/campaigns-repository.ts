@@ -21,6 +21,8 @@ export function createCampaignsRepository(db: Db) {
   function eligible(c: CampaignRow, filter: FilterNode | null) {
     return contactsInBook(db, { teamId: c.team_id, bookId: c.contact_book_id }, filter)
       .where('contacts.subscribed', '=', 1)
+      // Contacts added after the start are not in this campaign's audience.
+      .$if(c.started_at !== null, (q) => q.where('contacts.created_at', '<=', c.started_at!))
       .where((eb) =>
         eb.not(
           eb.exists(

@@ -435,6 +435,8 @@ export interface CampaignsTable {
   bcc_json: string;
   status: CampaignStatus;
   scheduled_at: string | null;
+  /** When it began sending: its audience is the contacts created by then (null: started before this was kept). */
+  started_at: string | null;
   batch_size: number;
   cursor: string | null;
   next_batch_at: number | null;
