@@ -92,6 +92,25 @@ test.serial('an operator\'s password reset lifts the account\'s lock', async (t)
   t.is((await c.signIn(email, reset.password)).status, 303);
 });
 
+test.serial('another spelling of the same address is the same account: a locked account stays locked however its address is written', async (t) => {
+  const email = await user();
+  const c = new ConsoleClient(t0.baseUrl);
+  for (let i = 0; i < 5; i++) t.is((await c.signIn(email, `guess ${i}`)).status, 401);
+  const [local, domain] = email.split('@') as [string, string];
+  // Each of these signs in to the same user (the domain is mapped to its A-labels, as addresses are everywhere).
+  const spellings = [
+    `${local}@${domain.toUpperCase()}`,
+    `${local}@${domain.replace('i', '\uff49')}`, // a fullwidth letter
+    `${local}@${domain.replace('.', '\u00ad.')}`, // a soft hyphen, mapped to nothing
+    `${local}@${domain.replace('.', '\u3002')}`, // an ideographic full stop
+  ];
+  for (const spelling of spellings) {
+    const res = await new ConsoleClient(t0.baseUrl).signIn(spelling);
+    t.is(res.status, 429, JSON.stringify(spelling));
+    t.regex(res.text, /for this account/);
+  }
+});
+
 test.serial('the limits survive a restart: a new process on the same store still refuses', async (t) => {
   const restartClock = new ManualClock(clock.nowMs());
   const first = await startTestApp({ clock: restartClock });
