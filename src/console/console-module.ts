@@ -11,7 +11,7 @@ import { backTo, isSecure, redirectWithFlash, takeFlash } from './console-respon
 import { html } from './html.js';
 import { renderBarePage, renderPage } from './layout.js';
 import { setPageHeaders } from './security-headers.js';
-import { isOperatorPath, PageRefusal, requireOperator } from './operator-access.js';
+import { isLoginPath, isOperatorPath, PageRefusal, requireOperator } from './operator-access.js';
 import { loginPages, SESSION_COOKIE } from './pages/login-pages.js';
 import { rootPage } from './pages/root-page.js';
 import { overviewPage } from './pages/overview-page.js';
@@ -116,7 +116,8 @@ export function mountConsole(router: Router, deps: ConsoleDeps): void {
   async function guard(ctx: Context, next: Next): Promise<unknown> {
     const unsafe = isUnsafe(ctx);
     if (unsafe && !sameOrigin(ctx)) throw new AppError('FORBIDDEN', 'This request came from another site and was refused. Use the console itself to make changes.');
-    if (ctx.path === '/console/login') {
+    // Every path the router takes for the sign-in page: its handlers read the form from here.
+    if (isLoginPath(ctx.path)) {
       ctx.state.loginForm = unsafe ? (await readForm(ctx)).fields : new URLSearchParams();
       return next();
     }

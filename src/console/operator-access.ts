@@ -18,13 +18,20 @@ const notAnOperator = () => new PageRefusal('FORBIDDEN', 'This page is for opera
  * ignores case, and a client may percent-encode letters or double a slash.
  */
 export function isOperatorPath(path: string): boolean {
-  let p = path;
+  return /^\/console\/+operator(\/|$)/i.test(decodedPath(path));
+}
+
+/** Whether a request path is the sign-in page, as the router matches it (any case, escaping or trailing slash). */
+export function isLoginPath(path: string): boolean {
+  return /^\/console\/+login\/?$/i.test(decodedPath(path));
+}
+
+function decodedPath(path: string): string {
   try {
-    p = decodeURIComponent(path);
+    return decodeURIComponent(path);
   } catch {
-    // not decodable: the router cannot match it to a page either
+    return path; // not decodable: the router cannot match it to a page either
   }
-  return /^\/console\/+operator(\/|$)/i.test(p);
 }
 
 /** The wall: every request under /console/operator from a team member is refused (console-module's guard). */

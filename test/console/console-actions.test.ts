@@ -70,6 +70,18 @@ test.serial('contacts: add, edit with properties, search, refuse a bad address w
   t.true(lines.some((l) => l.startsWith('max@example.org,Max,,true,,')));
 });
 
+test.serial('CSV export: a property named like an object method (toString, constructor) is an empty cell for the contacts without it', async (t) => {
+  const book = idIn((await c.post('/console/contacts', { name: 'Methods' })).location, 'contacts');
+  await t0.request('POST', `/v1/contactBooks/${book}/contacts`, { body: { email: 'has@example.org', properties: { toString: 'x', constructor: 'y' } } });
+  await t0.request('POST', `/v1/contactBooks/${book}/contacts`, { body: { email: 'hasnot@example.org' } });
+  const lines = (await c.get(`/console/contacts/${book}/export.csv`)).text.replace(/^\uFEFF/, '').trim().split('\r\n');
+  t.is(lines[0], 'email,firstName,lastName,subscribed,unsubscribeReason,createdAt,constructor,toString');
+  t.true(lines.some((l) => l.startsWith('has@example.org,') && l.endsWith(',y,x')));
+  const without = lines.find((l) => l.startsWith('hasnot@example.org,'))!;
+  t.false(without.includes('native code'), without);
+  t.true(without.endsWith(',,'), without);
+});
+
 test.serial('templates: a draft written as text, previewed in a sandboxed frame, published, edited, published again and rolled back', async (t) => {
   const id = idIn((await c.post('/console/templates', { name: 'Receipt', subject: 'Your receipt' })).location, 'templates');
   const saved = await c.post(`/console/templates/${id}`, { name: 'Receipt', subject: 'Your receipt', format: 'markup', content: '# Thanks {{firstName}}\n\nYou paid **{{amount}}**.' });

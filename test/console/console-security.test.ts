@@ -142,6 +142,27 @@ test('login CSRF: a sign-in form that did not come from this site\'s page is ref
   t.is(crossSite.status, 403);
 });
 
+test('the sign-in form answers at every spelling of its path the router matches, signed in or not (never a 500)', async (t) => {
+  // An account of its own: sign-ins in flight count against their account until they succeed.
+  const who = 'paths@team-a.example';
+  await consoleUser(t0.app, who, t0.teamId);
+  const signedIn = new ConsoleClient(t0.baseUrl);
+  await signedIn.signIn(who);
+  for (const path of ['/console/login', '/console/LOGIN', '/console/login/']) {
+    // Signed in, without the sign-in form's cookie: refused as an expired form, like the path itself.
+    const res = await signedIn.request('POST', path, { form: { _csrf: 'x', email: who, password: 'wrong' }, headers: { origin: t0.baseUrl } });
+    t.is(res.status, 403, path);
+    t.regex(res.text, /The sign-in form had expired/, path);
+    // Signed out: the form signs in.
+    const c = new ConsoleClient(t0.baseUrl);
+    const page = await c.get('/console/login');
+    const token = /name="_csrf" value="([^"]+)"/.exec(page.text)![1]!;
+    const ok = await c.request('POST', path, { form: { _csrf: token, email: who, password: 'correct horse battery staple', next: '' }, headers: { origin: t0.baseUrl } });
+    t.is(ok.status, 303, path);
+    t.true(c.cookies.has('posthorn_session'), path);
+  }
+});
+
 test('sign-out ends the session on the server: the old cookie, replayed, is dead', async (t) => {
   const c = new ConsoleClient(t0.baseUrl);
   await c.signIn(A);

@@ -92,6 +92,60 @@ test.serial('an operator\'s password reset lifts the account\'s lock', async (t)
   t.is((await c.signIn(email, reset.password)).status, 303);
 });
 
+test.serial('another spelling of the same address is the same account: a locked account stays locked however its address is written', async (t) => {
+  const email = await user();
+  const c = new ConsoleClient(t0.baseUrl);
+  for (let i = 0; i < 5; i++) t.is((await c.signIn(email, `guess ${i}`)).status, 401);
+  const [local, domain] = email.split('@') as [string, string];
+  // Each of these signs in to the same user (the domain is mapped to its A-labels, as addresses are everywhere).
+  const spellings = [
+    `${local}@${domain.toUpperCase()}`,
+    `${local}@${domain.replace('i', '\uff49')}`, // a fullwidth letter
+    `${local}@${domain.replace('.', '\u00ad.')}`, // a soft hyphen, mapped to nothing
+    `${local}@${domain.replace('.', '\u3002')}`, // an ideographic full stop
+  ];
+  for (const spelling of spellings) {
+    const res = await new ConsoleClient(t0.baseUrl).signIn(spelling);
+    t.is(res.status, 429, JSON.stringify(spelling));
+    t.regex(res.text, /for this account/);
+  }
+});
+
+test.serial('the change-password form is no way around the limit: wrong current passwords count as failed sign-ins', async (t) => {
+  const email = await user();
+  const c = new ConsoleClient(t0.baseUrl);
+  t.is((await c.signIn(email)).status, 303);
+  const token = await c.csrf();
+  const change = (current: string) => c.post('/console/account/password', { currentPassword: current, newPassword: 'a new long password', confirmPassword: 'a new long password' }, { token, referer: '/console/account' });
+  for (let i = 0; i < 5; i++) {
+    t.is((await change(`guess ${i}`)).status, 303);
+    t.regex(c.flash(), /is not your current password/);
+  }
+  // A holder of the session (a stolen cookie) gets no more guesses than a stranger at the sign-in form.
+  t.is((await change('correct horse battery staple')).status, 303);
+  t.regex(c.flash(), /Too many failed sign-in attempts for this account/);
+  t.true(await t0.app.services.users.verifyCredentials(email, 'correct horse battery staple').then(Boolean), 'the password is unchanged');
+  t.is((await new ConsoleClient(t0.baseUrl).signIn(email)).status, 429);
+});
+
+test.serial('a password change with the right current password still works, and forgets the account\'s failures', async (t) => {
+  const email = await user();
+  const c = new ConsoleClient(t0.baseUrl);
+  t.is((await c.signIn(email)).status, 303);
+  for (let i = 0; i < 4; i++) t.is((await new ConsoleClient(t0.baseUrl).signIn(email, `guess ${i}`)).status, 401);
+  const ok = await c.post('/console/account/password', { currentPassword: 'correct horse battery staple', newPassword: 'a new long password', confirmPassword: 'a new long password' });
+  t.is(ok.status, 303);
+  t.regex(c.flash(), /Your password was changed/);
+  // A new password too short is refused without counting as a guess.
+  for (let i = 0; i < 6; i++) {
+    await c.post('/console/account/password', { currentPassword: 'a new long password', newPassword: 'short', confirmPassword: 'short' });
+    t.regex(c.flash(), /at least 10 characters/);
+  }
+  // The four failures before the change no longer count: one more is not a lock.
+  t.is((await new ConsoleClient(t0.baseUrl).signIn(email, 'one more guess')).status, 401);
+  t.is((await new ConsoleClient(t0.baseUrl).signIn(email, 'a new long password')).status, 303);
+});
+
 test.serial('the limits survive a restart: a new process on the same store still refuses', async (t) => {
   const restartClock = new ManualClock(clock.nowMs());
   const first = await startTestApp({ clock: restartClock });

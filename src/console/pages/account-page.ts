@@ -1,5 +1,6 @@
 import type Router from '@koa/router';
-import { badRequest } from '../../core/errors.js';
+import { AppError, badRequest } from '../../core/errors.js';
+import { checkPassword } from '../../core/users/user-service.js';
 import { route, type PageDeps } from '../console-deps.js';
 import { setCookie } from '../console-http.js';
 import { isSecure, redirectWithFlash } from '../console-responses.js';
@@ -35,8 +36,18 @@ ${input({ name: 'confirmPassword', label: 'New password again', type: 'password'
   route(r, 'post', '/account/password', async (ctx) => {
     const next = ctx.state.console.form.get('newPassword') ?? '';
     if (next !== (ctx.state.console.form.get('confirmPassword') ?? '')) throw badRequest('newPassword: the two new passwords differ');
+    checkPassword(next);
     const user = ctx.state.console.user;
+    // Proving the current password is a sign-in: it counts against the same limits, so a
+    // session (a stolen cookie) is no way to guess the password without them.
+    const decision = await d.loginThrottle.begin(user.email, ctx.ip);
+    if (!decision.allowed) {
+      const minutes = Math.ceil(decision.retryAfterSeconds / 60);
+      throw new AppError('RATE_LIMITED', `Too many failed sign-in attempts ${decision.reason === 'account' ? 'for this account' : 'from your network address'}. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`, decision.retryAfterSeconds);
+    }
+    // A wrong current password throws and leaves the attempt counted as a failure.
     await d.users.changePassword(user.id, ctx.state.console.form.get('currentPassword') ?? '', next);
+    await decision.attempt.succeeded();
     // Every session ended with the old password; this one carries on with a fresh session.
     const session = await d.sessions.create(user.id);
     setCookie(ctx, SESSION_COOKIE, session.token, { secure, sameSite: 'Lax', maxAgeSeconds: d.sessions.policy.absoluteMs / 1000 });

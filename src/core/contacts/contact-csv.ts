@@ -171,8 +171,9 @@ export function contactsCsvHeader(propertyKeys: string[]): string {
   return `${['email', 'firstName', 'lastName', 'subscribed', 'unsubscribeReason', 'createdAt', ...propertyKeys].map(cell).join(',')}\r\n`;
 }
 
+/** A property a contact lacks is an empty cell (own keys only: "toString" is a property name like any other). */
 export function contactsCsvLines(contacts: ContactView[], propertyKeys: string[]): string {
   return contacts
-    .map((c) => `${[c.email, c.firstName ?? '', c.lastName ?? '', String(c.subscribed), c.unsubscribeReason ?? '', c.createdAt, ...propertyKeys.map((k) => c.properties[k] ?? '')].map(cell).join(',')}\r\n`)
+    .map((c) => `${[c.email, c.firstName ?? '', c.lastName ?? '', String(c.subscribed), c.unsubscribeReason ?? '', c.createdAt, ...propertyKeys.map((k) => (Object.hasOwn(c.properties, k) ? c.properties[k]! : ''))].map(cell).join(',')}\r\n`)
     .join('');
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from '../../lib/clock.js';
 import type { LoginFailuresRepository } from '../../store/repositories/login-failures-repository.js';
+import { addressKey as canonicalAddress } from '../emails/addresses.js';
 
 // Failed console sign-ins are limited per account and per client address, so a password
 // cannot be guessed online: the account limit stops a slow, distributed guesser of one
@@ -44,7 +45,8 @@ export type LoginDecision =
 function keyOf(kind: 'a' | 'i', value: string): string {
   return `${kind}:${createHash('sha256').update(value).digest('base64url')}`;
 }
-const accountKey = (email: string) => keyOf('a', email.trim().toLowerCase());
+/** The account as sign-in looks it up (addressKey): every spelling of one address is one key. */
+const accountKey = (email: string) => keyOf('a', canonicalAddress(email));
 const addressKey = (address: string) => keyOf('i', address);
 
 /*

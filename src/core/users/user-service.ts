@@ -31,7 +31,8 @@ function generatePassword(): string {
   return randomBytes(15).toString('base64url').replace(/[-_]/g, 'x');
 }
 
-function checkPassword(password: string): void {
+/** 400 for a password too short or too long to be set. */
+export function checkPassword(password: string): void {
   if (password.length < MIN_PASSWORD_LENGTH) throw badRequest(`password: must be at least ${MIN_PASSWORD_LENGTH} characters`);
   if (password.length > MAX_PASSWORD_LENGTH) throw badRequest(`password: must be at most ${MAX_PASSWORD_LENGTH} characters`);
 }
