@@ -245,6 +245,21 @@ test.serial('bulk add limits: an array of 1 to 1000; 1000 contacts in well under
   t.is(again.body.created + again.body.updated, 0);
 });
 
+// Overlapping imports at once (a client retrying a bulk add that timed out, or POSTing an address
+// twice): every request is answered like the spec's upsert, never with an error. On PostgreSQL
+// both read "not in the book" and the second insert hit the (book, email) key.
+test('concurrent adds of the same new addresses all succeed: one contact each, the others update it', async (t) => {
+  const book = await newBook('Racy');
+  const rows = Array.from({ length: 50 }, (_, i) => ({ email: `racer${i}@example.com`, firstName: 'Racer' }));
+  const bulk = await Promise.all(Array.from({ length: 4 }, () => t0.request('POST', path(book, '/bulk'), { body: rows })));
+  t.deepEqual(bulk.map((r) => r.status), [200, 200, 200, 200], JSON.stringify(bulk.map((r) => r.body.error ?? r.body.message)));
+  t.deepEqual(bulk.map((r) => r.body.count), [50, 50, 50, 50]);
+  const singles = await Promise.all(Array.from({ length: 4 }, () => t0.request('POST', path(book), { body: { email: 'single-racer@example.com' } })));
+  t.deepEqual(singles.map((r) => r.status), [200, 200, 200, 200], JSON.stringify(singles.map((r) => r.body.error)));
+  t.is(new Set(singles.map((r) => r.body.contactId)).size, 1, 'one contact');
+  t.is((await t0.request('GET', `/v1/contactBooks/${book}`)).body._count.contacts, 51);
+});
+
 test('bulk delete: {contactIds} 1..1000 as a DELETE body; unknown ids are not counted', async (t) => {
   const book = await newBook();
   const rows = Array.from({ length: 5 }, (_, i) => ({ email: `bd${i}@example.com` }));

@@ -219,6 +219,44 @@ test('filters are validated on write: 400 naming the bad condition', async (t) =
   t.regex(noBook.body.error.message, /^contactBookId: /);
 });
 
+// A filter the store cannot run must be refused when it is written: a saved one would answer 500
+// on every read and fail every batch of a campaign that uses it. SQLite refuses a statement with
+// more than 32766 bound values or an expression nested past 1000 levels (a chain of groups).
+test('filters too large to run are refused on write, and the largest accepted one runs', async (t) => {
+  const tooBig: [string, unknown, RegExp][] = [
+    [
+      'groups',
+      { match: 'any', conditions: Array.from({ length: 1000 }, () => ({ match: 'all', conditions: [] })) },
+      /^filters\.conditions\[99\]: a filter holds at most 100 groups/,
+    ],
+    [
+      'in values',
+      { match: 'any', conditions: Array.from({ length: 40 }, (_, i) => ({ field: 'email', op: 'in', value: Array.from({ length: 1000 }, (_, j) => `u${i}-${j}@x.org`) })) },
+      /^filters\.conditions\[10\]\.value: a filter holds at most 10000 values in its in lists/,
+    ],
+  ];
+  for (const [what, filters, message] of tooBig) {
+    const created = await t0.request('POST', '/v1/segments', { body: { name: what, contactBookId: bookId, filters } });
+    t.is(created.status, 400, `${what}: ${JSON.stringify(created.body).slice(0, 200)}`);
+    t.regex(created.body.error?.message ?? '', message, what);
+    const id = await segment({ match: 'all', conditions: [] });
+    const patched = await t0.request('PATCH', `/v1/segments/${id}`, { body: { filters } });
+    t.is(patched.status, 400, `${what} (PATCH)`);
+  }
+  // At every limit at once (100 groups, 100 conditions, 10000 values) the filter runs.
+  const largest = {
+    match: 'any',
+    conditions: [
+      { field: 'firstName', op: 'eq', value: 'Alice' },
+      ...Array.from({ length: 99 }, (_, i) => ({
+        match: 'all',
+        conditions: [{ field: i % 2 ? 'email' : 'properties.plan', op: 'in', value: Array.from({ length: 100 + (i < 1 ? 1 : 0) }, (_, j) => `v${i}-${j}`) }],
+      })),
+    ],
+  };
+  t.deepEqual(await members(largest), ['Alice']);
+});
+
 test('CRUD: create, get, list envelope, patch (validated), delete leaves contacts; 404s', async (t) => {
   const filters = one('properties.plan', 'eq', 'pro');
   const created = await t0.request('POST', '/v1/segments', { body: { name: 'Pro users', contactBookId: bookId, filters } });

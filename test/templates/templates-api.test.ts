@@ -142,3 +142,20 @@ test('another team cannot read or change templates', async (t) => {
   t.is((await w.t0.request('DELETE', `/v1/templates/${tpl.id}`, { key })).status, 404);
   t.is((await w.t0.request('POST', `/v1/templates/${tpl.id}/publish`, { key })).status, 404);
 });
+
+// Two clients publishing the same template at once (a double click, a retry) each get a version:
+// on PostgreSQL both transactions read the same latest version number and the second insert hit
+// the (template, version) key, a 500 for a request that had done nothing wrong.
+test('concurrent publishes of one template each make their own version', async (t) => {
+  const created = await w.t0.request('POST', '/v1/templates', { body: { name: 'Racy', subject: 'racy', content: doc(para(text('racy'))) } });
+  const id = created.body.id;
+  const results = await Promise.all(Array.from({ length: 8 }, () => w.t0.request('POST', `/v1/templates/${id}/publish`)));
+  t.deepEqual(
+    results.map((r) => r.status),
+    results.map(() => 200),
+    JSON.stringify(results.map((r) => r.body.error ?? r.body.publishedVersion)),
+  );
+  const versions = await w.t0.request('GET', `/v1/templates/${id}/versions`);
+  t.deepEqual(versions.body.versions.map((v: any) => v.versionNumber).sort((a: number, b: number) => a - b), [1, 2, 3, 4, 5, 6, 7, 8]);
+  t.is(versions.body.publishedVersion, 8);
+});

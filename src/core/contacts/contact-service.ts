@@ -219,6 +219,22 @@ export function createContactService(deps: ContactServiceDeps) {
     return done.value;
   }
 
+  /**
+   * Runs a read-decide-write again when it lost a race on the (book, email) key: on PostgreSQL two
+   * requests adding one new address both read "not in the book" and the second insert fails. Run
+   * again, it reads the winner's row and updates it, as a request after it would (SQLite runs
+   * one transaction at a time). A rolled-back run left nothing behind, its events included.
+   */
+  async function retryOnRace<T>(write: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await write();
+      } catch (err) {
+        if (attempt >= 3 || !isUniqueViolation(err)) throw err;
+      }
+    }
+  }
+
   /** Contacts deleted by another service's transaction (a book's deletion), inside it. */
   function deletedEvents(rows: ContactRow[]): BusEvent[] {
     const list = rows.map((r) => contactEvent('contact.deleted', r));
@@ -299,7 +315,7 @@ export function createContactService(deps: ContactServiceDeps) {
     const nowIso = clock.now().toISOString();
     let outcome: { row: ContactRow; event: ContactEventType | null; confirm: boolean };
     try {
-      outcome = await announced(async (tx: ContactsStore) => {
+      outcome = await retryOnRace(() => announced(async (tx: ContactsStore) => {
         const result = (r: { row: ContactRow; event: ContactEventType | null; confirm: boolean }) => ({ value: r, events: r.event ? [contactEvent(r.event, r.row)] : [] });
         let existing = how.putId ? await tx.findById({ teamId: scope.teamId, bookId }, how.putId) : undefined;
         if (existing && existing.email !== email) {
@@ -318,7 +334,7 @@ export function createContactService(deps: ContactServiceDeps) {
         if (!after) return result({ row: existing, event: null, confirm });
         const saved = await tx.update({ teamId: scope.teamId, bookId }, existing.id, changesOf(after));
         return result({ row: saved ?? after, event: 'contact.updated', confirm });
-      });
+      }));
     } catch (err) {
       if (isUniqueViolation(err)) throw notUnique(`email: ${email} already exists in contact book ${bookId}`);
       throw err;
@@ -482,7 +498,7 @@ export function createContactService(deps: ContactServiceDeps) {
       }
 
       const nowIso = clock.now().toISOString();
-      const result = await announced(async (tx) => {
+      const result = await retryOnRace(() => announced(async (tx) => {
         const existing = await tx.findByEmails({ teamId: scope.teamId, bookId }, valid.map((v) => v.email));
         const inserts = new Map<string, { row: ContactsTable; confirm: boolean }>();
         const updates = new Map<string, ContactRow>();
@@ -510,7 +526,7 @@ export function createContactService(deps: ContactServiceDeps) {
           value,
           events: [...value.inserts.map((i) => contactEvent('contact.created', i.row)), ...saved.map((r) => contactEvent('contact.updated', r))],
         };
-      });
+      }));
 
       const toConfirm = result.inserts.filter((i) => i.confirm).map((i) => i.row);
       if (toConfirm.length) {

@@ -8,7 +8,7 @@ import type { IdempotencyRepository } from '../../store/repositories/idempotency
 import type { SuppressionsRepository } from '../../store/repositories/suppressions-repository.js';
 import type { DomainService } from '../domains/domain-service.js';
 import type { DomainRecord } from '../../store/repositories/domains-repository.js';
-import { badRequest, notFound, notUnique } from '../errors.js';
+import { badRequest, forbidden, notFound, notUnique } from '../errors.js';
 import type { BusEvent, EventBus } from '../events.js';
 import { addressKey, domainOf, formatMailbox, parseMailbox, parseMailboxList, type Mailbox } from './addresses.js';
 import { assertFoldable, validateCustomHeaders } from './email-headers.js';
@@ -296,7 +296,21 @@ export function createEmailService(deps: EmailServiceDeps) {
     if (key.length < 1 || key.length > 256) throw badRequest('Idempotency-Key: must be 1 to 256 characters');
     const bodyHash = createHash('sha256').update(canonicalJson(opts.rawBody ?? null)).digest('hex');
     const begin = await deps.idempotency.begin(ctx.teamId, key, bodyHash, clock.nowMs(), IDEMPOTENCY_TTL_MS);
-    if (begin.kind === 'replay') return JSON.parse(begin.responseJson) as T;
+    if (begin.kind === 'replay') {
+      const response = JSON.parse(begin.responseJson) as T;
+      // Keys are the team's: a key bound to a domain gets a replay only of sends from its own
+      // domain. Another domain's is refused as the same request without a key would be, and
+      // its email ids stay unseen.
+      if (ctx.domainId !== null) {
+        const r = response as { emailId?: string; data?: { emailId: string }[] };
+        const ids = r.data ? r.data.map((d) => d.emailId) : r.emailId ? [r.emailId] : [];
+        for (const id of ids) {
+          const head = await emails.findHeadAnyTeamFast(id); // without the body, which may be large
+          if (head && head.team_id === ctx.teamId && head.domain_id !== ctx.domainId) throw forbidden(`this API key may only send from domain ${ctx.domainId}`);
+        }
+      }
+      return response;
+    }
     if (begin.kind === 'conflict') {
       throw notUnique(
         begin.reason === 'in_flight'

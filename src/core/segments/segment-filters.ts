@@ -31,7 +31,15 @@ import { parseIsoDateTime } from '../../lib/iso-date-time.js';
 
 export const MAX_FILTER_DEPTH = 5;
 export const MAX_FILTER_CONDITIONS = 100;
+/**
+ * Groups and `in` values are bounded for the whole filter too, so that whatever is accepted
+ * compiles to a statement the store can run: SQLite refuses more than 32766 bound values and
+ * an expression nested past 1000 levels (which a long chain of groups, even empty ones, reaches),
+ * and PostgreSQL more than 65535 parameters (a property's `in` binds two per value).
+ */
+export const MAX_FILTER_GROUPS = 100;
 export const MAX_IN_VALUES = 1000;
+export const MAX_FILTER_IN_VALUES = 10_000;
 const MAX_TEXT_VALUE = 1000;
 
 const TEXT_FIELDS = new Set(['email', 'firstName', 'lastName']);
@@ -44,10 +52,13 @@ const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null 
 
 class FilterValidator {
   private count = 0;
+  private groups = 0;
+  private inValues = 0;
 
   group(raw: unknown, path: string, depth: number): FilterGroup {
     if (!isObject(raw)) throw badRequest(`${path}: must be an object {match, conditions}`);
     if (depth > MAX_FILTER_DEPTH) throw badRequest(`${path}: groups nest at most ${MAX_FILTER_DEPTH} levels deep`);
+    if (++this.groups > MAX_FILTER_GROUPS) throw badRequest(`${path}: a filter holds at most ${MAX_FILTER_GROUPS} groups`);
     for (const key of Object.keys(raw)) {
       if (key !== 'match' && key !== 'conditions') throw badRequest(`${path}: unknown key "${key}" (a group has match and conditions)`);
     }
@@ -106,6 +117,8 @@ class FilterValidator {
     if (o === 'in') {
       if (!Array.isArray(value) || value.length === 0) throw badRequest(`${path}.value: in needs a non-empty array`);
       if (value.length > MAX_IN_VALUES) throw badRequest(`${path}.value: in takes at most ${MAX_IN_VALUES} values`);
+      this.inValues += value.length;
+      if (this.inValues > MAX_FILTER_IN_VALUES) throw badRequest(`${path}.value: a filter holds at most ${MAX_FILTER_IN_VALUES} values in its in lists`);
       const items = value.map((v, i) => lower(this.text(v, `${path}.value[${i}]`, isProperty)));
       return { field, op: o, value: [...new Set(items)] };
     }

@@ -53,6 +53,10 @@ export function createTemplatesRepository(db: Db) {
     /** Freezes the draft as the next version and makes it the sending one, atomically. */
     async publish(t: TemplateRow, nowIso: string): Promise<number> {
       return db.transaction().execute(async (trx) => {
+        // The template's row first: on PostgreSQL a concurrent publish of the same template waits
+        // here until this one commits, then reads the version it wrote (two reading the same
+        // latest number would collide on the version key). SQLite runs one transaction at a time.
+        await trx.updateTable('templates').set({ updated_at: nowIso }).where('id', '=', t.id).execute();
         const last = await trx.selectFrom('template_versions').select((eb) => eb.fn.max('version_number').as('n')).where('template_id', '=', t.id).executeTakeFirst();
         const next = Number(last?.n ?? 0) + 1;
         await trx

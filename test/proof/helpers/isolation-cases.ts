@@ -1,6 +1,6 @@
 import type { TestResponse } from '../../helpers/test-app.js';
 import type { IsolationWorld } from './isolation-world.js';
-import type { ProbeEnv, RouteCase } from './probe-runner.js';
+import type { ProbeEnv, Req, RouteCase } from './probe-runner.js';
 import { audienceCases } from './isolation-cases-audience.js';
 import { cleanUp, del, get, isolationContext, mail, patch, post, probe, put } from './isolation-probes.js';
 
@@ -38,6 +38,14 @@ export function isolationCases(world: IsolationWorld): Record<string, RouteCase>
       env.t.is(pick(res.body), await deliveredOf(env, fullA, env.role.me.domainId), `[${env.role.name}] analytics are the key's domain's only`);
       env.t.not(pick(res.body), await deliveredOf(env, fullA), 'the team total differs, so the check can fail');
     }
+  };
+  // A send made by team A's unbound key with an Idempotency-Key, for a bound key to replay.
+  const idempotent = (req: Req, key: string): Req => ({ ...req, headers: { 'idempotency-key': key } });
+  let replays = 0;
+  const replayable = async (env: ProbeEnv, req: Req) => {
+    const key = `probe-replay-${++replays}-${env.role.victim.domainId}`;
+    const sent = await setup(env, idempotent(req, key));
+    return { key, body: req.body, emailId: sent.emailId ?? sent.data[0].emailId };
   };
   const settleFirst = async (env: ProbeEnv) => {
     await env.world.settle();
@@ -154,6 +162,18 @@ export function isolationCases(world: IsolationWorld): Record<string, RouteCase>
       ],
       restricted: () => [
         probe('from another domain of the team', 'forbidden', (v) => post('/emails', mail(v.domainName))),
+        // Idempotency keys are the team's: the same body and key as a send from another domain
+        // must not replay that send's answer (its email id) to a key that may not make it.
+        probe("the team's send from another domain, replayed by its Idempotency-Key", 'forbidden', (_v, _me, m) => idempotent(post('/emails', m.body), m.key), {
+          before: async (env) => replayable(env, post('/emails', mail(env.role.victim.domainName))),
+          check: async (res, env, m) => {
+            env.t.false(JSON.stringify(res.body).includes(m.emailId), "no email id of the other domain's");
+            // Its own sends it replays as any key does.
+            const own = idempotent(post('/emails', mail(env.role.me.domainName)), `probe-replay-own-${env.role.me.domainId}`);
+            const [first, again] = [await env.call(own, 'its own send'), await env.call(own, 'its own send again')];
+            env.t.deepEqual([first.status, again.status, again.body], [200, 200, first.body], 'its own send replays');
+          },
+        }),
         probe("in reply to another domain's email", 'refused', (v, me) => post('/emails', mail(me.domainName, { inReplyToId: v.emailId })), { control: true }),
         probe("with the team's template", 'ok', (_v, me) => post('/emails', mail(me.domainName, { templateId: me.templateId }))),
       ],
@@ -175,6 +195,10 @@ export function isolationCases(world: IsolationWorld): Record<string, RouteCase>
           check: async (_res, env, m) => env.t.is((await env.as(fullA, get('/emails?limit=1'))).count, m.count, 'nothing of the refused batch was sent'),
         }),
         probe('every item from its domain', 'ok', (_v, me) => post('/emails/batch', [mail(me.domainName)])),
+        probe("the team's batch from another domain, replayed by its Idempotency-Key", 'forbidden', (_v, _me, m) => idempotent(post('/emails/batch', m.body), m.key), {
+          before: async (env) => replayable(env, post('/emails/batch', [mail(env.role.victim.domainName)])),
+          check: (res, env, m) => env.t.false(JSON.stringify(res.body).includes(m.emailId), "no email id of the other domain's"),
+        }),
       ],
     },
     'GET /emails': {

@@ -140,7 +140,7 @@ export function makeEnv(t: ExecutionContext, world: IsolationWorld, role: Role, 
       return res;
     },
     async as(key, req) {
-      const res = await world.request(req.method, `/v1${req.path}`, key, req.body);
+      const res = await world.request(req.method, `/v1${req.path}`, key, req.body, req.headers);
       counter.add('set-up and clean-up');
       if (res.status !== 200) throw new Error(`set-up ${req.method} ${req.path} -> ${res.status} ${bodyText(res)}`);
       return res.body;
