@@ -6,7 +6,7 @@ import type { EmailRow, EmailsRepository } from '../../store/repositories/emails
 import type { TrackingRepository } from '../../store/repositories/tracking-repository.js';
 import { statusRank } from '../emails/email-status.js';
 import type { EventBus } from '../events.js';
-import { createTrackingTokens } from './tracking-tokens.js';
+import { createTrackingTokens, MAX_TRACKING_TOKEN_CHARS } from './tracking-tokens.js';
 import { emailBusEvent } from '../emails/email-bus-event.js';
 
 export interface TrackingServiceDeps {
@@ -98,7 +98,8 @@ export function createTrackingService(deps: TrackingServiceDeps) {
               } catch {
                 return undefined;
               }
-              return `${base}/t/c/${tokens.click(email.id, href)}`;
+              const token = tokens.click(email.id, href);
+              return token.length <= MAX_TRACKING_TOKEN_CHARS ? `${base}/t/c/${token}` : undefined;
             }
           : undefined,
       });
