@@ -190,6 +190,23 @@ test.serial('retry makes deferred mail due now; messages filter by state', async
   w.sink.setBehaviour({ onRcpt: undefined });
 });
 
+test.serial('retry leaves a scheduled send for its time: a retry by destination, team or email does not send it early', async (t) => {
+  const at = new Date(clock.nowMs() + 60 * 60_000).toISOString();
+  const id = await send('scheduled@other.example', { scheduledAt: at });
+  await w.settle();
+  for (const selector of [{ destination: 'other.example' }, { teamId: w.t0.teamId }, { emailIds: [id] }]) {
+    t.is((await must('POST', '/queue/retry', selector)).retried, 0, JSON.stringify(selector));
+  }
+  await w.settle();
+  t.is(sentTo('scheduled@other.example'), 0, 'not sent before its scheduled time');
+  t.deepEqual(await statuses(id), ['SCHEDULED']);
+  t.is((await w.t0.request('GET', `/v1/emails/${id}`)).body.scheduledAt, at);
+  clock.advance(60 * 60_000);
+  w.t0.app.engine.wake();
+  await w.settle();
+  t.is(sentTo('scheduled@other.example'), 1, 'sent at its time');
+});
+
 test.serial('bounce by campaign fails its queued mail with the reason, as FAILED events and webhooks; other mail is untouched', async (t) => {
   const hook = await w.t0.request('POST', '/v1/webhooks', { body: { url: receiver.url, eventTypes: ['email.failed'] } });
   t.is(hook.status, 200);

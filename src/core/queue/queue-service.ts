@@ -183,7 +183,7 @@ export function createQueueService(deps: QueueServiceDeps) {
       return suspensionView(ended);
     },
 
-    /** Matching queued mail that is not on the wire becomes due now (held mail stays held). */
+    /** Matching queued mail that is not on the wire becomes due now (held mail stays held; a scheduled send keeps its time). */
     async retry(actor: OperatorActor, input: Parameters<typeof parseSelector>[0]): Promise<{ retried: number }> {
       const sel = parseSelector(input);
       const retried = await queue.retryNow(sel, clock.nowMs(), clock.now().toISOString());

@@ -6,7 +6,7 @@ import type { EmailRow, EmailsRepository } from '../../store/repositories/emails
 import type { TrackingRepository } from '../../store/repositories/tracking-repository.js';
 import { statusRank } from '../emails/email-status.js';
 import type { EventBus } from '../events.js';
-import { createTrackingTokens } from './tracking-tokens.js';
+import { createTrackingTokens, MAX_TRACKING_TOKEN_CHARS } from './tracking-tokens.js';
 import { emailBusEvent } from '../emails/email-bus-event.js';
 
 export interface TrackingServiceDeps {
@@ -44,6 +44,7 @@ export function createTrackingService(deps: TrackingServiceDeps) {
   const tokens = createTrackingTokens(deps.secret);
   const shared = deps.publicUrl.replace(/\/+$/, '');
   const scheme = new URL(shared).protocol;
+  const sharedHost = new URL(shared).hostname.toLowerCase();
 
   /** The domain's own tracking host once its CNAME verified (spec, Domain rule 4), else the shared one. */
   function trackingBase(domain: DomainRecord): string {
@@ -60,9 +61,13 @@ export function createTrackingService(deps: TrackingServiceDeps) {
     return listUnsubscribe.has(url) || /unsubscribe/i.test(url);
   }
 
-  /** A token's email, if the request's host may serve it: another domain's tracking host may not. */
+  /**
+   * A token's email, if the request's host may serve it: another domain's tracking host may not.
+   * The shared host serves every link whichever domain names it as its tracking domain (any
+   * team may add the shared host's parent domain and do so).
+   */
   async function emailFor(emailId: string, host: string): Promise<{ email: EmailRow | undefined; hostOk: boolean }> {
-    const [email, owners] = await Promise.all([deps.emails.findByIdAnyTeam(emailId), deps.tracking.domainIdsForTrackingHost(host)]);
+    const [email, owners] = await Promise.all([deps.emails.findByIdAnyTeam(emailId), host === sharedHost ? ([] as number[]) : deps.tracking.domainIdsForTrackingHost(host)]);
     const hostOk = owners.length === 0 || (email?.domain_id != null && owners.includes(email.domain_id));
     return { email, hostOk };
   }
@@ -98,7 +103,8 @@ export function createTrackingService(deps: TrackingServiceDeps) {
               } catch {
                 return undefined;
               }
-              return `${base}/t/c/${tokens.click(email.id, href)}`;
+              const token = tokens.click(email.id, href);
+              return token.length <= MAX_TRACKING_TOKEN_CHARS ? `${base}/t/c/${token}` : undefined;
             }
           : undefined,
       });

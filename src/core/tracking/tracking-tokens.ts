@@ -7,6 +7,13 @@ import { decodeCanonicalBase64urlText } from '../../lib/base64url.js';
 // they were not sent. 128-bit tags: forgery stays out of reach and links stay short.
 
 const TAG_BYTES = 16;
+
+/**
+ * The longest token the tracking routes accept (a bound on what they verify). A link whose
+ * destination would make a longer one is left as written: a tracked link that 404s is worse
+ * than an untracked one.
+ */
+export const MAX_TRACKING_TOKEN_CHARS = 8192;
 const EMAIL_ID = /^[A-Za-z0-9_]{1,64}$/;
 
 /** A key used only for tracking, so a tag can never be replayed as another feature's signature. */

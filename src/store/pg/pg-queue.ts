@@ -91,8 +91,10 @@ export function pgQueue(db: Kysely<Database>): Partial<QueueRepository> {
 
     async retryNow(sel: QueueSelector, nowMs: number, nowIso: string): Promise<number> {
       const p = new Params();
-      const set = `next_attempt_at = ${p.add(nowMs)}, updated_at = ${p.add(nowIso)}`;
-      return exec.run(`update deliveries as d set ${set} where d.state = 'queued' and d.lease_owner is null and ${selectorSql(sel, p)}`, p.values);
+      const now = p.add(nowMs);
+      const set = `next_attempt_at = ${now}, updated_at = ${p.add(nowIso)}`;
+      // A scheduled send not due yet (due_since is its time) keeps its time.
+      return exec.run(`update deliveries as d set ${set} where d.state = 'queued' and d.lease_owner is null and d.due_since <= ${now} and ${selectorSql(sel, p)}`, p.values);
     },
 
     async leaseForBounce(sel: QueueSelector, owner: string, untilMs: number, limit: number): Promise<DeliveryRow[]> {

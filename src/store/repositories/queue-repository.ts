@@ -136,14 +136,17 @@ export function createQueueRepository(db: Db) {
       );
     },
 
-    /** Matching queued deliveries not on the wire become due now; held ones stay held. Returns how many. */
+    /**
+     * Matching queued deliveries not on the wire become due now; held ones stay held, and a
+     * scheduled send not due yet (due_since is its time) keeps its time. Returns how many.
+     */
     async retryNow(sel: QueueSelector, nowMs: number, nowIso: string): Promise<number> {
       const { where, params } = selectorSql(sel);
       return sync.write(
         () =>
           sync.sqlite
-            .prepare(`update deliveries as d set next_attempt_at = ?, updated_at = ? where d.state = 'queued' and d.lease_owner is null and ${where}`)
-            .run(nowMs, nowIso, ...params).changes,
+            .prepare(`update deliveries as d set next_attempt_at = ?, updated_at = ? where d.state = 'queued' and d.lease_owner is null and d.due_since <= ? and ${where}`)
+            .run(nowMs, nowIso, nowMs, ...params).changes,
       );
     },
 
