@@ -93,6 +93,25 @@ const INSERT_EMAIL_SQL = `insert into emails (${EMAIL_COLUMNS.join(', ')}) value
  */
 const notBeingAttempted = sql<boolean>`not exists (select 1 from deliveries where deliveries.email_id = emails.id and deliveries.lease_owner is not null)`;
 
+/** A delivery of the email was claimed for an attempt after the email's own check (see below). */
+class ClaimedMeanwhile extends Error {}
+const falseIfClaimed = (err: unknown): false => {
+  if (err instanceof ClaimedMeanwhile) return false;
+  throw err;
+};
+
+/**
+ * On PostgreSQL (READ COMMITTED, each statement its own snapshot) a node may claim one of the
+ * email's deliveries between the check on the email and the update of its deliveries: that
+ * update skips leased rows, and this undoes the whole change, so the attempt under way is
+ * neither cancelled under the engine's feet (sent while the API said CANCELLED) nor moved.
+ * SQLite runs one writer at a time: nothing is ever found here.
+ */
+async function refuseIfClaimedMeanwhile(trx: Executor, emailId: string): Promise<void> {
+  const leased = await trx.selectFrom('deliveries').select('id').where('email_id', '=', emailId).where('state', '=', 'queued').where('lease_owner', 'is not', null).executeTakeFirst();
+  if (leased) throw new ClaimedMeanwhile();
+}
+
 export function createEmailsRepository(db: Db) {
   const sync = groupCommitOf(db);
   return withDialect(db, 'emails', {
@@ -262,9 +281,10 @@ export function createEmailsRepository(db: Db) {
           .where(notBeingAttempted)
           .executeTakeFirst();
         if (res.numUpdatedRows === 0n) return false;
-        await trx.updateTable('deliveries').set({ next_attempt_at: dueMs, due_since: dueMs, updated_at: nowIso }).where('email_id', '=', id).where('state', '=', 'queued').execute();
+        await trx.updateTable('deliveries').set({ next_attempt_at: dueMs, due_since: dueMs, updated_at: nowIso }).where('email_id', '=', id).where('state', '=', 'queued').where('lease_owner', 'is', null).execute();
+        await refuseIfClaimedMeanwhile(trx, id);
         return true;
-      });
+      }).catch(falseIfClaimed);
     },
 
     /**
@@ -283,11 +303,12 @@ export function createEmailsRepository(db: Db) {
           .where(notBeingAttempted)
           .executeTakeFirst();
         if (res.numUpdatedRows === 0n) return false;
-        await trx.updateTable('deliveries').set({ state: 'cancelled', updated_at: nowIso, lease_owner: null, lease_until: null }).where('email_id', '=', id).where('state', '=', 'queued').execute();
+        await trx.updateTable('deliveries').set({ state: 'cancelled', updated_at: nowIso, lease_owner: null, lease_until: null }).where('email_id', '=', id).where('state', '=', 'queued').where('lease_owner', 'is', null).execute();
+        await refuseIfClaimedMeanwhile(trx, id);
         await trx.insertInto('email_events').values({ email_id: id, status: 'CANCELLED', data_json: null, created_at: nowIso }).execute();
         inTransaction?.();
         return true;
-      });
+      }).catch(falseIfClaimed);
     },
   });
 }
