@@ -215,11 +215,13 @@ test.serial('bounce by campaign fails its queued mail with the reason, as FAILED
   await w.t0.request('POST', `/v1/contactBooks/${book}/contacts/bulk`, { body: contacts });
   const campaign = (
     await w.t0.request('POST', '/v1/campaigns', {
-      body: { name: 'Runaway', from: `news@${w.domain.name}`, subject: 'Oops', contactBookId: book, content: doc, sendNow: true, batchSize: 100 },
+      body: { name: 'Runaway', from: `news@${w.domain.name}`, subject: 'Oops', contactBookId: book, content: doc, batchSize: 100 },
     })
   ).body;
-  // Held first, so the campaign's mail is queued and not on the wire.
+  // Held first, so the campaign's mail is queued and not on the wire. A draft until then: once
+  // scheduled, the runner's own tick (every second) may start it at any moment.
   await must('POST', '/queue/suspensions', { campaignId: campaign.id, minutes: 60, reason: 'runaway campaign' });
+  t.is((await w.t0.request('POST', `/v1/campaigns/${campaign.id}/schedule`, { body: {} })).status, 200);
   const bystander = await send('bystander@held.example');
   await w.t0.app.runCampaigns();
   await w.settle();
