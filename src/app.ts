@@ -170,7 +170,9 @@ export async function createApp(opts: AppOptions) {
     clock,
     logger,
   });
-  const teams = createTeamService({ teams: teamsRepo, clock, onTeamCreated: (teamId) => templates.seedDefaults(teamId), isPool: shaper.hasPool });
+  // The operator audit log: each operator change writes its entry inside its own transaction.
+  const audit = createAuditService({ audit: createOperatorAuditRepository(store.db), clock });
+  const teams = createTeamService({ teams: teamsRepo, clock, onTeamCreated: (teamId) => templates.seedDefaults(teamId), isPool: shaper.hasPool, audit });
   const domainsRepo = createDomainsRepository(store.db);
   const domains = createDomainService({
     isPool: shaper.hasPool,
@@ -183,6 +185,7 @@ export async function createApp(opts: AppOptions) {
     dkimSelector: config.domains.dkimSelector,
     bounceLabel: config.domains.bounceLabel,
     sandbox: config.sandbox,
+    audit,
   });
   const apiKeys = createApiKeyService({ apiKeys: createApiKeysRepository(store.db), clock, domainBelongsToTeam: domains.belongsToTeam });
   // One node per SQLite file; with PostgreSQL any number of nodes share the store
@@ -243,7 +246,6 @@ export async function createApp(opts: AppOptions) {
 
   // The operator's side: operator keys, the audit log, the queue (suspensions, retry, bounce, traces).
   const operatorKeys = createOperatorKeyService({ keys: createOperatorKeysRepository(store.db), clock });
-  const audit = createAuditService({ audit: createOperatorAuditRepository(store.db), clock });
   const shaping = createShapingOperator({
     shaper,
     repo: shapingRepo,

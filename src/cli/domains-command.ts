@@ -67,8 +67,8 @@ export function registerDomains(program: Command): void {
       await withApp(cmd, async (app) => {
         const found = await app.services.domains.findForCli(opts.team ? parseIntOption(opts.team, '--team') : null, nameOrId);
         if (!found) throw new Error(`domain ${nameOrId} not found`);
-        const d = (await app.services.domains.setPool(found.id, pool))!;
-        await app.services.audit.record('cli', 'domain.update', { domainId: d.id, pool: d.pool });
+        const d = await app.services.domains.setPool(found.id, pool, 'cli');
+        if (!d) throw new Error(`domain ${nameOrId} not found`);
         process.stdout.write(`domain ${d.name} sends through ${d.pool ? `pool ${d.pool}` : "its team's pool"}\n`);
       });
     });

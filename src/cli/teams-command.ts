@@ -42,9 +42,8 @@ export function registerTeams(program: Command): void {
     .action(async (teamId: string, pool: string, _opts, cmd: Command) => {
       await withApp(cmd, async (app) => {
         const id = parseIntOption(teamId, 'teamId');
-        const team = await app.services.teams.update(id, { pool });
+        const team = await app.services.teams.update(id, { pool }, 'cli');
         if (!team) throw new Error(`team ${teamId} not found`);
-        await app.services.audit.record('cli', 'team.update', { teamId: id, pool: team.pool });
         process.stdout.write(`team ${id} sends through pool ${team.pool ?? 'default'}\n`);
       });
     });

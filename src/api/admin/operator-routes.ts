@@ -28,7 +28,7 @@ import {
 import { z } from 'zod';
 
 // The operator API under /admin/v1 (docs/operations.md): operator keys only, every change
-// written to the audit log.
+// written to the audit log by the service that makes it, in the change's own transaction.
 
 export interface OperatorRouteDeps {
   queue: QueueService;
@@ -169,8 +169,7 @@ export function operatorRoutes(deps: OperatorRouteDeps): RouteDef[] {
       request: { body: teamCreateBody },
       response: teamSchema,
       handler: async (req) => {
-        const id = await teams.create(req.input.body.name, req.input.body.rateLimit ?? null);
-        await audit.record(actor(req), 'team.create', { teamId: id, name: req.input.body.name });
+        const id = await teams.create(req.input.body.name, req.input.body.rateLimit ?? null, actor(req));
         return (await teams.get(id))!;
       },
     }),
@@ -184,9 +183,8 @@ export function operatorRoutes(deps: OperatorRouteDeps): RouteDef[] {
       response: teamSchema,
       errors: [404],
       handler: async (req) => {
-        const team = await teams.update(req.input.params.teamId, req.input.body);
+        const team = await teams.update(req.input.params.teamId, req.input.body, actor(req));
         if (!team) throw notFound(`team ${req.input.params.teamId} not found`);
-        await audit.record(actor(req), 'team.update', { teamId: team.id, ...req.input.body });
         return team;
       },
     }),
@@ -200,9 +198,8 @@ export function operatorRoutes(deps: OperatorRouteDeps): RouteDef[] {
       response: domainPoolSchema,
       errors: [404],
       handler: async (req) => {
-        const domain = await deps.domains.setPool(req.input.params.domainId, req.input.body.pool);
+        const domain = await deps.domains.setPool(req.input.params.domainId, req.input.body.pool, actor(req));
         if (!domain) throw notFound(`domain ${req.input.params.domainId} not found`);
-        await audit.record(actor(req), 'domain.update', { domainId: domain.id, pool: domain.pool });
         return domain;
       },
     }),

@@ -9,7 +9,7 @@ import { operatorActor, operatorOnly } from '../operator-access.js';
 
 // Operator: the teams of this server (list, create, rename, rate limit), through core's team
 // service, as `posthorn teams` does; every change is written to the operator audit log with the
-// same actions as the operator API's (team.create, team.update).
+// same actions as the operator API's (team.create, team.update), in the change's transaction.
 
 function rateLimitOf(raw: string): number | null {
   if (raw === '' || raw === 'default') return null;
@@ -18,7 +18,7 @@ function rateLimitOf(raw: string): number | null {
 
 export function operatorTeamsPage(r: Router, d: PageDeps): void {
   const secure = isSecure(d.publicUrl);
-  const { teams, audit } = d.services;
+  const { teams } = d.services;
 
   route(r, 'get', '/operator/teams', operatorOnly(async (ctx) => {
     const [list, users] = await Promise.all([teams.list(), d.users.list()]);
@@ -46,17 +46,15 @@ ${table('Teams', ['Team', 'Console users', 'Rate limit', 'Created', 'Change'], l
   route(r, 'post', '/operator/teams', operatorOnly(async (ctx) => {
     const name = field(ctx, 'name');
     const limit = rateLimitOf(field(ctx, 'rateLimit'));
-    const id = await teams.create(name, limit);
-    await audit.record(operatorActor(ctx), 'team.create', { teamId: id, name });
+    const id = await teams.create(name, limit, operatorActor(ctx));
     redirectWithFlash(ctx, secure, '/console/operator/teams', { kind: 'ok', text: `Team ${id} created.` });
   }));
 
   route(r, 'post', '/operator/teams/:id', operatorOnly(async (ctx) => {
     const id = Number.parseInt(ctx.params.id!, 10) || 0;
     const change = { name: field(ctx, 'name'), rateLimit: rateLimitOf(field(ctx, 'rateLimit')) };
-    const updated = await teams.update(id, change);
+    const updated = await teams.update(id, change, operatorActor(ctx));
     if (!updated) throw notFound(`team ${id} not found`);
-    await audit.record(operatorActor(ctx), 'team.update', { teamId: id, ...change });
     redirectWithFlash(ctx, secure, '/console/operator/teams', { kind: 'ok', text: `Team ${id} saved.` });
   }));
 }

@@ -215,6 +215,179 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
     return to.every((k) => found.has(k));
   }
 
+  /** One group's share of a results write, and what to announce and log once it is recorded. */
+  function prepareResults(group: DeliveryGroup, results: AttemptResult[], traces: readonly AttemptTrace[], now: Date) {
+    const nowIso = now.toISOString();
+    const email = group.email;
+    const byId = new Map(group.deliveries.map((d) => [d.id, d]));
+    const updates: DeliveryUpdate[] = [];
+    const events: StatusEventWrite[] = [];
+    const suppressions: ResultsWrite['suppressions'] = [];
+    const bus: { deliveryId: number; status: Exclude<EmailStatus, 'SCHEDULED'>; extra: Record<string, unknown> }[] = [];
+    // One log line per recipient's outcome (docs/operations.md, Logs), written once it is recorded.
+    const outcomes: { deliveryId: number; fields: Record<string, unknown> }[] = [];
+    const logging = deps.logger.isLevelEnabled('info');
+    const logOutcome = (d: DeliveryRow, outcome: string, fields: Record<string, unknown>) => {
+      if (logging) outcomes.push({ deliveryId: d.id, fields: { event: `delivery.${outcome}`, emailId: email.id, teamId: email.team_id, deliveryId: d.id, recipient: d.recipient, ...fields } });
+    };
+
+    for (const r of results) {
+      const d = byId.get(r.deliveryId);
+      if (!d) continue;
+      const ev = (status: Exclude<EmailStatus, 'SCHEDULED'>, data: Record<string, unknown>) => {
+        events.push({ emailId: email.id, status, rank: statusRank(status), data, at: nowIso, deliveryId: d.id });
+        bus.push({ deliveryId: d.id, status, extra: data });
+      };
+      const attempts = d.attempts + 1;
+      // A hostile or broken MX may answer with a megabyte; events, webhooks and the row keep 2,000 characters.
+      const response = r.response.length > MAX_RESPONSE_CHARS ? `${r.response.slice(0, MAX_RESPONSE_CHARS - 1)}…` : r.response;
+      const base = { recipient: d.recipient, mxHost: r.mxHost ?? null, smtpCode: r.code ?? null, response, ...(r.tls ? { tls: r.tls } : {}), ...(r.source ? { source: r.source } : {}) };
+      const update = { id: d.id, attempts, code: r.code ?? null, response, mxHost: r.mxHost ?? null };
+      const wire = { attempt: attempts, mxHost: r.mxHost ?? null, smtpCode: r.code ?? null, response, ...(r.source ? { source: r.source } : {}) };
+      if (r.outcome === 'delivered') {
+        updates.push({ ...update, state: 'delivered', nextAttemptAt: d.next_attempt_at });
+        ev('DELIVERED', base);
+        logOutcome(d, 'delivered', wire);
+      } else if (r.outcome === 'bounced') {
+        updates.push({ ...update, state: 'bounced', nextAttemptAt: d.next_attempt_at });
+        ev('BOUNCED', { ...base, bounce: { type: r.hardBounce ? 'Permanent' : 'Transient', subType: bounceSubType(r), ...(r.category ? { category: r.category } : {}), message: response } });
+        if (r.hardBounce) {
+          suppressions.push({ teamId: email.team_id, email: addressKey(d.recipient), reason: 'HARD_BOUNCE', source: email.id, at: nowIso, deliveryId: d.id });
+        }
+        logOutcome(d, 'bounced', { ...wire, hardBounce: !!r.hardBounce });
+      } else if (r.outcome === 'suppressed') {
+        // Not an attempt: the attempt count, last SMTP code and MX host stay as they were; the
+        // response says why the row was closed (posthorn queue shows it).
+        updates.push({ ...update, attempts: d.attempts, code: d.last_code, response, mxHost: d.mx_host, state: 'suppressed', nextAttemptAt: d.next_attempt_at });
+        const data = { recipient: d.recipient, suppressed: { reason: response } };
+        logOutcome(d, 'suppressed', { reason: response });
+        if (r.emailSuppressed) ev('SUPPRESSED', data);
+        // One recipient of several: on record in the email's events, latestStatus unchanged.
+        else events.push({ emailId: email.id, status: 'SUPPRESSED', rank: NO_STATUS_CHANGE, data, at: nowIso, deliveryId: d.id });
+      } else if (r.outcome === 'failed') {
+        updates.push({ ...update, state: 'failed', nextAttemptAt: d.next_attempt_at });
+        ev('FAILED', { ...base, failed: { reason: response } });
+        logOutcome(d, 'failed', { ...wire, reason: response });
+      } else {
+        const age = now.getTime() - d.due_since;
+        const giveUpAt = d.due_since + deps.maxAgeMs;
+        if (age >= deps.maxAgeMs) {
+          updates.push({ ...update, state: 'failed', nextAttemptAt: d.next_attempt_at });
+          const reason = `gave up after ${attempts} attempts over ${Math.round(age / 3_600_000)} hours; last reply: ${response}`;
+          ev('FAILED', { ...base, failed: { reason } });
+          logOutcome(d, 'failed', { ...wire, reason });
+        } else {
+          // The last retry falls at the give-up age, not up to a 3-hour step (or a 6-hour
+          // "try again in" hint) past it: FAILED is reported when promised.
+          const next = Math.min(now.getTime() + retryDelayMs(attempts, r.retryAfterMs), giveUpAt);
+          updates.push({ ...update, state: 'queued', nextAttemptAt: next });
+          const data = { ...base, attempt: attempts, nextAttemptAt: new Date(next).toISOString() };
+          logOutcome(d, 'deferred', { ...wire, nextAttemptAt: data.nextAttemptAt });
+          events.push({ emailId: email.id, status: 'DELIVERY_DELAYED', rank: statusRank('DELIVERY_DELAYED'), data, at: nowIso, deliveryId: d.id });
+          // Announce a delay once per recipient, not on every retry.
+          if (attempts === 1) bus.push({ deliveryId: d.id, status: 'DELIVERY_DELAYED', extra: data });
+        }
+      }
+    }
+
+    const traceRows = traces.map((t) => ({
+      email_id: email.id,
+      team_id: email.team_id,
+      rcpt_domain: group.rcptDomain,
+      started_at: t.startedAt || now.getTime(),
+      mx_host: t.mxHost,
+      address: t.address,
+      source: t.source,
+      source_name: t.sourceName ?? null,
+      tls_json: t.tls ? JSON.stringify(t.tls) : null,
+      results_json: JSON.stringify(t.results.map((r) => ({ ...r, response: r.response.slice(0, MAX_RESPONSE_CHARS) }))),
+      transcript_json: JSON.stringify(t.lines),
+    }));
+    return { group, results, updates, events, suppressions, bus, outcomes, logging, traceRows };
+  }
+
+  /**
+   * Records the results of one or more groups in ONE write (the results' transaction), then
+   * announces and logs them. `inTransaction` runs inside that write with how many deliveries it
+   * recorded (an operator's bounce: the batch and its audit entry commit together); it may run
+   * more than once, like the write. Returns how many were recorded (a row closed meanwhile,
+   * purged or suppressed, keeps its outcome).
+   */
+  async function recordResults(
+    parts: readonly { group: DeliveryGroup; results: AttemptResult[]; traces?: readonly AttemptTrace[] }[],
+    attemptStartedAt: Date | null,
+    inTransaction?: (recorded: number) => void,
+  ): Promise<number> {
+    const now = clock.now();
+    const nowIso = now.toISOString();
+    const prepared = parts.map((p) => prepareResults(p.group, p.results, p.traces ?? [], now));
+    const busEvent = (email: EmailHead, status: Exclude<EmailStatus, 'SCHEDULED'>, extra: Record<string, unknown>, at: string) =>
+      emailBusEvent(statusEventType(status), email, status, at, extra);
+    let announced: BusEvent[] = [];
+    let recorded: ReadonlySet<number> = new Set();
+    await deps.deliveries.applyResults(
+      {
+        sent: attemptStartedAt ? { emailIds: [...new Set(prepared.map((p) => p.group.email.id))], at: attemptStartedAt.toISOString(), rank: statusRank('SENT') } : undefined,
+        updates: prepared.length === 1 ? prepared[0]!.updates : prepared.flatMap((p) => p.updates),
+        events: prepared.length === 1 ? prepared[0]!.events : prepared.flatMap((p) => p.events),
+        suppressions: prepared.length === 1 ? prepared[0]!.suppressions : prepared.flatMap((p) => p.suppressions),
+        traces: prepared.length === 1 ? prepared[0]!.traceRows : prepared.flatMap((p) => p.traceRows),
+      },
+      nowIso,
+      (newlySent, applied) => {
+        // Inside the results' transaction: the webhook outbox rows commit with them. SENT is
+        // announced only by the write that recorded it (it may run twice: the last run counts).
+        // A row closed meanwhile (purged, suppressed) kept its outcome: nothing to announce.
+        announced = [];
+        const sentAnnounced = new Set<string>();
+        for (const p of prepared) {
+          const email = p.group.email;
+          if (attemptStartedAt && newlySent.includes(email.id) && !sentAnnounced.has(email.id)) {
+            sentAnnounced.add(email.id);
+            announced.push(busEvent(email, 'SENT', {}, attemptStartedAt.toISOString()));
+          }
+          for (const b of p.bus) if (applied.has(b.deliveryId)) announced.push(busEvent(email, b.status, b.extra, nowIso));
+        }
+        recorded = applied;
+        deps.events.inTransaction(announced);
+        inTransaction?.(applied.size);
+      },
+    );
+    for (const e of announced) deps.events.emit(e);
+    for (const p of prepared) {
+      const email = p.group.email;
+      const closedMeanwhile = p.updates.filter((u) => !recorded.has(u.id)).length;
+      if (closedMeanwhile > 0) {
+        deps.logger.warn({ emailId: email.id, closedMeanwhile }, 'attempt results arrived for deliveries closed meanwhile (purged or suppressed); their outcome was kept');
+      }
+      if (deps.observe) {
+        const acceptedAtMs = Date.parse(email.created_at);
+        const hard = new Set(p.results.filter((r) => r.hardBounce).map((r) => r.deliveryId));
+        const sourceOf = new Map(p.results.map((r) => [r.deliveryId, r.source ?? 'default']));
+        const samples = p.updates
+          .filter((u) => recorded.has(u.id))
+          .map((u): OutcomeSample => ({
+            outcome: u.state === 'queued' ? 'deferred' : u.state === 'cancelled' ? 'failed' : u.state,
+            recipientDomain: p.group.rcptDomain,
+            mxHost: u.mxHost,
+            source: sourceOf.get(u.id) ?? 'default',
+            hardBounce: hard.has(u.id),
+            acceptedAtMs,
+            atMs: now.getTime(),
+          }));
+        deps.observe(samples);
+      }
+      if (p.logging) {
+        for (const o of p.outcomes) {
+          if (!recorded.has(o.deliveryId)) continue;
+          const f = o.fields;
+          deps.logger.info(f, `${f.event} ${f.recipient} (email ${email.id})${f.response !== undefined && f.event !== 'delivery.suppressed' ? `: ${String(f.response).slice(0, 200)}` : ''}`);
+        }
+      }
+    }
+    return recorded.size;
+  }
+
   const service = {
     /** An email's body, read when its message is composed; undefined once the email is gone (its team deleted). */
     async bodyOf(emailId: string): Promise<EmailBody | undefined> {
@@ -285,40 +458,53 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       await deps.deliveries.parkLeases(groups.flatMap((g) => g.deliveries.map((d) => d.id)), deps.owner, untilMs, reason, clock.now().toISOString());
     },
 
-    /** Operator gives up on one queued delivery: recorded as FAILED like a give-up. */
-    async purge(deliveryId: number): Promise<void> {
+    /**
+     * Operator gives up on one queued delivery: recorded as FAILED like a give-up.
+     * `inTransaction` runs inside that write (the operator's audit entry commits with it).
+     */
+    async purge(deliveryId: number, inTransaction?: (recorded: number) => void): Promise<void> {
       const d = await deps.deliveries.findById(deliveryId);
       if (!d || d.state !== 'queued') throw notFound(`delivery ${deliveryId} is not queued`);
       const email = await deps.emails.findByIdAnyTeam(d.email_id);
       if (!email) throw notFound(`delivery ${deliveryId} has no email`);
       // Leased first, atomically: an attempt in flight would otherwise record DELIVERED over
       // the FAILED written here (the message may already be on the wire).
-      if (!(await deps.deliveries.takeLease(deliveryId, `${deps.owner}:purge`, clock.nowMs() + deps.leaseMs))) {
+      const owner = `${deps.owner}:purge`;
+      if (!(await deps.deliveries.takeLease(deliveryId, owner, clock.nowMs() + deps.leaseMs))) {
         throw badRequest(`delivery ${deliveryId} is being attempted right now; try again when the attempt has ended`);
       }
-      await this.failLeased([d], 'purged by an operator');
+      await this.failLeased([d], 'purged by an operator', owner, inTransaction);
     },
 
     /**
-     * Records deliveries an operator leased (so the engine does not take them meanwhile) as
-     * FAILED with `reason`: events and webhooks as for any failure. No attempt started, so no
-     * SENT. Returns how many were failed.
+     * Records deliveries an operator leased as `owner` (so the engine does not take them
+     * meanwhile) as FAILED with `reason`: events and webhooks as for any failure. No attempt
+     * started, so no SENT. All of them in ONE write, in which `inTransaction` runs with how many
+     * were failed (the operator's audit entry commits with them). When the write fails the
+     * leases are given back, so the engine need not wait for them to run out.
      */
-    async failLeased(rows: readonly DeliveryRow[], reason: string): Promise<number> {
+    async failLeased(rows: readonly DeliveryRow[], reason: string, owner: string, inTransaction?: (failed: number) => void): Promise<number> {
       const groups = new Map<string, DeliveryRow[]>();
       for (const r of rows) {
         const key = `${r.email_id}\u0000${r.rcpt_domain}`;
         groups.set(key, [...(groups.get(key) ?? []), r]);
       }
-      let failed = 0;
+      const parts: { group: DeliveryGroup; results: AttemptResult[] }[] = [];
       for (const list of groups.values()) {
         const email = await deps.emails.findHeadAnyTeamFast(list[0]!.email_id);
         if (!email) continue; // deleted with its team meanwhile
-        const group: DeliveryGroup = { email, domain: undefined, rcptDomain: list[0]!.rcpt_domain, deliveries: list, egressPool: null };
-        await this.complete(group, null, list.map((d) => ({ deliveryId: d.id, outcome: 'failed' as const, response: reason })));
-        failed += list.length;
+        parts.push({
+          group: { email, domain: undefined, rcptDomain: list[0]!.rcpt_domain, deliveries: list, egressPool: null },
+          results: list.map((d) => ({ deliveryId: d.id, outcome: 'failed' as const, response: reason })),
+        });
       }
-      return failed;
+      if (!parts.length) return 0;
+      try {
+        return await recordResults(parts, null, inTransaction);
+      } catch (err) {
+        await deps.deliveries.releaseLeases(rows.map((r) => r.id), owner).catch(() => undefined);
+        throw err;
+      }
     },
 
     /**
@@ -349,11 +535,6 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       return deps.deliveries.listQueued(limit);
     },
 
-    /** Operator: a queued delivery becomes due now; false when it is not queued. */
-    async retryNow(deliveryId: number): Promise<boolean> {
-      return deps.deliveries.retryNow(deliveryId, clock.nowMs(), clock.now().toISOString());
-    },
-
     async nextDueAt(): Promise<number | null> {
       return deps.deliveries.nextDueAt();
     },
@@ -370,145 +551,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
      * did (architecture.md, Decisions: email status).
      */
     async complete(group: DeliveryGroup, attemptStartedAt: Date | null, results: AttemptResult[], traces: readonly AttemptTrace[] = []): Promise<void> {
-      const now = clock.now();
-      const nowIso = now.toISOString();
-      const email = group.email;
-      const byId = new Map(group.deliveries.map((d) => [d.id, d]));
-      const updates: DeliveryUpdate[] = [];
-      const events: StatusEventWrite[] = [];
-      const suppressions: ResultsWrite['suppressions'] = [];
-      const bus: { deliveryId: number; status: Exclude<EmailStatus, 'SCHEDULED'>; extra: Record<string, unknown> }[] = [];
-      // One log line per recipient's outcome (docs/operations.md, Logs), written once it is recorded.
-      const outcomes: { deliveryId: number; fields: Record<string, unknown> }[] = [];
-      const logging = deps.logger.isLevelEnabled('info');
-      const logOutcome = (d: DeliveryRow, outcome: string, fields: Record<string, unknown>) => {
-        if (logging) outcomes.push({ deliveryId: d.id, fields: { event: `delivery.${outcome}`, emailId: email.id, teamId: email.team_id, deliveryId: d.id, recipient: d.recipient, ...fields } });
-      };
-
-      for (const r of results) {
-        const d = byId.get(r.deliveryId);
-        if (!d) continue;
-        const ev = (status: Exclude<EmailStatus, 'SCHEDULED'>, data: Record<string, unknown>) => {
-          events.push({ emailId: email.id, status, rank: statusRank(status), data, at: nowIso, deliveryId: d.id });
-          bus.push({ deliveryId: d.id, status, extra: data });
-        };
-        const attempts = d.attempts + 1;
-        // A hostile or broken MX may answer with a megabyte; events, webhooks and the row keep 2,000 characters.
-        const response = r.response.length > MAX_RESPONSE_CHARS ? `${r.response.slice(0, MAX_RESPONSE_CHARS - 1)}…` : r.response;
-        const base = { recipient: d.recipient, mxHost: r.mxHost ?? null, smtpCode: r.code ?? null, response, ...(r.tls ? { tls: r.tls } : {}), ...(r.source ? { source: r.source } : {}) };
-        const update = { id: d.id, attempts, code: r.code ?? null, response, mxHost: r.mxHost ?? null };
-        const wire = { attempt: attempts, mxHost: r.mxHost ?? null, smtpCode: r.code ?? null, response, ...(r.source ? { source: r.source } : {}) };
-        if (r.outcome === 'delivered') {
-          updates.push({ ...update, state: 'delivered', nextAttemptAt: d.next_attempt_at });
-          ev('DELIVERED', base);
-          logOutcome(d, 'delivered', wire);
-        } else if (r.outcome === 'bounced') {
-          updates.push({ ...update, state: 'bounced', nextAttemptAt: d.next_attempt_at });
-          ev('BOUNCED', { ...base, bounce: { type: r.hardBounce ? 'Permanent' : 'Transient', subType: bounceSubType(r), ...(r.category ? { category: r.category } : {}), message: response } });
-          if (r.hardBounce) {
-            suppressions.push({ teamId: email.team_id, email: addressKey(d.recipient), reason: 'HARD_BOUNCE', source: email.id, at: nowIso, deliveryId: d.id });
-          }
-          logOutcome(d, 'bounced', { ...wire, hardBounce: !!r.hardBounce });
-        } else if (r.outcome === 'suppressed') {
-          // Not an attempt: the attempt count, last SMTP code and MX host stay as they were; the
-          // response says why the row was closed (posthorn queue shows it).
-          updates.push({ ...update, attempts: d.attempts, code: d.last_code, response, mxHost: d.mx_host, state: 'suppressed', nextAttemptAt: d.next_attempt_at });
-          const data = { recipient: d.recipient, suppressed: { reason: response } };
-          logOutcome(d, 'suppressed', { reason: response });
-          if (r.emailSuppressed) ev('SUPPRESSED', data);
-          // One recipient of several: on record in the email's events, latestStatus unchanged.
-          else events.push({ emailId: email.id, status: 'SUPPRESSED', rank: NO_STATUS_CHANGE, data, at: nowIso, deliveryId: d.id });
-        } else if (r.outcome === 'failed') {
-          updates.push({ ...update, state: 'failed', nextAttemptAt: d.next_attempt_at });
-          ev('FAILED', { ...base, failed: { reason: response } });
-          logOutcome(d, 'failed', { ...wire, reason: response });
-        } else {
-          const age = now.getTime() - d.due_since;
-          const giveUpAt = d.due_since + deps.maxAgeMs;
-          if (age >= deps.maxAgeMs) {
-            updates.push({ ...update, state: 'failed', nextAttemptAt: d.next_attempt_at });
-            const reason = `gave up after ${attempts} attempts over ${Math.round(age / 3_600_000)} hours; last reply: ${response}`;
-            ev('FAILED', { ...base, failed: { reason } });
-            logOutcome(d, 'failed', { ...wire, reason });
-          } else {
-            // The last retry falls at the give-up age, not up to a 3-hour step (or a 6-hour
-            // "try again in" hint) past it: FAILED is reported when promised.
-            const next = Math.min(now.getTime() + retryDelayMs(attempts, r.retryAfterMs), giveUpAt);
-            updates.push({ ...update, state: 'queued', nextAttemptAt: next });
-            const data = { ...base, attempt: attempts, nextAttemptAt: new Date(next).toISOString() };
-            logOutcome(d, 'deferred', { ...wire, nextAttemptAt: data.nextAttemptAt });
-            events.push({ emailId: email.id, status: 'DELIVERY_DELAYED', rank: statusRank('DELIVERY_DELAYED'), data, at: nowIso, deliveryId: d.id });
-            // Announce a delay once per recipient, not on every retry.
-            if (attempts === 1) bus.push({ deliveryId: d.id, status: 'DELIVERY_DELAYED', extra: data });
-          }
-        }
-      }
-
-      const busEvent = (status: Exclude<EmailStatus, 'SCHEDULED'>, extra: Record<string, unknown>, at: string) =>
-        emailBusEvent(statusEventType(status), email, status, at, extra);
-      let announced: BusEvent[] = [];
-      let closedMeanwhile = 0;
-      let recorded: ReadonlySet<number> = new Set();
-      await deps.deliveries.applyResults(
-        {
-          sent: attemptStartedAt ? { emailIds: [email.id], at: attemptStartedAt.toISOString(), rank: statusRank('SENT') } : undefined,
-          updates,
-          events,
-          suppressions,
-          traces: traces.map((t) => ({
-            email_id: email.id,
-            team_id: email.team_id,
-            rcpt_domain: group.rcptDomain,
-            started_at: t.startedAt || now.getTime(),
-            mx_host: t.mxHost,
-            address: t.address,
-            source: t.source,
-            source_name: t.sourceName ?? null,
-            tls_json: t.tls ? JSON.stringify(t.tls) : null,
-            results_json: JSON.stringify(t.results.map((r) => ({ ...r, response: r.response.slice(0, MAX_RESPONSE_CHARS) }))),
-            transcript_json: JSON.stringify(t.lines),
-          })),
-        },
-        nowIso,
-        (newlySent, applied) => {
-          // Inside the results' transaction: the webhook outbox rows commit with them. SENT is
-          // announced only by the write that recorded it (it may run twice: the last run counts).
-          // A row closed meanwhile (purged, suppressed) kept its outcome: nothing to announce.
-          const later = bus.filter((b) => applied.has(b.deliveryId)).map((b) => busEvent(b.status, b.extra, nowIso));
-          closedMeanwhile = updates.length - applied.size;
-          recorded = applied;
-          announced = newlySent.length && attemptStartedAt ? [busEvent('SENT', {}, attemptStartedAt.toISOString()), ...later] : later;
-          deps.events.inTransaction(announced);
-        },
-      );
-      if (closedMeanwhile > 0) {
-        deps.logger.warn({ emailId: email.id, closedMeanwhile }, 'attempt results arrived for deliveries closed meanwhile (purged or suppressed); their outcome was kept');
-      }
-      for (const e of announced) deps.events.emit(e);
-      if (deps.observe) {
-        const acceptedAtMs = Date.parse(email.created_at);
-        const hard = new Set(results.filter((r) => r.hardBounce).map((r) => r.deliveryId));
-        const sourceOf = new Map(results.map((r) => [r.deliveryId, r.source ?? 'default']));
-        const samples = updates
-          .filter((u) => recorded.has(u.id))
-          .map((u): OutcomeSample => ({
-            outcome: u.state === 'queued' ? 'deferred' : u.state === 'cancelled' ? 'failed' : u.state,
-            recipientDomain: group.rcptDomain,
-            mxHost: u.mxHost,
-            source: sourceOf.get(u.id) ?? 'default',
-            hardBounce: hard.has(u.id),
-            acceptedAtMs,
-            atMs: now.getTime(),
-          }));
-        deps.observe(samples);
-      }
-      if (logging) {
-        for (const o of outcomes) {
-          if (!recorded.has(o.deliveryId)) continue;
-          const f = o.fields;
-          deps.logger.info(f, `${f.event} ${f.recipient} (email ${email.id})${f.response !== undefined && f.event !== 'delivery.suppressed' ? `: ${String(f.response).slice(0, 200)}` : ''}`);
-        }
-      }
+      await recordResults([{ group, results, traces }], attemptStartedAt);
     },
   };
   return service;

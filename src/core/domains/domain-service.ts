@@ -7,6 +7,7 @@ import type { DnsResolver } from '../../lib/dns/dns-client.js';
 import type { DomainRecord, DomainsRepository, DomainStatus, MtaStsMode } from '../../store/repositories/domains-repository.js';
 import { AppError, badRequest, forbidden, notFound, notUnique } from '../errors.js';
 import type { BusEvent, EventBus, DomainEventType } from '../events.js';
+import type { AuditService, OperatorActor } from '../operators/audit-service.js';
 import { buildDnsRecords, isLocalHostname, localHostnameWarning, servedStsPolicy, type DnsRecordView } from './dns-records.js';
 import { canonicalHost, isSameOrSubdomain, normalizeDomainName } from './domain-names.js';
 import { checkDomainDns, type RecordCheck } from './domain-verifier.js';
@@ -77,6 +78,8 @@ export interface DomainServiceDeps {
   bounceLabel: string;
   /** Sandbox mode: a domain may send before it is verified (nothing leaves the server). */
   sandbox?: boolean;
+  /** The operator audit log: an operator's change and its entry commit together. */
+  audit?: Pick<AuditService, 'inTransaction'>;
 }
 
 /**
@@ -419,9 +422,12 @@ export function createDomainService(deps: DomainServiceDeps) {
      * Operator: the egress pool of a domain's mail (null or "default": its team's). Returns the
      * domain as changed, undefined when there is no such domain.
      */
-    async setPool(id: number, pool: string | null): Promise<{ id: number; name: string; teamId: number; pool: string | null } | undefined> {
+    /** With `by`, an operator's change: its domain.update audit entry commits with it. */
+    async setPool(id: number, pool: string | null, by?: OperatorActor): Promise<{ id: number; name: string; teamId: number; pool: string | null } | undefined> {
       const value = poolOf(pool, deps.isPool);
-      if (!(await domains.setPool(id, value, clock.now().toISOString()))) return undefined;
+      if (by && !deps.audit) throw new Error('domain service: no audit log wired for operator changes');
+      const audit = by && deps.audit ? () => deps.audit!.inTransaction(by, 'domain.update', { domainId: id, pool: value }) : undefined;
+      if (!(await domains.setPool(id, value, clock.now().toISOString(), audit))) return undefined;
       const d = await domains.findByIdAnyTeam(id);
       return d && { id: d.id, name: d.name, teamId: d.teamId, pool: d.pool };
     },

@@ -23,16 +23,28 @@ export interface AuditEntry {
 }
 
 export function createAuditService(deps: { audit: OperatorAuditRepository; clock: Clock }) {
+  const rowOf = (actor: OperatorActor, action: string, target: Record<string, unknown>) => ({
+    key_id: actor !== 'cli' && 'keyId' in actor ? actor.keyId : null,
+    console_user_id: actor !== 'cli' && 'consoleUserId' in actor ? actor.consoleUserId : null,
+    actor: actorLabel(actor),
+    action,
+    target_json: JSON.stringify(target),
+    created_at: deps.clock.now().toISOString(),
+  });
   return {
+    /** An entry in a write of its own: only for an action with no change to ride on. */
     async record(actor: OperatorActor, action: string, target: Record<string, unknown>): Promise<void> {
-      await deps.audit.insert({
-        key_id: actor !== 'cli' && 'keyId' in actor ? actor.keyId : null,
-        console_user_id: actor !== 'cli' && 'consoleUserId' in actor ? actor.consoleUserId : null,
-        actor: actorLabel(actor),
-        action,
-        target_json: JSON.stringify(target),
-        created_at: deps.clock.now().toISOString(),
-      });
+      await deps.audit.insert(rowOf(actor, action, target));
+    },
+
+    /**
+     * The entry of an action, written inside the write transaction that makes the change (a
+     * repository's `inTransaction` callback), so the change and its entry commit together or
+     * not at all: a refused entry refuses the change, and a process killed after the commit
+     * has both. Synchronous and pure (the write may be rolled back and run again).
+     */
+    inTransaction(actor: OperatorActor, action: string, target: Record<string, unknown>): void {
+      deps.audit.insertInOpenTransaction(rowOf(actor, action, target));
     },
 
     /** Newest first; `cursor` is the previous page's nextCursor. */

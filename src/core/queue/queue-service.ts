@@ -13,7 +13,8 @@ import type { ShapingOperator, ShapingState } from '../shaping/shaping-view.js';
 /*
  * The operator's queue (docs/operations.md, "The queue"): what is waiting for which destination,
  * suspensions that hold mail without attempting it, bulk retry and bounce, and the trace of each
- * attempt. Every change is written to the audit log with who made it.
+ * attempt. Every change is written to the audit log with who made it, in the change's own
+ * transaction: the change and its entry commit together or not at all.
  */
 
 export type { QueueSelector, QueueState };
@@ -169,16 +170,16 @@ export function createQueueService(deps: QueueServiceDeps) {
         created_by: actorLabel(actor),
         created_at: new Date(now).toISOString(),
       };
-      const parked = await queue.insertSuspension(row, now);
-      await deps.audit.record(actor, 'queue.suspend', { suspensionId: row.id, ...sel, minutes: input.minutes, reason });
+      const parked = await queue.insertSuspension(row, now, () =>
+        deps.audit.inTransaction(actor, 'queue.suspend', { suspensionId: row.id, ...sel, minutes: input.minutes, reason }),
+      );
       return { ...suspensionView(row), parked };
     },
 
     /** Ends a suspension at once: what it held is due now. */
     async resume(actor: OperatorActor, id: string): Promise<SuspensionView> {
-      const ended = await queue.endSuspension(id, clock.nowMs(), clock.now().toISOString());
+      const ended = await queue.endSuspension(id, clock.nowMs(), clock.now().toISOString(), () => deps.audit.inTransaction(actor, 'queue.resume', { suspensionId: id }));
       if (!ended) throw notFound(`suspension ${id} not found (or already ended)`);
-      await deps.audit.record(actor, 'queue.resume', { suspensionId: id });
       deps.wake();
       return suspensionView(ended);
     },
@@ -186,43 +187,51 @@ export function createQueueService(deps: QueueServiceDeps) {
     /** Matching queued mail that is not on the wire becomes due now (held mail stays held; a scheduled send keeps its time). */
     async retry(actor: OperatorActor, input: Parameters<typeof parseSelector>[0]): Promise<{ retried: number }> {
       const sel = parseSelector(input);
-      const retried = await queue.retryNow(sel, clock.nowMs(), clock.now().toISOString());
-      await deps.audit.record(actor, 'queue.retry', { ...sel, retried });
+      const retried = await queue.retryNow(sel, clock.nowMs(), clock.now().toISOString(), (n) => deps.audit.inTransaction(actor, 'queue.retry', { ...sel, retried: n }));
       deps.wake();
       return { retried };
     },
 
     /**
      * Fails matching queued mail with the operator's reason, with FAILED events and webhooks
-     * like any other failure. Mail on the wire (leased by the engine) is left alone.
+     * like any other failure. Mail on the wire (leased by the engine) is left alone. Each batch
+     * and an audit entry saying what it bounced commit together: a bounce that fails midway
+     * has every finished batch on record, and nothing of the batch that failed.
      */
     async bounce(actor: OperatorActor, input: Parameters<typeof parseSelector>[0] & { reason: string }): Promise<{ bounced: number }> {
       const sel = parseSelector(input);
       const reason = reasonOf(input.reason);
+      const owner = `${deps.owner}:bounce`;
       let bounced = 0;
+      let audited = false;
       for (;;) {
-        const rows = await queue.leaseForBounce(sel, `${deps.owner}:bounce`, clock.nowMs() + deps.leaseMs, BOUNCE_BATCH);
+        const rows = await queue.leaseForBounce(sel, owner, clock.nowMs() + deps.leaseMs, BOUNCE_BATCH);
         if (!rows.length) break;
-        bounced += await deps.deliveries.failLeased(rows, `bounced by the operator: ${reason}`);
+        bounced += await deps.deliveries.failLeased(rows, `bounced by the operator: ${reason}`, owner, (n) => {
+          audited = true;
+          deps.audit.inTransaction(actor, 'queue.bounce', { ...sel, reason, bounced: n });
+        });
         if (rows.length < BOUNCE_BATCH) break;
       }
-      await deps.audit.record(actor, 'queue.bounce', { ...sel, reason, bounced });
+      // Nothing matched: no change to ride on, yet the attempt is on record.
+      if (!audited) await deps.audit.record(actor, 'queue.bounce', { ...sel, reason, bounced });
       return { bounced };
     },
 
     /** One queued delivery becomes due now (a suspension that holds it keeps holding it). */
     async retryDelivery(actor: OperatorActor, deliveryId: number): Promise<void> {
-      const d = await deps.deliveriesRepo.findById(deliveryId);
-      if (!d || d.state !== 'queued' || !(await deps.deliveries.retryNow(deliveryId))) throw notFound(`delivery ${deliveryId} is not queued`);
-      await deps.audit.record(actor, 'queue.retry', { deliveryId, emailId: d.email_id, destination: d.rcpt_domain, retried: 1 });
+      const d = await deps.deliveriesRepo.retryNow(deliveryId, clock.nowMs(), clock.now().toISOString(), (row) =>
+        deps.audit.inTransaction(actor, 'queue.retry', { deliveryId, emailId: row.email_id, destination: row.rcpt_domain, retried: 1 }),
+      );
+      if (!d) throw notFound(`delivery ${deliveryId} is not queued`);
       deps.wake();
     },
 
     /** Gives up on one queued delivery: FAILED, with its event and webhook. Never one on the wire. */
     async giveUp(actor: OperatorActor, deliveryId: number): Promise<void> {
       const d = await deps.deliveriesRepo.findById(deliveryId);
-      await deps.deliveries.purge(deliveryId);
-      await deps.audit.record(actor, 'queue.purge', { deliveryId, emailId: d!.email_id, destination: d!.rcpt_domain });
+      if (!d || d.state !== 'queued') throw notFound(`delivery ${deliveryId} is not queued`);
+      await deps.deliveries.purge(deliveryId, () => deps.audit.inTransaction(actor, 'queue.purge', { deliveryId, emailId: d.email_id, destination: d.rcpt_domain }));
     },
 
     /** Each attempt of an email: the MX, addresses, TLS and the SMTP transcript. */

@@ -1,6 +1,7 @@
 import { badRequest } from '../errors.js';
 import type { Clock } from '../../lib/clock.js';
 import type { TeamsRepository } from '../../store/repositories/teams-repository.js';
+import type { AuditService, OperatorActor } from '../operators/audit-service.js';
 
 export interface TeamServiceDeps {
   teams: TeamsRepository;
@@ -9,6 +10,8 @@ export interface TeamServiceDeps {
   onTeamCreated?: (teamId: number) => Promise<void>;
   /** Whether an egress pool of that name is configured (outbound.pools). */
   isPool?: (name: string) => boolean;
+  /** The operator audit log: an operator's change and its entry commit together. */
+  audit?: Pick<AuditService, 'inTransaction'>;
 }
 
 const MAX_TEAM_NAME = 200;
@@ -33,19 +36,32 @@ export function poolOf(pool: string | null, isPool: ((name: string) => boolean) 
 }
 
 export function createTeamService(deps: TeamServiceDeps) {
-  /** Renames, sets the rate limit (null: the configured default) and/or the egress pool (null: the default); undefined when there is no such team. */
-  async function update(id: number, changes: { name?: string; rateLimit?: number | null; pool?: string | null }) {
+  /** The entry of an operator's change, written inside the change's transaction; nothing for a change no operator made. */
+  function audited<T>(by: OperatorActor | undefined, entry: (value: T) => [string, Record<string, unknown>]): ((value: T) => void) | undefined {
+    if (!by) return undefined;
+    if (!deps.audit) throw new Error('team service: no audit log wired for operator changes');
+    const audit = deps.audit;
+    return (value) => audit.inTransaction(by, ...entry(value));
+  }
+
+  /**
+   * Renames, sets the rate limit (null: the configured default) and/or the egress pool (null:
+   * the default); undefined when there is no such team. With `by`, an operator's change: its
+   * team.update audit entry (the values as stored) commits with it.
+   */
+  async function update(id: number, changes: { name?: string; rateLimit?: number | null; pool?: string | null }, by?: OperatorActor) {
     const clean: { name?: string; rateLimit?: number | null; pool?: string | null } = {};
     if (changes.name !== undefined) clean.name = teamName(changes.name);
     if (changes.rateLimit !== undefined) clean.rateLimit = rateLimitOf(changes.rateLimit);
     if (changes.pool !== undefined) clean.pool = poolOf(changes.pool, deps.isPool);
-    return deps.teams.update(id, clean, deps.clock.now().toISOString());
+    return deps.teams.update(id, clean, deps.clock.now().toISOString(), audited(by, (team) => ['team.update', { teamId: team.id, ...clean }]));
   }
   return {
-    async create(name: string, rateLimit: number | null = null): Promise<number> {
+    /** With `by`, an operator's: its team.create audit entry (the name as stored) commits with the team. */
+    async create(name: string, rateLimit: number | null = null, by?: OperatorActor): Promise<number> {
       const trimmed = teamName(name);
       rateLimitOf(rateLimit);
-      const id = await deps.teams.insert(trimmed, deps.clock.now().toISOString(), rateLimit);
+      const id = await deps.teams.insert(trimmed, deps.clock.now().toISOString(), rateLimit, audited(by, (team) => ['team.create', { teamId: team.id, name: team.name }]));
       await deps.onTeamCreated?.(id);
       return id;
     },

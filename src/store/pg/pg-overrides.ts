@@ -1,5 +1,6 @@
 import type { DialectOverride } from '../store-context.js';
 import { pgAnalytics } from './pg-analytics.js';
+import { pgAudit } from './pg-audit.js';
 import { pgCampaigns } from './pg-campaigns.js';
 import { pgDeliveries } from './pg-deliveries.js';
 import { pgEmails } from './pg-emails.js';
@@ -15,6 +16,7 @@ export const PG_OVERRIDES: Record<string, DialectOverride> = {
   campaigns: pgCampaigns,
   deliveries: pgDeliveries,
   emails: pgEmails,
+  operatorAudit: pgAudit,
   queue: pgQueue,
   shaping: pgShaping,
   suppressions: pgSuppressions,

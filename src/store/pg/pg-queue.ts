@@ -5,6 +5,7 @@ import type { DestinationRow, QueueRepository, QueueSelector, QueueState, Suspen
 import { pgPoolOf } from './pg-context.js';
 import { clientExec, kyselyExec } from './pg-exec.js';
 import { heldBySuspension, PARK_HELD_SQL } from './pg-suspension-sql.js';
+import { transact } from '../store-context.js';
 
 /* The operator's queue views and actions (store/repositories/queue-repository.ts) in PostgreSQL's SQL. */
 
@@ -89,12 +90,18 @@ export function pgQueue(db: Kysely<Database>): Partial<QueueRepository> {
       );
     },
 
-    async retryNow(sel: QueueSelector, nowMs: number, nowIso: string): Promise<number> {
+    async retryNow(sel: QueueSelector, nowMs: number, nowIso: string, inTransaction?: (retried: number) => void): Promise<number> {
       const p = new Params();
       const now = p.add(nowMs);
       const set = `next_attempt_at = ${now}, updated_at = ${p.add(nowIso)}`;
       // A scheduled send not due yet (due_since is its time) keeps its time.
-      return exec.run(`update deliveries as d set ${set} where d.state = 'queued' and d.lease_owner is null and d.due_since <= ${now} and ${selectorSql(sel, p)}`, p.values);
+      const text = `update deliveries as d set ${set} where d.state = 'queued' and d.lease_owner is null and d.due_since <= ${now} and ${selectorSql(sel, p)}`;
+      if (!inTransaction) return exec.run(text, p.values);
+      return transact(db, async (trx) => {
+        const retried = await kyselyExec(trx).run(text, p.values);
+        inTransaction(retried);
+        return retried;
+      });
     },
 
     async leaseForBounce(sel: QueueSelector, owner: string, untilMs: number, limit: number): Promise<DeliveryRow[]> {
@@ -109,10 +116,12 @@ export function pgQueue(db: Kysely<Database>): Partial<QueueRepository> {
       );
     },
 
-    async insertSuspension(row: SuspensionRow, nowMs: number): Promise<number> {
-      return db.transaction().execute(async (trx) => {
+    async insertSuspension(row: SuspensionRow, nowMs: number, inTransaction?: (parked: number) => void): Promise<number> {
+      return transact(db, async (trx) => {
         await trx.insertInto('queue_suspensions').values(row).execute();
-        return kyselyExec(trx).run(PARK_HELD_SQL, [nowMs]);
+        const parked = await kyselyExec(trx).run(PARK_HELD_SQL, [nowMs]);
+        inTransaction?.(parked);
+        return parked;
       });
     },
 
@@ -120,8 +129,8 @@ export function pgQueue(db: Kysely<Database>): Partial<QueueRepository> {
       return exec.query<SuspensionRow>('select * from queue_suspensions where until_ms > $1 order by until_ms, id', [nowMs]);
     },
 
-    async endSuspension(id: string, nowMs: number, nowIso: string): Promise<SuspensionRow | undefined> {
-      return db.transaction().execute(async (trx) => {
+    async endSuspension(id: string, nowMs: number, nowIso: string, inTransaction?: (ended: SuspensionRow) => void): Promise<SuspensionRow | undefined> {
+      return transact(db, async (trx) => {
         const s = await trx.deleteFrom('queue_suspensions').where('id', '=', id).where('until_ms', '>', nowMs).returningAll().executeTakeFirst();
         if (!s) return undefined;
         // Parked rows carry the suspension's end as their due time; another suspension that
@@ -132,6 +141,7 @@ export function pgQueue(db: Kysely<Database>): Partial<QueueRepository> {
         const campaignId = s.campaign_id;
         if (campaignId !== null) q = q.where('email_id', 'in', (eb) => eb.selectFrom('emails').select('emails.id').where('emails.campaign_id', '=', campaignId));
         await q.execute();
+        inTransaction?.(s);
         return s;
       });
     },

@@ -5,7 +5,7 @@ import type { DeliveryAttemptsTable } from '../tables/operations-tables.js';
 import { type DeliveryRow } from './emails-repository.js';
 import { groupCommitOf, type GroupCommitStore } from '../group-commit.js';
 import { HELD_BY_SUSPENSION, parkHeldSync } from './suspension-sql.js';
-import { withDialect } from '../store-context.js';
+import { transact, withDialect } from '../store-context.js';
 
 /** How often the claim parks held rows (see claimDue). */
 export const PARK_INTERVAL_MS = 1000;
@@ -310,9 +310,16 @@ export function createDeliveriesRepository(db: Db) {
       return db.selectFrom('deliveries').selectAll().where('id', '=', id).executeTakeFirst();
     },
 
-    async retryNow(id: number, nowMs: number, nowIso: string): Promise<boolean> {
-      const res = await db.updateTable('deliveries').set({ next_attempt_at: nowMs, updated_at: nowIso }).where('id', '=', id).where('state', '=', 'queued').executeTakeFirst();
-      return res.numUpdatedRows > 0n;
+    /**
+     * A queued delivery becomes due now; undefined when it is not queued. `inTransaction` runs
+     * inside the same transaction with the row (the operator's audit entry commits with it).
+     */
+    async retryNow(id: number, nowMs: number, nowIso: string, inTransaction?: (row: DeliveryRow) => void): Promise<DeliveryRow | undefined> {
+      return transact(db, async (trx) => {
+        const row = await trx.updateTable('deliveries').set({ next_attempt_at: nowMs, updated_at: nowIso }).where('id', '=', id).where('state', '=', 'queued').returningAll().executeTakeFirst();
+        if (row) inTransaction?.(row);
+        return row;
+      });
     },
 
     /** One email's recipients, only if the email is the team's. */

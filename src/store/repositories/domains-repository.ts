@@ -218,9 +218,14 @@ export function createDomainsRepository(db: Db) {
       return (await readPool(id))?.pool ?? null;
     },
     /** Sets a domain's egress pool (null: the team's). */
-    async setPool(id: number, pool: string | null, nowIso: string): Promise<boolean> {
-      const res = await db.updateTable('domains').set({ pool, updated_at: nowIso }).where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
-      return res.numUpdatedRows > 0n;
+    /** False when there is no such domain; otherwise `inTransaction` runs inside the update's transaction (the operator's audit entry commits with it). */
+    async setPool(id: number, pool: string | null, nowIso: string, inTransaction?: () => void): Promise<boolean> {
+      return transact(db, async (trx) => {
+        const res = await trx.updateTable('domains').set({ pool, updated_at: nowIso }).where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
+        const updated = res.numUpdatedRows > 0n;
+        if (updated) inTransaction?.();
+        return updated;
+      });
     },
     async findByName(teamId: number, name: string): Promise<DomainRecord | undefined> {
       // Hot path (every send checks its from-domain): a prepared statement, and a short cache.

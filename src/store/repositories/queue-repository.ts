@@ -139,15 +139,18 @@ export function createQueueRepository(db: Db) {
     /**
      * Matching queued deliveries not on the wire become due now; held ones stay held, and a
      * scheduled send not due yet (due_since is its time) keeps its time. Returns how many.
+     * `inTransaction` runs inside the same write with that number (the operator's audit entry
+     * commits with the change); it may run more than once, like the write itself.
      */
-    async retryNow(sel: QueueSelector, nowMs: number, nowIso: string): Promise<number> {
+    async retryNow(sel: QueueSelector, nowMs: number, nowIso: string, inTransaction?: (retried: number) => void): Promise<number> {
       const { where, params } = selectorSql(sel);
-      return sync.write(
-        () =>
-          sync.sqlite
-            .prepare(`update deliveries as d set next_attempt_at = ?, updated_at = ? where d.state = 'queued' and d.lease_owner is null and d.due_since <= ? and ${where}`)
-            .run(nowMs, nowIso, nowMs, ...params).changes,
-      );
+      return sync.write(() => {
+        const retried = sync.sqlite
+          .prepare(`update deliveries as d set next_attempt_at = ?, updated_at = ? where d.state = 'queued' and d.lease_owner is null and d.due_since <= ? and ${where}`)
+          .run(nowMs, nowIso, nowMs, ...params).changes;
+        inTransaction?.(retried);
+        return retried;
+      });
     },
 
     /**
@@ -168,13 +171,16 @@ export function createQueueRepository(db: Db) {
       );
     },
 
-    async insertSuspension(row: SuspensionRow, nowMs: number): Promise<number> {
+    /** Returns how many rows it parked; `inTransaction` runs inside the same write (see retryNow). */
+    async insertSuspension(row: SuspensionRow, nowMs: number, inTransaction?: (parked: number) => void): Promise<number> {
       // Held rows due now are parked at the end of the suspension at once (see parkHeld).
       return sync.write(() => {
         sync.sqlite
           .prepare('insert into queue_suspensions (id, destination, team_id, campaign_id, reason, until_ms, created_by, created_at) values (?, ?, ?, ?, ?, ?, ?, ?)')
           .run(row.id, row.destination, row.team_id, row.campaign_id, row.reason, row.until_ms, row.created_by, row.created_at);
-        return parkHeldSync(sync.sqlite, nowMs);
+        const parked = parkHeldSync(sync.sqlite, nowMs);
+        inTransaction?.(parked);
+        return parked;
       });
     },
 
@@ -182,8 +188,11 @@ export function createQueueRepository(db: Db) {
       return sync.read(() => sync.sqlite.prepare('select * from queue_suspensions where until_ms > ? order by until_ms, id').all(nowMs) as SuspensionRow[]);
     },
 
-    /** Ends a suspension now: the mail it parked is due at once. False when none is active with that id. */
-    async endSuspension(id: string, nowMs: number, nowIso: string): Promise<SuspensionRow | undefined> {
+    /**
+     * Ends a suspension now: the mail it parked is due at once. Undefined when none is active with
+     * that id; otherwise `inTransaction` runs inside the same write with it (see retryNow).
+     */
+    async endSuspension(id: string, nowMs: number, nowIso: string, inTransaction?: (ended: SuspensionRow) => void): Promise<SuspensionRow | undefined> {
       return sync.write(() => {
         const s = sync.sqlite.prepare('select * from queue_suspensions where id = ? and until_ms > ?').get(id, nowMs) as SuspensionRow | undefined;
         if (!s) return undefined;
@@ -197,6 +206,7 @@ export function createQueueRepository(db: Db) {
                and (? is null or d.email_id in (select id from emails where campaign_id = ?))`,
           )
           .run(nowMs, nowIso, s.until_ms, s.destination, s.destination, s.team_id, s.team_id, s.campaign_id, s.campaign_id);
+        inTransaction?.(s);
         return s;
       });
     },

@@ -1,4 +1,5 @@
 import type { Db } from '../db.js';
+import { transact } from '../store-context.js';
 
 export interface TeamRow {
   id: number;
@@ -19,13 +20,13 @@ const teamOf = (r: { id: number; name: string; rate_limit: number | null; pool: 
 
 export function createTeamsRepository(db: Db) {
   return {
-    async insert(name: string, nowIso: string, rateLimit: number | null = null): Promise<number> {
-      const row = await db
-        .insertInto('teams')
-        .values({ name, rate_limit: rateLimit, created_at: nowIso, updated_at: nowIso })
-        .returning('id')
-        .executeTakeFirstOrThrow();
-      return row.id;
+    /** `inTransaction` runs inside the insert's transaction with the new team (the operator's audit entry commits with it). */
+    async insert(name: string, nowIso: string, rateLimit: number | null = null, inTransaction?: (team: TeamRow) => void): Promise<number> {
+      return transact(db, async (trx) => {
+        const row = await trx.insertInto('teams').values({ name, rate_limit: rateLimit, created_at: nowIso, updated_at: nowIso }).returningAll().executeTakeFirstOrThrow();
+        inTransaction?.(teamOf(row));
+        return row.id;
+      });
     },
     async findById(id: number): Promise<TeamRow | undefined> {
       const r = await db.selectFrom('teams').selectAll().where('id', '=', id).executeTakeFirst();
@@ -35,19 +36,24 @@ export function createTeamsRepository(db: Db) {
       const rows = await db.selectFrom('teams').selectAll().orderBy('id').execute();
       return rows.map(teamOf);
     },
-    async update(id: number, changes: { name?: string; rateLimit?: number | null; pool?: string | null }, nowIso: string): Promise<TeamRow | undefined> {
-      const r = await db
-        .updateTable('teams')
-        .set({
-          ...(changes.name !== undefined ? { name: changes.name } : {}),
-          ...(changes.rateLimit !== undefined ? { rate_limit: changes.rateLimit } : {}),
-          ...(changes.pool !== undefined ? { pool: changes.pool } : {}),
-          updated_at: nowIso,
-        })
-        .where('id', '=', id)
-        .returningAll()
-        .executeTakeFirst();
-      return r && teamOf(r);
+    /** Undefined when there is no such team; otherwise `inTransaction` runs inside the update's transaction with the stored row. */
+    async update(id: number, changes: { name?: string; rateLimit?: number | null; pool?: string | null }, nowIso: string, inTransaction?: (team: TeamRow) => void): Promise<TeamRow | undefined> {
+      return transact(db, async (trx) => {
+        const r = await trx
+          .updateTable('teams')
+          .set({
+            ...(changes.name !== undefined ? { name: changes.name } : {}),
+            ...(changes.rateLimit !== undefined ? { rate_limit: changes.rateLimit } : {}),
+            ...(changes.pool !== undefined ? { pool: changes.pool } : {}),
+            updated_at: nowIso,
+          })
+          .where('id', '=', id)
+          .returningAll()
+          .executeTakeFirst();
+        const team = r && teamOf(r);
+        if (team) inTransaction?.(team);
+        return team;
+      });
     },
   };
 }
