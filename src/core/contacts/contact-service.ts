@@ -518,9 +518,15 @@ export function createContactService(deps: ContactServiceDeps) {
           const after = merge(updates.get(current.id) ?? current, fields, 'import', book, nowIso);
           if (after) updates.set(current.id, after);
         }
-        await tx.insertMany([...inserts.values()].map((i) => i.row));
-        const saved: ContactRow[] = [];
-        for (const after of updates.values()) saved.push((await tx.update({ teamId: scope.teamId, bookId }, after.id, changesOf(after))) ?? after);
+        // Rows are written in one order for every request (new ones by email, updated ones by
+        // id): on PostgreSQL two imports of the same rows in different orders would each wait
+        // for a row the other wrote (a deadlock). Events keep the request's order.
+        await tx.insertMany([...inserts.values()].map((i) => i.row).sort((a, b) => compare(a.email, b.email)));
+        const written = new Map<string, ContactRow>();
+        for (const after of [...updates.values()].sort((a, b) => compare(a.id, b.id))) {
+          written.set(after.id, (await tx.update({ teamId: scope.teamId, bookId }, after.id, changesOf(after))) ?? after);
+        }
+        const saved = [...updates.keys()].map((id) => written.get(id)!);
         const value = { inserts: [...inserts.values()], saved };
         return {
           value,
@@ -574,6 +580,8 @@ export function createContactService(deps: ContactServiceDeps) {
     confirmUrl,
   };
 }
+
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 function addressOrNull(raw: string): string | null {
   try {
