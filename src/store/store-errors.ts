@@ -53,3 +53,17 @@ export function isUniqueViolation(err: unknown, table?: string): boolean {
   const m = /UNIQUE constraint failed: ([A-Za-z0-9_]+)\./.exec(message);
   return m !== null && (table === undefined || m[1] === table);
 }
+
+/**
+ * True when a write was refused by a foreign key (a row of `table`, when given, naming a parent
+ * that is gone): a create that checked its parent first, then lost a race with the parent's
+ * deletion.
+ */
+export function isForeignKeyViolation(err: unknown, table?: string): boolean {
+  const e = err as { code?: unknown; message?: unknown; table?: unknown } | null;
+  if (!e || typeof e !== 'object') return false;
+  // PostgreSQL: SQLSTATE 23503, with the referencing table named on the error.
+  if (e.code === '23503') return table === undefined || e.table === table;
+  // SQLite names no table: "FOREIGN KEY constraint failed".
+  return e.code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || (typeof e.message === 'string' && e.message.startsWith('FOREIGN KEY constraint failed'));
+}

@@ -202,3 +202,28 @@ test('books are per team; SENDING keys and missing keys are refused', async (t) 
   t.is((await t0.request('GET', '/v1/contactBooks', { key: null })).status, 401);
   t.is((await t0.request('PUT', '/v1/contactBooks')).status, 405);
 });
+
+// Writes into a book that is being deleted: each one was checked against the book, then
+// inserted after the book was gone, and the foreign key refused it with a 500. They are
+// answered as a request after the deletion would be.
+test('adding contacts or segments to a book while it is deleted is a 200 or a not-found, never a 500', async (t) => {
+  const statuses = new Set<string>();
+  for (let round = 0; round < 8; round++) {
+    const book = (await create({ name: `Doomed ${round}` })).body.id;
+    const results = await Promise.all([
+      ...Array.from({ length: 3 }, (_, i) => t0.request('POST', '/v1/segments', { body: { name: `s${i}`, contactBookId: book, filters: { match: 'all', conditions: [] } } })),
+      ...Array.from({ length: 3 }, (_, i) => t0.request('POST', `/v1/contactBooks/${book}/contacts`, { body: { email: `late${i}@example.com` } })),
+      t0.request('POST', `/v1/contactBooks/${book}/contacts/bulk`, { body: [{ email: 'bulk-late@example.com' }] }),
+      t0.request('DELETE', `/v1/contactBooks/${book}`),
+    ]);
+    for (const [i, r] of results.entries()) {
+      statuses.add(`${i < 3 ? 'segment' : i < 7 ? 'contact' : 'delete'} ${r.status}`);
+      if (i < 3) t.true(r.status === 200 || (r.status === 400 && /^contactBookId: contact book .* not found$/.test(r.body.error.message)), `${i}: ${JSON.stringify(r.body)}`);
+      else if (i < 7) t.true(r.status === 200 || (r.status === 404 && r.body.error.code === 'NOT_FOUND'), `${i}: ${JSON.stringify(r.body)}`);
+      else t.is(r.status, 200, `${i}: ${JSON.stringify(r.body)}`);
+    }
+    t.is((await t0.request('GET', `/v1/contactBooks/${book}`)).status, 404);
+    t.is((await t0.request('GET', `/v1/segments?contactBookId=${book}`)).body.total ?? 0, 0, 'no segment of a deleted book is left');
+  }
+  t.log([...statuses].sort().join(', '));
+});

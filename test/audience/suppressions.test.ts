@@ -155,3 +155,19 @@ test.serial('suppressions are per team and need a FULL key', async (t) => {
   t.is((await req('GET', '/v1/suppressions', undefined, sending)).status, 403);
   t.is((await req('POST', '/v1/suppressions', { email: 'x@team.dev' }, sending)).status, 403);
 });
+
+// Two imports of one list at once, in different orders (a retried upload, two operators): each
+// is answered 200 and every address is counted as added exactly once. On PostgreSQL each
+// request inserted in its own order, so two of them waited on each other's rows: a deadlock,
+// and all but one answered 500.
+test.serial('concurrent bulk adds of the same addresses in different orders all succeed', async (t) => {
+  const team = await w.t0.app.services.teams.create('Racing imports');
+  const key = (await w.t0.app.services.apiKeys.create(team, { name: 'k', permission: 'FULL' })).token;
+  const emails = Array.from({ length: 300 }, (_, i) => `racer${i}@bulk.dev`);
+  const orders = [emails, [...emails].reverse(), [...emails.slice(150), ...emails.slice(0, 150)], [...emails.slice(75).reverse(), ...emails.slice(0, 75)]];
+  const results = await Promise.all(orders.map((list) => req('POST', '/v1/suppressions/bulk', { emails: list }, key)));
+  t.deepEqual(results.map((r) => r.status), [200, 200, 200, 200], JSON.stringify(results.map((r) => r.body.error ?? r.body)));
+  t.is(results.reduce((n, r) => n + r.body.count, 0), 300, 'each address added once');
+  t.is(results.reduce((n, r) => n + r.body.alreadySuppressed, 0), 900);
+  t.is((await req('GET', '/v1/suppressions?limit=1', undefined, key)).body.total, 300);
+});

@@ -117,6 +117,29 @@ test('verification end to end: missing, wrong value, split TXT, success, then a 
   t.is(d.dkimStatus, 'PENDING');
 });
 
+// Concurrent creates of one name: one domain, the others the spec's 409 (on PostgreSQL all read
+// "not there" and the partial unique index decides).
+test('concurrent creates of one name make one domain; the others are 409', async (t) => {
+  const results = await Promise.all(Array.from({ length: 6 }, () => t0.request('POST', '/v1/domains', { body: { name: 'same-time.org', region: 'r' } })));
+  t.deepEqual(results.map((r) => r.status).sort(), [200, 409, 409, 409, 409, 409], JSON.stringify(results.map((r) => r.body.error)));
+  t.true(results.every((r) => r.status === 200 || r.body.error.code === 'NOT_UNIQUE'));
+  t.is((await t0.request('GET', '/v1/domains')).body.filter((d: any) => d.name === 'same-time.org').length, 1);
+});
+
+// Verifies at once (a double click, or a click while the scheduled re-check runs): the domain
+// turns verified once, so domain.verified is announced (and sent to webhooks) once. Each check
+// compared with the status it had read before its lookups, so every one of them announced it.
+test('concurrent verifies announce domain.verified once', async (t) => {
+  const created = (await t0.request('POST', '/v1/domains', { body: { name: 'verify-once.org', region: 'r' } })).body;
+  publishRecords(t0, created);
+  const results = await Promise.all(Array.from({ length: 6 }, () => t0.request('PUT', `/v1/domains/${created.id}/verify`)));
+  t.deepEqual(results.map((r) => r.status), [200, 200, 200, 200, 200, 200], JSON.stringify(results.map((r) => r.body.error)));
+  t.true(results.every((r) => /verified/i.test(r.body.message)), JSON.stringify(results.map((r) => r.body.message)));
+  t.is((await t0.request('GET', `/v1/domains/${created.id}`)).body.status, 'SUCCESS');
+  t.is(events.filter((e) => e.type === 'domain.verified' && e.domainId === created.id).length, 1);
+  t.is(events.filter((e) => e.type === 'domain.updated' && e.domainId === created.id).length, 0);
+});
+
 test('DNS SERVFAIL or timeout is TEMPORARY_FAILURE', async (t) => {
   const created = (await t0.request('POST', '/v1/domains', { body: { name: 'flaky.net', region: 'r' } })).body;
   publishRecords(t0, created);

@@ -196,3 +196,15 @@ test.serial('test send delivers webhook.test to that endpoint only, whatever its
   t.deepEqual([...seen].sort(), [...sent].sort());
   t.is(new Set(seen).size, 5);
 });
+
+// The per-team limit holds under concurrent creates: on PostgreSQL every request counted the
+// team's endpoints before any of them inserted, so a burst went past the limit.
+test.serial('a team has at most 100 endpoints, also when creates arrive at once', async (t) => {
+  const team = await t0.app.services.teams.create('Many endpoints');
+  const key = (await t0.app.services.apiKeys.create(team, { name: 'k', permission: 'FULL' })).token;
+  for (let i = 0; i < 98; i++) t.is((await create({ url: receiver.url, eventTypes: [] }, key)).status, 200);
+  const burst = await Promise.all(Array.from({ length: 8 }, () => create({ url: receiver.url, eventTypes: [] }, key)));
+  t.deepEqual(burst.map((r) => r.status).sort(), [200, 200, 400, 400, 400, 400, 400, 400], JSON.stringify(burst.map((r) => r.body.error?.message)));
+  for (const r of burst.filter((r) => r.status === 400)) t.regex(r.body.error.message, /^url: a team may have at most 100 webhook endpoints/);
+  t.is((await t0.request('GET', '/v1/webhooks?limit=1', { key })).body.total, 100);
+});

@@ -15,7 +15,7 @@ import { resolveSender, type BookScope } from './contact-book-service.js';
 import { contactCreateSchema, normalizeContactEmail, type ContactCreateInput, type ContactPatchInput } from './contact-schema.js';
 import { CONFIRMATION_TTL_MS, signConfirmationToken, verifyConfirmationToken } from './confirmation-token.js';
 import { CONFIRM_URL_VARIABLE, LEGACY_CONFIRM_URL_VARIABLE, confirmationTemplate, personalize } from './double-opt-in-content.js';
-import { isUniqueViolation as isStoreUniqueViolation } from '../../store/store-errors.js';
+import { isForeignKeyViolation, isUniqueViolation as isStoreUniqueViolation } from '../../store/store-errors.js';
 
 /** Spec, Limits: bulk add and bulk delete take at most 1000 contacts per request. */
 export const MAX_BULK_CONTACTS = 1000;
@@ -225,11 +225,13 @@ export function createContactService(deps: ContactServiceDeps) {
    * again, it reads the winner's row and updates it, as a request after it would (SQLite runs
    * one transaction at a time). A rolled-back run left nothing behind, its events included.
    */
-  async function retryOnRace<T>(write: () => Promise<T>): Promise<T> {
+  async function retryOnRace<T>(bookId: string, write: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await write();
       } catch (err) {
+        // The book was deleted after it was read: answered as a request after the deletion is.
+        if (isForeignKeyViolation(err, 'contacts')) throw notFound(`contact book ${bookId} not found`);
         if (attempt >= 3 || !isUniqueViolation(err)) throw err;
       }
     }
@@ -315,7 +317,7 @@ export function createContactService(deps: ContactServiceDeps) {
     const nowIso = clock.now().toISOString();
     let outcome: { row: ContactRow; event: ContactEventType | null; confirm: boolean };
     try {
-      outcome = await retryOnRace(() => announced(async (tx: ContactsStore) => {
+      outcome = await retryOnRace(bookId, () => announced(async (tx: ContactsStore) => {
         const result = (r: { row: ContactRow; event: ContactEventType | null; confirm: boolean }) => ({ value: r, events: r.event ? [contactEvent(r.event, r.row)] : [] });
         let existing = how.putId ? await tx.findById({ teamId: scope.teamId, bookId }, how.putId) : undefined;
         if (existing && existing.email !== email) {
@@ -498,7 +500,7 @@ export function createContactService(deps: ContactServiceDeps) {
       }
 
       const nowIso = clock.now().toISOString();
-      const result = await retryOnRace(() => announced(async (tx) => {
+      const result = await retryOnRace(bookId, () => announced(async (tx) => {
         const existing = await tx.findByEmails({ teamId: scope.teamId, bookId }, valid.map((v) => v.email));
         const inserts = new Map<string, { row: ContactsTable; confirm: boolean }>();
         const updates = new Map<string, ContactRow>();
@@ -518,9 +520,15 @@ export function createContactService(deps: ContactServiceDeps) {
           const after = merge(updates.get(current.id) ?? current, fields, 'import', book, nowIso);
           if (after) updates.set(current.id, after);
         }
-        await tx.insertMany([...inserts.values()].map((i) => i.row));
-        const saved: ContactRow[] = [];
-        for (const after of updates.values()) saved.push((await tx.update({ teamId: scope.teamId, bookId }, after.id, changesOf(after))) ?? after);
+        // Rows are written in one order for every request (new ones by email, updated ones by
+        // id): on PostgreSQL two imports of the same rows in different orders would each wait
+        // for a row the other wrote (a deadlock). Events keep the request's order.
+        await tx.insertMany([...inserts.values()].map((i) => i.row).sort((a, b) => compare(a.email, b.email)));
+        const written = new Map<string, ContactRow>();
+        for (const after of [...updates.values()].sort((a, b) => compare(a.id, b.id))) {
+          written.set(after.id, (await tx.update({ teamId: scope.teamId, bookId }, after.id, changesOf(after))) ?? after);
+        }
+        const saved = [...updates.keys()].map((id) => written.get(id)!);
         const value = { inserts: [...inserts.values()], saved };
         return {
           value,
@@ -574,6 +582,8 @@ export function createContactService(deps: ContactServiceDeps) {
     confirmUrl,
   };
 }
+
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 function addressOrNull(raw: string): string | null {
   try {

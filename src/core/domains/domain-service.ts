@@ -218,46 +218,58 @@ export function createDomainService(deps: DomainServiceDeps) {
     const now = clock.now();
     const required = [check.dkim, check.spf, check.mx];
     const requiredStatus = worst(...required);
-    let status: DomainStatus;
-    let unverifiedSince = d.unverifiedSince;
     const problems = [check.dkim, check.spf, check.mx, check.tracking, check.receivingMx]
       .filter((c): c is RecordCheck => !!c && c.status !== 'SUCCESS')
       .map((c) => c.problem!);
-    if (requiredStatus === 'SUCCESS') {
-      status = 'SUCCESS';
-      unverifiedSince = null;
-    } else if (requiredStatus === 'TEMPORARY_FAILURE' && d.status === 'SUCCESS' && required.every((c) => c.status === 'SUCCESS' || c.status === 'TEMPORARY_FAILURE')) {
-      // A verified domain is not taken out of service by a flaky resolver: only records that
-      // are really gone or wrong revoke SUCCESS.
-      status = 'SUCCESS';
-    } else {
-      unverifiedSince ??= now.toISOString();
-      if (requiredStatus === 'TEMPORARY_FAILURE') status = 'TEMPORARY_FAILURE';
-      else status = now.getTime() - Date.parse(unverifiedSince) >= VERIFY_GIVE_UP_MS ? 'FAILED' : 'PENDING';
+    /** The domain's status after this check, from the status it had before. */
+    const decide = (before: DomainRecord): { status: DomainStatus; unverifiedSince: string | null } => {
+      if (requiredStatus === 'SUCCESS') return { status: 'SUCCESS', unverifiedSince: null };
+      if (requiredStatus === 'TEMPORARY_FAILURE' && before.status === 'SUCCESS' && required.every((c) => c.status === 'SUCCESS' || c.status === 'TEMPORARY_FAILURE')) {
+        // A verified domain is not taken out of service by a flaky resolver: only records that
+        // are really gone or wrong revoke SUCCESS.
+        return { status: 'SUCCESS', unverifiedSince: before.unverifiedSince };
+      }
+      const unverifiedSince = before.unverifiedSince ?? now.toISOString();
+      if (requiredStatus === 'TEMPORARY_FAILURE') return { status: 'TEMPORARY_FAILURE', unverifiedSince };
+      return { status: now.getTime() - Date.parse(unverifiedSince) >= VERIFY_GIVE_UP_MS ? 'FAILED' : 'PENDING', unverifiedSince };
+    };
+    let status: DomainStatus;
+    let updated: DomainRecord | undefined;
+    for (let round = 1; ; round++) {
+      const decided = decide(d);
+      status = decided.status;
+      const before = d;
+      // Stored only if no other check (a second verify, the scheduled re-check) changed the
+      // status since it was read, so each change is announced once (on PostgreSQL the second
+      // waits for the first's commit here); the last round stores it whatever the status.
+      updated = await announced<DomainRecord | undefined>((inTx) => domains.update(d.id, {
+        status,
+        dkimStatus: check.dkim.status,
+        spfStatus: worst(check.spf, check.mx) === 'SUCCESS' ? 'SUCCESS' : check.spf.status !== 'SUCCESS' ? check.spf.status : check.mx.status,
+        mxStatus: check.mx.status,
+        dmarcStatus: check.dmarc.status === 'SUCCESS' ? 'SUCCESS' : 'NOT_STARTED',
+        dmarcAdded: check.dmarc.status === 'SUCCESS',
+        trackingDomainStatus: check.tracking?.status ?? null,
+        receivingMxStatus: check.receivingMx?.status ?? null,
+        mtaStsStatus: check.mtaSts?.status ?? null,
+        mtaStsHostStatus: check.mtaStsHost?.status ?? null,
+        tlsRptStatus: check.tlsRpt?.status ?? null,
+        isVerifying: false,
+        errorMessage: status === 'SUCCESS' ? null : status === 'FAILED' ? 'Domain records were not found for 72 hours' : status === 'TEMPORARY_FAILURE' ? 'DNS lookups failed temporarily' : null,
+        verificationError: problems.length ? problems.join('; ') : null,
+        lastCheckedAt: now.toISOString(),
+        unverifiedSince: decided.unverifiedSince,
+        updatedAt: now.toISOString(),
+      }, inTx, round < 3 ? before.status : undefined), (u) => {
+        if (!u) return [];
+        if (u.status === 'SUCCESS' && before.status !== 'SUCCESS') return [domainEvent('domain.verified', u)];
+        return u.status !== before.status ? [domainEvent('domain.updated', u)] : [];
+      });
+      if (updated || round >= 3) break;
+      const current = await domains.findByIdAnyTeam(d.id);
+      if (!current) break;
+      d = { ...d, status: current.status, unverifiedSince: current.unverifiedSince };
     }
-    const updated = (await announced<DomainRecord | undefined>((inTx) => domains.update(d.id, {
-      status,
-      dkimStatus: check.dkim.status,
-      spfStatus: worst(check.spf, check.mx) === 'SUCCESS' ? 'SUCCESS' : check.spf.status !== 'SUCCESS' ? check.spf.status : check.mx.status,
-      mxStatus: check.mx.status,
-      dmarcStatus: check.dmarc.status === 'SUCCESS' ? 'SUCCESS' : 'NOT_STARTED',
-      dmarcAdded: check.dmarc.status === 'SUCCESS',
-      trackingDomainStatus: check.tracking?.status ?? null,
-      receivingMxStatus: check.receivingMx?.status ?? null,
-      mtaStsStatus: check.mtaSts?.status ?? null,
-      mtaStsHostStatus: check.mtaStsHost?.status ?? null,
-      tlsRptStatus: check.tlsRpt?.status ?? null,
-      isVerifying: false,
-      errorMessage: status === 'SUCCESS' ? null : status === 'FAILED' ? 'Domain records were not found for 72 hours' : status === 'TEMPORARY_FAILURE' ? 'DNS lookups failed temporarily' : null,
-      verificationError: problems.length ? problems.join('; ') : null,
-      lastCheckedAt: now.toISOString(),
-      unverifiedSince,
-      updatedAt: now.toISOString(),
-    }, inTx), (u) => {
-      if (!u) return [];
-      if (u.status === 'SUCCESS' && d.status !== 'SUCCESS') return [domainEvent('domain.verified', u)];
-      return u.status !== d.status ? [domainEvent('domain.updated', u)] : [];
-    }))!;
     deps.logger.info(
       {
         event: 'domain.verification',
@@ -271,7 +283,7 @@ export function createDomainService(deps: DomainServiceDeps) {
       },
       `domain ${d.name} checked: ${status}`,
     );
-    return updated;
+    return updated!;
   }
 
   return {

@@ -8,6 +8,7 @@ import type { SegmentRow, SegmentsRepository } from '../../store/repositories/se
 import { contactView, type ContactView } from '../contacts/contact-service.js';
 import { badRequest, notFound } from '../errors.js';
 import { parseSegmentFilters } from './segment-filters.js';
+import { isForeignKeyViolation } from '../../store/store-errors.js';
 
 // Filters are checked by parseSegmentFilters (which names the bad condition); zod only
 // requires them to be present here.
@@ -64,16 +65,22 @@ export function createSegmentService(deps: { segments: SegmentsRepository; books
       const filters = parseSegmentFilters(input.filters);
       if (!(await books.findById(teamId, input.contactBookId))) throw badRequest(`contactBookId: contact book ${input.contactBookId} not found`);
       const now = clock.now().toISOString();
-      const row = await segments.insert({
-        id: newId('sg'),
-        team_id: teamId,
-        contact_book_id: input.contactBookId,
-        name: input.name,
-        filters_json: JSON.stringify(filters),
-        created_at: now,
-        updated_at: now,
-      });
-      return view(row);
+      try {
+        const row = await segments.insert({
+          id: newId('sg'),
+          team_id: teamId,
+          contact_book_id: input.contactBookId,
+          name: input.name,
+          filters_json: JSON.stringify(filters),
+          created_at: now,
+          updated_at: now,
+        });
+        return view(row);
+      } catch (err) {
+        // The book was deleted after it was read: answered as a request after the deletion is.
+        if (isForeignKeyViolation(err, 'segments')) throw badRequest(`contactBookId: contact book ${input.contactBookId} not found`);
+        throw err;
+      }
     },
 
     async list(teamId: number, q: { contactBookId?: string; offset: number; limit: number }): Promise<{ items: SegmentView[]; total: number }> {

@@ -163,9 +163,6 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
     async create(scope: WebhookScope, input: WebhookInput): Promise<WebhookView & { secret: string }> {
       const domainIds = await checkDomainIds(scope, input.domainIds);
       await checkUrl(input.url);
-      if ((await webhooks.countForTeam(scope.teamId)) >= MAX_WEBHOOKS_PER_TEAM) {
-        throw badRequest(`url: a team may have at most ${MAX_WEBHOOKS_PER_TEAM} webhook endpoints; delete one first`);
-      }
       const now = clock.now().toISOString();
       const row: WebhookRow = {
         id: newId('wh'),
@@ -178,7 +175,9 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
         created_at: now,
         updated_at: now,
       };
-      await webhooks.insert(row);
+      if (!(await webhooks.insert(row, MAX_WEBHOOKS_PER_TEAM))) {
+        throw badRequest(`url: a team may have at most ${MAX_WEBHOOKS_PER_TEAM} webhook endpoints; delete one first`);
+      }
       // The secret is shown here and on rotation only (spec, Webhooks).
       return { ...view(row), secret: row.secret };
     },

@@ -252,9 +252,17 @@ export function createDomainsRepository(db: Db) {
       const q = live();
       return (await (verified ? q.where('status', '=', 'SUCCESS') : q.where('status', '!=', 'SUCCESS')).orderBy('id').execute()).map(fromRow);
     },
-    async update(id: number, patch: DomainPatch, inTransaction?: InTransaction<DomainRecord | undefined>): Promise<DomainRecord | undefined> {
+    /** ifStatus: only while the domain still has that status (undefined otherwise), so a change of status is made, and announced, once. */
+    async update(id: number, patch: DomainPatch, inTransaction?: InTransaction<DomainRecord | undefined>, ifStatus?: DomainStatus): Promise<DomainRecord | undefined> {
       return write(async (ex) => {
-        const r = await ex.updateTable('domains').set(toRow(patch)).where('id', '=', id).where('deleted_at', 'is', null).returningAll().executeTakeFirst();
+        const r = await ex
+          .updateTable('domains')
+          .set(toRow(patch))
+          .where('id', '=', id)
+          .where('deleted_at', 'is', null)
+          .$if(ifStatus !== undefined, (q) => q.where('status', '=', ifStatus!))
+          .returningAll()
+          .executeTakeFirst();
         return r && fromRow(r);
       }, inTransaction);
     },

@@ -41,7 +41,9 @@ export function createSuppressionsRepository(db: Db) {
       if (!emails.length) return 0;
       let added = 0;
       await db.transaction().execute(async (trx) => {
-        for (const email of new Set(emails)) {
+        // In one order for every request: on PostgreSQL two requests inserting the same new
+        // addresses in different orders would each wait for a row the other inserted (a deadlock).
+        for (const email of [...new Set(emails)].sort()) {
           const res = await trx
             .insertInto('suppressions')
             .values({ team_id: teamId, email, reason, source, created_at: nowIso })

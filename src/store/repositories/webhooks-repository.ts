@@ -110,17 +110,22 @@ export function createWebhooksRepository(db: Db) {
       });
     },
 
-    async insert(row: WebhookRow): Promise<void> {
-      await db.insertInto('webhooks').values(row).execute();
+    /** Adds the endpoint unless its team already has maxPerTeam of them (false then). */
+    async insert(row: WebhookRow, maxPerTeam: number): Promise<boolean> {
+      return db.transaction().execute(async (trx) => {
+        // The team's row first, so two creates on PostgreSQL count one after the other (NO KEY
+        // UPDATE: the foreign key checks of the team's other writes do not wait for it). SQLite
+        // runs one transaction at a time.
+        if (isPostgres(db)) await trx.selectFrom('teams').select('id').where('id', '=', row.team_id).forNoKeyUpdate().execute();
+        const r = await trx.selectFrom('webhooks').select((eb) => eb.fn.countAll<number>().as('n')).where('team_id', '=', row.team_id).executeTakeFirstOrThrow();
+        if (Number(r.n) >= maxPerTeam) return false;
+        await trx.insertInto('webhooks').values(row).execute();
+        return true;
+      });
     },
 
     async findById(teamId: number, id: string): Promise<WebhookRow | undefined> {
       return db.selectFrom('webhooks').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
-    },
-
-    async countForTeam(teamId: number): Promise<number> {
-      const r = await db.selectFrom('webhooks').select((eb) => eb.fn.countAll<number>().as('n')).where('team_id', '=', teamId).executeTakeFirstOrThrow();
-      return Number(r.n);
     },
 
     /** onlyDomainIdsJson: restrict to endpoints whose domain list is exactly this (domain-bound keys). */
