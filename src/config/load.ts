@@ -108,7 +108,12 @@ function convert(name: string, raw: string, kind: KeyKind): unknown {
 
 function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {
   let node = target;
-  for (const key of path.slice(0, -1)) node = node[key] as Record<string, unknown>;
+  for (const key of path.slice(0, -1)) {
+    const next = node[key];
+    // The file gave a section a value (outbound = 5): left as it is, for the schema to name it.
+    if (!next || typeof next !== 'object' || Array.isArray(next)) return;
+    node = next as Record<string, unknown>;
+  }
   node[path[path.length - 1]!] = value;
 }
 

@@ -64,6 +64,9 @@ test('bad values are clear errors', (t) => {
   const dir = tempDir(t, 'posthorn-cfg-');
   writeFileSync(join(dir, 'bad.toml'), '[http]\nprot = 1\n');
   t.throws(() => loadConfig({ configFile: join(dir, 'bad.toml'), env: {} }), { instanceOf: ConfigError, message: /prot/ });
+  // A section written as a value in the file, with a variable for a key inside it: the section is named.
+  writeFileSync(join(dir, 'flat.toml'), 'outbound = 5\n');
+  t.throws(() => loadConfig({ configFile: join(dir, 'flat.toml'), env: { POSTHORN_OUTBOUND_PORT: '2525' } }), { instanceOf: ConfigError, message: /outbound: .*expected object/ });
 });
 
 test('redaction hides the secret', (t) => {
