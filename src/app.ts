@@ -497,7 +497,7 @@ export async function createApp(opts: AppOptions) {
         observeRequest: (method, route, status, seconds) => metrics.http(method, route, status, seconds),
         extra: (router) => {
           healthRoute(router);
-          metricsRoute({ metrics, operatorKeys, apiKeys, allowFrom: config.metrics.allowFrom })(router);
+          metricsRoute({ metrics, operatorKeys, apiKeys, allowFrom: config.metrics.allowFrom, trustProxy: config.http.trustProxy })(router);
           contactConfirmationPages(router, contacts);
           unsubscribeRoutes(campaigns)(router);
           trackingRoutes(tracking, logger)(router);

@@ -28,6 +28,15 @@ export function parseIntOption(value: string, name: string): number {
   return Number(value);
 }
 
+/**
+ * A cell as it may reach a terminal: control characters (C0, DEL, C1) shown as \xNN. Cells hold
+ * text others chose (a key's name comes from a team user through the API): an ESC in it must
+ * not clear the operator's screen, retitle the window or write the clipboard.
+ */
+export function visible(text: string): string {
+  return text.replace(/[\x00-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
 /** Prints rows as an aligned text table, or `empty` when there are none. */
 export function printTable(rows: Record<string, unknown>[], empty = '(none)'): void {
   if (rows.length === 0) {
@@ -35,7 +44,7 @@ export function printTable(rows: Record<string, unknown>[], empty = '(none)'): v
     return;
   }
   const headers = Object.keys(rows[0]!);
-  const cells = rows.map((r) => headers.map((h) => String(r[h] ?? '')));
+  const cells = rows.map((r) => headers.map((h) => visible(String(r[h] ?? ''))));
   const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   const line = (cols: string[]) => cols.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
   process.stdout.write(`${line(headers)}\n${cells.map(line).join('\n')}\n`);

@@ -56,6 +56,8 @@ export async function runCli(argv: string[]): Promise<void> {
     const message = err instanceof AppError || err instanceof ConfigError || err instanceof Error ? err.message : String(err);
     process.stderr.write(`posthorn: ${message}\n`);
     // A service manager must not restart into the same bad configuration (systemd-unit.ts).
-    process.exitCode = err instanceof ConfigError ? EXIT_CONFIG_ERROR : 1;
+    // Exit now: a command that failed part way may have left something open (a worker, a
+    // listener) that would otherwise keep the process running after its error was printed.
+    process.exit(err instanceof ConfigError ? EXIT_CONFIG_ERROR : 1);
   }
 }

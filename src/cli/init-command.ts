@@ -8,9 +8,10 @@ import { systemdUnit } from './systemd-unit.js';
 /** This installation's root: dist/src/cli/init-command.js -> the package. */
 const INSTALL_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
-function writeNew(path: string, text: string, force: boolean | undefined): void {
-  if (existsSync(path) && !force) throw new Error(`${path} exists; pass --force to overwrite it`);
-  writeFileSync(path, text, { mode: 0o640 });
+/** Writes every file, or none: one that exists (without force) is refused before any is written. */
+function writeNew(files: [path: string, text: string][], force: boolean | undefined): void {
+  for (const [path] of files) if (existsSync(path) && !force) throw new Error(`${path} exists; pass --force to overwrite it`);
+  for (const [path, text] of files) writeFileSync(path, text, { mode: 0o640 });
 }
 
 export function registerInit(program: Command): void {
@@ -25,8 +26,13 @@ export function registerInit(program: Command): void {
     .action((opts: { configFile: string; unitFile: string; etcConfig: string; user: string; force?: boolean }) => {
       const configPath = resolve(opts.configFile);
       const unitPath = resolve(opts.unitFile);
-      writeNew(configPath, configExample(), opts.force);
-      writeNew(unitPath, systemdUnit({ installDir: INSTALL_DIR, nodePath: process.execPath, configFile: opts.etcConfig, user: opts.user }), opts.force);
+      writeNew(
+        [
+          [configPath, configExample()],
+          [unitPath, systemdUnit({ installDir: INSTALL_DIR, nodePath: process.execPath, configFile: opts.etcConfig, user: opts.user })],
+        ],
+        opts.force,
+      );
       process.stdout.write(
         [
           `wrote ${configPath} (every key, commented out at its default: set at least hostname)`,

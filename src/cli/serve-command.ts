@@ -20,10 +20,13 @@ async function serve(config: Config): Promise<void> {
   let started!: () => void;
   const ready = new Promise<void>((resolve) => (started = resolve));
   let shuttingDown = false;
+  let startFailed = false;
   const shutdown = (signal: string) => {
     if (shuttingDown) return;
     shuttingDown = true;
     void ready.then(() => {
+      // A start that failed is already being put down, and ends with its error and exit code.
+      if (startFailed) return;
       app.logger.info({ signal }, 'shutting down');
       return app.stop().then(
         () => process.exit(0),
@@ -36,8 +39,19 @@ async function serve(config: Config): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
-  const firstKey = await app.ensureFirstKey();
-  await app.start();
+  let firstKey: string | null;
+  try {
+    firstKey = await app.ensureFirstKey();
+    await app.start();
+  } catch (err) {
+    // A start that failed half way (the HTTP port taken, a TLS file missing) must not leave a
+    // process running with part of it up (an HTTP API and /health, no engine), deaf to SIGTERM:
+    // put down what started, then fail with the error (runCli prints it and sets the exit code).
+    startFailed = true;
+    started();
+    await app.stop().catch((stopErr: unknown) => app.logger.error({ err: stopErr }, 'stopping after a failed start failed'));
+    throw err;
+  }
   started();
   if (firstKey) {
     // Printed once, on the very first start, so a newcomer can call the API right away: on

@@ -108,7 +108,12 @@ function convert(name: string, raw: string, kind: KeyKind): unknown {
 
 function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {
   let node = target;
-  for (const key of path.slice(0, -1)) node = node[key] as Record<string, unknown>;
+  for (const key of path.slice(0, -1)) {
+    const next = node[key];
+    // The file gave a section a value (outbound = 5): left as it is, for the schema to name it.
+    if (!next || typeof next !== 'object' || Array.isArray(next)) return;
+    node = next as Record<string, unknown>;
+  }
   node[path[path.length - 1]!] = value;
 }
 
@@ -134,14 +139,19 @@ export function redactConfig(config: Config): Config {
   return copy;
 }
 
-/** postgres://user:secret@host/db -> postgres://user:[redacted]@host/db (the rest is worth seeing). */
+/** URL parameters node-postgres reads a password from (libpq's `?password=`, a client key's passphrase). */
+const PASSWORD_PARAMS = ['password', 'sslpassword'];
+
+/** postgres://user:secret@host/db -> postgres://user:[redacted]@host/db (the rest is worth seeing); ?password= too. */
 export function redactUrlPassword(url: string): string {
   try {
     const u = new URL(url);
-    if (!u.password) return url;
-    u.password = '[redacted]';
-    return u.toString().replace('%5Bredacted%5D', '[redacted]');
+    const params = PASSWORD_PARAMS.filter((p) => u.searchParams.has(p));
+    if (!u.password && params.length === 0) return url;
+    if (u.password) u.password = '[redacted]';
+    for (const p of params) u.searchParams.set(p, '[redacted]');
+    return u.toString().replaceAll('%5Bredacted%5D', '[redacted]');
   } catch {
-    return url.replace(/(:\/\/[^:/@]*:)[^@]*@/, '$1[redacted]@');
+    return url.replace(/(:\/\/[^:/@]*:)[^@]*@/, '$1[redacted]@').replace(/([?&](?:ssl)?password=)[^&]*/gi, '$1[redacted]');
   }
 }

@@ -396,7 +396,7 @@ export const configSchema = z
             .array(z.string())
             .refine((list) => list.every(isAddressOrSubnet), { message: 'each entry must be an IP address or a subnet such as 10.0.0.0/8' })
             .default(['127.0.0.1', '::1']),
-          { doc: 'Addresses (or subnets) that may read GET /metrics without a key; anyone else needs an operator key as bearer. The connecting address counts, never X-Forwarded-For.' },
+          { doc: 'Addresses (or subnets) that may read GET /metrics without a key; anyone else needs an operator key as bearer. The connecting address counts, never X-Forwarded-For; a request a reverse proxy relayed (X-Forwarded-For, X-Real-IP or Forwarded) needs a key unless http.trustProxy is on and the client it names is allowed too.' },
         ),
       },
       'Prometheus metrics at GET /metrics.',

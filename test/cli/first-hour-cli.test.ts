@@ -1,6 +1,6 @@
 import test from 'ava';
 import { execFile } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -81,4 +81,17 @@ test('domains verify shows short record values, and --full the whole DKIM key', 
   const dkim = /v=DKIM1; k=rsa; p=([A-Za-z0-9+/=]+)/.exec(full)?.[1];
   t.true((dkim?.length ?? 0) > 300, 'the whole public key');
   t.false(full.includes('…'));
+});
+
+test('init writes nothing when one of its files exists: a second run after removing that one works', async (t) => {
+  const dir = tempDir(t, 'posthorn-init-');
+  writeFileSync(join(dir, 'posthorn.service'), '# an older unit\n');
+  const refused = await t.throwsAsync(run(process.execPath, [BIN, 'init'], { cwd: dir, env: { PATH: process.env.PATH! } }));
+  t.regex((refused as any).stderr, /posthorn\.service exists; pass --force/);
+  t.false(existsSync(join(dir, 'posthorn.toml')), 'the config file was written although init failed');
+  t.is(readFileSync(join(dir, 'posthorn.service'), 'utf8'), '# an older unit\n');
+  rmSync(join(dir, 'posthorn.service'));
+  const done = await run(process.execPath, [BIN, 'init'], { cwd: dir, env: { PATH: process.env.PATH! } });
+  t.regex(done.stdout, /wrote .*posthorn\.toml/);
+  t.true(existsSync(join(dir, 'posthorn.service')));
 });

@@ -6,6 +6,7 @@ import { configExample } from '../../src/config/config-example.js';
 import { configKeys } from '../../src/config/config-keys.js';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { redactDatabaseUrl } from '../../src/store/pg/pg-store.js';
 
 test('defaults', (t) => {
   const c = loadConfig({ env: {} });
@@ -63,6 +64,9 @@ test('bad values are clear errors', (t) => {
   const dir = tempDir(t, 'posthorn-cfg-');
   writeFileSync(join(dir, 'bad.toml'), '[http]\nprot = 1\n');
   t.throws(() => loadConfig({ configFile: join(dir, 'bad.toml'), env: {} }), { instanceOf: ConfigError, message: /prot/ });
+  // A section written as a value in the file, with a variable for a key inside it: the section is named.
+  writeFileSync(join(dir, 'flat.toml'), 'outbound = 5\n');
+  t.throws(() => loadConfig({ configFile: join(dir, 'flat.toml'), env: { POSTHORN_OUTBOUND_PORT: '2525' } }), { instanceOf: ConfigError, message: /outbound: .*expected object/ });
 });
 
 test('redaction hides the secret', (t) => {
@@ -76,6 +80,13 @@ test('the database URL selects PostgreSQL; printed with its password redacted an
   const printed = redactConfig(c).store.url;
   t.is(printed, 'postgres://posthorn:[redacted]@db.internal:5433/mail');
   t.false(JSON.stringify(redactConfig(c)).includes('s3cr'));
+  // libpq URLs may carry the password as a parameter too (node-postgres reads it there).
+  const inQuery = loadConfig({ env: { POSTHORN_DATABASE_URL: 'postgres://posthorn@db.internal/mail?sslmode=require&password=s3cr3t&sslpassword=k3yp4ss' } });
+  const shown = redactConfig(inQuery).store.url;
+  t.false(shown.includes('s3cr3t') || shown.includes('k3yp4ss'), shown);
+  t.regex(shown, /^postgres:\/\/posthorn@db\.internal\/mail\?sslmode=require&password=\[redacted\]&sslpassword=\[redacted\]$/);
+  const described = redactDatabaseUrl('postgres://posthorn@db.internal/mail?password=s3cr3t');
+  t.false(described.includes('s3cr3t'), described);
   t.is(loadConfig({ env: {} }).store.url, '', 'unset: SQLite under the data dir');
   t.throws(() => loadConfig({ env: { POSTHORN_DATABASE_URL: 'mysql://x@y/z' } }), { message: /store\.url: must be a postgres:\/\/ URL/ });
 });

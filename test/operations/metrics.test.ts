@@ -129,3 +129,33 @@ test.serial('who may scrape: loopback or an operator key; a team key is refused'
     await closed.close();
   }
 });
+
+test.serial('behind a reverse proxy on this host, a client the proxy forwards needs a key: the proxy\'s loopback address opens nothing', async (t) => {
+  // docs/operations.md's setup: nginx on the same machine, proxy_pass to 127.0.0.1, so every
+  // connection is from loopback (in the default allowFrom), with the client in X-Forwarded-For.
+  for (const trustProxy of [true, false]) {
+    const proxied = await startTestApp({ overrides: { http: { trustProxy } } });
+    try {
+      const relayed: Record<string, string>[] = [{ 'x-forwarded-for': '203.0.113.9' }, { 'x-forwarded-for': '127.0.0.1, 203.0.113.9' }, { 'x-real-ip': '203.0.113.9' }, { forwarded: 'for=203.0.113.9' }];
+      for (const headers of relayed) {
+        const res = await fetch(`${proxied.baseUrl}/metrics`, { headers });
+        t.is(res.status, 401, `trustProxy ${trustProxy}, ${JSON.stringify(headers)}`);
+        t.is(((await res.json()) as any).error.code, 'UNAUTHORIZED');
+      }
+      const key = (await proxied.app.services.operatorKeys.create('p')).token;
+      t.is((await fetch(`${proxied.baseUrl}/metrics`, { headers: { 'x-forwarded-for': '203.0.113.9', authorization: `Bearer ${key}` } })).status, 200);
+      // A scraper on this host, straight to the listener, still needs none.
+      t.is((await fetch(`${proxied.baseUrl}/metrics`)).status, 200);
+    } finally {
+      await proxied.close();
+    }
+  }
+  // With trustProxy, the client the proxy names is what allowFrom checks: one inside it needs no key.
+  const inside = await startTestApp({ overrides: { http: { trustProxy: true }, metrics: { allowFrom: ['127.0.0.1', '10.0.0.0/8'] } } });
+  try {
+    t.is((await fetch(`${inside.baseUrl}/metrics`, { headers: { 'x-forwarded-for': '10.1.2.3' } })).status, 200);
+    t.is((await fetch(`${inside.baseUrl}/metrics`, { headers: { 'x-forwarded-for': '203.0.113.9' } })).status, 401);
+  } finally {
+    await inside.close();
+  }
+});

@@ -8,14 +8,22 @@ import { bearerToken } from '../http-server.js';
 /*
  * GET /metrics in the Prometheus text format. A scraper on an allowed address (metrics.allowFrom,
  * loopback by default) needs no key; anyone else presents an operator key. The address is the
- * connection's own, never X-Forwarded-For, which a client can write.
+ * connection's own, never X-Forwarded-For, which a client can write. But a reverse proxy on this
+ * host connects from loopback for every client it relays: a relayed request (it carries a proxy's
+ * header) also needs the client the proxy names to be allowed, which only http.trustProxy makes
+ * believable; a header can so only close the door, never open it.
  */
+
+/** Headers a reverse proxy adds to say whom it relays (nginx's usual X-Real-IP, RFC 7239 Forwarded). */
+const RELAY_HEADERS = ['x-forwarded-for', 'x-real-ip', 'forwarded'];
 
 export interface MetricsRouteDeps {
   metrics: { render(): Promise<string>; contentType: string };
   operatorKeys: Pick<OperatorKeyService, 'authenticate'>;
   apiKeys: Pick<ApiKeyService, 'authenticate'>;
   allowFrom: readonly string[];
+  /** http.trustProxy: ctx.ip is the client the proxy named in X-Forwarded-For. */
+  trustProxy: boolean;
 }
 
 function blockListOf(entries: readonly string[]): BlockList {
@@ -37,6 +45,10 @@ function allowed(list: BlockList, remote: string | undefined): boolean {
   return list.check(remote, isIP(remote) === 6 ? 'ipv6' : 'ipv4');
 }
 
+function relayed(ctx: { get(field: string): string }): boolean {
+  return RELAY_HEADERS.some((h) => ctx.get(h) !== '');
+}
+
 export function metricsRoute(deps: MetricsRouteDeps) {
   const list = blockListOf(deps.allowFrom);
   return (router: Router) => {
@@ -47,7 +59,7 @@ export function metricsRoute(deps: MetricsRouteDeps) {
           if (await deps.apiKeys.authenticate(token).then(() => true, () => false)) throw new AppError('FORBIDDEN', 'team API keys may not read /metrics: use a server-operator key');
           throw err;
         });
-      } else if (!allowed(list, ctx.req.socket.remoteAddress)) {
+      } else if (!allowed(list, ctx.req.socket.remoteAddress) || (relayed(ctx) && !(deps.trustProxy && ctx.get('x-forwarded-for') !== '' && allowed(list, ctx.ip)))) {
         throw new AppError('UNAUTHORIZED', 'GET /metrics needs an operator key as bearer, or a request from an address in metrics.allowFrom');
       }
       ctx.set('Cache-Control', 'no-store');

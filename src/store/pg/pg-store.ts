@@ -51,14 +51,15 @@ const types = {
   },
 };
 
-/** The URL with any password replaced by ***: safe to log and print. */
+/** The URL with any password (in its user part, or a ?password= or ?sslpassword= parameter) replaced by ***: safe to log and print. */
 export function redactDatabaseUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
+    for (const p of ['password', 'sslpassword']) if (u.searchParams.has(p)) u.searchParams.set(p, '***');
     return u.toString();
   } catch {
-    return url.replace(/:\/\/([^:/@]+):[^@]*@/, '://$1:***@');
+    return url.replace(/:\/\/([^:/@]+):[^@]*@/, '://$1:***@').replace(/([?&](?:ssl)?password=)[^&]*/gi, '$1***');
   }
 }
 

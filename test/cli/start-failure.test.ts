@@ -1,0 +1,103 @@
+import test, { type ExecutionContext } from 'ava';
+import { spawn } from 'node:child_process';
+import { createServer, connect, type AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { tempDir } from '../helpers/temp-dir.js';
+
+// A command that cannot start says why in one line and exits non-zero: never a process left
+// running with part of it up (an HTTP API answering /health with no engine behind it), deaf to
+// SIGTERM, nor an admin command that printed its error and never returned.
+
+const BIN = fileURLToPath(new URL('../../../bin/posthorn', import.meta.url));
+
+interface Ended {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+function runPosthorn(t: ExecutionContext, env: Record<string, string>, ...args: string[]): Promise<Ended> {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      PATH: process.env.PATH!,
+      POSTHORN_DNS_SERVERS: '127.0.0.1:9',
+      POSTHORN_HTTP_HOST: '127.0.0.1',
+      POSTHORN_HTTP_PORT: '0',
+      POSTHORN_INBOUND_HOST: '127.0.0.1',
+      POSTHORN_INBOUND_PORT: '0',
+      POSTHORN_SUBMISSION_HOST: '127.0.0.1',
+      POSTHORN_SUBMISSION_PORT: '0',
+      ...env,
+    },
+  });
+  // A process that hangs is not left behind by its failed test.
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve) => child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+}
+
+function refused(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', () => resolve(true));
+  });
+}
+
+/** One `posthorn: ...` line on stderr and no stack trace. */
+function oneErrorLine(t: ExecutionContext, stderr: string, pattern: RegExp): void {
+  const lines = stderr.split('\n').filter((l) => l.startsWith('posthorn: '));
+  t.true(lines.length === 1 && pattern.test(lines[0]!), stderr);
+  t.false(/\n\s+at /.test(stderr), stderr);
+}
+
+test('serve on an HTTP port that is taken exits 1 with the reason', async (t) => {
+  t.timeout(30_000); // a bound on the hang this test exists for, never a wait
+  const taken = createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => taken.close());
+  const port = (taken.address() as AddressInfo).port;
+  const ended = await runPosthorn(t, { POSTHORN_DATA_DIR: tempDir(t, 'posthorn-start-'), POSTHORN_HTTP_PORT: String(port) }, 'serve');
+  t.is(ended.code, 1, ended.stderr);
+  oneErrorLine(t, ended.stderr, /EADDRINUSE/);
+});
+
+test('serve whose TLS file is missing puts down the HTTP API it had started and exits 1', async (t) => {
+  t.timeout(30_000);
+  const ended = await runPosthorn(
+    t,
+    { POSTHORN_DATA_DIR: tempDir(t, 'posthorn-start-'), POSTHORN_INBOUND_CERT_FILE: '/nonexistent/cert.pem', POSTHORN_INBOUND_KEY_FILE: '/nonexistent/key.pem' },
+    'serve',
+  );
+  t.is(ended.code, 1, ended.stderr);
+  oneErrorLine(t, ended.stderr, /\/nonexistent\/(cert|key)\.pem/);
+  // It had listened for HTTP before it read the certificate: that port is closed again.
+  const port = Number(/HTTP API listening on 127\.0\.0\.1:(\d+)/.exec(ended.stdout)?.[1]);
+  t.true(port > 0, ended.stdout);
+  t.true(await refused(port));
+  t.regex(ended.stdout, /"msg":"stopped"/);
+});
+
+test('an admin command whose configuration names a missing CA file exits 1 with the reason', async (t) => {
+  t.timeout(30_000);
+  const ended = await runPosthorn(t, { POSTHORN_DATA_DIR: tempDir(t, 'posthorn-start-'), POSTHORN_OUTBOUND_CA_FILE: '/nonexistent/ca.pem' }, 'keys', 'list');
+  t.is(ended.code, 1, ended.stderr);
+  oneErrorLine(t, ended.stderr, /\/nonexistent\/ca\.pem/);
+});
+
+test('serve with the same missing CA file exits 1 too', async (t) => {
+  t.timeout(30_000);
+  const ended = await runPosthorn(t, { POSTHORN_DATA_DIR: tempDir(t, 'posthorn-start-'), POSTHORN_OUTBOUND_CA_FILE: '/nonexistent/ca.pem' }, 'serve');
+  t.is(ended.code, 1, ended.stderr);
+  oneErrorLine(t, ended.stderr, /\/nonexistent\/ca\.pem/);
+});
