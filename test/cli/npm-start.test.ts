@@ -1,10 +1,10 @@
 import test from 'ava';
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from '../helpers/temp-dir.js';
 import { SERVER_NODE_FLAGS } from '../../src/cli/server-node-flags.js';
+import { LOOPBACK_LISTENERS_ENV, refused } from '../helpers/port-probe.js';
 
 // `npm start` as a newcomer (or a process manager) runs it: SIGTERM to npm's own PID must stop
 // Posthorn, not leave `node bin/posthorn serve` running with PPID 1 on its port. The start
@@ -53,17 +53,6 @@ function alive(pid: number): boolean {
   }
 }
 
-function refused(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once('error', () => resolve(true));
-  });
-}
-
 test('package.json builds before start and starts the server in the script\'s own process', (t) => {
   const scripts = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')).scripts as Record<string, string>;
   t.is(scripts.prestart, 'npm run build');
@@ -84,12 +73,7 @@ test('SIGTERM to the PID of `npm start` stops Posthorn: no process of it remains
       npm_config_audit: 'false',
       npm_config_fund: 'false',
       POSTHORN_DATA_DIR: dataDir,
-      POSTHORN_HTTP_HOST: '127.0.0.1',
-      POSTHORN_HTTP_PORT: '0',
-      POSTHORN_INBOUND_HOST: '127.0.0.1',
-      POSTHORN_INBOUND_PORT: '0',
-      POSTHORN_SUBMISSION_HOST: '127.0.0.1',
-      POSTHORN_SUBMISSION_PORT: '0',
+      ...LOOPBACK_LISTENERS_ENV,
       POSTHORN_DNS_SERVERS: '127.0.0.1:9',
       POSTHORN_LOG_LEVEL: 'info',
     },

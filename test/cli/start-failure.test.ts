@@ -1,8 +1,9 @@
 import test, { type ExecutionContext } from 'ava';
 import { spawn } from 'node:child_process';
-import { createServer, connect, type AddressInfo } from 'node:net';
+import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from '../helpers/temp-dir.js';
+import { LOOPBACK_LISTENERS_ENV, refused } from '../helpers/port-probe.js';
 
 // A command that cannot start says why in one line and exits non-zero: never a process left
 // running with part of it up (an HTTP API answering /health with no engine behind it), deaf to
@@ -23,12 +24,7 @@ function runPosthorn(t: ExecutionContext, env: Record<string, string>, ...args: 
     env: {
       PATH: process.env.PATH!,
       POSTHORN_DNS_SERVERS: '127.0.0.1:9',
-      POSTHORN_HTTP_HOST: '127.0.0.1',
-      POSTHORN_HTTP_PORT: '0',
-      POSTHORN_INBOUND_HOST: '127.0.0.1',
-      POSTHORN_INBOUND_PORT: '0',
-      POSTHORN_SUBMISSION_HOST: '127.0.0.1',
-      POSTHORN_SUBMISSION_PORT: '0',
+      ...LOOPBACK_LISTENERS_ENV,
       ...env,
     },
   });
@@ -41,17 +37,6 @@ function runPosthorn(t: ExecutionContext, env: Record<string, string>, ...args: 
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   return new Promise((resolve) => child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
-}
-
-function refused(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once('error', () => resolve(true));
-  });
 }
 
 /** One `posthorn: ...` line on stderr and no stack trace. */

@@ -1,7 +1,7 @@
 import test from 'ava';
 import pg from 'pg';
 import { ManualClock } from '../../src/lib/clock.js';
-import { createTestDatabase, dropTestDatabase } from '../helpers/pg-databases.js';
+import { createTestDatabase, dropTestDatabase, untilSomeoneWaitsForALock } from '../helpers/pg-databases.js';
 import { sendBody, startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 
 // PostgreSQL (whatever POSTHORN_TEST_STORE says): a node claims a scheduled email's delivery for
@@ -26,14 +26,6 @@ test.after.always(async () => {
   if (url) await dropTestDatabase(url);
 });
 
-/** Resolves once some other session of this database waits for a row lock. */
-async function someoneWaitsForALock(): Promise<void> {
-  for (;;) {
-    const r = await client.query(`select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and wait_event_type = 'Lock'`);
-    if (r.rows[0].n > 0) return;
-  }
-}
-
 /** Runs `request` while another node's claim of the email's deliveries commits in the middle of it. */
 async function claimedDuring(emailId: string, request: () => Promise<{ status: number; body: any }>) {
   const claiming = new pg.Client({ connectionString: url });
@@ -43,7 +35,7 @@ async function claimedDuring(emailId: string, request: () => Promise<{ status: n
     await claiming.query(`update deliveries set lease_owner = 'other-node', lease_until = $2 where email_id = $1`, [emailId, clock.nowMs() + 600_000]);
     const answer = request();
     // The request has checked the email (no lease committed yet) and waits on the delivery's row.
-    await someoneWaitsForALock();
+    await untilSomeoneWaitsForALock(client);
     await claiming.query('commit');
     return await answer;
   } finally {

@@ -109,3 +109,14 @@ export async function dropTestDatabase(url: string): Promise<void> {
   if (!/^posthorn_[a-z0-9_]+$/.test(name)) throw new Error(`not a test database: ${name}`);
   await admin(await pgAdminUrl(), (c) => c.query(`drop database if exists ${name} with (force)`));
 }
+
+/**
+ * Resolves once another session of `client`'s database waits for a lock: the request under
+ * test has reached the row a test's own open transaction holds (races made exact).
+ */
+export async function untilSomeoneWaitsForALock(client: pg.Client): Promise<void> {
+  for (;;) {
+    const r = await client.query(`select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and wait_event_type = 'Lock'`);
+    if (r.rows[0].n > 0) return;
+  }
+}

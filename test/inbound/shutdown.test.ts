@@ -1,24 +1,18 @@
 import test from 'ava';
 import { SMTPServer } from 'smtp-server';
 import { rmSync } from 'node:fs';
-import { startTestApp } from '../helpers/test-app.js';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 import { startDnsZone } from '../helpers/dns-zone.js';
+import { untilRefused } from '../helpers/port-probe.js';
 import { rawSession, smtpSend } from './helpers/smtp-client.js';
 
 // A graceful stop while a message is being stored: the sender still gets its 250, the
 // message is in the store after a restart, and idle sessions are told 421.
 
-test('stopping during DATA finishes storing, answers 250, and the message survives a restart', async (t) => {
-  const zone = await startDnsZone();
-  t.teardown(() => zone.close());
-  const first = await startTestApp({ zone });
-  const inbox = await addVerifiedDomain(first, 'inbox.dev');
-  await first.request('PATCH', `/v1/domains/${inbox.id}`, { body: { receiving: true } });
-  const port = first.app.listeners.inbound!.port;
-
-  // Hold the store step until the stop has begun.
-  const received = first.app.inbound.received;
+/** Holds the app's inbound store step: `storing` resolves when a message reaches it, `release` lets it go on. */
+function holdStoring(app: TestApp): { storing: Promise<void>; release: () => void } {
+  const received = app.app.inbound.received;
   const original = received.store.bind(received);
   let entered!: () => void;
   const storing = new Promise<void>((resolve) => (entered = resolve));
@@ -29,6 +23,19 @@ test('stopping during DATA finishes storing, answers 250, and the message surviv
     await gate;
     return original(...args);
   };
+  return { storing, release };
+}
+
+test('stopping during DATA finishes storing, answers 250, and the message survives a restart', async (t) => {
+  const zone = await startDnsZone();
+  t.teardown(() => zone.close());
+  const first = await startTestApp({ zone });
+  const inbox = await addVerifiedDomain(first, 'inbox.dev');
+  await first.request('PATCH', `/v1/domains/${inbox.id}`, { body: { receiving: true } });
+  const port = first.app.listeners.inbound!.port;
+
+  // Hold the store step until the stop has begun.
+  const { storing, release } = holdStoring(first);
 
   const idle = await rawSession(port);
   await idle.reply();
@@ -37,7 +44,7 @@ test('stopping during DATA finishes storing, answers 250, and the message surviv
   const sending = smtpSend({ port, from: 'a@remote.example', to: ['b@inbox.dev'], raw: 'From: a@remote.example\r\nSubject: in flight\r\n\r\nbody\r\n' });
   await storing;
   const stopping = first.stop();
-  await new Promise((r) => setTimeout(r, 50));
+  await untilRefused(port); // the stop has begun: the listener takes no new connection
   release();
   const res = await sending;
   t.true(res.ok, res.response);
@@ -78,17 +85,7 @@ test.serial('a message still being stored when the close grace runs out is not c
   await app.request('PATCH', `/v1/domains/${inbox.id}`, { body: { receiving: true } });
   const port = app.app.listeners.inbound!.port;
 
-  const received = app.app.inbound.received;
-  const original = received.store.bind(received);
-  let entered!: () => void;
-  const storing = new Promise<void>((resolve) => (entered = resolve));
-  let release!: () => void;
-  const gate = new Promise<void>((resolve) => (release = resolve));
-  received.store = async (...args) => {
-    entered();
-    await gate;
-    return original(...args);
-  };
+  const { storing, release } = holdStoring(app);
 
   const idle = await rawSession(port);
   await idle.reply();

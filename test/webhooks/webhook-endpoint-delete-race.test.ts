@@ -1,6 +1,6 @@
 import test from 'ava';
 import pg from 'pg';
-import { createTestDatabase, dropTestDatabase } from '../helpers/pg-databases.js';
+import { createTestDatabase, dropTestDatabase, untilSomeoneWaitsForALock } from '../helpers/pg-databases.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 
 // PostgreSQL (whatever POSTHORN_TEST_STORE says): an endpoint deleted by one transaction while
@@ -24,40 +24,35 @@ test.after.always(async () => {
   if (url) await dropTestDatabase(url);
 });
 
-/** Resolves once some other session of this database waits for a row lock. */
-async function someoneWaitsForALock(): Promise<void> {
-  for (;;) {
-    const r = await client.query(
-      `select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and wait_event_type = 'Lock'`,
-    );
-    if (r.rows[0].n > 0) return;
-  }
-}
-
 async function endpoint(): Promise<string> {
   const res = await app.request('POST', '/v1/webhooks', { body: { url: 'http://127.0.0.1:9/hook', eventTypes: ['contact.created'] } });
   if (res.status !== 200) throw new Error(JSON.stringify(res.body));
   return (res.body as { id: string }).id;
 }
 
-test.serial('an endpoint deleted while an event writes its outbox rows: the change is stored, the deleted endpoint gets no call', async (t) => {
-  const book = (await app.request('POST', '/v1/contactBooks', { body: { name: 'Race' } })).body as { id: string };
-  const kept = await endpoint();
-  const doomed = await endpoint();
+/** Runs `request` while another transaction deletes the endpoint, committing once the request waits on its row. */
+async function deletedDuring<T>(webhookId: string, request: () => Promise<T>): Promise<T> {
   const deleting = new pg.Client({ connectionString: url });
   await deleting.connect();
   try {
     await deleting.query('begin');
-    await deleting.query('delete from webhooks where id = $1', [doomed]);
-    const creating = app.request('POST', `/v1/contactBooks/${book.id}/contacts`, { body: { email: 'race@example.net' } });
-    // The contact's write has read both endpoints and now waits on the deleted one's row.
-    await someoneWaitsForALock();
+    await deleting.query('delete from webhooks where id = $1', [webhookId]);
+    const answer = request();
+    await untilSomeoneWaitsForALock(client);
     await deleting.query('commit');
-    const res = await creating;
-    t.is(res.status, 200, JSON.stringify(res.body));
+    return await answer;
   } finally {
     await deleting.end();
   }
+}
+
+test.serial('an endpoint deleted while an event writes its outbox rows: the change is stored, the deleted endpoint gets no call', async (t) => {
+  const book = (await app.request('POST', '/v1/contactBooks', { body: { name: 'Race' } })).body as { id: string };
+  const kept = await endpoint();
+  const doomed = await endpoint();
+  // The contact's write reads both endpoints and then waits on the deleted one's row.
+  const res = await deletedDuring(doomed, () => app.request('POST', `/v1/contactBooks/${book.id}/contacts`, { body: { email: 'race@example.net' } }));
+  t.is(res.status, 200, JSON.stringify(res.body));
   const contacts = (await app.request('GET', `/v1/contactBooks/${book.id}/contacts`)).body as { email: string }[];
   t.deepEqual(contacts.map((c) => c.email), ['race@example.net']);
   const calls = await client.query('select webhook_id from webhook_calls c join webhook_events e on e.id = c.event_id where e.type = $1', ['contact.created']);
@@ -66,17 +61,6 @@ test.serial('an endpoint deleted while an event writes its outbox rows: the chan
 
 test.serial('a test event for an endpoint deleted meanwhile is 404, not 500', async (t) => {
   const doomed = await endpoint();
-  const deleting = new pg.Client({ connectionString: url });
-  await deleting.connect();
-  try {
-    await deleting.query('begin');
-    await deleting.query('delete from webhooks where id = $1', [doomed]);
-    const testing = app.request('POST', `/v1/webhooks/${doomed}/test`);
-    await someoneWaitsForALock();
-    await deleting.query('commit');
-    const res = await testing;
-    t.is(res.status, 404, JSON.stringify(res.body));
-  } finally {
-    await deleting.end();
-  }
+  const res = await deletedDuring(doomed, () => app.request('POST', `/v1/webhooks/${doomed}/test`));
+  t.is(res.status, 404, JSON.stringify(res.body));
 });
