@@ -1,5 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely } from 'kysely';
+import { isSqliteLockTimeout } from './store-errors.js';
 import type { WalSync } from './wal-sync.js';
 
 /**
@@ -47,9 +48,6 @@ interface Pending {
   reject: (e: unknown) => void;
 }
 
-/** SQLite's "database is locked" (extended codes included): the busy timeout ran out. */
-const isLockTimeout = (err: unknown) => /^SQLITE_(BUSY|LOCKED)(_|$)/.test(String((err as { code?: unknown } | null)?.code));
-
 /** At most this many writes share one transaction (bounds the time the lock is held). */
 const MAX_BATCH = 512;
 
@@ -77,7 +75,7 @@ export function createGroupCommit(db: Kysely<any>, sqlite: BetterSqlite3.Databas
           // The write lock was not had within the busy timeout (another connection holds it):
           // no item can be written, and redoing each would wait that long again per item, with
           // the event loop blocked.
-          if (isLockTimeout(err)) {
+          if (isSqliteLockTimeout(err)) {
             outcomes = batch.map(() => ({ ok: false, value: err }));
             return;
           }

@@ -3,11 +3,16 @@
 // a clear "not stored, retry later" answer instead of a generic failure (the composition root
 // wires this in; store/ stays the only place that knows the engines' error codes).
 
-/**
- * better-sqlite3 error codes (extended codes included) that mean "the storage failed, not the
- * query", or that it stayed locked by another connection (a CLI command) past the busy timeout.
- */
-const STORAGE_CODES = /^SQLITE_(FULL|IOERR|READONLY|CANTOPEN|CORRUPT|NOTADB|BUSY|LOCKED)(_|$)/;
+/** better-sqlite3 error codes (extended codes included) that mean "the storage failed, not the query". */
+const STORAGE_CODES = /^SQLITE_(FULL|IOERR|READONLY|CANTOPEN|CORRUPT|NOTADB)(_|$)/;
+/** SQLite stayed locked by another connection (a CLI command) past the busy timeout. */
+const LOCK_CODES = /^SQLITE_(BUSY|LOCKED)(_|$)/;
+
+/** True when SQLite gave up waiting for a lock another connection holds (busy timeout). */
+export function isSqliteLockTimeout(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && LOCK_CODES.test(code);
+}
 
 /**
  * PostgreSQL SQLSTATE classes and codes that mean the same: 08 connection exception, 53
@@ -35,7 +40,7 @@ export function isConnectionFailure(err: unknown): boolean {
 /** True for a write that failed because the store could not be written or reached (disk full, I/O error, server gone), or for a conflict a retry gets past. */
 export function isStorageFailure(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && (STORAGE_CODES.test(code) || code === 'ENOSPC' || code === 'EDQUOT' || code === 'EIO' || PG_STORAGE_STATES.test(code))) return true;
+  if (typeof code === 'string' && (STORAGE_CODES.test(code) || LOCK_CODES.test(code) || code === 'ENOSPC' || code === 'EDQUOT' || code === 'EIO' || PG_STORAGE_STATES.test(code))) return true;
   return isConnectionFailure(err);
 }
 

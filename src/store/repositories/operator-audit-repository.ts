@@ -13,11 +13,6 @@ export function createOperatorAuditRepository(db: Db) {
   // transaction open on it); PostgreSQL queues it and writes it before that transaction commits
   // (store/pg/pg-audit.ts). The action and its entry commit together or not at all.
   const sync = groupCommitOf(db);
-  let insertStmt: ReturnType<typeof prepareInsert> | undefined;
-  const prepareInsert = () =>
-    sync.sqlite.prepare<[number | null, number | null, string, string, string, string]>(
-      'insert into operator_audit (key_id, console_user_id, actor, action, target_json, created_at) values (?, ?, ?, ?, ?, ?)',
-    );
 
   return withDialect(db, 'operatorAudit', {
     /** An entry with no change of its own to ride on (a CLI action on keys). */
@@ -27,7 +22,9 @@ export function createOperatorAuditRepository(db: Db) {
     /** Inside the write transaction the caller has open (throws outside one); no transaction of its own. */
     insertInOpenTransaction(row: OperatorAuditInsert): void {
       if (!sync.sqlite.inTransaction) throw new Error('insertInOpenTransaction: no transaction is open');
-      (insertStmt ??= prepareInsert()).run(row.key_id ?? null, row.console_user_id ?? null, row.actor, row.action, row.target_json, row.created_at);
+      sync.sqlite // prepared statements are cached by their text (statement-cache.ts)
+        .prepare('insert into operator_audit (key_id, console_user_id, actor, action, target_json, created_at) values (?, ?, ?, ?, ?, ?)')
+        .run(row.key_id ?? null, row.console_user_id ?? null, row.actor, row.action, row.target_json, row.created_at);
     },
     /** Newest first, after the cursor (an id: rows older than it). */
     async page(limit: number, beforeId?: number): Promise<OperatorAuditRow[]> {
