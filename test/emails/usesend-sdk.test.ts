@@ -1,4 +1,5 @@
 import test from 'ava';
+import { simpleParser } from 'mailparser';
 import { UseSend } from 'usesend-js';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 import { publishRecords } from '../helpers/domain-fixtures.js';
@@ -64,4 +65,29 @@ test.serial('domains: create, list, get, verify, delete', async (t) => {
   t.deepEqual(deleted.data, { id, success: true, message: 'Domain deleted successfully' });
   const again = await sdk.domains.delete(id);
   t.is(sdkCode(again.error), 'NOT_FOUND');
+});
+
+test.serial("campaigns: html written for useSend sends every contact its own unsubscribe link, in the body as in List-Unsubscribe", async (t) => {
+  const book = await sdk.contactBooks.create({ name: 'SDK news' });
+  t.is(book.error, null);
+  for (const email of ['placeholder@example.net', 'nolink@example.net']) t.is((await sdk.contacts.create(book.data!.id, { email })).error, null);
+  const from = `news@${w.domain.name}`;
+  // useSend's placeholder in an href, and a body with no link at all (it gets the footer).
+  const bodies = { placeholder: '<p>News</p><a href="{{usesend_unsubscribe_url}}">Unsubscribe</a>', nolink: '<p>News without a link</p>' };
+  for (const [name, html] of Object.entries(bodies)) {
+    const made = await sdk.campaigns.create({ name, from, subject: 'News', contactBookId: book.data!.id, html, sendNow: true });
+    t.is(made.error, null);
+  }
+  await w.t0.app.runCampaigns();
+  await w.settle();
+  for (const name of Object.keys(bodies)) {
+    // Each campaign mails both contacts; look at the one named like it.
+    const m = w.sink.messages.find((x) => x.rcptTo.includes(`${name}@example.net`) && x.raw.toString().includes(name === 'nolink' ? 'without a link' : '<p>News</p>'));
+    t.truthy(m, `${name}: sent`);
+    const raw = m!.raw.toString().replace(/\r\n[ \t]+/g, ' '); // unfold (RFC 5322 2.2.3)
+    const url = /List-Unsubscribe: <(http[^>]+)>/.exec(raw)![1]!;
+    const html = String((await simpleParser(m!.raw)).html);
+    t.true(html.includes(`href="${url}"`), `${name}: the body links to ${url}: ${html}`);
+    t.false(html.includes('href=""'), `${name}: no empty link`);
+  }
 });
