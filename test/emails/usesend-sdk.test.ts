@@ -1,4 +1,5 @@
 import test from 'ava';
+import { simpleParser } from 'mailparser';
 import { UseSend } from 'usesend-js';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 import { publishRecords } from '../helpers/domain-fixtures.js';
@@ -64,4 +65,64 @@ test.serial('domains: create, list, get, verify, delete', async (t) => {
   t.deepEqual(deleted.data, { id, success: true, message: 'Domain deleted successfully' });
   const again = await sdk.domains.delete(id);
   t.is(sdkCode(again.error), 'NOT_FOUND');
+});
+
+test.serial("campaigns: html written for useSend sends every contact its own unsubscribe link, in the body as in List-Unsubscribe", async (t) => {
+  const book = await sdk.contactBooks.create({ name: 'SDK news' });
+  t.is(book.error, null);
+  for (const email of ['placeholder@example.net', 'nolink@example.net']) t.is((await sdk.contacts.create(book.data!.id, { email })).error, null);
+  const from = `news@${w.domain.name}`;
+  // useSend's placeholder in an href, and a body with no link at all (it gets the footer).
+  const bodies = { placeholder: '<p>News</p><a href="{{usesend_unsubscribe_url}}">Unsubscribe</a>', nolink: '<p>News without a link</p>' };
+  for (const [name, html] of Object.entries(bodies)) {
+    const made = await sdk.campaigns.create({ name, from, subject: 'News', contactBookId: book.data!.id, html, sendNow: true });
+    t.is(made.error, null);
+  }
+  await w.t0.app.runCampaigns();
+  await w.settle();
+  for (const name of Object.keys(bodies)) {
+    // Each campaign mails both contacts; look at the one named like it.
+    const m = w.sink.messages.find((x) => x.rcptTo.includes(`${name}@example.net`) && x.raw.toString().includes(name === 'nolink' ? 'without a link' : '<p>News</p>'));
+    t.truthy(m, `${name}: sent`);
+    const raw = m!.raw.toString().replace(/\r\n[ \t]+/g, ' '); // unfold (RFC 5322 2.2.3)
+    const url = /List-Unsubscribe: <(http[^>]+)>/.exec(raw)![1]!;
+    const html = String((await simpleParser(m!.raw)).html);
+    t.true(html.includes(`href="${url}"`), `${name}: the body links to ${url}: ${html}`);
+    t.false(html.includes('href=""'), `${name}: no empty link`);
+  }
+});
+
+test.serial('contact books, contacts, campaigns and analytics: every other SDK method answers data, not an error', async (t) => {
+  const ok = <T>(r: { data: T | null; error: unknown }, what: string): T => {
+    t.is(r.error, null, what);
+    return r.data!;
+  };
+  const book = ok(await sdk.contactBooks.create({ name: 'SDK book', variables: ['plan'] }), 'contactBooks.create');
+  t.true(ok(await sdk.contactBooks.list(), 'contactBooks.list').some((b) => b.id === book.id));
+  t.is(ok(await sdk.contactBooks.get(book.id), 'contactBooks.get')._count?.contacts, 0);
+  t.is(ok(await sdk.contactBooks.update(book.id, { name: 'SDK book 2' }), 'contactBooks.update').name, 'SDK book 2');
+
+  const contactId = ok(await sdk.contacts.create(book.id, { email: 'sdk-c1@example.net', firstName: 'Ann', properties: { plan: 'pro' } }), 'contacts.create').contactId!;
+  t.deepEqual(ok(await sdk.contacts.get(book.id, contactId), 'contacts.get').properties, { plan: 'pro' });
+  t.is(ok(await sdk.contacts.update(book.id, contactId, { lastName: 'Lee' }), 'contacts.update').contactId, contactId);
+  t.is(ok(await sdk.contacts.upsert(book.id, contactId, { email: 'sdk-c1@example.net', subscribed: true }), 'contacts.upsert').contactId, contactId);
+  t.is(ok(await sdk.contacts.bulkCreate(book.id, [{ email: 'sdk-b1@example.net' }, { email: 'sdk-b2@example.net' }]), 'contacts.bulkCreate').count, 2);
+  const bulk = ok(await sdk.get<{ id: string }[]>(`/contactBooks/${book.id}/contacts?emails=sdk-b1@example.net,sdk-b2@example.net`), 'contacts list').map((c) => c.id);
+  t.deepEqual(ok(await sdk.contacts.bulkDelete(book.id, { contactIds: bulk }), 'contacts.bulkDelete'), { success: true, count: 2 });
+
+  const html = '<p>Hi {{firstName}}</p><a href="{{usesend_unsubscribe_url}}">Unsubscribe</a>';
+  const campaign = ok(await sdk.campaigns.create({ name: 'SDK launch', from: `news@${w.domain.name}`, subject: 'Launch', contactBookId: book.id, html }), 'campaigns.create');
+  t.is(campaign.status, 'DRAFT');
+  t.true(ok(await sdk.campaigns.getAll({ page: '1', status: 'DRAFT', search: 'SDK launch' }), 'campaigns.getAll').campaigns.some((c) => c.id === campaign.id));
+  t.is(ok(await sdk.campaigns.get(campaign.id), 'campaigns.get').id, campaign.id);
+  t.true(ok(await sdk.campaigns.schedule(campaign.id, { scheduledAt: 'in 2 hours', batchSize: 10 }), 'campaigns.schedule').success);
+  t.is(ok(await sdk.campaigns.get(campaign.id), 'campaigns.get').batchSize, 10);
+  t.is(ok(await sdk.campaigns.delete(campaign.id), 'campaigns.delete').id, campaign.id);
+
+  t.is(ok(await sdk.analytics.emailTimeSeries({ days: '7', domainId: String(w.domain.id) }), 'analytics.emailTimeSeries').result.length, 7);
+  t.is(typeof ok(await sdk.analytics.reputationMetrics({ domainId: String(w.domain.id) }), 'analytics.reputationMetrics').bounceRate, 'number');
+
+  t.deepEqual(ok(await sdk.contacts.delete(book.id, contactId), 'contacts.delete'), { success: true });
+  t.is(sdkCode((await sdk.contacts.delete(book.id, contactId)).error), 'NOT_FOUND');
+  t.true(ok(await sdk.contactBooks.delete(book.id), 'contactBooks.delete').success);
 });

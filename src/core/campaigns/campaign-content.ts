@@ -30,17 +30,23 @@ export function renderCampaignBody(input: { content?: string | null; html?: stri
   } else {
     throw badRequest('content or html is required');
   }
-  html = html.replace(LEGACY_UNSUBSCRIBE, '{{unsubscribeUrl}}');
   text = text.replace(LEGACY_UNSUBSCRIBE, '{{unsubscribeUrl}}');
-  if (!HAS_UNSUBSCRIBE.test(html)) {
-    // Every campaign message carries a way out (CAN-SPAM, RFC 8058 context): add a footer.
-    const footer =
-      '<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0"><tr><td align="center" style="padding:16px;font-family:Arial,sans-serif;font-size:12px;color:#6b7280;">' +
-      'You receive this because you subscribed. <a href="{{unsubscribeUrl}}" style="color:#6b7280;text-decoration:underline;">Unsubscribe</a></td></tr></table>';
-    html = /<\/body>/i.test(html) ? html.replace(/<\/body>/i, `${footer}</body>`) : `${html}${footer}`;
-  }
   if (!HAS_UNSUBSCRIBE.test(text)) text = `${text.trimEnd()}\n\n--\nUnsubscribe: {{unsubscribeUrl}}\n`;
-  return { html, text };
+  return { html: withUnsubscribeLink(html), text };
+}
+
+/**
+ * The HTML as sent: useSend's placeholder read as ours, and a footer with the link when there is
+ * none. Idempotent. Given HTML is stored as given, so the sender applies it to every body.
+ */
+export function withUnsubscribeLink(html: string): string {
+  html = html.replace(LEGACY_UNSUBSCRIBE, '{{unsubscribeUrl}}');
+  if (HAS_UNSUBSCRIBE.test(html)) return html;
+  // Every campaign message carries a way out (CAN-SPAM, RFC 8058 context): add a footer.
+  const footer =
+    '<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0"><tr><td align="center" style="padding:16px;font-family:Arial,sans-serif;font-size:12px;color:#6b7280;">' +
+    'You receive this because you subscribed. <a href="{{unsubscribeUrl}}" style="color:#6b7280;text-decoration:underline;">Unsubscribe</a></td></tr></table>';
+  return /<\/body>/i.test(html) ? html.replace(/<\/body>/i, `${footer}</body>`) : `${html}${footer}`;
 }
 
 /** Personalises subject, HTML and text for one contact. */

@@ -13,7 +13,7 @@ import type { EmailService } from '../emails/email-service.js';
 import { parseScheduledAt } from '../emails/scheduled-at.js';
 import { badRequest, notFound } from '../errors.js';
 import type { BusEvent, EventBus } from '../events.js';
-import { personalizeCampaign, renderCampaignBody } from './campaign-content.js';
+import { personalizeCampaign, renderCampaignBody, withUnsubscribeLink } from './campaign-content.js';
 import { signUnsubscribeToken, verifyUnsubscribeToken } from './unsubscribe-token.js';
 import { isStorageFailure, isUniqueViolation } from '../../store/store-errors.js';
 
@@ -187,7 +187,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     }
     const variables = JSON.parse(book.variables_json) as string[];
     const filter = await filterFor(c);
-    const body = { subject: c.subject, html: c.html ?? '', text: c.text_body ?? '' };
+    const body = { subject: c.subject, html: withUnsubscribeLink(c.html ?? ''), text: c.text_body ?? '' };
     const domainCache = new Map();
     let remaining = c.batch_size;
     let cursor = c.cursor;
