@@ -51,6 +51,18 @@ test('/api/v1 is the same API as /v1', async (t) => {
   t.deepEqual(a.body, b.body);
 });
 
+test('a base URL written with a trailing slash reaches the API (the usesend-js SDK appends "/api/v1" to it)', async (t) => {
+  const a = await t0.request('GET', '/api/v1/apiKeys');
+  for (const path of ['//api/v1/apiKeys', '///v1/apiKeys']) {
+    const b = await t0.request('GET', path);
+    t.is(b.status, 200, path);
+    t.deepEqual(b.body, a.body, path);
+  }
+  // Only the leading slashes of an API path are forgiven: elsewhere a path names what it names.
+  t.is((await t0.request('GET', '//elsewhere')).status, 404);
+  t.is((await t0.request('GET', '/api/v1//apiKeys')).status, 404);
+});
+
 test('JSON bodies are parsed on DELETE too', async (t) => {
   // The route ignores the body, but a malformed one must be rejected like on POST.
   const res = await t0.request('DELETE', '/v1/apiKeys/999999', { rawBody: '{bad' });
