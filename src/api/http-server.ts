@@ -165,11 +165,8 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
     // asks for "//api/v1/...". Only leading slashes before an API prefix are folded.
     if (ctx.path.startsWith('//')) {
       const folded = ctx.path.replace(/^\/+/, '/');
-      if ([...API_PREFIXES, ADMIN_PREFIX].some((prefix) => folded.startsWith(`${prefix}/`))) ctx.path = folded;
+      if (SEGMENT_PREFIXES.some((prefix) => folded.startsWith(prefix))) ctx.path = folded;
     }
-    return next();
-  });
-  app.use(async (ctx, next) => {
     // No id has the NUL character: a path with one names nothing (404). In a query it is refused
     // like in a body (validation.ts, nulPath).
     if (ctx.path.includes('%00')) throw new AppError('NOT_FOUND', `nothing is found at a path with the NUL character (U+0000): ${ctx.path}`);
