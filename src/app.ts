@@ -249,7 +249,6 @@ export async function createApp(opts: AppOptions) {
   const shaping = createShapingOperator({
     shaper,
     repo: shapingRepo,
-    deliveries: deliveriesRepo,
     rules: config.outbound.shaping,
     builtinShaping: config.outbound.builtinShaping,
     audit,
