@@ -245,7 +245,7 @@ export async function createApp(opts: AppOptions) {
   });
 
   // The operator's side: operator keys, the audit log, the queue (suspensions, retry, bounce, traces).
-  const operatorKeys = createOperatorKeyService({ keys: createOperatorKeysRepository(store.db), clock });
+  const operatorKeys = createOperatorKeyService({ keys: createOperatorKeysRepository(store.db), clock, audit });
   const shaping = createShapingOperator({
     shaper,
     repo: shapingRepo,
