@@ -245,11 +245,10 @@ export async function createApp(opts: AppOptions) {
   });
 
   // The operator's side: operator keys, the audit log, the queue (suspensions, retry, bounce, traces).
-  const operatorKeys = createOperatorKeyService({ keys: createOperatorKeysRepository(store.db), clock });
+  const operatorKeys = createOperatorKeyService({ keys: createOperatorKeysRepository(store.db), clock, audit });
   const shaping = createShapingOperator({
     shaper,
     repo: shapingRepo,
-    deliveries: deliveriesRepo,
     rules: config.outbound.shaping,
     builtinShaping: config.outbound.builtinShaping,
     audit,

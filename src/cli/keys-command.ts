@@ -17,8 +17,7 @@ export function registerKeys(program: Command): void {
       if (opts.operator && (opts.team || opts.domain || permission !== 'FULL')) throw new Error('--operator keys belong to no team: --team, --domain and --permission do not apply');
       await withApp(cmd, async (app) => {
         if (opts.operator) {
-          const key = await app.services.operatorKeys.create(opts.name);
-          await app.services.audit.record('cli', 'operator-key.create', { keyId: key.id, name: key.name });
+          const key = await app.services.operatorKeys.create(opts.name, 'cli');
           process.stdout.write(`created operator key ${key.id}; it is shown only now:\n${key.token}\n`);
           return;
         }
@@ -68,8 +67,7 @@ export function registerKeys(program: Command): void {
     .action(async (id: string, opts: { operator?: boolean }, cmd: Command) => {
       await withApp(cmd, async (app) => {
         if (opts.operator) {
-          await app.services.operatorKeys.revoke(parseIntOption(id, 'id'));
-          await app.services.audit.record('cli', 'operator-key.revoke', { keyId: Number(id) });
+          await app.services.operatorKeys.revoke(parseIntOption(id, 'id'), 'cli');
         } else {
           await app.services.apiKeys.revoke(parseIntOption(id, 'id'));
         }

@@ -1,8 +1,8 @@
 import test from 'ava';
-import { sql } from 'kysely';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 import { ConsoleClient, consoleUser } from '../console/helpers/console-client.js';
+import { acceptAudit as acceptAuditOf, refuseAudit as refuseAuditOf } from '../helpers/refuse-audit.js';
 
 // An operator action and its audit entry are stored together (docs/operations.md, The audit
 // log): when the store refuses the entry (a trigger here, as a full disk would), the action is
@@ -56,26 +56,8 @@ const queued = async (query: string) => (await must('GET', `/queue/messages?limi
 const entries = async (n = 50) => (await w.t0.app.services.audit.list(n)).entries;
 const lastAuditId = async () => (await entries(1))[0]?.id ?? 0;
 
-/** From now on the store refuses audit entries whose target JSON is LIKE `pattern` (a trigger, on either engine). */
-async function refuseAudit(pattern = '%'): Promise<void> {
-  const db = w.t0.app.store.db;
-  if (!/^[%\w":,.{} -]*$/.test(pattern)) throw new Error('pattern: keep it to plain characters');
-  if (w.t0.app.store.kind === 'postgres') {
-    await sql
-      .raw(
-        `create or replace function refuse_audit() returns trigger language plpgsql as $$ begin
-           if new.target_json like '${pattern}' then raise exception 'audit entry refused by the test'; end if; return new; end $$`,
-      )
-      .execute(db);
-    await sql.raw('create trigger refuse_audit before insert on operator_audit for each row execute function refuse_audit()').execute(db);
-  } else {
-    await sql.raw(`create trigger refuse_audit before insert on operator_audit when new.target_json like '${pattern}' begin select raise(abort, 'audit entry refused by the test'); end`).execute(db);
-  }
-}
-async function acceptAudit(): Promise<void> {
-  const db = w.t0.app.store.db;
-  await sql.raw(w.t0.app.store.kind === 'postgres' ? 'drop trigger if exists refuse_audit on operator_audit' : 'drop trigger if exists refuse_audit').execute(db);
-}
+const refuseAudit = (pattern?: string) => refuseAuditOf(w.t0.app, pattern);
+const acceptAudit = () => acceptAuditOf(w.t0.app);
 
 /** The spec's error for a change the store refused: 500 INTERNAL_SERVER_ERROR, nothing else said. */
 function isRefused(t: any, res: { status: number; body: any }) {

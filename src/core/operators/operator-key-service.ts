@@ -3,6 +3,7 @@ import type { OperatorKeyRow, OperatorKeysRepository } from '../../store/reposit
 import { AppError, badRequest, notFound } from '../errors.js';
 import { LAST_USED_WRITE_INTERVAL_MS } from '../api-keys/api-key-service.js';
 import { newKeyToken, parseKeyToken, secretMatches } from '../api-keys/key-token.js';
+import type { AuditService, OperatorActor } from './audit-service.js';
 
 /*
  * Server-operator keys: the same `ph_<id>_<secret>` form as team keys, bound to no team. They
@@ -24,7 +25,22 @@ export interface OperatorKeyView {
 
 const view = (r: OperatorKeyRow): OperatorKeyView => ({ id: r.id, name: r.name, partialKey: r.partial_key, lastUsed: r.last_used_at, createdAt: r.created_at });
 
-export function createOperatorKeyService(deps: { keys: OperatorKeysRepository; clock: Clock }) {
+export interface OperatorKeyServiceDeps {
+  keys: OperatorKeysRepository;
+  clock: Clock;
+  /** The operator audit log: an operator's change and its entry commit together. */
+  audit?: Pick<AuditService, 'inTransaction'>;
+}
+
+export function createOperatorKeyService(deps: OperatorKeyServiceDeps) {
+  /** The entry of an operator's change, written inside the change's transaction; nothing for a change no operator made. */
+  function audited<T>(by: OperatorActor | undefined, entry: (value: T) => [string, Record<string, unknown>]): ((value: T) => void) | undefined {
+    if (!by) return undefined;
+    if (!deps.audit) throw new Error('operator key service: no audit log wired for operator changes');
+    const audit = deps.audit;
+    return (value) => audit.inTransaction(by, ...entry(value));
+  }
+
   const lastTouched = new Map<number, number>();
 
   /** The row a token names, if its secret matches. */
@@ -36,12 +52,16 @@ export function createOperatorKeyService(deps: { keys: OperatorKeysRepository; c
   }
 
   return {
-    async create(name: string): Promise<OperatorKeyView & { token: string }> {
+    /** With `by`, an operator's: its operator-key.create audit entry commits with the key. */
+    async create(name: string, by?: OperatorActor): Promise<OperatorKeyView & { token: string }> {
       const trimmed = name.trim();
       if (!trimmed) throw badRequest('name: must not be empty');
       const { publicId, token, secretHash, partialKey } = newKeyToken();
       const createdAt = deps.clock.now().toISOString();
-      const id = await deps.keys.insert({ name: trimmed, public_id: publicId, secret_hash: secretHash, partial_key: partialKey, created_at: createdAt });
+      const id = await deps.keys.insert(
+        { name: trimmed, public_id: publicId, secret_hash: secretHash, partial_key: partialKey, created_at: createdAt },
+        audited(by, (keyId: number) => ['operator-key.create', { keyId, name: trimmed }]),
+      );
       return { id, name: trimmed, partialKey, lastUsed: null, createdAt, token };
     },
 
@@ -49,8 +69,9 @@ export function createOperatorKeyService(deps: { keys: OperatorKeysRepository; c
       return (await deps.keys.list()).map(view);
     },
 
-    async revoke(id: number): Promise<void> {
-      if (!(await deps.keys.delete(id))) throw notFound(`operator key ${id} not found`);
+    /** With `by`, an operator's: its operator-key.revoke audit entry commits with the revocation. */
+    async revoke(id: number, by?: OperatorActor): Promise<void> {
+      if (!(await deps.keys.delete(id, audited<void>(by, () => ['operator-key.revoke', { keyId: id }])))) throw notFound(`operator key ${id} not found`);
     },
 
     /** Resolves an operator key, or throws UNAUTHORIZED. */

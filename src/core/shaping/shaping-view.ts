@@ -1,10 +1,9 @@
 import type { Clock } from '../../lib/clock.js';
-import type { DeliveriesRepository } from '../../store/repositories/deliveries-repository.js';
 import type { ShapingHoldRow, ShapingRepository } from '../../store/repositories/shaping-repository.js';
 import { notFound } from '../errors.js';
 import type { AuditService, OperatorActor } from '../operators/audit-service.js';
 import { BUILTIN_SHAPING, type ShapingRuleSpec } from './shaping-rules.js';
-import { HOLDS_REFRESH_MS, holdReason, type TrafficShaper } from './traffic-shaper.js';
+import { HOLDS_REFRESH_MS, type TrafficShaper } from './traffic-shaper.js';
 import { utcDay, warmupBudget, warmupDay } from './warmup-schedule.js';
 
 /*
@@ -33,7 +32,6 @@ export interface ShapingHoldView {
 export interface ShapingOperatorDeps {
   shaper: TrafficShaper;
   repo: ShapingRepository;
-  deliveries: Pick<DeliveriesRepository, 'unpark'>;
   rules: readonly ShapingRuleSpec[];
   builtinShaping: boolean;
   audit: AuditService;
@@ -93,13 +91,16 @@ export function createShapingOperator(deps: ShapingOperatorDeps) {
       };
     },
 
-    /** Lifts a hold at once: what it parked is due now. */
+    /**
+     * Lifts a hold at once: what it parked is due now. The hold's end, the release of its mail
+     * and the audit entry commit together: a refused entry leaves the hold on and its mail held.
+     */
     async endHold(actor: OperatorActor, id: string): Promise<ShapingHoldView> {
-      const ended = await shaper.endHold(id);
-      if (!ended) throw notFound(`shaping hold ${id} not found (or already ended)`);
       const dueMs = clock.nowMs() + (deps.engineHere() ? 0 : HOLDS_REFRESH_MS + 1000);
-      await deps.deliveries.unpark(holdReason(ended), dueMs, clock.now().toISOString());
-      await deps.audit.record(actor, 'queue.shaping.resume', { holdId: id, source: ended.source, rollup: ended.rollup, kind: ended.kind });
+      const ended = await shaper.endHold(id, { dueMs, nowIso: clock.now().toISOString() }, (h) =>
+        deps.audit.inTransaction(actor, 'queue.shaping.resume', { holdId: id, source: h.source, rollup: h.rollup, kind: h.kind }),
+      );
+      if (!ended) throw notFound(`shaping hold ${id} not found (or already ended)`);
       deps.wake();
       return holdView(ended);
     },

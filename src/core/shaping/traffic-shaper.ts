@@ -364,9 +364,12 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
       return row;
     },
 
-    /** An operator lifts a hold: mail it parked is released by the caller. */
-    async endHold(id: string): Promise<ShapingHoldRow | undefined> {
-      const ended = await repo.endHold(id, clock.nowMs());
+    /**
+     * An operator lifts a hold; with `release`, the mail it parked is due at `dueMs` in the same
+     * write, and `inTransaction` (the audit entry) commits with both. Forgotten here once stored.
+     */
+    async endHold(id: string, release?: { dueMs: number; nowIso: string }, inTransaction?: (ended: ShapingHoldRow) => void): Promise<ShapingHoldRow | undefined> {
+      const ended = await repo.endHold(id, clock.nowMs(), release && { ...release, reasonOf: holdReason }, inTransaction);
       if (ended) {
         const h = holds.get(keyOf(ended.source, ended.rollup));
         if (h?.[ended.kind]?.id === id) delete h[ended.kind];

@@ -142,10 +142,6 @@ export function pgDeliveries(db: Kysely<Database>): Partial<DeliveriesRepository
       );
     },
 
-    async unpark(reason: string, dueMs: number, nowIso: string): Promise<number> {
-      return exec.run(`update deliveries set next_attempt_at = $1, updated_at = $2 where state = 'queued' and lease_owner is null and held_reason = $3 and next_attempt_at > $1`, [dueMs, nowIso, reason]);
-    },
-
     async renewLeases(ids: number[], owner: string, untilMs: number): Promise<number> {
       if (!ids.length) return 0;
       return exec.run(`update deliveries set lease_until = $1 where id = any($2::bigint[]) and lease_owner = $3 and state = 'queued'`, [untilMs, ids, owner]);

@@ -1,8 +1,9 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../tables/database.js';
-import type { ShapingHoldRow, ShapingRepository, SlotAnswer, SlotRequest } from '../repositories/shaping-repository.js';
+import type { HoldRelease, ShapingHoldRow, ShapingRepository, SlotAnswer, SlotRequest } from '../repositories/shaping-repository.js';
 import { pgPoolOf, sharedOf } from './pg-context.js';
-import { clientExec, type PgExec } from './pg-exec.js';
+import { clientExec, kyselyExec, type PgExec } from './pg-exec.js';
+import { transact } from '../store-context.js';
 
 /*
  * Traffic shaping's state on PostgreSQL (store/repositories/shaping-repository.ts). The message
@@ -119,9 +120,23 @@ export function pgShaping(db: Kysely<Database>): Partial<ShapingRepository> {
       });
     },
 
-    async endHold(id: string, nowMs: number): Promise<ShapingHoldRow | undefined> {
-      const [row] = await exec.query<ShapingHoldRow>('delete from shaping_holds where id = $1 and until_ms > $2 returning *', [id, nowMs]);
-      return row;
+    async endHold(id: string, nowMs: number, release?: HoldRelease, inTransaction?: (ended: ShapingHoldRow) => void): Promise<ShapingHoldRow | undefined> {
+      const END = 'delete from shaping_holds where id = $1 and until_ms > $2 returning *';
+      if (!release && !inTransaction) return (await exec.query<ShapingHoldRow>(END, [id, nowMs]))[0];
+      return transact(db, async (trx) => {
+        const tx = kyselyExec(trx);
+        const [row] = await tx.query<ShapingHoldRow>(END, [id, nowMs]);
+        if (!row) return undefined;
+        if (release) {
+          await tx.run(`update deliveries set next_attempt_at = $1, updated_at = $2 where state = 'queued' and lease_owner is null and held_reason = $3 and next_attempt_at > $1`, [
+            release.dueMs,
+            release.nowIso,
+            release.reasonOf(row),
+          ]);
+        }
+        inTransaction?.(row);
+        return row;
+      });
     },
 
     async pruneHolds(beforeMs: number): Promise<number> {

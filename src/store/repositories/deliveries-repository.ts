@@ -189,16 +189,6 @@ export function createDeliveriesRepository(db: Db) {
       });
     },
 
-    /** Rows parked with this reason (an operator lifted the hold that parked them) become due at `dueMs`. */
-    async unpark(reason: string, dueMs: number, nowIso: string): Promise<number> {
-      return sync.write(
-        () =>
-          sync.sqlite
-            .prepare(`update deliveries set next_attempt_at = ?, updated_at = ? where state = 'queued' and lease_owner is null and held_reason = ? and next_attempt_at > ?`)
-            .run(dueMs, nowIso, reason, dueMs).changes,
-      );
-    },
-
     /** Puts back queued rows `owner` holds; a row it no longer holds (another node took it since) keeps that lease. */
     async releaseLeases(ids: number[], owner: string): Promise<void> {
       if (!ids.length) return;

@@ -22,6 +22,13 @@ export interface SlotRequest {
   spacingMs: number;
 }
 
+/** The mail a lifted hold parked (its held_reason, `reasonOf` the hold) becomes due at `dueMs`. */
+export interface HoldRelease {
+  reasonOf: (hold: ShapingHoldRow) => string;
+  dueMs: number;
+  nowIso: string;
+}
+
 /** took: the slot is this caller's (send now); tatMs: the (source, rollup)'s next free time. */
 export interface SlotAnswer {
   took: boolean;
@@ -49,11 +56,23 @@ export function createShapingRepository(db: Db) {
       });
     },
 
-    /** Ends a hold now; the hold as it was, or undefined when none is active with that id. */
-    async endHold(id: string, nowMs: number): Promise<ShapingHoldRow | undefined> {
+    /**
+     * Ends a hold now; the hold as it was, or undefined when none is active with that id. With
+     * `release`, the mail the hold parked becomes due at `dueMs` in the same write, and
+     * `inTransaction` runs inside it with the hold (the operator's audit entry commits with it;
+     * it may run more than once, like the write itself).
+     */
+    async endHold(id: string, nowMs: number, release?: HoldRelease, inTransaction?: (ended: ShapingHoldRow) => void): Promise<ShapingHoldRow | undefined> {
       return sync.write(() => {
         const row = sync.sqlite.prepare('select * from shaping_holds where id = ? and until_ms > ?').get(id, nowMs) as ShapingHoldRow | undefined;
-        if (row) sync.sqlite.prepare('delete from shaping_holds where id = ?').run(id);
+        if (!row) return undefined;
+        sync.sqlite.prepare('delete from shaping_holds where id = ?').run(id);
+        if (release) {
+          sync.sqlite
+            .prepare(`update deliveries set next_attempt_at = ?, updated_at = ? where state = 'queued' and lease_owner is null and held_reason = ? and next_attempt_at > ?`)
+            .run(release.dueMs, release.nowIso, release.reasonOf(row), release.dueMs);
+        }
+        inTransaction?.(row);
         return row;
       });
     },
