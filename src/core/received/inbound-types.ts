@@ -97,6 +97,8 @@ export interface ReceivedMessageInput {
   raw: Buffer;
   /** Size of the message as received. */
   sizeBytes: number;
+  /** Hex SHA-256 of the message as received (transaction-key.ts messageDigest). */
+  digest: string;
   messageId: string | null;
   from: string | null;
   to: string[];

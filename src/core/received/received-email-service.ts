@@ -6,6 +6,7 @@ import type { NewReceivedEmail, ReceivedEmailRow, ReceivedEmailsRepository } fro
 import { badRequest, notFound } from '../errors.js';
 import type { BusEvent, EventBus } from '../events.js';
 import type { AuthResults, ReceivedMessageInput } from './inbound-types.js';
+import { transactionKey } from './transaction-key.js';
 
 // Mail for receiving domains: stored durably before the SMTP 250 (raw bytes, parsed fields,
 // attachments, SPF/DKIM/DMARC verdicts), listed and fetched through the API, and announced
@@ -54,7 +55,9 @@ export function createReceivedEmailService(deps: ReceivedEmailServiceDeps) {
   return {
     /**
      * Stores one message once per receiving domain it was addressed to, in one transaction,
-     * then announces each. Returns the new ids (for the SMTP reply and logs).
+     * then announces each. A copy its domain already has from this very transaction (the
+     * sender retried it) is neither stored nor announced again. Returns the ids of the stored
+     * copies (for the SMTP reply and logs).
      */
     async store(message: ReceivedMessageInput, targets: { domain: DomainRecord; rcptTo: string[] }[]): Promise<string[]> {
       const nowIso = deps.clock.now().toISOString();
@@ -97,6 +100,7 @@ export function createReceivedEmailService(deps: ReceivedEmailServiceDeps) {
           size_bytes: message.sizeBytes,
           attachment_count: attachments.length,
           created_at: nowIso,
+          dedupe_key: transactionKey(message.envelope.mailFrom, t.rcptTo, message.digest),
         },
         raw: message.raw,
         attachments,
@@ -125,9 +129,13 @@ export function createReceivedEmailService(deps: ReceivedEmailServiceDeps) {
         };
       });
       // The webhook outbox rows commit with the received emails themselves.
-      await deps.received.insertMany(items, () => deps.events.inTransaction(received));
-      for (const e of received) deps.events.emit(e);
-      return items.map((i) => i.row.id);
+      let announced: BusEvent[] = [];
+      const stored = await deps.received.insertMany(items, (storedIds) => {
+        announced = received.filter((e) => storedIds.has(e.data.id as string));
+        deps.events.inTransaction(announced);
+      });
+      for (const e of announced) deps.events.emit(e);
+      return stored.map((s) => s.id);
     },
 
     async list(scope: ReceivedScope, q: { offset: number; limit: number; domainIds?: number[] }) {

@@ -11,13 +11,15 @@ import type { DsnRecipient, InboundEnvelope, ParsedReport } from './inbound-type
 import { splitAddress, verpToken, type InboundRoute, type InboundRouter } from './inbound-router.js';
 import { emailBusEvent } from '../emails/email-bus-event.js';
 import { bounceSubType } from '../deliveries/bounce-sub-type.js';
+import { messageDigest, transactionKey } from './transaction-key.js';
 
 // Asynchronous bounces (RFC 3464 DSNs) and complaints (RFC 5965 ARF) that come back to the
 // inbound listener. A report is linked to the email it is about, most reliable first:
 // the VERP token of the address it came to, a return path quoted inside the report, our
 // X-Posthorn-Email-ID header in the returned message, and its Message-ID. Its effects on
 // deliveries, status events and suppressions are stored in the same transaction as the
-// report itself, before the SMTP 250.
+// report itself, before the SMTP 250. A report the sender sends again (it retried after our
+// 451, or our 250 was lost) is recognised by its transaction key and changes nothing twice.
 
 /** RFC 5965 7.3 feedback types that mean "the recipient does not want this mail". */
 const COMPLAINT_TYPES = new Set(['abuse', 'fraud', 'virus', 'other', '']);
@@ -36,6 +38,8 @@ export interface ReportOutcome {
   reportId: number;
   kind: InboundReportKind;
   emailId: string | null;
+  /** The team already had this report from an earlier attempt of the same transaction: nothing was recorded. */
+  duplicate: boolean;
 }
 
 export interface ReportServiceDeps {
@@ -237,7 +241,8 @@ export function createReportService(deps: ReportServiceDeps) {
       };
       // bounced / complained events: their webhook outbox rows commit with the report's effects.
       const announced = linked ? plan.announce.map((a) => emailBusEvent(statusEventType(a.status), linked.email, a.status, nowIso, a.data)) : [];
-      const reportId = await deps.reports.record(
+      const dedupeKey = transactionKey(envelope.mailFrom, intake.routes.map((r) => r.address), messageDigest(intake.raw));
+      const { id: reportId, duplicate } = await deps.reports.record(
         {
           kind: plan.kind,
           team_id: linked?.email.team_id ?? null,
@@ -249,16 +254,19 @@ export function createReportService(deps: ReportServiceDeps) {
           summary_json: JSON.stringify(summary),
           raw: intake.raw,
           created_at: nowIso,
+          dedupe_key: dedupeKey,
         },
         plan.effects,
         () => deps.events.inTransaction(announced),
       );
-      if (linked) {
+      if (duplicate) {
+        deps.logger.info({ reportId, rcptTo: envelope.rcptTo }, 'inbound report already recorded from an earlier attempt of this message; nothing recorded again');
+      } else if (linked) {
         for (const e of announced) deps.events.emit(e);
       } else if (report.type !== 'other') {
         deps.logger.warn({ reportId, kind: plan.kind, rcptTo: envelope.rcptTo }, 'inbound report could not be linked to an email; kept in inbound_reports');
       }
-      return { reportId, kind: plan.kind, emailId: linked?.email.id ?? null };
+      return { reportId, kind: plan.kind, emailId: linked?.email.id ?? null, duplicate };
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { AuthenticateResult, DNSResolver } from 'mailauth';
 import type { ParsedMail } from 'mailparser';
 import type { AuthResults, InboundEnvelope, ReceivedMessageInput } from '../../core/received/inbound-types.js';
+import { messageDigest } from '../../core/received/transaction-key.js';
 import { formatMailboxes, headerFields } from '../parsed-mail.js';
 
 // Turns a message for a receiving domain into what core stores: parsed fields as far as the
@@ -107,6 +108,7 @@ export async function buildReceivedMessage(raw: Buffer, parsed: ParsedMail | nul
     envelope: e,
     raw: stored,
     sizeBytes: raw.length,
+    digest: messageDigest(raw),
     messageId: parsed?.messageId ?? null,
     from: parsed?.from ? (formatMailboxes(parsed.from)[0] ?? parsed.from.text ?? null) : null,
     to: formatMailboxes(parsed?.to),

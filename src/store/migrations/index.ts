@@ -20,6 +20,7 @@ import * as m20261126070000 from './20261126070000-audit-console-users.js';
 import * as m20261126080000 from './20261126080000-cluster.js';
 import * as m20261126090000 from './20261126090000-login-failures.js';
 import * as m20261126160000 from './20261126160000-campaign-started-at.js';
+import * as m20261126210000 from './20261126210000-inbound-dedupe.js';
 
 // Every migration, keyed by its timestamped name. Kysely runs them in name order and
 // records each in kysely_migration, so they are forward-only and run once.
@@ -45,4 +46,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261126080000-cluster': m20261126080000,
   '20261126090000-login-failures': m20261126090000,
   '20261126160000-campaign-started-at': m20261126160000,
+  '20261126210000-inbound-dedupe': m20261126210000,
 };

@@ -16,11 +16,25 @@ export function createInboundReportsRepository(db: Db) {
     /**
      * Stores the report and everything it changes (delivery rows, status events that move
      * latestStatus forward only, suppressions) in one transaction, before the SMTP 250.
+     * `inTransaction` runs synchronously inside the same transaction, after the effects (the
+     * transactional outbox). A report whose dedupe key the team already has (the sender retried
+     * the message) changes nothing: the stored report's id comes back with `duplicate`.
      */
-    /** `inTransaction` runs synchronously inside the same transaction, after the effects (the transactional outbox). */
-    async record(report: Insertable<InboundReportsTable>, effects: ReportEffects, inTransaction?: () => void): Promise<number> {
+    async record(report: Insertable<InboundReportsTable>, effects: ReportEffects, inTransaction?: () => void): Promise<{ id: number; duplicate: boolean }> {
       return transact(db, async (trx) => {
-        const inserted = await trx.insertInto('inbound_reports').values(report).returning('id').executeTakeFirstOrThrow();
+        // No conflict target: besides the generated id the one unique key is the dedupe index,
+        // (coalesce(team_id, 0), dedupe_key), an expression a column list cannot name.
+        const inserted = await trx.insertInto('inbound_reports').values(report).onConflict((oc) => oc.doNothing()).returning('id').executeTakeFirst();
+        if (!inserted) {
+          const teamId = report.team_id ?? null;
+          const existing = await trx
+            .selectFrom('inbound_reports')
+            .select('id')
+            .where('dedupe_key', '=', report.dedupe_key!)
+            .where((eb) => (teamId === null ? eb('team_id', 'is', null) : eb('team_id', '=', teamId)))
+            .executeTakeFirstOrThrow();
+          return { id: existing.id, duplicate: true };
+        }
         for (const d of effects.deliveries) await applyReportToDelivery(trx, d);
         for (const e of effects.events) await insertEventAndBump(trx, e);
         for (const s of effects.suppressions) {
@@ -31,7 +45,7 @@ export function createInboundReportsRepository(db: Db) {
             .execute();
         }
         inTransaction?.();
-        return inserted.id;
+        return { id: inserted.id, duplicate: false };
       });
     },
 

@@ -25,13 +25,33 @@ export function createReceivedEmailsRepository(db: Db) {
     /**
      * Stores messages with their raw bytes and attachments in one transaction: the inbound
      * listener answers 250 only after this resolves, so an accepted message is never lost.
+     * A message whose dedupe key its domain already has (the sender retried it) is not stored
+     * again. Returns, per item, the id of the stored copy and whether this call stored it;
+     * `inTransaction` gets the ids it stored and runs synchronously inside the same
+     * transaction, last (the transactional outbox).
      */
-    /** `inTransaction` runs synchronously inside the same transaction, last (the transactional outbox). */
-    async insertMany(items: NewReceivedEmail[], inTransaction?: () => void): Promise<void> {
-      if (!items.length) return;
-      await transact(db, async (trx) => {
+    async insertMany(items: NewReceivedEmail[], inTransaction?: (storedIds: ReadonlySet<string>) => void): Promise<{ id: string; stored: boolean }[]> {
+      if (!items.length) return [];
+      return transact(db, async (trx) => {
+        const out: { id: string; stored: boolean }[] = [];
         for (const item of items) {
-          await trx.insertInto('received_emails').values(item.row).execute();
+          const inserted = await trx
+            .insertInto('received_emails')
+            .values(item.row)
+            .onConflict((oc) => oc.columns(['team_id', 'domain_id', 'dedupe_key']).doNothing())
+            .returning('id')
+            .executeTakeFirst();
+          if (!inserted) {
+            const existing = await trx
+              .selectFrom('received_emails')
+              .select('id')
+              .where('team_id', '=', item.row.team_id)
+              .where('domain_id', '=', item.row.domain_id)
+              .where('dedupe_key', '=', item.row.dedupe_key!)
+              .executeTakeFirstOrThrow();
+            out.push({ id: existing.id, stored: false });
+            continue;
+          }
           await trx.insertInto('received_email_raw').values({ received_email_id: item.row.id, raw: item.raw }).execute();
           for (const a of item.attachments) {
             await trx
@@ -39,8 +59,10 @@ export function createReceivedEmailsRepository(db: Db) {
               .values({ ...a, received_email_id: item.row.id })
               .execute();
           }
+          out.push({ id: item.row.id, stored: true });
         }
-        inTransaction?.();
+        inTransaction?.(new Set(out.filter((o) => o.stored).map((o) => o.id)));
+        return out;
       });
     },
 

@@ -358,6 +358,8 @@ export interface ReceivedEmailsTable {
   size_bytes: number;
   attachment_count: number;
   created_at: string;
+  /** SHA-256 of the SMTP transaction for this domain (core/received/transaction-key.ts): a retried message is stored once. */
+  dedupe_key: string | null;
 }
 
 export interface ReceivedEmailRawTable {
@@ -414,6 +416,8 @@ export interface InboundReportsTable {
   summary_json: string;
   raw: Buffer;
   created_at: string;
+  /** SHA-256 of the SMTP transaction (core/received/transaction-key.ts): a retried report is recorded once per team. */
+  dedupe_key: string | null;
 }
 
 export type CampaignStatus = 'DRAFT' | 'SCHEDULED' | 'RUNNING' | 'PAUSED' | 'SENT';
