@@ -13,6 +13,7 @@
  *   over a limit wait in one FIFO queue; a waiter blocked only by the global
  *   limit may evict an idle session of another destination.
  */
+import type { TlsVerdict } from '../../core/tls-reports/tls-verdict.js';
 import { systemClock } from '../../lib/clock.js';
 import type { DeliveryTarget, OpenFailure, PooledConnection, RecipientResult, Route, SmtpClientPool, SmtpClientPoolOptions, TlsObservation, TransactionRequest, TransactionResult } from './smtp-client-types.js';
 import { closedError, createSecureContext, onSession, openSession, relayRefusal, routeFor, sessionTrace, socketGone, type SessionContext } from './smtp-session.js';
@@ -73,6 +74,14 @@ function observationFor(pc: PooledConnection, host: string): TlsObservation | un
   const o = pc.observation;
   if (!o || o.host === host) return o;
   return o.forHost ? o.forHost(host) : { ...o, host };
+}
+
+/** The verdict of a transaction, marked when its connection was already counted for the policy domain. */
+function oncePerSession(pc: PooledConnection, verdict: TlsVerdict): TlsVerdict {
+  const counted = (pc.reportedFor ??= new Set());
+  if (counted.has(verdict.policy.domain)) return { ...verdict, sessionCounted: true };
+  counted.add(verdict.policy.domain);
+  return verdict;
 }
 
 /** Whether an idle session may carry this request. */
@@ -478,7 +487,7 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
         ...(outcome.dropped ? { error: `session lost during the transaction: ${outcome.dropped}` } : {}),
         ...(outcome.hostFailure ? { hostFailure: true } : {}),
         ...(pc.transcript ? { trace: sessionTrace(pc, route) } : {}),
-        ...(req.transport && pc.observation && !route.relay ? { tls: req.transport.judge(observationFor(pc, route.host)!).verdict } : {}),
+        ...(req.transport && pc.observation && !route.relay ? { tls: oncePerSession(pc, req.transport.judge(observationFor(pc, route.host)!).verdict) } : {}),
       };
       return { result, byRecipient: outcome.byRecipient };
     }

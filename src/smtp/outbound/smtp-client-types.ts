@@ -276,6 +276,8 @@ export interface PooledConnection {
   verifiedFor?: string;
   /** What the session saw of TLS when it opened: what a TransportRequirement judges on reuse. */
   observation?: TlsObservation;
+  /** Policy domains whose TLS report already counts this connection as a session. */
+  reportedFor?: Set<string>;
   remoteAddress?: string;
   transactions: number;
   idleTimer?: NodeJS.Timeout;
