@@ -37,6 +37,7 @@ export function createTlsSessionCounter(deps: { repo: TlsReportsRepository; cloc
     if (!verdicts.length) return;
     const day = utcDay(deps.clock.nowMs());
     for (const v of verdicts) {
+      if (v.sessionCounted) continue;
       const failure = v.result !== 'success';
       const row: TlsSessionCountRow = {
         policy_domain: v.policy.domain,

@@ -53,6 +53,11 @@ export interface TlsVerdict {
   detail?: string;
   /** The session went on to MAIL FROM (false: it was refused or closed unused). */
   proceeded: boolean;
+  /**
+   * A reused connection already counted for this policy domain: not another session in the
+   * report, which counts connections (RFC 8460 §4.4), not the messages they carried.
+   */
+  sessionCounted?: boolean;
 }
 
 /** The part of a verdict a delivery event carries (events are small and readable). */

@@ -6,10 +6,14 @@
  * records the resolver validated (MxHost.dnssec; we trust its AD bit, dns-client.ts). Then
  *
  *   _25._tcp.<mx> answer, validated         -> DANE applies: TLS is mandatory, the chain must match
- *   answer or denial not validated          -> "dnssec-invalid": a signed zone cannot give an
- *                                              unvalidated answer, so the host is not used (§2.1.1)
  *   validated NXDOMAIN / NODATA             -> no DANE for this host (other policies apply)
- *   SERVFAIL, timeout                       -> "dnssec-invalid" as well: indeterminate (§2.1.1)
+ *   answer or denial not validated          -> no DANE either: behind a validating resolver a
+ *                                              missing AD bit means "insecure" (a CNAME into or a
+ *                                              delegation to an unsigned zone), and §2.2 says
+ *                                              insecure TLSA records are not used; a bogus answer
+ *                                              comes back as SERVFAIL instead
+ *   SERVFAIL, timeout                       -> "dnssec-invalid": indeterminate, the host is not
+ *                                              used now (§2.1.1)
  *
  * Matching (§3.1): only DANE-TA(2) and DANE-EE(3) are usable for SMTP; PKIX-TA(0)/PKIX-EE(1) and
  * unknown usages, selectors (0 full certificate, 1 SubjectPublicKeyInfo) and matching types
@@ -119,15 +123,13 @@ export function createTlsaLookup(resolver: DnsResolver, clock: Clock): TlsaLooku
     if (!resolver.resolveTlsa) return { value: { kind: 'none' }, ttlMs: ttlMs(MAX_TTL_SECONDS) };
     try {
       const answer = await resolver.resolveTlsa(name);
-      if (!answer.authenticated) {
-        return { value: { kind: 'indeterminate', detail: `the TLSA answer for ${name} was not DNSSEC-validated in a signed zone` }, ttlMs: ttlMs(INDETERMINATE_TTL_SECONDS) };
-      }
+      // §2.2: insecure TLSA records are not used (pre-DANE opportunistic TLS).
+      if (!answer.authenticated) return { value: { kind: 'none' }, ttlMs: ttlMs(answer.ttlSeconds) };
       return { value: { kind: 'tlsa', records: answer.records, usable: answer.records.filter(isUsableTlsa) }, ttlMs: ttlMs(answer.ttlSeconds) };
     } catch (err) {
       if (err instanceof DnsError && (err.code === 'NOTFOUND' || err.code === 'NODATA')) {
-        const negative = ttlMs(err.negativeTtlSeconds ?? DEFAULT_NEGATIVE_TTL_SECONDS);
-        if (err.authenticated) return { value: { kind: 'none' }, ttlMs: negative };
-        return { value: { kind: 'indeterminate', detail: `the denial of ${name} was not DNSSEC-validated in a signed zone` }, ttlMs: ttlMs(INDETERMINATE_TTL_SECONDS) };
+        // Validated or insecure, a denial means no DANE for this host.
+        return { value: { kind: 'none' }, ttlMs: ttlMs(err.negativeTtlSeconds ?? DEFAULT_NEGATIVE_TTL_SECONDS) };
       }
       const why = err instanceof Error ? err.message : String(err);
       return { value: { kind: 'indeterminate', detail: `TLSA lookup for ${name} failed: ${why}` }, ttlMs: ttlMs(INDETERMINATE_TTL_SECONDS) };

@@ -13,8 +13,9 @@
  *   over a limit wait in one FIFO queue; a waiter blocked only by the global
  *   limit may evict an idle session of another destination.
  */
+import type { TlsVerdict } from '../../core/tls-reports/tls-verdict.js';
 import { systemClock } from '../../lib/clock.js';
-import type { DeliveryTarget, OpenFailure, PooledConnection, RecipientResult, Route, SmtpClientPool, SmtpClientPoolOptions, TransactionRequest, TransactionResult } from './smtp-client-types.js';
+import type { DeliveryTarget, OpenFailure, PooledConnection, RecipientResult, Route, SmtpClientPool, SmtpClientPoolOptions, TlsObservation, TransactionRequest, TransactionResult } from './smtp-client-types.js';
 import { closedError, createSecureContext, onSession, openSession, relayRefusal, routeFor, sessionTrace, socketGone, type SessionContext } from './smtp-session.js';
 import { failedResult, refusedLocally, transact, type TransactionContext } from './smtp-transaction.js';
 
@@ -65,6 +66,24 @@ function positiveInteger(value: number | undefined, fallback: number, what: stri
   return value;
 }
 
+/**
+ * What a session saw of TLS, for the MX name a request goes to: sessions are shared by address,
+ * and a certificate valid for one name of it need not be valid for another.
+ */
+function observationFor(pc: PooledConnection, host: string): TlsObservation | undefined {
+  const o = pc.observation;
+  if (!o || o.host === host) return o;
+  return o.forHost ? o.forHost(host) : { ...o, host };
+}
+
+/** The verdict of a transaction, marked when its connection was already counted for the policy domain. */
+function oncePerSession(pc: PooledConnection, verdict: TlsVerdict): TlsVerdict {
+  const counted = (pc.reportedFor ??= new Set());
+  if (counted.has(verdict.policy.domain)) return { ...verdict, sessionCounted: true };
+  counted.add(verdict.policy.domain);
+  return verdict;
+}
+
 /** Whether an idle session may carry this request. */
 function accepts(pc: PooledConnection, w: Waiter): boolean {
   if (!w.allowIdle || pc.dead) return false;
@@ -72,7 +91,10 @@ function accepts(pc: PooledConnection, w: Waiter): boolean {
   if (pc.shape?.key !== w.req.shape?.key) return false;
   if (w.route.relay) return true;
   const transport = w.req.transport;
-  if (transport) return !!pc.observation && (pc.secure || !transport.requireTls) && transport.judge(pc.observation).proceed;
+  if (transport) {
+    const observation = observationFor(pc, w.route.host);
+    return !!observation && (pc.secure || !transport.requireTls) && transport.judge(observation).proceed;
+  }
   // ENFORCED needs a session whose certificate verified for this very MX name.
   if (w.req.tlsPolicy === 'ENFORCED') return pc.verifiedFor === w.route.host;
   return true;
@@ -465,7 +487,7 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
         ...(outcome.dropped ? { error: `session lost during the transaction: ${outcome.dropped}` } : {}),
         ...(outcome.hostFailure ? { hostFailure: true } : {}),
         ...(pc.transcript ? { trace: sessionTrace(pc, route) } : {}),
-        ...(req.transport && pc.observation && !route.relay ? { tls: req.transport.judge(pc.observation).verdict } : {}),
+        ...(req.transport && pc.observation && !route.relay ? { tls: oncePerSession(pc, req.transport.judge(observationFor(pc, route.host)!).verdict) } : {}),
       };
       return { result, byRecipient: outcome.byRecipient };
     }

@@ -87,6 +87,11 @@ export interface TlsObservation {
   pkixError?: string | null;
   /** The certificate chain the peer presented, leaf first (parsed on first use). */
   peerChain?: () => X509Certificate[];
+  /**
+   * The same session as seen for another MX name on its address (an idle session offered for
+   * reuse): the PKIX verdict is for that name.
+   */
+  forHost?: (host: string) => TlsObservation;
 }
 
 /** A judge's answer: whether the session may carry the message, and the verdict to report. */
@@ -271,6 +276,8 @@ export interface PooledConnection {
   verifiedFor?: string;
   /** What the session saw of TLS when it opened: what a TransportRequirement judges on reuse. */
   observation?: TlsObservation;
+  /** Policy domains whose TLS report already counts this connection as a session. */
+  reportedFor?: Set<string>;
   remoteAddress?: string;
   transactions: number;
   idleTimer?: NodeJS.Timeout;

@@ -40,6 +40,8 @@ const MAX_BROKEN_TLS_ENTRIES = 10_000;
 /** RFC 3207 §4 / RFC 8996: TLS 1.0 and 1.1 are deprecated; ENFORCED means a modern handshake. */
 const MIN_TLS_VERSION = 'TLSv1.2';
 
+/** Node's authorizationError when the chain verified but the certificate does not name the host. */
+const NAME_MISMATCH = 'ERR_TLS_CERT_ALTNAME_INVALID';
 const CERTIFICATE_ERROR = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|HOSTNAME|ALTNAME/i;
 const TLS_ERROR = /TLS|SSL|handshake|CERT|SELF_SIGNED|UNABLE_TO_VERIFY/i;
 
@@ -300,12 +302,30 @@ function observe(conn: SMTPConnection, route: Route, address: string, plan: TlsP
     return { ...base, secure: false, tlsFailure: plan === 'plain' ? 'handshake-failed' : 'not-offered' };
   }
   let chain: X509Certificate[] | undefined;
-  return {
-    ...base,
-    secure: true,
-    pkixError: socket.authorized ? null : String(socket.authorizationError ?? 'UNKNOWN'),
-    peerChain: () => (chain ??= peerChainOf(socket)),
+  const pkixError = socket.authorized ? null : String(socket.authorizationError ?? 'UNKNOWN');
+  const observation: TlsObservation = { ...base, secure: true, pkixError, peerChain: () => (chain ??= peerChainOf(socket)) };
+  // Judged when the session is offered for reuse (socket alive), kept for the result's verdict.
+  const otherHosts = new Map<string, TlsObservation>();
+  observation.forHost = (host) => {
+    if (host === route.host) return observation;
+    let seen = otherHosts.get(host);
+    if (!seen) {
+      seen = { ...observation, host, pkixError: pkixErrorFor(socket, host, pkixError) };
+      otherHosts.set(host, seen);
+    }
+    return seen;
   };
+  return observation;
+}
+
+/** Node's PKIX verdict of a session for another name than the one it was opened for. */
+function pkixErrorFor(socket: tls.TLSSocket, host: string, opened: string | null): string | null {
+  // Node checks the name only once the chain verified: a chain error holds for every name.
+  if (opened !== null && opened !== NAME_MISMATCH) return opened;
+  const cert = socket.getPeerCertificate();
+  if (!cert?.raw) return 'UNKNOWN';
+  const err = tls.checkServerIdentity(host, cert) as NodeJS.ErrnoException | undefined;
+  return err ? String(err.code ?? err.message) : null;
 }
 
 /** The peer's certificates, leaf first, as Node ordered them (getPeerCertificate's issuer links). */

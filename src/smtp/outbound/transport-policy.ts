@@ -25,7 +25,7 @@ import type { TlsJudgement, TlsObservation, TlsPolicy, TransportRequirement } fr
 export interface PlannedHost {
   host: MxHost;
   requirement: TransportRequirement;
-  /** Not to be connected to (MTA-STS enforce without a matching mx, DANE lookup not trustworthy). */
+  /** Not to be connected to (MTA-STS enforce without a matching mx, a TLSA lookup that failed). */
   refused?: { verdict: TlsVerdict; message: string };
 }
 
@@ -170,7 +170,7 @@ export function createTransportPolicy(opts: TransportPolicyOptions): TransportPo
           const dane = opts.dane && host.dnssec ? await opts.dane.lookup(host.host) : ({ kind: 'none' } as const);
           if (dane.kind === 'indeterminate') {
             const policy: TlsPolicyRef = { type: 'tlsa', domain, strings: [], mxHosts: [host.host] };
-            return refusedHost(host, policy, 'dnssec-invalid', 'tlsa-lookup-not-validated', `DANE: ${dane.detail}`, sending);
+            return refusedHost(host, policy, 'dnssec-invalid', 'tlsa-lookup-failed', `DANE: ${dane.detail}`, sending);
           }
           if (dane.kind === 'tlsa') return withUnusableTlsa(daneHost(domain, host, dane, sending), dane);
           if (active) return stsHost(host, sts, stsPolicy!, sending);

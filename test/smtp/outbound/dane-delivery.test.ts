@@ -16,6 +16,7 @@ let good: Mx;
 let wrongName: Mx;
 let other: Mx;
 let hole: Mx;
+let insecure: Mx;
 
 test.before(async () => {
   w = await startTlsWorld({ clock, policyDomains: ['dane-sts.test'] });
@@ -24,6 +25,7 @@ test.before(async () => {
   wrongName = await w.addMx('mx-wrong.dane.test', 'wrong-name');
   other = await w.addMx('mx-other.dane.test', 'self-signed');
   hole = await w.addMx('mx-hole.dane.test', 'good');
+  insecure = await w.addMx('mx-insecure.dane.test', 'self-signed');
   // The MX hosts' zone and the recipient domains below are signed.
   w.zone.sign('dane.test');
   w.zone.sign('rcpt.test');
@@ -76,8 +78,9 @@ test.serial('DANE-TA: the CA anchors a leaf valid for the MX name; a leaf for an
   t.is(wrongName.mailFroms(), 0);
 });
 
-test.serial('an unvalidated denial where the zone is signed: dnssec-invalid, the host is not contacted', async (t) => {
-  w.zone.sign(`_25._tcp.${hole.host}`, false);
+test.serial('a TLSA lookup that fails (SERVFAIL): dnssec-invalid, the host is not contacted', async (t) => {
+  w.zone.servfail(`_25._tcp.${hole.host}`);
+  t.teardown(() => w.zone.clear(`_25._tcp.${hole.host}`));
   w.setMx('hole.rcpt.test', [hole.host]);
   const before = hole.sink.connectionCount;
   const id = await send('e@hole.rcpt.test');
@@ -85,6 +88,26 @@ test.serial('an unvalidated denial where the zone is signed: dnssec-invalid, the
   t.is(e.status, 'DELIVERY_DELAYED');
   t.like(e.data.tls, { policy: 'tlsa', result: 'dnssec-invalid', mxHost: hole.host });
   t.is(hole.sink.connectionCount, before);
+});
+
+test.serial('insecure TLSA records (a CNAME into an unsigned zone) or an insecure denial: DANE does not apply (RFC 7672 2.2)', async (t) => {
+  // TLSA records that would not match, reached through a CNAME into a zone that is not signed:
+  // the answer is "insecure", so the host gets pre-DANE opportunistic TLS, not a deferral.
+  w.zone.set(`_25._tcp.${insecure.host}`, 'CNAME', ['_25._tcp.mx.unsigned-provider.test']);
+  w.zone.set('_25._tcp.mx.unsigned-provider.test', 'TLSA', [tlsa(3, 1, 1, selfSigned.leafPem)]);
+  w.setMx('insecure.rcpt.test', [insecure.host]);
+  const id = await send('e1@insecure.rcpt.test');
+  const e = await lastEvent(id);
+  t.is(e.status, 'DELIVERED');
+  t.like(e.data.tls, { policy: 'no-policy-found', result: 'success', mxHost: insecure.host });
+  await insecure.sink.waitForMessages(1);
+  // A denial from an unsigned corner of the signed zone is just as insecure.
+  w.zone.remove(`_25._tcp.${insecure.host}`);
+  w.zone.sign(`_25._tcp.${insecure.host}`, false);
+  clock.advance(301_000); // past the cached TLSA answer
+  const id2 = await send('e2@insecure.rcpt.test');
+  t.is((await lastEvent(id2)).status, 'DELIVERED');
+  await insecure.sink.waitForMessages(2);
 });
 
 test.serial('an MX RRset that is not validated: DANE does not apply (RFC 7672 2.2.1)', async (t) => {

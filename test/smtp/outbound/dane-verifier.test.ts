@@ -81,7 +81,7 @@ test('only DANE-TA(2) and DANE-EE(3) with known selectors and matching types are
   t.is(tlsaPresentation({ usage: 3, selector: 1, matchingType: 1, data: Buffer.from([0xab, 0x01]) }), '3 1 1 AB01');
 });
 
-test('TLSA lookups: validated records, validated denial, unvalidated answers, failures; all cached', async (t) => {
+test('TLSA lookups: validated records, validated denial, insecure answers, failures; all cached', async (t) => {
   const clock = new ManualClock();
   const lookup = createTlsaLookup(createDnsClient({ servers: [zone.server], timeoutMs: 300, tries: 1 }), clock);
   zone.sign('signed.test');
@@ -98,12 +98,12 @@ test('TLSA lookups: validated records, validated denial, unvalidated answers, fa
   }
   zone.set('nothing.signed.test', 'A', ['192.0.2.1']);
   t.deepEqual(await lookup.lookup('nothing.signed.test'), { kind: 'none' }, 'a validated NODATA/NXDOMAIN: no DANE');
-  // An unsigned corner of a signed zone: the denial is not validated.
+  // An unsigned corner of a signed zone: the denial is insecure, and so no DANE (§2.2).
   zone.sign('_25._tcp.hole.signed.test', false);
-  t.is((await lookup.lookup('hole.signed.test')).kind, 'indeterminate');
-  // Records without AD.
+  t.deepEqual(await lookup.lookup('hole.signed.test'), { kind: 'none' });
+  // Records without AD are insecure: not used (§2.2).
   zone.set('_25._tcp.mx.unsigned.test', 'TLSA', [{ usage: 3, selector: 1, matchingType: 1, data: 'ab' }]);
-  t.is((await lookup.lookup('mx.unsigned.test')).kind, 'indeterminate');
+  t.deepEqual(await lookup.lookup('mx.unsigned.test'), { kind: 'none' });
   zone.servfail('_25._tcp.broken.signed.test');
   t.is((await lookup.lookup('broken.signed.test')).kind, 'indeterminate');
   // Everything above is cached: asked once each.

@@ -10,7 +10,7 @@ import { ManualClock } from '../../../src/lib/clock.js';
 import { startTlsWorld, tlsSend, type Mx, type TlsWorld } from '../../helpers/tls-world.js';
 
 const clock = new ManualClock(Date.UTC(2026, 10, 20, 8, 0, 0));
-const DOMAINS = ['good.test', 'unlisted.test', 'wrongname.test', 'expired.test', 'selfsigned.test', 'plain.test', 'testing.test', 'cached.test', 'quiet.test', 'enforced-own.test'];
+const DOMAINS = ['good.test', 'unlisted.test', 'wrongname.test', 'expired.test', 'selfsigned.test', 'plain.test', 'testing.test', 'cached.test', 'quiet.test', 'enforced-own.test', 'reuse-a.test', 'reuse-b.test'];
 let w: TlsWorld;
 let good: Mx;
 let unlisted: Mx;
@@ -153,4 +153,29 @@ test.serial("the sending domain's own ENFORCED applies on top of a testing polic
   t.is(e.status, 'DELIVERY_DELAYED');
   t.like(e.data.tls, { policy: 'sts', mode: 'enforce', result: 'certificate-not-trusted' });
   t.is(selfSigned.mailFroms(), before);
+});
+
+test.serial('a session verified for one MX name is not reused for another name on the same address', async (t) => {
+  // alias.good.tls.test is the same server as mx.good.tls.test, but its certificate does not
+  // name the alias: a session opened (and verified) for the one proves nothing for the other.
+  w.zone.set('alias.good.tls.test', 'A', [good.address]);
+  w.setMx('reuse-a.test', [good.host]);
+  w.setMx('reuse-b.test', ['alias.good.tls.test']);
+  w.publishSts('reuse-a.test', 'enforce', ['*.good.tls.test'], '1');
+  w.publishSts('reuse-b.test', 'enforce', ['*.good.tls.test'], '1');
+  t.is((await lastEvent(await send('a@reuse-a.test'))).status, 'DELIVERED');
+  const b = await lastEvent(await send('b@reuse-b.test'));
+  t.is(b.status, 'DELIVERY_DELAYED', 'MTA-STS enforce: the certificate must be valid for the MX host (RFC 8461 4.2)');
+  t.like(b.data.tls, { policy: 'sts', mode: 'enforce', result: 'certificate-host-mismatch', mxHost: 'alias.good.tls.test' });
+
+  // The same with the sending domain's own ENFORCED and no published policy.
+  const patch = (tlsPolicy: string) => w.t0.request('PATCH', `/v1/domains/${w.domain.id}`, { body: { tlsPolicy } });
+  t.is((await patch('ENFORCED')).status, 200);
+  t.teardown(async () => void (await patch('OPPORTUNISTIC')));
+  w.setMx('reuse-c.test', [good.host]);
+  w.setMx('reuse-d.test', ['alias.good.tls.test']);
+  t.is((await lastEvent(await send('c@reuse-c.test'))).status, 'DELIVERED');
+  const d = await lastEvent(await send('d@reuse-d.test'));
+  t.is(d.status, 'DELIVERY_DELAYED');
+  t.like(d.data.tls, { policy: 'no-policy-found', mode: 'enforce', result: 'certificate-host-mismatch', mxHost: 'alias.good.tls.test' });
 });
