@@ -98,6 +98,7 @@ import { openStoreOf } from './composition/store-opening.js';
 import { wireOutbound, wireTransportSecurity } from './composition/outbound-wiring.js';
 import { announceSettings } from './composition/start-notices.js';
 import { startSmtpListeners, type Listeners } from './composition/smtp-listeners.js';
+import { namedListenError } from './composition/listen-failure.js';
 import { BodyIntake } from './lib/body-intake.js';
 
 // The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
@@ -523,7 +524,9 @@ export async function createApp(opts: AppOptions) {
         const releasedKeys = await emails.releaseInFlightKeys();
         if (releasedKeys) logger.info({ released: releasedKeys }, 'released idempotency keys left in flight by a previous run');
       }
-      http = await listenHttp(koa, config.http.host, config.http.port);
+      http = await listenHttp(koa, config.http.host, config.http.port).catch((err: unknown) => {
+        throw namedListenError('http', config.http, err);
+      });
       listeners.http = { host: config.http.host, port: http.port };
       logger.info({ listener: 'http', host: config.http.host, port: http.port }, `HTTP API listening on ${config.http.host}:${http.port}`);
       announceSettings(config, logger, http.port);

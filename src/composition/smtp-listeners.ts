@@ -3,6 +3,7 @@ import type { BodyIntake } from '../lib/body-intake.js';
 import type { Logger } from '../lib/logger.js';
 import type { createListenerTlsSource } from '../smtp/listener-tls.js';
 import { startOrReport, type SmtpListener } from '../smtp/smtp-listener.js';
+import { namedListenError } from './listen-failure.js';
 import { startInboundServer } from '../smtp/inbound/inbound-server.js';
 import { startSubmissionServer } from '../smtp/submission/submission-server.js';
 
@@ -38,13 +39,19 @@ export async function startSmtpListeners(o: {
   const { config, logger, listeners } = o;
   const [inboundTls, submissionTls] = await Promise.all([o.listenerTls(config.inbound), o.listenerTls(config.submission)]);
   const common = { hostname: config.hostname, logger, intake: o.intake };
-  const inbound = await startOrReport('inbound', config.inbound, logger, () => startInboundServer({ ...common, ...config.inbound, tls: inboundTls, ...o.inbound } as InboundOptions));
+  const inbound = await startOrReport('inbound', config.inbound, logger, () =>
+    startInboundServer({ ...common, ...config.inbound, tls: inboundTls, ...o.inbound } as InboundOptions).catch((err: unknown) => {
+      throw namedListenError('inbound', config.inbound, err);
+    }),
+  );
   if (inbound) {
     listeners.inbound = { host: config.inbound.host, port: inbound.port };
     logger.info({ listener: 'inbound', ...listeners.inbound }, `inbound SMTP listening on ${config.inbound.host}:${inbound.port}`);
   } else o.failed.add('inbound');
   const submission = await startOrReport('submission', config.submission, logger, () =>
-    startSubmissionServer({ ...common, ...config.submission, tls: submissionTls, ...o.submission } as SubmissionOptions),
+    startSubmissionServer({ ...common, ...config.submission, tls: submissionTls, ...o.submission } as SubmissionOptions).catch((err: unknown) => {
+      throw namedListenError('submission', config.submission, err);
+    }),
   );
   if (submission) {
     listeners.submission = { host: config.submission.host, port: submission.port };
