@@ -76,7 +76,7 @@ import { createOperatorAuditRepository } from './store/repositories/operator-aud
 import { createQueueRepository } from './store/repositories/queue-repository.js';
 import { createOperatorKeyService } from './core/operators/operator-key-service.js';
 import { createAuditService } from './core/operators/audit-service.js';
-import { createAdminHealth, type ListenerState } from './core/operators/admin-health.js';
+import { createAdminHealth } from './core/operators/admin-health.js';
 import { JobMonitor } from './core/operators/job-monitor.js';
 import { createQueueService } from './core/queue/queue-service.js';
 import { createMetrics } from './core/metrics/metrics.js';
@@ -97,7 +97,9 @@ import { mountConsole } from './console/console-module.js';
 import { openStoreOf } from './composition/store-opening.js';
 import { wireOutbound, wireTransportSecurity } from './composition/outbound-wiring.js';
 import { announceSettings } from './composition/start-notices.js';
-import { startSmtpListeners, type Listeners } from './composition/smtp-listeners.js';
+import { listenerStatesOf, startSmtpListeners, type Listeners } from './composition/smtp-listeners.js';
+import { closingOnFailure } from './composition/close-on-failure.js';
+import { listenNamed } from './composition/listen-failure.js';
 import { BodyIntake } from './lib/body-intake.js';
 
 // The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
@@ -122,7 +124,11 @@ export type App = Awaited<ReturnType<typeof createApp>>;
 export { copyStoreTo, migrateStore } from './composition/store-opening.js';
 export type { CopyProgress, CopyReport } from './store/store-copy.js';
 
-export async function createApp(opts: AppOptions) {
+export function createApp(opts: AppOptions) {
+  return closingOnFailure((onFailure) => buildApp(opts, onFailure));
+}
+
+async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unknown>) => void) {
   const config = opts.config;
   const clock = opts.clock ?? systemClock;
   const logger = opts.logger ?? createLogger(config.log.level);
@@ -143,6 +149,7 @@ export async function createApp(opts: AppOptions) {
     },
     opts.waitForStore ?? false,
   );
+  onFailure(() => store.close());
   if (store.kind === 'postgres') logger.info({ event: 'store.open', store: databaseUrlTarget(config.store.url) }, `store: PostgreSQL at ${databaseUrlTarget(config.store.url)}`);
   await migrateToLatest(store.db);
 
@@ -380,6 +387,7 @@ export async function createApp(opts: AppOptions) {
   // delivery engine and the TLS reports it sends (composition/outbound-wiring.ts).
   const outbound = wireOutbound({ config, logger, resolver, clock, deliveries, tracking, sandbox, shaper, metrics, tlsCounter, tlsReports, stsPolicies, serverDkimKey, cluster: clusterRepo && { repo: clusterRepo, node: nodeId } });
   const { pool, signer, permits, runTlsReports } = outbound;
+  onFailure(() => signer.close());
   engine = outbound.engine;
   const listeners: Listeners = {};
   /** Listeners that were configured but failed to start. */
@@ -387,13 +395,7 @@ export async function createApp(opts: AppOptions) {
   let http: RunningHttpServer | undefined;
   let stopping = false;
   const storeOk = () => store.ping();
-  const listenerStates = (): Record<string, ListenerState> =>
-    Object.fromEntries(
-      (['http', 'inbound', 'submission'] as const).map((name) => {
-        const l = listeners[name];
-        return [name, l ? { state: 'listening', host: l.host, port: l.port } : { state: failedListeners.has(name) ? 'failed' : 'not started', host: null, port: null }];
-      }),
-    );
+  const listenerStates = () => listenerStatesOf(listeners, failedListeners);
   const cluster: ClusterService | undefined =
     clusterRepo &&
     createClusterService({
@@ -522,7 +524,7 @@ export async function createApp(opts: AppOptions) {
         const releasedKeys = await emails.releaseInFlightKeys();
         if (releasedKeys) logger.info({ released: releasedKeys }, 'released idempotency keys left in flight by a previous run');
       }
-      http = await listenHttp(koa, config.http.host, config.http.port);
+      http = await listenNamed('http', config.http, () => listenHttp(koa, config.http.host, config.http.port));
       listeners.http = { host: config.http.host, port: http.port };
       logger.info({ listener: 'http', host: config.http.host, port: http.port }, `HTTP API listening on ${config.http.host}:${http.port}`);
       announceSettings(config, logger, http.port);

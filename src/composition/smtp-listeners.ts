@@ -1,8 +1,10 @@
 import type { Config } from '../config/defaults.js';
 import type { BodyIntake } from '../lib/body-intake.js';
 import type { Logger } from '../lib/logger.js';
+import type { ListenerState } from '../core/operators/admin-health.js';
 import type { createListenerTlsSource } from '../smtp/listener-tls.js';
 import { startOrReport, type SmtpListener } from '../smtp/smtp-listener.js';
+import { listenNamed } from './listen-failure.js';
 import { startInboundServer } from '../smtp/inbound/inbound-server.js';
 import { startSubmissionServer } from '../smtp/submission/submission-server.js';
 
@@ -38,13 +40,15 @@ export async function startSmtpListeners(o: {
   const { config, logger, listeners } = o;
   const [inboundTls, submissionTls] = await Promise.all([o.listenerTls(config.inbound), o.listenerTls(config.submission)]);
   const common = { hostname: config.hostname, logger, intake: o.intake };
-  const inbound = await startOrReport('inbound', config.inbound, logger, () => startInboundServer({ ...common, ...config.inbound, tls: inboundTls, ...o.inbound } as InboundOptions));
+  const inbound = await startOrReport('inbound', config.inbound, logger, () =>
+    listenNamed('inbound', config.inbound, () => startInboundServer({ ...common, ...config.inbound, tls: inboundTls, ...o.inbound } as InboundOptions)),
+  );
   if (inbound) {
     listeners.inbound = { host: config.inbound.host, port: inbound.port };
     logger.info({ listener: 'inbound', ...listeners.inbound }, `inbound SMTP listening on ${config.inbound.host}:${inbound.port}`);
   } else o.failed.add('inbound');
   const submission = await startOrReport('submission', config.submission, logger, () =>
-    startSubmissionServer({ ...common, ...config.submission, tls: submissionTls, ...o.submission } as SubmissionOptions),
+    listenNamed('submission', config.submission, () => startSubmissionServer({ ...common, ...config.submission, tls: submissionTls, ...o.submission } as SubmissionOptions)),
   );
   if (submission) {
     listeners.submission = { host: config.submission.host, port: submission.port };
@@ -53,4 +57,14 @@ export async function startSmtpListeners(o: {
   // Only when every one of them listens: a port that could not be bound was logged as an error.
   if (inbound && submission) logger.info({ inbound: listeners.inbound, submission: listeners.submission }, 'SMTP listeners started');
   return { inbound, submission };
+}
+
+/** Each listener's state for /admin/v1/health: listening (where), failed to start, or not started yet. */
+export function listenerStatesOf(listeners: Listeners, failed: Set<string>): Record<string, ListenerState> {
+  return Object.fromEntries(
+    (['http', 'inbound', 'submission'] as const).map((name) => {
+      const l = listeners[name];
+      return [name, l ? { state: 'listening', host: l.host, port: l.port } : { state: failed.has(name) ? 'failed' : 'not started', host: null, port: null }];
+    }),
+  );
 }

@@ -13,6 +13,14 @@ type Env = Record<string, string | undefined>;
 const ENV_KEYS = configKeys();
 
 export const ENV_NAMES = ENV_KEYS.map((k) => k.env);
+const ENV_OF_PATH = new Map(ENV_KEYS.map((k) => [k.path.join('.'), k.env]));
+
+/** A key as an issue names it: its path, and its variable when it has one (either may have set it). */
+function settingName(path: PropertyKey[]): string {
+  const name = path.map(String).join('.');
+  const env = ENV_OF_PATH.get(name);
+  return env ? `${name} (${env})` : name || '(root)';
+}
 
 export interface LoadOptions {
   configFile?: string;
@@ -49,13 +57,19 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   if (opts.overrides) merged = deepMerge(merged, opts.overrides as Record<string, unknown>);
   const parsed = configSchema.safeParse(merged);
   if (!parsed.success) {
-    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+    const issues = parsed.error.issues.map((i) => `${settingName(i.path)}: ${i.message}`).join('; ');
     throw new ConfigError(`invalid configuration: ${issues}`);
   }
   const config = parsed.data;
   if (!config.publicUrl) {
     config.publicUrl = derivedPublicUrl(config.http);
     derived.add(config);
+    try {
+      new URL(config.publicUrl);
+    } catch {
+      // A bind address no URL can hold (an IPv6 zone index): the links need an explicit one.
+      throw new ConfigError(`invalid configuration: publicUrl (POSTHORN_PUBLIC_URL) is empty and cannot be derived from http.host "${config.http.host}": set it to the URL the world reaches the HTTP API at`);
+    }
   }
   return config;
 }

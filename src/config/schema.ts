@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { isIP } from 'node:net';
 import { parseDnsServers } from '../lib/dns/dns-client.js';
 import { parseDuration, parseRate } from '../lib/rate-spec.js';
+import { cronProblem, databaseUrlProblem, hostProblem, publicUrlProblem } from './setting-checks.js';
 
 /** An IP address, or a subnet in CIDR notation. */
 function isAddressOrSubnet(entry: string): boolean {
@@ -31,10 +32,17 @@ const section = <T extends z.ZodRawShape>(shape: T, doc?: string) => {
   return (doc ? obj.meta({ description: doc }) : obj).prefault({} as never);
 };
 
+/** A string `problem` finds nothing wrong with (what it finds is the issue's message); '' too when `emptyOk`. */
+const checked = (problem: (v: string) => string | undefined, emptyOk = false) =>
+  z.string().superRefine((v, ctx) => {
+    const found = emptyOk && v === '' ? undefined : problem(v);
+    if (found) ctx.addIssue({ code: 'custom', message: found });
+  });
+
 const port = z.number().int().min(0).max(65535);
-const cron = z.string().min(1);
+const cron = checked(cronProblem);
 const timeoutMs = (max: number) => z.number().int().min(100).max(max);
-const hostAddress = z.string().min(1);
+const hostAddress = checked(hostProblem);
 
 // SMTP listeners: a certificate needs its key (and the other way round).
 const bothOrNeither = (v: { certFile: string; keyFile: string }) => !v.certFile === !v.keyFile;
@@ -76,7 +84,7 @@ const sourceSchema = z
   .object({
     name: field(sourceName, 'Name of the source, as pools, shaping rules, events, traces and metrics call it.'),
     localAddress: field(z.string().refine((v) => v === '' || isIP(v) !== 0, { message: 'must be an IP address of this host' }).default(''), 'Local address outbound connections bind to; empty: the host\'s default.'),
-    ehloName: field(z.string().default(''), 'EHLO name of its sessions (the PTR name of localAddress); empty: hostname.'),
+    ehloName: field(checked(hostProblem, true).default(''), 'EHLO name of its sessions (the PTR name of localAddress); empty: hostname.'),
     warmup: field(
       z
         .object({
@@ -165,11 +173,11 @@ const listenerSection = <T extends z.ZodRawShape>(shape: T, doc: string) =>
 export const configSchema = z
   .object({
     dataDir: key(z.string().min(1).default('./data'), { doc: 'Where the SQLite database (posthorn.db), generated certificates and secrets live (created if missing).', env: 'POSTHORN_DATA_DIR' }),
-    hostname: key(z.string().min(1).default('localhost'), {
+    hostname: key(hostAddress.default('localhost'), {
       doc: "This server's public host name: the MX/SPF target in the DNS records users publish, the EHLO name, and the right-hand side of Message-IDs.",
       env: 'POSTHORN_HOSTNAME',
     }),
-    publicUrl: key(z.union([z.literal(''), z.string().url().transform((u) => u.replace(/\/+$/, ''))]).default(''), {
+    publicUrl: key(checked(publicUrlProblem, true).transform((u) => u.replace(/\/+$/, '')).default(''), {
       doc: 'Base URL for open/click tracking, unsubscribe and double opt-in links, as the world reaches the HTTP listener (no trailing slash). Empty: derived from http.host and http.port (http://localhost:3000 at the defaults), which only this machine can open.',
       env: 'POSTHORN_PUBLIC_URL',
     }),
@@ -183,7 +191,10 @@ export const configSchema = z
     }),
     store: section(
       {
-        url: key(z.union([z.literal(''), z.string().regex(/^postgres(ql)?:\/\/\S+$/i, 'must be a postgres:// URL such as postgres://user:password@host:5432/posthorn')]).default(''), {
+        url: key(z.union([z.literal(''), z.string().regex(/^postgres(ql)?:\/\/\S+$/i, 'must be a postgres:// URL such as postgres://user:password@host:5432/posthorn').superRefine((v, ctx) => {
+          const found = databaseUrlProblem(v);
+          if (found) ctx.addIssue({ code: 'custom', message: found });
+        })]).default(''), {
           doc: 'PostgreSQL to keep everything in, as postgres://user:password@host:5432/database; several Posthorn nodes may share one (docs/scaling.md). Empty: SQLite in <dataDir>/posthorn.db.',
           env: 'POSTHORN_DATABASE_URL',
         }),
@@ -356,7 +367,7 @@ export const configSchema = z
         ),
         relay: section(
           {
-            host: key(z.string().default(''), { doc: 'Upstream relay (smarthost) for hosts whose port 25 is blocked; empty delivers directly. Mail is still DKIM-signed by us.' }),
+            host: key(checked(hostProblem, true).default(''), { doc: 'Upstream relay (smarthost) for hosts whose port 25 is blocked; empty delivers directly. Mail is still DKIM-signed by us.' }),
             port: key(port.min(1).default(587), { doc: 'Port of the relay.' }),
             secure: key(z.enum(['implicit', 'starttls', 'none']).default('starttls'), {
               doc: '"implicit" (TLS from the first byte, usually 465), "starttls" (587/25) or "none" (plaintext, not recommended).',

@@ -86,3 +86,21 @@ test('serve with the same missing CA file exits 1 too', async (t) => {
   t.is(ended.code, 1, ended.stderr);
   oneErrorLine(t, ended.stderr, /\/nonexistent\/ca\.pem/);
 });
+
+// An http.host that is no address (a URL pasted in) stops serve before anything opens, with the
+// key named and exit 78 (EX_CONFIG): not "posthorn: Invalid URL" from the public URL derived from it.
+test('serve with an http.host that is no address exits 78 naming the setting', async (t) => {
+  t.timeout(30_000);
+  const ended = await runPosthorn(t, { POSTHORN_DATA_DIR: tempDir(t, 'posthorn-start-'), POSTHORN_HTTP_HOST: 'http://0.0.0.0' }, 'serve');
+  t.is(ended.code, 78, ended.stderr);
+  oneErrorLine(t, ended.stderr, /http\.host \(POSTHORN_HTTP_HOST\): "http:\/\/0\.0\.0\.0" is a URL/);
+});
+
+// An address this machine does not have (192.0.2.0/24 is TEST-NET-1: never assigned): the bind
+// fails, and the line says which listener's settings to change.
+test('serve on an HTTP address this machine does not have names http.host', async (t) => {
+  t.timeout(30_000);
+  const ended = await runPosthorn(t, { POSTHORN_DATA_DIR: tempDir(t, 'posthorn-start-'), POSTHORN_HTTP_HOST: '192.0.2.77' }, 'serve');
+  t.is(ended.code, 1, ended.stderr);
+  oneErrorLine(t, ended.stderr, /cannot listen on 192\.0\.2\.77:0 \(http\.host, http\.port\): .*EADDRNOTAVAIL/);
+});

@@ -69,6 +69,50 @@ test('bad values are clear errors', (t) => {
   t.throws(() => loadConfig({ configFile: join(dir, 'flat.toml'), env: { POSTHORN_OUTBOUND_PORT: '2525' } }), { instanceOf: ConfigError, message: /outbound: .*expected object/ });
 });
 
+// A host, URL or cron setting that cannot work is refused at load time, naming the key, its
+// variable and what is wrong: not a bare "Invalid URL" or "getaddrinfo ENOTFOUND" from deep in the start.
+test('host, URL and cron settings that cannot work are refused naming the setting and the fault', (t) => {
+  const refused: [Record<string, string>, RegExp][] = [
+    [{ POSTHORN_HTTP_HOST: 'not a host' }, /http\.host \(POSTHORN_HTTP_HOST\): "not a host" is not an IP address or a host name/],
+    [{ POSTHORN_HTTP_HOST: 'http://mail.example.com' }, /http\.host \(POSTHORN_HTTP_HOST\): .* is a URL/],
+    [{ POSTHORN_HTTP_HOST: '127.0.0.1:3000' }, /http\.host \(POSTHORN_HTTP_HOST\): .* has a port/],
+    [{ POSTHORN_HTTP_HOST: '999.1.1.1' }, /http\.host \(POSTHORN_HTTP_HOST\): "999\.1\.1\.1" is not a valid IP address/],
+    [{ POSTHORN_HTTP_HOST: 'fe80::1%eth0' }, /publicUrl \(POSTHORN_PUBLIC_URL\) is empty and cannot be derived from http\.host "fe80::1%eth0"/],
+    [{ POSTHORN_INBOUND_HOST: 'mx example' }, /inbound\.host \(POSTHORN_INBOUND_HOST\): "mx example"/],
+    [{ POSTHORN_SUBMISSION_HOST: '[::1]:587' }, /submission\.host \(POSTHORN_SUBMISSION_HOST\): .* has a port/],
+    [{ POSTHORN_HOSTNAME: 'mail example com' }, /hostname \(POSTHORN_HOSTNAME\): "mail example com"/],
+    [{ POSTHORN_PUBLIC_URL: 'mail.example.com' }, /publicUrl \(POSTHORN_PUBLIC_URL\): "mail\.example\.com" is not a URL/],
+    [{ POSTHORN_PUBLIC_URL: 'ftp://mail.example.com' }, /publicUrl \(POSTHORN_PUBLIC_URL\): .* must start with https:\/\/ or http:\/\//],
+    [{ POSTHORN_PUBLIC_URL: 'https://mail.example.com/?x=1' }, /publicUrl \(POSTHORN_PUBLIC_URL\): .* must not have a query or fragment/],
+    [{ POSTHORN_OUTBOUND_RELAY_HOST: 'smtp://relay.example' }, /outbound\.relay\.host \(POSTHORN_OUTBOUND_RELAY_HOST\): .* is a URL/],
+    [{ POSTHORN_DATABASE_URL: 'postgres://me:p@ss@db.example:99999/posthorn' }, /store\.url \(POSTHORN_DATABASE_URL\): not a valid URL: check the port/],
+    [{ POSTHORN_DOMAINS_RECHECK_UNVERIFIED_CRON: 'every ten minutes' }, /domains\.recheckUnverifiedCron \(POSTHORN_DOMAINS_RECHECK_UNVERIFIED_CRON\): "every ten minutes" is not a cron expression/],
+    [{ POSTHORN_OUTBOUND_TLS_REPORTS_CRON: '99 * * * *' }, /outbound\.tlsReports\.cron \(POSTHORN_OUTBOUND_TLS_REPORTS_CRON\): "99 \* \* \* \*" is not a cron expression/],
+  ];
+  for (const [env, message] of refused) t.throws(() => loadConfig({ env }), { instanceOf: ConfigError, message }, JSON.stringify(env));
+  // The database URL's password is never repeated in the message.
+  t.false((t.throws(() => loadConfig({ env: { POSTHORN_DATABASE_URL: 'postgres://me:s3cret@db.example:99999/p' } }))?.message ?? '').includes('s3cret'));
+  // In the file, the same keys, the same words.
+  const dir = tempDir(t, 'posthorn-cfg-');
+  writeFileSync(join(dir, 'host.toml'), '[http]\nhost = "http://0.0.0.0:3000"\n');
+  t.throws(() => loadConfig({ configFile: join(dir, 'host.toml'), env: {} }), { instanceOf: ConfigError, message: /http\.host \(POSTHORN_HTTP_HOST\): .* is a URL/ });
+  // What works is still taken: addresses, names, a trailing dot, a path under the public URL, socket URLs.
+  const ok = loadConfig({
+    env: {
+      POSTHORN_HTTP_HOST: '::',
+      POSTHORN_INBOUND_HOST: 'localhost',
+      POSTHORN_SUBMISSION_HOST: 'mail-1.internal.',
+      POSTHORN_HOSTNAME: 'mx1.example.com',
+      POSTHORN_PUBLIC_URL: 'https://example.com/posthorn/',
+      POSTHORN_OUTBOUND_RELAY_HOST: '192.0.2.25',
+      POSTHORN_DATABASE_URL: 'postgres://me@/posthorn?host=/var/run/postgresql',
+      POSTHORN_DOMAINS_RECHECK_UNVERIFIED_CRON: '0 */5 * * * *',
+    },
+  });
+  t.is(ok.publicUrl, 'https://example.com/posthorn');
+  t.is(ok.submission.host, 'mail-1.internal.');
+});
+
 test('redaction hides the secret', (t) => {
   const c = loadConfig({ env: { POSTHORN_SECRET: 'hunter2hunter2' } });
   t.false(JSON.stringify(redactConfig(c)).includes('hunter2'));
@@ -88,7 +132,7 @@ test('the database URL selects PostgreSQL; printed with its password redacted an
   const described = redactDatabaseUrl('postgres://posthorn@db.internal/mail?password=s3cr3t');
   t.false(described.includes('s3cr3t'), described);
   t.is(loadConfig({ env: {} }).store.url, '', 'unset: SQLite under the data dir');
-  t.throws(() => loadConfig({ env: { POSTHORN_DATABASE_URL: 'mysql://x@y/z' } }), { message: /store\.url: must be a postgres:\/\/ URL/ });
+  t.throws(() => loadConfig({ env: { POSTHORN_DATABASE_URL: 'mysql://x@y/z' } }), { message: /store\.url \(POSTHORN_DATABASE_URL\): must be a postgres:\/\/ URL/ });
 });
 
 test('outbound SMTP timeouts: defaults are the client pool\'s, environment names map, too small is refused', (t) => {
@@ -149,6 +193,9 @@ test('every key has an environment variable, and each one sets its key (the rela
     'console.enabled': 'false',
     'store.durability': 'normal',
     'store.url': 'postgres://u:p@db.example:5432/posthorn',
+    'domains.recheckUnverifiedCron': '0 * * * *',
+    'domains.recheckVerifiedCron': '0 * * * *',
+    'outbound.tlsReports.cron': '0 * * * *',
     'outbound.sources': '[{"name":"default","localAddress":"127.0.0.2"}]',
     'outbound.pools': '[{"name":"bulk","sources":["default"]}]',
     'outbound.shaping': '[{"mx":"example.com","messageRate":"5/s"}]',

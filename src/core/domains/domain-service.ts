@@ -203,9 +203,10 @@ export function createDomainService(deps: DomainServiceDeps) {
    * Runs the DNS check and stores each record's status and the domain's status. The statuses are
    * stored only for the settings they were checked against: a re-check reads its list before its
    * checks run, and a PATCH (a tracking domain, receiving turned on) may land during the lookups;
-   * the check written from the older settings would blank the new ones' statuses.
+   * the check written from the older settings would blank the new ones' statuses. Undefined when
+   * the domain was deleted meanwhile (the lookups can take seconds): there is nothing to store.
    */
-  async function runCheck(given: DomainRecord): Promise<DomainRecord> {
+  async function runCheck(given: DomainRecord): Promise<DomainRecord | undefined> {
     let d = (await domains.findByIdAnyTeam(given.id)) ?? given;
     await domains.update(d.id, { isVerifying: true });
     let check = await checkDomainDns(deps.resolver, d, deps.hostname);
@@ -270,6 +271,10 @@ export function createDomainService(deps: DomainServiceDeps) {
       if (!current) break;
       d = { ...d, status: current.status, unverifiedSince: current.unverifiedSince };
     }
+    if (!updated) {
+      deps.logger.debug({ event: 'domain.verification_skipped', domainId: d.id, teamId: d.teamId, domain: d.name }, `domain ${d.name} was deleted during its check`);
+      return undefined;
+    }
     deps.logger.info(
       {
         event: 'domain.verification',
@@ -283,7 +288,7 @@ export function createDomainService(deps: DomainServiceDeps) {
       },
       `domain ${d.name} checked: ${status}`,
     );
-    return updated!;
+    return updated;
   }
 
   return {
@@ -357,6 +362,7 @@ export function createDomainService(deps: DomainServiceDeps) {
     /** PUT /domains/{id}/verify: checks DNS now and reports the outcome. */
     async verify(scope: DomainScope, id: number): Promise<{ message: string; domain: DomainView }> {
       const d = await runCheck(await load(scope, id));
+      if (!d) throw notFound(`domain ${id} not found`);
       const message =
         d.status === 'SUCCESS'
           ? 'Domain verified: all required DNS records were found'
