@@ -29,11 +29,15 @@ export interface CookieOptions {
   path?: string;
 }
 
-/** HttpOnly always: no script of ours reads a cookie, so none may. */
+/**
+ * HttpOnly always: no script of ours reads a cookie, so none may. Secure when the public URL is
+ * https, and whenever this request came over TLS (ctx.secure: its own socket, or the trusted
+ * proxy's X-Forwarded-Proto), so a session made over https is never sent over plain http.
+ */
 export function setCookie(ctx: Context, name: string, value: string, o: CookieOptions): void {
   const parts = [`${name}=${encodeURIComponent(value)}`, `Path=${o.path ?? '/console'}`, 'HttpOnly', `SameSite=${o.sameSite}`];
   if (o.maxAgeSeconds !== undefined) parts.push(`Max-Age=${Math.max(0, Math.floor(o.maxAgeSeconds))}`);
-  if (o.secure) parts.push('Secure');
+  if (o.secure || ctx.secure) parts.push('Secure');
   ctx.append('Set-Cookie', parts.join('; '));
 }
 

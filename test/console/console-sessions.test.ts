@@ -139,3 +139,31 @@ test('behind an https public URL the session cookie is Secure; with the console 
     await off.close();
   }
 });
+
+test('a console reached over https through a trusted proxy sets Secure cookies, whatever the public URL says', async (t) => {
+  // publicUrl unset (derived: http://127.0.0.1:port), http.trustProxy on, the proxy saying https.
+  const proxied = await startTestApp({ overrides: { http: { trustProxy: true } } });
+  try {
+    await consoleUser(proxied.app, 'proxied@example.com', proxied.teamId);
+    const viaTls = { 'x-forwarded-proto': 'https' };
+    const origin = proxied.baseUrl.replace(/^http:/, 'https:');
+    const c = new ConsoleClient(proxied.baseUrl);
+    const page = await c.request('GET', '/console/login', { headers: viaTls });
+    const login = page.headers.getSetCookie().find((x) => x.startsWith('posthorn_login='))!;
+    t.regex(login, /; Secure/);
+    const token = /name="_csrf" value="([^"]+)"/.exec(page.text)![1]!;
+    const res = await c.request('POST', '/console/login', { form: { _csrf: token, email: 'proxied@example.com', password: PASSWORD, next: '' }, headers: { ...viaTls, origin } });
+    t.is(res.status, 303);
+    const session = res.headers.getSetCookie().find((x) => x.startsWith('posthorn_session='))!;
+    t.regex(session, /; HttpOnly; SameSite=Lax; .*Secure/);
+    // The one-time message of a redirect too.
+    const out = await c.request('POST', '/console/logout', { form: { _csrf: await c.csrf() }, headers: { ...viaTls, origin } });
+    t.is(out.status, 303);
+    t.regex(out.headers.getSetCookie().find((x) => x.startsWith('posthorn_flash='))!, /; Secure/);
+    // The same console over plain http (no proxy saying otherwise) keeps cookies a browser can store there.
+    const plain = await new ConsoleClient(proxied.baseUrl).get('/console/login');
+    t.notRegex(plain.headers.getSetCookie().find((x) => x.startsWith('posthorn_login='))!, /Secure/);
+  } finally {
+    await proxied.close();
+  }
+});
