@@ -275,6 +275,21 @@ test.serial('a response body with a NUL byte is kept with its attempt, and the c
   t.is(receiver.calls.length, before + 1, 'acknowledged once, posted once');
 });
 
+test.serial('credentials in the URL are sent as given, a bare % in the password included', async (t) => {
+  // The userinfo is percent-decoded as the URL standard does: "%21" is "!", a "%" before
+  // anything but two hex digits is itself (decodeURIComponent threw on it: every attempt failed).
+  const res = await t0.request('POST', '/v1/webhooks', { body: { url: `http://hook:50%off%21@127.0.0.1:${receiver.port}/creds`, eventTypes: ['email.delivery_delayed'] } });
+  t.is(res.status, 200);
+  const before = receiver.calls.length;
+  await emit('email.delivery_delayed', { id: 'em_pct' });
+  await settle();
+  const [attempt] = await attempts(res.body.id);
+  t.is(attempt.status, 'SUCCEEDED', String(attempt.error));
+  const [call] = receiver.calls.slice(before);
+  t.is(call?.path, '/creds');
+  t.is(call?.headers.authorization, `Basic ${Buffer.from('hook:50%off!').toString('base64')}`);
+});
+
 test.serial('a pending call survives a restart and is delivered by the next process', async (t) => {
   const flaky = await startWebhookReceiver();
   flaky.reply(() => ({ status: 500 }));
