@@ -27,10 +27,13 @@ function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
 
 export function createWebhookAgents(): { http: http.Agent; https: https.Agent } {
   // Keep-alive: a busy endpoint gets one connection reused for many events. A reused socket
-  // was connected to an address that passed the check when it was opened.
+  // was connected to an address that passed the check when it was opened. No cap on sockets
+  // per host: the dispatcher bounds the calls in flight (per endpoint and in total), and a cap
+  // here queued the calls of endpoints sharing a host behind each other's hanging ones, their
+  // timeouts running.
   return {
-    http: new http.Agent({ keepAlive: true, maxSockets: 16 }),
-    https: new https.Agent({ keepAlive: true, maxSockets: 16 }),
+    http: new http.Agent({ keepAlive: true }),
+    https: new https.Agent({ keepAlive: true }),
   };
 }
 

@@ -1,4 +1,6 @@
 import test from 'ava';
+import type { BusEvent } from '../../src/core/events.js';
+import { transact } from '../../src/store/store-context.js';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
 import { startWebhookReceiver, verifySignature, type WebhookReceiver } from './webhook-receiver.js';
 
@@ -50,4 +52,45 @@ test('a hanging endpoint never holds back sending or another endpoint', async (t
   }
   const email = await w.t0.request('GET', `/v1/emails/${ids[5]}`);
   t.is(email.body.latestStatus, 'DELIVERED');
+});
+
+/** As an emitter does: the event's outbox rows in a write transaction, the bus after its commit. */
+async function emit(type: BusEvent['type'], data: Record<string, unknown>): Promise<void> {
+  const event: BusEvent = { type, teamId: w.t0.teamId, domainId: null, occurredAt: new Date().toISOString(), data };
+  await transact(w.t0.app.store.db, async () => w.t0.app.services.events.inTransaction([event]));
+  w.t0.app.services.events.emit(event);
+}
+
+test.serial('endpoints on one host: four hanging ones do not hold back a fifth', async (t) => {
+  // Receivers often share a host (one gateway, one SaaS inbox). Four endpoints there with
+  // their 4 calls each hanging hold 16 connections to it; the fifth endpoint's call must go
+  // out now, not wait for a connection until the others time out (30 s here) and time out itself.
+  t.timeout(15_000, 'the fifth endpoint waited for the hanging ones');
+  const shared = await startWebhookReceiver();
+  t.teardown(async () => {
+    shared.reply(() => ({ status: 200 }));
+    shared.release();
+    await shared.close();
+  });
+  let hangingMeanwhile = -1;
+  shared.reply((call) => {
+    if (call.path.startsWith('/slow')) return 'hang';
+    hangingMeanwhile = shared.hanging;
+    return { status: 204 };
+  });
+  const base = `http://127.0.0.1:${shared.port}`;
+  const create = async (path: string, eventTypes: string[]) => {
+    const res = await w.t0.request('POST', '/v1/webhooks', { body: { url: `${base}${path}`, eventTypes } });
+    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  };
+  for (let i = 0; i < 4; i++) await create(`/slow${i}`, ['contact.created']);
+  await create('/fast', ['contact.updated']);
+
+  for (let i = 0; i < 4; i++) await emit('contact.created', { id: `ct_slow${i}` });
+  await shared.waitFor(16);
+  t.is(shared.hanging, 16);
+  await emit('contact.updated', { id: 'ct_fast' });
+  const calls = await shared.waitFor(17);
+  t.is(calls[16]!.path, '/fast');
+  t.is(hangingMeanwhile, 16, 'it went out while the others still hung');
 });
