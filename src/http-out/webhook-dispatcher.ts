@@ -189,6 +189,11 @@ export class WebhookDispatcher {
         }
         // Nothing more due and unleased right now: remember when the next one is.
         if (calls.length < free) next = await this.outbox.nextDueForWebhook(webhookId);
+      } catch (err) {
+        // The store is away or refusing (a failover, a full disk): look again after an idle
+        // poll, as the delivery engine does, not in a loop of failed claims and error lines.
+        next = Math.max(dueAt, this.clock.nowMs() + this.idlePollMs);
+        throw err;
       } finally {
         if (next !== null) this.noteDue(webhookId, next);
       }
