@@ -94,3 +94,40 @@ test.serial('endpoints on one host: four hanging ones do not hold back a fifth',
   t.is(calls[16]!.path, '/fast');
   t.is(hangingMeanwhile, 16, 'it went out while the others still hung');
 });
+
+test.serial('endpoints that fail hold at most half of the calls in flight: many hanging ones do not hold back a healthy one', async (t) => {
+  // 40 endpoints whose first attempt failed, hanging from then on, with 4 calls each wanted:
+  // they take no more than half of the 64 slots, and a healthy endpoint's call goes out now
+  // instead of waiting for their 30 s timeouts.
+  t.timeout(15_000, 'the healthy endpoint waited for the hanging ones');
+  const broken = await startWebhookReceiver();
+  const good = await startWebhookReceiver();
+  t.teardown(async () => {
+    broken.reply(() => ({ status: 200 }));
+    broken.release();
+    await Promise.all([broken.close(), good.close()]);
+  });
+  let hang = false;
+  broken.reply(() => (hang ? 'hang' : { status: 500 }));
+  let hangingMeanwhile = -1;
+  good.reply(() => {
+    hangingMeanwhile = broken.hanging;
+    return { status: 204 };
+  });
+  const ENDPOINTS = 40;
+  for (let i = 0; i < ENDPOINTS; i++) {
+    const res = await w.t0.request('POST', '/v1/webhooks', { body: { url: `${broken.url}${i}`, eventTypes: ['domain.created'] } });
+    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  }
+  await w.t0.request('POST', '/v1/webhooks', { body: { url: good.url, eventTypes: ['domain.updated'] } });
+
+  await emit('domain.created', { id: 0 });
+  await broken.waitFor(ENDPOINTS);
+  await w.t0.app.webhookDispatcher.whenIdle(); // each failed once; retries are seconds away
+  hang = true;
+  for (let i = 1; i <= 8; i++) await emit('domain.created', { id: i });
+  await broken.waitFor(ENDPOINTS + 32);
+  await emit('domain.updated', { id: 1 });
+  await good.waitFor(1);
+  t.is(hangingMeanwhile, 32, 'it went out while the failing endpoints held half the slots');
+});
