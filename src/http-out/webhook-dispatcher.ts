@@ -149,6 +149,9 @@ export class WebhookDispatcher {
       this.lastSweep = t;
       try {
         for (const d of await this.outbox.dueByWebhook()) this.noteDue(d.webhookId, d.dueAt);
+        // A failing endpoint with no work left (its calls abandoned, or it was deleted) starts
+        // afresh with its next event; the set stays small.
+        for (const id of this.failing) if (!this.due.has(id) && !this.active.has(id)) this.failing.delete(id);
       } catch (err) {
         this.logger.error({ err }, 'scanning for due webhook calls failed');
       }
@@ -209,8 +212,6 @@ export class WebhookDispatcher {
         throw err;
       } finally {
         if (next !== null) this.noteDue(webhookId, next);
-        // No work left: its next event starts it afresh (and the set stays small).
-        else this.failing.delete(webhookId);
       }
     }
     return started;
