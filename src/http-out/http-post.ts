@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import net, { type LookupFunction } from 'node:net';
+import { unescape as percentDecode } from 'node:querystring';
 import type { AttemptOutcome } from '../core/webhooks/webhook-outbox.js';
 import type { PinnedTarget } from '../core/webhooks/url-policy.js';
 
@@ -26,10 +27,13 @@ function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
 
 export function createWebhookAgents(): { http: http.Agent; https: https.Agent } {
   // Keep-alive: a busy endpoint gets one connection reused for many events. A reused socket
-  // was connected to an address that passed the check when it was opened.
+  // was connected to an address that passed the check when it was opened. No cap on sockets
+  // per host: the dispatcher bounds the calls in flight (per endpoint and in total), and a cap
+  // here queued the calls of endpoints sharing a host behind each other's hanging ones, their
+  // timeouts running.
   return {
-    http: new http.Agent({ keepAlive: true, maxSockets: 16 }),
-    https: new https.Agent({ keepAlive: true, maxSockets: 16 }),
+    http: new http.Agent({ keepAlive: true }),
+    https: new https.Agent({ keepAlive: true }),
   };
 }
 
@@ -55,7 +59,9 @@ export function postPinned(target: PinnedTarget, headers: Record<string, string>
       path: `${target.url.pathname}${target.url.search}`,
       method: 'POST',
       headers: { ...headers, Host: target.url.host, 'Content-Length': String(payload.length) },
-      auth: target.url.username ? `${decodeURIComponent(target.url.username)}:${decodeURIComponent(target.url.password)}` : undefined,
+      // Decoded as the URL standard does: a "%" not before two hex digits is itself (a password
+      // may hold one; decodeURIComponent threw on it and no attempt could ever be made).
+      auth: target.url.username ? `${percentDecode(target.url.username)}:${percentDecode(target.url.password)}` : undefined,
       agent: https_ ? opts.agents.https : opts.agents.http,
       lookup: pinnedLookup(target.address, target.family),
       signal: controller.signal,

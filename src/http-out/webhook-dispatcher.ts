@@ -47,6 +47,14 @@ export class WebhookDispatcher {
   /** Endpoint id -> earliest due time (epoch ms, app clock) of work it may have. */
   private readonly due = new Map<string, number>();
   private readonly active = new Map<string, number>();
+  /**
+   * Endpoints whose latest attempt here failed. Together they may hold only half of the calls
+   * in flight: endpoints that hang keep their slots for the whole timeout, and enough of them
+   * (16 at 4 calls each) held every slot, so each healthy endpoint waited its turn behind all
+   * of them for every call.
+   */
+  private readonly failing = new Set<string>();
+  private readonly failingShare: number;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly inFlightCalls = new Set<number>();
   /** Calls whose attempts ended while a claim was being made (none between claims). */
@@ -72,6 +80,7 @@ export class WebhookDispatcher {
     this.onAttempt = options.onAttempt;
     this.perEndpoint = options.perEndpointConcurrency ?? 4;
     this.maxInFlight = options.maxInFlight ?? 64;
+    this.failingShare = Math.max(1, Math.floor(this.maxInFlight / 2));
     this.idlePollMs = options.idlePollMs ?? 1000;
     this.sweepIntervalMs = options.sweepIntervalMs ?? 30_000;
     this.retentionMs = options.retentionMs ?? 30 * DAY_MS;
@@ -140,6 +149,9 @@ export class WebhookDispatcher {
       this.lastSweep = t;
       try {
         for (const d of await this.outbox.dueByWebhook()) this.noteDue(d.webhookId, d.dueAt);
+        // A failing endpoint with no work left (its calls abandoned, or it was deleted) starts
+        // afresh with its next event; the set stays small.
+        for (const id of this.failing) if (!this.due.has(id) && !this.active.has(id)) this.failing.delete(id);
       } catch (err) {
         this.logger.error({ err }, 'scanning for due webhook calls failed');
       }
@@ -159,10 +171,13 @@ export class WebhookDispatcher {
   private async claimRound(): Promise<number> {
     let started = 0;
     const now = this.clock.nowMs();
+    let failingBusy = this.failingInFlight();
     for (const [webhookId, dueAt] of [...this.due]) {
       if (!this.running || this.inFlight.size >= this.maxInFlight) break;
       if (dueAt > now) continue;
-      const free = Math.min(this.perEndpoint - (this.active.get(webhookId) ?? 0), this.maxInFlight - this.inFlight.size);
+      const failing = this.failing.has(webhookId);
+      let free = Math.min(this.perEndpoint - (this.active.get(webhookId) ?? 0), this.maxInFlight - this.inFlight.size);
+      if (failing) free = Math.min(free, this.failingShare - failingBusy);
       if (free <= 0) continue;
       // What is noted for this endpoint from here on (an attempt of its that records a retry,
       // an event that commits) may be newer than what the store answers below, on another
@@ -186,9 +201,15 @@ export class WebhookDispatcher {
           if (this.inFlightCalls.has(call.id) || ended.has(call.id)) continue;
           this.track(call);
           started++;
+          if (failing) failingBusy++;
         }
         // Nothing more due and unleased right now: remember when the next one is.
         if (calls.length < free) next = await this.outbox.nextDueForWebhook(webhookId);
+      } catch (err) {
+        // The store is away or refusing (a failover, a full disk): look again after an idle
+        // poll, as the delivery engine does, not in a loop of failed claims and error lines.
+        next = Math.max(dueAt, this.clock.nowMs() + this.idlePollMs);
+        throw err;
       } finally {
         if (next !== null) this.noteDue(webhookId, next);
       }
@@ -199,11 +220,18 @@ export class WebhookDispatcher {
   private sleepMs(now: number): number {
     // A full endpoint (or a full dispatcher) is woken by a finishing call, not by the clock.
     if (this.inFlight.size >= this.maxInFlight) return this.idlePollMs;
+    const failingFull = this.failingInFlight() >= this.failingShare;
     let next = Infinity;
     for (const [webhookId, d] of this.due) {
-      if ((this.active.get(webhookId) ?? 0) < this.perEndpoint) next = Math.min(next, d);
+      if ((this.active.get(webhookId) ?? 0) < this.perEndpoint && !(failingFull && this.failing.has(webhookId))) next = Math.min(next, d);
     }
     return Math.max(1, Math.min(this.idlePollMs, next - now));
+  }
+
+  private failingInFlight(): number {
+    let n = 0;
+    for (const id of this.failing) n += this.active.get(id) ?? 0;
+    return n;
   }
 
   private sleep(ms: number): Promise<void> {
@@ -259,6 +287,9 @@ export class WebhookDispatcher {
       const message = err instanceof WebhookUrlError && err.problem === 'private' ? `refused: ${err.message}` : (err as Error).message;
       outcome = { status: null, body: null, error: message, durationMs: performance.now() - started };
     }
+    // Only a 2xx acknowledges (as recordAttempt judges it).
+    if (outcome.error === null && outcome.status !== null && outcome.status >= 200 && outcome.status < 300) this.failing.delete(call.webhookId);
+    else this.failing.add(call.webhookId);
     this.onAttempt?.(attemptLabel(outcome));
     try {
       const next = await this.outbox.recordAttempt(call, request ?? { url: call.url, headers: {}, body: call.body }, outcome);

@@ -255,6 +255,41 @@ test.serial('events go to the endpoints whose eventTypes and domainIds match', a
   t.is(ids(onlyHere, 'em_3'), ids(all, 'em_3'), 'one event id for every endpoint');
 });
 
+test.serial('a response body with a NUL byte is kept with its attempt, and the call is not posted again', async (t) => {
+  // PostgreSQL text cannot hold U+0000: the attempt could not be recorded, so the acknowledged
+  // call was posted again after every lease, with no attempt ever on record.
+  const hook = await makeHook({ eventTypes: ['email.clicked'] });
+  const before = receiver.calls.length;
+  receiver.reply(() => ({ status: 200, body: 'ok\u0000binary' }));
+  await emit('email.clicked', { id: 'em_nul' });
+  await receiver.waitFor(before + 1);
+  await settle();
+  receiver.reply(() => ({ status: 200, body: 'ok' }));
+  const list = await attempts(hook.id);
+  t.deepEqual(
+    list.map((a) => [a.status, a.response?.body]),
+    [['SUCCEEDED', 'ok\uFFFDbinary']],
+  );
+  clock.advance(t0.config.webhooks.leaseMs + 1);
+  await settle();
+  t.is(receiver.calls.length, before + 1, 'acknowledged once, posted once');
+});
+
+test.serial('credentials in the URL are sent as given, a bare % in the password included', async (t) => {
+  // The userinfo is percent-decoded as the URL standard does: "%21" is "!", a "%" before
+  // anything but two hex digits is itself (decodeURIComponent threw on it: every attempt failed).
+  const res = await t0.request('POST', '/v1/webhooks', { body: { url: `http://hook:50%off%21@127.0.0.1:${receiver.port}/creds`, eventTypes: ['email.delivery_delayed'] } });
+  t.is(res.status, 200);
+  const before = receiver.calls.length;
+  await emit('email.delivery_delayed', { id: 'em_pct' });
+  await settle();
+  const [attempt] = await attempts(res.body.id);
+  t.is(attempt.status, 'SUCCEEDED', String(attempt.error));
+  const [call] = receiver.calls.slice(before);
+  t.is(call?.path, '/creds');
+  t.is(call?.headers.authorization, `Basic ${Buffer.from('hook:50%off!').toString('base64')}`);
+});
+
 test.serial('a pending call survives a restart and is delivered by the next process', async (t) => {
   const flaky = await startWebhookReceiver();
   flaky.reply(() => ({ status: 500 }));

@@ -128,3 +128,41 @@ test('a call whose attempt ends while a claim re-takes its lapsed lease is not p
   await dispatcher.whenIdle();
   t.is(attempts, 1, 'posted once');
 });
+
+test('a claim the store refuses is tried again after an idle poll, not in a tight loop', async (t) => {
+  // The store is away (PostgreSQL failing over, a full disk): every claim fails at once. The
+  // endpoint is looked at again an idle poll later, not every millisecond with an error logged
+  // each time, and is not forgotten.
+  t.timeout(10_000, 'the dispatcher kept claiming, never idle');
+  const clock = new ManualClock(0);
+  const call: ClaimedCall = { id: 3, webhookId: 'wh_3', eventId: 'ev_3', eventType: 'email.sent', attempts: 0, url: 'http://hook.test/', secret: 'whsec_x', body: '{}' };
+  let claims = 0;
+  let storeBack = false;
+  let attempts = 0;
+  const outbox = fakeOutbox({
+    claim: async () => {
+      claims++;
+      if (!storeBack) throw new Error('connect ECONNREFUSED');
+      storeBack = false; // one call, claimed once
+      return [call];
+    },
+    nextDueForWebhook: async () => null,
+    resolveTarget: async () => {
+      attempts++;
+      throw new Error('refused'); // no network here: the outcome does not matter
+    },
+    recordAttempt: async () => null,
+  });
+  const dispatcher = new WebhookDispatcher({ outbox, clock, logger: createLogger('silent'), timeoutMs: 1000, idlePollMs: 1000, sweepIntervalMs: 3_600_000 });
+  dispatcher.start();
+  t.teardown(() => dispatcher.stop());
+  dispatcher.noteDue('wh_3', 0);
+  await dispatcher.whenIdle();
+  t.is(claims, 1, 'one failed claim, then a wait');
+
+  storeBack = true;
+  clock.advance(1000);
+  await dispatcher.whenIdle();
+  t.is(claims, 2, 'claimed again an idle poll later');
+  t.is(attempts, 1);
+});

@@ -216,7 +216,9 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps) {
             url: request.url,
             request_headers_json: JSON.stringify(request.headers),
             response_status: outcome.status,
-            response_body: outcome.body,
+            // PostgreSQL text cannot hold U+0000, and a receiver may answer with one (a binary
+            // or compressed body): unrecordable, the call would be posted again after every lease.
+            response_body: outcome.body === null ? null : outcome.body.replace(/\u0000/g, '\uFFFD'),
             duration_ms: Math.round(outcome.durationMs),
             error,
             succeeded: succeeded ? 1 : 0,

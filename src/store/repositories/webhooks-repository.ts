@@ -220,6 +220,11 @@ export function createWebhooksRepository(db: Db) {
      */
     async recordAttempt(w: AttemptWrite, nowIso: string): Promise<boolean> {
       return db.transaction().execute(async (trx) => {
+        // PostgreSQL: the endpoint's row first (FOR KEY SHARE, what the attempt's foreign key
+        // check takes anyway), then the call's: the order a delete of the endpoint takes them
+        // in. The other order deadlocked with such a delete, which failed. SQLite runs one
+        // transaction at a time.
+        if (isPostgres(db) && !(await trx.selectFrom('webhooks').select('id').where('id', '=', w.attempt.webhook_id).forKeyShare().executeTakeFirst())) return false;
         const updated = await trx
           .updateTable('webhook_calls')
           .set({
