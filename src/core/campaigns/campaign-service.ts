@@ -238,20 +238,21 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       // that is the no-duplicates guarantee at work, not an error.
       const failed = results.filter((r): r is { error: Error } => 'error' in r && !isUniqueViolation(r.error, 'campaign_recipients'));
       if (failed.length) {
-        // A verification lapse or a deleted domain fails every item: pause rather than skip everyone.
-        if (failed.length === results.length && results.length > 0) {
-          await campaigns.update(c.id, { status: 'PAUSED', cursor, updated_at: clock.now().toISOString() }, ['RUNNING']);
-          deps.logger.error({ campaignId: c.id, error: failed[0]!.error.message }, 'campaign paused: sending failed for a whole batch');
-          return;
-        }
         // A message the store could not take (a full disk, the database out of reach) was not
-        // refused: the next batch starts at that contact instead of skipping it for good (the
-        // (campaign, contact) key refuses the ones after it that were stored).
+        // refused, even when none of the chunk was taken: the next batch starts at that contact
+        // instead of skipping it for good or pausing the campaign (the (campaign, contact) key
+        // refuses the ones after it that were stored).
         const unstored = results.findIndex((r) => 'error' in r && isStorageFailure(r.error));
         if (unstored >= 0) {
           const retryFrom = unstored === 0 ? cursor : contacts[unstored - 1]!.id;
           await campaigns.update(c.id, { cursor: retryFrom, next_batch_at: clock.nowMs() + deps.batchWindowMs, updated_at: clock.now().toISOString() }, ['RUNNING']);
           deps.logger.error({ campaignId: c.id, error: (results[unstored] as { error: Error }).error.message }, 'campaign batch stopped: a message could not be stored; the next batch tries again');
+          return;
+        }
+        // A verification lapse or a deleted domain fails every item: pause rather than skip everyone.
+        if (failed.length === results.length && results.length > 0) {
+          await campaigns.update(c.id, { status: 'PAUSED', cursor, updated_at: clock.now().toISOString() }, ['RUNNING']);
+          deps.logger.error({ campaignId: c.id, error: failed[0]!.error.message }, 'campaign paused: sending failed for a whole batch');
           return;
         }
         deps.logger.warn({ campaignId: c.id, failed: failed.length, first: failed[0]!.error.message }, 'some campaign messages were refused');

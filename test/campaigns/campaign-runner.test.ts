@@ -1,0 +1,112 @@
+import test from 'ava';
+import { ManualClock } from '../../src/lib/clock.js';
+import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
+import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
+import { createCampaignService } from '../../src/core/campaigns/campaign-service.js';
+import { createCampaignsRepository } from '../../src/store/repositories/campaigns-repository.js';
+import { createContactBooksRepository } from '../../src/store/repositories/contact-books-repository.js';
+import { createSegmentsRepository } from '../../src/store/repositories/segments-repository.js';
+import type { EmailService } from '../../src/core/emails/email-service.js';
+
+// The campaign runner under failures and races: refused and unstored sends, pause and resume,
+// segments edited while a campaign runs.
+
+const clock = new ManualClock(Date.UTC(2026, 10, 22, 10, 0, 0));
+const WINDOW_MS = 60_000;
+let w: MailWorld;
+test.before(async () => {
+  w = await startMailWorld({ clock, overrides: { campaigns: { batchWindowSeconds: WINDOW_MS / 1000 } } });
+});
+test.after.always(async () => {
+  await w?.close();
+});
+
+async function book(name: string, contacts: Record<string, unknown>[]) {
+  const b = (await w.t0.request('POST', '/v1/contactBooks', { body: { name } })).body;
+  const bulk = await w.t0.request('POST', `/v1/contactBooks/${b.id}/contacts/bulk`, { body: contacts });
+  if (bulk.status !== 200) throw new Error(JSON.stringify(bulk.body));
+  return b.id as string;
+}
+
+async function campaign(bookId: string, extra: Record<string, unknown> = {}) {
+  const res = await w.t0.request('POST', '/v1/campaigns', {
+    body: { name: 'Runner', from: `News <news@${w.domain.name}>`, subject: 'Hello', contactBookId: bookId, html: '<p>Hi {{unsubscribeUrl}}</p>', ...extra },
+  });
+  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  return res.body;
+}
+
+const get = async (id: string) => (await w.t0.request('GET', `/v1/campaigns/${id}`)).body;
+const run = async () => {
+  await w.t0.app.runCampaigns();
+  await w.settle();
+};
+const sentTo = (prefix: string) => w.sink.messages.flatMap((m) => m.rcptTo).filter((r) => r.startsWith(prefix));
+const idsInOrder = async (bookId: string) =>
+  (await w.t0.app.store.db.selectFrom('contacts').select(['id', 'email']).where('contact_book_id', '=', bookId).orderBy('id').execute());
+
+/** A second runner over the app's store whose email service is `emails` (to inject failures). */
+function runnerWith(emails: EmailService, owner: string) {
+  const app = w.t0.app;
+  return createCampaignService({
+    campaigns: createCampaignsRepository(app.store.db),
+    contactBooks: createContactBooksRepository(app.store.db),
+    segments: createSegmentsRepository(app.store.db),
+    contacts: app.services.contacts,
+    emails,
+    domains: app.services.domains,
+    events: app.services.events,
+    clock,
+    logger: app.logger,
+    secret: app.secret,
+    publicUrl: app.config.publicUrl,
+    hostname: app.config.hostname,
+    batchWindowMs: WINDOW_MS,
+    owner,
+  });
+}
+
+test.serial('a domain gone while its campaign runs pauses it, also right after a restart (reached contacts in the chunk); added again and resumed, the rest get it once', async (t) => {
+  const domain = await addVerifiedDomain(w.t0, 'lapse.dev');
+  const bookId = await book('Lapse', Array.from({ length: 6 }, (_, i) => ({ email: `lapse${i}@example.net` })));
+  const c = await campaign(bookId, { from: `News <news@${domain.name}>`, sendNow: true, batchSize: 4 });
+  await run();
+  t.is(sentTo('lapse').length, 4);
+  // Killed mid-batch: the cursor stored is the one after the first two, the next two were reached too.
+  const contacts = await idsInOrder(bookId);
+  await w.t0.app.store.db.updateTable('campaigns').set({ cursor: contacts[1]!.id }).where('id', '=', c.id).execute();
+  // Meanwhile the domain was deleted (a lapsed verification refuses the same way).
+  t.is((await w.t0.request('DELETE', `/v1/domains/${domain.id}`)).status, 200);
+  clock.advance(WINDOW_MS);
+  await run();
+  const paused = await get(c.id);
+  t.is(paused.status, 'PAUSED', 'every send of the chunk is refused (the domain is checked before the (campaign, contact) key): the campaign pauses');
+  t.is(sentTo('lapse').length, 4);
+  // Added and verified again, then resumed: the two refused get it, nobody twice.
+  await addVerifiedDomain(w.t0, 'lapse.dev');
+  t.is((await w.t0.request('POST', `/v1/campaigns/${c.id}/resume`)).status, 200);
+  for (let i = 0; i < 3; i++) {
+    clock.advance(WINDOW_MS);
+    await run();
+  }
+  t.is((await get(c.id)).status, 'SENT');
+  const rcpts = sentTo('lapse');
+  t.is(new Set(rcpts).size, 6, JSON.stringify(rcpts));
+  t.is(rcpts.length, 6, 'nobody twice');
+});
+
+
+test.serial('a chunk the store could not take at all (the database out of reach) is tried again at the next batch, not paused', async (t) => {
+  const bookId = await book('Unstored', Array.from({ length: 3 }, (_, i) => ({ email: `unstored${i}@example.net` })));
+  const c = await campaign(bookId, { sendNow: true, batchSize: 10 });
+  const real = w.t0.app.services.emails;
+  const down = new Error('Connection terminated unexpectedly');
+  const failing = runnerWith({ ...real, submitEach: async (_ctx, items) => items.map(() => ({ error: down })) } as EmailService, 'failing-runner');
+  t.is(await failing.tick(), 1);
+  t.is((await get(c.id)).status, 'RUNNING', 'an outage is not a refusal: the campaign carries on');
+  clock.advance(WINDOW_MS);
+  await run();
+  t.is(sentTo('unstored').length, 3);
+  await run();
+  t.is((await get(c.id)).status, 'SENT');
+});
