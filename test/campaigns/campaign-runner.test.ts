@@ -110,3 +110,23 @@ test.serial('a chunk the store could not take at all (the database out of reach)
   await run();
   t.is((await get(c.id)).status, 'SENT');
 });
+
+test.serial('pause and resume keep the pacing: the batch after a resume waits for the window of the last one', async (t) => {
+  const bookId = await book('Resume pace', Array.from({ length: 9 }, (_, i) => ({ email: `rpace${i}@example.net` })));
+  const c = await campaign(bookId, { sendNow: true, batchSize: 3 });
+  await run();
+  t.is(sentTo('rpace').length, 3);
+  t.is((await w.t0.request('POST', `/v1/campaigns/${c.id}/pause`)).status, 200);
+  t.is((await w.t0.request('POST', `/v1/campaigns/${c.id}/resume`)).status, 200);
+  await run();
+  t.is(sentTo('rpace').length, 3, 'still the same window: batchSize messages per window');
+  clock.advance(WINDOW_MS);
+  await run();
+  t.is(sentTo('rpace').length, 6);
+  // Paused for longer than a window: the next batch goes at once after the resume.
+  t.is((await w.t0.request('POST', `/v1/campaigns/${c.id}/pause`)).status, 200);
+  clock.advance(5 * WINDOW_MS);
+  t.is((await w.t0.request('POST', `/v1/campaigns/${c.id}/resume`)).status, 200);
+  await run();
+  t.is(sentTo('rpace').length, 9);
+});

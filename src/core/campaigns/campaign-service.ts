@@ -379,7 +379,9 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       // pauses the campaign again at its next batch.
       if (scope.domainId !== null) await deps.domains.sendingDomain(scope, domainOf(parseMailbox(c.from_addr, 'from').address));
       const future = c.scheduled_at !== null && Date.parse(c.scheduled_at) > clock.nowMs();
-      const updated = await campaigns.update(id, { status: future ? 'SCHEDULED' : 'RUNNING', next_batch_at: null, updated_at: clock.now().toISOString() }, ['PAUSED']);
+      // The next batch keeps its time: a pause and a resume never make room for another batch
+      // within the window of the last one (a pause longer than the window resumes at once).
+      const updated = await campaigns.update(id, { status: future ? 'SCHEDULED' : 'RUNNING', updated_at: clock.now().toISOString() }, ['PAUSED']);
       if (!updated) throw badRequest(`campaign ${id} changed state meanwhile`);
       return { success: true, campaign: view(updated) };
     },
