@@ -130,3 +130,46 @@ test.serial('pause and resume keep the pacing: the batch after a resume waits fo
   await run();
   t.is(sentTo('rpace').length, 9);
 });
+
+test.serial("a segment edited while its campaign runs does not change the campaign's audience", async (t) => {
+  const contacts = Array.from({ length: 20 }, (_, i) => ({ email: `segrun${i}@example.net`, properties: { plan: i < 4 ? 'pro' : 'free' } }));
+  const bookId = await book('Segment run', contacts);
+  const seg = await w.t0.request('POST', '/v1/segments', { body: { name: 'Pro', contactBookId: bookId, filters: { match: 'all', conditions: [{ field: 'properties.plan', op: 'eq', value: 'pro' }] } } });
+  t.is(seg.status, 200, JSON.stringify(seg.body));
+  const c = await campaign(bookId, { segmentId: seg.body.id, sendNow: true, batchSize: 2 });
+  await run();
+  t.is(sentTo('segrun').length, 2);
+  t.is((await get(c.id)).total, 4);
+  // Everyone matches now: without a fixed audience the free contacts past the cursor (ids are random) would be mailed.
+  const edited = await w.t0.request('PATCH', `/v1/segments/${seg.body.id}`, { body: { filters: { match: 'all', conditions: [{ field: 'properties.plan', op: 'exists' }] } } });
+  t.is(edited.status, 200, JSON.stringify(edited.body));
+  for (let i = 0; i < 12; i++) {
+    clock.advance(WINDOW_MS);
+    await run();
+  }
+  const done = await get(c.id);
+  t.is(done.status, 'SENT');
+  t.is(done.total, 4);
+  t.is(done.sent, 4);
+  const pros = new Set(contacts.slice(0, 4).map((x) => x.email));
+  t.deepEqual(sentTo('segrun').filter((r) => !pros.has(r)), [], 'only the audience as of the start');
+  t.is(sentTo('segrun').length, 4);
+});
+
+test.serial('a segment deleted while its campaign runs leaves the rest of the audience mailed', async (t) => {
+  const contacts = Array.from({ length: 6 }, (_, i) => ({ email: `segdel${i}@example.net`, properties: { plan: i < 4 ? 'pro' : 'free' } }));
+  const bookId = await book('Segment deleted', contacts);
+  const seg = await w.t0.request('POST', '/v1/segments', { body: { name: 'Pro', contactBookId: bookId, filters: { match: 'all', conditions: [{ field: 'properties.plan', op: 'eq', value: 'pro' }] } } });
+  const c = await campaign(bookId, { segmentId: seg.body.id, sendNow: true, batchSize: 2 });
+  await run();
+  t.is(sentTo('segdel').length, 2);
+  t.is((await w.t0.request('DELETE', `/v1/segments/${seg.body.id}`)).status, 200);
+  for (let i = 0; i < 3; i++) {
+    clock.advance(WINDOW_MS);
+    await run();
+  }
+  const done = await get(c.id);
+  t.is(done.status, 'SENT');
+  t.is(done.sent, 4);
+  t.deepEqual(sentTo('segdel').sort(), contacts.slice(0, 4).map((x) => x.email).sort());
+});

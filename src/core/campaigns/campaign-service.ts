@@ -155,9 +155,14 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     return out;
   }
 
-  /** The campaign's audience filter: none for the whole book; a segment deleted meanwhile (or moved to another book) selects nobody, never the whole book. */
+  /**
+   * The campaign's audience filter: none for the whole book; once started, the segment's filter
+   * as of the start (an edit or delete meanwhile changes no audience already counted); before, a
+   * segment deleted meanwhile (or moved to another book) selects nobody, never the whole book.
+   */
   async function filterFor(c: CampaignRow): Promise<FilterNode | null> {
     if (!c.segment_id) return null;
+    if (c.segment_filters_json !== null) return JSON.parse(c.segment_filters_json) as FilterNode;
     const seg = await deps.segments.findById(c.team_id, c.segment_id);
     if (!seg || seg.contact_book_id !== c.contact_book_id) return NOBODY;
     return JSON.parse(seg.filters_json) as FilterNode;
@@ -174,8 +179,10 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     if (c.status === 'SCHEDULED') {
       // The audience is the book's contacts as of the first start (a restart after a pause keeps it).
       const startedAt = c.started_at ?? now.toISOString();
-      const total = (await campaigns.countReached(c.id)) + (await campaigns.countEligible({ ...c, started_at: startedAt }, await filterFor(c)));
-      const started = await campaigns.start(c.id, { total, started_at: startedAt, next_batch_at: null, updated_at: now.toISOString() }, now.toISOString());
+      const filter = await filterFor(c);
+      const total = (await campaigns.countReached(c.id)) + (await campaigns.countEligible({ ...c, started_at: startedAt }, filter));
+      const segmentFilters = c.segment_id ? JSON.stringify(filter) : null;
+      const started = await campaigns.start(c.id, { total, started_at: startedAt, segment_filters_json: segmentFilters, next_batch_at: null, updated_at: now.toISOString() }, now.toISOString());
       if (!started) return; // deleted or rescheduled meanwhile
       c = started;
     }
@@ -303,6 +310,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
         status: (scheduled ? 'SCHEDULED' : 'DRAFT') as CampaignStatus,
         scheduled_at: scheduled,
         started_at: null,
+        segment_filters_json: null,
         batch_size: input.batchSize ?? DEFAULT_BATCH_SIZE,
         cursor: null,
         next_batch_at: null,
