@@ -173,3 +173,19 @@ test.serial('a segment deleted while its campaign runs leaves the rest of the au
   t.is(done.sent, 4);
   t.deepEqual(sentTo('segdel').sort(), contacts.slice(0, 4).map((x) => x.email).sort());
 });
+
+test.serial('cc and bcc that leave no room for the contact in one message are refused when the campaign is written (400), not at every send', async (t) => {
+  const bookId = await book('Many copies', [{ email: 'copies@example.net' }]);
+  const fifty = (p: string) => Array.from({ length: 50 }, (_, i) => `${p}${i}@example.org`);
+  const res = await w.t0.request('POST', '/v1/campaigns', {
+    body: { name: 'n', from: `news@${w.domain.name}`, subject: 's', contactBookId: bookId, html: '<p>x</p>', cc: fifty('cc'), bcc: fifty('bcc') },
+  });
+  t.is(res.status, 400, JSON.stringify(res.body.error));
+  t.is(res.body.error.code, 'BAD_REQUEST');
+  t.regex(res.body.error.message, /^(cc|bcc)/);
+  const c = await campaign(bookId, { cc: fifty('cc') });
+  const patched = await w.t0.request('PATCH', `/v1/campaigns/${c.id}`, { body: { bcc: fifty('bcc') } });
+  t.is(patched.status, 400, JSON.stringify(patched.body.error));
+  // At the limit: 49 + 50 copies and the contact are one message of 100 recipients.
+  t.is((await w.t0.request('PATCH', `/v1/campaigns/${c.id}`, { body: { bcc: fifty('bcc').slice(1) } })).status, 200);
+});

@@ -9,7 +9,7 @@ import type { FilterNode } from '../../store/repositories/contact-filter-sql.js'
 import type { ContactService } from '../contacts/contact-service.js';
 import type { DomainService } from '../domains/domain-service.js';
 import { parseMailbox, parseMailboxList, domainOf } from '../emails/addresses.js';
-import type { EmailService } from '../emails/email-service.js';
+import { MAX_RECIPIENTS, type EmailService } from '../emails/email-service.js';
 import { parseScheduledAt } from '../emails/scheduled-at.js';
 import { badRequest, notFound } from '../errors.js';
 import type { BusEvent, EventBus } from '../events.js';
@@ -139,6 +139,11 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     for (const [field, key] of [['replyTo', 'reply_to_json'], ['cc', 'cc_json'], ['bcc', 'bcc_json']] as const) {
       const v = input[field];
       if (v !== undefined) out[key] = JSON.stringify(parseMailboxList(v, field).map((m) => m.address));
+    }
+    // Every message goes to its contact and all the copies: refused here, not at every send.
+    const copies = (key: 'cc_json' | 'bcc_json') => (JSON.parse(out[key] ?? current?.[key] ?? '[]') as string[]).length;
+    if (1 + copies('cc_json') + copies('bcc_json') > MAX_RECIPIENTS) {
+      throw badRequest(`${input.bcc !== undefined ? 'bcc' : 'cc'}: cc and bcc together take at most ${MAX_RECIPIENTS - 1} addresses (each message also goes to its contact)`);
     }
     if (input.name !== undefined) out.name = input.name;
     if (input.subject !== undefined) out.subject = input.subject;
