@@ -189,3 +189,25 @@ test.serial('cc and bcc that leave no room for the contact in one message are re
   // At the limit: 49 + 50 copies and the contact are one message of 100 recipients.
   t.is((await w.t0.request('PATCH', `/v1/campaigns/${c.id}`, { body: { bcc: fifty('bcc').slice(1) } })).status, 200);
 });
+
+test.serial('a hard bounce whose counting a killed process never did is counted at the next start, hardBounced included', async (t) => {
+  w.sink.setBehaviour({ onRcpt: (a) => (a === 'gone@example.net' ? { code: 550, message: '5.1.1 <gone@example.net>: user unknown' } : undefined) });
+  try {
+    const bookId = await book('Recount', [{ email: 'gone@example.net' }]);
+    const c = await campaign(bookId, { sendNow: true });
+    await run();
+    const counted = await get(c.id);
+    t.is(counted.bounced, 1);
+    t.is(counted.hardBounced, 1);
+    // Killed after the BOUNCED event was committed, before the counting that follows it.
+    const db = w.t0.app.store.db;
+    await db.updateTable('campaign_recipients').set({ counted: '' }).where('campaign_id', '=', c.id).execute();
+    await db.updateTable('campaigns').set({ sent: 0, bounced: 0, hard_bounced: 0 }).where('id', '=', c.id).execute();
+    await w.restart({ campaigns: { batchWindowSeconds: WINDOW_MS / 1000 } });
+    const recovered = await get(c.id);
+    t.is(recovered.bounced, 1);
+    t.is(recovered.hardBounced, 1);
+  } finally {
+    w.sink.setBehaviour({ onRcpt: undefined });
+  }
+});
