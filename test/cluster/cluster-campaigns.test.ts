@@ -162,3 +162,58 @@ test.serial('a node stalled mid-batch past its lease wakes after another node se
   t.is(done.total, 6);
   t.is(done.sent, 6);
 });
+
+test.serial('a batch that outlives the lease while it progresses keeps it: no second node sends alongside', async (t) => {
+  // Two chunks (the runner stores at most 1000 messages at a time), six minutes each.
+  const emails = Array.from({ length: 1001 }, (_, i) => `long${i}@example.org`);
+  const book = await bookOf('Long batch', emails.slice(0, 1000));
+  t.is((await w.t0.request('POST', `/v1/contactBooks/${book}/contacts/bulk`, { body: [{ email: emails[1000] }] })).status, 200);
+  const id = await campaignOf(book, { batchSize: 1001, scheduledAt: new Date(clock.nowMs() + 3600_000).toISOString() });
+  // Its own clock is at the campaign's time already, so this runner claims the batch first.
+  const slowClock = new ManualClock(clock.nowMs() + 3600_000);
+  const app = w.t0.app;
+  const real = app.services.emails;
+  let chunk = 0;
+  let othersRan: number[] = [];
+  let secondChunk: Awaited<ReturnType<EmailService['submitEach']>> = [];
+  const slow = createCampaignService({
+    campaigns: createCampaignsRepository(app.store.db),
+    contactBooks: createContactBooksRepository(app.store.db),
+    segments: createSegmentsRepository(app.store.db),
+    contacts: app.services.contacts,
+    emails: {
+      ...real,
+      submitEach: async (ctx, items) => {
+        chunk++;
+        // A slow store: each chunk takes six minutes, for this runner and the nodes alike.
+        slowClock.advance(6 * 60_000);
+        clock.set(slowClock.nowMs());
+        // Twelve minutes into the batch, past the lease it claimed: the nodes look for due work.
+        if (chunk === 2) othersRan = await bothRun();
+        const results = await real.submitEach(ctx, items);
+        if (chunk === 2) secondChunk = results;
+        return results;
+      },
+    } as EmailService,
+    domains: app.services.domains,
+    events: app.services.events,
+    clock: slowClock,
+    logger: app.logger,
+    secret: app.secret,
+    publicUrl: app.config.publicUrl,
+    hostname: app.config.hostname,
+    batchWindowMs: WINDOW_MS,
+    owner: 'node-a',
+  });
+  t.is(await slow.tick(), 1);
+  t.is(chunk, 2);
+  t.deepEqual(othersRan, [0, 0], 'no node claimed the batch still in progress');
+  t.is(secondChunk.length, 1);
+  t.true(secondChunk.every((r) => 'emailId' in r), `the rest of its batch was sent by another node meanwhile: ${JSON.stringify(secondChunk)}`);
+  await finish(id);
+  const done = await campaign(id);
+  t.is(done.status, 'SENT');
+  t.is(done.total, 1001);
+  const stored = await app.store.db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('n')).where('campaign_id', '=', id).executeTakeFirstOrThrow();
+  t.is(Number(stored.n), 1001, 'one message per contact');
+});

@@ -275,6 +275,10 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       // (campaign, contact) key refuses anyone already reached.
       const still = await campaigns.update(c.id, { cursor, updated_at: clock.now().toISOString() }, ['RUNNING']);
       if (!still) return; // paused or deleted while sending: stop here, resume continues from the cursor
+      // The lease is held while the batch progresses, so one longer than a lease is not taken
+      // for a dead node's and sent alongside by another; a node that lost it meanwhile (stalled
+      // past it, or taken for dead) leaves the rest to the node that has it.
+      if (!(await campaigns.renewBatch(c.id, deps.owner, clock.nowMs() + BATCH_LEASE_MS))) return;
     }
     await campaigns.update(c.id, { next_batch_at: clock.nowMs() + deps.batchWindowMs, updated_at: clock.now().toISOString() }, ['RUNNING']);
   }

@@ -125,6 +125,11 @@ export function createCampaignsRepository(db: Db) {
       const res = await db.updateTable('campaigns').set({ batch_owner: null, batch_lease_until: null }).where('batch_owner', 'is not', null).executeTakeFirst();
       return Number(res.numUpdatedRows);
     },
+    /** Extends `owner`'s batch lease; false when the batch is no longer its own (taken by another node, or freed). */
+    async renewBatch(id: string, owner: string, untilMs: number): Promise<boolean> {
+      const res = await db.updateTable('campaigns').set({ batch_lease_until: untilMs }).where('id', '=', id).where('batch_owner', '=', owner).executeTakeFirst();
+      return res.numUpdatedRows > 0n;
+    },
     async releaseBatch(id: string, owner: string): Promise<void> {
       await db.updateTable('campaigns').set({ batch_owner: null, batch_lease_until: null }).where('id', '=', id).where('batch_owner', '=', owner).execute();
     },
