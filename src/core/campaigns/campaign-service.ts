@@ -148,10 +148,11 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     if (input.name !== undefined) out.name = input.name;
     if (input.subject !== undefined) out.subject = input.subject;
     if (input.previewText !== undefined) out.preview_text = input.previewText;
-    if (input.content !== undefined || input.html !== undefined) {
+    // The preview text is rendered into the HTML (the preheader): a change of it alone re-renders too.
+    if (input.content !== undefined || input.html !== undefined || input.previewText !== undefined) {
       const content = input.content !== undefined ? input.content : current?.content;
       const html = input.html !== undefined ? input.html : content ? null : current?.html;
-      const rendered = renderCampaignBody({ content, html, previewText: input.previewText ?? current?.preview_text });
+      const rendered = renderCampaignBody({ content, html, previewText: input.previewText !== undefined ? input.previewText : current?.preview_text });
       out.content = content ?? null;
       out.html = content ? rendered.html : (html ?? null);
       out.text_body = rendered.text;
