@@ -131,6 +131,65 @@ test.serial('pause and resume keep the pacing: the batch after a resume waits fo
   t.is(sentTo('rpace').length, 9);
 });
 
+test.serial('a pause that lands while a batch is being sent keeps the pacing too: a quick resume waits for the window', async (t) => {
+  const bookId = await book('Pause mid-batch', Array.from({ length: 6 }, (_, i) => ({ email: `midpause${i}@example.net` })));
+  const c = await campaign(bookId, { sendNow: true, batchSize: 3 });
+  const real = w.t0.app.services.emails;
+  // The pause request arrives while the batch's messages are being stored.
+  const pausing = runnerWith({ ...real, submitEach: async (ctx, items) => {
+    t.is((await w.t0.request('POST', `/v1/campaigns/${c.id}/pause`)).status, 200);
+    return real.submitEach(ctx, items);
+  } } as EmailService, 'pausing-runner');
+  t.is(await pausing.tick(), 1);
+  await w.settle();
+  t.is(sentTo('midpause').length, 3);
+  t.is((await get(c.id)).status, 'PAUSED');
+  t.is((await w.t0.request('POST', `/v1/campaigns/${c.id}/resume`)).status, 200);
+  await run();
+  t.is(sentTo('midpause').length, 3, 'still the window of the batch the pause landed in');
+  clock.advance(WINDOW_MS);
+  await run();
+  t.is(sentTo('midpause').length, 6);
+});
+
+test.serial('a delete that lands while a batch is being sent stops the campaign after the chunk in flight', async (t) => {
+  const bookId = await book('Delete mid-batch', Array.from({ length: 6 }, (_, i) => ({ email: `middel${i}@example.net` })));
+  const c = await campaign(bookId, { sendNow: true, batchSize: 3 });
+  const real = w.t0.app.services.emails;
+  const deleting = runnerWith({ ...real, submitEach: async (ctx, items) => {
+    t.is((await w.t0.request('DELETE', `/v1/campaigns/${c.id}`)).status, 200);
+    return real.submitEach(ctx, items);
+  } } as EmailService, 'deleting-runner');
+  t.is(await deleting.tick(), 1);
+  for (let i = 0; i < 3; i++) {
+    clock.advance(WINDOW_MS);
+    await run();
+  }
+  t.is(sentTo('middel').length, 3, 'the chunk already handed over is sent; nothing after it');
+  t.is((await w.t0.request('GET', `/v1/campaigns/${c.id}`)).status, 404);
+});
+
+test.serial('contacts unsubscribed, suppressed or deleted after the start are not mailed', async (t) => {
+  const bookId = await book('Mid-run changes', Array.from({ length: 8 }, (_, i) => ({ email: `midrun${i}@example.net` })));
+  const c = await campaign(bookId, { sendNow: true, batchSize: 2 });
+  await run();
+  const reached = new Set(sentTo('midrun'));
+  const rest = (await idsInOrder(bookId)).filter((x) => !reached.has(x.email));
+  const [unsub, supp, del] = rest;
+  t.is((await w.t0.request('PATCH', `/v1/contactBooks/${bookId}/contacts/${unsub!.id}`, { body: { subscribed: false } })).status, 200);
+  t.is((await w.t0.request('POST', '/v1/suppressions', { body: { email: supp!.email, reason: 'MANUAL' } })).status, 200);
+  t.is((await w.t0.request('DELETE', `/v1/contactBooks/${bookId}/contacts/${del!.id}`)).status, 200);
+  for (let i = 0; i < 4; i++) {
+    clock.advance(WINDOW_MS);
+    await run();
+  }
+  const rcpts = sentTo('midrun');
+  t.deepEqual(rcpts.filter((r) => [unsub, supp, del].some((x) => x!.email === r)), []);
+  t.is(rcpts.length, 5);
+  t.is(new Set(rcpts).size, 5);
+  t.is((await get(c.id)).status, 'SENT');
+});
+
 test.serial("a segment edited while its campaign runs does not change the campaign's audience", async (t) => {
   const contacts = Array.from({ length: 20 }, (_, i) => ({ email: `segrun${i}@example.net`, properties: { plan: i < 4 ? 'pro' : 'free' } }));
   const bookId = await book('Segment run', contacts);
