@@ -364,3 +364,23 @@ test.serial('a campaign rescheduled while its due batch is being started stays s
   t.is((await get(c.id)).status, 'SENT');
   t.is(sentTo('race').length, 2);
 });
+
+test.serial('a draft whose preview text alone is edited is sent with the new preview text', async (t) => {
+  const bookId = await book('Preheader', [{ email: 'preheader@example.net' }]);
+  const c = await campaign(bookId, { previewText: 'Old teaser' });
+  t.regex(c.html, /Old teaser/);
+  const patched = await w.t0.request('PATCH', `/v1/campaigns/${c.id}`, { body: { previewText: 'New teaser' } });
+  t.is(patched.status, 200);
+  t.is(patched.body.previewText, 'New teaser');
+  t.regex(patched.body.html, /New teaser/);
+  t.notRegex(patched.body.html, /Old teaser/);
+  // Cleared: no preheader at all, not the one before.
+  const cleared = await w.t0.request('PATCH', `/v1/campaigns/${c.id}`, { body: { previewText: null } });
+  t.notRegex(cleared.body.html, /teaser/);
+  t.is((await w.t0.request('PATCH', `/v1/campaigns/${c.id}`, { body: { previewText: 'New teaser' } })).status, 200);
+  t.true((await w.t0.request('POST', `/v1/campaigns/${c.id}/schedule`, { body: {} })).body.success);
+  await run();
+  const html = String((await simpleParser(sentTo('preheader@')[0]!.raw)).html);
+  t.regex(html, /New teaser/);
+  t.notRegex(html, /Old teaser/);
+});

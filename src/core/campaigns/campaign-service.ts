@@ -9,7 +9,7 @@ import type { FilterNode } from '../../store/repositories/contact-filter-sql.js'
 import type { ContactService } from '../contacts/contact-service.js';
 import type { DomainService } from '../domains/domain-service.js';
 import { parseMailbox, parseMailboxList, domainOf } from '../emails/addresses.js';
-import type { EmailService } from '../emails/email-service.js';
+import { MAX_RECIPIENTS, type EmailService } from '../emails/email-service.js';
 import { parseScheduledAt } from '../emails/scheduled-at.js';
 import { badRequest, notFound } from '../errors.js';
 import type { BusEvent, EventBus } from '../events.js';
@@ -140,13 +140,19 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       const v = input[field];
       if (v !== undefined) out[key] = JSON.stringify(parseMailboxList(v, field).map((m) => m.address));
     }
+    // Every message goes to its contact and all the copies: refused here, not at every send.
+    const copies = (key: 'cc_json' | 'bcc_json') => (JSON.parse(out[key] ?? current?.[key] ?? '[]') as string[]).length;
+    if (1 + copies('cc_json') + copies('bcc_json') > MAX_RECIPIENTS) {
+      throw badRequest(`${input.bcc !== undefined ? 'bcc' : 'cc'}: cc and bcc together take at most ${MAX_RECIPIENTS - 1} addresses (each message also goes to its contact)`);
+    }
     if (input.name !== undefined) out.name = input.name;
     if (input.subject !== undefined) out.subject = input.subject;
     if (input.previewText !== undefined) out.preview_text = input.previewText;
-    if (input.content !== undefined || input.html !== undefined) {
+    // The preview text is rendered into the HTML (the preheader): a change of it alone re-renders too.
+    if (input.content !== undefined || input.html !== undefined || input.previewText !== undefined) {
       const content = input.content !== undefined ? input.content : current?.content;
       const html = input.html !== undefined ? input.html : content ? null : current?.html;
-      const rendered = renderCampaignBody({ content, html, previewText: input.previewText ?? current?.preview_text });
+      const rendered = renderCampaignBody({ content, html, previewText: input.previewText !== undefined ? input.previewText : current?.preview_text });
       out.content = content ?? null;
       out.html = content ? rendered.html : (html ?? null);
       out.text_body = rendered.text;
@@ -155,9 +161,14 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     return out;
   }
 
-  /** The campaign's audience filter: none for the whole book; a segment deleted meanwhile (or moved to another book) selects nobody, never the whole book. */
+  /**
+   * The campaign's audience filter: none for the whole book; once started, the segment's filter
+   * as of the start (an edit or delete meanwhile changes no audience already counted); before, a
+   * segment deleted meanwhile (or moved to another book) selects nobody, never the whole book.
+   */
   async function filterFor(c: CampaignRow): Promise<FilterNode | null> {
     if (!c.segment_id) return null;
+    if (c.segment_filters_json !== null) return JSON.parse(c.segment_filters_json) as FilterNode;
     const seg = await deps.segments.findById(c.team_id, c.segment_id);
     if (!seg || seg.contact_book_id !== c.contact_book_id) return NOBODY;
     return JSON.parse(seg.filters_json) as FilterNode;
@@ -174,8 +185,10 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     if (c.status === 'SCHEDULED') {
       // The audience is the book's contacts as of the first start (a restart after a pause keeps it).
       const startedAt = c.started_at ?? now.toISOString();
-      const total = (await campaigns.countReached(c.id)) + (await campaigns.countEligible({ ...c, started_at: startedAt }, await filterFor(c)));
-      const started = await campaigns.start(c.id, { total, started_at: startedAt, next_batch_at: null, updated_at: now.toISOString() }, now.toISOString());
+      const filter = await filterFor(c);
+      const total = (await campaigns.countReached(c.id)) + (await campaigns.countEligible({ ...c, started_at: startedAt }, filter));
+      const segmentFilters = c.segment_id ? JSON.stringify(filter) : null;
+      const started = await campaigns.start(c.id, { total, started_at: startedAt, segment_filters_json: segmentFilters, next_batch_at: null, updated_at: now.toISOString() }, now.toISOString());
       if (!started) return; // deleted or rescheduled meanwhile
       c = started;
     }
@@ -238,20 +251,21 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       // that is the no-duplicates guarantee at work, not an error.
       const failed = results.filter((r): r is { error: Error } => 'error' in r && !isUniqueViolation(r.error, 'campaign_recipients'));
       if (failed.length) {
-        // A verification lapse or a deleted domain fails every item: pause rather than skip everyone.
-        if (failed.length === results.length && results.length > 0) {
-          await campaigns.update(c.id, { status: 'PAUSED', cursor, updated_at: clock.now().toISOString() }, ['RUNNING']);
-          deps.logger.error({ campaignId: c.id, error: failed[0]!.error.message }, 'campaign paused: sending failed for a whole batch');
-          return;
-        }
         // A message the store could not take (a full disk, the database out of reach) was not
-        // refused: the next batch starts at that contact instead of skipping it for good (the
-        // (campaign, contact) key refuses the ones after it that were stored).
+        // refused, even when none of the chunk was taken: the next batch starts at that contact
+        // instead of skipping it for good or pausing the campaign (the (campaign, contact) key
+        // refuses the ones after it that were stored).
         const unstored = results.findIndex((r) => 'error' in r && isStorageFailure(r.error));
         if (unstored >= 0) {
           const retryFrom = unstored === 0 ? cursor : contacts[unstored - 1]!.id;
           await campaigns.update(c.id, { cursor: retryFrom, next_batch_at: clock.nowMs() + deps.batchWindowMs, updated_at: clock.now().toISOString() }, ['RUNNING']);
           deps.logger.error({ campaignId: c.id, error: (results[unstored] as { error: Error }).error.message }, 'campaign batch stopped: a message could not be stored; the next batch tries again');
+          return;
+        }
+        // A verification lapse or a deleted domain fails every item: pause rather than skip everyone.
+        if (failed.length === results.length && results.length > 0) {
+          await campaigns.update(c.id, { status: 'PAUSED', cursor, updated_at: clock.now().toISOString() }, ['RUNNING']);
+          deps.logger.error({ campaignId: c.id, error: failed[0]!.error.message }, 'campaign paused: sending failed for a whole batch');
           return;
         }
         deps.logger.warn({ campaignId: c.id, failed: failed.length, first: failed[0]!.error.message }, 'some campaign messages were refused');
@@ -262,6 +276,10 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       // (campaign, contact) key refuses anyone already reached.
       const still = await campaigns.update(c.id, { cursor, updated_at: clock.now().toISOString() }, ['RUNNING']);
       if (!still) return; // paused or deleted while sending: stop here, resume continues from the cursor
+      // The lease is held while the batch progresses, so one longer than a lease is not taken
+      // for a dead node's and sent alongside by another; a node that lost it meanwhile (stalled
+      // past it, or taken for dead) leaves the rest to the node that has it.
+      if (!(await campaigns.renewBatch(c.id, deps.owner, clock.nowMs() + BATCH_LEASE_MS))) return;
     }
     await campaigns.update(c.id, { next_batch_at: clock.nowMs() + deps.batchWindowMs, updated_at: clock.now().toISOString() }, ['RUNNING']);
   }
@@ -302,6 +320,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
         status: (scheduled ? 'SCHEDULED' : 'DRAFT') as CampaignStatus,
         scheduled_at: scheduled,
         started_at: null,
+        segment_filters_json: null,
         batch_size: input.batchSize ?? DEFAULT_BATCH_SIZE,
         cursor: null,
         next_batch_at: null,
@@ -378,7 +397,9 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       // pauses the campaign again at its next batch.
       if (scope.domainId !== null) await deps.domains.sendingDomain(scope, domainOf(parseMailbox(c.from_addr, 'from').address));
       const future = c.scheduled_at !== null && Date.parse(c.scheduled_at) > clock.nowMs();
-      const updated = await campaigns.update(id, { status: future ? 'SCHEDULED' : 'RUNNING', next_batch_at: null, updated_at: clock.now().toISOString() }, ['PAUSED']);
+      // The next batch keeps its time: a pause and a resume never make room for another batch
+      // within the window of the last one (a pause longer than the window resumes at once).
+      const updated = await campaigns.update(id, { status: future ? 'SCHEDULED' : 'RUNNING', updated_at: clock.now().toISOString() }, ['PAUSED']);
       if (!updated) throw badRequest(`campaign ${id} changed state meanwhile`);
       return { success: true, campaign: view(updated) };
     },

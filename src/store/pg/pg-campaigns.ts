@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../tables/database.js';
-import { COUNTED_STATUSES, type CampaignsRepository, type CountedStatus } from '../repositories/campaigns-repository.js';
+import { COUNTED_STATUSES, HARD_BOUNCED, type CampaignsRepository, type CountedStatus } from '../repositories/campaigns-repository.js';
 import { pgPoolOf } from './pg-context.js';
 import { clientExec } from './pg-exec.js';
 
@@ -45,16 +45,18 @@ export function pgCampaigns(db: Kysely<Database>): Partial<CampaignsRepository> 
 
     async recountMissed(after: number, limit: number): Promise<{ last: number | null; added: number }> {
       const reachable = COUNTED_STATUSES.map((s) => s.toUpperCase());
-      const rows = await exec.query<{ rid: number; campaign_id: string; contact_id: string; counted: string; reached: string[] }>(
+      const rows = await exec.query<{ rid: number; campaign_id: string; contact_id: string; counted: string; reached: string[]; hard: boolean }>(
         `select cr.rowid as rid, cr.campaign_id, cr.contact_id, cr.counted,
-           array(select distinct e.status from email_events e where e.email_id = cr.email_id and e.status = any($2::text[])) as reached
+           array(select distinct e.status from email_events e where e.email_id = cr.email_id and e.status = any($2::text[])) as reached,
+           exists (select 1 from email_events e where e.email_id = cr.email_id and e.status = 'BOUNCED' and (e.data_json::jsonb -> 'bounce' ->> 'type') = 'Permanent') as hard
          from campaign_recipients cr where cr.rowid > $1 order by cr.rowid limit $3`,
         [after, reachable, limit],
       );
       let added = 0;
       for (const r of rows) {
         const counted = r.counted ? r.counted.split(',') : [];
-        const missing = r.reached.map((s) => s.toLowerCase() as CountedStatus).filter((s) => COUNTED_STATUSES.includes(s) && !counted.includes(s));
+        const reached = [...r.reached, ...(r.hard ? [HARD_BOUNCED] : [])];
+        const missing = reached.map((s) => s.toLowerCase() as CountedStatus).filter((s) => COUNTED_STATUSES.includes(s) && !counted.includes(s));
         if (!missing.length) continue;
         await db.transaction().execute(async (trx) => {
           // Compare-and-set: a live counter that moved the list meanwhile wins, and this row is left to it.

@@ -12,6 +12,8 @@ export type CampaignChanges = Omit<Updateable<CampaignsTable>, 'id' | 'team_id' 
 /** Counters a recipient's email moves once each (campaign_recipients.counted remembers which). */
 export const COUNTED_STATUSES = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'hard_bounced', 'complained'] as const;
 export type CountedStatus = (typeof COUNTED_STATUSES)[number];
+/** No email status of its own: a BOUNCED event whose bounce is Permanent (what live counting reads). */
+export const HARD_BOUNCED = 'HARD_BOUNCED';
 
 export function createCampaignsRepository(db: Db) {
   const sync = groupCommitOf(db);
@@ -123,6 +125,11 @@ export function createCampaignsRepository(db: Db) {
       const res = await db.updateTable('campaigns').set({ batch_owner: null, batch_lease_until: null }).where('batch_owner', 'is not', null).executeTakeFirst();
       return Number(res.numUpdatedRows);
     },
+    /** Extends `owner`'s batch lease; false when the batch is no longer its own (taken by another node, or freed). */
+    async renewBatch(id: string, owner: string, untilMs: number): Promise<boolean> {
+      const res = await db.updateTable('campaigns').set({ batch_lease_until: untilMs }).where('id', '=', id).where('batch_owner', '=', owner).executeTakeFirst();
+      return res.numUpdatedRows > 0n;
+    },
     async releaseBatch(id: string, owner: string): Promise<void> {
       await db.updateTable('campaigns').set({ batch_owner: null, batch_lease_until: null }).where('id', '=', id).where('batch_owner', '=', owner).execute();
     },
@@ -166,14 +173,16 @@ export function createCampaignsRepository(db: Db) {
         const rows = sync.sqlite
           .prepare(
             `select cr.rowid as rid, cr.campaign_id, cr.email_id, cr.counted,
-               (select group_concat(distinct e.status) from email_events e where e.email_id = cr.email_id and e.status in (${reachable})) as reached
+               (select group_concat(distinct e.status) from email_events e where e.email_id = cr.email_id and e.status in (${reachable})) as reached,
+               exists (select 1 from email_events e where e.email_id = cr.email_id and e.status = 'BOUNCED' and json_extract(e.data_json, '$.bounce.type') = 'Permanent') as hard
              from campaign_recipients cr where cr.rowid > ? order by cr.rowid limit ?`,
           )
-          .all(after, limit) as { rid: number; campaign_id: string; email_id: string; counted: string; reached: string | null }[];
+          .all(after, limit) as { rid: number; campaign_id: string; email_id: string; counted: string; reached: string | null; hard: number }[];
         let added = 0;
         for (const r of rows) {
           const counted = r.counted ? r.counted.split(',') : [];
-          const missing = (r.reached ? r.reached.split(',') : []).map((s) => s.toLowerCase() as CountedStatus).filter((s) => COUNTED_STATUSES.includes(s) && !counted.includes(s));
+          const reached = [...(r.reached ? r.reached.split(',') : []), ...(r.hard ? [HARD_BOUNCED] : [])];
+          const missing = reached.map((s) => s.toLowerCase() as CountedStatus).filter((s) => COUNTED_STATUSES.includes(s) && !counted.includes(s));
           if (!missing.length) continue;
           sync.sqlite.prepare('update campaign_recipients set counted = ? where email_id = ?').run([...counted, ...missing].join(','), r.email_id);
           // Column names come from the closed COUNTED_STATUSES list, never from input.

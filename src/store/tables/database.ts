@@ -441,6 +441,8 @@ export interface CampaignsTable {
   scheduled_at: string | null;
   /** When it began sending: its audience is the contacts created by then (null: started before this was kept). */
   started_at: string | null;
+  /** The segment's filter as of the start (null: no segment, or started before this was kept). */
+  segment_filters_json: string | null;
   batch_size: number;
   cursor: string | null;
   next_batch_at: number | null;
