@@ -113,6 +113,8 @@ export interface AppOptions {
    * failure logged) instead of failing: `posthorn serve`. Admin commands fail at once.
    */
   waitForStore?: boolean;
+  /** `posthorn serve`: no other server may run on the same SQLite data directory. */
+  serveLock?: boolean;
 }
 
 export type { Listeners } from './composition/smtp-listeners.js';
@@ -135,6 +137,7 @@ export async function createApp(opts: AppOptions) {
     logger,
     {
       backgroundCheckpoints: true,
+      serveLock: opts.serveLock,
       onCheckpointError: (message) => {
         jobs.failed('wal-checkpoint', message);
         logger.warn({ err: message }, 'WAL checkpoint failed; retried at the next interval');

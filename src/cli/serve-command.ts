@@ -14,7 +14,7 @@ export function registerServe(program: Command): void {
 
 /** `posthorn serve`: runs the process until SIGTERM/SIGINT. */
 async function serve(config: Config): Promise<void> {
-  const app = await createApp({ config, waitForStore: true });
+  const app = await createApp({ config, waitForStore: true, serveLock: true });
   // Listening before start(): a signal that arrives while the listeners come up (a supervisor
   // stopping it at once) is a graceful stop once they are up, not the default abrupt exit.
   let started!: () => void;

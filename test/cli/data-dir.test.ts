@@ -7,8 +7,9 @@ import { tempDir } from '../helpers/temp-dir.js';
 import { LOOPBACK_LISTENERS_ENV } from '../helpers/port-probe.js';
 
 // The data directory a newcomer gets wrong: one this user cannot write (a database made by an
-// admin command run with sudo, a directory owned by someone else), a path that is a file. Each is
-// one line naming the cause and what to do, and exit 1.
+// admin command run with sudo, a directory owned by someone else), a path that is a file, and
+// two `posthorn serve` on one SQLite data directory. Each is one line naming the cause and what
+// to do, exit 1, and never a second server that takes the first one's work away.
 
 const BIN = fileURLToPath(new URL('../../../bin/posthorn', import.meta.url));
 /** Root ignores file modes: as root, the command runs as nobody (65534) to meet them. */
@@ -87,4 +88,31 @@ test('a data directory that cannot be created, or is a file, is named, with what
   const notDir = await run(t, { POSTHORN_DATA_DIR: file }, ['serve']);
   t.is(notDir.code, 1, notDir.stderr);
   oneErrorLine(t, notDir.stderr, new RegExp(`the data directory ${file} is not a directory.*POSTHORN_DATA_DIR`));
+});
+
+test('a second serve on the same SQLite data directory exits 1 naming the first; admin commands still run beside it', async (t) => {
+  t.timeout(60_000);
+  const dataDir = tempDir(t, 'posthorn-datadir-');
+  const first = start(t, { POSTHORN_DATA_DIR: dataDir }, ['serve']);
+  await first.printed(/SMTP listeners started/);
+
+  const starting = start(t, { POSTHORN_DATA_DIR: dataDir }, ['serve']);
+  const outcome = await Promise.race([starting.ended, starting.printed(/listening/).then(() => 'listening' as const)]);
+  t.not(outcome, 'listening', 'a second server came up beside the first');
+  const second = await starting.ended;
+  t.is(second.code, 1, second.stderr);
+  oneErrorLine(t, second.stderr, new RegExp(`another posthorn serve \\(pid ${first.child.pid}\\) is running on the data directory ${dataDir}`));
+  t.false(second.stdout.includes('listening'), 'the second one started nothing');
+  t.false(second.stdout.includes('released'), 'nor freed the leases of the first');
+
+  const beside = await run(t, { POSTHORN_DATA_DIR: dataDir }, ['keys', 'list']);
+  t.is(beside.code, 0, beside.stderr);
+
+  // A server killed outright leaves no lock behind: the next one starts.
+  first.child.kill('SIGKILL');
+  await first.ended;
+  const next = start(t, { POSTHORN_DATA_DIR: dataDir }, ['serve']);
+  await next.printed(/SMTP listeners started/);
+  next.child.kill('SIGTERM');
+  t.is((await next.ended).code, 0);
 });
