@@ -35,6 +35,11 @@ const port = z.number().int().min(0).max(65535);
 const cron = z.string().min(1);
 const timeoutMs = (max: number) => z.number().int().min(100).max(max);
 const hostAddress = z.string().min(1);
+/** Letters, digits and inner hyphens per label (RFC 1123 2.1), not an IP address: an MX record names a host. */
+const DNS_NAME = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i;
+const dnsName = z.string().refine((v) => DNS_NAME.test(v) && !isIP(v), { message: 'must be a DNS name such as mail.example.com (no scheme, port or path; an MX record cannot point at an IP address)' });
+/** new URL() alone takes "localhost:3000" for a URL whose scheme is "localhost:". */
+const isHttpUrl = (v: string) => /^https?:\/\/[^/?#\s]+/i.test(v) && URL.canParse(v);
 
 // SMTP listeners: a certificate needs its key (and the other way round).
 const bothOrNeither = (v: { certFile: string; keyFile: string }) => !v.certFile === !v.keyFile;
@@ -165,14 +170,21 @@ const listenerSection = <T extends z.ZodRawShape>(shape: T, doc: string) =>
 export const configSchema = z
   .object({
     dataDir: key(z.string().min(1).default('./data'), { doc: 'Where the SQLite database (posthorn.db), generated certificates and secrets live (created if missing).', env: 'POSTHORN_DATA_DIR' }),
-    hostname: key(z.string().min(1).default('localhost'), {
+    hostname: key(dnsName.default('localhost'), {
       doc: "This server's public host name: the MX/SPF target in the DNS records users publish, the EHLO name, and the right-hand side of Message-IDs.",
       env: 'POSTHORN_HOSTNAME',
     }),
-    publicUrl: key(z.union([z.literal(''), z.string().url().transform((u) => u.replace(/\/+$/, ''))]).default(''), {
-      doc: 'Base URL for open/click tracking, unsubscribe and double opt-in links, as the world reaches the HTTP listener (no trailing slash). Empty: derived from http.host and http.port (http://localhost:3000 at the defaults), which only this machine can open.',
-      env: 'POSTHORN_PUBLIC_URL',
-    }),
+    publicUrl: key(
+      z
+        .string()
+        .refine((v) => v === '' || isHttpUrl(v), { message: 'must be an http:// or https:// URL such as https://mail.example.com (or empty)' })
+        .transform((u) => u.replace(/\/+$/, ''))
+        .default(''),
+      {
+        doc: 'Base URL for open/click tracking, unsubscribe and double opt-in links, as the world reaches the HTTP listener (no trailing slash). Empty: derived from http.host and http.port (http://localhost:3000 at the defaults), which only this machine can open.',
+        env: 'POSTHORN_PUBLIC_URL',
+      },
+    ),
     secret: key(z.string().default(''), { doc: 'Secret that signs those links. Empty: one is generated on first start and kept in the database.', env: 'POSTHORN_SECRET' }),
     sandbox: key(z.boolean().default(false), {
       doc: 'Sandbox mode, for trying Posthorn without DNS or port 25: a domain may send before it verifies, and every message goes through the whole pipeline (composed, DKIM-signed, tracked, events and webhooks) but is delivered to a capture mailbox on this server (GET /v1/sandbox/messages) instead of any MX. Nothing leaves the server by SMTP.',
