@@ -1,3 +1,5 @@
+import { realpathSync } from 'node:fs';
+import { delimiter, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { configFrom } from './cli-context.js';
 import type { Config } from '../config/defaults.js';
@@ -8,12 +10,41 @@ export function registerServe(program: Command): void {
     .command('serve')
     .description('run Posthorn: the HTTP API, the SMTP listeners, the delivery engine and the scheduler')
     .action(async (_opts, cmd: Command) => {
-      await serve(configFrom(cmd));
+      await serve(configFrom(cmd), (cmd.optsWithGlobals() as { config?: string }).config);
     });
 }
 
+const shellWord = (w: string) => (/^[\w/.:@%+=,-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
+
+/** Whether `posthorn` on PATH is this very CLI. */
+function onPath(cli: string): boolean {
+  const real = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return undefined;
+    }
+  };
+  const self = real(cli);
+  return (process.env.PATH ?? '').split(delimiter).some((dir) => dir && real(join(dir, 'posthorn')) === self);
+}
+
+/**
+ * The start of an admin command that reaches this server's store from any directory: this CLI
+ * (not on PATH in a checkout), its config file and, on SQLite, its data directory (a relative
+ * ./data elsewhere would be another, empty store).
+ */
+function adminCommand(config: Config, configFile: string | undefined): string {
+  const cli = process.argv[1] ?? 'posthorn';
+  return [
+    ...(config.store.url ? [] : [`POSTHORN_DATA_DIR=${shellWord(resolve(config.dataDir))}`]),
+    onPath(cli) ? 'posthorn' : shellWord(cli),
+    ...(configFile ? ['--config', shellWord(resolve(configFile))] : []),
+  ].join(' ');
+}
+
 /** `posthorn serve`: runs the process until SIGTERM/SIGINT. */
-async function serve(config: Config): Promise<void> {
+async function serve(config: Config, configFile: string | undefined): Promise<void> {
   const app = await createApp({ config, waitForStore: true, serveLock: true });
   // Listening before start(): a signal that arrives while the listeners come up (a supervisor
   // stopping it at once) is a graceful stop once they are up, not the default abrupt exit.
@@ -66,7 +97,7 @@ async function serve(config: Config): Promise<void> {
     const team = (await app.services.teams.list())[0]?.id ?? 1;
     process.stderr.write(
       `No console user exists yet. Create the first one (it prints a password) and sign in at ${config.publicUrl}/console:\n\n` +
-        `  posthorn users create --email you@example.com --team ${team} --operator\n\n`,
+        `  ${adminCommand(config, configFile)} users create --email you@example.com --team ${team} --operator\n\n`,
     );
   }
 }
