@@ -35,10 +35,10 @@ export function checkDataDir(dir: string): void {
     mkdirSync(dir, { recursive: true });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST' || code === 'ENOTDIR') throw new Error(`the data directory ${dir} is not a directory: ${ELSEWHERE}`);
+    if (code === 'EEXIST' || code === 'ENOTDIR') throw new Error(`the data directory ${dir} is not a directory: set dataDir (POSTHORN_DATA_DIR) to a directory this user can write`);
     throw new Error(`the data directory ${dir} cannot be created (${code}): create it for this user (${userName()}), ${ELSEWHERE}`);
   }
-  if (!statSync(dir).isDirectory()) throw new Error(`the data directory ${dir} is not a directory: ${ELSEWHERE}`);
+  if (!statSync(dir).isDirectory()) throw new Error(`the data directory ${dir} is not a directory: set dataDir (POSTHORN_DATA_DIR) to a directory this user can write`);
   if (!writable(dir, constants.W_OK | constants.X_OK)) {
     throw new Error(
       `the data directory ${dir} is not writable by this user (${userName()}); it belongs to uid ${statSync(dir).uid}: ` +

@@ -87,7 +87,7 @@ test('a data directory that cannot be created, or is a file, is named, with what
   writeFileSync(file, 'x');
   const notDir = await run(t, { POSTHORN_DATA_DIR: file }, ['serve']);
   t.is(notDir.code, 1, notDir.stderr);
-  oneErrorLine(t, notDir.stderr, new RegExp(`the data directory ${file} is not a directory.*POSTHORN_DATA_DIR`));
+  oneErrorLine(t, notDir.stderr, new RegExp(`the data directory ${file} is not a directory: set dataDir \\(POSTHORN_DATA_DIR\\) to a directory`));
 });
 
 test('a second serve on the same SQLite data directory exits 1 naming the first; admin commands still run beside it', async (t) => {
