@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { configFrom } from './cli-context.js';
 import type { Config } from '../config/defaults.js';
 import { createApp } from '../app.js';
+import { gracefulStopSeconds } from './systemd-unit.js';
 
 export function registerServe(program: Command): void {
   program
@@ -13,6 +14,11 @@ export function registerServe(program: Command): void {
       await serve(configFrom(cmd), (cmd.optsWithGlobals() as { config?: string }).config);
     });
 }
+
+/** A stop still running after this says what it waits for. */
+const SLOW_STOP_NOTICE_MS = 2000;
+/** Signals closer together than this are one Ctrl-C. */
+const SAME_SIGNAL_MS = 1000;
 
 const shellWord = (w: string) => (/^[\w/.:@%+=,-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
 
@@ -52,13 +58,31 @@ async function serve(config: Config, configFile: string | undefined): Promise<vo
   const ready = new Promise<void>((resolve) => (started = resolve));
   let shuttingDown = false;
   let startFailed = false;
+  let firstSignalAt = 0;
   const shutdown = (signal: string) => {
-    if (shuttingDown) return;
+    if (shuttingDown) {
+      // The same Ctrl-C reaches the server twice under npm start (from the terminal, and
+      // forwarded by npm); a later one is someone who will not wait for the graceful stop.
+      if (Date.now() - firstSignalAt < SAME_SIGNAL_MS) return;
+      app.logger.warn({ signal }, 'stopping at once: work in progress is abandoned; a message that was on the wire is sent again at the next start');
+      process.exit(1);
+    }
     shuttingDown = true;
+    firstSignalAt = Date.now();
     void ready.then(() => {
       // A start that failed is already being put down, and ends with its error and exit code.
       if (startFailed) return;
       app.logger.info({ signal }, 'shutting down');
+      // A graceful stop lets SMTP transactions on the wire finish: with an MX that never
+      // answers that is minutes of silence, which looks like a hang from a terminal.
+      const notice = setTimeout(() => {
+        const minutes = Math.ceil(gracefulStopSeconds(config) / 60);
+        app.logger.warn(
+          { signal },
+          `still stopping: waiting for the work in progress (an SMTP transaction on the wire waits for the remote server, up to ${minutes} min at the outbound timeouts); signal again (Ctrl-C) to stop at once, and a message on the wire is sent again at the next start`,
+        );
+      }, SLOW_STOP_NOTICE_MS);
+      notice.unref();
       return app.stop().then(
         () => process.exit(0),
         (err) => {
