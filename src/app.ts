@@ -115,6 +115,8 @@ export interface AppOptions {
    * failure logged) instead of failing: `posthorn serve`. Admin commands fail at once.
    */
   waitForStore?: boolean;
+  /** `posthorn serve`: no other server may run on the same SQLite data directory. */
+  serveLock?: boolean;
 }
 
 export type { Listeners } from './composition/smtp-listeners.js';
@@ -141,6 +143,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     logger,
     {
       backgroundCheckpoints: true,
+      serveLock: opts.serveLock,
       onCheckpointError: (message) => {
         jobs.failed('wal-checkpoint', message);
         logger.warn({ err: message }, 'WAL checkpoint failed; retried at the next interval');

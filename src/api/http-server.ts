@@ -443,6 +443,18 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
   socket.destroy();
 }
 
+/** Why the HTTP API could not listen, and what to set instead (serve exits with it). */
+const LISTEN_FAILURES: Record<string, string> = {
+  EADDRINUSE: 'another process is listening there (another posthorn serve?): stop it, or set http.port (POSTHORN_HTTP_PORT) to a free port',
+  EACCES: 'ports below 1024 need CAP_NET_BIND_SERVICE: grant it, or set http.port (POSTHORN_HTTP_PORT) to a port above 1023',
+  EADDRNOTAVAIL: 'no interface of this host has that address: set http.host (POSTHORN_HTTP_HOST) to one of its addresses, or 0.0.0.0',
+};
+
+function listenError(err: NodeJS.ErrnoException, host: string, port: number): Error {
+  const advice = err.code && LISTEN_FAILURES[err.code];
+  return advice ? new Error(`the HTTP API cannot listen on ${host}:${port} (${err.code}): ${advice}`, { cause: err }) : err;
+}
+
 export async function listenHttp(app: Koa, host: string, port: number): Promise<RunningHttpServer> {
   const server = createServer({ requireHostHeader: false }, app.callback());
   server.keepAliveTimeout = 5_000;
@@ -455,9 +467,10 @@ export async function listenHttp(app: Koa, host: string, port: number): Promise<
     res.end(body);
   });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const failed = (err: NodeJS.ErrnoException) => reject(listenError(err, host, port));
+    server.once('error', failed);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', failed);
       resolve();
     });
   });

@@ -35,7 +35,9 @@ const print = (cmd: Command, value: unknown, human: () => void) => {
 };
 
 const shortTime = (iso: string | null) => (iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '');
-const reply = (r: { code: number | null; text: string } | null) => (r ? `${r.code ?? ''} ${r.text}`.trim().slice(0, 60) : '');
+/** A remote reply's text starts with its code already; Posthorn's own (a DNS failure) may have none. */
+const withCode = (code: number | null | undefined, text: string) => (code == null || text.startsWith(String(code)) ? text : `${code} ${text}`);
+const reply = (r: { code: number | null; text: string } | null) => (r ? withCode(r.code, r.text).slice(0, 60) : '');
 
 /** Traffic shaping's part of the summary: sources and warm-up, holds from replies, rates in force. */
 function printShaping(s: ShapingState): void {
@@ -209,7 +211,7 @@ export function registerQueue(program: Command): void {
             const tls = a.tls ? `${a.tls.version ?? 'TLS'} ${a.tls.cipher ?? ''}, certificate ${a.tls.verified ? 'verified' : `not verified${a.tls.error ? ` (${a.tls.error})` : ''}`}` : 'plaintext';
             process.stdout.write(`\n${shortTime(a.startedAt)}  ${a.destination} via ${a.mxHost ?? '?'} [${a.address ?? '?'}] from ${a.source ?? '?'}: ${tls}\n`);
             for (const l of a.transcript) process.stdout.write(`  ${l.at.slice(11, 23)} ${l.direction === 'client' ? 'C:' : l.direction === 'server' ? 'S:' : '  '} ${l.line}\n`);
-            for (const r of a.results) process.stdout.write(`  => ${r.recipient}: ${r.outcome} ${r.code ?? ''} ${r.response}\n`);
+            for (const r of a.results) process.stdout.write(`  => ${r.recipient}: ${r.outcome} ${withCode(r.code, r.response)}\n`);
           }
         });
       });

@@ -1,33 +1,88 @@
+import { realpathSync } from 'node:fs';
+import { delimiter, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { configFrom } from './cli-context.js';
 import type { Config } from '../config/defaults.js';
 import { createApp } from '../app.js';
+import { gracefulStopSeconds } from './systemd-unit.js';
 
 export function registerServe(program: Command): void {
   program
     .command('serve')
     .description('run Posthorn: the HTTP API, the SMTP listeners, the delivery engine and the scheduler')
     .action(async (_opts, cmd: Command) => {
-      await serve(configFrom(cmd));
+      await serve(configFrom(cmd), (cmd.optsWithGlobals() as { config?: string }).config);
     });
 }
 
+/** A stop still running after this says what it waits for. */
+const SLOW_STOP_NOTICE_MS = 2000;
+/** Signals closer together than this are one Ctrl-C. */
+const SAME_SIGNAL_MS = 1000;
+
+const shellWord = (w: string) => (/^[\w/.:@%+=,-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
+
+/** Whether `posthorn` on PATH is this very CLI. */
+function onPath(cli: string): boolean {
+  const real = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return undefined;
+    }
+  };
+  const self = real(cli);
+  return (process.env.PATH ?? '').split(delimiter).some((dir) => dir && real(join(dir, 'posthorn')) === self);
+}
+
+/**
+ * The start of an admin command that reaches this server's store from any directory: this CLI
+ * (not on PATH in a checkout), its config file and, on SQLite, its data directory (a relative
+ * ./data elsewhere would be another, empty store).
+ */
+function adminCommand(config: Config, configFile: string | undefined): string {
+  const cli = process.argv[1] ?? 'posthorn';
+  return [
+    ...(config.store.url ? [] : [`POSTHORN_DATA_DIR=${shellWord(resolve(config.dataDir))}`]),
+    onPath(cli) ? 'posthorn' : shellWord(cli),
+    ...(configFile ? ['--config', shellWord(resolve(configFile))] : []),
+  ].join(' ');
+}
+
 /** `posthorn serve`: runs the process until SIGTERM/SIGINT. */
-async function serve(config: Config): Promise<void> {
-  const app = await createApp({ config, waitForStore: true });
+async function serve(config: Config, configFile: string | undefined): Promise<void> {
+  const app = await createApp({ config, waitForStore: true, serveLock: true });
   // Listening before start(): a signal that arrives while the listeners come up (a supervisor
   // stopping it at once) is a graceful stop once they are up, not the default abrupt exit.
   let started!: () => void;
   const ready = new Promise<void>((resolve) => (started = resolve));
   let shuttingDown = false;
   let startFailed = false;
+  let firstSignalAt = 0;
   const shutdown = (signal: string) => {
-    if (shuttingDown) return;
+    if (shuttingDown) {
+      // The same Ctrl-C reaches the server twice under npm start (from the terminal, and
+      // forwarded by npm); a later one is someone who will not wait for the graceful stop.
+      if (Date.now() - firstSignalAt < SAME_SIGNAL_MS) return;
+      app.logger.warn({ signal }, 'stopping at once: work in progress is abandoned; a message that was on the wire is sent again at the next start');
+      process.exit(1);
+    }
     shuttingDown = true;
+    firstSignalAt = Date.now();
     void ready.then(() => {
       // A start that failed is already being put down, and ends with its error and exit code.
       if (startFailed) return;
       app.logger.info({ signal }, 'shutting down');
+      // A graceful stop lets SMTP transactions on the wire finish: with an MX that never
+      // answers that is minutes of silence, which looks like a hang from a terminal.
+      const notice = setTimeout(() => {
+        const minutes = Math.ceil(gracefulStopSeconds(config) / 60);
+        app.logger.warn(
+          { signal },
+          `still stopping: waiting for the work in progress (an SMTP transaction on the wire waits for the remote server, up to ${minutes} min at the outbound timeouts); signal again (Ctrl-C) to stop at once, and a message on the wire is sent again at the next start`,
+        );
+      }, SLOW_STOP_NOTICE_MS);
+      notice.unref();
       return app.stop().then(
         () => process.exit(0),
         (err) => {
@@ -66,7 +121,7 @@ async function serve(config: Config): Promise<void> {
     const team = (await app.services.teams.list())[0]?.id ?? 1;
     process.stderr.write(
       `No console user exists yet. Create the first one (it prints a password) and sign in at ${config.publicUrl}/console:\n\n` +
-        `  posthorn users create --email you@example.com --team ${team} --operator\n\n`,
+        `  ${adminCommand(config, configFile)} users create --email you@example.com --team ${team} --operator\n\n`,
     );
   }
 }

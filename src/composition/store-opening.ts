@@ -5,6 +5,7 @@ import { isPostgresUrl, openAppStore, type AppStore, type StoreSettings } from '
 import { copySqliteToPostgres, type CopyProgress, type CopyReport } from '../store/store-copy.js';
 import { databaseUrlTarget } from '../store/pg/pg-store.js';
 import { migrateToLatest } from '../store/migrate.js';
+import { checkDataDir } from './data-dir-check.js';
 
 // Opening the store a configuration names (the composition root's first step), and the two
 // commands that need the store alone: migrate and store copy.
@@ -26,6 +27,7 @@ const STORE_RETRY_MAX_MS = 30_000;
  * host (never the password) and, when `wait` is set, retried until it answers.
  */
 export async function openStoreOf(config: Config, logger: Logger, hooks: Parameters<typeof openAppStore>[1], wait: boolean): Promise<AppStore> {
+  if (!config.store.url) checkDataDir(resolve(config.dataDir));
   for (let pause = STORE_RETRY_FIRST_MS; ; pause = Math.min(pause * 2, STORE_RETRY_MAX_MS)) {
     try {
       return await openAppStore(storeSettings(config), hooks);

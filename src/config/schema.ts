@@ -43,6 +43,9 @@ const port = z.number().int().min(0).max(65535);
 const cron = checked(cronProblem);
 const timeoutMs = (max: number) => z.number().int().min(100).max(max);
 const hostAddress = checked(hostProblem);
+/** Letters, digits and inner hyphens per label (RFC 1123 2.1), not an IP address: an MX record names a host. */
+const DNS_NAME = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i;
+const dnsName = checked((v) => hostProblem(v) ?? (DNS_NAME.test(v) && !isIP(v) ? undefined : 'must be a DNS name such as mail.example.com (no scheme, port or path; an MX record cannot point at an IP address)'));
 
 // SMTP listeners: a certificate needs its key (and the other way round).
 const bothOrNeither = (v: { certFile: string; keyFile: string }) => !v.certFile === !v.keyFile;
@@ -173,7 +176,7 @@ const listenerSection = <T extends z.ZodRawShape>(shape: T, doc: string) =>
 export const configSchema = z
   .object({
     dataDir: key(z.string().min(1).default('./data'), { doc: 'Where the SQLite database (posthorn.db), generated certificates and secrets live (created if missing).', env: 'POSTHORN_DATA_DIR' }),
-    hostname: key(hostAddress.default('localhost'), {
+    hostname: key(dnsName.default('localhost'), {
       doc: "This server's public host name: the MX/SPF target in the DNS records users publish, the EHLO name, and the right-hand side of Message-IDs.",
       env: 'POSTHORN_HOSTNAME',
     }),

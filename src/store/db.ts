@@ -9,6 +9,7 @@ import { ParenthesizeRawPlugin } from './parenthesize-raw-plugin.js';
 import { createGroupCommit, registerGroupCommit } from './group-commit.js';
 import { startWalCheckpointer, type WalCheckpointer } from './wal-checkpointer.js';
 import { createWalSync, type WalSync } from './wal-sync.js';
+import { acquireServeLock } from './serve-lock.js';
 
 export type Db = Kysely<Database>;
 
@@ -46,6 +47,8 @@ export interface StoreOptions {
    * only; a killed process loses nothing, a power cut can lose the last commits.
    */
   durability?: 'full' | 'normal';
+  /** `posthorn serve`: hold the data directory for this process alone (serve-lock.ts). */
+  serveLock?: boolean;
 }
 
 /** The main connection's own threshold when the worker checkpoints: 16384 pages of 4 KiB = 64 MiB. */
@@ -63,7 +66,14 @@ const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
  */
 export function openStore(file: string, opts: StoreOptions = {}): SqliteStore {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-  const sqlite = new BetterSqlite3(file);
+  const lock = opts.serveLock && file !== ':memory:' ? acquireServeLock(dirname(file)) : undefined;
+  let sqlite: BetterSqlite3.Database;
+  try {
+    sqlite = new BetterSqlite3(file);
+  } catch (err) {
+    lock?.release();
+    throw err;
+  }
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   const walSync = opts.durability === 'normal' || file === ':memory:' ? undefined : createWalSync(`${file}-wal`);
@@ -115,6 +125,7 @@ export function openStore(file: string, opts: StoreOptions = {}): SqliteStore {
       await walSync?.close();
       await db.destroy(); // closes the better-sqlite3 handle too, if Kysely ever opened its driver
       if (sqlite.open) sqlite.close(); // it had not: only the raw handle was used
+      lock?.release();
     },
   };
 }

@@ -20,6 +20,8 @@ export interface OpenHooks {
   onCheckpointError?: (message: string) => void;
   onPoolError?: (err: Error) => void;
   applicationName?: string;
+  /** SQLite: `posthorn serve` holds the data directory for itself (serve-lock.ts). */
+  serveLock?: boolean;
 }
 
 export function isPostgresUrl(url: string): boolean {
@@ -32,5 +34,5 @@ export async function openAppStore(s: StoreSettings, hooks: OpenHooks = {}): Pro
     if (!isPostgresUrl(s.url)) throw new Error('store.url: must be a postgres:// or postgresql:// URL (or empty for SQLite)');
     return openPgStore({ url: s.url, poolMax: s.poolMax, connectTimeoutMs: s.connectTimeoutMs, durability: s.durability, onPoolError: hooks.onPoolError, applicationName: hooks.applicationName });
   }
-  return openStore(s.file, { durability: s.durability, backgroundCheckpoints: hooks.backgroundCheckpoints, onCheckpointError: hooks.onCheckpointError });
+  return openStore(s.file, { durability: s.durability, backgroundCheckpoints: hooks.backgroundCheckpoints, onCheckpointError: hooks.onCheckpointError, serveLock: hooks.serveLock });
 }

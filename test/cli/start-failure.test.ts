@@ -54,7 +54,7 @@ test('serve on an HTTP port that is taken exits 1 with the reason', async (t) =>
   const port = (taken.address() as AddressInfo).port;
   const ended = await runPosthorn(t, { POSTHORN_DATA_DIR: tempDir(t, 'posthorn-start-'), POSTHORN_HTTP_PORT: String(port) }, 'serve');
   t.is(ended.code, 1, ended.stderr);
-  oneErrorLine(t, ended.stderr, /EADDRINUSE/);
+  oneErrorLine(t, ended.stderr, new RegExp(`the HTTP API cannot listen on 127\\.0\\.0\\.1:${port} \\(EADDRINUSE\\): another process .*POSTHORN_HTTP_PORT`));
 });
 
 test('serve whose TLS file is missing puts down the HTTP API it had started and exits 1', async (t) => {

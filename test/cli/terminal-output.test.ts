@@ -36,3 +36,18 @@ test('keys list prints control characters in a key name a team user chose as vis
   }
   t.regex(await cli('keys', 'list'), /ci \\x1b\]0;owned/);
 });
+
+test('a remote reply is printed with its code once: queue, queue messages and queue trace', async (t) => {
+  const w = await startMailWorld({ sink: { onRcpt: () => ({ code: 451, message: '4.2.0 try again later' }) } });
+  t.teardown(() => w.close());
+  const sent = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'later@example.net' }) });
+  t.is(sent.status, 200);
+  await w.settle();
+  const env = { PATH: process.env.PATH!, POSTHORN_DNS_SERVERS: '127.0.0.1:9', ...(await storeEnvOf(w.t0.dataDir)) };
+  const cli = async (...args: string[]) => (await run(process.execPath, [BIN, ...args], { env })).stdout;
+  for (const args of [['queue'], ['queue', 'messages'], ['queue', 'trace', sent.body.emailId]]) {
+    const out = await cli(...args);
+    t.regex(out, /451 4\.2\.0 try again later/, args.join(' '));
+    t.false(out.includes('451 451'), `${args.join(' ')}: ${out}`);
+  }
+});

@@ -1,4 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import test from 'ava';
@@ -81,20 +83,33 @@ test('users commands refuse bad input with a message and a non-zero exit', async
   t.regex((missing as any).stderr, /console user who@acme\.example not found/);
 });
 
-test('the first start prints the key and how to create the first console user; once one exists, it does not', async (t) => {
+test('the first start prints the key and a command that creates the first console user from any directory; once one exists, it does not', async (t) => {
   const dataDir = tempDir(t, 'posthorn-serve-');
   const zone = await startDnsZone();
   t.teardown(() => zone.close());
-  const processEnv = { ...loopbackEnv({ dataDir, dnsServer: zone.server, sinkPort: 9 }), ...(await storeEnvOf(dataDir)) };
-  const first = await startPosthorn({ env: processEnv, expectKey: true });
+  const configFile = join(tempDir(t, 'posthorn-serve-config-'), 'posthorn.toml');
+  writeFileSync(configFile, '');
+  const storeEnv = await storeEnvOf(dataDir);
+  const processEnv = { ...loopbackEnv({ dataDir, dnsServer: zone.server, sinkPort: 9 }), ...storeEnv };
+  const first = await startPosthorn({ env: processEnv, configFile, expectKey: true });
+  let command: string;
   try {
-    await first.waitForOutput(/posthorn users create/);
-    t.regex(first.output(), /No console user exists yet\. Create the first one[^\n]*\/console:\n\n {2}posthorn users create --email you@example\.com --team 1 --operator/);
+    await first.waitForOutput(/users create --email/);
+    const hint = /No console user exists yet\. Create the first one[^\n]*\/console:\n\n {2}(.+ users create --email you@example\.com --team 1 --operator)\n/.exec(first.output());
+    t.truthy(hint, first.output());
+    command = hint![1]!;
   } finally {
     await first.kill();
   }
-  await cli(dataDir, 'users', 'create', '--email', 'me@example.com', '--team', '1', '--operator');
-  const second = await startPosthorn({ env: processEnv });
+  t.true(command.includes(`--config ${configFile}`), command);
+  // As printed, from another directory, without this data directory in the environment (the
+  // CLI is not on PATH in a checkout; ./data would be another store). A PostgreSQL store's URL
+  // is the operator's to give, as to the server.
+  const elsewhere = tempDir(t, 'posthorn-elsewhere-');
+  const { POSTHORN_DATA_DIR: _own, ...pgOnly } = storeEnv;
+  const created = await run('sh', ['-c', command], { cwd: elsewhere, env: { PATH: process.env.PATH!, POSTHORN_DNS_SERVERS: '127.0.0.1:9', ...pgOnly } });
+  t.regex(created.stdout, /created console user 1 you@example\.com \(operator, team 1\)/);
+  const second = await startPosthorn({ env: processEnv, configFile });
   try {
     t.notRegex(second.output(), /No console user exists yet/);
     t.notRegex(second.output(), /ph_[0-9a-z]{12}_/);

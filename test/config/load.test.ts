@@ -113,6 +113,19 @@ test('host, URL and cron settings that cannot work are refused naming the settin
   t.is(ok.submission.host, 'mail-1.internal.');
 });
 
+test('a public URL without http(s)://, or a host name that is not one, is a config error saying what to write', (t) => {
+  // new URL() takes "localhost:3000" for a URL of scheme "localhost:": links would be broken.
+  for (const url of ['localhost:3000', 'mail.example.com:8080/x', 'ftp://mail.example.com', 'https://']) {
+    t.throws(() => loadConfig({ env: { POSTHORN_PUBLIC_URL: url } }), { instanceOf: ConfigError, message: /publicUrl \(POSTHORN_PUBLIC_URL\): / }, url);
+  }
+  t.is(loadConfig({ env: { POSTHORN_PUBLIC_URL: 'http://192.0.2.10:8080/mail/' } }).publicUrl, 'http://192.0.2.10:8080/mail');
+  // The MX and SPF records, the EHLO name and Message-IDs take it as written.
+  for (const name of ['https://mail.example.com', 'mail.example.com:25', 'mail example.com', 'bad_host!', '-mx.example.com', '192.0.2.10']) {
+    t.throws(() => loadConfig({ env: { POSTHORN_HOSTNAME: name } }), { instanceOf: ConfigError, message: /hostname \(POSTHORN_HOSTNAME\): / }, name);
+  }
+  for (const name of ['localhost', 'mail.example.com', 'MX-1.Example.com']) t.is(loadConfig({ env: { POSTHORN_HOSTNAME: name } }).hostname, name);
+});
+
 test('redaction hides the secret', (t) => {
   const c = loadConfig({ env: { POSTHORN_SECRET: 'hunter2hunter2' } });
   t.false(JSON.stringify(redactConfig(c)).includes('hunter2'));

@@ -259,6 +259,19 @@ test('a port with nothing listening fails fast as REFUSED and the next server is
   await rejectsWith(t, onlyDead.resolve4('example.com'), 'REFUSED', true);
 });
 
+test('a server the socket cannot even connect to fails as a temporary error and the next server is used', async (t) => {
+  // connect() to the broadcast address without SO_BROADCAST fails at once with EACCES, as an
+  // unreachable network (ENETUNREACH: a laptop offline, an IPv6 resolver without a v6 route) does;
+  // no datagram leaves the host.
+  const zone = await zoneFor(t);
+  zone.set('example.com', 'A', ['192.0.2.82']);
+  const dns = createDnsClient({ servers: ['255.255.255.255', zone.server], tries: 1 });
+  t.deepEqual((await dns.resolve4('example.com')).records, ['192.0.2.82']);
+  const onlyUnreachable = createDnsClient({ servers: ['255.255.255.255'], tries: 1 });
+  const err = await rejectsWith(t, onlyUnreachable.resolve4('example.com'), 'TIMEOUT', true);
+  t.regex(err.message, /255\.255\.255\.255: EACCES/);
+});
+
 test('the REFUSED rcode is temporary', async (t) => {
   const raw = await rawServer(t, (q, send) => send(replyTo(q, { flags: dnsPacket.RECURSION_AVAILABLE | 5 })));
   const dns = createDnsClient({ servers: [raw.server] });

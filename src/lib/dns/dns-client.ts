@@ -307,8 +307,14 @@ function udpExchange(ex: Exchange): Promise<UdpOutcome> {
       if (!matchesQuery(packet, ex.id, ex.qname, ex.qtype)) return;
       finish(packet.flag_tc ? { kind: 'truncated' } : { kind: 'packet', packet });
     });
-    socket.connect(ex.server.port, ex.server.host, () => {
+    // Node hands a failed connect (ENETUNREACH, EACCES) to this callback, not to 'error'; sending on
+    // the unconnected socket then would throw out of a nextTick and take the process down.
+    socket.connect(ex.server.port, ex.server.host, (err?: Error) => {
       if (settled) return;
+      if (err) {
+        finish(networkError(err, ex, 'udp'));
+        return;
+      }
       socket.send(ex.query, (err) => {
         if (err) finish(networkError(err, ex, 'udp'));
       });

@@ -1,0 +1,118 @@
+import test, { type ExecutionContext } from 'ava';
+import { spawn } from 'node:child_process';
+import { chmodSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { tempDir } from '../helpers/temp-dir.js';
+import { LOOPBACK_LISTENERS_ENV } from '../helpers/port-probe.js';
+
+// The data directory a newcomer gets wrong: one this user cannot write (a database made by an
+// admin command run with sudo, a directory owned by someone else), a path that is a file, and
+// two `posthorn serve` on one SQLite data directory. Each is one line naming the cause and what
+// to do, exit 1, and never a second server that takes the first one's work away.
+
+const BIN = fileURLToPath(new URL('../../../bin/posthorn', import.meta.url));
+/** Root ignores file modes: as root, the command runs as nobody (65534) to meet them. */
+const OTHER_USER = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+
+interface Ended {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function start(t: ExecutionContext, env: Record<string, string>, args: string[], user: { uid?: number; gid?: number } = {}) {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { PATH: process.env.PATH!, POSTHORN_DNS_SERVERS: '127.0.0.1:9', ...LOOPBACK_LISTENERS_ENV, ...env },
+    ...user,
+  });
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (d: Buffer) => (out.stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out.stderr += d.toString()));
+  const ended = new Promise<Ended>((resolve) => child.once('close', (code) => resolve({ code, ...out })));
+  /** Resolves once stdout has a line matching `pattern`. */
+  const printed = (pattern: RegExp) =>
+    new Promise<void>((resolve, reject) => {
+      const look = () => {
+        if (pattern.test(out.stdout)) resolve();
+      };
+      child.stdout.on('data', look);
+      child.once('close', () => reject(new Error(`exited before ${pattern}: ${out.stderr}`)));
+      look();
+    });
+  return { child, ended, printed };
+}
+
+function run(t: ExecutionContext, env: Record<string, string>, args: string[], user: { uid?: number; gid?: number } = {}): Promise<Ended> {
+  return start(t, env, args, user).ended;
+}
+
+/** One `posthorn: ...` line on stderr matching `pattern`, and no stack trace. */
+function oneErrorLine(t: ExecutionContext, stderr: string, pattern: RegExp): void {
+  const lines = stderr.split('\n').filter((l) => l.startsWith('posthorn: '));
+  t.true(lines.length === 1 && pattern.test(lines[0]!), stderr);
+  t.false(/\n\s+at /.test(stderr), stderr);
+}
+
+test('a database file this user cannot write (made with sudo) is named, with what to do', async (t) => {
+  t.timeout(30_000);
+  const dataDir = tempDir(t, 'posthorn-datadir-');
+  const made = await run(t, { POSTHORN_DATA_DIR: dataDir }, ['keys', 'list']);
+  t.is(made.code, 0, made.stderr);
+  // The directory is open to all; only the database file is not this user's to write.
+  chmodSync(dataDir, 0o777);
+  chmodSync(join(dataDir, 'posthorn.db'), 0o644);
+  if (!OTHER_USER.uid) chmodSync(join(dataDir, 'posthorn.db'), 0o444);
+  for (const args of [['keys', 'list'], ['serve']]) {
+    const ended = await run(t, { POSTHORN_DATA_DIR: dataDir }, args, OTHER_USER);
+    t.is(ended.code, 1, ended.stderr);
+    oneErrorLine(t, ended.stderr, new RegExp(`${dataDir}/posthorn\\.db is not writable by this user.*POSTHORN_DATA_DIR`));
+    t.false(ended.stdout.includes('listening'), ended.stdout);
+  }
+});
+
+test('a data directory that cannot be created, or is a file, is named, with what to do', async (t) => {
+  t.timeout(30_000);
+  const parent = tempDir(t, 'posthorn-datadir-');
+  chmodSync(parent, 0o555); // root's own 0555 directory is not writable for nobody either
+  const missing = await run(t, { POSTHORN_DATA_DIR: join(parent, 'data') }, ['keys', 'list'], OTHER_USER);
+  t.is(missing.code, 1, missing.stderr);
+  oneErrorLine(t, missing.stderr, new RegExp(`the data directory ${parent}/data cannot be created \\(EACCES\\).*POSTHORN_DATA_DIR`));
+  chmodSync(parent, 0o755);
+  const file = join(parent, 'not-a-dir');
+  writeFileSync(file, 'x');
+  const notDir = await run(t, { POSTHORN_DATA_DIR: file }, ['serve']);
+  t.is(notDir.code, 1, notDir.stderr);
+  oneErrorLine(t, notDir.stderr, new RegExp(`the data directory ${file} is not a directory: set dataDir \\(POSTHORN_DATA_DIR\\) to a directory`));
+});
+
+test('a second serve on the same SQLite data directory exits 1 naming the first; admin commands still run beside it', async (t) => {
+  t.timeout(60_000);
+  const dataDir = tempDir(t, 'posthorn-datadir-');
+  const first = start(t, { POSTHORN_DATA_DIR: dataDir }, ['serve']);
+  await first.printed(/SMTP listeners started/);
+
+  const starting = start(t, { POSTHORN_DATA_DIR: dataDir }, ['serve']);
+  const outcome = await Promise.race([starting.ended, starting.printed(/listening/).then(() => 'listening' as const)]);
+  t.not(outcome, 'listening', 'a second server came up beside the first');
+  const second = await starting.ended;
+  t.is(second.code, 1, second.stderr);
+  oneErrorLine(t, second.stderr, new RegExp(`another posthorn serve \\(pid ${first.child.pid}\\) is running on the data directory ${dataDir}`));
+  t.false(second.stdout.includes('listening'), 'the second one started nothing');
+  t.false(second.stdout.includes('released'), 'nor freed the leases of the first');
+
+  const beside = await run(t, { POSTHORN_DATA_DIR: dataDir }, ['keys', 'list']);
+  t.is(beside.code, 0, beside.stderr);
+
+  // A server killed outright leaves no lock behind: the next one starts.
+  first.child.kill('SIGKILL');
+  await first.ended;
+  const next = start(t, { POSTHORN_DATA_DIR: dataDir }, ['serve']);
+  await next.printed(/SMTP listeners started/);
+  next.child.kill('SIGTERM');
+  t.is((await next.ended).code, 0);
+});
