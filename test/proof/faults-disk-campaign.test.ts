@@ -43,8 +43,12 @@ test('a contact whose campaign message could not be stored is mailed after the d
   });
   await w.t0.app.runCampaigns();
   await w.t0.app.services.events.settled();
+  // Contacts go in id order (random ids): the small ones before the big one are stored; the
+  // chunk may stop at the big one's storage failure, so those after it wait for the next batch.
+  const bigId = ((await w.t0.request('GET', `/v1/contactBooks/${book.id}/contacts?emails=big@example.net`)).body as { id: string }[])[0]!.id;
   const reached = await db.selectFrom('campaign_recipients').select('contact_id').where('campaign_id', '=', id).execute();
-  t.is(reached.length, 3, 'the small messages were stored, the big one was not');
+  t.false(reached.some((r) => r.contact_id === bigId), 'the big message was not stored');
+  t.true(reached.length <= 3);
   await disk.free();
 
   for (let i = 0; i < 4; i++) {
