@@ -99,7 +99,6 @@ import { wireOutbound, wireTransportSecurity } from './composition/outbound-wiri
 import { announceSettings } from './composition/start-notices.js';
 import { listenerStatesOf, startSmtpListeners, type Listeners } from './composition/smtp-listeners.js';
 import { closingOnFailure } from './composition/close-on-failure.js';
-import { listenNamed } from './composition/listen-failure.js';
 import { BodyIntake } from './lib/body-intake.js';
 
 // The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
@@ -527,7 +526,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
         const releasedKeys = await emails.releaseInFlightKeys();
         if (releasedKeys) logger.info({ released: releasedKeys }, 'released idempotency keys left in flight by a previous run');
       }
-      http = await listenNamed('http', config.http, () => listenHttp(koa, config.http.host, config.http.port));
+      http = await listenHttp(koa, config.http.host, config.http.port);
       listeners.http = { host: config.http.host, port: http.port };
       logger.info({ listener: 'http', host: config.http.host, port: http.port }, `HTTP API listening on ${config.http.host}:${http.port}`);
       announceSettings(config, logger, http.port);

@@ -452,7 +452,10 @@ const LISTEN_FAILURES: Record<string, string> = {
 
 function listenError(err: NodeJS.ErrnoException, host: string, port: number): Error {
   const advice = err.code && LISTEN_FAILURES[err.code];
-  return advice ? new Error(`the HTTP API cannot listen on ${host}:${port} (${err.code}): ${advice}`, { cause: err }) : err;
+  if (advice) return new Error(`the HTTP API cannot listen on ${host}:${port} (${err.code}): ${advice}`, { cause: err });
+  // Any other bind failure (a host name that does not resolve) still names the settings.
+  if (err.syscall !== 'listen' && err.syscall !== 'bind' && err.syscall !== 'getaddrinfo') return err;
+  return new Error(`the HTTP API cannot listen on ${host}:${port}: ${err.message}: check http.host and http.port (POSTHORN_HTTP_HOST, POSTHORN_HTTP_PORT)`, { cause: err });
 }
 
 export async function listenHttp(app: Koa, host: string, port: number): Promise<RunningHttpServer> {

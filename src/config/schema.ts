@@ -43,9 +43,8 @@ const port = z.number().int().min(0).max(65535);
 const cron = checked(cronProblem);
 const timeoutMs = (max: number) => z.number().int().min(100).max(max);
 const hostAddress = checked(hostProblem);
-/** Letters, digits and inner hyphens per label (RFC 1123 2.1), not an IP address: an MX record names a host. */
-const DNS_NAME = /^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i;
-const dnsName = checked((v) => hostProblem(v) ?? (DNS_NAME.test(v) && !isIP(v) ? undefined : 'must be a DNS name such as mail.example.com (no scheme, port or path; an MX record cannot point at an IP address)'));
+/** The MX/SPF target and EHLO name: a host name, never an IP address (an MX record names a host). */
+const dnsName = checked((v) => hostProblem(v) ?? (isIP(v) ? `"${v}" is an IP address: give a DNS name such as mail.example.com (an MX record cannot point at an IP address)` : undefined));
 
 // SMTP listeners: a certificate needs its key (and the other way round).
 const bothOrNeither = (v: { certFile: string; keyFile: string }) => !v.certFile === !v.keyFile;

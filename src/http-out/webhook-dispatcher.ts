@@ -1,6 +1,6 @@
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import { MAX_RESPONSE_BODY_BYTES, type AttemptOutcome, type ClaimedCall, type SignedRequest, type WebhookOutbox } from '../core/webhooks/webhook-outbox.js';
+import { acknowledged, MAX_RESPONSE_BODY_BYTES, type AttemptOutcome, type ClaimedCall, type SignedRequest, type WebhookOutbox } from '../core/webhooks/webhook-outbox.js';
 import { WebhookUrlError } from '../core/webhooks/url-policy.js';
 import { createWebhookAgents, postPinned } from './http-post.js';
 
@@ -287,8 +287,7 @@ export class WebhookDispatcher {
       const message = err instanceof WebhookUrlError && err.problem === 'private' ? `refused: ${err.message}` : (err as Error).message;
       outcome = { status: null, body: null, error: message, durationMs: performance.now() - started };
     }
-    // Only a 2xx acknowledges (as recordAttempt judges it).
-    if (outcome.error === null && outcome.status !== null && outcome.status >= 200 && outcome.status < 300) this.failing.delete(call.webhookId);
+    if (acknowledged(outcome)) this.failing.delete(call.webhookId);
     else this.failing.add(call.webhookId);
     this.onAttempt?.(attemptLabel(outcome));
     try {

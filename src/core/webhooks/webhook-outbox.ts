@@ -27,6 +27,11 @@ export interface AttemptOutcome {
   location?: string | null;
 }
 
+/** Only a 2xx answer with no transport error acknowledges a call. */
+export function acknowledged(outcome: AttemptOutcome): boolean {
+  return outcome.error === null && outcome.status !== null && outcome.status >= 200 && outcome.status < 300;
+}
+
 export interface SignedRequest {
   url: string;
   headers: Record<string, string>;
@@ -187,7 +192,7 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps) {
      */
     async recordAttempt(call: ClaimedCall, request: SignedRequest, outcome: AttemptOutcome): Promise<number | null> {
       const attempt = call.attempts + 1;
-      const succeeded = outcome.error === null && outcome.status !== null && outcome.status >= 200 && outcome.status < 300;
+      const succeeded = acknowledged(outcome);
       let error = outcome.error;
       if (!succeeded && error === null && outcome.status !== null) {
         error =
