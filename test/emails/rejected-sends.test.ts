@@ -12,7 +12,7 @@ const HOUR = 3600_000;
 let w: MailWorld;
 let receiver: WebhookReceiver;
 test.before(async () => {
-  w = await startMailWorld({ clock, overrides: { webhooks: { allowPrivate: true } } });
+  w = await startMailWorld({ clock, overrides: { webhooks: { allowPrivate: true }, campaigns: { batchWindowSeconds: 60 } } });
   receiver = await startWebhookReceiver();
   const hook = await w.t0.request('POST', '/v1/webhooks', { body: { url: receiver.url, eventTypes: ['email.rejected', 'email.rendering_failure'] } });
   if (hook.status !== 200) throw new Error(JSON.stringify(hook.body));
@@ -78,4 +78,46 @@ test.serial('a queued email whose sending domain was deleted before delivery is 
   const hooks = await hooksFor(id, 'email.rejected');
   t.is(hooks.length, 1);
   t.is(hooks[0]!.json.data.recipient, 'deleted@example.net');
+});
+
+test.serial("a campaign contact whose personalised message cannot be written is RENDERING_FAILURE with its event and webhook; the rest of the campaign goes on", async (t) => {
+  const book = (await w.t0.request('POST', '/v1/contactBooks', { body: { name: 'Render', variables: ['company'] } })).body.id;
+  // One contact's value makes the subject a word no mail header can hold (RFC 5322 2.1.1).
+  const contacts = [
+    { email: 'render0@example.net', properties: { company: 'Acme' } },
+    { email: 'render1@example.net', properties: { company: 'X'.repeat(950) } },
+    { email: 'render2@example.net', properties: { company: 'Globex' } },
+  ];
+  t.is((await w.t0.request('POST', `/v1/contactBooks/${book}/contacts/bulk`, { body: contacts })).status, 200);
+  const c = (
+    await w.t0.request('POST', '/v1/campaigns', {
+      body: { name: 'Render', from: `news@${w.domain.name}`, subject: 'News for {{company}}', contactBookId: book, html: '<p>Hi {{company}}</p>', sendNow: true, batchSize: 1 },
+    })
+  ).body;
+  for (let i = 0; i < 5; i++) {
+    await w.t0.app.runCampaigns();
+    await w.settle();
+    clock.advance(60_000);
+  }
+  const campaign = (await w.t0.request('GET', `/v1/campaigns/${c.id}`)).body;
+  t.is(campaign.status, 'SENT', 'one bad contact neither pauses nor stops the campaign');
+  t.is(sentTo('render0@example.net'), 1);
+  t.is(sentTo('render2@example.net'), 1);
+  t.is(sentTo('render1@example.net'), 0);
+  const list = (await w.t0.request('GET', '/v1/emails?limit=100')).body.data as any[];
+  const failed = list.filter((e) => e.to === 'render1@example.net');
+  t.is(failed.length, 1, 'the contact has one email, on record');
+  const e = await get(failed[0].id);
+  t.is(e.latestStatus, 'RENDERING_FAILURE');
+  t.deepEqual(e.emailEvents.map((x: any) => x.status), ['RENDERING_FAILURE']);
+  t.is(e.emailEvents[0].data.recipient, 'render1@example.net');
+  t.regex(e.emailEvents[0].data.renderingFailure.reason, /subject/);
+  const hooks = await hooksFor(e.id, 'email.rendering_failure');
+  t.is(hooks.length, 1);
+  t.is(hooks[0]!.json.data.recipient, 'render1@example.net');
+  t.is(hooks[0]!.json.data.campaignId, c.id);
+  // Reached once: later batches do not try the contact again.
+  await w.t0.app.runCampaigns();
+  await w.settle();
+  t.is((await w.t0.request('GET', '/v1/emails?limit=100')).body.data.filter((x: any) => x.to === 'render1@example.net').length, 1);
 });
