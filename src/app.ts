@@ -251,6 +251,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     observe: (samples) => {
       for (const s of samples) metrics.outcome(s);
     },
+    sandbox: config.sandbox,
   });
 
   // The operator's side: operator keys, the audit log, the queue (suspensions, retry, bounce, traces).

@@ -236,6 +236,8 @@ export function createCampaignService(deps: CampaignServiceDeps) {
           opts: {
             campaignId: c.id,
             contactId: contact.id,
+            // A contact whose data makes the message unwritable is that email's RENDERING_FAILURE, not a refused send.
+            personalised: true,
             domainCache,
             // RFC 2369 + RFC 8058: a URL for one-click POST and a mailto for older clients.
             systemHeaders: {

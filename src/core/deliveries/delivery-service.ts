@@ -27,8 +27,11 @@ export interface DeliveryGroup {
 /** What one attempt did for one recipient (a value, not an exception: architecture.md, House rules 5). */
 export interface AttemptResult {
   deliveryId: number;
-  /** suppressed: not attempted, the recipient was put on the suppression list after acceptance. */
-  outcome: 'delivered' | 'deferred' | 'bounced' | 'failed' | 'suppressed';
+  /**
+   * suppressed: not attempted, the recipient was put on the suppression list after acceptance.
+   * rejected: not attempted, Posthorn refuses to send it (its sending domain is gone or no longer verified).
+   */
+  outcome: 'delivered' | 'deferred' | 'bounced' | 'failed' | 'suppressed' | 'rejected';
   code?: number;
   response: string;
   mxHost?: string | null;
@@ -104,6 +107,8 @@ export interface DeliveryServiceDeps {
   owner: string;
   /** Told each recorded outcome after its commit (metrics). */
   observe?: (samples: OutcomeSample[]) => void;
+  /** Sandbox mode: an unverified domain of the team may send (architecture.md, Decisions: sandbox mode). */
+  sandbox?: boolean;
 }
 
 /** At most this many recipients per SMTP transaction (RFC 5321 4.5.3.1.8 requires servers to take 100). */
@@ -205,6 +210,29 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
     return kept;
   }
 
+  /**
+   * Why Posthorn will not send a group's mail from its domain now, or undefined. The domain is
+   * checked again when a delivery is due, as at acceptance: mail accepted (or scheduled) while
+   * its domain was verified must not go out once the domain is deleted or its records are gone
+   * (unsigned, or signed with a key nobody publishes any more). Not a retry: REJECTED.
+   */
+  function refusalOf(g: DeliveryGroup): string | undefined {
+    if (!g.domain) return 'the sending domain was deleted before delivery';
+    if (g.domain.status !== 'SUCCESS' && !deps.sandbox) return `the sending domain ${g.domain.name} is not verified (${g.domain.status}) any more: publish its DNS records and verify it again, then resend`;
+    return undefined;
+  }
+
+  /** Closes the deliveries of groups whose domain may not send (refusalOf) as REJECTED; returns the rest. */
+  async function rejectUnsendable(groups: DeliveryGroup[]): Promise<DeliveryGroup[]> {
+    const kept: DeliveryGroup[] = [];
+    for (const g of groups) {
+      const reason = refusalOf(g);
+      if (reason === undefined) kept.push(g);
+      else await service.complete(g, null, g.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'rejected' as const, response: reason })));
+    }
+    return kept;
+  }
+
   function toKeysOfEmail(email: EmailHead): string[] {
     return (JSON.parse(email.to_json) as string[]).map((m) => addressKey(parseMailbox(m, 'to').address));
   }
@@ -264,6 +292,11 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         if (r.emailSuppressed) ev('SUPPRESSED', data);
         // One recipient of several: on record in the email's events, latestStatus unchanged.
         else events.push({ emailId: email.id, status: 'SUPPRESSED', rank: NO_STATUS_CHANGE, data, at: nowIso, deliveryId: d.id });
+      } else if (r.outcome === 'rejected') {
+        // Not an attempt (nothing was sent): the row is closed with the reason.
+        updates.push({ ...update, attempts: d.attempts, code: d.last_code, mxHost: d.mx_host, state: 'failed', nextAttemptAt: d.next_attempt_at });
+        ev('REJECTED', { recipient: d.recipient, mxHost: null, smtpCode: null, response, rejected: { reason: response } });
+        logOutcome(d, 'rejected', { reason: response });
       } else if (r.outcome === 'failed') {
         updates.push({ ...update, state: 'failed', nextAttemptAt: d.next_attempt_at });
         ev('FAILED', { ...base, failed: { reason: response } });
@@ -437,7 +470,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
           groups.push({ email, domain, rcptDomain: first.rcpt_domain, deliveries: list.slice(i, i + MAX_RCPTS_PER_TRANSACTION), egressPool });
         }
       }
-      return dropSuppressed(groups);
+      return dropSuppressed(await rejectUnsendable(groups));
     },
 
     /** The leases of deliveries still being attempted, renewed when due (for an engine that is not claiming: claim() does it). */

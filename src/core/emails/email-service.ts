@@ -46,6 +46,12 @@ export interface SubmitOptions {
   domainCache?: Map<string, Promise<DomainRecord>>;
   /** Suppression answers looked up once for a whole batch (addresses checked, and the suppressed ones). */
   suppressedAmong?: { checked: Set<string>; suppressed: Set<string> };
+  /**
+   * Subject and bodies were rendered by Posthorn with one recipient's data (a campaign's
+   * contact): when they cannot be written as a message, the email is stored as
+   * RENDERING_FAILURE, with its event, instead of the request being refused.
+   */
+  personalised?: boolean;
 }
 
 export interface RenderedTemplate {
@@ -121,7 +127,13 @@ export function createEmailService(deps: EmailServiceDeps) {
     }
     if (!subject) throw badRequest(`${f('subject')}: required unless templateId is given`);
     if (/[\r\n]/.test(subject)) subject = subject.replace(/\r?\n|\r/g, ' '); // folded subjects from forms; never a header break
-    assertFoldable(subject, f('subject'));
+    let renderingFailure: string | undefined;
+    try {
+      assertFoldable(subject, f('subject'));
+    } catch (err) {
+      if (!opts.personalised) throw err;
+      renderingFailure = (err as Error).message;
+    }
     if (!html && !text) throw badRequest(`${field || 'body'}: either text or html is required (or a templateId)`);
 
     const from = parseMailbox(input.from, f('from'));
@@ -179,11 +191,11 @@ export function createEmailService(deps: EmailServiceDeps) {
     // Both begin with the time, so their index entries go where the last send's went (ids.ts).
     const id = newTimeOrderedId('em', now.getTime());
     const messageId = `<${timePrefix(now.getTime())}.${randomString(24).toLowerCase()}@${domain.name}>`;
-    const status: EmailStatus = allToSuppressed ? 'SUPPRESSED' : scheduledAt ? 'SCHEDULED' : 'QUEUED';
+    const status: EmailStatus = allToSuppressed ? 'SUPPRESSED' : renderingFailure ? 'RENDERING_FAILURE' : scheduledAt ? 'SCHEDULED' : 'QUEUED';
     const dueMs = scheduledAt ? scheduledAt.getTime() : now.getTime();
 
     const seen = new Set<string>();
-    const deliveries = allToSuppressed
+    const deliveries = allToSuppressed || renderingFailure
       ? []
       : (
           [
@@ -205,6 +217,10 @@ export function createEmailService(deps: EmailServiceDeps) {
     if (droppedRecipients.length) eventData.suppressedRecipients = droppedRecipients;
     if (scheduledAt) eventData.scheduledAt = scheduledAt.toISOString();
     if (allToSuppressed) eventData.error = 'every To recipient is on the suppression list';
+    else if (renderingFailure) {
+      eventData.recipient = to[0]!.address;
+      eventData.renderingFailure = { reason: renderingFailure };
+    }
 
     const row = {
       id,
@@ -248,9 +264,10 @@ export function createEmailService(deps: EmailServiceDeps) {
     };
   }
 
-  /** The email.queued / email.suppressed event of an accepted email (one object per email). */
+  /** The email.queued (also when scheduled), email.suppressed or email.rendering_failure event of an accepted email (one object per email). */
   function busEventOf(p: Prepared): BusEvent {
-    p.busEvent ??= emailBusEvent(p.status === 'SUPPRESSED' ? 'email.suppressed' : 'email.queued', p.item.row, p.status, p.item.row.created_at, p.eventData);
+    const type = p.status === 'SCHEDULED' || p.status === 'QUEUED' ? 'email.queued' : statusEventType(p.status);
+    p.busEvent ??= emailBusEvent(type, p.item.row, p.status, p.item.row.created_at, p.eventData);
     return p.busEvent;
   }
 

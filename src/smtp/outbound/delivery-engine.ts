@@ -298,7 +298,8 @@ export class DeliveryEngine {
     const all = (outcome: AttemptResult['outcome'], response: string, extra: Partial<AttemptResult> = {}) =>
       group.deliveries.map((d) => ({ deliveryId: d.id, outcome, response, ...extra }));
     if (!group.domain) {
-      await this.record(group, null, all('failed', 'the sending domain was deleted before delivery'), []);
+      // The claim rejects these already (a domain deleted between the claim and here).
+      await this.record(group, null, all('rejected', 'the sending domain was deleted before delivery'), []);
       return;
     }
     const verdicts: TlsVerdict[] = [];
