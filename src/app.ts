@@ -348,6 +348,8 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
   const inboundRouter = createInboundRouter({
     domains: domainsRepo,
     emails: emailsRepo,
+    deliveries: deliveriesRepo,
+    secret,
     complaintAddress: config.inbound.complaintAddress || `complaints@${config.hostname}`,
     unsubscribeHost: config.hostname,
     isUnsubscribeToken: (token) => verifyUnsubscribeToken(secret, token) !== null,
@@ -388,7 +390,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
   let cron: CronJobs | undefined;
   // The outbound side: the SMTP client pool (none in sandbox mode), transport security, the
   // delivery engine and the TLS reports it sends (composition/outbound-wiring.ts).
-  const outbound = wireOutbound({ config, logger, resolver, clock, deliveries, tracking, sandbox, shaper, metrics, tlsCounter, tlsReports, stsPolicies, serverDkimKey, cluster: clusterRepo && { repo: clusterRepo, node: nodeId } });
+  const outbound = wireOutbound({ config, logger, resolver, clock, deliveries, tracking, sandbox, shaper, metrics, tlsCounter, tlsReports, stsPolicies, serverDkimKey, secret, cluster: clusterRepo && { repo: clusterRepo, node: nodeId } });
   const { pool, signer, permits, runTlsReports } = outbound;
   onFailure(() => signer.close());
   engine = outbound.engine;

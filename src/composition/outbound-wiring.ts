@@ -20,6 +20,7 @@ import { createTlsSessionCounter } from '../core/tls-reports/tls-session-counter
 import { createTlsReportService } from '../core/tls-reports/tls-report-service.js';
 import { createReceivedTlsReportService } from '../core/tls-reports/received-tls-report-service.js';
 import { createServerDkimKeySource } from '../core/tls-reports/server-dkim-key.js';
+import { returnPathToken } from '../core/received/return-path-token.js';
 import { DeliveryEngine } from '../smtp/outbound/delivery-engine.js';
 import { createMessageFactory } from '../smtp/outbound/message-factory.js';
 import { createDkimSigner } from '../smtp/outbound/dkim-signer.js';
@@ -83,6 +84,8 @@ export interface OutboundDeps {
   serverDkimKey: TransportSecurity['serverDkimKey'];
   /** On PostgreSQL: connection limits are the cluster's, counted in the store by this node. */
   cluster: { repo: ReturnType<typeof createClusterRepository>; node: string } | undefined;
+  /** Keys the return paths' transaction tags (core/received/return-path-token.ts). */
+  secret: string;
 }
 
 export function wireOutbound(deps: OutboundDeps) {
@@ -130,6 +133,7 @@ export function wireOutbound(deps: OutboundDeps) {
       });
   const engine = new DeliveryEngine({
     deliveries,
+    returnPathToken: (emailId, rcptDomain) => returnPathToken(deps.secret, emailId, rcptDomain),
     messages: createMessageFactory({ signer, transformHtml: tracking.transformHtml }),
     mx,
     pool: pool ?? createSandboxTransport({ sandbox, logger }),

@@ -28,7 +28,7 @@ async function deliveryRows(emailId: string) {
 
 test.serial('a Postfix "User unknown" DSN bounces the email, updates the delivery row and suppresses the recipient', async (t) => {
   const email = await sendAndDeliver(w, { to: 'ghost@example.net', subject: 'Postfix bounce' });
-  t.regex(email.returnPath, new RegExp(`^bounces\\+${email.id}@bounces\\.sender\\.dev$`));
+  t.regex(email.returnPath, new RegExp(`^bounces\\+${email.id}_[0-9a-f]{12}@bounces\\.sender\\.dev$`), 'the VERP token names the email and, by its tag, the transaction');
   const dsn = fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: email.returnPath, RECIPIENT: 'ghost@example.net', ORIGINAL: email.raw.toString() });
   const res = await smtpSend({ port: inboundPort, from: '', to: [email.returnPath], raw: dsn });
   t.true(res.ok, res.response);

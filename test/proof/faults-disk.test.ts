@@ -72,7 +72,7 @@ function submit(subject: string) {
   return tx.sendMail({ from: `Sender <hello@${w.domain.name}>`, to: 'submitted@example.net', subject, text: BIG }).finally(() => tx.close());
 }
 
-const copies = (id: string) => w.sink.messages.filter((m) => m.mailFrom.startsWith(`bounces+${id}@`)).length;
+const copies = (id: string) => w.sink.messages.filter((m) => m.mailFrom.startsWith(`bounces+${id}_`)).length;
 const email = async (id: string) => w.t0.request('GET', `/v1/emails/${id}`);
 
 test.serial('group commit under SQLITE_FULL: a write is reported stored if and only if it is stored', async (t) => {

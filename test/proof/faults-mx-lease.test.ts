@@ -37,7 +37,7 @@ test.after.always(async () => {
 });
 
 const email = async (id: string) => (await w.t0.request('GET', `/v1/emails/${id}`)).body;
-const copies = (id: string) => w.sink.messages.filter((m) => m.mailFrom.startsWith(`bounces+${id}@`)).length;
+const copies = (id: string) => w.sink.messages.filter((m) => m.mailFrom.startsWith(`bounces+${id}_`)).length;
 const statuses = (e: any) => (e.emailEvents as any[]).map((x) => x.status);
 
 test('an MX that holds sessions past the delivery lease: nothing in flight is claimed and sent a second time', async (t) => {

@@ -56,7 +56,7 @@ test.after.always(async () => {
 
 const email = async (id: string) => (await w.t0.request('GET', `/v1/emails/${id}`)).body;
 /** Copies of one email the good sink accepted (the VERP return path names the email). */
-const copies = (id: string) => w.sink.messages.filter((m) => m.mailFrom.startsWith(`bounces+${id}@`)).length;
+const copies = (id: string) => w.sink.messages.filter((m) => m.mailFrom.startsWith(`bounces+${id}_`)).length;
 const hookEvents = (id: string, type: string) => hooks.calls.filter((c) => c.json.type === type && c.json.data.id === id).length;
 const statuses = (e: any) => (e.emailEvents as any[]).map((x) => x.status);
 
@@ -231,7 +231,7 @@ test.serial('ENFORCED with an untrusted certificate: deferred, nothing sent; del
   e = await email(id);
   t.is(e.latestStatus, 'DELIVERED');
   t.is(copies(id), 1);
-  t.true(w.sink.messages.find((m) => m.mailFrom.startsWith(`bounces+${id}@`))!.secure, 'over TLS');
+  t.true(w.sink.messages.find((m) => m.mailFrom.startsWith(`bounces+${id}_`))!.secure, 'over TLS');
 });
 
 test.serial('ENFORCED with a garbage TLS handshake: deferred on every attempt, FAILED after the maximum age, never sent in plaintext', async (t) => {

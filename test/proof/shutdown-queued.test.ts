@@ -44,7 +44,7 @@ test('stopping with transactions queued behind a stalling host puts them back un
   await w.settle();
   clock.advance(5 * 60_000);
   await w.settle();
-  for (const id of ids) t.is(w.sink.messages.filter((m) => m.mailFrom.startsWith(`bounces+${id}@`)).length, 1, id);
+  for (const id of ids) t.is(w.sink.messages.filter((m) => m.mailFrom.startsWith(`bounces+${id}_`)).length, 1, id);
 });
 
 test('the engine can be stopped and started again in one process (the pool stays usable)', async (t) => {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { count, intId, timestamp } from './common-schemas.js';
 
 const envelope = z.strictObject({
-  mailFrom: z.string().meta({ description: 'The envelope sender: the VERP return path bounces+<emailId>@<bounce host>.' }),
+  mailFrom: z.string().meta({ description: 'The envelope sender: the VERP return path bounces+<emailId>_<tag>@<bounce host>.' }),
   rcptTo: z.array(z.string()).meta({ description: 'The envelope recipients of this transaction (one message per email and recipient domain).' }),
 });
 

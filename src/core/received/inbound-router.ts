@@ -1,21 +1,26 @@
 import { domainToASCII } from 'node:url';
 import type { DomainRecord, DomainsRepository } from '../../store/repositories/domains-repository.js';
+import type { DeliveriesRepository } from '../../store/repositories/deliveries-repository.js';
 import type { EmailRow, EmailsRepository } from '../../store/repositories/emails-repository.js';
 import { canonicalHost } from '../domains/domain-names.js';
 import { forbidden, notFound } from '../errors.js';
+import { splitReturnPathToken, transactionTag } from './return-path-token.js';
 
 // Which mail the inbound listener takes (architecture.md, Outbound, inbound, tracking): bounces to our return paths, reports to
 // the complaint address, and mail for domains with receiving on. Everything else is a relay
 // attempt and refused at RCPT (RFC 5321 3.6.2: a server that is not a relay refuses it).
 
-/** Local part of the return path: `bounces+<email id>` (VERP, set by the outbound engine). */
+/** Local part of the return path: `bounces+<email id>_<tag>` (VERP, set by the outbound engine; return-path-token.ts). */
 const VERP_LOCAL = /^bounces(?:\+([A-Za-z0-9_]{1,100}))?$/i;
 /** Local part of a TLS report mailbox: `tlsrpt+<domain id>` (core/domains/dns-records.ts tlsRptAddress). */
 const TLSRPT_LOCAL = /^tlsrpt\+(\d{1,10})$/i;
 
 export type InboundRoute =
-  /** A return-path address; `email` when the VERP token named one. */
-  | { kind: 'bounce'; address: string; domains: DomainRecord[]; email: EmailRow | null }
+  /**
+   * A return-path address; `email` when the VERP token named one, `rcptDomain` when its tag
+   * named the transaction (the recipient domain) too.
+   */
+  | { kind: 'bounce'; address: string; domains: DomainRecord[]; email: EmailRow | null; rcptDomain: string | null }
   | { kind: 'complaint'; address: string }
   | { kind: 'receive'; address: string; domains: DomainRecord[] }
   /** A mail client's unsubscribe by mail: the mailto target of a campaign's List-Unsubscribe (RFC 2369). */
@@ -38,7 +43,7 @@ export function splitAddress(address: string): SplitAddress | null {
   return { local, domain: ascii };
 }
 
-/** The email id in a VERP return path, when the address is one. */
+/** The VERP token (`<email id>_<tag>`) of a return path, when the address is one. */
 export function verpToken(address: string): string | null {
   const split = splitAddress(address.replace(/^<|>$/g, '').trim());
   if (!split) return null;
@@ -48,6 +53,9 @@ export function verpToken(address: string): string | null {
 export interface InboundRouterDeps {
   domains: DomainsRepository;
   emails: EmailsRepository;
+  deliveries: Pick<DeliveriesRepository, 'listForEmail'>;
+  /** Keys the return paths' transaction tags. */
+  secret: string;
   /** Full complaint address, e.g. complaints@mx.example.com. */
   complaintAddress: string;
   /** This server's host name: `unsubscribe+<token>@<it>` is a campaign unsubscribe, `tlsrpt+<domain id>@<it>` a TLS report mailbox. */
@@ -68,7 +76,22 @@ export function createInboundRouter(deps: InboundRouterDeps) {
     return (await deps.domains.findAllByName(name)).filter((d) => d.bounceLabel.toLowerCase() === label);
   }
 
-  async function emailFor(token: string, domains: DomainRecord[]): Promise<EmailRow | undefined> {
+  /**
+   * The email and transaction a VERP token names. A tagged token names the recipient domain of
+   * one transaction (a wrong tag is as unknown as a made-up id); an untagged one (mail sent
+   * before tags) names only the email, and rcptDomain is null.
+   */
+  async function emailFor(token: string, domains: DomainRecord[]): Promise<{ email: EmailRow; rcptDomain: string | null } | undefined> {
+    const { emailToken, tag } = splitReturnPathToken(token);
+    const email = await emailById(emailToken, domains);
+    if (!email) return undefined;
+    if (!tag) return { email, rcptDomain: null };
+    const rcptDomains = new Set((await deps.deliveries.listForEmail(email.id)).map((d) => d.rcpt_domain.toLowerCase()));
+    const rcptDomain = [...rcptDomains].find((d) => transactionTag(deps.secret, email.id, d) === tag);
+    return rcptDomain ? { email, rcptDomain } : undefined;
+  }
+
+  async function emailById(token: string, domains: DomainRecord[]): Promise<EmailRow | undefined> {
     const ids = new Set(domains.map((d) => d.id));
     const exact = await deps.emails.findByIdAnyTeam(token);
     const row = exact ?? (await deps.emails.findByIdIgnoringCase(token));
@@ -107,10 +130,10 @@ export function createInboundRouter(deps: InboundRouterDeps) {
       if (rpDomains.length) {
         const m = VERP_LOCAL.exec(split.local);
         if (!m) throw notFound(`<${address}>: no such mailbox at this return-path host`);
-        if (!m[1]) return { kind: 'bounce', address, domains: rpDomains, email: null };
-        const email = await emailFor(m[1], rpDomains);
-        if (!email) throw notFound(`<${address}>: unknown return path`);
-        return { kind: 'bounce', address, domains: rpDomains, email };
+        if (!m[1]) return { kind: 'bounce', address, domains: rpDomains, email: null, rcptDomain: null };
+        const found = await emailFor(m[1], rpDomains);
+        if (!found) throw notFound(`<${address}>: unknown return path`);
+        return { kind: 'bounce', address, domains: rpDomains, ...found };
       }
       // The receiving flag alone decides (it can only be turned on for a verified domain); a
       // later DNS re-check hiccup must not bounce the customer's incoming mail.

@@ -16,7 +16,11 @@ import { messageDigest, transactionKey } from './transaction-key.js';
 // Asynchronous bounces (RFC 3464 DSNs) and complaints (RFC 5965 ARF) that come back to the
 // inbound listener. A report is linked to the email it is about, most reliable first:
 // the VERP token of the address it came to, a return path quoted inside the report, our
-// X-Posthorn-Email-ID header in the returned message, and its Message-ID. Its effects on
+// X-Posthorn-Email-ID header in the returned message, and its Message-ID. Reports are not
+// authenticated and every recipient of an email sees its return path, Message-ID and To/Cc, so
+// a report acts only on the deliveries its evidence covers: a tagged return path covers its
+// transaction's recipient domain, email-wide evidence an email sent to one domain only
+// (return-path-token.ts). Its effects on
 // deliveries, status events and suppressions are stored in the same transaction as the
 // report itself, before the SMTP 250. A report the sender sends again (it retried after our
 // 451, or our 250 was lost) is recognised by its transaction key and changes nothing twice.
@@ -52,6 +56,12 @@ export interface ReportServiceDeps {
   logger: Logger;
 }
 
+/** The email's deliveries, and those among them a report's evidence covers. */
+interface Scope {
+  all: DeliveryRow[];
+  deliveries: DeliveryRow[];
+}
+
 interface Announcement {
   status: Exclude<EmailStatus, 'SCHEDULED'>;
   data: Record<string, unknown>;
@@ -61,10 +71,10 @@ export function createReportService(deps: ReportServiceDeps) {
   const { router, clock } = deps;
 
   /** Finds the email a report is about, or null. Reports at return paths stay within those domains. */
-  async function link(intake: ReportIntake): Promise<{ email: EmailRow; by: LinkedBy } | null> {
+  async function link(intake: ReportIntake): Promise<{ email: EmailRow; by: LinkedBy; rcptDomain: string | null } | null> {
     const bounceRoutes = intake.routes.filter((r): r is Extract<InboundRoute, { kind: 'bounce' }> => r.kind === 'bounce');
-    const viaVerp = bounceRoutes.find((r) => r.email)?.email;
-    if (viaVerp) return { email: viaVerp, by: 'verp' };
+    const viaVerp = bounceRoutes.find((r) => r.email);
+    if (viaVerp?.email) return { email: viaVerp.email, by: 'verp', rcptDomain: viaVerp.rcptDomain };
     // Came to tokenless return paths: whatever we find must be from one of those domains. The
     // shared complaint address links any team's email, but only for what it acts on (ARF): a
     // DSN acts through the return paths it came to, so a complaint address beside them must
@@ -82,34 +92,41 @@ export function createReportService(deps: ReportServiceDeps) {
       const split = splitAddress(quoted.replace(/^<|>$/g, '').trim());
       if (!token || !split) continue;
       const domains = await router.returnPathDomains(split.domain);
-      const row = domains.length ? await router.emailFor(token, domains) : undefined;
-      if (allowed(row)) return { email: row, by: 'report' };
+      const found = domains.length ? await router.emailFor(token, domains) : undefined;
+      if (found && allowed(found.email)) return { email: found.email, by: 'report', rcptDomain: found.rcptDomain };
     }
     const headerId = intake.report.original?.posthornEmailId;
     if (headerId && /^em_[A-Za-z0-9]{1,100}$/.test(headerId)) {
       const row = await deps.emails.findByIdAnyTeam(headerId);
-      if (allowed(row)) return { email: row, by: 'header' };
+      if (allowed(row)) return { email: row, by: 'header', rcptDomain: null };
     }
     const messageId = intake.report.original?.messageId;
     if (messageId) {
       const normalized = messageId.startsWith('<') ? messageId : `<${messageId}>`;
       const row = await deps.emails.findByMessageId(normalized);
-      if (allowed(row)) return { email: row, by: 'message-id' };
+      if (allowed(row)) return { email: row, by: 'message-id', rcptDomain: null };
     }
     return null;
   }
 
-  /** The delivery a report names: its recipient, else the only delivery of the email. */
-  function matchDelivery(deliveries: DeliveryRow[], ...addresses: (string | null | undefined)[]): DeliveryRow | undefined {
-    for (const a of addresses) {
-      if (!a) continue;
-      const key = addressKey(a);
-      const hit = deliveries.find((d) => addressKey(d.recipient) === key);
+  /** The deliveries a report's evidence covers (see the top): a transaction's, or an email's sent to one domain. */
+  function inScope(all: DeliveryRow[], rcptDomain: string | null): DeliveryRow[] {
+    if (rcptDomain !== null) return all.filter((d) => d.rcpt_domain.toLowerCase() === rcptDomain);
+    return new Set(all.map((d) => d.rcpt_domain.toLowerCase())).size <= 1 ? all : [];
+  }
+
+  /** The delivery in scope a report names: its recipient, else the only one in scope. */
+  function matchDelivery(scope: Scope, ...addresses: (string | null | undefined)[]): DeliveryRow | undefined {
+    const keys = addresses.filter((a): a is string => !!a).map(addressKey);
+    for (const key of keys) {
+      const hit = scope.deliveries.find((d) => addressKey(d.recipient) === key);
       if (hit) return hit;
     }
+    // Naming another recipient of the email is a claim about someone the evidence does not cover.
+    if (keys.some((k) => scope.all.some((d) => addressKey(d.recipient) === k))) return undefined;
     // Forwarders and redacting feedback loops (AOL writes "redacted@...") rewrite the
-    // recipient; with a single recipient there is no doubt which one it was.
-    return deliveries.length === 1 ? deliveries[0] : undefined;
+    // recipient; with a single recipient in scope there is no doubt which one it was.
+    return scope.deliveries.length === 1 ? scope.deliveries[0] : undefined;
   }
 
   function dsnData(r: DsnRecipient, reportingMta: string | null) {
@@ -122,46 +139,44 @@ export function createReportService(deps: ReportServiceDeps) {
     };
   }
 
-  function planDsn(email: EmailRow, deliveries: DeliveryRow[], report: ParsedReport, nowIso: string) {
+  function planDsn(email: EmailRow, scope: Scope, report: ParsedReport, nowIso: string) {
     const effects: ReportEffects = { deliveries: [], events: [], suppressions: [] };
     const announce: Announcement[] = [];
-    let bounced = 0;
-    let delayed = 0;
     for (const r of report.recipients) {
       if (r.action !== 'failed' && r.action !== 'delayed') continue; // delivered/relayed/expanded: success notices
-      const delivery = matchDelivery(deliveries, r.finalRecipient, r.originalRecipient);
-      const recipient = delivery?.recipient ?? r.finalRecipient ?? r.originalRecipient;
+      const delivery = matchDelivery(scope, r.finalRecipient, r.originalRecipient);
+      // A block about no delivery the evidence covers changes nothing (the report is kept).
+      if (!delivery) continue;
+      const recipient = delivery.recipient;
       const response = r.diagnosticCode ?? (r.status ? `status ${r.status}` : `action ${r.action}`);
       const reporter = report.reportingMta ? ` (reported by ${report.reportingMta})` : '';
       const base = { recipient, smtpCode: r.smtpCode, response, source: 'dsn', dsn: dsnData(r, report.reportingMta) };
       if (r.action === 'failed') {
-        bounced++;
         const data = {
           ...base,
           bounce: { type: r.hardBounce ? 'Permanent' : 'Transient', subType: bounceSubType({ category: r.category, response }), category: r.category, message: response },
         };
         effects.events.push(event(email.id, 'BOUNCED', data, nowIso));
         announce.push({ status: 'BOUNCED', data });
-        if (delivery) {
-          effects.deliveries.push(deliveryUpdate(delivery, { state: 'bounced', fromStates: ['delivered'], code: r.smtpCode, response: `DSN${reporter}: ${response}`, at: nowIso }));
-        }
-        // Only a recipient of this email: whoever saw its return path can name any address in a DSN.
-        if (r.hardBounce && delivery) {
+        effects.deliveries.push(deliveryUpdate(delivery, { state: 'bounced', fromStates: ['delivered'], code: r.smtpCode, response: `DSN${reporter}: ${response}`, at: nowIso }));
+        if (r.hardBounce) {
           effects.suppressions.push({ teamId: email.team_id, email: addressKey(delivery.recipient), reason: 'HARD_BOUNCE', source: email.id, at: nowIso });
         }
       } else {
-        delayed++;
         const data = { ...base, willRetryUntil: r.willRetryUntil };
         effects.events.push(event(email.id, 'DELIVERY_DELAYED', data, nowIso));
         announce.push({ status: 'DELIVERY_DELAYED', data });
-        if (delivery) effects.deliveries.push(deliveryUpdate(delivery, { code: r.smtpCode, response: `delayed DSN${reporter}: ${response}`, at: nowIso }));
+        effects.deliveries.push(deliveryUpdate(delivery, { code: r.smtpCode, response: `delayed DSN${reporter}: ${response}`, at: nowIso }));
       }
     }
-    const kind: InboundReportKind = bounced ? 'bounce' : delayed ? 'delay' : 'notification';
-    return { effects, announce, kind };
+    return { effects, announce, kind: dsnKind(report) };
   }
 
-  function planComplaint(email: EmailRow, deliveries: DeliveryRow[], report: ParsedReport, nowIso: string) {
+  function dsnKind(report: ParsedReport): InboundReportKind {
+    return report.recipients.some((r) => r.action === 'failed') ? 'bounce' : report.recipients.some((r) => r.action === 'delayed') ? 'delay' : 'notification';
+  }
+
+  function planComplaint(email: EmailRow, scope: Scope, report: ParsedReport, nowIso: string) {
     const effects: ReportEffects = { deliveries: [], events: [], suppressions: [] };
     const announce: Announcement[] = [];
     const fb = report.feedback!;
@@ -170,14 +185,16 @@ export function createReportService(deps: ReportServiceDeps) {
       return { effects, announce, kind: 'feedback' as const };
     }
     // Original-Rcpt-To names the complainer; failing that (redacted), a To header that
-    // matches exactly one of our recipients does.
-    let delivery = matchDelivery(deliveries, ...fb.originalRcptTo);
-    if (!delivery) {
+    // matches exactly one of our recipients in scope does.
+    let delivery = matchDelivery(scope, ...fb.originalRcptTo);
+    if (!delivery && !fb.originalRcptTo.some((a) => scope.all.some((d) => addressKey(d.recipient) === addressKey(a)))) {
       const keys = new Set((report.original?.to ?? []).map(addressKey));
-      const hits = deliveries.filter((d) => keys.has(addressKey(d.recipient)));
+      const hits = scope.deliveries.filter((d) => keys.has(addressKey(d.recipient)));
       if (hits.length === 1) delivery = hits[0];
     }
-    const recipient = delivery?.recipient ?? null;
+    // A complaint about no delivery the evidence covers changes nothing (the report is kept).
+    if (!delivery) return { effects, announce, kind: 'complaint' as const };
+    const recipient = delivery.recipient;
     const data = {
       recipient,
       source: 'arf',
@@ -192,9 +209,8 @@ export function createReportService(deps: ReportServiceDeps) {
     };
     effects.events.push(event(email.id, 'COMPLAINED', data, nowIso));
     announce.push({ status: 'COMPLAINED', data });
-    // Only the recipient that complained is suppressed (architecture.md, Decisions: suppressions); with several recipients
-    // and a redacted report there is no one we can name, so nobody is.
-    if (recipient) effects.suppressions.push({ teamId: email.team_id, email: addressKey(recipient), reason: 'COMPLAINT', source: email.id, at: nowIso });
+    // Only the recipient that complained is suppressed (architecture.md, Decisions: suppressions).
+    effects.suppressions.push({ teamId: email.team_id, email: addressKey(recipient), reason: 'COMPLAINT', source: email.id, at: nowIso });
     return { effects, announce, kind: 'complaint' as const };
   }
 
@@ -220,13 +236,17 @@ export function createReportService(deps: ReportServiceDeps) {
       // A DSN acts only when it came back to a return path (RFC 3464 2.2: it is sent to the
       // envelope sender); one sent to the complaint address is kept, not applied.
       const toReturnPath = intake.routes.some((r) => r.kind === 'bounce');
+      const scopeOf = async (l: NonNullable<typeof linked>): Promise<Scope> => {
+        const all = await deps.deliveries.listForEmail(l.email.id);
+        return { all, deliveries: inScope(all, l.rcptDomain) };
+      };
       if (linked && report.type === 'dsn' && toReturnPath) {
-        plan = planDsn(linked.email, await deps.deliveries.listForEmail(linked.email.id), report, nowIso);
+        plan = planDsn(linked.email, await scopeOf(linked), report, nowIso);
       } else if (linked && report.type === 'arf' && report.feedback) {
-        plan = planComplaint(linked.email, await deps.deliveries.listForEmail(linked.email.id), report, nowIso);
+        plan = planComplaint(linked.email, await scopeOf(linked), report, nowIso);
       } else if (report.type === 'dsn') {
         // Unlinked, or not at a return path: recorded by kind, nothing changed.
-        plan.kind = report.recipients.some((r) => r.action === 'failed') ? 'bounce' : report.recipients.some((r) => r.action === 'delayed') ? 'delay' : 'notification';
+        plan.kind = dsnKind(report);
       } else if (report.type === 'arf') {
         plan.kind = COMPLAINT_TYPES.has(report.feedback?.feedbackType ?? '') ? 'complaint' : 'feedback';
       }

@@ -41,6 +41,8 @@ export interface DeliveryEngineOptions {
    * mailbox); MX lookup is skipped.
    */
   route?: { host: string; address?: string; port: number };
+  /** The VERP token of one transaction's return path (core/received/return-path-token.ts); the email id when unset. */
+  returnPathToken?: (emailId: string, rcptDomain: string) => string;
   /**
    * The recipient domains' transport security (MTA-STS, DANE) and the sending domain's TLS
    * policy, per MX host (transport-policy.ts). Absent: the domain's tlsPolicy alone. Not used
@@ -468,8 +470,10 @@ export class DeliveryEngine {
     const domain = group.domain!;
     const idsByRecipient = new Map(group.deliveries.map((d) => [d.recipient, d.id]));
     const recipients = group.deliveries.map((d) => d.recipient);
-    // VERP return path (architecture.md, Decisions: return path): a DSN to it names the email even if the body is rewritten.
-    const mailFrom = `bounces+${group.email.id}@${domain.bounceLabel}.${domain.name}`;
+    // VERP return path (architecture.md, Decisions: return path): a DSN to it names the email and
+    // this transaction's recipient domain even if the body is rewritten.
+    const token = this.options.returnPathToken?.(group.email.id, group.rcptDomain) ?? group.email.id;
+    const mailFrom = `bounces+${token}@${domain.bounceLabel}.${domain.name}`;
     const source = plan?.source.name;
     const tlsOf = (v: TlsVerdict | undefined) => (v ? { tls: verdictSummary(v) } : {});
     const defer = (response: string, mxHost: string | null = null) =>
