@@ -8,7 +8,7 @@ async function teamFor(app: App, team?: string): Promise<number> {
     if (!(await app.services.teams.get(id))) throw new Error(`team ${id} not found`);
     return id;
   }
-  return (await app.services.teams.list())[0]?.id ?? (await app.services.teams.create('Default team'));
+  return (await app.services.teams.list())[0]?.id ?? (await app.services.teams.create('Default team', null, 'cli'));
 }
 
 /** Characters of a record value a table shows unless --full: a DKIM key is about 400. */
