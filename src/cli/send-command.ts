@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { parseIntOption, withApp } from './cli-context.js';
+import { cliCommand, parseIntOption, withApp } from './cli-context.js';
 import { sendBodySchema } from '../core/emails/send-schema.js';
 import { badRequest } from '../core/errors.js';
 
@@ -20,7 +20,7 @@ export function registerSend(program: Command): void {
     .action(async (opts: Record<string, string | string[] | undefined>, cmd: Command) => {
       await withApp(cmd, async (app) => {
         const teamId = opts.team ? parseIntOption(opts.team as string, '--team') : (await app.services.teams.list())[0]?.id;
-        if (!teamId) throw new Error('no team exists yet: create one with posthorn teams create');
+        if (!teamId) throw new Error(`no team exists yet: create one with ${cliCommand(cmd, 'teams create --name NAME')}`);
         const parsed = sendBodySchema.safeParse({
           from: opts.from,
           to: opts.to,
