@@ -196,7 +196,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     sandbox: config.sandbox,
     audit,
   });
-  const apiKeys = createApiKeyService({ apiKeys: createApiKeysRepository(store.db), clock, domainBelongsToTeam: domains.belongsToTeam });
+  const apiKeys = createApiKeyService({ apiKeys: createApiKeysRepository(store.db), clock, domainBelongsToTeam: domains.belongsToTeam, audit });
   // One node per SQLite file; with PostgreSQL any number of nodes share the store
   // (architecture.md, Growing past one server): the node's id owns its leases, the rate limit
   // is counted in the store, cron runs and connection counts are the cluster's.
@@ -368,7 +368,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
   const consoleUsersRepo = createConsoleUsersRepository(store.db);
   // Failed sign-ins are rows, so the limits hold for the cluster and across restarts.
   const loginThrottle = createLoginThrottle({ failures: createLoginFailuresRepository(store.db), clock, onPruneError: (err) => logger.warn({ err }, 'pruning failed sign-ins failed') });
-  const users = createUserService({ users: consoleUsersRepo, clock, teamExists: async (id) => !!(await teams.get(id)), onPasswordReset: (email) => loginThrottle.forgetAccount(email) });
+  const users = createUserService({ users: consoleUsersRepo, clock, teamExists: async (id) => !!(await teams.get(id)), onPasswordReset: (email) => loginThrottle.forgetAccount(email), audit });
   const sessions = createSessionService({
     users: consoleUsersRepo,
     clock,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { badRequest } from '../core/errors.js';
+import { plainIssues } from '../core/plain-issues.js';
 import { parseIsoDateTime } from '../lib/iso-date-time.js';
 
 // Path, query and header parameters, declared once per route (route-types.ts `request`):
@@ -32,7 +33,7 @@ export function parseParams<P extends Record<string, ParamDef>>(defs: P | undefi
 type Decode = (text: string, name: string) => unknown;
 
 function check(schema: z.ZodType, value: unknown, name: string): unknown {
-  const result = schema.safeParse(value);
+  const result = schema.safeParse(value, plainIssues);
   if (result.success) return result.data;
   throw badRequest(`${name}: ${result.error.issues[0]!.message}`);
 }

@@ -1,3 +1,5 @@
+import { realpathSync } from 'node:fs';
+import { delimiter, isAbsolute, join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/defaults.js';
@@ -21,6 +23,40 @@ export async function withApp<T>(cmd: Command, fn: (app: App) => Promise<T>): Pr
   } finally {
     await app.stop();
   }
+}
+
+export const shellWord = (w: string) => (/^[\w/.:@%+=,-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
+
+/** Whether `posthorn` on PATH is this very CLI. */
+function onPath(cli: string): boolean {
+  const real = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return undefined;
+    }
+  };
+  const self = real(cli);
+  return (process.env.PATH ?? '').split(delimiter).some((dir) => dir && real(join(dir, 'posthorn')) === self);
+}
+
+/**
+ * This CLI as the user can type it again: `posthorn` when that is it on PATH (installed from the
+ * package), else its path (README: `bin/posthorn` in a checkout), relative when it is below the
+ * current directory unless the command must work from any directory.
+ */
+export function cliName(anyDirectory = false): string {
+  const cli = process.argv[1];
+  if (!cli || onPath(cli)) return 'posthorn';
+  const below = relative(process.cwd(), cli);
+  if (anyDirectory || below.startsWith('..') || isAbsolute(below)) return shellWord(cli);
+  return shellWord(below.includes('/') ? below : `./${below}`);
+}
+
+/** A hint's command: this CLI with the same --config (another file, or none, is another store). */
+export function cliCommand(cmd: Command, args: string): string {
+  const configFile = (cmd.optsWithGlobals() as { config?: string }).config;
+  return [cliName(), ...(configFile ? ['--config', shellWord(resolve(configFile))] : []), args].join(' ');
 }
 
 export function parseIntOption(value: string, name: string): number {

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { parseIntOption, printTable, withApp } from './cli-context.js';
+import { cliCommand, parseIntOption, printTable, shellWord, withApp } from './cli-context.js';
 import type { App } from '../app.js';
 
 async function teamFor(app: App, team?: string): Promise<number> {
@@ -8,7 +8,7 @@ async function teamFor(app: App, team?: string): Promise<number> {
     if (!(await app.services.teams.get(id))) throw new Error(`team ${id} not found`);
     return id;
   }
-  return (await app.services.teams.list())[0]?.id ?? (await app.services.teams.create('Default team'));
+  return (await app.services.teams.list())[0]?.id ?? (await app.services.teams.create('Default team', null, 'cli'));
 }
 
 /** Characters of a record value a table shows unless --full: a DKIM key is about 400. */
@@ -37,7 +37,7 @@ export function registerDomains(program: Command): void {
       await withApp(cmd, async (app) => {
         const teamId = await teamFor(app, opts.team);
         const d = await app.services.domains.create({ teamId, domainId: null }, { name, region: opts.region });
-        process.stdout.write(`domain ${d.id} ${d.name} added to team ${teamId}. Publish these records, then run: posthorn domains verify ${d.name}\n\n`);
+        process.stdout.write(`domain ${d.id} ${d.name} added to team ${teamId}. Publish these records, then run: ${cliCommand(cmd, `domains verify ${shellWord(d.name)}`)}\n\n`);
         printRecords(d.dnsRecords);
       });
     });

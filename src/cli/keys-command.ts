@@ -26,13 +26,13 @@ export function registerKeys(program: Command): void {
           teamId = parseIntOption(opts.team, '--team');
           if (!(await app.services.teams.get(teamId))) throw new Error(`team ${teamId} not found`);
         } else {
-          teamId = (await app.services.teams.list())[0]?.id ?? (await app.services.teams.create('Default team'));
+          teamId = (await app.services.teams.list())[0]?.id ?? (await app.services.teams.create('Default team', null, 'cli'));
         }
         const key = await app.services.apiKeys.create(teamId, {
           name: opts.name,
           permission,
           domainId: opts.domain ? parseIntOption(opts.domain, '--domain') : null,
-        });
+        }, null, 'cli');
         process.stdout.write(`created key ${key.id} (${key.permission}) for team ${teamId}; it is shown only now:\n${key.token}\n`);
       });
     });
@@ -69,7 +69,7 @@ export function registerKeys(program: Command): void {
         if (opts.operator) {
           await app.services.operatorKeys.revoke(parseIntOption(id, 'id'), 'cli');
         } else {
-          await app.services.apiKeys.revoke(parseIntOption(id, 'id'));
+          await app.services.apiKeys.revoke(parseIntOption(id, 'id'), undefined, null, 'cli');
         }
         process.stdout.write(`revoked ${opts.operator ? 'operator ' : ''}key ${id}\n`);
       });

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { QUEUE_STATES, type QueueState } from '../core/queue/queue-service.js';
 import type { ShapingState } from '../core/shaping/shaping-view.js';
-import { parseIntOption, printTable, withApp } from './cli-context.js';
+import { cliCommand, parseIntOption, printTable, withApp } from './cli-context.js';
 
 // posthorn queue: the operator API's queue commands on the server itself (same selectors,
 // tables for people, --json for scripts). Changes are audited with the actor "cli".
@@ -40,7 +40,7 @@ const withCode = (code: number | null | undefined, text: string) => (code == nul
 const reply = (r: { code: number | null; text: string } | null) => (r ? withCode(r.code, r.text).slice(0, 60) : '');
 
 /** Traffic shaping's part of the summary: sources and warm-up, holds from replies, rates in force. */
-function printShaping(s: ShapingState): void {
+function printShaping(s: ShapingState, resumeHint: string): void {
   process.stdout.write('\nEgress sources\n');
   printTable(
     s.sources.map((x) => ({
@@ -57,7 +57,7 @@ function printShaping(s: ShapingState): void {
     printTable(warm);
   }
   if (s.holds.length) {
-    process.stdout.write('\nHolds from remote replies (posthorn queue resume <id> lifts one)\n');
+    process.stdout.write(`\nHolds from remote replies (${resumeHint} lifts one)\n`);
     printTable(s.holds.map((h) => ({ id: h.id, source: h.source, rollup: h.rollup, kind: h.kind === 'throttle' ? `throttle ${h.messageRate}` : 'suspend', until: shortTime(h.until), reason: h.reason.slice(0, 80) })));
   }
   if (s.rates.length) {
@@ -95,7 +95,7 @@ export function registerQueue(program: Command): void {
           process.stdout.write('\nSuspensions\n');
           printTable(s.suspensions.map((x) => ({ id: x.id, destination: x.destination ?? '', team: x.teamId ?? '', campaign: x.campaignId ?? '', until: shortTime(x.until), reason: x.reason })));
         }
-        printShaping(s.shaping);
+        printShaping(s.shaping, cliCommand(cmd, 'queue resume <id>'));
       });
     });
   };

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
-import { parseIntOption, withApp } from './cli-context.js';
+import { cliCommand, parseIntOption, withApp } from './cli-context.js';
 import { sendBodySchema } from '../core/emails/send-schema.js';
 import { badRequest } from '../core/errors.js';
+import { plainIssues } from '../core/plain-issues.js';
 
 export function registerSend(program: Command): void {
   program
@@ -20,18 +21,9 @@ export function registerSend(program: Command): void {
     .action(async (opts: Record<string, string | string[] | undefined>, cmd: Command) => {
       await withApp(cmd, async (app) => {
         const teamId = opts.team ? parseIntOption(opts.team as string, '--team') : (await app.services.teams.list())[0]?.id;
-        if (!teamId) throw new Error('no team exists yet: create one with posthorn teams create');
-        const parsed = sendBodySchema.safeParse({
-          from: opts.from,
-          to: opts.to,
-          subject: opts.subject,
-          text: opts.text,
-          html: opts.html,
-          cc: opts.cc,
-          bcc: opts.bcc,
-          scheduledAt: opts.scheduledAt,
-          tags: opts.tag,
-        });
+        if (!teamId) throw new Error(`no team exists yet: create one with ${cliCommand(cmd, 'teams create --name NAME')}`);
+        const body = { from: opts.from, to: opts.to, subject: opts.subject, text: opts.text, html: opts.html, cc: opts.cc, bcc: opts.bcc, scheduledAt: opts.scheduledAt, tags: opts.tag };
+        const parsed = sendBodySchema.safeParse(body, plainIssues);
         if (!parsed.success) throw badRequest(`${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
         const { emailId } = await app.services.emails.submit({ teamId, domainId: null, apiKeyId: null }, parsed.data);
         process.stdout.write(`${emailId}\n`);

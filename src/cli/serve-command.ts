@@ -1,7 +1,6 @@
-import { realpathSync } from 'node:fs';
-import { delimiter, join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { configFrom } from './cli-context.js';
+import { cliName, configFrom, shellWord } from './cli-context.js';
 import type { Config } from '../config/defaults.js';
 import { createApp } from '../app.js';
 import { gracefulStopSeconds } from './systemd-unit.js';
@@ -20,31 +19,15 @@ const SLOW_STOP_NOTICE_MS = 2000;
 /** Signals closer together than this are one Ctrl-C. */
 const SAME_SIGNAL_MS = 1000;
 
-const shellWord = (w: string) => (/^[\w/.:@%+=,-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
-
-/** Whether `posthorn` on PATH is this very CLI. */
-function onPath(cli: string): boolean {
-  const real = (p: string) => {
-    try {
-      return realpathSync(p);
-    } catch {
-      return undefined;
-    }
-  };
-  const self = real(cli);
-  return (process.env.PATH ?? '').split(delimiter).some((dir) => dir && real(join(dir, 'posthorn')) === self);
-}
-
 /**
  * The start of an admin command that reaches this server's store from any directory: this CLI
  * (not on PATH in a checkout), its config file and, on SQLite, its data directory (a relative
  * ./data elsewhere would be another, empty store).
  */
 function adminCommand(config: Config, configFile: string | undefined): string {
-  const cli = process.argv[1] ?? 'posthorn';
   return [
     ...(config.store.url ? [] : [`POSTHORN_DATA_DIR=${shellWord(resolve(config.dataDir))}`]),
-    onPath(cli) ? 'posthorn' : shellWord(cli),
+    cliName(true),
     ...(configFile ? ['--config', shellWord(resolve(configFile))] : []),
   ].join(' ');
 }

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { configFrom } from './cli-context.js';
+import { cliCommand, configFrom } from './cli-context.js';
 import { copyStoreTo, type CopyProgress } from '../app.js';
 
 /** A progress line at most every this many rows of a table (and at its end). */
@@ -40,6 +40,6 @@ export function registerStore(program: Command): void {
       }
       out('');
       out(`copied ${report.counts.length} tables, ${rows} rows, into ${report.target}; every table verified.`);
-      out('Next: set store.url (or POSTHORN_DATABASE_URL) to that database and start posthorn serve.');
+      out(`Next: set store.url (or POSTHORN_DATABASE_URL) to that database and start the server (${cliCommand(cmd, 'serve')}).`);
     });
 }

@@ -10,7 +10,7 @@ export function registerTeams(program: Command): void {
     .option('--rate-limit <n>', 'API requests per second for this team (default: the configured limit)')
     .action(async (opts: { name: string; rateLimit?: string }, cmd: Command) => {
       await withApp(cmd, async (app) => {
-        const id = await app.services.teams.create(opts.name, opts.rateLimit ? parseIntOption(opts.rateLimit, '--rate-limit') : null);
+        const id = await app.services.teams.create(opts.name, opts.rateLimit ? parseIntOption(opts.rateLimit, '--rate-limit') : null, 'cli');
         process.stdout.write(`${id}\n`);
       });
     });
@@ -29,7 +29,7 @@ export function registerTeams(program: Command): void {
     .argument('<limit>')
     .action(async (teamId: string, limit: string, _opts, cmd: Command) => {
       await withApp(cmd, async (app) => {
-        const ok = await app.services.teams.setRateLimit(parseIntOption(teamId, 'teamId'), limit === 'default' ? null : parseIntOption(limit, 'limit'));
+        const ok = await app.services.teams.setRateLimit(parseIntOption(teamId, 'teamId'), limit === 'default' ? null : parseIntOption(limit, 'limit'), 'cli');
         if (!ok) throw new Error(`team ${teamId} not found`);
         process.stdout.write('ok\n');
       });

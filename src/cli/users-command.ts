@@ -25,7 +25,7 @@ export function registerUsers(program: Command): void {
     .action(async (opts: { email: string; team: string; operator?: boolean; passwordStdin?: boolean }, cmd: Command) => {
       const password = opts.passwordStdin ? await readPasswordFromStdin() : undefined;
       await withApp(cmd, async (app) => {
-        const res = await app.services.users.create({ email: opts.email, teamId: parseIntOption(opts.team, '--team'), operator: opts.operator ?? false, password });
+        const res = await app.services.users.create({ email: opts.email, teamId: parseIntOption(opts.team, '--team'), operator: opts.operator ?? false, password }, 'cli');
         const role = res.user.operator ? 'operator' : 'team member';
         process.stdout.write(`created console user ${res.user.id} ${res.user.email} (${role}, team ${res.user.teamId})\n`);
         if (res.generated) process.stdout.write(`password (shown only now):\n${res.password}\n`);
@@ -48,7 +48,7 @@ export function registerUsers(program: Command): void {
     .action(async (user: string, opts: { passwordStdin?: boolean }, cmd: Command) => {
       const password = opts.passwordStdin ? await readPasswordFromStdin() : undefined;
       await withApp(cmd, async (app) => {
-        const res = await app.services.users.resetPassword(user, password);
+        const res = await app.services.users.resetPassword(user, password, 'cli');
         process.stdout.write(`new password set for ${res.user.email}; its sessions were ended\n`);
         if (res.generated) process.stdout.write(`password (shown only now):\n${res.password}\n`);
       });
@@ -59,7 +59,7 @@ export function registerUsers(program: Command): void {
     .argument('<user>', 'id or email')
     .action(async (user: string, _opts, cmd: Command) => {
       await withApp(cmd, async (app) => {
-        const gone = await app.services.users.remove(user);
+        const gone = await app.services.users.remove(user, 'cli');
         process.stdout.write(`deleted console user ${gone.id} ${gone.email}\n`);
       });
     });

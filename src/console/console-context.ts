@@ -1,5 +1,6 @@
 import type { Context } from 'koa';
 import { badRequest } from '../core/errors.js';
+import { plainIssues } from '../core/plain-issues.js';
 import type { ConsoleUserView } from '../core/users/user-service.js';
 
 // What every signed-in console request carries, set by the session middleware.
@@ -37,8 +38,8 @@ export function field(ctx: ConsoleContext, name: string): string {
 }
 
 /** A form turned into a body checked by core's own schema (the API's); 400 naming the first bad field. */
-export function parseWith<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } }, value: unknown): T {
-  const r = schema.safeParse(value);
+export function parseWith<T>(schema: { safeParse(v: unknown, params?: typeof plainIssues): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } }, value: unknown): T {
+  const r = schema.safeParse(value, plainIssues);
   if (r.success) return r.data;
   const issue = r.error.issues[0]!;
   throw badRequest(`${issue.path.map(String).join('.') || 'form'}: ${issue.message}`);

@@ -15,9 +15,10 @@ export interface ServeLock {
  * previous run left), so a second one would take the first one's mail on the wire and send it
  * again. The lock is an exclusive SQLite lock on a file of its own, held for the life of the
  * connection (locking_mode EXCLUSIVE): the kernel drops it when the process ends however it
- * ends, so a killed server leaves nothing to clean up. Admin commands never take it.
+ * ends, so a killed server leaves nothing to clean up. Admin commands never take it, except
+ * `posthorn store copy`, which must not run beside a server and holds it for the copy.
  */
-export function acquireServeLock(dataDir: string): ServeLock {
+export function acquireServeLock(dataDir: string, command: 'serve' | 'store copy' = 'serve'): ServeLock {
   const lock = new BetterSqlite3(join(dataDir, LOCK_FILE), { timeout: 0 });
   try {
     lock.pragma('locking_mode = EXCLUSIVE');
@@ -26,20 +27,26 @@ export function acquireServeLock(dataDir: string): ServeLock {
   } catch (err) {
     lock.close();
     if ((err as { code?: string }).code !== 'SQLITE_BUSY') throw err;
+    const other = holder(dataDir);
+    const running = `${other.command === 'serve' ? (command === 'serve' ? 'another posthorn serve' : 'posthorn serve') : `posthorn ${other.command}`}${other.pid}`;
     throw new Error(
-      `another posthorn serve${holder(dataDir)} is running on the data directory ${dataDir}: stop it first, ` +
-        'or give this one a data directory of its own (dataDir, POSTHORN_DATA_DIR); admin commands (posthorn keys, domains, send...) run beside it',
+      command === 'serve'
+        ? `${running} is running on the data directory ${dataDir}: stop it first, ` +
+            'or give this one a data directory of its own (dataDir, POSTHORN_DATA_DIR); admin commands (posthorn keys, domains, send...) run beside it'
+        : // A copy of a live store misses what the server writes after the copy's snapshot, and its migration would write under the server.
+          `${running} is running on the data directory ${dataDir}: stop it before posthorn store copy, so that the copy holds every message it accepted`,
     );
   }
-  writeFileSync(join(dataDir, HOLDER_FILE), `${process.pid}\n`);
+  writeFileSync(join(dataDir, HOLDER_FILE), command === 'serve' ? `${process.pid}\n` : `${process.pid} ${command}\n`);
   return { release: () => lock.close() };
 }
 
-function holder(dataDir: string): string {
+/** Who holds the lock, from the holder file: its pid (" (pid 12)", or nothing when unknown) and its command. */
+function holder(dataDir: string): { pid: string; command: string } {
   try {
-    const pid = readFileSync(join(dataDir, HOLDER_FILE), 'utf8').trim();
-    return /^\d+$/.test(pid) ? ` (pid ${pid})` : '';
+    const m = /^(\d+)(?: (.+))?$/.exec(readFileSync(join(dataDir, HOLDER_FILE), 'utf8').trim());
+    return m ? { pid: ` (pid ${m[1]})`, command: m[2] ?? 'serve' } : { pid: '', command: 'serve' };
   } catch {
-    return '';
+    return { pid: '', command: 'serve' };
   }
 }

@@ -1,7 +1,9 @@
 import { existsSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import type pg from 'pg';
 import { openStore } from './db.js';
+import { acquireServeLock } from './serve-lock.js';
 import { migrateToLatest } from './migrate.js';
 import { openPgStore, redactDatabaseUrl } from './pg/pg-store.js';
 
@@ -94,7 +96,15 @@ function checkValue(table: string, column: string, rowid: number, value: unknown
 /** Copies the SQLite store in `sqliteFile` into the empty PostgreSQL database at `targetUrl`. */
 export async function copySqliteToPostgres(opts: { sqliteFile: string; targetUrl: string; onProgress?: (p: CopyProgress) => void; connectTimeoutMs?: number }): Promise<CopyReport> {
   if (!existsSync(opts.sqliteFile)) throw new CopyRefused(`there is no SQLite store at ${opts.sqliteFile}: point dataDir (POSTHORN_DATA_DIR) at the installation to copy`);
-  const source = openStore(opts.sqliteFile, { durability: 'normal' });
+  // Not beside a running server, and no server starts while the copy runs.
+  const lock = acquireServeLock(dirname(opts.sqliteFile), 'store copy');
+  let source: ReturnType<typeof openStore>;
+  try {
+    source = openStore(opts.sqliteFile, { durability: 'normal' });
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
   try {
     await migrateToLatest(source.db);
     const target = await openPgStore({ url: opts.targetUrl, poolMax: 2, connectTimeoutMs: opts.connectTimeoutMs ?? 10_000, durability: 'full', applicationName: 'posthorn store copy' });
@@ -106,6 +116,7 @@ export async function copySqliteToPostgres(opts: { sqliteFile: string; targetUrl
     }
   } finally {
     await source.close();
+    lock.release();
   }
 }
 

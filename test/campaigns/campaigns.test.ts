@@ -384,3 +384,30 @@ test.serial('a draft whose preview text alone is edited is sent with the new pre
   t.regex(html, /New teaser/);
   t.notRegex(html, /Old teaser/);
 });
+
+test.serial('PATCH html on a draft written as editor content replaces the body; content and html together are refused', async (t) => {
+  const bookId = await book('Html over content', [{ email: 'htmlpatch@example.net' }]);
+  const c = await campaign(bookId);
+  t.truthy(c.content);
+  const patched = await w.t0.request('PATCH', `/v1/campaigns/${c.id}`, { body: { html: '<p>The new body {{unsubscribeUrl}}</p>' } });
+  t.is(patched.status, 200);
+  t.regex(patched.body.html, /The new body/);
+  t.is(patched.body.content, null, 'the editor document no longer describes the body');
+  // Both at once: which one is the body is not guessed.
+  for (const [method, path, extra] of [
+    ['PATCH', `/v1/campaigns/${c.id}`, {}],
+    ['POST', '/v1/campaigns', { name: 'Both', from: `news@${w.domain.name}`, subject: 'S', contactBookId: bookId }],
+  ] as const) {
+    const both = await w.t0.request(method, path, { body: { ...extra, content: doc(para(text('Editor'))), html: '<p>Given</p>' } });
+    t.is(both.status, 400, method);
+    t.is(both.body.error.code, 'BAD_REQUEST');
+    t.regex(both.body.error.message, /^html: give either content or html, not both/);
+  }
+  t.regex((await get(c.id)).html, /The new body/, 'the refused PATCH changed nothing');
+  t.true((await w.t0.request('POST', `/v1/campaigns/${c.id}/schedule`, { body: {} })).body.success);
+  await run();
+  const sent = await simpleParser(sentTo('htmlpatch@')[0]!.raw);
+  t.regex(String(sent.html), /The new body/);
+  t.notRegex(String(sent.html), /Body/);
+  t.regex(String(sent.text), /The new body/);
+});

@@ -1,5 +1,6 @@
 import test from 'ava';
 import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { promisify } from 'node:util';
@@ -96,6 +97,21 @@ test('domains add prints the records; verify checks them through the configured 
   }
 });
 
+test('the commands the CLI tells the user to run next are spelled as this CLI is run: bin/posthorn in a checkout, with the same --config', async (t) => {
+  const dataDir = tempDir(t, 'posthorn-cli-');
+  const checkout = join(BIN, '..', '..');
+  const env = { PATH: process.env.PATH, POSTHORN_DATA_DIR: dataDir, POSTHORN_DNS_SERVERS: '127.0.0.1:9' };
+  const noTeam = await t.throwsAsync(run(process.execPath, [BIN, 'send', '--from', 'a@x.example', '--to', 'b@y.example', '--subject', 'S', '--text', 'T'], { env, cwd: checkout }));
+  t.regex((noTeam as any).stderr, /create one with bin\/posthorn teams create --name NAME\n/);
+  const added = (await run(process.execPath, [BIN, 'domains', 'add', 'hint.example.com'], { env, cwd: checkout })).stdout;
+  t.regex(added, /then run: bin\/posthorn domains verify hint\.example\.com\n/);
+  // From another directory the path is the whole one; a --config file is carried along.
+  const config = join(dataDir, 'posthorn.toml');
+  writeFileSync(config, '');
+  const elsewhere = (await run(process.execPath, [BIN, '--config', config, 'domains', 'add', 'hint2.example.com'], { env, cwd: dataDir })).stdout;
+  t.true(elsewhere.includes(`then run: ${BIN} --config ${config} domains verify hint2.example.com\n`), elsewhere);
+});
+
 test('send queues through the API path; queue shows counts and the due delivery; retry and purge act on it', async (t) => {
   const { startDnsZone } = await import('../helpers/dns-zone.js');
   const zone = await startDnsZone();
@@ -125,9 +141,9 @@ test('send queues through the API path; queue shows counts and the due delivery;
     t.regex((await cliRun('queue')).stdout, /^Queue: 0 deliveries/m);
     const err = await t.throwsAsync(cliRun('queue', 'purge', deliveryId));
     t.regex((err as any).stderr, /not queued/);
-    // Both changes are in the operator audit log, by the CLI.
+    // Both changes are in the operator audit log, by the CLI (after the default team `domains add` made).
     const db = new Database(join(dataDir, 'posthorn.db'), { readonly: true });
-    const audit = db.prepare('select actor, action, key_id, console_user_id, target_json from operator_audit order by id').all() as any[];
+    const audit = db.prepare("select actor, action, key_id, console_user_id, target_json from operator_audit where action like 'queue.%' order by id").all() as any[];
     db.close();
     t.deepEqual(audit.map((a) => [a.actor, a.action, a.key_id, a.console_user_id, JSON.parse(a.target_json).deliveryId]), [
       ['cli', 'queue.retry', null, null, Number(deliveryId)],

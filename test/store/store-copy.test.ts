@@ -7,6 +7,7 @@ import { ManualClock } from '../../src/lib/clock.js';
 import { startMailWorld, sendBody } from '../helpers/mail-world.js';
 import { createEmptyDatabase, dropTestDatabase } from '../helpers/pg-databases.js';
 import { startTestApp } from '../helpers/test-app.js';
+import { acquireServeLock } from '../../src/store/serve-lock.js';
 
 // `posthorn store copy --to postgres://...` moves a SQLite installation to PostgreSQL. The
 // installation is filled through the real API (a verified domain, emails delivered to the MX,
@@ -148,4 +149,29 @@ test('store copy refuses what it cannot do, with a clear message', async (t) => 
   t.notRegex((fromPg as unknown as { stderr: string }).stderr, /secret/);
   const nothing = await t.throwsAsync(storeCopy(`${dataDir}/nowhere`, 'postgres://u@127.0.0.1:9/x'));
   t.regex((nothing as unknown as { stderr: string }).stderr, /there is no SQLite store at .*nowhere\/posthorn\.db/);
+});
+
+test('store copy refuses a data directory a running posthorn serve holds, and copies it once the server is stopped', async (t) => {
+  t.timeout(120_000);
+  const source = await startTestApp({ overrides: { store: { url: '' } } });
+  const dataDir = source.dataDir;
+  await source.stop();
+  const url = await createEmptyDatabase();
+  t.teardown(async () => {
+    await source.close();
+    await dropTestDatabase(url);
+  });
+  // What `posthorn serve` takes on this data directory for its life (serve-lock.ts).
+  const serve = acquireServeLock(dataDir);
+  const refused = await t.throwsAsync(storeCopy(dataDir, url));
+  t.is((refused as unknown as { code: number }).code, 1);
+  t.regex((refused as unknown as { stderr: string }).stderr, new RegExp(`posthorn serve \\(pid ${process.pid}\\) is running on the data directory .*: stop it before posthorn store copy`));
+  serve.release();
+  // While a copy runs, no server starts on the directory (the copy holds the same lock).
+  const copying = acquireServeLock(dataDir, 'store copy');
+  t.throws(() => acquireServeLock(dataDir), { message: new RegExp(`^posthorn store copy \\(pid ${process.pid}\\) is running on the data directory`) });
+  copying.release();
+
+  // Stopped: the copy runs (into the same database: the refused copy wrote nothing there).
+  t.regex((await storeCopy(dataDir, url)).stdout, /every table verified/);
 });

@@ -2,6 +2,7 @@ import { AppError, badRequest, forbidden, notFound } from '../errors.js';
 import type { Clock } from '../../lib/clock.js';
 import { newKeyToken, parseKeyToken, secretMatches } from './key-token.js';
 import type { ApiKeysRepository, ApiKeyRow } from '../../store/repositories/api-keys-repository.js';
+import type { AuditService, OperatorActor } from '../operators/audit-service.js';
 
 export type Permission = 'FULL' | 'SENDING';
 
@@ -33,10 +34,20 @@ export interface ApiKeyServiceDeps {
   clock: Clock;
   /** Checks that a domain id belongs to the team (wired once domains exist). */
   domainBelongsToTeam?: (teamId: number, domainId: number) => Promise<boolean>;
+  /** The operator audit log: an operator's change (the CLI's) and its entry commit together. */
+  audit?: Pick<AuditService, 'inTransaction'>;
 }
 
 export function createApiKeyService(deps: ApiKeyServiceDeps) {
   const lastTouched = new Map<number, number>();
+
+  /** The entry of an operator's change, written inside the change's transaction; nothing for a team's own change. */
+  function audited<T>(by: OperatorActor | undefined, entry: (value: T) => [string, Record<string, unknown>]): ((value: T) => void) | undefined {
+    if (!by) return undefined;
+    if (!deps.audit) throw new Error('API key service: no audit log wired for operator changes');
+    const audit = deps.audit;
+    return (value) => audit.inTransaction(by, ...entry(value));
+  }
 
   function toView(row: ApiKeyRow): ApiKeyView {
     return {
@@ -63,7 +74,8 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
   }
 
   return {
-    async create(teamId: number, input: { name: string; permission?: Permission; domainId?: number | null }, callerDomainId: number | null = null) {
+    /** With `by` (an operator's), its api-key.create audit entry commits with the key. */
+    async create(teamId: number, input: { name: string; permission?: Permission; domainId?: number | null }, callerDomainId: number | null = null, by?: OperatorActor) {
       const name = input.name.trim();
       if (!name) throw badRequest('name: must not be empty');
       const permission = input.permission ?? 'FULL';
@@ -73,7 +85,10 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
       }
       const { publicId, token, secretHash, partialKey } = newKeyToken();
       const createdAt = deps.clock.now().toISOString();
-      const id = await deps.apiKeys.insert({ teamId, name, publicId, secretHash, partialKey, permission, domainId, createdAt });
+      const id = await deps.apiKeys.insert(
+        { teamId, name, publicId, secretHash, partialKey, permission, domainId, createdAt },
+        audited(by, (keyId: number) => ['api-key.create', { keyId, teamId, name, permission, domainId }]),
+      );
       return { ...toView({ id, teamId, name, publicId, secretHash: '', partialKey, permission, domainId, lastUsedAt: null, createdAt }), token };
     },
 
@@ -85,10 +100,11 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
       return (await deps.apiKeys.listAll()).map((r) => ({ ...toView(r), teamId: r.teamId }));
     },
 
-    /** Revocation deletes the row, so the very next request with the key fails (spec, Authentication 4). */
-    async revoke(id: number, teamId?: number, callerDomainId: number | null = null): Promise<void> {
+    /** Revocation deletes the row, so the very next request with the key fails (spec, Authentication 4). With `by`, audited. */
+    async revoke(id: number, teamId?: number, callerDomainId: number | null = null, by?: OperatorActor): Promise<void> {
       // Outside a domain-bound caller's reach a key is simply not there (404).
-      if (!(await deps.apiKeys.deleteById(id, teamId, callerDomainId ?? undefined))) throw notFound(`API key ${id} not found`);
+      const entry = audited<void>(by, () => ['api-key.revoke', { keyId: id }]);
+      if (!(await deps.apiKeys.deleteById(id, teamId, callerDomainId ?? undefined, entry))) throw notFound(`API key ${id} not found`);
     },
 
     async count(): Promise<number> {

@@ -117,6 +117,8 @@ export function createCampaignService(deps: CampaignServiceDeps) {
   /** Checks everything a campaign refers to; returns normalised columns. */
   async function validate(scope: CampaignScope, input: Partial<CampaignInput>, current?: CampaignRow) {
     const out: Partial<CampaignRow> = {};
+    // Which one is the body is not guessed (the other would be dropped without a word).
+    if (input.content && input.html) throw badRequest('html: give either content or html, not both (content is an editor document, rendered to HTML)');
     if (input.from !== undefined) {
       const from = parseMailbox(input.from, 'from');
       // Verified, the team's, and inside the key's domain (403 otherwise), like any send.
@@ -150,7 +152,8 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     if (input.previewText !== undefined) out.preview_text = input.previewText;
     // The preview text is rendered into the HTML (the preheader): a change of it alone re-renders too.
     if (input.content !== undefined || input.html !== undefined || input.previewText !== undefined) {
-      const content = input.content !== undefined ? input.content : current?.content;
+      // Given HTML replaces the body, an editor draft included.
+      const content = input.content !== undefined ? input.content : input.html ? null : current?.content;
       const html = input.html !== undefined ? input.html : content ? null : current?.html;
       const rendered = renderCampaignBody({ content, html, previewText: input.previewText !== undefined ? input.previewText : current?.preview_text });
       out.content = content ?? null;

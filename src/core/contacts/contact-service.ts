@@ -8,6 +8,7 @@ import type { ContactChanges, ContactRow, ContactsRepository, ContactsStore } fr
 import type { ContactsTable } from '../../store/tables/database.js';
 import type { FilterGroup } from '../../store/repositories/contact-filter-sql.js';
 import type { DomainService } from '../domains/domain-service.js';
+import { plainIssues } from '../plain-issues.js';
 import type { EmailService, SendContext } from '../emails/email-service.js';
 import { badRequest, notFound, notUnique } from '../errors.js';
 import type { BusEvent, ContactEventType, EventBus } from '../events.js';
@@ -476,7 +477,7 @@ export function createContactService(deps: ContactServiceDeps) {
       const valid: { email: string; fields: Fields }[] = [];
       body.forEach((raw, index) => {
         const rawEmail = raw && typeof raw === 'object' && typeof (raw as { email?: unknown }).email === 'string' ? (raw as { email: string }).email : null;
-        const parsed = contactCreateSchema.safeParse(raw);
+        const parsed = contactCreateSchema.safeParse(raw, plainIssues);
         if (!parsed.success) {
           const issue = parsed.error.issues[0]!;
           errors.push({ index, email: rawEmail, message: `${[index, ...issue.path].join('.')}: ${issue.message}` });

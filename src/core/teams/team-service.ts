@@ -72,8 +72,8 @@ export function createTeamService(deps: TeamServiceDeps) {
       return deps.teams.list();
     },
     update,
-    async setRateLimit(id: number, rateLimit: number | null): Promise<boolean> {
-      return (await update(id, { rateLimit })) !== undefined;
+    async setRateLimit(id: number, rateLimit: number | null, by?: OperatorActor): Promise<boolean> {
+      return (await update(id, { rateLimit }, by)) !== undefined;
     },
   };
 }

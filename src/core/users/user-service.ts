@@ -4,6 +4,7 @@ import type { ConsoleUserRow, ConsoleUsersRepository } from '../../store/reposit
 import { isUniqueViolation } from '../../store/store-errors.js';
 import { addressKey, isValidAddress } from '../emails/addresses.js';
 import { badRequest, notFound, notUnique } from '../errors.js';
+import type { AuditService, OperatorActor } from '../operators/audit-service.js';
 import { DUMMY_HASH_PROMISE, hashPassword, verifyPassword } from './password-hash.js';
 
 export type { ConsoleUserRow };
@@ -43,11 +44,21 @@ export interface UserServiceDeps {
   teamExists(teamId: number): Promise<boolean>;
   /** After an operator's reset: the account's failed sign-ins stop counting (the guesser's password is gone). */
   onPasswordReset?(email: string): Promise<void>;
+  /** The operator audit log: an operator's change and its entry commit together. */
+  audit?: Pick<AuditService, 'inTransaction'>;
 }
 
 export function createUserService(deps: UserServiceDeps) {
   const { users, clock } = deps;
   let dummyHash: Promise<string> | undefined;
+
+  /** The entry of an operator's change, written inside the change's transaction; nothing for a change no operator made. */
+  function audited<T>(by: OperatorActor | undefined, entry: (value: T) => [string, Record<string, unknown>]): ((value: T) => void) | undefined {
+    if (!by) return undefined;
+    if (!deps.audit) throw new Error('user service: no audit log wired for operator changes');
+    const audit = deps.audit;
+    return (value) => audit.inTransaction(by, ...entry(value));
+  }
 
   async function find(idOrEmail: string): Promise<ConsoleUserRow> {
     const u = /^\d+$/.test(idOrEmail) ? await users.findById(Number(idOrEmail)) : await users.findByEmail(addressKey(idOrEmail.trim()));
@@ -56,8 +67,8 @@ export function createUserService(deps: UserServiceDeps) {
   }
 
   return {
-    /** Creates a user; without a password one is generated and returned (shown once). */
-    async create(input: { email: string; teamId: number; operator?: boolean; password?: string }): Promise<{ user: ConsoleUserView; password: string; generated: boolean }> {
+    /** Creates a user; without a password one is generated and returned (shown once). With `by`, its console-user.create entry commits with it. */
+    async create(input: { email: string; teamId: number; operator?: boolean; password?: string }, by?: OperatorActor): Promise<{ user: ConsoleUserView; password: string; generated: boolean }> {
       const email = addressKey(input.email.trim());
       if (!isValidAddress(email)) throw badRequest(`email: "${input.email}" is not a valid email address`);
       if (!(await deps.teamExists(input.teamId))) throw badRequest(`team: team ${input.teamId} not found`);
@@ -66,7 +77,10 @@ export function createUserService(deps: UserServiceDeps) {
       checkPassword(password);
       if (await users.findByEmail(email)) throw notUnique(`email: a console user ${email} already exists`);
       try {
-        const row = await users.insert({ teamId: input.teamId, email, passwordHash: await hashPassword(password), operator: input.operator ?? false, nowIso: clock.now().toISOString() });
+        const row = await users.insert(
+          { teamId: input.teamId, email, passwordHash: await hashPassword(password), operator: input.operator ?? false, nowIso: clock.now().toISOString() },
+          audited(by, (u: ConsoleUserRow) => ['console-user.create', { userId: u.id, email: u.email, teamId: u.team_id, operator: u.operator === 1 }]),
+        );
         return { user: userView(row), password, generated };
       } catch (err) {
         if (isUniqueViolation(err, 'console_users')) throw notUnique(`email: a console user ${email} already exists`);
@@ -86,13 +100,14 @@ export function createUserService(deps: UserServiceDeps) {
       return userView(await find(idOrEmail));
     },
 
-    /** Sets a new password (generated when none is given), ends every session of the user and lifts its sign-in lock. */
-    async resetPassword(idOrEmail: string, password?: string): Promise<{ user: ConsoleUserView; password: string; generated: boolean }> {
+    /** Sets a new password (generated when none is given), ends every session of the user and lifts its sign-in lock. With `by`, audited. */
+    async resetPassword(idOrEmail: string, password?: string, by?: OperatorActor): Promise<{ user: ConsoleUserView; password: string; generated: boolean }> {
       const u = await find(idOrEmail);
       const generated = password === undefined;
       const next = password ?? generatePassword();
       checkPassword(next);
-      await users.setPassword(u.id, await hashPassword(next), clock.now().toISOString());
+      const entry = audited<void>(by, () => ['console-user.password-reset', { userId: u.id, email: u.email }]);
+      if (!(await users.setPassword(u.id, await hashPassword(next), clock.now().toISOString(), entry))) throw notFound(`console user ${idOrEmail} not found`);
       await deps.onPasswordReset?.(u.email);
       return { user: userView(u), password: next, generated };
     },
@@ -106,9 +121,10 @@ export function createUserService(deps: UserServiceDeps) {
       await users.setPassword(u.id, await hashPassword(next), clock.now().toISOString());
     },
 
-    async remove(idOrEmail: string): Promise<ConsoleUserView> {
+    /** With `by`, its console-user.delete entry commits with the deletion. */
+    async remove(idOrEmail: string, by?: OperatorActor): Promise<ConsoleUserView> {
       const u = await find(idOrEmail);
-      if (!(await users.delete(u.id))) throw notFound(`console user ${idOrEmail} not found`);
+      if (!(await users.delete(u.id, audited<void>(by, () => ['console-user.delete', { userId: u.id, email: u.email }])))) throw notFound(`console user ${idOrEmail} not found`);
       return userView(u);
     },
 

@@ -40,6 +40,7 @@ const IPV4_BLOCKED: readonly [string, number, string][] = [
   ['169.254.0.0', 16, 'a link-local address'], // RFC 3927; cloud metadata services live here
   ['172.16.0.0', 12, 'a private address'], // RFC 1918
   ['192.0.0.0', 24, 'an IETF protocol address'], // RFC 6890
+  ['192.88.99.0', 24, 'a 6to4 relay anycast address'], // RFC 7526: deprecated, relays into IPv6
   ['192.168.0.0', 16, 'a private address'], // RFC 1918
   ['198.18.0.0', 15, 'a benchmarking address'], // RFC 2544, used inside data centres
   ['224.0.0.0', 4, 'a multicast address'],
@@ -50,6 +51,10 @@ const IPV4_BLOCKED: readonly [string, number, string][] = [
 const IPV6_BLOCKED: readonly [string, number, string][] = [
   ['::', 128, 'the unspecified address'],
   ['::1', 128, 'a loopback address'],
+  ['64:ff9b:1::', 48, 'a local-use NAT64 address'], // RFC 8215: the operator's own translator, with a mapping we cannot read
+  ['100::', 64, 'a discard-only address'], // RFC 6666
+  ['2001::', 23, 'an IETF protocol address'], // RFC 2928: Teredo tunnels (2001::/32), benchmarking, ORCHID; like 192.0.0.0/24
+  ['5f00::', 16, 'a segment routing (SRv6) address'], // RFC 9602, internal to an operator's network
   ['fc00::', 7, 'a unique local (private) address'], // RFC 4193
   ['fe80::', 10, 'a link-local address'], // RFC 4291
   ['fec0::', 10, 'a site-local address'], // deprecated by RFC 3879, still private where used
@@ -106,8 +111,9 @@ function inPrefix(bytes: number[], prefix: number[], bits: number): boolean {
 
 /**
  * Why an address must not be a webhook target, or null when it is a public address.
- * IPv6 forms that carry an IPv4 address (mapped ::ffff:a.b.c.d, the deprecated compatible
- * ::a.b.c.d, NAT64 64:ff9b::a.b.c.d) are judged by the IPv4 address inside.
+ * IPv6 forms that carry an IPv4 address (mapped ::ffff:a.b.c.d, translated ::ffff:0:a.b.c.d,
+ * the deprecated compatible ::a.b.c.d, NAT64 64:ff9b::a.b.c.d, 6to4 2002:aabb:ccdd::) are
+ * judged by the IPv4 address inside.
  */
 export function blockedAddressReason(ip: string): string | null {
   if (net.isIPv4(ip)) {
@@ -119,7 +125,9 @@ export function blockedAddressReason(ip: string): string | null {
   if (!bytes) return 'not a valid IP address';
   for (const [prefix, bits, reason] of IPV6_BLOCKED) if (inPrefix(bytes, ipv6Bytes(prefix)!, bits)) return reason;
   const embedded = (prefix: string) => (inPrefix(bytes, ipv6Bytes(prefix)!, 96) ? bytes.slice(12).join('.') : null);
-  const v4 = embedded('::ffff:0:0') ?? embedded('64:ff9b::') ?? embedded('::');
+  // 6to4 (RFC 3056): 2002:AABB:CCDD::/48 is routed through the IPv4 address AA.BB.CC.DD.
+  const sixToFour = inPrefix(bytes, ipv6Bytes('2002::')!, 16) ? bytes.slice(2, 6).join('.') : null;
+  const v4 = embedded('::ffff:0:0') ?? embedded('::ffff:0:0:0') ?? embedded('64:ff9b::') ?? embedded('::') ?? sixToFour;
   return v4 === null ? null : blockedAddressReason(v4);
 }
 

@@ -4,6 +4,7 @@ import { addressKey, formatMailbox } from '../../core/emails/addresses.js';
 import { ENGINE_OWNED_HEADERS } from '../../core/emails/email-headers.js';
 import { sendBodySchema, type SendInput } from '../../core/emails/send-schema.js';
 import { badRequest } from '../../core/errors.js';
+import { plainIssues } from '../../core/plain-issues.js';
 import { formatMailboxes, headerFields, mailboxes } from '../parsed-mail.js';
 
 // A submitted message (RFC 6409) becomes the same send body the API takes, so it goes through
@@ -78,7 +79,7 @@ export function messageToSendInput(parsed: ParsedMail, envelope: SubmissionEnvel
     attachments: attachments.length ? attachments : undefined,
   };
   if (!body.subject) throw badRequest('Subject: the message needs a non-empty Subject header');
-  const checked = sendBodySchema.safeParse(body);
+  const checked = sendBodySchema.safeParse(body, plainIssues);
   if (!checked.success) {
     const issue = checked.error.issues[0]!;
     throw badRequest(`${issue.path.join('.') || 'message'}: ${issue.message}`);

@@ -1,6 +1,6 @@
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
-import { withDialect } from '../store-context.js';
+import { transact, withDialect } from '../store-context.js';
 
 export interface ApiKeyRow {
   id: number;
@@ -46,22 +46,26 @@ export function createApiKeysRepository(db: Db) {
   const sync = groupCommitOf(db);
   const authQuery = authQueryOf(db);
   return withDialect(db, 'apiKeys', {
-    async insert(row: Omit<ApiKeyRow, 'id' | 'lastUsedAt'>): Promise<number> {
-      const r = await db
-        .insertInto('api_keys')
-        .values({
-          team_id: row.teamId,
-          name: row.name,
-          public_id: row.publicId,
-          secret_hash: row.secretHash,
-          partial_key: row.partialKey,
-          permission: row.permission,
-          domain_id: row.domainId,
-          created_at: row.createdAt,
-        })
-        .returning('id')
-        .executeTakeFirstOrThrow();
-      return r.id;
+    /** `inTransaction` runs inside the insert's transaction with the new id (the operator's audit entry commits with it). */
+    async insert(row: Omit<ApiKeyRow, 'id' | 'lastUsedAt'>, inTransaction?: (id: number) => void): Promise<number> {
+      return transact(db, async (trx) => {
+        const r = await trx
+          .insertInto('api_keys')
+          .values({
+            team_id: row.teamId,
+            name: row.name,
+            public_id: row.publicId,
+            secret_hash: row.secretHash,
+            partial_key: row.partialKey,
+            permission: row.permission,
+            domain_id: row.domainId,
+            created_at: row.createdAt,
+          })
+          .returning('id')
+          .executeTakeFirstOrThrow();
+        inTransaction?.(r.id);
+        return r.id;
+      });
     },
     /** One indexed lookup per request: the key and its team's rate limit together. */
     async findForAuth(publicId: string): Promise<ApiKeyAuthRow | undefined> {
@@ -81,12 +85,17 @@ export function createApiKeysRepository(db: Db) {
       const r = await db.selectFrom('api_keys').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
       return Number(r.n);
     },
-    async deleteById(id: number, teamId?: number, domainId?: number): Promise<boolean> {
-      let q = db.deleteFrom('api_keys').where('id', '=', id);
-      if (teamId !== undefined) q = q.where('team_id', '=', teamId);
-      if (domainId !== undefined) q = q.where('domain_id', '=', domainId);
-      const res = await q.executeTakeFirst();
-      return res.numDeletedRows > 0n;
+    /** False when there is no such key; otherwise `inTransaction` runs inside the delete's transaction. */
+    async deleteById(id: number, teamId?: number, domainId?: number, inTransaction?: () => void): Promise<boolean> {
+      return transact(db, async (trx) => {
+        let q = trx.deleteFrom('api_keys').where('id', '=', id);
+        if (teamId !== undefined) q = q.where('team_id', '=', teamId);
+        if (domainId !== undefined) q = q.where('domain_id', '=', domainId);
+        const res = await q.executeTakeFirst();
+        if (res.numDeletedRows === 0n) return false;
+        inTransaction?.();
+        return true;
+      });
     },
     async touch(id: number, nowIso: string): Promise<void> {
       await db.updateTable('api_keys').set({ last_used_at: nowIso }).where('id', '=', id).execute();

@@ -1,5 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { Db } from '../db.js';
+import { transact } from '../store-context.js';
 import type { ConsoleSessionsTable, ConsoleUsersTable } from '../tables/database.js';
 
 export type ConsoleUserRow = Selectable<ConsoleUsersTable>;
@@ -8,12 +9,17 @@ export type ConsoleSessionRow = Selectable<ConsoleSessionsTable>;
 /** Console users and their sessions (docs/console.md). */
 export function createConsoleUsersRepository(db: Db) {
   return {
-    async insert(u: { teamId: number; email: string; passwordHash: string; operator: boolean; nowIso: string }): Promise<ConsoleUserRow> {
-      return db
-        .insertInto('console_users')
-        .values({ team_id: u.teamId, email: u.email, password_hash: u.passwordHash, operator: u.operator ? 1 : 0, last_login_at: null, created_at: u.nowIso, updated_at: u.nowIso })
-        .returningAll()
-        .executeTakeFirstOrThrow();
+    /** `inTransaction` runs inside the insert's transaction with the new row (the operator's audit entry commits with it). */
+    async insert(u: { teamId: number; email: string; passwordHash: string; operator: boolean; nowIso: string }, inTransaction?: (row: ConsoleUserRow) => void): Promise<ConsoleUserRow> {
+      return transact(db, async (trx) => {
+        const row = await trx
+          .insertInto('console_users')
+          .values({ team_id: u.teamId, email: u.email, password_hash: u.passwordHash, operator: u.operator ? 1 : 0, last_login_at: null, created_at: u.nowIso, updated_at: u.nowIso })
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        inTransaction?.(row);
+        return row;
+      });
     },
     async findById(id: number): Promise<ConsoleUserRow | undefined> {
       return db.selectFrom('console_users').selectAll().where('id', '=', id).executeTakeFirst();
@@ -28,24 +34,29 @@ export function createConsoleUsersRepository(db: Db) {
       const r = await db.selectFrom('console_users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
       return Number(r.n);
     },
-    /** A new password ends every session of the user in the same transaction. */
-    async setPassword(id: number, passwordHash: string, nowIso: string): Promise<boolean> {
-      return db.transaction().execute(async (trx) => {
+    /** A new password ends every session of the user in the same transaction; `inTransaction` runs in it when the user exists. */
+    async setPassword(id: number, passwordHash: string, nowIso: string, inTransaction?: () => void): Promise<boolean> {
+      return transact(db, async (trx) => {
         const res = await trx.updateTable('console_users').set({ password_hash: passwordHash, updated_at: nowIso }).where('id', '=', id).executeTakeFirst();
         await trx.deleteFrom('console_sessions').where('user_id', '=', id).execute();
-        return res.numUpdatedRows > 0n;
+        if (res.numUpdatedRows === 0n) return false;
+        inTransaction?.();
+        return true;
       });
     },
     async touchLogin(id: number, nowIso: string): Promise<void> {
       await db.updateTable('console_users').set({ last_login_at: nowIso }).where('id', '=', id).execute();
     },
-    async delete(id: number): Promise<boolean> {
+    /** False when there is no such user; otherwise `inTransaction` runs inside the delete's transaction. */
+    async delete(id: number, inTransaction?: () => void): Promise<boolean> {
       // Sessions go with the user (foreign key cascade; deleted explicitly too in case
       // foreign keys are off on some connection).
-      return db.transaction().execute(async (trx) => {
+      return transact(db, async (trx) => {
         await trx.deleteFrom('console_sessions').where('user_id', '=', id).execute();
         const res = await trx.deleteFrom('console_users').where('id', '=', id).executeTakeFirst();
-        return res.numDeletedRows > 0n;
+        if (res.numDeletedRows === 0n) return false;
+        inTransaction?.();
+        return true;
       });
     },
 
