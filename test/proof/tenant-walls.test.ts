@@ -153,4 +153,12 @@ test('console lists take hostile filters from the caller\'s own address bar with
   const contacts = await c.get(`/console/contacts/${ids.b.book}?q=${encodeURIComponent('ZOE.c')}`);
   t.true(contacts.text.includes('zoe.case@example.net'));
   t.false(contacts.text.includes('ann@example.net'));
+  // A non-ASCII first name, as typed, finds every contact of the book carrying it.
+  const named = await c.get(`/console/contacts/${ids.b.book}?q=${encodeURIComponent('Éva')}`);
+  for (const email of ADDRESSES) t.true(named.text.includes(email), email);
+  // The export is the book's own rows, whatever another team's book holds under the same addresses.
+  const csv = await c.get(`/console/contacts/${ids.b.book}/export.csv`);
+  t.is(csv.status, 200);
+  t.is(csv.text.trim().split(/\r?\n/).length, 1 + ADDRESSES.length);
+  t.is((await c.get(`/console/contacts/${ids.a.book}/export.csv`)).status, 404);
 });
