@@ -1,7 +1,8 @@
 import { sql, type Selectable, type Updateable } from 'kysely';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
-import { isPostgres, withDialect } from '../store-context.js';
+import { containsIgnoringCase } from './text-search-sql.js';
+import { withDialect } from '../store-context.js';
 import type { CampaignsTable, CampaignStatus, ContactsTable } from '../tables/database.js';
 import type { FilterNode } from './contact-filter-sql.js';
 import { contactsInBook } from './contacts-scope.js';
@@ -48,12 +49,7 @@ export function createCampaignsRepository(db: Db) {
     async list(teamId: number, f: { status?: CampaignStatus; search?: string; offset: number; limit: number }): Promise<{ rows: CampaignRow[]; total: number }> {
       let q = db.selectFrom('campaigns').where('team_id', '=', teamId).where('deleted_at', 'is', null);
       if (f.status) q = q.where('status', '=', f.status);
-      if (f.search) {
-        const needle = f.search.toLowerCase();
-        q = isPostgres(db)
-          ? q.where(sql<boolean>`(strpos(lower(name), ${needle}) > 0 or strpos(lower(subject), ${needle}) > 0)`)
-          : q.where(sql<boolean>`(instr(lower(name), ${needle}) > 0 or instr(lower(subject), ${needle}) > 0)`);
-      }
+      if (f.search) q = q.where(containsIgnoringCase(db, ['name', 'subject'], f.search));
       const [rows, total] = await Promise.all([
         q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
         q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),

@@ -1,6 +1,6 @@
-import { sql, type Selectable } from 'kysely';
+import type { Selectable } from 'kysely';
 import type { Db } from '../db.js';
-import { isPostgres } from '../store-context.js';
+import { containsIgnoringCase } from './text-search-sql.js';
 import type { TemplatesTable, TemplateVersionsTable } from '../tables/database.js';
 
 export type TemplateRow = Selectable<TemplatesTable>;
@@ -23,13 +23,7 @@ export function createTemplatesRepository(db: Db) {
     },
     async list(teamId: number, f: { search?: string; offset: number; limit: number }): Promise<{ rows: TemplateRow[]; total: number }> {
       let q = db.selectFrom('templates').where('team_id', '=', teamId).where('deleted_at', 'is', null);
-      if (f.search) {
-        // instr() rather than LIKE: no wildcard escaping to get wrong, case-insensitive via lower().
-        const needle = f.search.toLowerCase();
-        q = isPostgres(db)
-          ? q.where(sql<boolean>`(strpos(lower(name), ${needle}) > 0 or strpos(lower(subject), ${needle}) > 0)`)
-          : q.where(sql<boolean>`(instr(lower(name), ${needle}) > 0 or instr(lower(subject), ${needle}) > 0)`);
-      }
+      if (f.search) q = q.where(containsIgnoringCase(db, ['name', 'subject'], f.search));
       const [rows, total] = await Promise.all([
         q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
         q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
