@@ -1,26 +1,13 @@
 import test from 'ava';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
-import { fileURLToPath } from 'node:url';
-import { startTestApp, storeEnvOf } from '../helpers/test-app.js';
-import { acceptAudit, refuseAudit } from '../helpers/refuse-audit.js';
+import { acceptAudit, appWithCli, refuseAudit } from '../helpers/refuse-audit.js';
 
 // `posthorn keys create|revoke --operator` and its audit entry commit together (docs/operations.md,
 // The audit log): when the store refuses the entry, the CLI fails and no key was made (or the key
 // is still there); a normal run stores both. Run on SQLite and, with POSTHORN_TEST_STORE=postgres,
 // on PostgreSQL (the CLI on the test app's database).
 
-const run = promisify(execFile);
-const BIN = fileURLToPath(new URL('../../../bin/posthorn', import.meta.url));
-
 test('keys create and revoke --operator: a refused audit entry fails the command and changes no key; normal runs change the key and are audited', async (t) => {
-  const app = await startTestApp();
-  t.teardown(async () => {
-    await acceptAudit(app.app);
-    await app.close();
-  });
-  const env = { PATH: process.env.PATH, POSTHORN_DNS_SERVERS: '127.0.0.1:9', ...(await storeEnvOf(app.dataDir)) };
-  const cli = (...args: string[]) => run(process.execPath, [BIN, ...args], { env });
+  const { app, cli } = await appWithCli(t);
   const keys = async () => (await app.app.services.operatorKeys.list()).map((k) => [k.id, k.name]);
   const entries = async () => (await app.app.services.audit.list(10)).entries.map((e) => [e.actor, e.action, e.target]);
 

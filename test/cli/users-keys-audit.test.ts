@@ -1,26 +1,13 @@
 import test from 'ava';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
-import { fileURLToPath } from 'node:url';
-import { startTestApp, storeEnvOf } from '../helpers/test-app.js';
-import { acceptAudit, refuseAudit } from '../helpers/refuse-audit.js';
+import { acceptAudit, appWithCli, refuseAudit } from '../helpers/refuse-audit.js';
 
 // The CLI's changes to console users, team API keys and teams are operator actions like its queue
 // and operator-key changes (docs/operations.md, The audit log): each commits with its `cli` audit
 // entry, and a refused entry fails the command with nothing changed. Run on SQLite and, with
 // POSTHORN_TEST_STORE=postgres, on PostgreSQL (the CLI on the test app's database).
 
-const run = promisify(execFile);
-const BIN = fileURLToPath(new URL('../../../bin/posthorn', import.meta.url));
-
 async function setUp(t: import('ava').ExecutionContext) {
-  const app = await startTestApp();
-  t.teardown(async () => {
-    await acceptAudit(app.app);
-    await app.close();
-  });
-  const env = { PATH: process.env.PATH, POSTHORN_DNS_SERVERS: '127.0.0.1:9', ...(await storeEnvOf(app.dataDir)) };
-  const cli = (...args: string[]) => run(process.execPath, [BIN, ...args], { env });
+  const { app, cli } = await appWithCli(t);
   const entries = async () => (await app.app.services.audit.list(20)).entries.reverse().map((e) => [e.actor, e.action, e.target]);
   return { app, cli, entries };
 }

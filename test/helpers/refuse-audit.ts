@@ -1,5 +1,10 @@
+import type { ExecutionContext } from 'ava';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import type { App } from '../../src/app.js';
+import { startTestApp, storeEnvOf } from './test-app.js';
 
 /*
  * A store that refuses operator audit entries, as a full disk or a lost connection would: a
@@ -26,4 +31,21 @@ export async function refuseAudit(app: App, pattern = '%'): Promise<void> {
 
 export async function acceptAudit(app: App): Promise<void> {
   await sql.raw(app.store.kind === 'postgres' ? 'drop trigger if exists refuse_audit on operator_audit' : 'drop trigger if exists refuse_audit').execute(app.store.db);
+}
+
+const BIN = fileURLToPath(new URL('../../../bin/posthorn', import.meta.url));
+
+/**
+ * A test app and `bin/posthorn` run against its store (SQLite, or the test's PostgreSQL), for
+ * CLI actions audited as `cli`; the audit is accepted again before the app closes.
+ */
+export async function appWithCli(t: ExecutionContext) {
+  const app = await startTestApp();
+  t.teardown(async () => {
+    await acceptAudit(app.app);
+    await app.close();
+  });
+  const env = { PATH: process.env.PATH, POSTHORN_DNS_SERVERS: '127.0.0.1:9', ...(await storeEnvOf(app.dataDir)) };
+  const cli = (...args: string[]) => promisify(execFile)(process.execPath, [BIN, ...args], { env });
+  return { app, cli };
 }
