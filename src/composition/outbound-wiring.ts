@@ -127,7 +127,16 @@ export function wireOutbound(deps: OutboundDeps) {
       ? undefined
       : createTransportPolicy({
         mtaSts: config.outbound.mtaSts.enabled
-          ? createMtaStsResolver({ resolver, clock, logger, store: stsPolicies, httpsPort: config.outbound.mtaSts.httpsPort, ca: httpsCa, fetchTimeoutMs: config.outbound.mtaSts.fetchTimeoutMs })
+          ? createMtaStsResolver({
+              resolver,
+              clock,
+              logger,
+              store: stsPolicies,
+              httpsPort: config.outbound.mtaSts.httpsPort,
+              ca: httpsCa,
+              fetchTimeoutMs: config.outbound.mtaSts.fetchTimeoutMs,
+              allowPrivate: config.outbound.mtaSts.allowPrivate,
+            })
           : undefined,
         dane: config.outbound.dane.enabled ? createTlsaLookup(resolver, clock) : undefined,
       });

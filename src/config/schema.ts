@@ -346,6 +346,9 @@ export const configSchema = z
             }),
             httpsPort: key(port.min(1).default(443), { doc: 'Port of the HTTPS server policies are fetched from (https://mta-sts.<domain>/.well-known/mta-sts.txt); only tests change it.' }),
             fetchTimeoutMs: key(timeoutMs(120_000).default(20_000), { doc: 'Timeout of one policy fetch (DNS, connect, TLS and body), in milliseconds.' }),
+            allowPrivate: key(z.boolean().default(false), {
+              doc: 'Fetch policies from mta-sts.<domain> hosts that resolve to private, loopback or link-local addresses (refused by default: the recipient domain chooses that name).',
+            }),
           },
           'MTA-STS: recipient domains that require TLS to listed MX hosts.',
         ),

@@ -67,6 +67,17 @@ test.serial('a remote server refused the recipient: SENT (the server took part) 
   }
 });
 
+test.serial('a message larger than the SIZE the server announced: refused before MAIL FROM, so BOUNCED without SENT', async (t) => {
+  // RFC 1870: with SIZE in the EHLO reply the client does not even offer a larger message; no
+  // mail transaction began, so the server did not take part in one.
+  const small = await w.startSecondSink('small.example', { size: 100 });
+  const id = await send('x@small.example');
+  t.deepEqual(await statusesOf(id), ['QUEUED', 'BOUNCED']);
+  t.is(small.messages.length, 0);
+  await w.t0.app.webhookDispatcher.whenIdle();
+  t.false(receiver.calls.some((c) => c.json.type === 'email.sent' && c.json.data.id === id), 'no email.sent webhook');
+});
+
 test.serial('delivered: QUEUED -> SENT -> DELIVERED', async (t) => {
   t.deepEqual(await statusesOf(await send('fine@example.net')), ['QUEUED', 'SENT', 'DELIVERED']);
 });

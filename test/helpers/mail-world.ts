@@ -26,7 +26,7 @@ export interface MailWorld {
    * Another MX on 127.0.0.N (N = 2, 3, ...) with the same port (the outbound port is global)
    * and the same trusted certificate, serving `domain` (its MX host is mxN.sink.test).
    */
-  startSecondSink(domain: string, behaviour?: Partial<SinkBehaviour>): Promise<SmtpSink>;
+  startSecondSink(domain: string, behaviour?: Partial<SinkBehaviour> & { size?: number }): Promise<SmtpSink>;
   /** Waits until the engine has nothing in flight and nothing due, and the after-commit handlers of what it recorded have run. */
   settle(): Promise<void>;
   /** Verifies the DKIM signature of a raw message against the test zone; returns mailauth's status. */
@@ -99,7 +99,7 @@ export async function startMailWorld(opts: { clock?: Clock; sink?: Partial<SinkB
       t0 = await startTestApp({ zone, clock: opts.clock, dataDir, overrides: baseOverrides(extra), logger: opts.logger });
       (t0 as { key: string }).key = key;
     },
-    async startSecondSink(domain: string, behaviour?: Partial<SinkBehaviour>) {
+    async startSecondSink(domain: string, behaviour?: Partial<SinkBehaviour> & { size?: number }) {
       // Each extra sink gets its own loopback address, so pooled connections to one are never
       // reused for another.
       const n = extraSinks.length + 2;

@@ -27,6 +27,8 @@ export interface PolicyServer {
   /** Every GET of a policy, in order: the Host it asked for. */
   readonly fetches: string[];
   readonly posts: ReceivedPost[];
+  /** TCP connections accepted so far (a refused destination must not even connect). */
+  connectionCount(): number;
   /** Serves `policy` for https://mta-sts.<domain>/.well-known/mta-sts.txt; a string is text/plain with 200. */
   setPolicy(domain: string, policy: string | PolicyResponse): void;
   removePolicy(domain: string): void;
@@ -66,6 +68,8 @@ export async function startPolicyServer(tls: { key: string; cert: string }): Pro
       res.writeHead(policy.status ?? 200, { 'content-type': policy.contentType ?? 'text/plain', ...(policy.location ? { location: policy.location } : {}) }).end(policy.body);
     });
   });
+  let connections = 0;
+  server.on('connection', () => connections++);
   server.on('tlsClientError', () => {
     // A client refusing our certificate is what some tests are about.
   });
@@ -75,6 +79,7 @@ export async function startPolicyServer(tls: { key: string; cert: string }): Pro
     port,
     fetches,
     posts,
+    connectionCount: () => connections,
     setPolicy(domain, policy) {
       policies.set(domain.toLowerCase(), typeof policy === 'string' ? { body: policy } : policy);
     },

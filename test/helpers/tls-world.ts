@@ -102,7 +102,7 @@ export async function startTlsWorld(opts: { clock?: Clock; policyDomains: string
       signingWorkers: 1,
       ...(opts.overrides?.outbound ?? {}),
       ...(extra?.outbound ?? {}),
-      mtaSts: { httpsPort: policy.port, fetchTimeoutMs: 3000, ...(opts.overrides?.outbound?.mtaSts ?? {}) },
+      mtaSts: { httpsPort: policy.port, fetchTimeoutMs: 3000, allowPrivate: true, ...(opts.overrides?.outbound?.mtaSts ?? {}) },
       tlsReports: { allowPrivate: true, ...(opts.overrides?.outbound?.tlsReports ?? {}) },
     },
   });

@@ -170,12 +170,21 @@ async function lookupAll(resolver: DnsResolver, host: string): Promise<{ address
   throw new WebhookUrlError('unresolvable', `the host ${host} does not resolve to any address`);
 }
 
+/** Who is refused, and the setting that allows it, for the refusal message. */
+const WEBHOOK_REFUSAL = { what: 'webhooks', allowedBy: 'POSTHORN_WEBHOOKS_ALLOW_PRIVATE' };
+
 /**
  * Resolves the URL's host through our resolver (never the system's) and checks every
  * address. Returns the address to connect to (IPv4 first). With allowPrivate the range
- * check is skipped, for installs whose receivers live on the local network.
+ * check is skipped, for installs whose receivers live on the local network. Also used for the
+ * other URLs outsiders choose: TLS report targets and MTA-STS policy hosts.
  */
-export async function resolveWebhookTarget(raw: string, resolver: DnsResolver, allowPrivate: boolean): Promise<PinnedTarget> {
+export async function resolveWebhookTarget(
+  raw: string,
+  resolver: DnsResolver,
+  allowPrivate: boolean,
+  refusal: { what: string; allowedBy: string } = WEBHOOK_REFUSAL,
+): Promise<PinnedTarget> {
   const url = parseWebhookUrl(raw);
   const hostname = unbracket(url.hostname).toLowerCase().replace(/\.$/, '');
   let addresses: { address: string; family: 4 | 6 }[];
@@ -195,7 +204,7 @@ export async function resolveWebhookTarget(raw: string, resolver: DnsResolver, a
         const via = a.address === hostname ? '' : ` (${hostname} resolves to ${a.address})`;
         throw new WebhookUrlError(
           'private',
-          `${a.address} is ${reason}${via}; webhooks may not target private, loopback or link-local addresses (an operator can allow them with POSTHORN_WEBHOOKS_ALLOW_PRIVATE)`,
+          `${a.address} is ${reason}${via}; ${refusal.what} may not target private, loopback or link-local addresses (an operator can allow them with ${refusal.allowedBy})`,
         );
       }
     }

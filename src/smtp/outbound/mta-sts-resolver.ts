@@ -16,6 +16,7 @@ import type { Clock } from '../../lib/clock.js';
 import { DnsError, type DnsResolver } from '../../lib/dns/dns-client.js';
 import type { Logger } from '../../lib/logger.js';
 import type { StoredStsPolicy } from '../../core/tls-reports/sts-policy-cache.js';
+import { resolveWebhookTarget, WebhookUrlError } from '../../core/webhooks/url-policy.js';
 import { HttpsRequestError, httpsRequest } from './https-client.js';
 import { parseStsPolicy, parseStsTxt, StsPolicyError, type StsPolicy } from './mta-sts-policy.js';
 import { TtlCache } from './ttl-cache.js';
@@ -50,6 +51,8 @@ export interface MtaStsResolverOptions {
   /** From httpsCaList(): the system CAs plus outbound.caFile. */
   ca?: (string | Buffer)[];
   fetchTimeoutMs: number;
+  /** Fetch from policy hosts on private, loopback or link-local addresses (tests; local networks). */
+  allowPrivate: boolean;
 }
 
 /** §3.3 suggests bounding the body; a real policy is a few hundred bytes. */
@@ -62,6 +65,7 @@ const MAX_TXT_TTL_SECONDS = 24 * 3600;
 /** A failed fetch is not tried again before this (per domain and TXT id). */
 const FETCH_RETRY_MS = 5 * 60_000;
 const MS_PER_SECOND = 1000;
+const STS_REFUSAL = { what: 'MTA-STS policy hosts', allowedBy: 'outbound.mtaSts.allowPrivate' };
 
 type TxtState = { id: string } | 'none' | 'temporary';
 
@@ -106,19 +110,14 @@ export function createMtaStsResolver(opts: MtaStsResolverOptions): MtaStsResolve
     return p && p.expiresAtMs > opts.clock.nowMs() ? p : null;
   }
 
-  async function resolveAddress(host: string): Promise<string> {
-    const [v4, v6] = await Promise.allSettled([opts.resolver.resolve4(host), opts.resolver.resolve6(host)]);
-    for (const a of [v4, v6]) if (a.status === 'fulfilled' && a.value.records.length) return a.value.records[0]!;
-    const why = [v4, v6].map((a) => (a.status === 'rejected' ? (a.reason as Error).message : 'no records')).join('; ');
-    throw new HttpsRequestError('network', `cannot resolve ${host}: ${why}`);
-  }
-
   /** Fetches and parses the policy: the policy, or the problem (RFC 8460 result types). */
   async function fetchPolicy(domain: string): Promise<StsPolicy | StsProblem> {
     const host = `mta-sts.${domain}`;
+    const url = new URL(`https://${host}${opts.httpsPort === 443 ? '' : `:${opts.httpsPort}`}${WELL_KNOWN_PATH}`);
     try {
-      const address = await resolveAddress(host);
-      const url = new URL(`https://${host}${opts.httpsPort === 443 ? '' : `:${opts.httpsPort}`}${WELL_KNOWN_PATH}`);
+      // The recipient domain chooses where mta-sts.<domain> points: every address is checked like
+      // a webhook's (no loopback, private or link-local, so no SSRF) and the connection pinned to it.
+      const { address } = await resolveWebhookTarget(url.href, opts.resolver, opts.allowPrivate, STS_REFUSAL);
       const res = await httpsRequest({ method: 'GET', url, address, timeoutMs: opts.fetchTimeoutMs, maxBodyBytes: MAX_POLICY_BYTES, ...(opts.ca ? { ca: opts.ca } : {}) });
       // §3.3: redirects are not followed; anything but 200 is a failed fetch.
       if (res.status !== 200) return { result: 'sts-policy-fetch-error', detail: `${url.href} answered HTTP ${res.status}` };
@@ -126,6 +125,11 @@ export function createMtaStsResolver(opts: MtaStsResolverOptions): MtaStsResolve
       return parseStsPolicy(res.body.toString('utf8'));
     } catch (err) {
       if (err instanceof StsPolicyError) return { result: 'sts-policy-invalid', detail: `the policy of ${domain} is invalid: ${err.message}` };
+      if (err instanceof WebhookUrlError && err.problem === 'private') {
+        // §5.1 treats an unreachable policy host as no fresh policy: a fetch error like any other.
+        log.warn({ domain, host, detail: err.message }, 'MTA-STS policy host is on a private address: not fetched');
+        return { result: 'sts-policy-fetch-error', detail: `the policy host of ${domain} was refused: ${err.message}` };
+      }
       if (err instanceof HttpsRequestError && err.kind === 'tls') return { result: 'sts-webpki-invalid', detail: `the certificate of ${host} is not valid: ${err.message}` };
       return { result: 'sts-policy-fetch-error', detail: `fetching the policy of ${domain} failed: ${(err as Error).message}` };
     }

@@ -131,7 +131,7 @@ export interface TransactionResult {
    * as the policy demands, AUTH at a relay) and MAIL FROM was sent. Whatever the replies, the
    * remote server took part; this is what makes an email SENT (architecture.md, Decisions:
    * email status). False when nothing got that far (no session, or every recipient refused
-   * locally before MAIL FROM).
+   * locally before MAIL FROM, or the message larger than the SIZE the server announced).
    */
   transactionStarted?: boolean;
   /** The message went over TLS. */

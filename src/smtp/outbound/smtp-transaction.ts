@@ -223,5 +223,15 @@ export async function transact(ctx: TransactionContext, pc: PooledConnection, re
     (err.command === 'MAIL FROM'
       ? mailFromTemporary
       : [...rejected.values()].every((e) => e.responseCode === 421) && (sessionGone || err.responseCode === 421));
-  return { byRecipient: results, ...(dropped ? { dropped } : {}), untouched, accepted: !err && !sessionGone && accepted.size > 0, hostFailure, started: true };
+  // nodemailer's own SIZE check refuses before MAIL FROM is written: no transaction began, so
+  // the server took no part in one (no SENT; docs/outbound.md, Events: SENT).
+  const refusedBySize = err?.command === 'MAIL FROM' && err.responseCode === undefined && err.code === 'EMESSAGE';
+  return {
+    byRecipient: results,
+    ...(dropped ? { dropped } : {}),
+    untouched,
+    accepted: !err && !sessionGone && accepted.size > 0,
+    hostFailure,
+    started: !refusedBySize,
+  };
 }

@@ -121,7 +121,10 @@ export function createTlsReportSender(opts: TlsReportSenderOptions) {
 
   async function post(target: string, gz: Buffer): Promise<TlsReportOutcome> {
     try {
-      const pinned = await resolveWebhookTarget(target, opts.resolver, opts.https.allowPrivate);
+      const pinned = await resolveWebhookTarget(target, opts.resolver, opts.https.allowPrivate, {
+        what: 'TLS report targets',
+        allowedBy: 'outbound.tlsReports.allowPrivate',
+      });
       const res = await httpsRequest({
         method: 'POST',
         url: pinned.url,

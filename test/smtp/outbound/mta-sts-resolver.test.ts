@@ -14,7 +14,7 @@ import { startDnsZone, type DnsZone } from '../../helpers/dns-zone.js';
 import { startPolicyServer, stsPolicyText, type PolicyServer } from '../../helpers/policy-server.js';
 import { createTestCa, selfSignedLeaf, type TestCa } from '../../helpers/test-ca.js';
 
-const DOMAINS = ['a.test', 'b.test', 'c.test', 'd.test', 'e.test', 'f.test', 'g.test', 'h.test'];
+const DOMAINS = ['a.test', 'b.test', 'c.test', 'd.test', 'e.test', 'f.test', 'g.test', 'h.test', 'i.test'];
 let zone: DnsZone;
 let ca: TestCa;
 let server: PolicyServer;
@@ -30,7 +30,7 @@ test.after.always(async () => {
   await zone?.close();
 });
 
-function resolverFor(opts: { clock?: ManualClock; store?: Map<string, StoredStsPolicy>; port?: number; trusted?: boolean } = {}) {
+function resolverFor(opts: { clock?: ManualClock; store?: Map<string, StoredStsPolicy>; port?: number; trusted?: boolean; allowPrivate?: boolean } = {}) {
   const clock = opts.clock ?? new ManualClock();
   const store = opts.store ?? new Map<string, StoredStsPolicy>();
   const sts = createMtaStsResolver({
@@ -41,6 +41,8 @@ function resolverFor(opts: { clock?: ManualClock; store?: Map<string, StoredStsP
     httpsPort: opts.port ?? server.port,
     ...(opts.trusted === false ? {} : { ca: httpsCaList(ca.pem) }),
     fetchTimeoutMs: 2000,
+    // The policy server listens on loopback; the refusal itself has its own test.
+    allowPrivate: opts.allowPrivate ?? true,
   });
   return { sts, clock, store };
 }
@@ -151,4 +153,22 @@ test.serial('a policy host whose certificate we cannot validate is sts-webpki-in
   const viaRogue = resolverFor({ port: rogue.port });
   t.is((await viaRogue.sts.lookup('h.test')).problem?.result, 'sts-webpki-invalid');
   t.is(rogue.fetches.length, 0, 'nothing was asked over an unvalidated connection');
+});
+
+test.serial('a policy host on a private address is not fetched (SSRF): a failed fetch, and no connection', async (t) => {
+  // Whoever controls the recipient domain controls mta-sts.<domain>: pointed at loopback (or the
+  // LAN, or 169.254.169.254) it must not make us open connections there.
+  zone.set('_mta-sts.i.test', 'TXT', ['v=STSv1; id=1;']);
+  server.setPolicy('i.test', stsPolicyText('enforce', ['mx.i.test']));
+  const before = server.connectionCount();
+  const { sts } = resolverFor({ allowPrivate: false });
+  const res = await sts.lookup('i.test');
+  t.is(res.policy, undefined);
+  t.is(res.problem?.result, 'sts-policy-fetch-error');
+  t.regex(res.problem?.detail ?? '', /mta-sts\.i\.test resolves to 127\.0\.0\.1.*loopback/);
+  t.is(server.connectionCount(), before, 'the policy server saw no connection');
+  t.is(fetchesOf('i.test'), 0);
+  // With the switch on (as for a policy host on the local network) the same policy is fetched.
+  const allowed = resolverFor({ allowPrivate: true });
+  t.like((await allowed.sts.lookup('i.test')).policy, { mode: 'enforce', mx: ['mx.i.test'] });
 });

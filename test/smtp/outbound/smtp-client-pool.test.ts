@@ -337,6 +337,8 @@ test('the SIZE the server announces is respected before sending (RFC 1870)', asy
   t.falsy(res.hostFailure);
   t.regex(res.recipients[0]!.reason ?? '', /size|message/i);
   t.is(sink.messages.length, 0);
+  // Refused by the client before MAIL FROM: no transaction began (no SENT for the email).
+  t.false(res.transactionStarted);
 });
 
 /** A message of about `bytes`, with dot lines and a body that does not end in CRLF. */
