@@ -69,6 +69,13 @@ export function plainIssueMessage(issue: Issue): string | undefined {
       if (issue.input === undefined) return 'is required';
       return 'is not valid';
     }
+    case 'invalid_key': {
+      // A record's key (a property or header name): the path ends with it, so say it is the name
+      // that is wrong, with the key schema's own words (already worded by this map or the schema).
+      const inner = issue.issues[0]?.message;
+      if (!inner) return 'the name is not valid';
+      return /^(must|is) /.test(inner) ? `the name ${inner}` : `the name is not valid: ${inner}`;
+    }
     default:
       return issue.input === undefined ? 'is required' : 'is not valid';
   }

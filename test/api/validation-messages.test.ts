@@ -30,6 +30,10 @@ const cases: [string, string, unknown, string][] = [
   ['POST', '/v1/campaigns', { name: 'x', from: 'a@b.example', subject: 's', contactBookId: 'cb_1', html: '<p>x</p>', batchSize: 0 }, 'batchSize: must be at least 1'],
   ['POST', '/v1/campaigns', { name: 'x', from: 'a@b.example', subject: 's', contactBookId: 'cb_1', html: '<p>x</p>', batchSize: 1.5 }, 'batchSize: must be an integer'],
   ['POST', '/v1/suppressions', {}, 'email: is required'],
+  // A record's key (a property or header name) is named as the name, with the schema's own words.
+  ['POST', '/v1/contactBooks/cb_none/contacts', { email: 'a@b.example', properties: { 'bad key!': 'x' } }, 'properties.bad key!: the name is not valid: property names are 1-64 characters of A-Z, a-z, 0-9, _ and -'],
+  ['POST', '/v1/contactBooks', { name: 'b', properties: { ['k'.repeat(101)]: 'x' } }, `properties.${'k'.repeat(101)}: the name must be at most 100 characters`],
+  ['POST', '/v1/emails', { from: 'a@b.example', to: 'c@d.example', subject: 's', text: 't', headers: { '': 'x' } }, 'headers.: the name must not be empty'],
 ];
 
 for (const [method, path, body, message] of cases) {

@@ -121,3 +121,27 @@ test.serial("a campaign contact whose personalised message cannot be written is 
   await w.settle();
   t.is((await w.t0.request('GET', '/v1/emails?limit=100')).body.data.filter((x: any) => x.to === 'render1@example.net').length, 1);
 });
+
+// Last in the file: it stops the engine to play its part by hand.
+test.serial('a delivery this node is still attempting is not REJECTED by a claim that took it again (its lease ran out): the attempt records its outcome', async (t) => {
+  await w.t0.app.engine.stop();
+  const domain = await addVerifiedDomain(w.t0, 'inflight.dev');
+  const id = await send('news@inflight.dev', 'inflight@example.net');
+  const svc = w.t0.app.services.deliveries;
+  // The engine claims it and starts the attempt.
+  const [group] = (await svc.claim(10)).filter((g) => g.email.id === id);
+  t.truthy(group);
+  const attempting = new Set(group!.deliveries.map((d) => d.id));
+  // Meanwhile the domain loses its verification, and the lease runs out (the renewal failed): the sweep frees the row.
+  const dkim = domain.dnsRecords.find((r: any) => r.type === 'TXT' && r.name.includes('_domainkey'));
+  w.zone.remove(dkim.name);
+  t.is((await w.t0.request('PUT', `/v1/domains/${domain.id}/verify`)).status, 200);
+  await w.t0.app.store.db.updateTable('deliveries').set({ lease_owner: null, lease_until: null }).where('id', 'in', [...attempting]).execute();
+  // The next claim takes the row again; the engine drops what is in flight from it, so the claim must not close it.
+  await svc.claim(10, [], attempting);
+  // The attempt that was on the wire ends: delivered.
+  await svc.complete(group!, new Date(clock.nowMs()), group!.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'delivered' as const, code: 250, response: '250 2.0.0 OK' })));
+  const e = await get(id);
+  t.is(e.latestStatus, 'DELIVERED');
+  t.false(e.emailEvents.some((x: any) => x.status === 'REJECTED'));
+});

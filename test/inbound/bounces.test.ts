@@ -210,3 +210,15 @@ test.serial('a DSN naming an address the email was not sent to suppresses nobody
   const rows = await deliveryRows(email.id);
   t.true(rows.every((r) => r.state === 'delivered'));
 });
+
+test.serial('a DSN to the upper-cased return path of mail to an internationalised domain finds the transaction by its tag', async (t) => {
+  w.addRecipientDomain('xn--bcher-kva.example');
+  const email = await sendAndDeliver(w, { to: 'Kunde@Bücher.example', subject: 'IDN bounce' });
+  const upper = email.returnPath.toUpperCase();
+  const dsn = fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: upper, RECIPIENT: 'kunde@xn--bcher-kva.example', ORIGINAL: email.raw.toString() });
+  const res = await smtpSend({ port: inboundPort, from: '', to: [upper], raw: dsn });
+  t.true(res.ok, res.response);
+  const got = await w.t0.request('GET', `/v1/emails/${email.id}`);
+  t.is(got.body.latestStatus, 'BOUNCED');
+  t.is((await deliveryRows(email.id))[0]!.state, 'bounced');
+});

@@ -222,13 +222,18 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
     return undefined;
   }
 
-  /** Closes the deliveries of groups whose domain may not send (refusalOf) as REJECTED; returns the rest. */
-  async function rejectUnsendable(groups: DeliveryGroup[]): Promise<DeliveryGroup[]> {
+  /**
+   * Closes the deliveries of groups whose domain may not send (refusalOf) as REJECTED; returns the rest. Rows still
+   * being attempted here (lease ran out, taken again) are left to the engine: closing them would drop the attempt's outcome.
+   */
+  async function rejectUnsendable(groups: DeliveryGroup[], attempting: ReadonlySet<number>): Promise<DeliveryGroup[]> {
     const kept: DeliveryGroup[] = [];
     for (const g of groups) {
       const reason = refusalOf(g);
-      if (reason === undefined) kept.push(g);
-      else await service.complete(g, null, g.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'rejected' as const, response: reason })));
+      const refused = reason === undefined ? [] : g.deliveries.filter((d) => !attempting.has(d.id));
+      const rest = refused.length ? g.deliveries.filter((d) => attempting.has(d.id)) : g.deliveries;
+      if (rest.length) kept.push(rest === g.deliveries ? g : { ...g, deliveries: rest });
+      if (refused.length) await service.complete({ ...g, deliveries: refused }, null, refused.map((d) => ({ deliveryId: d.id, outcome: 'rejected' as const, response: reason! })));
     }
     return kept;
   }
@@ -470,7 +475,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
           groups.push({ email, domain, rcptDomain: first.rcpt_domain, deliveries: list.slice(i, i + MAX_RCPTS_PER_TRANSACTION), egressPool });
         }
       }
-      return dropSuppressed(await rejectUnsendable(groups));
+      return dropSuppressed(await rejectUnsendable(groups, attempting));
     },
 
     /** The leases of deliveries still being attempted, renewed when due (for an engine that is not claiming: claim() does it). */
