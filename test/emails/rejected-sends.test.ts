@@ -145,3 +145,21 @@ test.serial('a delivery this node is still attempting is not REJECTED by a claim
   t.is(e.latestStatus, 'DELIVERED');
   t.false(e.emailEvents.some((x: any) => x.status === 'REJECTED'));
 });
+
+test.serial('a delivery this node is still attempting is not SUPPRESSED by a claim that took it again (its lease ran out): the attempt records its outcome', async (t) => {
+  await w.t0.app.engine.stop();
+  await addVerifiedDomain(w.t0, 'inflight-sup.dev');
+  const id = await send('news@inflight-sup.dev', 'late-suppressed@example.net');
+  const svc = w.t0.app.services.deliveries;
+  const [group] = (await svc.claim(10)).filter((g) => g.email.id === id);
+  t.truthy(group);
+  const attempting = new Set(group!.deliveries.map((d) => d.id));
+  // Meanwhile the recipient is suppressed, and the lease runs out (the renewal failed): the sweep frees the row.
+  t.is((await w.t0.request('POST', '/v1/suppressions', { body: { email: 'late-suppressed@example.net' } })).status, 200);
+  await w.t0.app.store.db.updateTable('deliveries').set({ lease_owner: null, lease_until: null }).where('id', 'in', [...attempting]).execute();
+  await svc.claim(10, [], attempting);
+  await svc.complete(group!, new Date(clock.nowMs()), group!.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'delivered' as const, code: 250, response: '250 2.0.0 OK' })));
+  const e = await get(id);
+  t.is(e.latestStatus, 'DELIVERED');
+  t.false(e.emailEvents.some((x: any) => x.status === 'SUPPRESSED'));
+});

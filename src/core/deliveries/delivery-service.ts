@@ -148,7 +148,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
    * nothing was attempted yet, the whole email is SUPPRESSED (cc and bcc included), as it would
    * have been at acceptance. Returns the groups left to send.
    */
-  async function dropSuppressed(groups: DeliveryGroup[]): Promise<DeliveryGroup[]> {
+  async function dropSuppressed(groups: DeliveryGroup[], attempting: ReadonlySet<number>): Promise<DeliveryGroup[]> {
     const sentRank = statusRank('SENT');
     // The To addresses of an email not attempted yet whose cc/bcc rows are in this claim: its
     // To rows may not be (due later, or their destination was busy and skipped), and a cc must
@@ -193,7 +193,12 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         else whole = toKeysOf.has(g.email.id) ? everyKnownToSuppressed : await everyToSuppressed(g.email);
         emailSuppressed.set(g.email.id, whole);
       }
-      const drop = whole ? g.deliveries : g.deliveries.filter((d) => isSuppressed(addressKey(d.recipient)));
+      // Rows still attempted here (lease ran out, taken again) are the engine's: closing them would drop the attempt's outcome.
+      const drop = (whole ? g.deliveries : g.deliveries.filter((d) => isSuppressed(addressKey(d.recipient)))).filter((d) => !attempting.has(d.id));
+      if (!drop.length) {
+        kept.push(g);
+        continue;
+      }
       const rest = g.deliveries.filter((d) => !drop.includes(d));
       await service.complete(
         { ...g, deliveries: drop },
@@ -211,10 +216,9 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
   }
 
   /**
-   * Why Posthorn will not send a group's mail from its domain now, or undefined. The domain is
-   * checked again when a delivery is due, as at acceptance: mail accepted (or scheduled) while
-   * its domain was verified must not go out once the domain is deleted or its records are gone
-   * (unsigned, or signed with a key nobody publishes any more). Not a retry: REJECTED.
+   * Why Posthorn will not send a group's mail from its domain now, or undefined: checked again when
+   * due, as at acceptance, so mail does not go out once its domain is deleted or its records are
+   * gone (unsigned, or signed with a key nobody publishes any more). Not a retry: REJECTED.
    */
   function refusalOf(g: DeliveryGroup): string | undefined {
     if (!g.domain) return 'the sending domain was deleted before delivery';
@@ -222,10 +226,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
     return undefined;
   }
 
-  /**
-   * Closes the deliveries of groups whose domain may not send (refusalOf) as REJECTED; returns the rest. Rows still
-   * being attempted here (lease ran out, taken again) are left to the engine: closing them would drop the attempt's outcome.
-   */
+  /** Closes the deliveries of groups whose domain may not send (refusalOf) as REJECTED, except rows still attempted here; returns the rest. */
   async function rejectUnsendable(groups: DeliveryGroup[], attempting: ReadonlySet<number>): Promise<DeliveryGroup[]> {
     const kept: DeliveryGroup[] = [];
     for (const g of groups) {
@@ -475,7 +476,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
           groups.push({ email, domain, rcptDomain: first.rcpt_domain, deliveries: list.slice(i, i + MAX_RCPTS_PER_TRANSACTION), egressPool });
         }
       }
-      return dropSuppressed(await rejectUnsendable(groups, attempting));
+      return dropSuppressed(await rejectUnsendable(groups, attempting), attempting);
     },
 
     /** The leases of deliveries still being attempted, renewed when due (for an engine that is not claiming: claim() does it). */
