@@ -1,4 +1,4 @@
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
@@ -122,44 +122,41 @@ test.serial("a campaign contact whose personalised message cannot be written is 
   t.is((await w.t0.request('GET', '/v1/emails?limit=100')).body.data.filter((x: any) => x.to === 'render1@example.net').length, 1);
 });
 
-// Last in the file: it stops the engine to play its part by hand.
-test.serial('a delivery this node is still attempting is not REJECTED by a claim that took it again (its lease ran out): the attempt records its outcome', async (t) => {
+/**
+ * The engine claims a delivery and starts its attempt; `meanwhile` changes something a claim
+ * acts on, and the lease runs out (the renewal failed, the sweep freed the row); the next claim
+ * takes the row again (the engine drops what is in flight from it) and must not close it: the
+ * attempt on the wire ends delivered, and that is what the email shows.
+ */
+async function retakenInFlight(t: ExecutionContext, domainName: string, to: string, meanwhile: (domain: any) => Promise<void>, notStatus: string): Promise<void> {
   await w.t0.app.engine.stop();
-  const domain = await addVerifiedDomain(w.t0, 'inflight.dev');
-  const id = await send('news@inflight.dev', 'inflight@example.net');
+  const domain = await addVerifiedDomain(w.t0, domainName);
+  const id = await send(`news@${domainName}`, to);
   const svc = w.t0.app.services.deliveries;
-  // The engine claims it and starts the attempt.
   const [group] = (await svc.claim(10)).filter((g) => g.email.id === id);
   t.truthy(group);
   const attempting = new Set(group!.deliveries.map((d) => d.id));
-  // Meanwhile the domain loses its verification, and the lease runs out (the renewal failed): the sweep frees the row.
-  const dkim = domain.dnsRecords.find((r: any) => r.type === 'TXT' && r.name.includes('_domainkey'));
-  w.zone.remove(dkim.name);
-  t.is((await w.t0.request('PUT', `/v1/domains/${domain.id}/verify`)).status, 200);
+  await meanwhile(domain);
   await w.t0.app.store.db.updateTable('deliveries').set({ lease_owner: null, lease_until: null }).where('id', 'in', [...attempting]).execute();
-  // The next claim takes the row again; the engine drops what is in flight from it, so the claim must not close it.
   await svc.claim(10, [], attempting);
-  // The attempt that was on the wire ends: delivered.
   await svc.complete(group!, new Date(clock.nowMs()), group!.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'delivered' as const, code: 250, response: '250 2.0.0 OK' })));
   const e = await get(id);
   t.is(e.latestStatus, 'DELIVERED');
-  t.false(e.emailEvents.some((x: any) => x.status === 'REJECTED'));
+  t.false(e.emailEvents.some((x: any) => x.status === notStatus));
+}
+
+// Last in the file: they stop the engine to play its part by hand.
+test.serial('a delivery this node is still attempting is not REJECTED by a claim that took it again (its lease ran out): the attempt records its outcome', async (t) => {
+  await retakenInFlight(t, 'inflight.dev', 'inflight@example.net', async (domain) => {
+    // The domain loses its verification.
+    const dkim = domain.dnsRecords.find((r: any) => r.type === 'TXT' && r.name.includes('_domainkey'));
+    w.zone.remove(dkim.name);
+    t.is((await w.t0.request('PUT', `/v1/domains/${domain.id}/verify`)).status, 200);
+  }, 'REJECTED');
 });
 
 test.serial('a delivery this node is still attempting is not SUPPRESSED by a claim that took it again (its lease ran out): the attempt records its outcome', async (t) => {
-  await w.t0.app.engine.stop();
-  await addVerifiedDomain(w.t0, 'inflight-sup.dev');
-  const id = await send('news@inflight-sup.dev', 'late-suppressed@example.net');
-  const svc = w.t0.app.services.deliveries;
-  const [group] = (await svc.claim(10)).filter((g) => g.email.id === id);
-  t.truthy(group);
-  const attempting = new Set(group!.deliveries.map((d) => d.id));
-  // Meanwhile the recipient is suppressed, and the lease runs out (the renewal failed): the sweep frees the row.
-  t.is((await w.t0.request('POST', '/v1/suppressions', { body: { email: 'late-suppressed@example.net' } })).status, 200);
-  await w.t0.app.store.db.updateTable('deliveries').set({ lease_owner: null, lease_until: null }).where('id', 'in', [...attempting]).execute();
-  await svc.claim(10, [], attempting);
-  await svc.complete(group!, new Date(clock.nowMs()), group!.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'delivered' as const, code: 250, response: '250 2.0.0 OK' })));
-  const e = await get(id);
-  t.is(e.latestStatus, 'DELIVERED');
-  t.false(e.emailEvents.some((x: any) => x.status === 'SUPPRESSED'));
+  await retakenInFlight(t, 'inflight-sup.dev', 'late-suppressed@example.net', async () => {
+    t.is((await w.t0.request('POST', '/v1/suppressions', { body: { email: 'late-suppressed@example.net' } })).status, 200);
+  }, 'SUPPRESSED');
 });
