@@ -55,6 +55,8 @@ export function wireTransportSecurity(o: { config: Config; logger: Logger; resol
     organizationName: reportConfig.organizationName || config.hostname,
     contactInfo: reportConfig.contactInfo || `postmaster@${config.hostname}`,
     hostname: config.hostname,
+    // Report deliveries are leased like mail deliveries (kept while attempted).
+    leaseMs: config.outbound.leaseMs,
   });
   return {
     tlsCounter,

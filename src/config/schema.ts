@@ -328,7 +328,7 @@ export const configSchema = z
           env: 'POSTHORN_OUTBOUND_TRANSACTION_TIMEOUT_MS',
         }),
         leaseMs: key(z.number().int().min(1000).default(10 * 60_000), {
-          doc: 'How long a claimed delivery stays leased, in milliseconds (renewed every third of it while its attempt is under way); a delivery still leased when its owner died, or could not record the result, is claimed again after it.',
+          doc: 'How long a claimed delivery (of a message, or of a TLS report) stays leased, in milliseconds (renewed every third of it while its attempt is under way); a delivery still leased when its owner died, or could not record the result, is claimed again after it.',
         }),
         traces: section(
           {

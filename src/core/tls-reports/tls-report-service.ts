@@ -24,7 +24,12 @@ export interface TlsReportJob {
   /** The report JSON, the same bytes on every attempt and for every target. */
   reportJson: string;
   attempts: number;
+  /** When this claim's lease runs out: it names the claim (keepLease moves it on). */
+  leaseUntil: number;
 }
+
+/** What became of an attempt's outcome: recorded, or dropped because another claim took the delivery. */
+export type TlsReportRecord = 'sent' | 'retry' | 'failed' | 'taken';
 
 export type TlsReportOutcome = { ok: true } | { ok: false; permanent: boolean; error: string };
 
@@ -40,6 +45,8 @@ export interface TlsReportServiceDeps {
   contactInfo: string;
   /** Right-hand side of report ids. */
   hostname: string;
+  /** How long a claimed delivery stays leased (outbound.leaseMs); kept while it is attempted. */
+  leaseMs?: number;
 }
 
 /** Counts are reported for days up to this old (a server that was down catches up); older ones are dropped. */
@@ -48,7 +55,7 @@ const MAX_DAYS_BACK = 7;
 const KEEP_REPORTS_DAYS = 30;
 /** Minutes after each failed attempt; past the last step the delivery is given up. */
 const RETRY_MINUTES = [5, 30, 120, 360, 720];
-const LEASE_MS = 10 * 60_000;
+const DEFAULT_LEASE_MS = 10 * 60_000;
 const DAY_MS = 24 * 3_600_000;
 const MAX_ERROR_CHARS = 500;
 /** `_smtp._tls` lookups in flight at once: a sender to thousands of domains makes as many per day. */
@@ -56,6 +63,7 @@ const LOOKUP_CONCURRENCY = 8;
 
 export function createTlsReportService(deps: TlsReportServiceDeps) {
   const log = deps.logger.child({ component: 'tls-reports' });
+  const leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
 
   /** The domain's report targets; null when DNS could not say (try again next run). */
   async function targetsOf(domain: string): Promise<string[] | null> {
@@ -66,6 +74,23 @@ export function createTlsReportService(deps: TlsReportServiceDeps) {
       log.warn({ domain, err: (err as Error).message }, 'TLS-RPT record lookup failed; the report waits for the next run');
       return null;
     }
+  }
+
+  /**
+   * Claims due deliveries with a lease. Claim only what is attempted at once: a delivery
+   * claimed while another is attempted sits leased unattempted, and once its lease ran out
+   * another node's run would send it too.
+   */
+  async function claimDue(limit: number): Promise<TlsReportJob[]> {
+    const rows = await deps.repo.claimDue(deps.clock.nowMs(), leaseMs, limit);
+    // A delivery without its report has nothing to send: closed, so a claim of one is never empty-handed while others are due.
+    for (const r of rows.filter((r) => r.report_json === null)) {
+      await deps.repo.finishDelivery(r.id, r.lease_until!, { state: 'failed', attempts: r.attempts, nextAttemptAt: deps.clock.nowMs(), lastError: 'the report is gone', at: deps.clock.now().toISOString() });
+    }
+    const jobs = rows
+      .filter((r) => r.report_json !== null)
+      .map((r) => ({ id: r.id, policyDomain: r.policy_domain, day: r.day, target: r.target, reportId: r.report_id, reportJson: r.report_json!, attempts: r.attempts, leaseUntil: r.lease_until! }));
+    return jobs.length || !rows.length ? jobs : claimDue(limit);
   }
 
   return {
@@ -120,29 +145,50 @@ export function createTlsReportService(deps: TlsReportServiceDeps) {
       return { queued, withoutRua };
     },
 
-    async claimDue(limit: number): Promise<TlsReportJob[]> {
-      const rows = await deps.repo.claimDue(deps.clock.nowMs(), LEASE_MS, limit);
-      return rows
-        .filter((r) => r.report_json !== null)
-        .map((r) => ({ id: r.id, policyDomain: r.policy_domain, day: r.day, target: r.target, reportId: r.report_id, reportJson: r.report_json!, attempts: r.attempts }));
+    claimDue,
+
+    /**
+     * The attempt is still under way: its lease is extended (every third of a lease), so a
+     * report mail that takes longer than one (a slow MX, several tried in turn) is not taken by
+     * another node's run and sent twice. False when the claim was lost (another node took it).
+     */
+    async keepLease(job: TlsReportJob): Promise<boolean> {
+      const until = deps.clock.nowMs() + leaseMs;
+      if (!(await deps.repo.renewLease(job.id, job.leaseUntil, until))) return false;
+      job.leaseUntil = until;
+      return true;
     },
 
-    async recordAttempt(job: TlsReportJob, outcome: TlsReportOutcome): Promise<'sent' | 'retry' | 'failed'> {
+    /** Every how many ms keepLease should be called while an attempt is under way. */
+    renewEveryMs: Math.max(1, Math.floor(leaseMs / 3)),
+
+    /**
+     * Records the attempt's outcome, only while the delivery is still this claim's: an attempt
+     * that outlived its lease (the process stalled, the store was away for its renewals) and was
+     * taken by another node's claim leaves that node's result alone ('taken'); a retry recorded
+     * over its "sent" would send the report once more.
+     */
+    async recordAttempt(job: TlsReportJob, outcome: TlsReportOutcome): Promise<TlsReportRecord> {
       const attempts = job.attempts + 1;
       const at = deps.clock.now().toISOString();
+      const finish = async (change: Parameters<TlsReportsRepository['finishDelivery']>[2]): Promise<boolean> => {
+        if (await deps.repo.finishDelivery(job.id, job.leaseUntil, change)) return true;
+        log.warn({ domain: job.policyDomain, day: job.day, target: job.target, outcome: outcome.ok ? 'sent' : outcome.error }, 'TLS report delivery was taken over by another claim while attempted; its outcome is not recorded');
+        return false;
+      };
       if (outcome.ok) {
-        await deps.repo.finishDelivery(job.id, { state: 'sent', attempts, nextAttemptAt: deps.clock.nowMs(), lastError: null, at });
+        if (!(await finish({ state: 'sent', attempts, nextAttemptAt: deps.clock.nowMs(), lastError: null, at }))) return 'taken';
         log.info({ domain: job.policyDomain, day: job.day, target: job.target }, 'TLS report delivered');
         return 'sent';
       }
       const error = outcome.error.slice(0, MAX_ERROR_CHARS);
       const delay = RETRY_MINUTES[attempts - 1];
       if (outcome.permanent || delay === undefined) {
-        await deps.repo.finishDelivery(job.id, { state: 'failed', attempts, nextAttemptAt: deps.clock.nowMs(), lastError: error, at });
+        if (!(await finish({ state: 'failed', attempts, nextAttemptAt: deps.clock.nowMs(), lastError: error, at }))) return 'taken';
         log.warn({ domain: job.policyDomain, day: job.day, target: job.target, error }, 'TLS report delivery given up');
         return 'failed';
       }
-      await deps.repo.finishDelivery(job.id, { state: 'pending', attempts, nextAttemptAt: deps.clock.nowMs() + delay * 60_000, lastError: error, at });
+      if (!(await finish({ state: 'pending', attempts, nextAttemptAt: deps.clock.nowMs() + delay * 60_000, lastError: error, at }))) return 'taken';
       log.info({ domain: job.policyDomain, day: job.day, target: job.target, error, retryInMinutes: delay }, 'TLS report delivery failed; will retry');
       return 'retry';
     },

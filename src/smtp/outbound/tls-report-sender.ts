@@ -21,7 +21,7 @@ import { MxLookupError, type MxResolver } from './mx-resolver.js';
 import type { DeliveryTarget, SmtpClientPool } from './smtp-client-pool.js';
 
 export interface TlsReportSenderOptions {
-  reports: Pick<TlsReportService, 'claimDue' | 'recordAttempt'>;
+  reports: Pick<TlsReportService, 'claimDue' | 'recordAttempt' | 'keepLease' | 'renewEveryMs'>;
   pool: SmtpClientPool;
   mx: MxResolver;
   signer: DkimSigner;
@@ -38,7 +38,6 @@ export interface TlsReportSenderOptions {
 }
 
 const gzipAsync = promisify(gzip);
-const CLAIM_BATCH = 50;
 const MAX_TARGETS = 6;
 const MAX_RESPONSE_BYTES = 4096;
 const BASE64_LINE = 76;
@@ -143,24 +142,41 @@ export function createTlsReportSender(opts: TlsReportSenderOptions) {
     }
   }
 
+  /** Attempts one delivery, keeping its lease while the attempt goes on (a report mail can take minutes). */
+  async function attempt(job: TlsReportJob): Promise<TlsReportOutcome> {
+    let renewing: Promise<unknown> = Promise.resolve();
+    const timer = setInterval(() => {
+      renewing = renewing
+        .then(() => opts.reports.keepLease(job))
+        .then(
+          (kept) => kept || log.warn({ domain: job.policyDomain, target: job.target }, 'the lease of a TLS report delivery in progress was taken by another claim'),
+          (err: unknown) => log.warn({ err, domain: job.policyDomain, target: job.target }, 'renewing the lease of a TLS report delivery failed'),
+        );
+    }, opts.reports.renewEveryMs);
+    timer.unref();
+    try {
+      const gz = await gzipAsync(Buffer.from(job.reportJson, 'utf8'));
+      return job.target.startsWith('mailto:') ? await mail(job, job.target.slice('mailto:'.length), gz) : await post(job.target, gz);
+    } catch (err) {
+      log.error({ err, target: job.target }, 'sending a TLS report failed unexpectedly');
+      return { ok: false, permanent: false, error: (err as Error).message };
+    } finally {
+      clearInterval(timer);
+      // The outcome is recorded against the lease as it stands after the last renewal.
+      await renewing;
+    }
+  }
+
   return {
     /** Sends every due report delivery; returns what happened to them. */
-    async runDue(): Promise<{ sent: number; retry: number; failed: number }> {
-      const tally = { sent: 0, retry: 0, failed: 0 };
+    async runDue(): Promise<{ sent: number; retry: number; failed: number; taken: number }> {
+      const tally = { sent: 0, retry: 0, failed: 0, taken: 0 };
       for (;;) {
-        const jobs = await opts.reports.claimDue(CLAIM_BATCH);
-        if (!jobs.length) return tally;
-        for (const job of jobs) {
-          let outcome: TlsReportOutcome;
-          try {
-            const gz = await gzipAsync(Buffer.from(job.reportJson, 'utf8'));
-            outcome = job.target.startsWith('mailto:') ? await mail(job, job.target.slice('mailto:'.length), gz) : await post(job.target, gz);
-          } catch (err) {
-            log.error({ err, target: job.target }, 'sending a TLS report failed unexpectedly');
-            outcome = { ok: false, permanent: false, error: (err as Error).message };
-          }
-          tally[await opts.reports.recordAttempt(job, outcome)]++;
-        }
+        // One at a time, claimed as it is attempted: deliveries claimed together wait leased
+        // behind each other's attempts, and another node's run takes those whose lease ran out.
+        const [job] = await opts.reports.claimDue(1);
+        if (!job) return tally;
+        tally[await opts.reports.recordAttempt(job, await attempt(job))]++;
       }
     },
   };

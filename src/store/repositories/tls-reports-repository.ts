@@ -121,12 +121,30 @@ export function createTlsReportsRepository(db: Db) {
       });
     },
 
-    async finishDelivery(id: number, change: { state: 'pending' | 'sent' | 'failed'; attempts: number; nextAttemptAt: number; lastError: string | null; at: string }): Promise<void> {
-      await db
+    /** Extends a claim's lease while its attempt goes on; false when the delivery is no longer that claim's. */
+    async renewLease(id: number, leaseUntil: number, untilMs: number): Promise<boolean> {
+      const res = await db
+        .updateTable('tls_report_deliveries')
+        .set({ lease_until: untilMs })
+        .where('id', '=', id)
+        .where('state', '=', 'pending')
+        .where('lease_until', '=', leaseUntil)
+        .executeTakeFirst();
+      return res.numUpdatedRows > 0n;
+    },
+
+    /**
+     * Records an attempt, only while the delivery is still the claim's whose lease ran until
+     * `leaseUntil` (a claim after it set another); false when another claim took it meanwhile.
+     */
+    async finishDelivery(id: number, leaseUntil: number, change: { state: 'pending' | 'sent' | 'failed'; attempts: number; nextAttemptAt: number; lastError: string | null; at: string }): Promise<boolean> {
+      const res = await db
         .updateTable('tls_report_deliveries')
         .set({ state: change.state, attempts: change.attempts, next_attempt_at: change.nextAttemptAt, last_error: change.lastError, lease_until: null, updated_at: change.at })
         .where('id', '=', id)
-        .execute();
+        .where('lease_until', '=', leaseUntil)
+        .executeTakeFirst();
+      return res.numUpdatedRows > 0n;
     },
 
     async listReports() {
