@@ -410,7 +410,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
       connections: permits?.held,
       onOrphanedImports: async () => {
         if (stopping) return;
-        const resumed = await contactImports.resume();
+        const resumed = await contactImports.adoptUnowned();
         if (resumed) logger.info({ event: 'cluster.imports_taken_over', resumed }, `took up ${resumed} contact import(s) a dead node was running`);
       },
     });

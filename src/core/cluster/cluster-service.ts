@@ -43,7 +43,10 @@ export interface ClusterServiceDeps {
   node: { id: string; hostname: string; pid: number };
   /** Where this node listens, reported with each heartbeat. */
   listeners: () => Record<string, unknown>;
-  /** A sweep freed contact imports a dead node was running: this node offers to take them up. */
+  /**
+   * After every sweep: this node offers to take up the contact imports no node runs, those the
+   * sweep freed and those another node freed but did not take up (it was stopping, or died).
+   */
   onOrphanedImports?: () => Promise<unknown>;
   /** The SMTP sessions this node holds per destination (connection-permits.ts), written with each heartbeat. */
   connections?: () => ReadonlyMap<string, number>;
@@ -94,8 +97,10 @@ export function createClusterService(deps: ClusterServiceDeps) {
       lastSweepMs = now;
       const freed = await repo.releaseDeadOwners(live.includes(node.id) ? live : [...live, node.id]);
       if (gone.length || total(freed)) deps.logger.info({ event: 'cluster.sweep', live, gone, freed }, `cluster: ${live.length} node(s) live${gone.length ? `, ${gone.join(', ')} gone` : ''}; freed what dead nodes held`);
-      // Work that no node runs until one takes it up (the other kinds are claimed by the loops that run anyway).
-      if (freed.contactImports) await deps.onOrphanedImports?.();
+      // Work that no node runs until one takes it up (the other kinds are claimed by the loops
+      // that run anyway). Not only when this sweep freed some: a node that freed them may have
+      // stopped or died before it took them up, and they are nobody's to free again.
+      await deps.onOrphanedImports?.();
       await repo.forgetSilent(now - FORGET_AFTER_MS);
       await repo.pruneRuns(new Date(now - KEEP_JOB_RUNS_MS).toISOString());
     }

@@ -181,6 +181,17 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
       return jobs.length;
     },
 
+    /**
+     * Cluster sweeps: takes up the unfinished imports no node runs (freed from a dead node by
+     * this sweep, or by a node that stopped or died before it took them up itself).
+     */
+    async adoptUnowned(): Promise<number> {
+      if (stopping) return 0;
+      const jobs = (await imports.claimRunning(deps.node, 'unowned')).filter((j) => !running.has(j.id));
+      for (const j of jobs) launch(j);
+      return jobs.length;
+    },
+
     /** Resolves once every running import has recorded its current chunk and stopped. */
     async stop(): Promise<void> {
       stopping = true;

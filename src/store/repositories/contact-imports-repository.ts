@@ -28,12 +28,13 @@ export function createContactImportsRepository(db: Db) {
     },
     /**
      * The unfinished imports `owner` is to run: with `any`, every one (a lone node: they were
-     * all its own); otherwise those nobody runs (their node died) or already its own, taken in
-     * one statement so two nodes never take the same.
+     * all its own); otherwise those nobody runs (their node died) or already its own, or with
+     * 'unowned' only those nobody runs; taken in one statement so two nodes never take the same.
      */
-    async claimRunning(owner: string, any: boolean): Promise<ContactImportRow[]> {
+    async claimRunning(owner: string, any: boolean | 'unowned'): Promise<ContactImportRow[]> {
       let q = db.updateTable('contact_imports').set({ owner }).where('status', '=', 'RUNNING');
-      if (!any) q = q.where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '=', owner)]));
+      if (any === 'unowned') q = q.where('owner', 'is', null);
+      else if (!any) q = q.where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '=', owner)]));
       const rows = await q.returningAll().execute();
       return rows.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
     },
