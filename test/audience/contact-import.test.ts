@@ -1,6 +1,8 @@
 import test from 'ava';
+import { pino } from 'pino';
 import { contactsCsvHeader, contactsCsvLines, contactsFromCsv, parseCsv } from '../../src/core/contacts/contact-csv.js';
-import { IMPORT_CHUNK_ROWS } from '../../src/core/contacts/contact-import-service.js';
+import { createContactImportService, IMPORT_CHUNK_ROWS } from '../../src/core/contacts/contact-import-service.js';
+import { createContactImportsRepository } from '../../src/store/repositories/contact-imports-repository.js';
 import type { ContactView } from '../../src/core/contacts/contact-service.js';
 import { startTestApp } from '../helpers/test-app.js';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -70,4 +72,32 @@ test('an import a stopped process left half done carries on at the next start, a
   const count = (await app.app.services.contacts.search(scope, book.id, { offset: 0, limit: 1 })).total;
   t.is(count, rows);
   await app.close();
+});
+
+test('an import whose progress could not be recorded (the store failed for a moment) carries on by itself, without a restart', async (t) => {
+  const app = await startTestApp();
+  t.teardown(() => app.close());
+  const scope = { teamId: app.teamId, domainId: null };
+  const book = (await app.request('POST', '/v1/contactBooks', { body: { name: 'Outage' } })).body;
+  const repo = createContactImportsRepository(app.app.store.db);
+  let failures = 1;
+  const imports: typeof repo = {
+    ...repo,
+    async update(id, changes) {
+      if (failures > 0) {
+        failures--;
+        throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
+      }
+      return repo.update(id, changes);
+    },
+  };
+  const service = createContactImportService({ imports, contacts: app.app.services.contacts, clock: app.app.clock, logger: pino({ level: 'silent' }), node: 'n', cluster: false, retryDelayMs: 10 });
+  t.teardown(() => service.stop());
+  const rows = 3 * IMPORT_CHUNK_ROWS;
+  const csv = `email\n${Array.from({ length: rows }, (_, i) => `o${i}@example.org`).join('\n')}\n`;
+  const job = await service.start(scope, book.id, 'outage.csv', csv);
+  await service.whenFinished(job.id);
+  const done = await service.get(scope, job.id);
+  t.like(done, { status: 'DONE', processedRows: rows, errorCount: 0 });
+  t.is((await app.app.services.contacts.search(scope, book.id, { offset: 0, limit: 1 })).total, rows);
 });

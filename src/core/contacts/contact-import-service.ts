@@ -17,6 +17,8 @@ import type { ContactService } from './contact-service.js';
 
 /** Rows per bulkAdd: small enough that progress moves visibly, large enough to be cheap. */
 export const IMPORT_CHUNK_ROWS = 100;
+/** Pause before an import whose progress could not be recorded carries on. */
+const RETRY_DELAY_MS = 5000;
 /** Refused rows kept for the report; beyond these only the count grows. */
 export const MAX_REPORTED_ERRORS = 500;
 
@@ -70,6 +72,8 @@ export interface ContactImportServiceDeps {
   node: string;
   /** Several nodes share the store: at start, take only imports nobody runs (not those of live nodes). */
   cluster: boolean;
+  /** Pause before an import whose progress could not be recorded carries on (default 5 s). */
+  retryDelayMs?: number;
 }
 
 export function createContactImportService(deps: ContactImportServiceDeps) {
@@ -126,11 +130,51 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
     }
   }
 
+  /** Imports pausing before they carry on; stop() ends their pause. */
+  const pauses = new Set<() => void>();
+
+  function pause(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        pauses.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, deps.retryDelayMs ?? RETRY_DELAY_MS);
+      timer.unref();
+      pauses.add(done);
+    });
+  }
+
+  /**
+   * Runs the import to its end. A run that failed to record its progress (the store failed or
+   * was out of reach) carries on after a pause from the last chunk it recorded, while the import
+   * is still RUNNING and this node's: otherwise it stayed RUNNING, run by nobody, until a restart.
+   */
+  async function runToEnd(job: ContactImportRow): Promise<void> {
+    for (let current: ContactImportRow | undefined = job; current; ) {
+      try {
+        await run(current);
+        return;
+      } catch (err) {
+        deps.logger.error({ err, importId: job.id }, 'contact import stopped; it carries on from its last recorded chunk');
+      }
+      for (current = undefined; !current; ) {
+        await pause();
+        if (stopping) return; // the next start carries on
+        try {
+          current = await imports.findRunning(job.id, deps.node);
+          if (!current) return; // finished, failed, deleted, or taken over meanwhile
+        } catch (err) {
+          deps.logger.warn({ err, importId: job.id }, 'contact import waits for the store');
+        }
+      }
+    }
+  }
+
   function launch(job: ContactImportRow): void {
     if (running.has(job.id)) return;
-    const p = run(job)
-      .catch((err) => deps.logger.error({ err, importId: job.id }, 'contact import stopped'))
-      .finally(() => running.delete(job.id));
+    const p = runToEnd(job).finally(() => running.delete(job.id));
     running.set(job.id, p);
   }
 
@@ -195,6 +239,7 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
     /** Resolves once every running import has recorded its current chunk and stopped. */
     async stop(): Promise<void> {
       stopping = true;
+      for (const wake of [...pauses]) wake();
       await Promise.all(running.values());
     },
 

@@ -38,6 +38,10 @@ export function createContactImportsRepository(db: Db) {
       const rows = await q.returningAll().execute();
       return rows.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
     },
+    /** The import, while it is still RUNNING and `owner`'s to run. */
+    async findRunning(id: string, owner: string): Promise<ContactImportRow | undefined> {
+      return db.selectFrom('contact_imports').selectAll().where('id', '=', id).where('status', '=', 'RUNNING').where('owner', '=', owner).executeTakeFirst();
+    },
     async update(id: string, changes: Updateable<ContactImportsTable>): Promise<void> {
       await db.updateTable('contact_imports').set(changes).where('id', '=', id).execute();
     },
