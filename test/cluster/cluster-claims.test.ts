@@ -119,3 +119,47 @@ test.serial('two nodes that put the same hold at once leave one hold, which an o
   t.truthy(await repo.endHold(active[0]!.id, now));
   t.deepEqual(await repo.activeHolds(now), [], 'lifted: nothing holds the destination any more');
 });
+
+test.serial('two nodes writing overlapping TLS session counts at once both commit (no deadlock), and every count is kept', async (t) => {
+  const row = (mx: string, count = 1) => ({
+    policy_domain: 'counts.example',
+    day: '2026-11-25',
+    policy_key: 'k',
+    policy_type: 'no-policy-found',
+    policy_json: '{}',
+    result: 'certificate-expired',
+    sending_ip: '192.0.2.1',
+    mx_host: mx,
+    receiving_ip: '192.0.2.9',
+    reason_code: '',
+    count,
+  });
+  const repo = (i: number) => createTlsReportsRepository(nodes[i]!.db);
+  await repo(0).addCounts([row('mx1'), row('mx2'), row('mx3')]);
+  // A third transaction holds mx3's row: node A has written mx1 and waits for mx3 (its counts
+  // came in the order mx1, mx3, mx2); node B, whose counts came as mx2, mx1, has written mx2 and
+  // waits for mx1. Once mx3 is free, A goes on to mx2, which B holds.
+  await admin.query('begin');
+  await admin.query("select 1 from tls_session_counts where mx_host = 'mx3' for update");
+  const database = new URL(url).pathname.slice(1);
+  const waiting = async () => Number((await admin.query<{ n: string }>("select count(*) as n from pg_stat_activity where datname = $1 and wait_event_type = 'Lock'", [database])).rows[0]!.n);
+  const a = repo(0).addCounts([row('mx1'), row('mx3'), row('mx2')]);
+  while ((await waiting()) < 1);
+  const b = repo(1).addCounts([row('mx2'), row('mx1')]);
+  while ((await waiting()) < 2);
+  await admin.query('commit');
+  const results = await Promise.allSettled([a, b]);
+  t.deepEqual(
+    results.map((r) => (r.status === 'rejected' ? (r.reason as Error).message : 'ok')),
+    ['ok', 'ok'],
+  );
+  const counts = await nodes[0]!.db.selectFrom('tls_session_counts').select(['mx_host', 'count']).where('policy_domain', '=', 'counts.example').orderBy('mx_host').execute();
+  t.deepEqual(
+    counts.map((c) => [c.mx_host, Number(c.count)]),
+    [
+      ['mx1', 3],
+      ['mx2', 3],
+      ['mx3', 2],
+    ],
+  );
+});

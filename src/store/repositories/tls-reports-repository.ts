@@ -22,11 +22,16 @@ export interface NewTlsReport {
 /** Outgoing TLS reporting (RFC 8460): session counts, the reports made of them, their deliveries. */
 export function createTlsReportsRepository(db: Db) {
   return {
-    /** Adds counts (one transaction for the whole batch). */
+    /**
+     * Adds counts (one transaction for the whole batch). Rows are written in key order: nodes
+     * flushing the same rows at once then lock them in the same order and never deadlock.
+     */
     async addCounts(rows: TlsSessionCountRow[]): Promise<void> {
       if (!rows.length) return;
+      const keyOf = (r: TlsSessionCountRow) => [r.policy_domain, r.day, r.policy_key, r.result, r.sending_ip, r.mx_host, r.receiving_ip, r.reason_code].join('\u0000');
+      const sorted = rows.map((r) => [keyOf(r), r] as const).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
       await db.transaction().execute(async (trx) => {
-        for (const r of rows) {
+        for (const [, r] of sorted) {
           await trx
             .insertInto('tls_session_counts')
             .values(r)
