@@ -101,3 +101,30 @@ test('an import whose progress could not be recorded (the store failed for a mom
   t.like(done, { status: 'DONE', processedRows: rows, errorCount: 0 });
   t.is((await app.app.services.contacts.search(scope, book.id, { offset: 0, limit: 1 })).total, rows);
 });
+
+test('an import whose chunk the store could not take for a moment is not FAILED: it carries on from that chunk', async (t) => {
+  const app = await startTestApp();
+  t.teardown(() => app.close());
+  const scope = { teamId: app.teamId, domainId: null };
+  const book = (await app.request('POST', '/v1/contactBooks', { body: { name: 'Busy store' } })).body;
+  const real = app.app.services.contacts;
+  let failures = 1;
+  const contacts: typeof real = {
+    ...real,
+    async bulkAdd(...args: Parameters<typeof real.bulkAdd>) {
+      if (failures > 0) {
+        failures--;
+        throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+      }
+      return real.bulkAdd(...args);
+    },
+  };
+  const service = createContactImportService({ imports: createContactImportsRepository(app.app.store.db), contacts, clock: app.app.clock, logger: pino({ level: 'silent' }), node: 'n', cluster: false, retryDelayMs: 10 });
+  t.teardown(() => service.stop());
+  const rows = 2 * IMPORT_CHUNK_ROWS;
+  const csv = `email\n${Array.from({ length: rows }, (_, i) => `b${i}@example.org`).join('\n')}\n`;
+  const job = await service.start(scope, book.id, 'busy.csv', csv);
+  await service.whenFinished(job.id);
+  t.like(await service.get(scope, job.id), { status: 'DONE', processedRows: rows, created: rows, errorCount: 0, failure: null });
+  t.is((await real.search(scope, book.id, { offset: 0, limit: 1 })).total, rows);
+});

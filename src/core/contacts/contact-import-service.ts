@@ -4,6 +4,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { ContactImportRow, ContactImportsRepository } from '../../store/repositories/contact-imports-repository.js';
 import type { ContactImportStatus } from '../../store/tables/database.js';
 import { AppError, notFound } from '../errors.js';
+import { isStorageFailure } from '../../store/store-errors.js';
 import type { BookScope } from './contact-book-service.js';
 import { contactsFromCsv, type CsvContactRow } from './contact-csv.js';
 import type { ContactService } from './contact-service.js';
@@ -105,6 +106,8 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
             refuse({ line: row.line, email: row.email, message: e.message.replace(/^\d+\.?/, '') || e.message });
           }
         } catch (err) {
+          // The store failing (full, out of reach, busy) is not the file's fault: the run stops and carries on from this chunk.
+          if (isStorageFailure(err)) throw err;
           const failure = err instanceof AppError ? err.message : 'the import failed unexpectedly; see the server log';
           if (!(err instanceof AppError)) deps.logger.error({ err, importId: job.id }, 'contact import failed');
           await imports.update(job.id, { status: 'FAILED', failure, processed_rows: processed, created_count: created, updated_count: updated, error_count: errorCount, errors_json: JSON.stringify(errors), csv: '', updated_at: clock.now().toISOString() });
@@ -157,7 +160,11 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
         await run(current);
         return;
       } catch (err) {
-        deps.logger.error({ err, importId: job.id }, 'contact import stopped; it carries on from its last recorded chunk');
+        if (!isStorageFailure(err)) {
+          deps.logger.error({ err, importId: job.id }, 'contact import stopped');
+          return;
+        }
+        deps.logger.error({ err, importId: job.id }, 'contact import could not reach the store; it carries on from its last recorded chunk');
       }
       for (current = undefined; !current; ) {
         await pause();
