@@ -83,12 +83,12 @@ test('an import whose progress could not be recorded (the store failed for a mom
   let failures = 1;
   const imports: typeof repo = {
     ...repo,
-    async update(id, changes) {
+    async record(id, owner, changes) {
       if (failures > 0) {
         failures--;
         throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
       }
-      return repo.update(id, changes);
+      return repo.record(id, owner, changes);
     },
   };
   const service = createContactImportService({ imports, contacts: app.app.services.contacts, clock: app.app.clock, logger: pino({ level: 'silent' }), node: 'n', cluster: false, retryDelayMs: 10 });
@@ -127,4 +127,34 @@ test('an import whose chunk the store could not take for a moment is not FAILED:
   await service.whenFinished(job.id);
   t.like(await service.get(scope, job.id), { status: 'DONE', processedRows: rows, created: rows, errorCount: 0, failure: null });
   t.is((await real.search(scope, book.id, { offset: 0, limit: 1 })).total, rows);
+});
+
+test('a node whose import was taken over (it was taken for dead) stops, and writes nothing over the node that runs it now', async (t) => {
+  const app = await startTestApp();
+  t.teardown(() => app.close());
+  const scope = { teamId: app.teamId, domainId: null };
+  const book = (await app.request('POST', '/v1/contactBooks', { body: { name: 'Taken over' } })).body;
+  const db = app.app.store.db;
+  const real = app.app.services.contacts;
+  let takenOver = false;
+  const contacts: typeof real = {
+    ...real,
+    // While its first chunk is stored, the node is found dead and another takes the import.
+    async bulkAdd(...args: Parameters<typeof real.bulkAdd>) {
+      if (!takenOver) {
+        takenOver = true;
+        await db.updateTable('contact_imports').set({ owner: 'node-b' }).where('owner', '=', 'node-a').execute();
+      }
+      return real.bulkAdd(...args);
+    },
+  };
+  const service = createContactImportService({ imports: createContactImportsRepository(db), contacts, clock: app.app.clock, logger: pino({ level: 'silent' }), node: 'node-a', cluster: true });
+  t.teardown(() => service.stop());
+  const rows = 3 * IMPORT_CHUNK_ROWS;
+  const csv = `email\n${Array.from({ length: rows }, (_, i) => `t${i}@example.org`).join('\n')}\n`;
+  const job = await service.start(scope, book.id, 'taken.csv', csv);
+  await service.whenFinished(job.id);
+  const row = await db.selectFrom('contact_imports').selectAll().where('id', '=', job.id).executeTakeFirstOrThrow();
+  t.like(row, { owner: 'node-b', status: 'RUNNING', processed_rows: 0 }, 'left to node-b as node-b found it');
+  t.not(row.csv, '', 'its file is still there for node-b to run');
 });

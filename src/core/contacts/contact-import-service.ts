@@ -82,6 +82,13 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
   const running = new Map<string, Promise<void>>();
   let stopping = false;
 
+  /** Writes the run's progress or end; false (and the run stops) when the import is no longer this node's to run. */
+  async function record(job: ContactImportRow, changes: Parameters<ContactImportsRepository['record']>[2]): Promise<boolean> {
+    if (await imports.record(job.id, deps.node, changes)) return true;
+    deps.logger.warn({ importId: job.id }, 'contact import stopped here: another node runs it now (this one was taken for dead), or it ended meanwhile');
+    return false;
+  }
+
   async function run(job: ContactImportRow): Promise<void> {
     const scope: BookScope = { teamId: job.team_id, domainId: null };
     const rows = contactsFromCsv(job.csv);
@@ -110,13 +117,13 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
           if (isStorageFailure(err)) throw err;
           const failure = err instanceof AppError ? err.message : 'the import failed unexpectedly; see the server log';
           if (!(err instanceof AppError)) deps.logger.error({ err, importId: job.id }, 'contact import failed');
-          await imports.update(job.id, { status: 'FAILED', failure, processed_rows: processed, created_count: created, updated_count: updated, error_count: errorCount, errors_json: JSON.stringify(errors), csv: '', updated_at: clock.now().toISOString() });
+          await record(job, { status: 'FAILED', failure, processed_rows: processed, created_count: created, updated_count: updated, error_count: errorCount, errors_json: JSON.stringify(errors), csv: '', updated_at: clock.now().toISOString() });
           return;
         }
       }
       processed += chunk.length;
       const done = processed >= rows.length;
-      await imports.update(job.id, {
+      const still = await record(job, {
         status: done ? 'DONE' : 'RUNNING',
         processed_rows: processed,
         created_count: created,
@@ -127,9 +134,10 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
         ...(done ? { csv: '' } : {}),
         updated_at: clock.now().toISOString(),
       });
+      if (!still) return;
     }
     if (rows.length === 0) {
-      await imports.update(job.id, { status: 'DONE', csv: '', updated_at: clock.now().toISOString() });
+      await record(job, { status: 'DONE', csv: '', updated_at: clock.now().toISOString() });
     }
   }
 

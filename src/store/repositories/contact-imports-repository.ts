@@ -42,8 +42,13 @@ export function createContactImportsRepository(db: Db) {
     async findRunning(id: string, owner: string): Promise<ContactImportRow | undefined> {
       return db.selectFrom('contact_imports').selectAll().where('id', '=', id).where('status', '=', 'RUNNING').where('owner', '=', owner).executeTakeFirst();
     },
-    async update(id: string, changes: Updateable<ContactImportsTable>): Promise<void> {
-      await db.updateTable('contact_imports').set(changes).where('id', '=', id).execute();
+    /**
+     * Records a run's progress or end, only while the import is still RUNNING and `owner`'s: false
+     * when another node took it over (this one was taken for dead), so that one's work stands.
+     */
+    async record(id: string, owner: string, changes: Updateable<ContactImportsTable>): Promise<boolean> {
+      const res = await db.updateTable('contact_imports').set(changes).where('id', '=', id).where('status', '=', 'RUNNING').where('owner', '=', owner).executeTakeFirst();
+      return res.numUpdatedRows > 0n;
     },
   };
 }
