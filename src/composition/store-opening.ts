@@ -3,7 +3,7 @@ import type { Config } from '../config/defaults.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { isPostgresUrl, openAppStore, type AppStore, type StoreSettings } from '../store/open-store.js';
 import { copySqliteToPostgres, type CopyProgress, type CopyReport } from '../store/store-copy.js';
-import { databaseUrlTarget } from '../store/pg/pg-store.js';
+import { databaseUrlTarget, PgStoreUnsupportedError } from '../store/pg/pg-store.js';
 import { migrateToLatest } from '../store/migrate.js';
 import { checkDataDir } from './data-dir-check.js';
 
@@ -32,7 +32,7 @@ export async function openStoreOf(config: Config, logger: Logger, hooks: Paramet
     try {
       return await openAppStore(storeSettings(config), hooks);
     } catch (err) {
-      if (!config.store.url) throw err;
+      if (!config.store.url || err instanceof PgStoreUnsupportedError) throw err;
       const target = databaseUrlTarget(config.store.url);
       const reason = (err as Error).message || String((err as { code?: unknown }).code ?? err);
       if (!wait) throw new Error(`the PostgreSQL store at ${target} cannot be reached: ${reason}`);

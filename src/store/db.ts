@@ -10,6 +10,7 @@ import { createGroupCommit, registerGroupCommit } from './group-commit.js';
 import { startWalCheckpointer, type WalCheckpointer } from './wal-checkpointer.js';
 import { createWalSync, type WalSync } from './wal-sync.js';
 import { acquireServeLock } from './serve-lock.js';
+import { registerUnicodeLower } from './unicode-lower.js';
 
 export type Db = Kysely<Database>;
 
@@ -91,6 +92,7 @@ export function openStore(file: string, opts: StoreOptions = {}): SqliteStore {
   // of resident memory under load for no measurable CPU).
   sqlite.pragma('cache_size = -16384');
   sqlite.pragma('temp_store = MEMORY');
+  registerUnicodeLower(sqlite);
   const cached = withStatementCache(sqlite);
   const dialect = new KeepErrorsSqliteDialect(sqlite, { database: cached }, walSync);
   const db = new Kysely<Database>({ dialect, plugins: [new ParenthesizeRawPlugin()] });

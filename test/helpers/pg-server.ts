@@ -80,6 +80,9 @@ export async function startPgServer(opts: PgServerOptions = {}): Promise<PgServe
   const data = join(dir, 'data');
   // As root, the binaries run as postgres (they refuse root); otherwise as ourselves.
   const as = owner ? { uid: owner.uid, gid: owner.gid } : {};
+  // UTF8 with the C locale: the locale our columns have anyway (text collate "C", pg-schema-plugin.ts);
+  // case-ignoring matches name their own collation, ICU's root (store/unicode-lower.ts), so
+  // they behave as under a production server's UTF-8 locale.
   const made = spawnSync(join(bin, 'initdb'), ['-D', data, '-U', TEST_PG_USER, '-A', 'trust', '-E', 'UTF8', '--locale=C', ...(opts.durable ? [] : ['--no-sync'])], { encoding: 'utf8', cwd: dir, ...as });
   if (made.status !== 0) throw new Error(`initdb failed: ${made.stderr || made.stdout}`);
   const version = spawnSync(join(bin, 'postgres'), ['--version'], { encoding: 'utf8' }).stdout.trim();

@@ -44,7 +44,7 @@ test('a top-level "any" filter is one parenthesised operand after the team and b
   const store = await storeWithTwoTeams(t);
   const filter = { match: 'any' as const, conditions: [{ field: 'firstName', op: 'eq' as const, value: 'nobody' }, { field: 'email', op: 'contains' as const, value: '@' }] };
   const q = contactsInBook(store.db, { teamId: 2, bookId: 'cb_2' }, filter).select('contacts.id');
-  t.regex(q.compile().sql, /where \("contacts"\."team_id" = \? and "contacts"\."contact_book_id" = \? and \("contacts"\."first_name" = \? or \(+"contacts"\."email" like \? escape '\\'\)+\)\)$/);
+  t.regex(q.compile().sql, /where \("contacts"\."team_id" = \? and "contacts"\."contact_book_id" = \? and \("contacts"\."first_name" = \? or \(+case when length\("contacts"\."email"\) = octet_length\("contacts"\."email"\) then [^()]*(\([^()]*\)[^()]*)* end\)+\)\)$/);
   t.deepEqual((await q.orderBy('contacts.id').execute()).map((r) => r.id), ['ct_2_1', 'ct_2_2']);
   // A book of another team is not reachable even by naming it: the team is checked too.
   t.deepEqual(await contactsInBook(store.db, { teamId: 2, bookId: 'cb_1' }, filter).select('contacts.id').execute(), []);

@@ -28,7 +28,7 @@ export function campaignsRoutes(campaigns: CampaignService): RouteDef[] {
       access: 'full',
       tag,
       summary: 'List campaigns (page, status, search over name and subject).',
-      request: { query: { ...pageQueries(), status: enumQuery(CAMPAIGN_STATUSES, 'Only campaigns in this status.'), search: searchQuery('Matches name or subject.') } },
+      request: { query: { ...pageQueries(), status: enumQuery(CAMPAIGN_STATUSES, 'Only campaigns in this status.'), search: searchQuery('Matches part of the name or subject, case ignored.') } },
       response: pageEnvelopeSchema('campaigns', campaignSchema),
       handler: async ({ auth, input: { query } }) => {
         const page = pageOf(query);

@@ -18,7 +18,7 @@ export function templatesRoutes(templates: TemplateService): RouteDef[] {
       access: 'full',
       tag,
       summary: 'List templates (page, limit up to 100, search over name and subject).',
-      request: { query: { ...pageQueries(), search: searchQuery('Matches name or subject.') } },
+      request: { query: { ...pageQueries(), search: searchQuery('Matches part of the name or subject, case ignored.') } },
       response: pageEnvelopeSchema('templates', templateSchema),
       handler: async ({ auth, input: { query } }) => {
         const page = pageOf(query);

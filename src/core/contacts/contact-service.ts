@@ -406,7 +406,7 @@ export function createContactService(deps: ContactServiceDeps) {
     },
 
     /**
-     * Contacts of a book whose email or name contains `search` (ASCII case ignored), newest
+     * Contacts of a book whose email or name contains `search` (case ignored), newest
      * first, with the total: the same SQL path as segments, so the book's walls hold.
      */
     async search(scope: BookScope, bookId: string, q: { search?: string; offset: number; limit: number }): Promise<{ items: ContactView[]; total: number }> {

@@ -226,16 +226,21 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
     return undefined;
   }
 
-  /** Closes the deliveries of groups whose domain may not send (refusalOf) as REJECTED, except rows still attempted here; returns the rest. */
+  /**
+   * Closes the deliveries of groups whose domain may not send (refusalOf) as REJECTED, except rows
+   * still attempted here, in one write for all of them; returns the rest.
+   */
   async function rejectUnsendable(groups: DeliveryGroup[], attempting: ReadonlySet<number>): Promise<DeliveryGroup[]> {
     const kept: DeliveryGroup[] = [];
+    const rejected: { group: DeliveryGroup; results: AttemptResult[] }[] = [];
     for (const g of groups) {
       const reason = refusalOf(g);
       const refused = reason === undefined ? [] : g.deliveries.filter((d) => !attempting.has(d.id));
       const rest = refused.length ? g.deliveries.filter((d) => attempting.has(d.id)) : g.deliveries;
       if (rest.length) kept.push(rest === g.deliveries ? g : { ...g, deliveries: rest });
-      if (refused.length) await service.complete({ ...g, deliveries: refused }, null, refused.map((d) => ({ deliveryId: d.id, outcome: 'rejected' as const, response: reason! })));
+      if (refused.length) rejected.push({ group: { ...g, deliveries: refused }, results: refused.map((d) => ({ deliveryId: d.id, outcome: 'rejected' as const, response: reason! })) });
     }
+    if (rejected.length) await recordResults(rejected, null);
     return kept;
   }
 

@@ -26,7 +26,8 @@ import { parseIsoDateTime } from '../../lib/iso-date-time.js';
  * properties.k text ops                                    string or number; gt/gte/lt/lte with a
  *                                                          number compare numerically
  * text ops = eq, neq, contains, startsWith, endsWith, exists, notExists, in, gt, gte, lt, lte.
- * contains/startsWith/endsWith ignore ASCII case; eq/in are exact; neq also matches a missing value.
+ * contains/startsWith/endsWith ignore case, in every alphabet (store/unicode-lower.ts); eq/in are
+ * exact; neq also matches a missing value.
  */
 
 export const MAX_FILTER_DEPTH = 5;

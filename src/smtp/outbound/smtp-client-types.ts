@@ -222,7 +222,7 @@ export interface SmtpClientPool {
    * pool stays open. Returns how many there were.
    */
   abandonQueued(): number;
-  /** connectionsOpened: SMTP sessions established (after EHLO/STARTTLS/AUTH); transactions: MAIL FROM commands issued. */
+  /** connectionsOpened: SMTP sessions established (after EHLO/STARTTLS/AUTH); transactions: MAIL FROM commands issued (a message the announced SIZE refuses is none). */
   readonly stats: { connectionsOpened: number; transactions: number };
   /** Open sessions (busy or idle) by MX or relay host name, right now. */
   openByHost(): Map<string, number>;

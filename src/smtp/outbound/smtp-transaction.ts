@@ -146,8 +146,6 @@ export async function transact(ctx: TransactionContext, pc: PooledConnection, re
     // RFC 6152: declare BODY=8BITMIME when the message is not 7-bit clean.
     use8BitMime: !isAscii(req.message),
   };
-  ctx.stats.transactions++;
-  pc.transactions++;
   // The deadline ends the session like a dropped connection: every recipient without a
   // final reply is deferred (and may be sent again: the server may have kept the message).
   const transactionTimeoutMs = ctx.transactionTimeoutMs;
@@ -167,6 +165,14 @@ export async function transact(ctx: TransactionContext, pc: PooledConnection, re
   for (const e of (tracked.rejectedErrors ?? []) as SmtpError[]) if (e.recipient !== undefined) rejected.set(e.recipient, e);
   const accepted = new Set(outcome.value?.accepted ?? tracked.accepted ?? []);
   const err = outcome.err;
+  // nodemailer's own SIZE check refuses before MAIL FROM is written: no transaction began, so
+  // the server took no part in one (no SENT; docs/outbound.md, Events: SENT), and it counts
+  // neither in the stats nor against the session's messages.
+  const refusedBySize = err?.command === 'MAIL FROM' && err.responseCode === undefined && err.code === 'EMESSAGE';
+  if (!refusedBySize) {
+    ctx.stats.transactions++;
+    pc.transactions++;
+  }
   let dropped: string | undefined;
 
   for (const recipient of recipients) {
@@ -223,9 +229,6 @@ export async function transact(ctx: TransactionContext, pc: PooledConnection, re
     (err.command === 'MAIL FROM'
       ? mailFromTemporary
       : [...rejected.values()].every((e) => e.responseCode === 421) && (sessionGone || err.responseCode === 421));
-  // nodemailer's own SIZE check refuses before MAIL FROM is written: no transaction began, so
-  // the server took no part in one (no SENT; docs/outbound.md, Events: SENT).
-  const refusedBySize = err?.command === 'MAIL FROM' && err.responseCode === undefined && err.code === 'EMESSAGE';
   return {
     byRecipient: results,
     ...(dropped ? { dropped } : {}),

@@ -8,6 +8,7 @@ import { PgSchemaPlugin } from './pg-schema-plugin.js';
 import { kyselyExec, withTxWrites } from './pg-exec.js';
 import { PG_OVERRIDES } from './pg-overrides.js';
 import { registerPgPool } from './pg-context.js';
+import { PG_LOWER_COLLATION } from '../unicode-lower.js';
 
 export interface PgStoreOptions {
   /** postgres://user:password@host:port/database */
@@ -91,6 +92,12 @@ function withServerOptions(url: string, own: string): { connectionString: string
   return { connectionString: u.toString(), options: `${given} ${own}` };
 }
 
+/** SQLSTATE 42704: the collation is not there (no ICU, or none for the database's encoding). */
+const UNDEFINED_OBJECT = '42704';
+
+/** The server answers but cannot run Posthorn: waiting for it would not help. */
+export class PgStoreUnsupportedError extends Error {}
+
 /** Builds the pool and checks that the server answers; throws (the pool closed) when it does not. */
 export async function openPgStore(opts: PgStoreOptions): Promise<PgStore> {
   const pool = new pg.Pool({
@@ -110,9 +117,15 @@ export async function openPgStore(opts: PgStoreOptions): Promise<PgStore> {
   // and the pool drops the connection when it is given back.
   pool.on('connect', (client) => client.on('error', () => undefined));
   try {
-    await pool.query('select 1');
+    // Answers, and has ICU's root collation (unicode-lower.ts: case-ignoring matches need it).
+    await pool.query(`select lower('A' collate "${PG_LOWER_COLLATION}")`);
   } catch (err) {
     await pool.end().catch(() => undefined);
+    if ((err as { code?: unknown }).code === UNDEFINED_OBJECT) {
+      throw new PgStoreUnsupportedError(
+        `the PostgreSQL database has no collation "${PG_LOWER_COLLATION}" (a server built without ICU, or a database not encoded in UTF8); Posthorn needs it to match text ignoring case in every alphabet`,
+      );
+    }
     throw err;
   }
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new ParenthesizeRawPlugin(), new PgSchemaPlugin()] });

@@ -1,5 +1,6 @@
 import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool } from 'kysely';
 import type { Database } from '../tables/database.js';
+import { likeIgnoringCase } from '../unicode-lower.js';
 
 /*
  * Segment filters compiled to one SQL boolean expression over `contacts` (docs/architecture.md,
@@ -44,7 +45,7 @@ export function isGroup(node: FilterNode): node is FilterGroup {
 type ContactsEb = ExpressionBuilder<Database, 'contacts'>;
 type Operand = Expression<unknown>;
 
-/** The engine the expression is for: SQLite (json_extract, GLOB, LIKE) or PostgreSQL (jsonb, regex, ILIKE). */
+/** The engine the expression is for: SQLite (json_extract, GLOB) or PostgreSQL (jsonb, regex). */
 type Dialect = 'sqlite' | 'postgres';
 
 const COLUMNS = {
@@ -104,9 +105,11 @@ function text(value: FilterValue | undefined): string {
   return value;
 }
 
-/** SQLite's LIKE ignores ASCII case, which is what contains/startsWith/endsWith promise (ILIKE on PostgreSQL). */
-const like = (col: Operand, pattern: string, dialect: Dialect) =>
-  dialect === 'postgres' ? sql<SqlBool>`(${col} ilike ${pattern} escape '\\')` : sql<SqlBool>`(${col} like ${pattern} escape '\\')`;
+/**
+ * contains/startsWith/endsWith ignore case in every alphabet, alike on both engines (unicode-lower.ts;
+ * lowering leaves `%`, `_` and the backslash as they are, so the escapes hold).
+ */
+const like = (col: Operand, pattern: string, dialect: Dialect) => likeIgnoringCase(dialect, col, pattern);
 
 // A stored property value that reads as a number: only digits, sign and decimal point, with
 // at least one digit. Without this guard CAST('abc' AS REAL) would compare as 0.

@@ -341,6 +341,29 @@ test('the SIZE the server announces is respected before sending (RFC 1870)', asy
   t.false(res.transactionStarted);
 });
 
+test('a message the announced SIZE refuses before MAIL FROM is no transaction: not counted in stats, nor against the connection\'s messages', async (t) => {
+  let mailFroms = 0;
+  const sink = await sinkFor(t, {
+    starttls: false,
+    size: 2000,
+    onMailFrom: () => {
+      mailFroms++;
+      return undefined;
+    },
+  });
+  const pool = poolFor(t, { maxMessagesPerConnection: 2 });
+  const big = await pool.send(targetOf(sink), request(['big@example.test'], { message: bigMessage(5000) }));
+  t.like(big.recipients[0], { outcome: 'bounced', hardBounce: false });
+  t.false(big.transactionStarted);
+  t.deepEqual(pool.stats, { connectionsOpened: 1, transactions: 0 });
+  for (let i = 0; i < 2; i++) t.is((await pool.send(targetOf(sink), request([`r${i}@example.test`]))).recipients[0]!.outcome, 'delivered');
+  await sink.waitForMessages(2);
+  // Two MAIL FROMs on the wire, both on the session the refused message was meant for.
+  t.is(mailFroms, 2);
+  t.deepEqual(pool.stats, { connectionsOpened: 1, transactions: 2 });
+  t.is(sink.connectionCount, 1);
+});
+
 /** A message of about `bytes`, with dot lines and a body that does not end in CRLF. */
 function bigMessage(bytes: number): Buffer {
   const head = 'From: sender@posthorn.test\r\nTo: a@example.test\r\nSubject: big\r\nMessage-ID: <big@posthorn.test>\r\n\r\n';
