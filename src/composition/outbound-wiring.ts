@@ -144,7 +144,7 @@ export function wireOutbound(deps: OutboundDeps) {
       });
   const engine = new DeliveryEngine({
     deliveries,
-    returnPathToken: (emailId, rcptDomain) => returnPathToken(deps.secret, emailId, rcptDomain),
+    returnPathToken: (emailId, rcptDomain, recipient) => returnPathToken(deps.secret, emailId, rcptDomain, recipient),
     messages: createMessageFactory({ signer, transformHtml: tracking.transformHtml }),
     mx,
     pool: pool ?? createSandboxTransport({ sandbox, logger }),

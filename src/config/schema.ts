@@ -118,7 +118,7 @@ const shapingRuleSchema = z
     connectionLimit: field(z.number().int().positive().optional(), 'Open connections at once per (source, rollup).'),
     messageRate: field(rateText.optional(), 'Messages per (source, rollup), evenly spaced: "5/s", "100/min", "2000/h".'),
     maxDeliveriesPerConnection: field(z.number().int().positive().optional(), 'Messages per connection, then QUIT and reconnect.'),
-    maxRecipientsPerTransaction: field(z.number().int().min(1).max(100).optional(), 'Recipients per message transaction (RCPT TO per MAIL FROM).'),
+    maxRecipientsPerTransaction: field(z.number().int().min(1).max(100).optional(), 'Recipients per message transaction (RCPT TO per MAIL FROM); 1 when unset. Above 1 they share a return path tagged with their domain, so one of them can report (bounce, complain) for another.'),
     idleTimeout: field(durationText.optional(), 'An idle connection is closed after this ("30s").'),
   })
   .strict()

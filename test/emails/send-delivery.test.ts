@@ -40,12 +40,13 @@ test.serial('a send is accepted, DKIM-signed and delivered to the recipient MX; 
   // The id and the Message-ID begin with the time of acceptance (index locality, lib/ids.ts)
   t.is(parseInt(res.body.emailId.slice(3, 12), 36), Date.parse(email.createdAt));
   const received = w.sink.messages.slice(before);
-  // example.net (alice, bob) and example.org (carol): one transaction per destination domain.
-  t.is(received.length, 2);
+  // alice, bob (both at example.net) and carol: one transaction per recipient.
+  t.is(received.length, 3);
+  t.deepEqual(received.map((m) => m.rcptTo.join()).sort(), ['alice@example.net', 'bob@example.net', 'carol@example.org']);
   const net = received.find((m) => m.rcptTo.includes('alice@example.net'))!;
-  t.deepEqual([...net.rcptTo].sort(), ['alice@example.net', 'bob@example.net']);
-  // VERP: the email id and a keyed tag of this transaction's recipient domain (return-path-token.ts).
+  // VERP: the email id and a keyed tag of this transaction's recipient (return-path-token.ts).
   t.regex(net.mailFrom, new RegExp(`^bounces\\+${res.body.emailId}_[0-9a-f]{12}@bounces\\.sender\\.dev$`));
+  t.is(new Set(received.map((m) => m.mailFrom)).size, 3, 'each its own return path');
   t.true(net.secure, 'STARTTLS was used');
   t.is(await w.dkimStatus(net.raw), 'pass');
   const parsed = await simpleParser(net.raw);

@@ -133,10 +133,16 @@ test.serial('a DSN to the tokenless return path is linked by the original Messag
   t.is(reports[0]!.linked_by, 'message-id');
 });
 
+/** The copy one recipient got (its own transaction and return path). */
+function copyFor(emailId: string, recipient: string) {
+  return w.sink.messages.find((m) => m.rcptTo.includes(recipient) && m.raw.toString().includes(emailId))!;
+}
+
 test.serial('a DSN naming one of several recipients bounces and suppresses only that one', async (t) => {
   const email = await sendAndDeliver(w, { to: ['keeper@example.net', 'leaver@example.net'], subject: 'Two of them' });
-  const dsn = fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: email.returnPath, RECIPIENT: 'leaver@example.net', ORIGINAL: email.raw.toString() });
-  t.true((await smtpSend({ port: inboundPort, from: '', to: [email.returnPath], raw: dsn })).ok);
+  const leaver = copyFor(email.id, 'leaver@example.net');
+  const dsn = fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: leaver.mailFrom, RECIPIENT: 'leaver@example.net', ORIGINAL: leaver.raw.toString() });
+  t.true((await smtpSend({ port: inboundPort, from: '', to: [leaver.mailFrom], raw: dsn })).ok);
   const rows = await deliveryRows(email.id);
   t.is(rows.find((r) => r.recipient === 'leaver@example.net')!.state, 'bounced');
   t.is(rows.find((r) => r.recipient === 'keeper@example.net')!.state, 'delivered');
@@ -201,14 +207,18 @@ test.serial('a DSN to a tokenless return path and the complaint address together
   t.falsy(events.find((e) => e.type === 'email.bounced' && e.data.id === victimId), 'no webhook for team B');
 });
 
-test.serial('a DSN naming an address the email was not sent to suppresses nobody', async (t) => {
+test.serial('a DSN naming an address the email was not sent to suppresses nobody it names, and no other recipient', async (t) => {
   // Anyone who saw the return path (the Return-Path field of a delivered copy) can send a DSN to it.
   const email = await sendAndDeliver(w, { to: ['first@example.net', 'second@example.net'], subject: 'Two again' });
-  const dsn = fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: email.returnPath, RECIPIENT: 'best-customer@example.org', ORIGINAL: email.raw.toString() });
-  t.true((await smtpSend({ port: inboundPort, from: '', to: [email.returnPath], raw: dsn })).ok);
+  const first = copyFor(email.id, 'first@example.net');
+  const dsn = fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: first.mailFrom, RECIPIENT: 'best-customer@example.org', ORIGINAL: first.raw.toString() });
+  t.true((await smtpSend({ port: inboundPort, from: '', to: [first.mailFrom], raw: dsn })).ok);
   t.is(await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'best-customer@example.org'), undefined, 'not a recipient of this email: not suppressed');
   const rows = await deliveryRows(email.id);
-  t.true(rows.every((r) => r.state === 'delivered'));
+  t.is(rows.find((r) => r.recipient === 'second@example.net')!.state, 'delivered', 'not the transaction of this return path');
+  // The return path is first's alone: a DSN on it about an address first's mail went on to (a
+  // forwarder's rewrite) is first's.
+  t.is(rows.find((r) => r.recipient === 'first@example.net')!.state, 'bounced');
 });
 
 test.serial('a DSN to the upper-cased return path of mail to an internationalised domain finds the transaction by its tag', async (t) => {

@@ -24,12 +24,14 @@ test.after.always(async () => {
 
 test.serial('a Yahoo ARF abuse report at the complaint address marks COMPLAINED and suppresses the recipient', async (t) => {
   const email = await sendAndDeliver(w, { to: ['annoyed@example.net', 'happy@example.net'], subject: 'Weekly deals' });
+  // The complainer's copy: its own transaction, its own return path.
+  const copy = w.sink.messages.find((m) => m.rcptTo.includes('annoyed@example.net') && m.raw.toString().includes(email.id))!;
   const arf = fixture('yahoo-arf-abuse.eml', {
     REPORT_TO: COMPLAINTS,
     SUBJECT: email.subject,
-    RETURN_PATH: email.returnPath,
+    RETURN_PATH: copy.mailFrom,
     RECIPIENT: 'annoyed@example.net',
-    ORIGINAL: email.raw.toString(),
+    ORIGINAL: copy.raw.toString(),
   });
   const res = await smtpSend({ port: inboundPort, from: 'feedback@arf.mail.yahoo.com', to: [COMPLAINTS], raw: arf });
   t.true(res.ok, res.response);

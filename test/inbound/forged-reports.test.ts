@@ -84,7 +84,7 @@ test.serial('a real bounce from the victim\'s own domain still bounces and suppr
   t.is((await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'gone@example.org'))?.reason, 'HARD_BOUNCE');
 });
 
-test.serial('a return path with a made-up tag is refused at RCPT; an untagged one (mail sent before tags) acts only for a one-domain email', async (t) => {
+test.serial('a return path with a made-up tag is refused at RCPT; an untagged one (mail sent before tags) acts only for a one-recipient email', async (t) => {
   const { email, copy } = await sharedEmail('victim4@example.org', 'mallory4@example.net');
   const forged = copy.mailFrom.replace(/_[0-9a-f]{12}@/, '_0123456789ab@');
   t.not(forged, copy.mailFrom);
@@ -95,10 +95,10 @@ test.serial('a return path with a made-up tag is refused at RCPT; an untagged on
   const untagged = copy.mailFrom.replace(/_[0-9a-f]{12}@/, '@');
   const dsn = fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: untagged, RECIPIENT: 'victim4@example.org', ORIGINAL: copy.raw.toString() });
   t.true((await smtpSend({ port: inboundPort, from: '', to: [untagged], raw: dsn })).ok, 'accepted and kept');
-  t.is(await state(email.id, 'victim4@example.org'), 'delivered', 'an email-wide token does not cover a two-domain email');
+  t.is(await state(email.id, 'victim4@example.org'), 'delivered', 'an email-wide token does not cover a two-recipient email');
   t.is(await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'victim4@example.org'), undefined);
 
-  const single = await sendAndDeliver(w, { to: 'old-style@example.org', subject: 'One domain' });
+  const single = await sendAndDeliver(w, { to: 'old-style@example.org', subject: 'One recipient' });
   const plain = single.returnPath.replace(/_[0-9a-f]{12}@/, '@');
   const legacy = fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: plain, RECIPIENT: 'old-style@example.org', ORIGINAL: single.raw.toString() });
   t.true((await smtpSend({ port: inboundPort, from: '', to: [plain], raw: legacy })).ok);

@@ -152,7 +152,8 @@ test('nodes sharing the store (take()): a rate of 5/s is 5/s for two shapers tog
   for (let i = 1; i < sent.length; i++) t.true(sent[i]!.at - sent[i - 1]!.at >= 100, `gap ${i}`);
   t.true(sent.some((x) => x.n === 0) && sent.some((x) => x.n === 1), 'both nodes sent');
 
-  const warm = { sources: [{ name: 'w', localAddress: '', ehloName: '', warmup: { start: '2026-12-01', schedule: [7, 7] } }], rules: [] };
+  // Transactions of several recipients (a rule that groups them), so a budget can be cut short.
+  const warm = { sources: [{ name: 'w', localAddress: '', ehloName: '', warmup: { start: '2026-12-01', schedule: [7, 7] } }], rules: [{ domain: 'x.example', maxRecipientsPerTransaction: 3 }] };
   const [a, b] = [node(true, warm), node(true, warm)];
   await a.load();
   await b.load();
@@ -204,7 +205,11 @@ test('a weighted pool spreads mail by weight over the sources that may send, and
 });
 
 test('warm-up: the day\u2019s budget per rollup, a partial transaction at the edge, the next day at midnight UTC; the standard schedule', async (t) => {
-  const { s, clock, repo } = shaper({ sources: [{ name: 'w', localAddress: '', ehloName: '', warmup: { start: '2026-12-01', schedule: [5, 8] } }] });
+  const { s, clock, repo } = shaper({
+    sources: [{ name: 'w', localAddress: '', ehloName: '', warmup: { start: '2026-12-01', schedule: [5, 8] } }],
+    // x.example's transactions carry several recipients (a rule groups them); y.example's one each.
+    rules: [{ domain: 'x.example', maxRecipientsPerTransaction: 100 }],
+  });
   await s.load();
   const p1 = s.plan(null, 'x.example', undefined, 3);
   t.like(p1, { kind: 'send', count: 3 });
@@ -215,8 +220,8 @@ test('warm-up: the day\u2019s budget per rollup, a partial transaction at the ed
   const p3 = s.plan(null, 'x.example', undefined, 1);
   t.like(p3, { kind: 'hold', why: 'warmup', until: Date.UTC(2026, 11, 2) });
   t.is(repo.usage.get('w|x.example|2026-12-01'), 5);
-  // Another rollup has its own budget.
-  t.like(s.plan(null, 'y.example', undefined, 1), { kind: 'send' });
+  // Another rollup has its own budget; without a rule that groups, one recipient per transaction.
+  t.like(s.plan(null, 'y.example', undefined, 4), { kind: 'send', count: 1, warmup: { n: 1 } });
   clock.set(Date.UTC(2026, 11, 2, 0, 0, 1));
   t.like(s.plan(null, 'x.example', undefined, 10), { kind: 'send', count: 8 });
   clock.set(Date.UTC(2026, 11, 3, 0, 0, 1));

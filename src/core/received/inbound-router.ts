@@ -3,8 +3,9 @@ import type { DomainRecord, DomainsRepository } from '../../store/repositories/d
 import type { DeliveriesRepository } from '../../store/repositories/deliveries-repository.js';
 import type { EmailRow, EmailsRepository } from '../../store/repositories/emails-repository.js';
 import { canonicalHost } from '../domains/domain-names.js';
+import { addressKey } from '../emails/addresses.js';
 import { forbidden, notFound } from '../errors.js';
-import { splitReturnPathToken, transactionTag } from './return-path-token.js';
+import { recipientTag, splitReturnPathToken, transactionTag } from './return-path-token.js';
 
 // Which mail the inbound listener takes (architecture.md, Outbound, inbound, tracking): bounces to our return paths, reports to
 // the complaint address, and mail for domains with receiving on. Everything else is a relay
@@ -15,12 +16,18 @@ const VERP_LOCAL = /^bounces(?:\+([A-Za-z0-9_]{1,100}))?$/i;
 /** Local part of a TLS report mailbox: `tlsrpt+<domain id>` (core/domains/dns-records.ts tlsRptAddress). */
 const TLSRPT_LOCAL = /^tlsrpt\+(\d{1,10})$/i;
 
+/**
+ * What a tagged VERP token proves (return-path-token.ts): the transaction to one recipient (its
+ * address as addressKey spells it), or one to several recipients at a domain.
+ */
+export type TagScope = { recipient: string } | { rcptDomain: string };
+
 export type InboundRoute =
   /**
-   * A return-path address; `email` when the VERP token named one, `rcptDomain` when its tag
-   * named the transaction (the recipient domain) too.
+   * A return-path address; `email` when the VERP token named one, `tagged` when its tag named
+   * the transaction too.
    */
-  | { kind: 'bounce'; address: string; domains: DomainRecord[]; email: EmailRow | null; rcptDomain: string | null }
+  | { kind: 'bounce'; address: string; domains: DomainRecord[]; email: EmailRow | null; tagged: TagScope | null }
   | { kind: 'complaint'; address: string }
   | { kind: 'receive'; address: string; domains: DomainRecord[] }
   /** A mail client's unsubscribe by mail: the mailto target of a campaign's List-Unsubscribe (RFC 2369). */
@@ -77,18 +84,20 @@ export function createInboundRouter(deps: InboundRouterDeps) {
   }
 
   /**
-   * The email and transaction a VERP token names. A tagged token names the recipient domain of
-   * one transaction (a wrong tag is as unknown as a made-up id); an untagged one (mail sent
-   * before tags) names only the email, and rcptDomain is null.
+   * The email and transaction a VERP token names. A tagged token names one recipient of the
+   * email or one of its recipient domains (a wrong tag is as unknown as a made-up id); an
+   * untagged one (mail sent before tags) names only the email, and `tagged` is null.
    */
-  async function emailFor(token: string, domains: DomainRecord[]): Promise<{ email: EmailRow; rcptDomain: string | null } | undefined> {
+  async function emailFor(token: string, domains: DomainRecord[]): Promise<{ email: EmailRow; tagged: TagScope | null } | undefined> {
     const { emailToken, tag } = splitReturnPathToken(token);
     const email = await emailById(emailToken, domains);
     if (!email) return undefined;
-    if (!tag) return { email, rcptDomain: null };
-    const rcptDomains = new Set((await deps.deliveries.listForEmail(email.id)).map((d) => d.rcpt_domain.toLowerCase()));
-    const rcptDomain = [...rcptDomains].find((d) => transactionTag(deps.secret, email.id, d) === tag);
-    return rcptDomain ? { email, rcptDomain } : undefined;
+    if (!tag) return { email, tagged: null };
+    const rows = await deps.deliveries.listForEmail(email.id);
+    const recipient = [...new Set(rows.map((d) => addressKey(d.recipient)))].find((r) => recipientTag(deps.secret, email.id, r) === tag);
+    if (recipient !== undefined) return { email, tagged: { recipient } };
+    const rcptDomain = [...new Set(rows.map((d) => d.rcpt_domain.toLowerCase()))].find((d) => transactionTag(deps.secret, email.id, d) === tag);
+    return rcptDomain !== undefined ? { email, tagged: { rcptDomain } } : undefined;
   }
 
   async function emailById(token: string, domains: DomainRecord[]): Promise<EmailRow | undefined> {
@@ -130,7 +139,7 @@ export function createInboundRouter(deps: InboundRouterDeps) {
       if (rpDomains.length) {
         const m = VERP_LOCAL.exec(split.local);
         if (!m) throw notFound(`<${address}>: no such mailbox at this return-path host`);
-        if (!m[1]) return { kind: 'bounce', address, domains: rpDomains, email: null, rcptDomain: null };
+        if (!m[1]) return { kind: 'bounce', address, domains: rpDomains, email: null, tagged: null };
         const found = await emailFor(m[1], rpDomains);
         if (!found) throw notFound(`<${address}>: unknown return path`);
         return { kind: 'bounce', address, domains: rpDomains, ...found };

@@ -8,7 +8,7 @@ import { addressKey } from '../emails/addresses.js';
 import { statusEventType, statusRank, type EmailStatus } from '../emails/email-status.js';
 import type { EventBus } from '../events.js';
 import type { DsnRecipient, InboundEnvelope, ParsedReport } from './inbound-types.js';
-import { splitAddress, verpToken, type InboundRoute, type InboundRouter } from './inbound-router.js';
+import { splitAddress, verpToken, type InboundRoute, type InboundRouter, type TagScope } from './inbound-router.js';
 import { emailBusEvent } from '../emails/email-bus-event.js';
 import { bounceSubType } from '../deliveries/bounce-sub-type.js';
 import { messageDigest, transactionKey } from './transaction-key.js';
@@ -18,9 +18,10 @@ import { messageDigest, transactionKey } from './transaction-key.js';
 // the VERP token of the address it came to, a return path quoted inside the report, our
 // X-Posthorn-Email-ID header in the returned message, and its Message-ID. Reports are not
 // authenticated and every recipient of an email sees its return path, Message-ID and To/Cc, so
-// a report acts only on the deliveries its evidence covers: a tagged return path covers its
-// transaction's recipient domain, email-wide evidence an email sent to one domain only
-// (return-path-token.ts). Its effects on
+// a report acts only on the deliveries its evidence covers: a return path tagged for one
+// recipient covers that delivery, one tagged for a domain the recipients at that domain
+// (return-path-token.ts), and evidence every copy carries (our header, the Message-ID, an
+// untagged return path) an email with one recipient only. Its effects on
 // deliveries, status events and suppressions are stored in the same transaction as the
 // report itself, before the SMTP 250. A report the sender sends again (it retried after our
 // 451, or our 250 was lost) is recognised by its transaction key and changes nothing twice.
@@ -71,10 +72,10 @@ export function createReportService(deps: ReportServiceDeps) {
   const { router, clock } = deps;
 
   /** Finds the email a report is about, or null. Reports at return paths stay within those domains. */
-  async function link(intake: ReportIntake): Promise<{ email: EmailRow; by: LinkedBy; rcptDomain: string | null } | null> {
+  async function link(intake: ReportIntake): Promise<{ email: EmailRow; by: LinkedBy; tagged: TagScope | null } | null> {
     const bounceRoutes = intake.routes.filter((r): r is Extract<InboundRoute, { kind: 'bounce' }> => r.kind === 'bounce');
     const viaVerp = bounceRoutes.find((r) => r.email);
-    if (viaVerp?.email) return { email: viaVerp.email, by: 'verp', rcptDomain: viaVerp.rcptDomain };
+    if (viaVerp?.email) return { email: viaVerp.email, by: 'verp', tagged: viaVerp.tagged };
     // Came to tokenless return paths: whatever we find must be from one of those domains. The
     // shared complaint address links any team's email, but only for what it acts on (ARF): a
     // DSN acts through the return paths it came to, so a complaint address beside them must
@@ -93,26 +94,31 @@ export function createReportService(deps: ReportServiceDeps) {
       if (!token || !split) continue;
       const domains = await router.returnPathDomains(split.domain);
       const found = domains.length ? await router.emailFor(token, domains) : undefined;
-      if (found && allowed(found.email)) return { email: found.email, by: 'report', rcptDomain: found.rcptDomain };
+      if (found && allowed(found.email)) return { email: found.email, by: 'report', tagged: found.tagged };
     }
     const headerId = intake.report.original?.posthornEmailId;
     if (headerId && /^em_[A-Za-z0-9]{1,100}$/.test(headerId)) {
       const row = await deps.emails.findByIdAnyTeam(headerId);
-      if (allowed(row)) return { email: row, by: 'header', rcptDomain: null };
+      if (allowed(row)) return { email: row, by: 'header', tagged: null };
     }
     const messageId = intake.report.original?.messageId;
     if (messageId) {
       const normalized = messageId.startsWith('<') ? messageId : `<${messageId}>`;
       const row = await deps.emails.findByMessageId(normalized);
-      if (allowed(row)) return { email: row, by: 'message-id', rcptDomain: null };
+      if (allowed(row)) return { email: row, by: 'message-id', tagged: null };
     }
     return null;
   }
 
-  /** The deliveries a report's evidence covers (see the top): a transaction's, or an email's sent to one domain. */
-  function inScope(all: DeliveryRow[], rcptDomain: string | null): DeliveryRow[] {
-    if (rcptDomain !== null) return all.filter((d) => d.rcpt_domain.toLowerCase() === rcptDomain);
-    return new Set(all.map((d) => d.rcpt_domain.toLowerCase())).size <= 1 ? all : [];
+  /**
+   * The deliveries a report's evidence covers (see the top): a tagged transaction's, or, for
+   * evidence every copy carries, an email's only one (any recipient of a larger email could
+   * have written it about any other).
+   */
+  function inScope(all: DeliveryRow[], tagged: TagScope | null): DeliveryRow[] {
+    if (tagged === null) return all.length <= 1 ? all : [];
+    if ('recipient' in tagged) return all.filter((d) => addressKey(d.recipient) === tagged.recipient);
+    return all.filter((d) => d.rcpt_domain.toLowerCase() === tagged.rcptDomain);
   }
 
   /** The delivery in scope a report names: its recipient, else the only one in scope. */
@@ -238,7 +244,7 @@ export function createReportService(deps: ReportServiceDeps) {
       const toReturnPath = intake.routes.some((r) => r.kind === 'bounce');
       const scopeOf = async (l: NonNullable<typeof linked>): Promise<Scope> => {
         const all = await deps.deliveries.listForEmail(l.email.id);
-        return { all, deliveries: inScope(all, l.rcptDomain) };
+        return { all, deliveries: inScope(all, l.tagged) };
       };
       if (linked && report.type === 'dsn' && toReturnPath) {
         plan = planDsn(linked.email, await scopeOf(linked), report, nowIso);

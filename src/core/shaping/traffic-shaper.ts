@@ -169,7 +169,9 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
         continue;
       }
       const limits = rules.limits(source.name, rollup);
-      let count = Math.min(recipients, limits.maxRecipientsPerTransaction ?? recipients);
+      // One recipient per transaction unless a rule groups them: its return path then names that
+      // one delivery, and no co-recipient can report for it (core/received/return-path-token.ts).
+      let count = Math.min(recipients, limits.maxRecipientsPerTransaction ?? 1);
       let warmup: { day: string } | undefined;
       if (source.warmup) {
         const budget = warmupBudget(source.warmup, now);

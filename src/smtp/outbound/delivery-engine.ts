@@ -9,8 +9,8 @@ import { MxLookupError, type MxResolver } from './mx-resolver.js';
 import type { DeliveryTarget, SmtpClientPool, TransactionRequest, TransactionResult } from './smtp-client-pool.js';
 import type { PlannedHost, TransportPolicy } from './transport-policy.js';
 import type { ShapingPlan, TrafficShaper } from '../../core/shaping/traffic-shaper.js';
-import { MinHeap } from '../../lib/min-heap.js';
 import { yieldTurn } from '../../lib/turn-yield.js';
+import { WakeSchedule } from './wake-schedule.js';
 
 /** Which email a transaction carries, for a transport that files messages by email (the sandbox). */
 export interface TransactionContext {
@@ -41,8 +41,11 @@ export interface DeliveryEngineOptions {
    * mailbox); MX lookup is skipped.
    */
   route?: { host: string; address?: string; port: number };
-  /** The VERP token of one transaction's return path (core/received/return-path-token.ts); the email id when unset. */
-  returnPathToken?: (emailId: string, rcptDomain: string) => string;
+  /**
+   * The VERP token of one transaction's return path (core/received/return-path-token.ts): of its
+   * one recipient, or (`recipient` absent) of its several at `rcptDomain`. The email id when unset.
+   */
+  returnPathToken?: (emailId: string, rcptDomain: string, recipient?: string) => string;
   /**
    * The recipient domains' transport security (MTA-STS, DANE) and the sending domain's TLS
    * policy, per MX host (transport-policy.ts). Absent: the domain's tlsPolicy alone. Not used
@@ -78,10 +81,10 @@ export interface DeliveryEngineOptions {
 }
 
 /**
- * Claims due deliveries, builds and signs each email once, resolves MX hosts, hands one SMTP
- * transaction per (email, destination domain) to the connection pool and records what
- * happened through the core delivery service. Stateless between rounds: everything it
- * needs to resume lives in the store.
+ * Claims due deliveries, groups them by (email, destination domain), builds and signs each
+ * email once, resolves MX hosts, hands the group's SMTP transactions (one per recipient unless a
+ * shaping rule groups them) to the connection pool and records what happened through the core
+ * delivery service. Stateless between rounds: everything it needs to resume lives in the store.
  */
 export class DeliveryEngine {
   private readonly claimBatch: number;
@@ -104,11 +107,8 @@ export class DeliveryEngine {
   private slotFreed: (() => void) | undefined;
   private pendingWake = false;
   private idleWaiters: (() => void)[] = [];
-  private wakeTimer: NodeJS.Timeout | undefined;
-  private wakeTimerAt: number | undefined;
-  /** When parked mail becomes due (shaping's slots and hold ends), earliest first. */
-  private readonly wakeTimes = new MinHeap();
-  private lastWakePushed: number | undefined;
+  /** Claims again when parked mail becomes due. */
+  private readonly wakeSchedule: WakeSchedule;
 
   constructor(private readonly options: DeliveryEngineOptions) {
     this.claimBatch = options.claimBatch ?? 500;
@@ -118,6 +118,7 @@ export class DeliveryEngine {
     this.maxTargets = options.maxTargetsPerAttempt ?? 6;
     this.budget = new ByteBudget(options.messageBudgetBytes ?? 64 * 1024 * 1024);
     this.signedMessages = new SharedMessages(this.budget);
+    this.wakeSchedule = new WakeSchedule(options.clock, () => this.wake(), () => this.running);
   }
 
   start(): void {
@@ -146,9 +147,7 @@ export class DeliveryEngine {
    */
   async stop(): Promise<void> {
     this.running = false;
-    if (this.wakeTimer) clearTimeout(this.wakeTimer);
-    this.wakeTimer = undefined;
-    this.wakeTimerAt = undefined;
+    this.wakeSchedule.stop();
     this.wakeUp?.();
     this.slotFreed?.();
     await this.loopDone;
@@ -289,10 +288,15 @@ export class DeliveryEngine {
     try {
       await this.attemptAndRecord(group);
     } finally {
-      for (const d of group.deliveries) {
-        this.inFlightDeliveries.delete(d.id);
-        this.endedDuringClaim?.add(d.id);
-      }
+      this.ended(group.deliveries);
+    }
+  }
+
+  /** Deliveries whose attempt is over (recorded, parked or released): no longer this process's to keep. */
+  private ended(deliveries: DeliveryGroup['deliveries']): void {
+    for (const d of deliveries) {
+      this.inFlightDeliveries.delete(d.id);
+      this.endedDuringClaim?.add(d.id);
     }
   }
 
@@ -314,8 +318,9 @@ export class DeliveryEngine {
       }
       let message: Buffer | undefined;
       let rest = group.deliveries;
-      // Traffic shaping may send the recipients in several transactions (a recipient limit, the
-      // warm-up budget's remainder) and hold back what may not go now: not an attempt.
+      // Traffic shaping sends the recipients in several transactions (one each unless a rule
+      // groups them, the warm-up budget's remainder) and holds back what may not go now: not an
+      // attempt. Without a shaper (the sandbox) the group is one transaction.
       while (rest.length) {
         let chunk = rest;
         let plan: Extract<ShapingPlan, { kind: 'send' }> | undefined;
@@ -366,7 +371,18 @@ export class DeliveryEngine {
           await this.releaseAtShutdown(group, [...chunk, ...rest]);
           return;
         }
-        await this.record(part, outcome.reachedServer ? started : null, outcome.results, traces);
+        let done = part;
+        let results = outcome.results;
+        const deferral = outcome.noHost ? results.find((r) => r.outcome === 'deferred') : undefined;
+        if (deferral && rest.length) {
+          // No host took the transaction: the rest would meet the same hosts now, so they get
+          // its deferral rather than each a round of timeouts (as when they shared it).
+          results = [...results, ...rest.map((d) => ({ ...deferral, deliveryId: d.id }))];
+          done = { ...group, deliveries: [...chunk, ...rest] };
+          rest = [];
+        }
+        await this.record(done, outcome.reachedServer ? started : null, results, traces);
+        this.ended(done.deliveries);
       }
     } finally {
       if (holdsMessage) this.signedMessages.release(group.email.id);
@@ -399,38 +415,7 @@ export class DeliveryEngine {
     } catch (err) {
       this.options.logger.error({ err, emailId: group.email.id }, 'parking deliveries held by traffic shaping failed; their leases run out instead');
     }
-    this.wakeAt(until);
-  }
-
-  /**
-   * Claims again when parked mail becomes due: with a message rate a slot comes every few
-   * hundred milliseconds, sooner than the idle poll would look, and each slot needs its claim
-   * (a poll would find several due at once, and the rate would send one of them).
-   */
-  private wakeAt(atMs: number): void {
-    // A backlog parked at one hold's end needs one wake-up, not one each.
-    if (atMs !== this.lastWakePushed && this.wakeTimes.size < MAX_WAKE_TIMES) {
-      this.wakeTimes.push(atMs);
-      this.lastWakePushed = atMs;
-    }
-    this.armWakeTimer();
-  }
-
-  private armWakeTimer(): void {
-    const next = this.wakeTimes.peek();
-    if (next === undefined || !this.running) return;
-    if (this.wakeTimerAt !== undefined && this.wakeTimerAt <= next) return;
-    if (this.wakeTimer) clearTimeout(this.wakeTimer);
-    this.wakeTimerAt = next;
-    this.wakeTimer = setTimeout(() => {
-      this.wakeTimer = undefined;
-      this.wakeTimerAt = undefined;
-      const now = this.options.clock.nowMs();
-      while ((this.wakeTimes.peek() ?? Infinity) <= now) this.wakeTimes.pop();
-      this.wake();
-      this.armWakeTimer();
-    }, Math.min(MAX_WAKE_DELAY_MS, Math.max(0, next - this.options.clock.nowMs())));
-    this.wakeTimer.unref?.();
+    this.wakeSchedule.at(until);
   }
 
   /** Where the group goes: the hosts to try (and the primary MX, for the shaping rollup), or the outcome when there are none. */
@@ -456,8 +441,10 @@ export class DeliveryEngine {
   }
 
   /**
-   * One transaction's recipients' outcomes and whether a transaction began on a remote server,
-   * or 'not-attempted' when the pool closed (shutdown) before a session.
+   * One transaction's recipients' outcomes, whether a transaction began on a remote server and
+   * whether no host took it (`noHost`: no session, or each failed it before any recipient's reply;
+   * not when a reply suspended the source, whose other sources may still go), or 'not-attempted'
+   * when the pool closed (shutdown) before a session.
    */
   private async attemptTargets(
     group: DeliveryGroup,
@@ -466,13 +453,15 @@ export class DeliveryEngine {
     verdicts: TlsVerdict[],
     traces: AttemptTrace[],
     plan: Extract<ShapingPlan, { kind: 'send' }> | undefined,
-  ): Promise<{ results: AttemptResult[]; reachedServer: boolean } | 'not-attempted'> {
+  ): Promise<{ results: AttemptResult[]; reachedServer: boolean; noHost?: boolean } | 'not-attempted'> {
     const domain = group.domain!;
     const idsByRecipient = new Map(group.deliveries.map((d) => [d.recipient, d.id]));
     const recipients = group.deliveries.map((d) => d.recipient);
     // VERP return path (architecture.md, Decisions: return path): a DSN to it names the email and
-    // this transaction's recipient domain even if the body is rewritten.
-    const token = this.options.returnPathToken?.(group.email.id, group.rcptDomain) ?? group.email.id;
+    // this transaction's recipient (its recipient domain when it carries several) even if the
+    // body is rewritten.
+    const alone = recipients.length === 1 ? recipients[0] : undefined;
+    const token = this.options.returnPathToken?.(group.email.id, group.rcptDomain, alone) ?? group.email.id;
     const mailFrom = `bounces+${token}@${domain.bounceLabel}.${domain.name}`;
     const source = plan?.source.name;
     const tlsOf = (v: TlsVerdict | undefined) => (v ? { tls: verdictSummary(v) } : {});
@@ -546,11 +535,12 @@ export class DeliveryEngine {
       return { results: fromTransaction(res, target.host), reachedServer };
     }
     const connectable = tried.filter((t) => !t.planned?.refused);
-    if (hostFailure && (connectable.length === 1 || suspended)) return { results: fromTransaction(hostFailure.res, hostFailure.host), reachedServer };
+    const noHost = !suspended;
+    if (hostFailure && (connectable.length === 1 || suspended)) return { results: fromTransaction(hostFailure.res, hostFailure.host), reachedServer, noHost };
     // The event names the last host tried; the reply text names every one.
     const lastHost = tried.at(-1)?.target.host ?? null;
     const response = targets.length ? `no MX host took the message: ${errors.join('; ')}` : `no usable MX host for ${group.rcptDomain}`;
-    return { results: defer(response, lastHost), reachedServer };
+    return { results: defer(response, lastHost), reachedServer, noHost };
   }
 
   /** Tells the shaper the first reply that was not a success; true when it suspended the (source, rollup). */
@@ -568,11 +558,6 @@ export class DeliveryEngine {
 }
 
 type Target = { target: DeliveryTarget; planned?: PlannedHost };
-
-/** Pending wake-ups kept at most (beyond, the idle poll finds the mail). */
-const MAX_WAKE_TIMES = 100_000;
-/** A wake-up timer is re-armed at least this often (setTimeout overflows past 24.8 days). */
-const MAX_WAKE_DELAY_MS = 60_000;
 
 /** The source and session limits a plan puts on the transaction request. */
 function shapingOf(plan: Extract<ShapingPlan, { kind: 'send' }>): Pick<TransactionRequest, 'source' | 'shape'> {
