@@ -464,6 +464,8 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     metrics,
     /** Runs due campaign batches now (tests move their clock, then call this). */
     runCampaigns: () => campaignRunner?.tickNow() ?? campaigns.tick(),
+    /** Runs a cron job now as its tick would (tests); false before start() or for an unknown name. */
+    runCronJob: (name: string) => cron?.runNow(name) ?? Promise.resolve(false),
     inbound,
     webhookDispatcher,
     /** TLS reporting (RFC 8460): run the daily reports now (tests move their clock first), the counter, the history. */
@@ -568,7 +570,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
       webhookDispatcher.start();
       const resumedImports = await contactImports.resume();
       if (resumedImports) logger.info({ resumed: resumedImports }, 'contact imports a previous run left unfinished carry on');
-      cron = startCronJobs({ logger, domains, emails, queue, config, jobs, claimRun: cluster && ((job, period) => cluster.claimRun(job, period)), tlsReports: tlsReportConfig.enabled ? { daily: () => runTlsReports(true), retries: () => runTlsReports(false) } : undefined });
+      cron = startCronJobs({ logger, domains, emails, queue, config, jobs, claimRun: cluster && ((job, period) => cluster.claimRun(job, period)), tlsReports: tlsReportConfig.enabled ? { daily: (signal) => runTlsReports(true, signal), retries: (signal) => runTlsReports(false, signal) } : undefined });
       campaignRunner = startCampaignRunner({ campaigns, logger, jobs });
       return listeners;
     },
@@ -577,13 +579,14 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     async stop(): Promise<void> {
       if (stopping) return;
       stopping = true;
-      cron?.stop();
+      cron?.stop(); // no more ticks; a job under way stops at its next step (awaited below)
       await campaignRunner?.stop();
       await http?.close();
       await contactImports.stop(); // the chunk in progress is recorded; the rest carries on at the next start
       // Messages being stored finish and get their reply before the store closes.
       await Promise.all([inboundListener?.close(), submissionListener?.close()]);
       await engine!.stop();
+      await cron?.settled(); // its last write (the domain a re-check was on) goes before the store closes
       await outbound.reportsSettled();
       await tlsCounter.stop(); // the counts of the sessions just finished
       await webhookDispatcher.stop(); // unsent calls stay in the outbox for the next start

@@ -421,10 +421,17 @@ export function createDomainService(deps: DomainServiceDeps) {
       return { id: d.id, success: true, message: 'Domain deleted successfully' };
     },
 
-    /** Cron: re-check every unverified (or every verified) domain; one failure never stops the rest. */
-    async recheck(verified: boolean): Promise<number> {
+    /**
+     * Cron: re-check every unverified (or every verified) domain; one failure never stops the
+     * rest. Once `signal` aborts (a graceful stop) no further domain is started: the one under
+     * way is finished and recorded. Returns how many were checked.
+     */
+    async recheck(verified: boolean, signal?: AbortSignal): Promise<number> {
       const list = await domains.listForRecheck(verified);
+      let checked = 0;
       for (const d of list) {
+        if (signal?.aborted) break;
+        checked++;
         try {
           await runCheck(d);
         } catch (err) {
@@ -432,7 +439,7 @@ export function createDomainService(deps: DomainServiceDeps) {
           await domains.update(d.id, { isVerifying: false });
         }
       }
-      return list.length;
+      return checked;
     },
 
     /** For the CLI: find by id or name within a team (or any team when teamId is null). */
