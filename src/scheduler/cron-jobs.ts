@@ -17,7 +17,16 @@ export interface CronJobs {
   settled(): Promise<void>;
   /** Runs a job now as its tick would (tests); false when there is no such job. */
   runNow(name: string): Promise<boolean>;
+  /** When a job runs next; null for an unknown job or after stop(). */
+  nextRun(name: string): Date | null;
 }
+
+/**
+ * The zone cron expressions are read in, on every node whatever its TZ: nodes in different zones
+ * (or a server whose TZ changes) run a daily job at the same instant, so the (job, scheduled
+ * time) claim makes it one run for the cluster.
+ */
+export const CRON_TIME_ZONE = 'UTC';
 
 /** A job: `signal` aborts at stop(); a job that loops starts no further item once it has. */
 type JobFn = (signal: AbortSignal) => Promise<unknown>;
@@ -41,7 +50,7 @@ export interface CronJobDeps {
 }
 
 export function startCronJobs(deps: CronJobDeps): CronJobs {
-  const tasks: ScheduledTask[] = [];
+  const tasks = new Map<string, ScheduledTask>();
   /** Each job's tick, by name. */
   const ticks = new Map<string, (scheduled: Date) => Promise<void>>();
   const stopping = new AbortController();
@@ -69,7 +78,7 @@ export function startCronJobs(deps: CronJobDeps): CronJobs {
       return run;
     };
     ticks.set(name, tick);
-    tasks.push(cron.schedule(expression, (context) => tick(context.date)));
+    tasks.set(name, cron.schedule(expression, (context) => tick(context.date), { name, timezone: CRON_TIME_ZONE }));
   };
   // Unverified domains often, so a newly published record is picked up soon; verified ones
   // daily, so a domain whose records disappear loses SUCCESS.
@@ -89,7 +98,7 @@ export function startCronJobs(deps: CronJobDeps): CronJobs {
   }
   return {
     stop() {
-      for (const t of tasks) t.stop();
+      for (const t of tasks.values()) t.stop();
       stopping.abort();
     },
     async settled() {
@@ -103,6 +112,9 @@ export function startCronJobs(deps: CronJobDeps): CronJobs {
       if (!tick) return false;
       await tick(new Date());
       return true;
+    },
+    nextRun(name) {
+      return tasks.get(name)?.getNextRun() ?? null;
     },
   };
 }
