@@ -528,6 +528,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
       } else {
         const releasedKeys = await emails.releaseInFlightKeys();
         if (releasedKeys) logger.info({ released: releasedKeys }, 'released idempotency keys left in flight by a previous run');
+        await domains.clearChecksLeftBehind();
       }
       http = await listenHttp(koa, config.http.host, config.http.port);
       listeners.http = { host: config.http.host, port: http.port };
