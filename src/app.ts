@@ -99,6 +99,7 @@ import { wireOutbound, wireTransportSecurity } from './composition/outbound-wiri
 import { announceSettings } from './composition/start-notices.js';
 import { listenerStatesOf, startSmtpListeners, type Listeners } from './composition/smtp-listeners.js';
 import { closingOnFailure } from './composition/close-on-failure.js';
+import { deadNodeRecount } from './composition/dead-node-recount.js';
 import { BodyIntake } from './lib/body-intake.js';
 
 // The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
@@ -399,6 +400,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
   let stopping = false;
   const storeOk = () => store.ping();
   const listenerStates = () => listenerStatesOf(listeners, failedListeners);
+  const recount = deadNodeRecount({ campaigns, jobs, logger, stopping: () => stopping });
   const cluster: ClusterService | undefined =
     clusterRepo &&
     createClusterService({
@@ -408,35 +410,13 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
       node: { id: nodeId, hostname: osHostname(), pid: process.pid },
       listeners: () => ({ ...listeners }),
       connections: permits?.held,
-      onNodeDied: async () => recountCampaigns(),
+      onNodeDied: async () => recount.start(),
       onOrphanedImports: async () => {
         if (stopping) return;
         const resumed = await contactImports.adoptUnowned();
         if (resumed) logger.info({ event: 'cluster.imports_taken_over', resumed }, `took up ${resumed} contact import(s) a dead node was running`);
       },
     });
-  /**
-   * The campaign counts a dead node committed the events of but never made, made from the stored
-   * events as at a start. A pass over every campaign recipient, in chunks: run off the heartbeat
-   * (a long one would get this node taken for dead), one at a time, and a graceful stop ends it
-   * between chunks (the next start of any node makes the rest).
-   */
-  let recount: Promise<void> = Promise.resolve();
-  let recountQueued = false;
-  const recountCampaigns = () => {
-    if (recountQueued) return; // the pass not yet started reads this death's events too
-    recountQueued = true;
-    recount = recount.then(async () => {
-      recountQueued = false;
-      if (stopping) return;
-      try {
-        const recounted = await jobs.run('campaign-recount', () => campaigns.recoverCounts(() => stopping));
-        if (recounted) logger.info({ event: 'cluster.campaigns_recounted', recounted }, `counted ${recounted} campaign count(s) a dead node had not made`);
-      } catch (err) {
-        logger.warn({ err }, 'recounting the campaign counts of a dead node failed; the next start of a node recounts them');
-      }
-    });
-  };
   /** The node and the members it sees: itself alone on SQLite. */
   const clusterView = async () =>
     cluster
@@ -488,7 +468,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     /** Runs due campaign batches now (tests move their clock, then call this). */
     runCampaigns: () => campaignRunner?.tickNow() ?? campaigns.tick(),
     /** Resolves once the campaign recount a dead node's sweep started, if any, has ended (tests). */
-    campaignRecount: (): Promise<void> => recount,
+    campaignRecount: () => recount.settled(),
     /** Runs a cron job now as its tick would (tests); false before start() or for an unknown name. */
     runCronJob: (name: string) => cron?.runNow(name) ?? Promise.resolve(false),
     inbound,
@@ -613,7 +593,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
       await Promise.all([inboundListener?.close(), submissionListener?.close()]);
       await engine!.stop();
       await cron?.settled(); // its last write (the domain a re-check was on) goes before the store closes
-      await recount; // a dead node's campaign counts: ends at its next chunk
+      await recount.settled(); // a dead node's campaign counts: ends at its next chunk
       await outbound.reportsSettled();
       await tlsCounter.stop(); // the counts of the sessions just finished
       await webhookDispatcher.stop(); // unsent calls stay in the outbox for the next start
