@@ -99,6 +99,7 @@ import { wireOutbound, wireTransportSecurity } from './composition/outbound-wiri
 import { announceSettings } from './composition/start-notices.js';
 import { listenerStatesOf, startSmtpListeners, type Listeners } from './composition/smtp-listeners.js';
 import { closingOnFailure } from './composition/close-on-failure.js';
+import { deadNodeRecount } from './composition/dead-node-recount.js';
 import { BodyIntake } from './lib/body-intake.js';
 
 // The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
@@ -399,6 +400,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
   let stopping = false;
   const storeOk = () => store.ping();
   const listenerStates = () => listenerStatesOf(listeners, failedListeners);
+  const recount = deadNodeRecount({ campaigns, jobs, logger, stopping: () => stopping });
   const cluster: ClusterService | undefined =
     clusterRepo &&
     createClusterService({
@@ -408,6 +410,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
       node: { id: nodeId, hostname: osHostname(), pid: process.pid },
       listeners: () => ({ ...listeners }),
       connections: permits?.held,
+      onNodeDied: async () => recount.start(),
       onOrphanedImports: async () => {
         if (stopping) return;
         const resumed = await contactImports.adoptUnowned();
@@ -464,6 +467,10 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     metrics,
     /** Runs due campaign batches now (tests move their clock, then call this). */
     runCampaigns: () => campaignRunner?.tickNow() ?? campaigns.tick(),
+    /** Resolves once the campaign recount a dead node's sweep started, if any, has ended (tests). */
+    campaignRecount: () => recount.settled(),
+    /** Runs a cron job now as its tick would (tests); false before start() or for an unknown name. */
+    runCronJob: (name: string) => cron?.runNow(name) ?? Promise.resolve(false),
     inbound,
     webhookDispatcher,
     /** TLS reporting (RFC 8460): run the daily reports now (tests move their clock first), the counter, the history. */
@@ -526,6 +533,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
       } else {
         const releasedKeys = await emails.releaseInFlightKeys();
         if (releasedKeys) logger.info({ released: releasedKeys }, 'released idempotency keys left in flight by a previous run');
+        await domains.clearChecksLeftBehind();
       }
       http = await listenHttp(koa, config.http.host, config.http.port);
       listeners.http = { host: config.http.host, port: http.port };
@@ -568,7 +576,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
       webhookDispatcher.start();
       const resumedImports = await contactImports.resume();
       if (resumedImports) logger.info({ resumed: resumedImports }, 'contact imports a previous run left unfinished carry on');
-      cron = startCronJobs({ logger, domains, emails, queue, config, jobs, claimRun: cluster && ((job, period) => cluster.claimRun(job, period)), tlsReports: tlsReportConfig.enabled ? { daily: () => runTlsReports(true), retries: () => runTlsReports(false) } : undefined });
+      cron = startCronJobs({ logger, domains, emails, queue, config, jobs, claimRun: cluster && ((job, period) => cluster.claimRun(job, period)), tlsReports: tlsReportConfig.enabled ? { daily: (signal) => runTlsReports(true, signal), retries: (signal) => runTlsReports(false, signal) } : undefined });
       campaignRunner = startCampaignRunner({ campaigns, logger, jobs });
       return listeners;
     },
@@ -577,13 +585,15 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     async stop(): Promise<void> {
       if (stopping) return;
       stopping = true;
-      cron?.stop();
+      cron?.stop(); // no more ticks; a job under way stops at its next step (awaited below)
       await campaignRunner?.stop();
       await http?.close();
       await contactImports.stop(); // the chunk in progress is recorded; the rest carries on at the next start
       // Messages being stored finish and get their reply before the store closes.
       await Promise.all([inboundListener?.close(), submissionListener?.close()]);
       await engine!.stop();
+      await cron?.settled(); // its last write (the domain a re-check was on) goes before the store closes
+      await recount.settled(); // a dead node's campaign counts: ends at its next chunk
       await outbound.reportsSettled();
       await tlsCounter.stop(); // the counts of the sessions just finished
       await webhookDispatcher.stop(); // unsent calls stay in the outbox for the next start

@@ -176,12 +176,15 @@ export function wireOutbound(deps: OutboundDeps) {
     clock,
     logger,
   });
-  /** One report run at a time: make the due reports (daily), then send what is due (retries too). */
+  /**
+   * One report run at a time: make the due reports (daily), then send what is due (retries too);
+   * once `signal` aborts (a graceful stop) no further delivery is started.
+   */
   let reportRun: Promise<unknown> = Promise.resolve();
-  const runTlsReports = (generate: boolean) => {
+  const runTlsReports = (generate: boolean, signal?: AbortSignal) => {
     const run = reportRun.then(async () => {
       const made = generate ? await tlsReports.generateDue() : undefined;
-      const sent = tlsReportSender ? await tlsReportSender.runDue() : undefined;
+      const sent = tlsReportSender ? await tlsReportSender.runDue(signal) : undefined;
       await stsPolicies.purgeExpired(clock.nowMs());
       return { made, sent };
     });

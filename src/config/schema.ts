@@ -266,8 +266,8 @@ export const configSchema = z
       bounceLabel: key(z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/i).default('bounces'), {
         doc: 'Label of the return-path (bounce) host: <bounceLabel>.<domain> gets MX and SPF records, and VERP bounces come back there.',
       }),
-      recheckUnverifiedCron: key(cron.default('*/10 * * * *'), { doc: 'How often unverified domains are re-checked (cron syntax).' }),
-      recheckVerifiedCron: key(cron.default('17 3 * * *'), { doc: 'How often verified domains are re-checked (cron syntax).' }),
+      recheckUnverifiedCron: key(cron.default('*/10 * * * *'), { doc: 'How often unverified domains are re-checked (cron syntax, in UTC).' }),
+      recheckVerifiedCron: key(cron.default('17 3 * * *'), { doc: 'How often verified domains are re-checked (cron syntax, in UTC).' }),
     }),
     inbound: listenerSection(
       {
@@ -363,7 +363,7 @@ export const configSchema = z
         tlsReports: section(
           {
             enabled: key(z.boolean().default(true), { doc: 'Send daily TLS reports (RFC 8460) to recipient domains that publish _smtp._tls with a rua.' }),
-            cron: key(cron.default('17 1 * * *'), { doc: 'When the reports of the finished UTC days are made and sent (cron syntax); failed deliveries are retried every few minutes.' }),
+            cron: key(cron.default('17 1 * * *'), { doc: 'When the reports of the finished UTC days are made and sent (cron syntax, in UTC); failed deliveries are retried every few minutes.' }),
             organizationName: key(z.string().default(''), { doc: 'organization-name of the reports; empty means hostname.' }),
             contactInfo: key(z.string().default(''), { doc: 'contact-info of the reports (an address or URL); empty means postmaster@<hostname>.' }),
             allowPrivate: key(z.boolean().default(false), { doc: 'Allow https: report targets that resolve to private, loopback or link-local addresses.' }),

@@ -215,3 +215,31 @@ test.serial('a batch that outlives the lease while it progresses keeps it: no se
   const stored = await app.store.db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('n')).where('campaign_id', '=', id).executeTakeFirstOrThrow();
   t.is(Number(stored.n), 1001, 'one message per contact');
 });
+
+test.serial('the campaign counts a dead node never made are made when the live nodes find it dead, once, without a restart', async (t) => {
+  const book = await bookOf('Dead counter', ['dc1@example.org', 'dc2@example.org', 'dc3@example.org']);
+  const id = await campaignOf(book, { sendNow: true });
+  await finish(id);
+  t.like(await campaign(id), { status: 'SENT', total: 3, sent: 3, delivered: 3 });
+  const db = w.t0.app.store.db;
+  // node-x is a live member: both nodes' sweeps have seen it.
+  await db.insertInto('cluster_nodes').values({ id: 'node-x', hostname: 'elsewhere', pid: 3, started_at: clock.now().toISOString(), heartbeat_at: Date.now(), listeners_json: '{}' }).execute();
+  await Promise.all([w.t0.app.cluster!.sweepNow(), b.app.cluster!.sweepNow()]);
+  // It committed the DELIVERED events of two recipients, then was SIGKILLed before the counting
+  // that follows them (one had not counted SENT yet either), and is silent since.
+  const rows = await admin.query<{ email_id: string }>('select email_id from campaign_recipients where campaign_id = $1 order by rowid', [id]);
+  const [first, second] = rows.rows.map((r) => r.email_id);
+  await admin.query("update campaign_recipients set counted = 'sent' where email_id = $1", [first]);
+  await admin.query("update campaign_recipients set counted = '' where email_id = $1", [second]);
+  await admin.query('update campaigns set sent = 2, delivered = 1 where id = $1', [id]);
+  await db.updateTable('cluster_nodes').set({ heartbeat_at: Date.now() - 3600_000 }).where('id', '=', 'node-x').execute();
+  // The live nodes' next heartbeats find it dead; neither restarts.
+  await Promise.all([w.t0.app.cluster!.sweepNow(), b.app.cluster!.sweepNow()]);
+  await Promise.all([w.t0.app.campaignRecount(), b.app.campaignRecount()]);
+  t.like(await campaign(id), { sent: 3, delivered: 3, opened: 0, bounced: 0 }, 'recounted from the stored events');
+  const recounts = await admin.query<{ node: string }>("select node from job_runs where period like 'node-x@%'");
+  t.is(recounts.rows.length, 1, 'one node recounts for the cluster');
+  await Promise.all([w.t0.app.cluster!.sweepNow(), b.app.cluster!.sweepNow()]);
+  await Promise.all([w.t0.app.campaignRecount(), b.app.campaignRecount()]);
+  t.like(await campaign(id), { sent: 3, delivered: 3 }, 'later sweeps count nothing twice');
+});

@@ -6,7 +6,7 @@ import { loadConfig, type DeepPartial } from '../../src/config/load.js';
 import type { Config } from '../../src/config/defaults.js';
 import type { Clock } from '../../src/lib/clock.js';
 import type { Logger } from '../../src/lib/logger.js';
-import { createDnsClient } from '../../src/lib/dns/dns-client.js';
+import { createDnsClient, type DnsResolver } from '../../src/lib/dns/dns-client.js';
 import { startDnsZone, type DnsZone } from './dns-zone.js';
 import { createTestDatabase, dropTestDatabase, testStoreKind } from './pg-databases.js';
 
@@ -49,6 +49,8 @@ export interface TestAppOptions {
   zone?: DnsZone;
   /** Instead of a silent one (tests that read the log lines). */
   logger?: Logger;
+  /** Wraps the resolver of the test zone (a test that holds a lookup until it lets it go). */
+  resolver?: (zoneResolver: DnsResolver) => DnsResolver;
 }
 
 /** Where a test data dir's PostgreSQL database is named (restart tests reopen the same one). */
@@ -100,7 +102,8 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     store: { url: database.url },
   };
   const config = loadConfig({ env: {}, overrides: deepMerge(base, opts.overrides ?? {}) });
-  const resolver = createDnsClient({ servers: [zone.server], timeoutMs: 500, tries: 1 });
+  const zoneResolver = createDnsClient({ servers: [zone.server], timeoutMs: 500, tries: 1 });
+  const resolver = opts.resolver ? opts.resolver(zoneResolver) : zoneResolver;
   const app = await createApp({ config, clock: opts.clock, resolver, logger: opts.logger });
   const listeners = await app.start();
   const baseUrl = `http://127.0.0.1:${listeners.http!.port}`;

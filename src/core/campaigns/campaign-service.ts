@@ -461,10 +461,11 @@ export function createCampaignService(deps: CampaignServiceDeps) {
      * At startup: counters a killed process never moved (its status events were committed,
      * the counting after them was not) are counted now from the stored events. Counting is
      * once per email and status, so this never counts twice, also next to live counting.
+     * Also when the cluster finds a node dead; `stop` ends it between chunks (a graceful stop).
      */
-    async recoverCounts(): Promise<number> {
+    async recoverCounts(stop?: () => boolean): Promise<number> {
       let added = 0;
-      for (let after: number | null = 0; after !== null; ) {
+      for (let after: number | null = 0; after !== null && !stop?.(); ) {
         const chunk = await campaigns.recountMissed(after, RECOUNT_CHUNK);
         added += chunk.added;
         after = chunk.last;

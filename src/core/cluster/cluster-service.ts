@@ -21,6 +21,8 @@ export const STALE_MS = 15_000;
 const SWEEP_EVERY_MS = 30_000;
 /** Nodes silent this long are forgotten (they no longer show in the store). */
 const FORGET_AFTER_MS = 24 * 3600_000;
+/** The job_runs name of the repair of one node's death (period: `<node>@<its last heartbeat>`). */
+export const NODE_DIED_RUN = 'node-died';
 /** Cron runs are remembered this long (a run is claimed once; older claims matter no more). */
 const KEEP_JOB_RUNS_MS = 7 * 24 * 3600_000;
 /** A node's connection counts hold this long past its last heartbeat. */
@@ -48,6 +50,12 @@ export interface ClusterServiceDeps {
    * sweep freed and those another node freed but did not take up (it was stopping, or died).
    */
   onOrphanedImports?: () => Promise<unknown>;
+  /**
+   * After a sweep that found a node newly dead, on the one node that claimed the repair of that
+   * death for the cluster: a dead node's after-commit work (campaign counts) is redone from the
+   * store. Not called for the nodes already dead when this one joined (its start repairs those).
+   */
+  onNodeDied?: () => Promise<unknown>;
   /** The SMTP sessions this node holds per destination (connection-permits.ts), written with each heartbeat. */
   connections?: () => ReadonlyMap<string, number>;
   /** Whether a process with this pid runs on this host (default: signal 0). */
@@ -72,6 +80,8 @@ export function createClusterService(deps: ClusterServiceDeps) {
   let beating: Promise<void> = Promise.resolve();
   let lastLive = '';
   let lastSweepMs = 0;
+  /** The dead nodes (`<id>@<last heartbeat>`) the last sweep saw; undefined before the first. */
+  let knownDead: Set<string> | undefined;
   let stopped = false;
   /**
    * Only a node that joined leaves. An admin command (`posthorn keys create`...) builds the app
@@ -101,9 +111,28 @@ export function createClusterService(deps: ClusterServiceDeps) {
       // that run anyway). Not only when this sweep freed some: a node that freed them may have
       // stopped or died before it took them up, and they are nobody's to free again.
       await deps.onOrphanedImports?.();
+      await repairDeaths(now);
       await repo.forgetSilent(now - FORGET_AFTER_MS);
       await repo.pruneRuns(new Date(now - KEEP_JOB_RUNS_MS).toISOString());
     }
+  }
+
+  /**
+   * Deaths this node has not seen before (a node that left gracefully has no row, so is not
+   * one): one node of the cluster claims each, and calls onNodeDied. Those seen at the first
+   * sweep (this node joining) are the start's to repair.
+   */
+  async function repairDeaths(now: number): Promise<void> {
+    const dead = (await repo.silentSince(now - STALE_MS)).map((d) => `${d.id}@${d.heartbeat_at}`);
+    const fresh = knownDead ? dead.filter((d) => !knownDead!.has(d)) : [];
+    let claimed = false;
+    try {
+      for (const death of fresh) if (await repo.claimRun(NODE_DIED_RUN, death, node.id, clock.now().toISOString())) claimed = true;
+    } finally {
+      // A claim won is this node's to repair, even if a later claim failed (that one is retried).
+      if (claimed) await deps.onNodeDied?.();
+    }
+    knownDead = new Set(dead);
   }
 
   function schedule(): void {

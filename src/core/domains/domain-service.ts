@@ -20,6 +20,13 @@ const generateKeyPairAsync = promisify(generateKeyPair);
 
 /** A domain unverified this long turns FAILED (it keeps being re-checked). */
 export const VERIFY_GIVE_UP_MS = 72 * 60 * 60 * 1000;
+/**
+ * Longer than any DNS check runs: its lookups go in parallel, each bounded by the DNS client's
+ * timeouts (dns.timeoutMs per try, seconds in all), at most three rounds. A verifying flag older
+ * than this was left by a process that died during its check (a cluster node; the one node of
+ * SQLite clears them at start), and reads as not verifying.
+ */
+export const VERIFYING_STALE_MS = 10 * 60_000;
 const DKIM_KEY_BITS = 2048;
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 
@@ -122,7 +129,7 @@ export function createDomainService(deps: DomainServiceDeps) {
       createdAt: d.createdAt,
       updatedAt: d.updatedAt,
       dmarcAdded: d.dmarcAdded,
-      isVerifying: d.isVerifying,
+      isVerifying: d.isVerifying && d.verifyingSince !== null && clock.nowMs() - Date.parse(d.verifyingSince) < VERIFYING_STALE_MS,
       errorMessage: d.errorMessage,
       subdomain: d.subdomain,
       verificationError: d.verificationError,
@@ -208,7 +215,7 @@ export function createDomainService(deps: DomainServiceDeps) {
    */
   async function runCheck(given: DomainRecord): Promise<DomainRecord | undefined> {
     let d = (await domains.findByIdAnyTeam(given.id)) ?? given;
-    await domains.update(d.id, { isVerifying: true });
+    await domains.update(d.id, { isVerifying: true, verifyingSince: clock.now().toISOString() });
     let check = await checkDomainDns(deps.resolver, d, deps.hostname);
     for (let tries = 1; tries < 3; tries++) {
       const current = await domains.findByIdAnyTeam(d.id);
@@ -333,6 +340,7 @@ export function createDomainService(deps: DomainServiceDeps) {
           mtaStsHostStatus: null,
           tlsRptStatus: null,
           isVerifying: false,
+          verifyingSince: null,
           errorMessage: null,
           verificationError: null,
           lastCheckedAt: null,
@@ -421,10 +429,17 @@ export function createDomainService(deps: DomainServiceDeps) {
       return { id: d.id, success: true, message: 'Domain deleted successfully' };
     },
 
-    /** Cron: re-check every unverified (or every verified) domain; one failure never stops the rest. */
-    async recheck(verified: boolean): Promise<number> {
+    /**
+     * Cron: re-check every unverified (or every verified) domain; one failure never stops the
+     * rest. Once `signal` aborts (a graceful stop) no further domain is started: the one under
+     * way is finished and recorded. Returns how many were checked.
+     */
+    async recheck(verified: boolean, signal?: AbortSignal): Promise<number> {
       const list = await domains.listForRecheck(verified);
+      let checked = 0;
       for (const d of list) {
+        if (signal?.aborted) break;
+        checked++;
         try {
           await runCheck(d);
         } catch (err) {
@@ -432,7 +447,12 @@ export function createDomainService(deps: DomainServiceDeps) {
           await domains.update(d.id, { isVerifying: false });
         }
       }
-      return list.length;
+      return checked;
+    },
+
+    /** At start on SQLite (one node): no check can be under way; those a killed process left are not. */
+    async clearChecksLeftBehind(): Promise<number> {
+      return domains.clearVerifying();
     },
 
     /** For the CLI: find by id or name within a team (or any team when teamId is null). */

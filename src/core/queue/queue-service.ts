@@ -262,10 +262,11 @@ export function createQueueService(deps: QueueServiceDeps) {
     },
 
     /** Daily: traces past their retention, suspensions and shaping holds long ended, old warm-up usage. */
-    async prune(traceRetentionMs: number): Promise<{ traces: number; suspensions: number; holds: number; warmupDays: number }> {
+    async prune(traceRetentionMs: number, signal?: AbortSignal): Promise<{ traces: number; suspensions: number; holds: number; warmupDays: number }> {
       const now = clock.nowMs();
       let traces = 0;
-      for (let n = -1; n !== 0; ) {
+      // A graceful stop ends it between chunks; the rest goes at the next run.
+      for (let n = -1; n !== 0 && !signal?.aborted; ) {
         n = await deps.deliveriesRepo.pruneAttempts(now - traceRetentionMs);
         traces += n;
       }

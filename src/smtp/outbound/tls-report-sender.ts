@@ -169,15 +169,17 @@ export function createTlsReportSender(opts: TlsReportSenderOptions) {
 
   return {
     /** Sends every due report delivery; returns what happened to them. */
-    async runDue(): Promise<{ sent: number; retry: number; failed: number; taken: number }> {
+    async runDue(signal?: AbortSignal): Promise<{ sent: number; retry: number; failed: number; taken: number }> {
       const tally = { sent: 0, retry: 0, failed: 0, taken: 0 };
-      for (;;) {
+      // After a graceful stop, what is still due waits for the next run.
+      while (!signal?.aborted) {
         // One at a time, claimed as it is attempted: deliveries claimed together wait leased
         // behind each other's attempts, and another node's run takes those whose lease ran out.
         const [job] = await opts.reports.claimDue(1);
         if (!job) return tally;
         tally[await opts.reports.recordAttempt(job, await attempt(job))]++;
       }
+      return tally;
     },
   };
 }

@@ -66,6 +66,11 @@ export function createClusterRepository(db: Db) {
       await db.deleteFrom('cluster_nodes').where('id', '=', node.id).where('hostname', '=', node.hostname).where('pid', '=', node.pid).execute();
     },
 
+    /** Nodes silent since `beforeMs` that did not leave: dead (killed, crashed, cut off), until forgotten. */
+    async silentSince(beforeMs: number): Promise<{ id: string; heartbeat_at: number }[]> {
+      return db.selectFrom('cluster_nodes').select(['id', 'heartbeat_at']).where('heartbeat_at', '<', beforeMs).orderBy('id').execute();
+    },
+
     /** Forgets nodes silent since `beforeMs` (long dead: their leases were swept long ago). */
     async forgetSilent(beforeMs: number): Promise<number> {
       const res = await db.deleteFrom('cluster_nodes').where('heartbeat_at', '<', beforeMs).executeTakeFirst();

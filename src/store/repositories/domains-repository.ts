@@ -35,6 +35,8 @@ export interface DomainRecord {
   mtaStsHostStatus: DomainStatus | null;
   tlsRptStatus: DomainStatus | null;
   isVerifying: boolean;
+  /** When the check under way began (ISO): a flag older than a check can last is a dead process's. */
+  verifyingSince: string | null;
   errorMessage: string | null;
   verificationError: string | null;
   lastCheckedAt: string | null;
@@ -76,6 +78,7 @@ export function fromRow(r: Selectable<DomainsTable>): DomainRecord {
     mtaStsHostStatus: r.mta_sts_host_status,
     tlsRptStatus: r.tls_rpt_status,
     isVerifying: r.is_verifying === 1,
+    verifyingSince: r.verifying_since,
     errorMessage: r.error_message,
     verificationError: r.verification_error,
     lastCheckedAt: r.last_checked_at,
@@ -111,6 +114,7 @@ function toRow(p: DomainPatch): Updateable<DomainsTable> {
     mta_sts_host_status: p.mtaStsHostStatus,
     tls_rpt_status: p.tlsRptStatus,
     is_verifying: b(p.isVerifying),
+    verifying_since: p.verifyingSince,
     error_message: p.errorMessage,
     verification_error: p.verificationError,
     last_checked_at: p.lastCheckedAt,
@@ -194,6 +198,7 @@ export function createDomainsRepository(db: Db) {
           mta_sts_host_status: d.mtaStsHostStatus,
           tls_rpt_status: d.tlsRptStatus,
           is_verifying: d.isVerifying ? 1 : 0,
+          verifying_since: d.verifyingSince,
           error_message: d.errorMessage,
           verification_error: d.verificationError,
           last_checked_at: d.lastCheckedAt,
@@ -265,6 +270,10 @@ export function createDomainsRepository(db: Db) {
           .executeTakeFirst();
         return r && fromRow(r);
       }, inTransaction);
+    },
+    /** Clears every domain's verifying flag (at start on SQLite, where no check can be under way). */
+    async clearVerifying(): Promise<number> {
+      return write(async (ex) => Number((await ex.updateTable('domains').set({ is_verifying: 0 }).where('is_verifying', '=', 1).executeTakeFirst()).numUpdatedRows), undefined);
     },
     async softDelete(teamId: number, id: number, nowIso: string, inTransaction?: InTransaction<boolean>): Promise<boolean> {
       return write(async (ex) => {

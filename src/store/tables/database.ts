@@ -86,6 +86,8 @@ export interface DomainsTable {
   mta_sts_host_status: DomainStatus | null;
   tls_rpt_status: DomainStatus | null;
   is_verifying: number;
+  /** When the check under way began (ISO); read with is_verifying. */
+  verifying_since: string | null;
   error_message: string | null;
   verification_error: string | null;
   last_checked_at: string | null;

@@ -1,0 +1,84 @@
+import { Writable } from 'node:stream';
+import test from 'ava';
+import { pino } from 'pino';
+import type { DnsResolver } from '../../src/lib/dns/dns-client.js';
+import { publishRecords } from '../helpers/domain-fixtures.js';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
+
+// A graceful stop while a cron job is under way: the domain re-check is held in a DNS lookup
+// (the injected resolver answers only when the test lets it). The stop waits for the check in
+// progress and records it, starts no further domain, and closes the store only then: no write
+// meets a closed store.
+
+const lines: any[] = [];
+/** Called with each log line as it is written. */
+let onLine: (line: any) => void = () => undefined;
+const stream = new Writable({
+  write(chunk: Buffer, _enc, done) {
+    for (const l of chunk.toString('utf8').split('\n').filter(Boolean)) {
+      const line = JSON.parse(l);
+      lines.push(line);
+      onLine(line);
+    }
+    done();
+  },
+});
+const logger = pino({ level: 'debug', base: { service: 'posthorn' } }, stream);
+
+/** The TXT name whose lookup is held, and the gate that lets it go. */
+let heldName = '';
+let reached!: () => void;
+const heldReached = new Promise<void>((resolve) => (reached = resolve));
+let release!: () => void;
+const gate = new Promise<void>((resolve) => (release = resolve));
+const holding = (base: DnsResolver): DnsResolver => ({
+  ...base,
+  async resolveTxt(name) {
+    if (name === heldName) {
+      reached();
+      await gate;
+    }
+    return base.resolveTxt(name);
+  },
+});
+
+let t0: TestApp;
+let after: TestApp | undefined;
+test.before(async () => {
+  t0 = await startTestApp({ logger, resolver: holding });
+});
+test.after.always(async () => {
+  await after?.close();
+  await t0?.close();
+});
+
+test.serial('a stop during the domain re-check waits for the domain under way, records it, and starts no other', async (t) => {
+  const ids: number[] = [];
+  for (const name of ['first-recheck.org', 'held-recheck.org', 'last-recheck.org']) {
+    const created = await t0.request('POST', '/v1/domains', { body: { name, region: 'r' } });
+    t.is(created.status, 200, JSON.stringify(created.body));
+    publishRecords(t0, created.body);
+    ids.push(created.body.id);
+  }
+  heldName = 'posthorn._domainkey.held-recheck.org';
+  const run = t0.app.runCronJob('recheck-unverified-domains');
+  await heldReached; // the first domain is checked; the second is in its lookups
+  const fromStop = lines.length;
+  // The lookup is let go once the stop has done what it can without the job: waiting for it, or
+  // (had it not waited) closed the store.
+  onLine = (line) => {
+    if (line.event === 'cron.waiting') release();
+  };
+  const stopping = t0.stop();
+  void stopping.then(release, release);
+  await t.notThrowsAsync(stopping);
+  t.true(await run);
+  const problems = lines.slice(fromStop).filter((l) => l.level >= 40);
+  t.deepEqual(problems, [], 'no write met a closed store');
+
+  after = await startTestApp({ dataDir: t0.dataDir, zone: t0.zone });
+  const [first, held, last] = await Promise.all(ids.map(async (id) => (await after!.request('GET', `/v1/domains/${id}`)).body));
+  t.like(first, { status: 'SUCCESS', isVerifying: false });
+  t.like(held, { status: 'SUCCESS', isVerifying: false }, 'the check under way when the stop came was recorded');
+  t.like(last, { status: 'PENDING', isVerifying: false, lastCheckedTime: null }, 'no domain was started after the stop');
+});
