@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname as osHostname } from 'node:os';
 import { resolve } from 'node:path';
-import type Router from '@koa/router';
 import type { Config } from './config/defaults.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { createLogger, type Logger } from './lib/logger.js';
@@ -71,6 +70,7 @@ import { OPERATOR_API, openApiRoute } from './api/openapi-document.js';
 import { publicApiRoutes } from './composition/api-routes.js';
 import { operatorRoutes } from './api/admin/operator-routes.js';
 import { metricsRoute } from './api/admin/metrics-route.js';
+import { healthRoute } from './api/health-route.js';
 import { createOperatorKeysRepository } from './store/repositories/operator-keys-repository.js';
 import { createOperatorAuditRepository } from './store/repositories/operator-audit-repository.js';
 import { createQueueRepository } from './store/repositories/queue-repository.js';
@@ -437,15 +437,6 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
   const adminRoutes: RouteDef[] = operatorRoutes({ queue, teams, domains, shaping, audit, health: adminHealth });
   adminRoutes.push(openApiRoute(() => adminRoutes, OPERATOR_API));
 
-  function healthRoute(router: Router) {
-    router.get('/health', async (ctx) => {
-      const ok = await storeOk();
-      ctx.status = ok && !stopping ? 200 : 503;
-      const seen = ok ? await clusterView().catch(() => ({ node: nodeId, members: [] })) : { node: nodeId, members: [] };
-      ctx.body = { status: ok && !stopping ? 'ok' : 'degraded', store: ok ? 'ok' : 'error', node: nodeId, cluster: seen.members.map((m) => m.node), sandbox: config.sandbox, listeners };
-    });
-  }
-
   return {
     config,
     clock,
@@ -507,7 +498,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
         operatorKeys,
         observeRequest: (method, route, status, seconds) => metrics.http(method, route, status, seconds),
         extra: (router) => {
-          healthRoute(router);
+          healthRoute({ storeOk, stopping: () => stopping, nodeId, members: async () => (await clusterView()).members, sandbox: config.sandbox, listeners })(router);
           metricsRoute({ metrics, operatorKeys, apiKeys, allowFrom: config.metrics.allowFrom, trustProxy: config.http.trustProxy })(router);
           contactConfirmationPages(router, contacts);
           unsubscribeRoutes(campaigns)(router);
