@@ -69,10 +69,18 @@ test('properties order against text by code point, numbers and booleans before a
   t.deepEqual(await members({ field: 'properties.p', op: 'gt', value: 'true' }), emailsOf(['éclair', 'Éclair']));
 });
 
+test('a property holding a JSON boolean reads as 1 or 0, as json_extract gives it on SQLite', async (t) => {
+  t.deepEqual(await members({ field: 'properties.p', op: 'gt', value: 0 }), emailsOf(['42'], [42, 1.5, true]));
+  t.deepEqual(await members({ field: 'properties.p', op: 'lte', value: 0 }), emailsOf([], [-5, false]));
+  t.deepEqual(await members({ field: 'properties.p', op: 'startsWith', value: '1' }), emailsOf([], [1.5, true]));
+  t.deepEqual(await members({ field: 'properties.p', op: 'contains', value: 'e' }), emailsOf(['apple', 'cherry']));
+  t.deepEqual(await members({ field: 'properties.p', op: 'exists' }), emailsOf(TEXTS.filter((v) => v !== ''), [42, -5, 1.5, true, false]));
+});
+
 test('every order op against every text agrees with SQLite\'s rules, for properties and for columns', async (t) => {
   for (const field of ['properties.p', 'firstName']) {
     for (const op of ['gt', 'gte', 'lt', 'lte']) {
-      for (const value of ['b', 'B', 'apple', 'Banana', 'Zoo', 'z', 'é', 'É', 'true', 'false', '-', '']) {
+      for (const value of ['b', 'B', 'apple', 'Banana', 'Zoo', 'z', 'é', 'É', 'true', 'false', '-', '', '4', '1', '0.5']) {
         const c = { field, op, value };
         const { got, want } = await select(c);
         t.deepEqual(got, want, JSON.stringify(c));

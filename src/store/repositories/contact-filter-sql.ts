@@ -68,8 +68,11 @@ function column(eb: ContactsEb, field: string, dialect: Dialect): Operand {
   if (Object.hasOwn(COLUMNS, field)) return eb.ref(COLUMNS[field as keyof typeof COLUMNS]);
   const key = propertyKey(field);
   if (key !== null) {
-    // PostgreSQL: the value as text (null for a missing key or a JSON null, like json_extract).
-    if (dialect === 'postgres') return sql`(contacts.properties_json::jsonb ->> ${key})`;
+    // PostgreSQL: the value as text (null for a missing key or a JSON null), a JSON boolean as 1
+    // or 0: what json_extract gives on SQLite, which text ops and numeric compares then read.
+    if (dialect === 'postgres') {
+      return sql`(case (contacts.properties_json::jsonb -> ${key}) when 'true'::jsonb then '1' when 'false'::jsonb then '0' else contacts.properties_json::jsonb ->> ${key} end)`;
+    }
     // The quoted JSON path member makes keys such as "a-b" work; the path itself is bound.
     return eb.fn('json_extract', [eb.ref('contacts.properties_json'), eb.val(`$."${key}"`)]);
   }

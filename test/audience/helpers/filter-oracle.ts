@@ -127,7 +127,7 @@ export const NAMES = ['Bee', 'bee', 'BEE', 'Bob', 'Ánn', 'ánn', 'ÁNN', 'x%y',
 export const PROPERTY_KEYS = ['plan', 'age', 'a-b'];
 export const PROPERTY_VALUES = ['pro', 'Pro', 'free', '10', '9', '100', '-5', '1.5', '.5', '5.', '1-2', '+', '1.2.3', 'abc', '', 'x%y'];
 /** Values the API never stores (it keeps every property as text), written into the store directly. */
-export const TYPED_PROPERTY_VALUES: PropertyValue[] = [42, -5, 10, 1.5, 0.5, null];
+export const TYPED_PROPERTY_VALUES: PropertyValue[] = [42, -5, 10, 1.5, 0.5, true, false, null];
 /**
  * Text that properties are ordered against (gt/gte/lt/lte): case and accents order differently by
  * code point ("B" < "Pro" < "a" < "é") than under a language's collation ("a" < "B" < "é" < "Pro"),
