@@ -3,16 +3,20 @@ import fc from 'fast-check';
 import { ManualClock } from '../../src/lib/clock.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
-import { contactSet, filterTreeArb, matches, propertyParams, type Group, type OracleContact } from './helpers/filter-oracle.js';
+import { createIcuTestDatabase, dropTestDatabase, testStoreKind } from '../helpers/pg-databases.js';
+import { contactSet, filterTreeArb, matches, propertyParams, PROPERTY_KEYS, TYPED_PROPERTY_VALUES, type Group, type OracleContact } from './helpers/filter-oracle.js';
 
 // A segment's members, and a campaign's audience, are exactly the contacts of the segment's
 // own book that the filter selects, whatever the filter: random any/all trees over three books
 // (team A's, and two of team B's) holding the same addresses, names, properties and creation
-// times, so a filter that escaped its book would find matching rows everywhere.
+// times, so a filter that escaped its book would find matching rows everywhere. On PostgreSQL the
+// database's default collation is ICU's en-US, not the test server's C: text must order by code
+// point there too, as on SQLite.
 
 const DAY = 86_400_000;
 const clock = new ManualClock(Date.UTC(2026, 10, 1, 9, 0, 0));
 let w: MailWorld;
+let icuUrl: string | undefined;
 let keyB: string;
 let b1: string;
 let b1Contacts: OracleContact[];
@@ -38,7 +42,8 @@ async function allContacts(key: string, bookId: string): Promise<OracleContact[]
 }
 
 test.before(async () => {
-  w = await startMailWorld({ clock, overrides: { rateLimit: { perSecond: 1_000_000 }, campaigns: { batchWindowSeconds: 60 } } });
+  icuUrl = testStoreKind() === 'postgres' ? await createIcuTestDatabase() : undefined;
+  w = await startMailWorld({ clock, overrides: { rateLimit: { perSecond: 1_000_000 }, campaigns: { batchWindowSeconds: 60 }, ...(icuUrl ? { store: { url: icuUrl } } : {}) } });
   const app = w.t0.app;
   const teamB = await app.services.teams.create('team b');
   keyB = (await app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
@@ -65,11 +70,21 @@ test.before(async () => {
       suppressedByB.add(c.email.toLowerCase());
     }
   }
+  // Some properties hold a JSON number, boolean or null: the API never writes one (it keeps text),
+  // but a store may hold them, and they compare as json_extract's typed values do on SQLite.
+  let typed = 0;
+  for (const [i, c] of data.entries()) {
+    if (i % 4 !== 1) continue;
+    const properties = { ...c.properties, [PROPERTY_KEYS[i % PROPERTY_KEYS.length]!]: TYPED_PROPERTY_VALUES[typed++ % TYPED_PROPERTY_VALUES.length] };
+    const set = await app.store.db.updateTable('contacts').set({ properties_json: JSON.stringify(properties) }).where('email', '=', c.email.toLowerCase()).executeTakeFirst();
+    if (Number(set.numUpdatedRows) !== 3) throw new Error(`${c.email}: ${set.numUpdatedRows} rows`);
+  }
   b1Contacts = await allContacts(keyB, b1);
   if (b1Contacts.length !== data.length) throw new Error(`book B one holds ${b1Contacts.length} contacts`);
 });
 test.after.always(async () => {
   await w?.close();
+  if (icuUrl) await dropTestDatabase(icuUrl);
 });
 
 test.serial('the issue\'s case: an "any" segment of team B lists only its own contact', async (t) => {

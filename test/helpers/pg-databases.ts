@@ -103,6 +103,18 @@ export async function createEmptyDatabase(): Promise<string> {
   return withDatabase(adminUrl, name);
 }
 
+/**
+ * An empty database whose default collation is ICU's en-US, as a production server's UTF-8 locale
+ * would give ("a" < "B" there, "B" < "a" by bytes), where the test server's C locale hides how
+ * text orders. An app migrates it when it opens it; drop it with dropTestDatabase.
+ */
+export async function createIcuTestDatabase(): Promise<string> {
+  const adminUrl = await pgAdminUrl();
+  const name = `posthorn_icu_${randomBytes(6).toString('hex')}`;
+  await admin(adminUrl, (c) => c.query(`create database ${name} template template0 encoding 'UTF8' locale_provider icu icu_locale 'en-US' locale 'C'`));
+  return withDatabase(adminUrl, name);
+}
+
 /** Drops a test database, ending whatever still connects to it. */
 export async function dropTestDatabase(url: string): Promise<void> {
   const name = new URL(url).pathname.slice(1);

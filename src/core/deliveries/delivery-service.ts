@@ -146,7 +146,8 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
    * hard-bounced, complained or was suppressed by hand in the meantime. One query per team per
    * claim. A suppressed recipient's row is closed unattempted; when every To is suppressed and
    * nothing was attempted yet, the whole email is SUPPRESSED (cc and bcc included), as it would
-   * have been at acceptance. Returns the groups left to send.
+   * have been at acceptance. The closed rows of all groups are recorded in one write. Returns
+   * the groups left to send.
    */
   async function dropSuppressed(groups: DeliveryGroup[], attempting: ReadonlySet<number>): Promise<DeliveryGroup[]> {
     const sentRank = statusRank('SENT');
@@ -176,6 +177,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
     if (!suppressedByTeam.size && !groups.some(alreadySuppressed)) return groups;
 
     const kept: DeliveryGroup[] = [];
+    const dropped: { group: DeliveryGroup; results: AttemptResult[] }[] = [];
     const emailSuppressed = new Map<string, boolean>();
     for (const g of groups) {
       const suppressed = suppressedByTeam.get(g.email.team_id);
@@ -200,18 +202,18 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         continue;
       }
       const rest = g.deliveries.filter((d) => !drop.includes(d));
-      await service.complete(
-        { ...g, deliveries: drop },
-        null,
-        drop.map((d) => ({
+      dropped.push({
+        group: { ...g, deliveries: drop },
+        results: drop.map((d) => ({
           deliveryId: d.id,
           outcome: 'suppressed' as const,
           response: isSuppressed(addressKey(d.recipient)) ? 'the recipient was put on the suppression list after the email was accepted' : 'every To recipient is on the suppression list',
           emailSuppressed: whole,
         })),
-      );
+      });
       if (rest.length) kept.push({ ...g, deliveries: rest });
     }
+    if (dropped.length) await recordResults(dropped, null);
     return kept;
   }
 

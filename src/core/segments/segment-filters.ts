@@ -26,6 +26,8 @@ import { parseIsoDateTime } from '../../lib/iso-date-time.js';
  * properties.k text ops                                    string or number; gt/gte/lt/lte with a
  *                                                          number compare numerically
  * text ops = eq, neq, contains, startsWith, endsWith, exists, notExists, in, gt, gte, lt, lte.
+ * gt/gte/lt/lte with text order by code point (UTF-8 bytes) on both stores, whatever the
+ * database's collation; a property holding a JSON number or boolean sorts before any text.
  * contains/startsWith/endsWith ignore case, in every alphabet (store/unicode-lower.ts); eq/in are
  * exact; neq also matches a missing value.
  */

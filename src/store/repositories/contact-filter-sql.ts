@@ -68,8 +68,11 @@ function column(eb: ContactsEb, field: string, dialect: Dialect): Operand {
   if (Object.hasOwn(COLUMNS, field)) return eb.ref(COLUMNS[field as keyof typeof COLUMNS]);
   const key = propertyKey(field);
   if (key !== null) {
-    // PostgreSQL: the value as text (null for a missing key or a JSON null, like json_extract).
-    if (dialect === 'postgres') return sql`(contacts.properties_json::jsonb ->> ${key})`;
+    // PostgreSQL: the value as text (null for a missing key or a JSON null), a JSON boolean as 1
+    // or 0: what json_extract gives on SQLite, which text ops and numeric compares then read.
+    if (dialect === 'postgres') {
+      return sql`(case (contacts.properties_json::jsonb -> ${key}) when 'true'::jsonb then '1' when 'false'::jsonb then '0' else contacts.properties_json::jsonb ->> ${key} end)`;
+    }
     // The quoted JSON path member makes keys such as "a-b" work; the path itself is bound.
     return eb.fn('json_extract', [eb.ref('contacts.properties_json'), eb.val(`$."${key}"`)]);
   }
@@ -124,6 +127,20 @@ const pgNumber = (col: Operand) =>
   sql`(case when ${col} ~ '^[0-9.+-]*$' and ${col} ~ '[0-9]' then coalesce((substring(${col} from '^[+-]?(?:[0-9]+[.]?[0-9]*|[.][0-9]+)'))::float8, 0) end)`;
 
 const COMPARATORS = { gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
+type Comparator = (typeof COMPARATORS)[keyof typeof COMPARATORS];
+
+/**
+ * PostgreSQL: a property ordered against a string as json_extract's typed value is on SQLite. A
+ * JSON string compares by bytes (collate "C": code point order in UTF-8, SQLite's BINARY), not
+ * under the database's default collation, which `->>` text would take; a JSON number or boolean
+ * (SQLite: a number) sorts before any text, so gt/gte never and lt/lte always hold; a JSON null
+ * or a missing key never matches.
+ */
+function pgTextOrder(field: string, operator: Comparator, value: string): RawBuilder<SqlBool> {
+  const key = propertyKey(field)!;
+  const numberOrBoolean = operator === '<' || operator === '<=' ? sql`true` : sql`false`;
+  return sql<SqlBool>`(case jsonb_typeof(contacts.properties_json::jsonb -> ${key}) when 'number' then ${numberOrBoolean} when 'boolean' then ${numberOrBoolean} else (contacts.properties_json::jsonb ->> ${key}) collate "C" ${sql.raw(operator)} ${value} end)`;
+}
 
 function condition(eb: ContactsEb, c: FilterCondition, dialect: Dialect): Expression<SqlBool> {
   const col = column(eb, c.field, dialect);
@@ -162,6 +179,7 @@ function condition(eb: ContactsEb, c: FilterCondition, dialect: Dialect): Expres
         if (dialect === 'postgres') return eb(pgNumber(col), operator, value);
         return eb.and([numericGuard(col), eb(eb.cast(col, 'real'), operator, value)]);
       }
+      if (pgProperty) return pgTextOrder(c.field, operator, value as string);
       return eb(col, operator, value);
     }
     default:

@@ -3,10 +3,11 @@ import fc from 'fast-check';
 /*
  * An in-memory reading of segment filters, written from the filter table in
  * core/segments/segment-filters.ts and SQLite's rules (NULL compares false, text compares by code
- * point, CAST(text AS REAL) reads the longest numeric prefix) and ours (contains, startsWith and
- * endsWith compare text lowered as JavaScript lowers it, store/unicode-lower.ts),
- * and fast-check arbitraries for filter trees and contacts. The property tests compare what
- * the store selects with what this oracle selects.
+ * point, CAST(text AS REAL) reads the longest numeric prefix; a property is json_extract's typed
+ * value: a JSON number stays a number, a boolean reads as 1 or 0, and a number sorts before any
+ * text and never equals one) and ours (contains, startsWith and endsWith compare text lowered as
+ * JavaScript lowers it, store/unicode-lower.ts), and fast-check arbitraries for filter trees and
+ * contacts. The property tests compare what the store selects with what this oracle selects.
  */
 
 export interface OracleContact {
@@ -16,8 +17,11 @@ export interface OracleContact {
   lastName: string | null;
   subscribed: boolean;
   createdAt: string;
-  properties: Record<string, string>;
+  /** Strings through the API; a number, boolean or null only written into the store directly. */
+  properties: Record<string, PropertyValue>;
 }
+
+export type PropertyValue = string | number | boolean | null;
 
 export interface Cond {
   field: string;
@@ -46,7 +50,8 @@ function valueOf(c: OracleContact, field: string): string | number | null {
       return c.createdAt;
   }
   const key = field.slice('properties.'.length);
-  return Object.hasOwn(c.properties, key) ? c.properties[key]! : null;
+  const v = Object.hasOwn(c.properties, key) ? c.properties[key]! : null;
+  return typeof v === 'boolean' ? (v ? 1 : 0) : v;
 }
 
 /** SQLite's CAST(text AS REAL): the longest prefix that reads as a number, else 0. */
@@ -55,16 +60,25 @@ function castReal(s: string): number {
   return m ? Number(m[0]) : 0;
 }
 
+/** SQLite's order: numbers by value, a number before any text, text by code point (UTF-8 bytes). */
+function order(a: string | number, b: string | number): number {
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  if (typeof a === 'number') return -1;
+  if (typeof b === 'number') return 1;
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+}
+
 function compare(a: string | number, op: string, b: string | number): boolean {
+  const o = order(a, b);
   switch (op) {
     case 'gt':
-      return a > b;
+      return o > 0;
     case 'gte':
-      return a >= b;
+      return o >= 0;
     case 'lt':
-      return a < b;
+      return o < 0;
     default:
-      return a <= b;
+      return o <= 0;
   }
 }
 
@@ -87,7 +101,7 @@ function condition(c: OracleContact, n: Cond): boolean {
     case 'notExists':
       return v === null || v === '';
     case 'in':
-      return v !== null && (want as string[]).includes(String(v));
+      return typeof v === 'string' && (want as string[]).includes(v);
     default: {
       if (v === null) return false;
       if (typeof want === 'number' && n.field.startsWith('properties.')) {
@@ -112,6 +126,14 @@ export const RECIPIENT_DOMAINS = ['example.net', 'example.org'];
 export const NAMES = ['Bee', 'bee', 'BEE', 'Bob', 'Ánn', 'ánn', 'ÁNN', 'x%y', 'x_y', '10', '9', 'abc', 'Zed', ' '];
 export const PROPERTY_KEYS = ['plan', 'age', 'a-b'];
 export const PROPERTY_VALUES = ['pro', 'Pro', 'free', '10', '9', '100', '-5', '1.5', '.5', '5.', '1-2', '+', '1.2.3', 'abc', '', 'x%y'];
+/** Values the API never stores (it keeps every property as text), written into the store directly. */
+export const TYPED_PROPERTY_VALUES: PropertyValue[] = [42, -5, 10, 1.5, 0.5, true, false, null];
+/**
+ * Text that properties are ordered against (gt/gte/lt/lte): case and accents order differently by
+ * code point ("B" < "Pro" < "a" < "é") than under a language's collation ("a" < "B" < "é" < "Pro"),
+ * and punctuation and digits sort before letters but after nothing typed.
+ */
+const ORDER_TEXT = ['b', 'B', 'pro', 'Pro', 'free', 'Free', 'Z', 'z', 'é', 'É', 'true', 'false', '-', '', 'abc', 'ABC', '1-2', '_'];
 
 /** A deterministic contact list: every field drawn from the small pools, so filters match often. */
 export function contactSet(seed: number, count: number): { email: string; firstName?: string; lastName?: string; subscribed: boolean; properties: Record<string, string> }[] {
@@ -155,7 +177,7 @@ function conditionArb(createdAts: string[]): fc.Arbitrary<Cond> {
       const num = field.startsWith('properties.') && (op === 'gt' || op === 'gte' || op === 'lt' || op === 'lte');
       // contains/startsWith/endsWith refuse an empty value (400).
       const text = op === 'contains' || op === 'startsWith' || op === 'endsWith' ? textValue(field).filter((v) => v !== '') : textValue(field);
-      const value = num ? fc.oneof(text, fc.constantFrom(0, 5, 9, 10, 50, -5, 1.5, 0.5)) : text;
+      const value = num ? fc.oneof(text, fc.constantFrom(...ORDER_TEXT), fc.constantFrom(0, 5, 9, 10, 50, -5, 1.5, 0.5)) : text;
       return fc.record({ field: fc.constant(field), op: fc.constant(op), value }) as fc.Arbitrary<Cond>;
     });
   return fc.oneof(
