@@ -1,37 +1,19 @@
 import test from 'ava';
-import { installPgCounters, installSqliteCounters } from '../../bench/store-counters.js';
-import { ManualClock } from '../../src/lib/clock.js';
+import { claimBatchWorld } from './helpers/claim-batch-world.js';
+import type { WebhookReceiver } from '../webhooks/webhook-receiver.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
-import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
-import { testStoreKind } from '../helpers/pg-databases.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../webhooks/webhook-receiver.js';
 
 // One claim that finds many groups whose sending domain was deleted (two teams' mail): every
 // row ends REJECTED with its event and its webhook, on its own team's endpoint, in one store
 // write for all of them (not one per group), and the group that may still send is handed on.
 
-// Installed before the store opens (the counters patch the drivers; bench/store-counters.ts).
-const counters = testStoreKind() === 'postgres' ? installPgCounters() : installSqliteCounters();
-
-const clock = new ManualClock(Date.UTC(2026, 10, 22, 8, 0, 0));
-let w: MailWorld;
-let hookA: WebhookReceiver;
-let hookB: WebhookReceiver;
-test.before(async () => {
-  w = await startMailWorld({ clock, overrides: { webhooks: { allowPrivate: true } } });
-  hookA = await startWebhookReceiver();
-  hookB = await startWebhookReceiver();
-});
-test.after.always(async () => {
-  await w?.close();
-  await hookA?.close();
-  await hookB?.close();
-});
+const world = claimBatchWorld(test);
 
 const A_EMAILS = 10; // to two recipient domains each: 20 groups
 const B_EMAILS = 5;
 
 test('many groups rejected in one claim: all REJECTED with their events and webhooks, per team, in one write', async (t) => {
+  const { w, hookA, hookB } = world;
   const teamB = await w.t0.app.services.teams.create('Team B');
   const keyB = (await w.t0.app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
   for (const [url, key] of [[hookA.url, w.t0.key], [hookB.url, keyB]] as const) {
@@ -56,9 +38,9 @@ test('many groups rejected in one claim: all REJECTED with their events and webh
   t.is((await w.t0.request('DELETE', `/v1/domains/${goneB.id}`, { key: keyB })).status, 200);
 
   const svc = w.t0.app.services.deliveries;
-  const before = counters.read().writeTransactions;
+  const before = world.writes();
   const groups = await svc.claim(100);
-  const writes = counters.read().writeTransactions - before;
+  const writes = world.writes() - before;
   t.deepEqual(groups.map((g) => g.email.id), [kept], 'only the group that may send is handed on');
   // A write per group would be 25 at least. One for all of them: the claim's UPDATE ... RETURNING,
   // the results, and what runs beside them (the webhook dispatcher, woken by the results, claims).

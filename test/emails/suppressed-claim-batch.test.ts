@@ -1,38 +1,20 @@
 import test from 'ava';
-import { installPgCounters, installSqliteCounters } from '../../bench/store-counters.js';
-import { ManualClock } from '../../src/lib/clock.js';
+import { claimBatchWorld } from './helpers/claim-batch-world.js';
+import type { WebhookReceiver } from '../webhooks/webhook-receiver.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
-import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
-import { testStoreKind } from '../helpers/pg-databases.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../webhooks/webhook-receiver.js';
 
 // One claim that finds many groups whose recipients were suppressed after acceptance (two
 // teams' mail): every email ends SUPPRESSED with its events and webhooks, on its own team's
 // endpoint, in one store write for all of them (not one per group); a recipient suppressed
 // beside one that is not is closed alone, and the rest is handed on.
 
-// Installed before the store opens (the counters patch the drivers; bench/store-counters.ts).
-const counters = testStoreKind() === 'postgres' ? installPgCounters() : installSqliteCounters();
-
-const clock = new ManualClock(Date.UTC(2026, 10, 22, 8, 0, 0));
-let w: MailWorld;
-let hookA: WebhookReceiver;
-let hookB: WebhookReceiver;
-test.before(async () => {
-  w = await startMailWorld({ clock, overrides: { webhooks: { allowPrivate: true } } });
-  hookA = await startWebhookReceiver();
-  hookB = await startWebhookReceiver();
-});
-test.after.always(async () => {
-  await w?.close();
-  await hookA?.close();
-  await hookB?.close();
-});
+const world = claimBatchWorld(test);
 
 const A_EMAILS = 10; // to two recipient domains each: 20 groups
 const B_EMAILS = 5;
 
 test('many groups suppressed in one claim: all SUPPRESSED with their events and webhooks, per team, in one write', async (t) => {
+  const { w, hookA, hookB } = world;
   const app = w.t0.app;
   const teamB = await app.services.teams.create('Team B');
   const keyB = (await app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
@@ -66,9 +48,9 @@ test('many groups suppressed in one claim: all SUPPRESSED with their events and 
   await suppress('half-gone@example.net', w.t0.key);
 
   const svc = app.services.deliveries;
-  const before = counters.read().writeTransactions;
+  const before = world.writes();
   const groups = await svc.claim(100);
-  const writes = counters.read().writeTransactions - before;
+  const writes = world.writes() - before;
   t.deepEqual(groups.map((g) => `${g.email.id} ${g.deliveries.map((d) => d.recipient).join(',')}`).sort(), [`${kept} b0@example.net`, `${partial} half-kept@example.org`].sort(), 'only what may still be sent is handed on');
   // A write per group would be 27 at least. One for all of them: the claim's UPDATE ... RETURNING,
   // the results, and what runs beside them (the webhook dispatcher, woken by the results, claims).
