@@ -423,6 +423,25 @@ export interface RunningHttpServer {
  * when no response of this connection has started, then the connection is closed. Headers too
  * large keep their precise status, 431 (RFC 6585 5), with code BAD_REQUEST, as 413 does.
  */
+/**
+ * Marks the connections whose current read began a request. Node emits the request, then
+ * refuses what follows it in the same read, within one I/O callback (not one tick: its parser
+ * runs in C++, and the tick queue drains between the two); the marks are cleared once that
+ * phase of the event loop is over (one setImmediate for all of them).
+ */
+const IN_THIS_READ = Symbol('posthorn.requestInThisRead');
+type MarkedSocket = Duplex & { [IN_THIS_READ]?: boolean };
+const marked: MarkedSocket[] = [];
+const unmarkAll = (): void => {
+  for (const socket of marked) socket[IN_THIS_READ] = false;
+  marked.length = 0;
+};
+function markRequestRead(socket: MarkedSocket): void {
+  if (socket[IN_THIS_READ]) return;
+  socket[IN_THIS_READ] = true;
+  if (marked.push(socket) === 1) setImmediate(unmarkAll);
+}
+
 function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
   const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
   if (err.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
@@ -435,9 +454,11 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex): void
     const body = JSON.stringify({ error: { code: 'BAD_REQUEST', message } });
     // The answer to a HEAD has no body (RFC 9110 9.3.2): a client would read one as garbage after
     // the response. The method shows when the refused bytes begin the request, as they do when
-    // its head came in one read (the head limit, 16 KiB, is below a socket read's 64 KiB).
+    // its head came in one read (the head limit, 16 KiB, is below a socket read's 64 KiB), unless
+    // a request before it came in the same read: then the read begins with that one, and the
+    // body goes out, as for any other method.
     const packet = (err as { rawPacket?: unknown }).rawPacket;
-    const head = Buffer.isBuffer(packet) && packet.subarray(0, 5).toString('latin1') === 'HEAD ';
+    const head = !(socket as MarkedSocket)[IN_THIS_READ] && Buffer.isBuffer(packet) && packet.subarray(0, 5).toString('latin1') === 'HEAD ';
     socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${head ? '' : body}`);
   }
   socket.destroy();
@@ -459,7 +480,11 @@ function listenError(err: NodeJS.ErrnoException, host: string, port: number): Er
 }
 
 export async function listenHttp(app: Koa, host: string, port: number): Promise<RunningHttpServer> {
-  const server = createServer({ requireHostHeader: false }, app.callback());
+  const handle = app.callback();
+  const server = createServer({ requireHostHeader: false }, (req, res) => {
+    markRequestRead(req.socket);
+    return handle(req, res);
+  });
   server.keepAliveTimeout = 5_000;
   server.on('clientError', answerClientError);
   // An Expect other than 100-continue (RFC 9110 10.1.1): 417, with the spec's error body
