@@ -409,7 +409,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
       logger,
       node: { id: nodeId, hostname: osHostname(), pid: process.pid },
       listeners: () => ({ ...listeners }),
-      connections: permits?.held,
+      writeConnections: permits?.writeHeld,
       onNodeDied: async () => recount.start(),
       onOrphanedImports: async () => {
         if (stopping) return;

@@ -56,8 +56,11 @@ export interface ClusterServiceDeps {
    * store. Not called for the nodes already dead when this one joined (its start repairs those).
    */
   onNodeDied?: () => Promise<unknown>;
-  /** The SMTP sessions this node holds per destination (connection-permits.ts), written with each heartbeat. */
-  connections?: () => ReadonlyMap<string, number>;
+  /**
+   * Runs the heartbeat's write with the SMTP sessions this node holds per destination, at a moment
+   * no session is being counted in or out (connection-permits.ts).
+   */
+  writeConnections?: (write: (held: ReadonlyMap<string, number>) => Promise<void>) => Promise<void>;
   /** Whether a process with this pid runs on this host (default: signal 0). */
   processAlive?: (pid: number) => boolean;
 }
@@ -98,7 +101,8 @@ export function createClusterService(deps: ClusterServiceDeps) {
   async function beat(): Promise<void> {
     const now = Date.now();
     await repo.heartbeat({ id: node.id, hostname: node.hostname, pid: node.pid, startedAt, listenersJson: JSON.stringify(deps.listeners()) }, now);
-    await repo.setConnections(node.id, deps.connections?.() ?? new Map(), now + CONNECTION_COUNT_TTL_MS);
+    const writeCounts = (held: ReadonlyMap<string, number>) => repo.setConnections(node.id, held, now + CONNECTION_COUNT_TTL_MS);
+    await (deps.writeConnections ? deps.writeConnections(writeCounts) : writeCounts(new Map()));
     const live = (await repo.members(now - STALE_MS)).map((m) => m.id);
     const key = live.join('\n');
     if (key !== lastLive || now - lastSweepMs >= SWEEP_EVERY_MS) {
