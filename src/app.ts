@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { hostname as osHostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { Config } from './config/defaults.js';
 import { systemClock, type Clock } from './lib/clock.js';
@@ -11,7 +10,6 @@ import { databaseUrlTarget } from './store/pg/pg-store.js';
 import { storageUnavailable } from './core/errors.js';
 import { migrateToLatest } from './store/migrate.js';
 import { createSettingsRepository } from './store/repositories/settings-repository.js';
-import { createClusterService, type ClusterService } from './core/cluster/cluster-service.js';
 import { createHttpApp, listenHttp, type RunningHttpServer } from './api/http-server.js';
 import { startCronJobs, type CronJobs } from './scheduler/cron-jobs.js';
 import type { RouteDef } from './api/route-types.js';
@@ -35,7 +33,7 @@ import { announceSettings } from './composition/start-notices.js';
 import { listenerStatesOf, startSmtpListeners, type Listeners } from './composition/smtp-listeners.js';
 import { wireCoreServices } from './composition/core-services-wiring.js';
 import { closingOnFailure } from './composition/close-on-failure.js';
-import { deadNodeRecount } from './composition/dead-node-recount.js';
+import { wireCluster } from './composition/cluster-wiring.js';
 
 // The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
 
@@ -117,28 +115,8 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
   let stopping = false;
   const storeOk = () => store.ping();
   const listenerStates = () => listenerStatesOf(listeners, failedListeners);
-  const recount = deadNodeRecount({ campaigns, jobs, logger, stopping: () => stopping });
-  const cluster: ClusterService | undefined =
-    clusterRepo &&
-    createClusterService({
-      repo: clusterRepo,
-      clock,
-      logger,
-      node: { id: nodeId, hostname: osHostname(), pid: process.pid },
-      listeners: () => ({ ...listeners }),
-      writeConnections: permits?.writeHeld,
-      onNodeDied: async () => recount.start(),
-      onOrphanedImports: async () => {
-        if (stopping) return;
-        const resumed = await contactImports.adoptUnowned();
-        if (resumed) logger.info({ event: 'cluster.imports_taken_over', resumed }, `took up ${resumed} contact import(s) a dead node was running`);
-      },
-    });
-  /** The node and the members it sees: itself alone on SQLite. */
-  const clusterView = async () =>
-    cluster
-      ? { node: nodeId, members: (await cluster.members()).map((m) => ({ node: m.node, hostname: m.hostname, lastSeenSeconds: Math.round(m.lastSeenMs / 100) / 10 })) }
-      : { node: nodeId, members: [{ node: nodeId, hostname: osHostname(), lastSeenSeconds: 0 }] };
+  // Membership of the cluster on PostgreSQL (composition/cluster-wiring.ts).
+  const { recount, cluster, clusterView } = wireCluster({ clusterRepo, nodeId, permits, campaigns, contactImports, clock, logger, listeners, jobs, stopping: () => stopping });
   const adminHealth = createAdminHealth({
     queue: queueRepo,
     jobs,
