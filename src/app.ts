@@ -11,10 +11,8 @@ import { storageUnavailable } from './core/errors.js';
 import { migrateToLatest } from './store/migrate.js';
 import { createSettingsRepository } from './store/repositories/settings-repository.js';
 import { createHttpApp, listenHttp, type RunningHttpServer } from './api/http-server.js';
-import { startCronJobs, type CronJobs } from './scheduler/cron-jobs.js';
 import type { RouteDef } from './api/route-types.js';
 import { unsubscribeRoutes } from './api/unsubscribe-routes.js';
-import { startCampaignRunner, type CampaignRunner } from './scheduler/campaign-runner.js';
 import { contactConfirmationPages } from './api/routes/contacts-routes.js';
 import { toNodeStyleResolver } from './lib/dns/node-style-resolver.js';
 import type { SmtpListener } from './smtp/smtp-listener.js';
@@ -34,6 +32,7 @@ import { listenerStatesOf, startSmtpListeners, type Listeners } from './composit
 import { wireCoreServices } from './composition/core-services-wiring.js';
 import { closingOnFailure } from './composition/close-on-failure.js';
 import { wireCluster } from './composition/cluster-wiring.js';
+import { wireScheduler } from './composition/scheduler-wiring.js';
 
 // The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
 
@@ -101,13 +100,10 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     webhookDispatcher, analytics, tracking, inbound, listenerTls, loginThrottle, users, sessions, contactImports, overview, sandbox,
     tlsCounter, tlsReports, receivedTlsReports, serverDkimKey, outbound, pool, signer, permits, runTlsReports,
   } = core;
-  let campaignRunner: CampaignRunner | undefined;
   let inboundListener: SmtpListener | undefined;
   let submissionListener: SmtpListener | undefined;
-  const tlsReportConfig = config.outbound.tlsReports;
 
   const routes = publicApiRoutes({ apiKeys, domains, emails, templates, campaigns, contactBooks, contacts, segments, suppressions, received: inbound.received, webhooks, analytics, sandbox, receivedTlsReports });
-  let cron: CronJobs | undefined;
   const listeners: Listeners = {};
   /** Listeners that were configured but failed to start. */
   const failedListeners = new Set<string>();
@@ -117,6 +113,8 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
   const listenerStates = () => listenerStatesOf(listeners, failedListeners);
   // Membership of the cluster on PostgreSQL (composition/cluster-wiring.ts).
   const { recount, cluster, clusterView } = wireCluster({ clusterRepo, nodeId, permits, campaigns, contactImports, clock, logger, listeners, jobs, stopping: () => stopping });
+  // The cron jobs and the campaign runner (composition/scheduler-wiring.ts).
+  const scheduler = wireScheduler({ domains, emails, queue, campaigns, runTlsReports, config, logger, jobs, cluster });
   const adminHealth = createAdminHealth({
     queue: queueRepo,
     jobs,
@@ -152,11 +150,11 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     cluster,
     metrics,
     /** Runs due campaign batches now (tests move their clock, then call this). */
-    runCampaigns: () => campaignRunner?.tickNow() ?? campaigns.tick(),
+    runCampaigns: scheduler.runCampaigns,
     /** Resolves once the campaign recount a dead node's sweep started, if any, has ended (tests). */
     campaignRecount: () => recount.settled(),
     /** Runs a cron job now as its tick would (tests); false before start() or for an unknown name. */
-    runCronJob: (name: string) => cron?.runNow(name) ?? Promise.resolve(false),
+    runCronJob: scheduler.runCronJob,
     inbound,
     webhookDispatcher,
     /** TLS reporting (RFC 8460): run the daily reports now (tests move their clock first), the counter, the history. */
@@ -261,8 +259,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
       webhookDispatcher.start();
       const resumedImports = await contactImports.resume();
       if (resumedImports) logger.info({ resumed: resumedImports }, 'contact imports a previous run left unfinished carry on');
-      cron = startCronJobs({ logger, domains, emails, queue, config, jobs, claimRun: cluster && ((job, period) => cluster.claimRun(job, period)), tlsReports: tlsReportConfig.enabled ? { daily: (signal) => runTlsReports(true, signal), retries: (signal) => runTlsReports(false, signal) } : undefined });
-      campaignRunner = startCampaignRunner({ campaigns, logger, jobs });
+      scheduler.start();
       return listeners;
     },
 
@@ -270,14 +267,14 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     async stop(): Promise<void> {
       if (stopping) return;
       stopping = true;
-      cron?.stop(); // no more ticks; a job under way stops at its next step (awaited below)
-      await campaignRunner?.stop();
+      scheduler.stopCron(); // no more ticks; a job under way stops at its next step (awaited below)
+      await scheduler.stopCampaignRunner();
       await http?.close();
       await contactImports.stop(); // the chunk in progress is recorded; the rest carries on at the next start
       // Messages being stored finish and get their reply before the store closes.
       await Promise.all([inboundListener?.close(), submissionListener?.close()]);
       await engine!.stop();
-      await cron?.settled(); // its last write (the domain a re-check was on) goes before the store closes
+      await scheduler.cronSettled(); // its last write (the domain a re-check was on) goes before the store closes
       await recount.settled(); // a dead node's campaign counts: ends at its next chunk
       await outbound.reportsSettled();
       await tlsCounter.stop(); // the counts of the sessions just finished

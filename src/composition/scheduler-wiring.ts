@@ -1,0 +1,37 @@
+import type { Config } from '../config/defaults.js';
+import type { Logger } from '../lib/logger.js';
+import type { ClusterService } from '../core/cluster/cluster-service.js';
+import type { JobMonitor } from '../core/operators/job-monitor.js';
+import { startCronJobs, type CronJobs } from '../scheduler/cron-jobs.js';
+import { startCampaignRunner, type CampaignRunner } from '../scheduler/campaign-runner.js';
+import type { CoreServices } from './core-services-wiring.js';
+
+// The node's periodic work: the cron jobs (in a cluster each run is claimed by one node) and the
+// campaign runner. Both start last in start() and are the first to stop in stop().
+
+export function wireScheduler(
+  o: Pick<CoreServices, 'domains' | 'emails' | 'queue' | 'campaigns' | 'runTlsReports'> & {
+    config: Config;
+    logger: Logger;
+    jobs: JobMonitor;
+    cluster: ClusterService | undefined;
+  },
+) {
+  const { domains, emails, queue, campaigns, runTlsReports, config, logger, jobs, cluster } = o;
+  const tlsReportConfig = config.outbound.tlsReports;
+  let cron: CronJobs | undefined;
+  let campaignRunner: CampaignRunner | undefined;
+  return {
+    start(): void {
+      cron = startCronJobs({ logger, domains, emails, queue, config, jobs, claimRun: cluster && ((job, period) => cluster.claimRun(job, period)), tlsReports: tlsReportConfig.enabled ? { daily: (signal) => runTlsReports(true, signal), retries: (signal) => runTlsReports(false, signal) } : undefined });
+      campaignRunner = startCampaignRunner({ campaigns, logger, jobs });
+    },
+    /** No more cron ticks; a job under way stops at its next step (cronSettled() waits for it). */
+    stopCron: () => cron?.stop(),
+    stopCampaignRunner: () => campaignRunner?.stop(),
+    cronSettled: () => cron?.settled(),
+    // The tests' handles (App.runCampaigns, App.runCronJob).
+    runCampaigns: () => campaignRunner?.tickNow() ?? campaigns.tick(),
+    runCronJob: (name: string) => cron?.runNow(name) ?? Promise.resolve(false),
+  };
+}
