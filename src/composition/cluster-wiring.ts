@@ -48,3 +48,5 @@ export function wireCluster(
       : { node: nodeId, members: [{ node: nodeId, hostname: osHostname(), lastSeenSeconds: 0 }] };
   return { recount, cluster, clusterView };
 }
+
+export type ClusterWiring = ReturnType<typeof wireCluster>;

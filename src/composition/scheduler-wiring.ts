@@ -35,3 +35,5 @@ export function wireScheduler(
     runCronJob: (name: string) => cron?.runNow(name) ?? Promise.resolve(false),
   };
 }
+
+export type Scheduler = ReturnType<typeof wireScheduler>;
