@@ -21,6 +21,7 @@ import { closingOnFailure } from './composition/close-on-failure.js';
 import { wireCluster } from './composition/cluster-wiring.js';
 import { wireScheduler } from './composition/scheduler-wiring.js';
 import { startApp, type Started } from './composition/start-sequence.js';
+import { stopApp } from './composition/stop-sequence.js';
 
 // The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
 
@@ -83,9 +84,9 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
   // The repositories, the core services and the outbound side they feed (composition/core-services-wiring.ts).
   const core = wireCoreServices({ config, clock, logger, resolver, store, settings, secret, dataDir, onFailure });
   const {
-    services, events, templates, audit, teams, domains, apiKeys, nodeId, clusterRepo, queueRepo, metrics, engine, intake, emails, shaping, queue,
-    contacts, contactBooks, segments, campaigns, suppressions, webhooks, webhookDispatcher, analytics, inbound, contactImports, sandbox, tlsCounter,
-    tlsReports, receivedTlsReports, serverDkimKey, outbound, pool, signer, permits, runTlsReports,
+    services, templates, audit, teams, domains, apiKeys, nodeId, clusterRepo, queueRepo, metrics, engine, intake, emails, shaping, queue, contacts,
+    contactBooks, segments, campaigns, suppressions, webhooks, webhookDispatcher, analytics, inbound, contactImports, sandbox, tlsCounter, tlsReports,
+    receivedTlsReports, serverDkimKey, permits, runTlsReports,
   } = core;
 
   const routes = publicApiRoutes({ apiKeys, domains, emails, templates, campaigns, contactBooks, contacts, segments, suppressions, received: inbound.received, webhooks, analytics, sandbox, receivedTlsReports });
@@ -166,30 +167,11 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
       return startApp({ core, config, clock, logger, resolver, routes, adminRoutes, storeOk, stopping: () => stopping, cluster, clusterView, listeners, failedListeners, scheduler, started });
     },
 
-    /** Graceful: stop accepting, let in-flight work finish, close the database. */
+    /** Graceful: stop accepting, let in-flight work finish, close the database (composition/stop-sequence.ts). */
     async stop(): Promise<void> {
       if (stopping) return;
       stopping = true;
-      scheduler.stopCron(); // no more ticks; a job under way stops at its next step (awaited below)
-      await scheduler.stopCampaignRunner();
-      await started.http?.close();
-      await contactImports.stop(); // the chunk in progress is recorded; the rest carries on at the next start
-      // Messages being stored finish and get their reply before the store closes.
-      await Promise.all([started.inboundListener?.close(), started.submissionListener?.close()]);
-      await engine!.stop();
-      await scheduler.cronSettled(); // its last write (the domain a re-check was on) goes before the store closes
-      await recount.settled(); // a dead node's campaign counts: ends at its next chunk
-      await outbound.reportsSettled();
-      await tlsCounter.stop(); // the counts of the sessions just finished
-      await webhookDispatcher.stop(); // unsent calls stay in the outbox for the next start
-      await events.settled(); // after-commit handlers (campaign counters) still write to the store
-      await analytics.flush();
-      await pool?.close();
-      await signer.close();
-      // Last before the store: the node leaves the cluster once its work is put down.
-      await cluster?.stop();
-      await store.close();
-      logger.info('stopped');
+      await stopApp({ core, logger, store, scheduler, started, recount, cluster });
     },
   };
 }
