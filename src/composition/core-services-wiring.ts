@@ -73,8 +73,8 @@ import { wireOutbound, wireTransportSecurity } from './outbound-wiring.js';
 import { BodyIntake } from '../lib/body-intake.js';
 
 // The services half of the composition root (src/app.ts): the repositories, the core services and
-// the outbound side they feed, built once per process; nothing here listens or runs yet (start()
-// does).
+// the outbound side they feed, built once per process; nothing here listens or runs yet
+// (composition/start-sequence.ts starts them).
 
 export function wireCoreServices(o: {
   config: Config;
