@@ -183,7 +183,7 @@ export function wireOutbound(deps: OutboundDeps) {
   let reportRun: Promise<unknown> = Promise.resolve();
   const runTlsReports = (generate: boolean, signal?: AbortSignal) => {
     const run = reportRun.then(async () => {
-      const made = generate ? await tlsReports.generateDue() : undefined;
+      const made = generate ? await tlsReports.generateDue(signal) : undefined;
       const sent = tlsReportSender ? await tlsReportSender.runDue(signal) : undefined;
       await stsPolicies.purgeExpired(clock.nowMs());
       return { made, sent };

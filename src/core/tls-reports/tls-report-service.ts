@@ -94,8 +94,12 @@ export function createTlsReportService(deps: TlsReportServiceDeps) {
   }
 
   return {
-    /** Makes the reports of every finished day not reported yet. Returns how many were queued. */
-    async generateDue(): Promise<{ queued: number; withoutRua: number }> {
+    /**
+     * Makes the reports of every finished day not reported yet. Returns how many were queued.
+     * Goes a batch of domains at a time (their lookups, then their reports); once `signal`
+     * aborts (a graceful stop) no further batch is started, and the next run makes the rest.
+     */
+    async generateDue(signal?: AbortSignal): Promise<{ queued: number; withoutRua: number }> {
       await deps.counter.flush();
       const nowMs = deps.clock.nowMs();
       const today = utcDay(nowMs);
@@ -105,39 +109,38 @@ export function createTlsReportService(deps: TlsReportServiceDeps) {
       let withoutRua = 0;
       const due = await deps.repo.unreportedDays(today);
       const domains = [...new Set(due.map((d) => d.policy_domain))];
-      const targetsOfDomain = new Map<string, string[] | null>();
-      for (let i = 0; i < domains.length; i += LOOKUP_CONCURRENCY) {
+      for (let i = 0; i < domains.length && !signal?.aborted; i += LOOKUP_CONCURRENCY) {
         const batch = domains.slice(i, i + LOOKUP_CONCURRENCY);
         const found = await Promise.all(batch.map((d) => targetsOf(d)));
-        batch.forEach((d, j) => targetsOfDomain.set(d, found[j]!));
-      }
-      for (const { policy_domain: domain, day } of due) {
-        const targets = targetsOfDomain.get(domain);
-        if (targets === null || targets === undefined) continue;
-        const reportId = `${randomUUID()}@${deps.hostname}`;
-        const createdAt = deps.clock.now().toISOString();
-        if (!targets.length) {
-          // Recorded so the counts go and the day is not looked at again.
-          await deps.repo.insertReport({ policyDomain: domain, day, reportId, state: 'no-rua', rua: [], reportJson: null, createdAt, targets: [], dueMs: nowMs });
-          withoutRua++;
-          continue;
-        }
-        const rows = await deps.repo.countsFor(domain, day);
-        const report = buildTlsReport({ organizationName: deps.organizationName, contactInfo: deps.contactInfo, reportId, day, rows });
-        const inserted = await deps.repo.insertReport({
-          policyDomain: domain,
-          day,
-          reportId,
-          state: 'queued',
-          rua: targets,
-          reportJson: JSON.stringify(report),
-          createdAt,
-          targets,
-          dueMs: nowMs,
-        });
-        if (inserted) {
-          queued++;
-          log.info({ domain, day, reportId, targets }, 'TLS report queued');
+        const targetsOfDomain = new Map(batch.map((d, j) => [d, found[j]!]));
+        for (const { policy_domain: domain, day } of due) {
+          const targets = targetsOfDomain.get(domain);
+          if (targets === null || targets === undefined) continue;
+          const reportId = `${randomUUID()}@${deps.hostname}`;
+          const createdAt = deps.clock.now().toISOString();
+          if (!targets.length) {
+            // Recorded so the counts go and the day is not looked at again.
+            await deps.repo.insertReport({ policyDomain: domain, day, reportId, state: 'no-rua', rua: [], reportJson: null, createdAt, targets: [], dueMs: nowMs });
+            withoutRua++;
+            continue;
+          }
+          const rows = await deps.repo.countsFor(domain, day);
+          const report = buildTlsReport({ organizationName: deps.organizationName, contactInfo: deps.contactInfo, reportId, day, rows });
+          const inserted = await deps.repo.insertReport({
+            policyDomain: domain,
+            day,
+            reportId,
+            state: 'queued',
+            rua: targets,
+            reportJson: JSON.stringify(report),
+            createdAt,
+            targets,
+            dueMs: nowMs,
+          });
+          if (inserted) {
+            queued++;
+            log.info({ domain, day, reportId, targets }, 'TLS report queued');
+          }
         }
       }
       const purged = await deps.repo.deleteReportsBefore(utcDay(nowMs - KEEP_REPORTS_DAYS * DAY_MS));
