@@ -86,7 +86,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
   const {
     services, templates, audit, teams, domains, apiKeys, nodeId, clusterRepo, queueRepo, metrics, engine, intake, emails, shaping, queue, contacts,
     contactBooks, segments, campaigns, suppressions, webhooks, webhookDispatcher, analytics, inbound, contactImports, sandbox, tlsCounter, tlsReports,
-    receivedTlsReports, serverDkimKey, permits, runTlsReports,
+    receivedTlsReports, serverDkimKey, permits, runTlsReports, cronRuns,
   } = core;
 
   const routes = publicApiRoutes({ apiKeys, domains, emails, templates, campaigns, contactBooks, contacts, segments, suppressions, received: inbound.received, webhooks, analytics, sandbox, receivedTlsReports });
@@ -98,9 +98,9 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
   const storeOk = () => store.ping();
   const listenerStates = () => listenerStatesOf(listeners, failedListeners);
   // Membership of the cluster on PostgreSQL (composition/cluster-wiring.ts).
-  const { recount, cluster, clusterView } = wireCluster({ clusterRepo, nodeId, permits, campaigns, contactImports, clock, logger, listeners, jobs, stopping: () => stopping });
+  const { recount, cluster, clusterView } = wireCluster({ clusterRepo, nodeId, permits, campaigns, contactImports, clock, logger, listeners, jobs, stopping: () => stopping, onOrphanedRuns: () => scheduler.takeUp() });
   // The cron jobs and the campaign runner (composition/scheduler-wiring.ts).
-  const scheduler = wireScheduler({ domains, emails, queue, campaigns, runTlsReports, config, logger, jobs, cluster });
+  const scheduler = wireScheduler({ domains, emails, queue, campaigns, runTlsReports, cronRuns, config, logger, jobs });
   const adminHealth = createAdminHealth({
     queue: queueRepo,
     jobs,

@@ -21,9 +21,11 @@ export function wireCluster(
     jobs: JobMonitor;
     /** True once stop() has begun: no more work is taken up. */
     stopping: () => boolean;
+    /** After every sweep: carries on the cron runs nodes that are gone left unfinished. */
+    onOrphanedRuns: () => Promise<unknown>;
   },
 ) {
-  const { clusterRepo, nodeId, permits, campaigns, contactImports, clock, logger, listeners, jobs, stopping } = o;
+  const { clusterRepo, nodeId, permits, campaigns, contactImports, clock, logger, listeners, jobs, stopping, onOrphanedRuns } = o;
   const recount = deadNodeRecount({ campaigns, jobs, logger, stopping });
   const cluster: ClusterService | undefined =
     clusterRepo &&
@@ -40,6 +42,7 @@ export function wireCluster(
         const resumed = await contactImports.adoptUnowned();
         if (resumed) logger.info({ event: 'cluster.imports_taken_over', resumed }, `took up ${resumed} contact import(s) a dead node was running`);
       },
+      onOrphanedRuns,
     });
   /** The node and the members it sees: itself alone on SQLite. */
   const clusterView = async () =>

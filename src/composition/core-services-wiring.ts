@@ -21,6 +21,8 @@ import { createSharedRateLimiter } from '../core/rate-limit/shared-rate-limiter.
 import { createRateLimitsRepository } from '../store/repositories/rate-limits-repository.js';
 import { createLoginFailuresRepository } from '../store/repositories/login-failures-repository.js';
 import { createClusterRepository } from '../store/repositories/cluster-repository.js';
+import { createJobRunsRepository } from '../store/repositories/job-runs-repository.js';
+import { createCronRuns } from '../core/cluster/cron-runs.js';
 import { createDomainService } from '../core/domains/domain-service.js';
 import { createEmailService } from '../core/emails/email-service.js';
 import { createTemplateService } from '../core/templates/template-service.js';
@@ -134,6 +136,7 @@ export function wireCoreServices(o: {
   // is counted in the store, cron runs and connection counts are the cluster's.
   const nodeId = config.cluster.nodeName || `${osHostname()}:${process.pid}`;
   const clusterRepo = store.kind === 'postgres' ? createClusterRepository(store.db) : undefined;
+  const cronRuns = createCronRuns({ repo: createJobRunsRepository(store.db), clock, node: nodeId, cluster: store.kind === 'postgres' });
   const rateLimiter =
     store.kind === 'postgres'
       ? createSharedRateLimiter({ windows: createRateLimitsRepository(store.db), clock, onPruneError: (err) => logger.warn({ err }, 'pruning rate-limit windows failed') })
@@ -321,7 +324,7 @@ export function wireCoreServices(o: {
 
   return {
     services,
-    events, templates, shaper, audit, teams, domains, apiKeys, nodeId, clusterRepo, rateLimiter, queueRepo, metrics, engine, intake,
+    events, templates, shaper, audit, teams, domains, apiKeys, nodeId, clusterRepo, cronRuns, rateLimiter, queueRepo, metrics, engine, intake,
     emails, deliveries, operatorKeys, shaping, queue, contacts, contactBooks, segments, campaigns, suppressions, webhookOutbox, webhooks,
     webhookDispatcher, analytics, tracking, inbound, listenerTls, loginThrottle, users, sessions, contactImports, overview, sandbox,
     tlsCounter, tlsReports, receivedTlsReports, serverDkimKey, outbound, pool, signer, permits, runTlsReports,

@@ -1,6 +1,5 @@
 import type { Config } from '../config/defaults.js';
 import type { Logger } from '../lib/logger.js';
-import type { ClusterService } from '../core/cluster/cluster-service.js';
 import type { JobMonitor } from '../core/operators/job-monitor.js';
 import { startCronJobs, type CronJobs } from '../scheduler/cron-jobs.js';
 import { startCampaignRunner, type CampaignRunner } from '../scheduler/campaign-runner.js';
@@ -10,22 +9,25 @@ import type { CoreServices } from './core-services-wiring.js';
 // campaign runner. Both start last in start() and are the first to stop in stop().
 
 export function wireScheduler(
-  o: Pick<CoreServices, 'domains' | 'emails' | 'queue' | 'campaigns' | 'runTlsReports'> & {
+  o: Pick<CoreServices, 'domains' | 'emails' | 'queue' | 'campaigns' | 'runTlsReports' | 'cronRuns'> & {
     config: Config;
     logger: Logger;
     jobs: JobMonitor;
-    cluster: ClusterService | undefined;
   },
 ) {
-  const { domains, emails, queue, campaigns, runTlsReports, config, logger, jobs, cluster } = o;
+  const { domains, emails, queue, campaigns, runTlsReports, cronRuns, config, logger, jobs } = o;
   const tlsReportConfig = config.outbound.tlsReports;
   let cron: CronJobs | undefined;
   let campaignRunner: CampaignRunner | undefined;
   return {
     start(): void {
-      cron = startCronJobs({ logger, domains, emails, queue, config, jobs, claimRun: cluster && ((job, period) => cluster.claimRun(job, period)), tlsReports: tlsReportConfig.enabled ? { daily: (signal) => runTlsReports(true, signal), retries: (signal) => runTlsReports(false, signal) } : undefined });
+      cron = startCronJobs({ logger, domains, emails, queue, config, jobs, runs: cronRuns, tlsReports: tlsReportConfig.enabled ? { daily: (signal) => runTlsReports(true, signal), retries: (signal) => runTlsReports(false, signal) } : undefined });
+      // A run the previous process left unfinished (stopped or killed partway) carries on.
+      void cron.takeUp().catch((err: unknown) => logger.warn({ err }, 'could not take up the cron runs left unfinished; the next start or sweep tries again'));
       campaignRunner = startCampaignRunner({ campaigns, logger, jobs });
     },
+    /** Carries on the cron runs nodes that are gone left unfinished (after a cluster sweep). */
+    takeUp: async () => cron?.takeUp(),
     /** No more cron ticks; a job under way stops at its next step (cronSettled() waits for it). */
     stopCron: () => cron?.stop(),
     stopCampaignRunner: () => campaignRunner?.stop(),

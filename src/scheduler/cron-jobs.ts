@@ -1,5 +1,6 @@
 import cron, { type ScheduledTask } from 'node-cron';
 import type { Config } from '../config/defaults.js';
+import type { CronRuns } from '../core/cluster/cron-runs.js';
 import type { DomainService } from '../core/domains/domain-service.js';
 import type { EmailService } from '../core/emails/email-service.js';
 import type { Logger } from '../lib/logger.js';
@@ -19,6 +20,12 @@ export interface CronJobs {
   runNow(name: string): Promise<boolean>;
   /** When a job runs next; null for an unknown job or after stop(). */
   nextRun(name: string): Date | null;
+  /**
+   * Carries on the runs a node left unfinished (stopped or died partway), in their period: at
+   * start (this node's earlier life), and after a sweep that found a node gone. Resolves once
+   * they are started.
+   */
+  takeUp(): Promise<void>;
 }
 
 /**
@@ -28,8 +35,12 @@ export interface CronJobs {
  */
 export const CRON_TIME_ZONE = 'UTC';
 
-/** A job: `signal` aborts at stop(); a job that loops starts no further item once it has. */
-type JobFn = (signal: AbortSignal) => Promise<unknown>;
+/**
+ * A job: `signal` aborts at stop(); a job that loops starts no further item once it has. `since`:
+ * in a run taken over from a node that did not finish it, when the run began (work done since
+ * then is done).
+ */
+type JobFn = (signal: AbortSignal, since?: Date) => Promise<unknown>;
 
 /** Periodic jobs (node-cron). Each job skips a tick while its previous run is still going. */
 export interface CronJobDeps {
@@ -43,10 +54,10 @@ export interface CronJobDeps {
   /** Records each run's outcome for /admin/v1/health. */
   jobs?: JobMonitor;
   /**
-   * Nodes sharing a store: claims one run (job, scheduled time) for the cluster; only the node
-   * whose claim wins runs it. Absent with SQLite (one node).
+   * The runs (job, scheduled time): nodes sharing a store claim each once for the cluster (only
+   * the node whose claim wins runs it), and a run not finished is carried on (takeUp).
    */
-  claimRun?: (job: string, period: string) => Promise<boolean>;
+  runs?: CronRuns;
 }
 
 export function startCronJobs(deps: CronJobDeps): CronJobs {
@@ -56,34 +67,45 @@ export function startCronJobs(deps: CronJobDeps): CronJobs {
   const stopping = new AbortController();
   /** The runs under way, by job name. */
   const running = new Map<string, Promise<void>>();
-  const runJob = async (name: string, scheduled: Date, fn: JobFn): Promise<void> => {
+  const fns = new Map<string, JobFn>();
+  /** A run: `claim` says whether it is this node's; `since` when it began, for one taken over. */
+  const runJob = async (name: string, period: string, claim: () => Promise<boolean>, since?: Date): Promise<void> => {
+    let claimed = false;
     try {
-      if (deps.claimRun) {
-        // The scheduled time names the run: every node's tick for it has the same name.
-        const period = new Date(Math.floor(scheduled.getTime() / 1000) * 1000).toISOString();
-        if (!(await deps.claimRun(name, period))) return;
-      }
-      const run = () => fn(stopping.signal);
+      if (deps.runs && !(await claim())) return;
+      claimed = true;
+      const run = () => fns.get(name)!(stopping.signal, since);
       const result = deps.jobs ? await deps.jobs.run(name, run) : await run();
       deps.logger.debug({ job: name, result }, 'cron job finished');
     } catch (err) {
       deps.logger.error({ err, job: name }, 'cron job failed');
     }
+    // Ended (a failure too: the next tick tries again), unless stopped partway: then a live node
+    // or this one's next start carries it on.
+    if (claimed && deps.runs && !stopping.signal.aborted) {
+      await deps.runs.finish(name, period).catch((err: unknown) => deps.logger.warn({ err, job: name }, 'could not record the cron run as finished'));
+    }
+  };
+  const start = (name: string, period: string, claim: () => Promise<boolean>, since?: Date): Promise<void> => {
+    const run = runJob(name, period, claim, since).finally(() => running.delete(name));
+    running.set(name, run);
+    return run;
   };
   const job = (name: string, expression: string, fn: JobFn) => {
     const tick = (scheduled: Date): Promise<void> => {
       if (running.has(name) || stopping.signal.aborted) return Promise.resolve();
-      const run = runJob(name, scheduled, fn).finally(() => running.delete(name));
-      running.set(name, run);
-      return run;
+      // The scheduled time names the run: every node's tick for it has the same name.
+      const period = new Date(Math.floor(scheduled.getTime() / 1000) * 1000).toISOString();
+      return start(name, period, () => deps.runs!.claim(name, period));
     };
+    fns.set(name, fn);
     ticks.set(name, tick);
     tasks.set(name, cron.schedule(expression, (context) => tick(context.date), { name, timezone: CRON_TIME_ZONE }));
   };
   // Unverified domains often, so a newly published record is picked up soon; verified ones
   // daily, so a domain whose records disappear loses SUCCESS.
-  job('recheck-unverified-domains', deps.config.domains.recheckUnverifiedCron, (signal) => deps.domains.recheck(false, signal));
-  job('recheck-verified-domains', deps.config.domains.recheckVerifiedCron, (signal) => deps.domains.recheck(true, signal));
+  job('recheck-unverified-domains', deps.config.domains.recheckUnverifiedCron, (signal, since) => deps.domains.recheck(false, signal, since));
+  job('recheck-verified-domains', deps.config.domains.recheckVerifiedCron, (signal, since) => deps.domains.recheck(true, signal, since));
   // Expired keys already answer as unused (begin() checks the age); this only keeps the table
   // from growing. Hourly at a minute other jobs do not use.
   job('purge-idempotency-keys', '23 * * * *', () => deps.emails.purgeExpiredIdempotencyKeys());
@@ -115,6 +137,19 @@ export function startCronJobs(deps: CronJobDeps): CronJobs {
     },
     nextRun(name) {
       return tasks.get(name)?.getNextRun() ?? null;
+    },
+    async takeUp() {
+      const runs = deps.runs;
+      if (!runs || stopping.signal.aborted) return;
+      for (const r of await runs.unfinished([...ticks.keys()].filter((name) => !running.has(name)))) {
+        if (running.has(r.job) || stopping.signal.aborted) continue;
+        const takeOver = async () => {
+          if (!(await runs.takeOver(r))) return false;
+          deps.logger.info({ event: 'cron.taken_up', job: r.job, period: r.period, from: r.node }, `carrying on the run of ${r.job} (${r.period}) that ${r.node} left unfinished`);
+          return true;
+        };
+        void start(r.job, r.period, takeOver, new Date(r.startedAt));
+      }
     },
   };
 }

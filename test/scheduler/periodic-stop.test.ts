@@ -123,8 +123,15 @@ test.serial('a stop during the daily TLS reports ends after the batch of domains
   t.true(first < DOMAINS.length, `stopped early: ${first} of ${DOMAINS.length} reported`);
   t.is(first % 8, 0, 'whole batches');
 
-  after = await startTestApp({ dataDir: t0.dataDir, zone: t0.zone, clock });
-  t.true(await after.app.runCronJob('tls-reports'));
+  // The next start carries the run on (it was stopped partway): the rest of the domains.
+  const carriedOn = new Promise<any>((resolve) => {
+    onLine = (line) => {
+      if (line.msg === 'cron job finished' && line.job === 'tls-reports') resolve(line);
+    };
+  });
+  after = await startTestApp({ dataDir: t0.dataDir, zone: t0.zone, clock, logger });
+  t.is((await carriedOn).result.made.withoutRua, DOMAINS.length - first, 'only the domains not reported before the stop');
+  t.true(lines.some((l) => l.event === 'cron.taken_up' && l.job === 'tls-reports'));
   const adb = after.app.store.db;
   const all = await adb.selectFrom('tls_reports_out').select(['policy_domain', 'state']).where('day', '=', DAY).orderBy('policy_domain').execute();
   t.deepEqual(
@@ -133,4 +140,7 @@ test.serial('a stop during the daily TLS reports ends after the batch of domains
   );
   t.true(all.every((r) => r.state === 'no-rua'));
   t.is((await adb.selectFrom('tls_session_counts').select('policy_domain').where('day', '=', DAY).execute()).length, 0);
+  const runs = await adb.selectFrom('job_runs').selectAll().where('job', '=', 'tls-reports').execute();
+  t.is(runs.length, 1, 'one run, carried on in its period');
+  t.truthy(runs[0]!.finished_at);
 });

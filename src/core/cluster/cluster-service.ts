@@ -50,6 +50,8 @@ export interface ClusterServiceDeps {
    * sweep freed and those another node freed but did not take up (it was stopping, or died).
    */
   onOrphanedImports?: () => Promise<unknown>;
+  /** After every sweep: this node offers to carry on the cron runs nodes that are gone left unfinished. */
+  onOrphanedRuns?: () => Promise<unknown>;
   /**
    * After a sweep that found a node newly dead, on the one node that claimed the repair of that
    * death for the cluster: a dead node's after-commit work (campaign counts) is redone from the
@@ -115,6 +117,7 @@ export function createClusterService(deps: ClusterServiceDeps) {
       // that run anyway). Not only when this sweep freed some: a node that freed them may have
       // stopped or died before it took them up, and they are nobody's to free again.
       await deps.onOrphanedImports?.();
+      await deps.onOrphanedRuns?.();
       await repairDeaths(now);
       await repo.forgetSilent(now - FORGET_AFTER_MS);
       await repo.pruneRuns(new Date(now - KEEP_JOB_RUNS_MS).toISOString());

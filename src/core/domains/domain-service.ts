@@ -434,11 +434,13 @@ export function createDomainService(deps: DomainServiceDeps) {
      * rest. Once `signal` aborts (a graceful stop) no further domain is started: the one under
      * way is finished and recorded. Returns how many were checked.
      */
-    async recheck(verified: boolean, signal?: AbortSignal): Promise<number> {
+    /** `checkedSince`: a run carried on from a node that stopped partway skips the domains it checked. */
+    async recheck(verified: boolean, signal?: AbortSignal, checkedSince?: Date): Promise<number> {
       const list = await domains.listForRecheck(verified);
       let checked = 0;
       for (const d of list) {
         if (signal?.aborted) break;
+        if (checkedSince && d.lastCheckedAt && Date.parse(d.lastCheckedAt) >= checkedSince.getTime()) continue;
         checked++;
         try {
           await runCheck(d);

@@ -23,8 +23,11 @@ export interface JobRunsTable {
   job: string;
   /** The scheduled time of the run (ISO, to the second). */
   period: string;
+  /** The node running it (the one that took it up, for a run another node left unfinished). */
   node: string;
   started_at: string;
+  /** When it ended (not stopped partway); null while it runs, or left unfinished by a node stopped or dead. */
+  finished_at: Optional<string>;
 }
 
 /** Requests counted per team and 1-second window, shared by the nodes. */
