@@ -176,7 +176,7 @@ export const configSchema = z
   .object({
     dataDir: key(z.string().min(1).default('./data'), { doc: 'Where the SQLite database (posthorn.db), generated certificates and secrets live (created if missing).', env: 'POSTHORN_DATA_DIR' }),
     hostname: key(dnsName.default('localhost'), {
-      doc: "This server's public host name: the MX/SPF target in the DNS records users publish, the EHLO name, and the right-hand side of Message-IDs.",
+      doc: "This server's public host name: the MX/SPF target in the DNS records users publish, and the EHLO name. (A message's Message-ID is on its sending domain.)",
       env: 'POSTHORN_HOSTNAME',
     }),
     publicUrl: key(checked(publicUrlProblem, true).transform((u) => u.replace(/\/+$/, '')).default(''), {
