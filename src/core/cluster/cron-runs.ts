@@ -3,8 +3,8 @@ import type { JobRunsRepository, UnfinishedRun } from '../../store/repositories/
 import { STALE_MS } from './cluster-service.js';
 
 /*
- * Which node runs a cron run, and what becomes of one a node did not finish (docs/scaling.md,
- * Cron jobs). Nodes sharing a store claim each run (job, scheduled time) once for the cluster.
+ * Which node runs a cron run, and what becomes of one a node did not finish (docs/operations.md,
+ * Periodic work). Nodes sharing a store claim each run (job, scheduled time) once for the cluster.
  * A run ends finished unless its node stops (or dies) partway; such a run is taken over by a
  * live node (the sweep that sees the node gone), or by the node itself when it starts again, and
  * carries on in the same period: the jobs skip what is done (a pruned chunk is gone, a reported

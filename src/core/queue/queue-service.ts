@@ -11,7 +11,7 @@ import type { DeliveryService, SessionTls } from '../deliveries/delivery-service
 import type { ShapingOperator, ShapingState } from '../shaping/shaping-view.js';
 
 /*
- * The operator's queue (docs/operations.md, "The queue"): what is waiting for which destination,
+ * The operator's queue (docs/operations.md, "The operator API"): what is waiting for which destination,
  * suspensions that hold mail without attempting it, bulk retry and bounce, and the trace of each
  * attempt. Every change is written to the audit log with who made it, in the change's own
  * transaction: the change and its entry commit together or not at all.
