@@ -163,3 +163,38 @@ test.serial('two nodes writing overlapping TLS session counts at once both commi
     ],
   );
 });
+
+test.serial('a node that joins while another sweeps keeps what it takes: the sweep frees only what nodes dead at its end held', async (t) => {
+  const db = nodes[0]!.db;
+  const joiner = createClusterRepository(nodes[1]!.db);
+  const sweeper = createClusterService({ repo: createClusterRepository(db), clock: new ManualClock(Date.now()), logger: pino({ level: 'silent' }), node: { id: 'node-s', hostname: 'host-s', pid: 1 }, listeners: () => ({}) });
+  const key = 'join-race.example:25';
+  t.teardown(async () => {
+    await db.deleteFrom('cluster_nodes').where('id', 'in', ['node-s', 'node-j']).execute();
+    await db.deleteFrom('connection_leases').where('host_key', '=', key).execute();
+  });
+  // A dead node's in-flight idempotency key, locked by another transaction: the sweep, which has
+  // read the live nodes by then, waits on it before it reaches the connection counts.
+  await db.insertInto('idempotency_keys').values({ team_id: 1, key: 'join-race', body_hash: 'x', state: 'in_flight', response_json: null, created_at: Date.now(), owner: 'node-gone' }).execute();
+  await admin.query('begin');
+  await admin.query("select 1 from idempotency_keys where key = 'join-race' for update");
+  const database = new URL(url).pathname.slice(1);
+  const waiting = async () => Number((await admin.query<{ n: string }>("select count(*) as n from pg_stat_activity where datname = $1 and wait_event_type = 'Lock'", [database])).rows[0]!.n);
+  const sweeping = sweeper.sweepNow();
+  while ((await waiting()) < 1);
+  // Meanwhile another node joins (its first heartbeat) and opens a session to a destination.
+  let joined = false;
+  const joining = joiner.heartbeat({ id: 'node-j', hostname: 'host-j', pid: 2, startedAt: new Date().toISOString(), listenersJson: '{}' }, Date.now()).then(() => {
+    joined = true;
+  });
+  while (!joined && (await waiting()) < 2);
+  let took = false;
+  if (joined) took = await joiner.acquireConnection(key, 'node-j', 2, Date.now(), Date.now() + 15_000);
+  await admin.query('commit');
+  await Promise.all([sweeping, joining]);
+  if (!took) took = await joiner.acquireConnection(key, 'node-j', 2, Date.now(), Date.now() + 15_000);
+  t.true(took);
+  const counts = await db.selectFrom('connection_leases').select(['node', 'count']).where('host_key', '=', key).execute();
+  t.deepEqual(counts.map((c) => [c.node, Number(c.count)]), [['node-j', 1]], 'the joined node\'s session still counts');
+  t.is((await db.selectFrom('idempotency_keys').select('key').where('key', '=', 'join-race').execute()).length, 0, 'the dead node\'s key is released');
+});

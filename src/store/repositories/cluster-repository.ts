@@ -39,14 +39,65 @@ function ownedByNone<T extends keyof Database>(eb: ExpressionBuilder<Database, T
 /** How long a refused node counts as waiting for a session (it asks again every 250 ms). */
 const WAITING_MARK_MS = 1000;
 
+/** The advisory lock of the sweep (exclusive) and of heartbeats (shared). */
+const SWEEP_LOCK = 0x706f7374; // 'post'
+
+/** Frees what nodes not in `live` hold (releaseDeadOwners). */
+async function releaseOwnersBut(db: Db, live: readonly string[]): Promise<SweepCounts> {
+  const deliveries = await db
+    .updateTable('deliveries')
+    .set({ lease_owner: null, lease_until: null })
+    .where('lease_owner', 'is not', null)
+    .where((eb) => ownedByNone(eb, 'lease_owner', live))
+    .executeTakeFirst();
+  const webhookCalls = await db
+    .updateTable('webhook_calls')
+    .set({ lease_owner: null, lease_until: null })
+    .where('lease_owner', 'is not', null)
+    .where((eb) => ownedByNone(eb, 'lease_owner', live))
+    .executeTakeFirst();
+  const campaignBatches = await db
+    .updateTable('campaigns')
+    .set({ batch_owner: null, batch_lease_until: null })
+    .where('batch_owner', 'is not', null)
+    .where((eb) => ownedByNone(eb, 'batch_owner', live))
+    .executeTakeFirst();
+  const idempotencyKeys = await db
+    .deleteFrom('idempotency_keys')
+    .where('state', '=', 'in_flight')
+    .where('owner', 'is not', null)
+    .where((eb) => ownedByNone(eb, 'owner', live))
+    .executeTakeFirst();
+  const connections = await db.deleteFrom('connection_leases').where('node', 'not in', live).executeTakeFirst();
+  const contactImports = await db
+    .updateTable('contact_imports')
+    .set({ owner: null })
+    .where('status', '=', 'RUNNING')
+    .where('owner', 'is not', null)
+    .where((eb) => ownedByNone(eb, 'owner', live))
+    .executeTakeFirst();
+  return {
+    deliveries: Number(deliveries.numUpdatedRows),
+    webhookCalls: Number(webhookCalls.numUpdatedRows),
+    campaignBatches: Number(campaignBatches.numUpdatedRows),
+    idempotencyKeys: Number(idempotencyKeys.numDeletedRows),
+    connections: Number(connections.numDeletedRows),
+    contactImports: Number(contactImports.numUpdatedRows),
+  };
+}
+
 export function createClusterRepository(db: Db) {
   return {
+    /** Taken shared: a node that joins while a sweep runs is live for it, or joins after it (releaseDeadOwners). */
     async heartbeat(node: NodeBeat, nowMs: number): Promise<void> {
-      await db
-        .insertInto('cluster_nodes')
-        .values({ id: node.id, hostname: node.hostname, pid: node.pid, started_at: node.startedAt, heartbeat_at: nowMs, listeners_json: node.listenersJson })
-        .onConflict((oc) => oc.column('id').doUpdateSet({ hostname: node.hostname, pid: node.pid, started_at: node.startedAt, heartbeat_at: nowMs, listeners_json: node.listenersJson }))
-        .execute();
+      await db.transaction().execute(async (trx) => {
+        await sql`select pg_advisory_xact_lock_shared(${SWEEP_LOCK})`.execute(trx);
+        await trx
+          .insertInto('cluster_nodes')
+          .values({ id: node.id, hostname: node.hostname, pid: node.pid, started_at: node.startedAt, heartbeat_at: nowMs, listeners_json: node.listenersJson })
+          .onConflict((oc) => oc.column('id').doUpdateSet({ hostname: node.hostname, pid: node.pid, started_at: node.startedAt, heartbeat_at: nowMs, listeners_json: node.listenersJson }))
+          .execute();
+      });
     },
 
     async findNode(id: string): Promise<ClusterNodeRow | undefined> {
@@ -78,53 +129,20 @@ export function createClusterRepository(db: Db) {
     },
 
     /**
-     * Frees everything held by nodes not in `live`: delivery and webhook call leases (claimable
-     * again at once), campaign batch leases, in-flight idempotency keys (the request died with
-     * its node, as on a restart), connection counts, and running contact imports (a live node
-     * takes them up).
+     * Frees everything held by nodes not heard from since `sinceMs` (`self`, the sweeping node,
+     * is live): delivery and webhook call leases (claimable again at once), campaign batch
+     * leases, in-flight idempotency keys (the request died with its node, as on a restart),
+     * connection counts, and running contact imports (a live node takes them up). The live
+     * nodes are read under a lock that heartbeats take shared: with a list read before, a node
+     * that joined meanwhile and took work would have it freed, and sent a second time.
      */
-    async releaseDeadOwners(live: readonly string[]): Promise<SweepCounts> {
-      if (!live.length) throw new Error('releaseDeadOwners: the sweeping node itself is live');
-      const deliveries = await db
-        .updateTable('deliveries')
-        .set({ lease_owner: null, lease_until: null })
-        .where('lease_owner', 'is not', null)
-        .where((eb) => ownedByNone(eb, 'lease_owner', live))
-        .executeTakeFirst();
-      const webhookCalls = await db
-        .updateTable('webhook_calls')
-        .set({ lease_owner: null, lease_until: null })
-        .where('lease_owner', 'is not', null)
-        .where((eb) => ownedByNone(eb, 'lease_owner', live))
-        .executeTakeFirst();
-      const campaignBatches = await db
-        .updateTable('campaigns')
-        .set({ batch_owner: null, batch_lease_until: null })
-        .where('batch_owner', 'is not', null)
-        .where((eb) => ownedByNone(eb, 'batch_owner', live))
-        .executeTakeFirst();
-      const idempotencyKeys = await db
-        .deleteFrom('idempotency_keys')
-        .where('state', '=', 'in_flight')
-        .where('owner', 'is not', null)
-        .where((eb) => ownedByNone(eb, 'owner', live))
-        .executeTakeFirst();
-      const connections = await db.deleteFrom('connection_leases').where('node', 'not in', live).executeTakeFirst();
-      const contactImports = await db
-        .updateTable('contact_imports')
-        .set({ owner: null })
-        .where('status', '=', 'RUNNING')
-        .where('owner', 'is not', null)
-        .where((eb) => ownedByNone(eb, 'owner', live))
-        .executeTakeFirst();
-      return {
-        deliveries: Number(deliveries.numUpdatedRows),
-        webhookCalls: Number(webhookCalls.numUpdatedRows),
-        campaignBatches: Number(campaignBatches.numUpdatedRows),
-        idempotencyKeys: Number(idempotencyKeys.numDeletedRows),
-        connections: Number(connections.numDeletedRows),
-        contactImports: Number(contactImports.numUpdatedRows),
-      };
+    async releaseDeadOwners(sinceMs: number, self: string): Promise<{ live: string[]; freed: SweepCounts }> {
+      return db.transaction().execute(async (trx) => {
+        await sql`select pg_advisory_xact_lock(${SWEEP_LOCK})`.execute(trx);
+        const live = (await trx.selectFrom('cluster_nodes').select('id').where('heartbeat_at', '>=', sinceMs).orderBy('id').execute()).map((r) => r.id);
+        const freed = await releaseOwnersBut(trx, live.includes(self) ? live : [...live, self]);
+        return { live, freed };
+      });
     },
 
     /** Leases this very node id held in an earlier life (a restart under the same cluster.nodeName). */
