@@ -162,6 +162,9 @@ test.serial('a node stalled mid-batch past its lease wakes after another node se
 });
 
 test.serial('a batch that outlives the lease while it progresses keeps it: no second node sends alongside', async (t) => {
+  // The two nodes deliver its 1001 messages before the next test: about 20 s on an idle host,
+  // near a minute on a slow, loaded one (over ava's 60 s).
+  t.timeout(240_000);
   // Two chunks (the runner stores at most 1000 messages at a time), six minutes each.
   const emails = Array.from({ length: 1001 }, (_, i) => `long${i}@example.org`);
   const book = await bookOf('Long batch', emails.slice(0, 1000));
