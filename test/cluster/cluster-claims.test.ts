@@ -198,3 +198,33 @@ test.serial('a node that joins while another sweeps keeps what it takes: the swe
   t.deepEqual(counts.map((c) => [c.node, Number(c.count)]), [['node-j', 1]], 'the joined node\'s session still counts');
   t.is((await db.selectFrom('idempotency_keys').select('key').where('key', '=', 'join-race').execute()).length, 0, 'the dead node\'s key is released');
 });
+
+test.serial('two processes started at once under one name (on two hosts): one joins, the other is refused', async (t) => {
+  const logger = pino({ level: 'silent' });
+  const clock = new ManualClock(Date.now());
+  // Each has looked at the name before it goes on to free what the name held, and waits there
+  // until the other has too (or was refused): a check made apart from the heartbeat's write
+  // lets both through, and they then share every lease.
+  let arrived = 0;
+  let goOn!: () => void;
+  const gate = new Promise<void>((resolve) => (goOn = resolve));
+  const gated = (store: PgStore) => {
+    const repo = createClusterRepository(store.db);
+    return {
+      ...repo,
+      async releaseOwn(id: string) {
+        if (++arrived === 2) goOn();
+        await gate;
+        return repo.releaseOwn(id);
+      },
+    };
+  };
+  const twins = nodes.map((store, i) => createClusterService({ repo: gated(store), clock, logger, node: { id: 'node-twin', hostname: `host-${i}`, pid: 100 + i }, listeners: () => ({}) }));
+  t.teardown(async () => {
+    await Promise.all(twins.map((s) => s.stop()));
+    await nodes[0]!.db.deleteFrom('cluster_nodes').where('id', '=', 'node-twin').execute();
+  });
+  const results = await Promise.allSettled(twins.map((s) => s.start().finally(goOn)));
+  t.is(results.filter((r) => r.status === 'fulfilled').length, 1, JSON.stringify(results.map((r) => (r.status === 'rejected' ? (r.reason as Error).message : 'joined'))));
+  t.true(results.some((r) => r.status === 'rejected' && r.reason instanceof NodeNameTaken));
+});

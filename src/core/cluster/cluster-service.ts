@@ -1,6 +1,6 @@
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
-import type { ClusterRepository, SweepCounts } from '../../store/repositories/cluster-repository.js';
+import type { ClusterNodeRow, ClusterRepository, NodeBeat, SweepCounts } from '../../store/repositories/cluster-repository.js';
 
 /*
  * The nodes of a cluster (architecture.md, Growing past one server; docs/scaling.md). Every node
@@ -100,9 +100,13 @@ export function createClusterService(deps: ClusterServiceDeps) {
     return c.deliveries + c.webhookCalls + c.campaignBatches + c.idempotencyKeys + c.connections + c.contactImports;
   }
 
+  function beatOf(): NodeBeat {
+    return { id: node.id, hostname: node.hostname, pid: node.pid, startedAt, listenersJson: JSON.stringify(deps.listeners()) };
+  }
+
   async function beat(): Promise<void> {
     const now = Date.now();
-    await repo.heartbeat({ id: node.id, hostname: node.hostname, pid: node.pid, startedAt, listenersJson: JSON.stringify(deps.listeners()) }, now);
+    await repo.heartbeat(beatOf(), now);
     const writeCounts = (held: ReadonlyMap<string, number>) => repo.setConnections(node.id, held, now + CONNECTION_COUNT_TTL_MS);
     await (deps.writeConnections ? deps.writeConnections(writeCounts) : writeCounts(new Map()));
     const live = (await repo.members(now - STALE_MS)).map((m) => m.id);
@@ -164,17 +168,20 @@ export function createClusterService(deps: ClusterServiceDeps) {
      */
     async start(): Promise<SweepCounts> {
       const now = Date.now();
-      const existing = await repo.findNode(node.id);
       // The same name on this host under a pid that no longer runs is this node's earlier life,
       // killed a moment ago (a supervisor restarts it within seconds): not a clash.
-      const predecessor = existing?.hostname === node.hostname && !(deps.processAlive ?? processAlive)(existing.pid);
-      if (existing && existing.heartbeat_at >= now - STALE_MS && (existing.hostname !== node.hostname || existing.pid !== node.pid) && !predecessor) {
+      const free = (existing: ClusterNodeRow | undefined) =>
+        !existing ||
+        existing.heartbeat_at < now - STALE_MS ||
+        (existing.hostname === node.hostname && (existing.pid === node.pid || !(deps.processAlive ?? processAlive)(existing.pid)));
+      const existing = await repo.join(beatOf(), now, free);
+      if (existing) {
         throw new NodeNameTaken(
           `cluster.nodeName ${node.id} is in use by a live node (${existing.hostname}, pid ${existing.pid}, heard ${Math.round((now - existing.heartbeat_at) / 1000)} s ago): give every node its own name`,
         );
       }
-      const own = await repo.releaseOwn(node.id);
       joined = true;
+      const own = await repo.releaseOwn(node.id);
       await beat();
       schedule();
       return own;

@@ -100,8 +100,24 @@ export function createClusterRepository(db: Db) {
       });
     },
 
-    async findNode(id: string): Promise<ClusterNodeRow | undefined> {
-      return db.selectFrom('cluster_nodes').selectAll().where('id', '=', id).executeTakeFirst();
+    /**
+     * The first heartbeat of a node, if `free` says the name's row (if any) may be taken over;
+     * else the row that holds the name, and nothing is written. Read and write under a lock
+     * per name: two processes starting at once under one name would both find it free.
+     */
+    async join(node: NodeBeat, nowMs: number, free: (existing: ClusterNodeRow | undefined) => boolean): Promise<ClusterNodeRow | undefined> {
+      return db.transaction().execute(async (trx) => {
+        await sql`select pg_advisory_xact_lock_shared(${SWEEP_LOCK})`.execute(trx);
+        await sql`select pg_advisory_xact_lock(hashtext(${`node:${node.id}`}))`.execute(trx);
+        const existing = await trx.selectFrom('cluster_nodes').selectAll().where('id', '=', node.id).executeTakeFirst();
+        if (!free(existing)) return existing;
+        await trx
+          .insertInto('cluster_nodes')
+          .values({ id: node.id, hostname: node.hostname, pid: node.pid, started_at: node.startedAt, heartbeat_at: nowMs, listeners_json: node.listenersJson })
+          .onConflict((oc) => oc.column('id').doUpdateSet({ hostname: node.hostname, pid: node.pid, started_at: node.startedAt, heartbeat_at: nowMs, listeners_json: node.listenersJson }))
+          .execute();
+        return undefined;
+      });
     },
 
     /** Nodes heard from since `sinceMs`, by id. */
