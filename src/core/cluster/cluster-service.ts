@@ -82,6 +82,7 @@ export function createClusterService(deps: ClusterServiceDeps) {
   const { repo, clock, node } = deps;
   const startedAt = clock.now().toISOString();
   let timer: NodeJS.Timeout | undefined;
+  /** The last beat asked for; each waits for the one before, so beats never overlap (never rejects). */
   let beating: Promise<void> = Promise.resolve();
   let lastLive = '';
   let lastSweepMs = 0;
@@ -102,6 +103,16 @@ export function createClusterService(deps: ClusterServiceDeps) {
 
   function beatOf(): NodeBeat {
     return { id: node.id, hostname: node.hostname, pid: node.pid, startedAt, listenersJson: JSON.stringify(deps.listeners()) };
+  }
+
+  /** Runs a beat after the one under way; `sweep`: sweep even if the live set did not change. */
+  function nextBeat(sweep = false): Promise<void> {
+    const run = beating.then(() => {
+      if (sweep) lastSweepMs = 0;
+      return beat();
+    });
+    beating = run.catch(() => undefined);
+    return run;
   }
 
   async function beat(): Promise<void> {
@@ -149,7 +160,7 @@ export function createClusterService(deps: ClusterServiceDeps) {
 
   function schedule(): void {
     timer = setTimeout(() => {
-      beating = beat()
+      nextBeat()
         .catch((err: unknown) => deps.logger.warn({ event: 'cluster.heartbeat_failed', err: (err as Error).message }, 'cluster heartbeat failed; retried at the next beat'))
         .finally(() => {
           if (!stopped) schedule();
@@ -182,7 +193,7 @@ export function createClusterService(deps: ClusterServiceDeps) {
       }
       joined = true;
       const own = await repo.releaseOwn(node.id);
-      await beat();
+      await nextBeat();
       schedule();
       return own;
     },
@@ -212,10 +223,8 @@ export function createClusterService(deps: ClusterServiceDeps) {
 
     /** A heartbeat and a sweep now, not at the next beat (tests; an operator's nudge). */
     async sweepNow(): Promise<void> {
-      lastSweepMs = 0;
-      await beating;
-      beating = beat();
-      await beating;
+      if (stopped) return; // it has left, or is leaving (the beats asked for before run first)
+      await nextBeat(true);
     },
 
     /** One run of a cron job for the whole cluster: true on the node that gets it. */

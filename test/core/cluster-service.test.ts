@@ -1,0 +1,91 @@
+import test from 'ava';
+import pino from 'pino';
+import { createClusterService } from '../../src/core/cluster/cluster-service.js';
+import { ManualClock } from '../../src/lib/clock.js';
+import type { ClusterRepository } from '../../src/store/repositories/cluster-repository.js';
+
+/*
+ * A node's beats never overlap, and none runs once it has left: a heartbeat written after its
+ * row was deleted would make the others take it for alive, then for dead. The store here
+ * records the calls made to it; a heartbeat waits until the test lets it go.
+ */
+function world() {
+  const calls: string[] = [];
+  let held: (() => void) | undefined;
+  let onHeld = () => undefined as void;
+  const none = { deliveries: 0, webhookCalls: 0, campaignBatches: 0, idempotencyKeys: 0, connections: 0, contactImports: 0 };
+  const repo = {
+    async join() {
+      calls.push('join');
+      return undefined;
+    },
+    async heartbeat() {
+      calls.push('heartbeat');
+      await new Promise<void>((resolve) => {
+        held = resolve;
+        onHeld();
+      });
+    },
+    async setConnections() {
+      calls.push('setConnections');
+    },
+    async members() {
+      return [{ id: 'node-a' }];
+    },
+    async releaseOwn() {
+      return none;
+    },
+    async releaseDeadOwners() {
+      calls.push('sweep');
+      return { live: ['node-a'], freed: none };
+    },
+    async silentSince() {
+      return [];
+    },
+    async forgetSilent() {
+      return 0;
+    },
+    async pruneRuns() {
+      return 0;
+    },
+    async leave() {
+      calls.push('leave');
+    },
+  } as unknown as ClusterRepository;
+  const service = createClusterService({ repo, clock: new ManualClock(Date.now()), logger: pino({ level: 'silent' }), node: { id: 'node-a', hostname: 'h', pid: 1 }, listeners: () => ({}) });
+  /** Resolves once a heartbeat waits; `go()` lets it through. */
+  const heartbeatHeld = () => new Promise<void>((resolve) => (onHeld = () => (held ? resolve() : undefined)));
+  const go = () => {
+    const h = held;
+    held = undefined;
+    h?.();
+  };
+  return { calls, service, heartbeatHeld, go };
+}
+
+test('a sweep asked for during a beat runs after it, and a stop asked for meanwhile waits for both before the node leaves', async (t) => {
+  const { calls, service, heartbeatHeld, go } = world();
+  let waiting = heartbeatHeld();
+  const started = service.start();
+  await waiting;
+  go();
+  await started;
+  calls.length = 0;
+  // One beat under way (held in its heartbeat), then an operator's sweep, then a stop.
+  waiting = heartbeatHeld();
+  const first = service.sweepNow();
+  await waiting;
+  waiting = heartbeatHeld();
+  const second = service.sweepNow();
+  const stopped = service.stop();
+  go();
+  await waiting;
+  t.deepEqual(calls, ['heartbeat', 'setConnections', 'sweep', 'heartbeat'], 'the second beat starts once the first has ended');
+  go();
+  await Promise.all([first, second, stopped]);
+  t.is(calls.at(-1), 'leave', `nothing after the node left: ${calls.join(', ')}`);
+  t.is(calls.filter((c) => c === 'leave').length, 1);
+  const after = calls.length;
+  await service.sweepNow();
+  t.is(calls.length, after, 'no beat once the node has left');
+});
