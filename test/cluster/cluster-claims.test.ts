@@ -4,9 +4,11 @@ import test from 'ava';
 import { pino } from 'pino';
 import pg from 'pg';
 import { createClusterService, NodeNameTaken } from '../../src/core/cluster/cluster-service.js';
+import { createCronRuns } from '../../src/core/cluster/cron-runs.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { openPgStore, type PgStore } from '../../src/store/pg/pg-store.js';
 import { createClusterRepository } from '../../src/store/repositories/cluster-repository.js';
+import { createJobRunsRepository } from '../../src/store/repositories/job-runs-repository.js';
 import { createShapingRepository } from '../../src/store/repositories/shaping-repository.js';
 import { createTlsReportsRepository } from '../../src/store/repositories/tls-reports-repository.js';
 import { createTestDatabase, dropTestDatabase } from '../helpers/pg-databases.js';
@@ -227,4 +229,27 @@ test.serial('two processes started at once under one name (on two hosts): one jo
   const results = await Promise.allSettled(twins.map((s) => s.start().finally(goOn)));
   t.is(results.filter((r) => r.status === 'fulfilled').length, 1, JSON.stringify(results.map((r) => (r.status === 'rejected' ? (r.reason as Error).message : 'joined'))));
   t.true(results.some((r) => r.status === 'rejected' && r.reason instanceof NodeNameTaken));
+});
+
+test.serial('a cron run left by a node that comes back is carried on once: by that node, not also by the live node that read it as gone', async (t) => {
+  const db = nodes[0]!.db;
+  const job = 'probe-takeover';
+  const startedAt = new Date().toISOString();
+  await db.insertInto('job_runs').values({ job, period: '2026-11-26T03:00:00.000Z', node: 'node-x', started_at: startedAt }).execute();
+  t.teardown(async () => {
+    await db.deleteFrom('job_runs').where('job', '=', job).execute();
+    await db.deleteFrom('cluster_nodes').where('id', '=', 'node-x').execute();
+  });
+  const runsOf = (store: PgStore, node: string) => createCronRuns({ repo: createJobRunsRepository(store.db), clock: new ManualClock(Date.now()), node, cluster: true });
+  const live = runsOf(nodes[0]!, 'node-l');
+  const back = runsOf(nodes[1]!, 'node-x');
+  // node-x stopped partway: the live node's sweep reads its run as left unfinished.
+  const [seen] = await live.unfinished([job]);
+  t.is(seen?.node, 'node-x');
+  // Meanwhile node-x starts again (its first heartbeat) and carries on its own run.
+  await createClusterRepository(nodes[1]!.db).heartbeat({ id: 'node-x', hostname: 'host-x', pid: 3, startedAt, listenersJson: '{}' }, Date.now());
+  const [own] = await back.unfinished([job]);
+  t.true(await back.takeOver(own!));
+  // The live node goes on with what it read: the run is no longer a gone node's.
+  t.false(await live.takeOver(seen!), 'taken over by both nodes: run twice');
 });

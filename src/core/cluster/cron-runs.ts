@@ -40,6 +40,6 @@ export function createCronRuns(deps: { repo: JobRunsRepository; clock: Clock; no
     },
     // Heartbeats are wall-clock times (cluster-service.ts).
     unfinished: (jobs) => repo.unfinished(jobs, node, Date.now() - STALE_MS),
-    takeOver: (run) => repo.takeOver(run, node),
+    takeOver: (run) => repo.takeOver(run, node, Date.now() - STALE_MS),
   };
 }

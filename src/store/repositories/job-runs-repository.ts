@@ -56,9 +56,22 @@ export function createJobRunsRepository(db: Db) {
       return rows.map((r) => ({ job: r.job, period: r.period, node: r.node, startedAt: r.started_at }));
     },
 
-    /** Takes over a run left unfinished: true for the one node that moves it from its owner. */
-    async takeOver(run: UnfinishedRun, node: string): Promise<boolean> {
-      const res = await db.updateTable('job_runs').set({ node }).where('job', '=', run.job).where('period', '=', run.period).where('node', '=', run.node).where('finished_at', 'is', null).executeTakeFirst();
+    /**
+     * Takes over a run left unfinished: true for the one node that moves it from its owner. Its
+     * owner is still gone (not heard from since `liveSinceMs`) as the row is taken, unless it is
+     * `node` itself: an owner that came back since unfinished() was read takes up its own run,
+     * and taking it from `node` to `node` would not keep another node from taking it too.
+     */
+    async takeOver(run: UnfinishedRun, node: string, liveSinceMs: number): Promise<boolean> {
+      const res = await db
+        .updateTable('job_runs')
+        .set({ node })
+        .where('job', '=', run.job)
+        .where('period', '=', run.period)
+        .where('node', '=', run.node)
+        .where('finished_at', 'is', null)
+        .where((eb) => eb.or([eb('node', '=', node), eb('node', 'not in', eb.selectFrom('cluster_nodes').select('id').where('heartbeat_at', '>=', liveSinceMs))]))
+        .executeTakeFirst();
       return Number(res.numUpdatedRows) > 0;
     },
 
