@@ -42,6 +42,15 @@ const WAITING_MARK_MS = 1000;
 /** The advisory lock of the sweep (exclusive) and of heartbeats (shared). */
 const SWEEP_LOCK = 0x706f7374; // 'post'
 
+async function writeBeat(db: Db, node: NodeBeat, nowMs: number): Promise<void> {
+  const row = { hostname: node.hostname, pid: node.pid, started_at: node.startedAt, heartbeat_at: nowMs, listeners_json: node.listenersJson };
+  await db
+    .insertInto('cluster_nodes')
+    .values({ id: node.id, ...row })
+    .onConflict((oc) => oc.column('id').doUpdateSet(row))
+    .execute();
+}
+
 /** Frees what nodes not in `live` hold (releaseDeadOwners). */
 async function releaseOwnersBut(db: Db, live: readonly string[]): Promise<SweepCounts> {
   const deliveries = await db
@@ -92,11 +101,7 @@ export function createClusterRepository(db: Db) {
     async heartbeat(node: NodeBeat, nowMs: number): Promise<void> {
       await db.transaction().execute(async (trx) => {
         await sql`select pg_advisory_xact_lock_shared(${SWEEP_LOCK})`.execute(trx);
-        await trx
-          .insertInto('cluster_nodes')
-          .values({ id: node.id, hostname: node.hostname, pid: node.pid, started_at: node.startedAt, heartbeat_at: nowMs, listeners_json: node.listenersJson })
-          .onConflict((oc) => oc.column('id').doUpdateSet({ hostname: node.hostname, pid: node.pid, started_at: node.startedAt, heartbeat_at: nowMs, listeners_json: node.listenersJson }))
-          .execute();
+        await writeBeat(trx, node, nowMs);
       });
     },
 
@@ -111,11 +116,7 @@ export function createClusterRepository(db: Db) {
         await sql`select pg_advisory_xact_lock(hashtext(${`node:${node.id}`}))`.execute(trx);
         const existing = await trx.selectFrom('cluster_nodes').selectAll().where('id', '=', node.id).executeTakeFirst();
         if (!free(existing)) return existing;
-        await trx
-          .insertInto('cluster_nodes')
-          .values({ id: node.id, hostname: node.hostname, pid: node.pid, started_at: node.startedAt, heartbeat_at: nowMs, listeners_json: node.listenersJson })
-          .onConflict((oc) => oc.column('id').doUpdateSet({ hostname: node.hostname, pid: node.pid, started_at: node.startedAt, heartbeat_at: nowMs, listeners_json: node.listenersJson }))
-          .execute();
+        await writeBeat(trx, node, nowMs);
         return undefined;
       });
     },
