@@ -253,3 +253,27 @@ test.serial('a cron run left by a node that comes back is carried on once: by th
   // The live node goes on with what it read: the run is no longer a gone node's.
   t.false(await live.takeOver(seen!), 'taken over by both nodes: run twice');
 });
+
+test.serial('a sweep held up by a row a frozen transaction holds gives up within seconds, and the heartbeats it held back go through', async (t) => {
+  const db = nodes[0]!.db;
+  const other = createClusterRepository(nodes[1]!.db);
+  const sweeper = createClusterService({ repo: createClusterRepository(db), clock: new ManualClock(Date.now()), logger: pino({ level: 'silent' }), node: { id: 'node-s', hostname: 'host-s', pid: 1 }, listeners: () => ({}) });
+  t.teardown(async () => {
+    await admin.query('rollback').catch(() => undefined);
+    await db.deleteFrom('cluster_nodes').where('id', 'in', ['node-s', 'node-o']).execute();
+    await db.deleteFrom('idempotency_keys').where('key', '=', 'frozen').execute();
+  });
+  // A dead node's in-flight key, locked by a transaction that never ends (a node frozen mid-write).
+  await db.insertInto('idempotency_keys').values({ team_id: 1, key: 'frozen', body_hash: 'x', state: 'in_flight', response_json: null, created_at: Date.now(), owner: 'node-frozen' }).execute();
+  await admin.query('begin');
+  await admin.query("select 1 from idempotency_keys where key = 'frozen' for update");
+  const sweeping = sweeper.sweepNow();
+  const database = new URL(url).pathname.slice(1);
+  while (Number((await admin.query<{ n: string }>("select count(*) as n from pg_stat_activity where datname = $1 and wait_event_type = 'Lock'", [database])).rows[0]!.n) < 1);
+  // Another node's heartbeat waits for the sweep, which gives up: the heartbeat is written.
+  const beat = other.heartbeat({ id: 'node-o', hostname: 'host-o', pid: 2, startedAt: new Date().toISOString(), listenersJson: '{}' }, Date.now());
+  await t.throwsAsync(sweeping, { message: /lock timeout/ });
+  await beat;
+  t.truthy(await db.selectFrom('cluster_nodes').select('id').where('id', '=', 'node-o').executeTakeFirst());
+  await admin.query('commit');
+});

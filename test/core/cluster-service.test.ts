@@ -89,3 +89,40 @@ test('a sweep asked for during a beat runs after it, and a stop asked for meanwh
   await service.sweepNow();
   t.is(calls.length, after, 'no beat once the node has left');
 });
+
+test('a sweep that failed is tried again at the next beat, not half a minute later', async (t) => {
+  // node-b is seen, then gone: the sweep that follows fails once (the store away for a moment).
+  const none = { deliveries: 0, webhookCalls: 0, campaignBatches: 0, idempotencyKeys: 0, connections: 0, contactImports: 0 };
+  let beats = 0;
+  let sweeps = 0;
+  let onBeat = () => undefined as void;
+  const repo = {
+    join: async () => undefined,
+    async heartbeat() {
+      beats++;
+      onBeat();
+    },
+    setConnections: async () => undefined,
+    members: async () => (beats === 1 ? [{ id: 'node-a' }, { id: 'node-b' }] : [{ id: 'node-a' }]),
+    releaseOwn: async () => none,
+    async releaseDeadOwners() {
+      if (++sweeps === 2) throw new Error('canceling statement due to lock timeout');
+      return { live: ['node-a'], freed: none };
+    },
+    silentSince: async () => [],
+    forgetSilent: async () => 0,
+    pruneRuns: async () => 0,
+    leave: async () => undefined,
+  } as unknown as ClusterRepository;
+  const service = createClusterService({ repo, clock: new ManualClock(Date.now()), logger: pino({ level: 'silent' }), node: { id: 'node-a', hostname: 'h', pid: 1 }, listeners: () => ({}) });
+  // The beat timer does not keep a process alive; this test has to be.
+  const alive = setInterval(() => undefined, 1000);
+  t.teardown(async () => {
+    clearInterval(alive);
+    await service.stop();
+  });
+  await service.start();
+  // The beat after the failed one has ended once the one after it begins (beats never overlap).
+  await new Promise<void>((resolve) => (onBeat = () => (beats === 4 ? resolve() : undefined)));
+  t.is(sweeps, 3, 'beat 1 swept, beat 2 failed to, beat 3 swept again');
+});

@@ -124,10 +124,11 @@ export function createClusterService(deps: ClusterServiceDeps) {
     const key = live.join('\n');
     if (key !== lastLive || now - lastSweepMs >= SWEEP_EVERY_MS) {
       const gone = lastLive ? lastLive.split('\n').filter((id) => !live.includes(id)) : [];
-      lastLive = key;
-      lastSweepMs = now;
       // The sweep reads the live nodes again itself: one that joined since the read above is live.
       const { freed } = await repo.releaseDeadOwners(now - STALE_MS, node.id);
+      // Only now: a sweep that failed (the store away, a row it could not have) is tried again at the next beat.
+      lastLive = key;
+      lastSweepMs = now;
       if (gone.length || total(freed)) deps.logger.info({ event: 'cluster.sweep', live, gone, freed }, `cluster: ${live.length} node(s) live${gone.length ? `, ${gone.join(', ')} gone` : ''}; freed what dead nodes held`);
       // Work that no node runs until one takes it up (the other kinds are claimed by the loops
       // that run anyway). Not only when this sweep freed some: a node that freed them may have

@@ -41,6 +41,8 @@ const WAITING_MARK_MS = 1000;
 
 /** The advisory lock of the sweep (exclusive) and of heartbeats (shared). */
 const SWEEP_LOCK = 0x706f7374; // 'post'
+/** How long the sweep waits for a row lock (heartbeats wait as long): far below STALE_MS. */
+export const SWEEP_LOCK_WAIT_MS = 3000;
 
 async function writeBeat(db: Db, node: NodeBeat, nowMs: number): Promise<void> {
   const row = { hostname: node.hostname, pid: node.pid, started_at: node.startedAt, heartbeat_at: nowMs, listeners_json: node.listenersJson };
@@ -156,6 +158,9 @@ export function createClusterRepository(db: Db) {
     async releaseDeadOwners(sinceMs: number, self: string): Promise<{ live: string[]; freed: SweepCounts }> {
       return db.transaction().execute(async (trx) => {
         await sql`select pg_advisory_xact_lock(${SWEEP_LOCK})`.execute(trx);
+        // Every node's heartbeat waits while this runs: a row it cannot have (held by a node
+        // frozen mid-transaction) ends the sweep, retried later, long before they look dead.
+        await sql`set local lock_timeout = ${sql.lit(`${SWEEP_LOCK_WAIT_MS}ms`)}`.execute(trx);
         const live = (await trx.selectFrom('cluster_nodes').select('id').where('heartbeat_at', '>=', sinceMs).orderBy('id').execute()).map((r) => r.id);
         const freed = await releaseOwnersBut(trx, live.includes(self) ? live : [...live, self]);
         return { live, freed };
