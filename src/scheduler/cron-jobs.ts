@@ -71,12 +71,12 @@ export function startCronJobs(deps: CronJobDeps): CronJobs {
   /** A run: `claim` says whether it is this node's; `since` when it began, for one taken over. */
   const runJob = async (name: string, period: string, claim: () => Promise<boolean>, since?: Date): Promise<void> => {
     let claimed = false;
+    let ended: { result: unknown } | undefined;
     try {
       if (deps.runs && !(await claim())) return;
       claimed = true;
       const run = () => fns.get(name)!(stopping.signal, since);
-      const result = deps.jobs ? await deps.jobs.run(name, run) : await run();
-      deps.logger.debug({ job: name, result }, 'cron job finished');
+      ended = { result: deps.jobs ? await deps.jobs.run(name, run) : await run() };
     } catch (err) {
       deps.logger.error({ err, job: name }, 'cron job failed');
     }
@@ -85,6 +85,8 @@ export function startCronJobs(deps: CronJobDeps): CronJobs {
     if (claimed && deps.runs && !stopping.signal.aborted) {
       await deps.runs.finish(name, period).catch((err: unknown) => deps.logger.warn({ err, job: name }, 'could not record the cron run as finished'));
     }
+    // After the record: whoever acts on the line finds the run ended in the store.
+    if (ended) deps.logger.debug({ job: name, result: ended.result }, 'cron job finished');
   };
   const start = (name: string, period: string, claim: () => Promise<boolean>, since?: Date): Promise<void> => {
     const run = runJob(name, period, claim, since).finally(() => running.delete(name));
