@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import test from 'ava';
 import { pino } from 'pino';
 import { ManualClock } from '../../src/lib/clock.js';
-import type { DnsResolver } from '../../src/lib/dns/dns-client.js';
+import { heldTxtLookup } from '../helpers/held-txt-lookup.js';
 import { createTestDatabase, dropTestDatabase } from '../helpers/pg-databases.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -69,21 +69,8 @@ test.serial('a daily cron run a node stopped partway is carried on by a live nod
   // held in the lookup of a domain of the second batch, and node-d stopped there.
   const day = '2026-11-25';
   const domains = Array.from({ length: 20 }, (_, i) => `d${String(i).padStart(2, '0')}.carry-on.test`);
-  let reached!: () => void;
-  const heldReached = new Promise<void>((resolve) => (reached = resolve));
-  let release!: () => void;
-  const gate = new Promise<void>((resolve) => (release = resolve));
-  const holding = (base: DnsResolver): DnsResolver => ({
-    ...base,
-    async resolveTxt(name) {
-      if (name === `_smtp._tls.${domains[9]}`) {
-        reached();
-        await gate;
-      }
-      return base.resolveTxt(name);
-    },
-  });
-  const d = await startTestApp({ zone: a.zone, clock, logger: loggerOf('node-d'), resolver: holding, overrides: { store: { url }, cluster: { nodeName: 'node-d' } } });
+  const held = heldTxtLookup(`_smtp._tls.${domains[9]}`);
+  const d = await startTestApp({ zone: a.zone, clock, logger: loggerOf('node-d'), resolver: held.resolver, overrides: { store: { url }, cluster: { nodeName: 'node-d' } } });
   t.teardown(() => d.close());
   await Promise.all([a.app.cluster!.sweepNow(), b.app.cluster!.sweepNow()]);
   await db
@@ -95,7 +82,7 @@ test.serial('a daily cron run a node stopped partway is carried on by a live nod
   let carriedOn!: (line: any) => void;
   const carried = new Promise<any>((resolve) => (carriedOn = resolve));
   onLine = (line) => {
-    if (line.event === 'cron.waiting' && line.node === 'node-d') release();
+    if (line.event === 'cron.waiting' && line.node === 'node-d') held.release();
     if (line.event === 'cron.taken_up') takenUp.push(line);
     if (line.msg === 'cron job finished' && line.job === 'tls-reports') {
       finished.push(line);
@@ -103,9 +90,9 @@ test.serial('a daily cron run a node stopped partway is carried on by a live nod
     }
   };
   const run = d.app.runCronJob('tls-reports');
-  await heldReached;
+  await held.reached;
   const stopping = d.stop();
-  void stopping.then(release, release);
+  void stopping.then(held.release, held.release);
   await stopping;
   t.true(await run);
   const first: number = finished.find((l) => l.node === 'node-d').result.made.withoutRua;

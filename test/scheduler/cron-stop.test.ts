@@ -1,7 +1,6 @@
-import { Writable } from 'node:stream';
 import test from 'ava';
-import { pino } from 'pino';
-import type { DnsResolver } from '../../src/lib/dns/dns-client.js';
+import { capturedLog, stopWhileHeld } from '../helpers/captured-log.js';
+import { heldTxtLookup } from '../helpers/held-txt-lookup.js';
 import { publishRecords } from '../helpers/domain-fixtures.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -10,42 +9,16 @@ import { startTestApp, type TestApp } from '../helpers/test-app.js';
 // progress and records it, starts no further domain, and closes the store only then: no write
 // meets a closed store. The next start carries the run on.
 
-const lines: any[] = [];
-/** Called with each log line as it is written. */
-let onLine: (line: any) => void = () => undefined;
-const stream = new Writable({
-  write(chunk: Buffer, _enc, done) {
-    for (const l of chunk.toString('utf8').split('\n').filter(Boolean)) {
-      const line = JSON.parse(l);
-      lines.push(line);
-      onLine(line);
-    }
-    done();
-  },
-});
-const logger = pino({ level: 'debug', base: { service: 'posthorn' } }, stream);
+const log = capturedLog();
+const { lines, logger } = log;
 
-/** The TXT name whose lookup is held, and the gate that lets it go. */
-let heldName = '';
-let reached!: () => void;
-const heldReached = new Promise<void>((resolve) => (reached = resolve));
-let release!: () => void;
-const gate = new Promise<void>((resolve) => (release = resolve));
-const holding = (base: DnsResolver): DnsResolver => ({
-  ...base,
-  async resolveTxt(name) {
-    if (name === heldName) {
-      reached();
-      await gate;
-    }
-    return base.resolveTxt(name);
-  },
-});
+/** The domain re-check held in one domain's lookup. */
+const held = heldTxtLookup();
 
 let t0: TestApp;
 let after: TestApp | undefined;
 test.before(async () => {
-  t0 = await startTestApp({ logger, resolver: holding });
+  t0 = await startTestApp({ logger, resolver: held.resolver });
 });
 test.after.always(async () => {
   await after?.close();
@@ -60,17 +33,13 @@ test.serial('a stop during the domain re-check waits for the domain under way, r
     publishRecords(t0, created.body);
     ids.push(created.body.id);
   }
-  heldName = 'posthorn._domainkey.held-recheck.org';
+  held.name = 'posthorn._domainkey.held-recheck.org';
   const run = t0.app.runCronJob('recheck-unverified-domains');
-  await heldReached; // the first domain is checked; the second is in its lookups
+  await held.reached; // the first domain is checked; the second is in its lookups
   const fromStop = lines.length;
   // The lookup is let go once the stop has done what it can without the job: waiting for it, or
   // (had it not waited) closed the store.
-  onLine = (line) => {
-    if (line.event === 'cron.waiting') release();
-  };
-  const stopping = t0.stop();
-  void stopping.then(release, release);
+  const stopping = stopWhileHeld(() => t0.stop(), log, held.release);
   await t.notThrowsAsync(stopping);
   t.true(await run);
   const problems = lines.slice(fromStop).filter((l) => l.level >= 40);
@@ -81,14 +50,14 @@ test.serial('a stop during the domain re-check waits for the domain under way, r
 
   // The next start carries the run on: the domain it did not get to, and none it checked.
   const carriedOn = new Promise<any>((resolve) => {
-    onLine = (line) => {
+    log.onLine = (line) => {
       if (line.msg === 'cron job finished' && line.job === 'recheck-unverified-domains') resolve(line);
     };
   });
   after = await startTestApp({ dataDir: t0.dataDir, zone: t0.zone, logger });
   t.is((await carriedOn).result, 1);
-  const [first, held, last] = await Promise.all(ids.map(async (id) => (await after!.request('GET', `/v1/domains/${id}`)).body));
+  const [first, heldDomain, last] = await Promise.all(ids.map(async (id) => (await after!.request('GET', `/v1/domains/${id}`)).body));
   t.like(first, { status: 'SUCCESS', isVerifying: false });
-  t.like(held, { status: 'SUCCESS', isVerifying: false }, 'the check under way when the stop came was recorded');
+  t.like(heldDomain, { status: 'SUCCESS', isVerifying: false }, 'the check under way when the stop came was recorded');
   t.like(last, { status: 'SUCCESS', isVerifying: false }, 'checked by the run carried on');
 });

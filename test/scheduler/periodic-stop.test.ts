@@ -1,9 +1,8 @@
-import { Writable } from 'node:stream';
 import test from 'ava';
-import { pino } from 'pino';
+import { capturedLog, stopWhileHeld } from '../helpers/captured-log.js';
 import { createQueueService, type QueueServiceDeps } from '../../src/core/queue/queue-service.js';
 import { ManualClock } from '../../src/lib/clock.js';
-import type { DnsResolver } from '../../src/lib/dns/dns-client.js';
+import { heldTxtLookup } from '../helpers/held-txt-lookup.js';
 import { createDeliveriesRepository } from '../../src/store/repositories/deliveries-repository.js';
 import { createQueueRepository } from '../../src/store/repositories/queue-repository.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
@@ -12,45 +11,20 @@ import { startTestApp, type TestApp } from '../helpers/test-app.js';
 // without waiting for the rest, every step done is whole, and the next run does what is left
 // (and nothing the stopped run did).
 
-const lines: any[] = [];
-let onLine: (line: any) => void = () => undefined;
-const stream = new Writable({
-  write(chunk: Buffer, _enc, done) {
-    for (const l of chunk.toString('utf8').split('\n').filter(Boolean)) {
-      const line = JSON.parse(l);
-      lines.push(line);
-      onLine(line);
-    }
-    done();
-  },
-});
-const logger = pino({ level: 'debug', base: { service: 'posthorn' } }, stream);
+const log = capturedLog();
+const { lines, logger } = log;
 
 const DAY = '2026-11-20';
 const clock = new ManualClock(Date.parse('2026-11-21T02:00:00Z'));
 /** More policy domains than one batch of `_smtp._tls` lookups (8 at a time). */
 const DOMAINS = Array.from({ length: 20 }, (_, i) => `d${String(i).padStart(2, '0')}.stop-rpt.test`);
 
-let heldName = '';
-let reached!: () => void;
-const heldReached = new Promise<void>((resolve) => (reached = resolve));
-let release!: () => void;
-const gate = new Promise<void>((resolve) => (release = resolve));
-const holding = (base: DnsResolver): DnsResolver => ({
-  ...base,
-  async resolveTxt(name) {
-    if (name === heldName) {
-      reached();
-      await gate;
-    }
-    return base.resolveTxt(name);
-  },
-});
+const held = heldTxtLookup();
 
 let t0: TestApp;
 let after: TestApp | undefined;
 test.before(async () => {
-  t0 = await startTestApp({ logger, clock, resolver: holding });
+  t0 = await startTestApp({ logger, clock, resolver: held.resolver });
 });
 test.after.always(async () => {
   await after?.close();
@@ -102,15 +76,13 @@ test.serial('a stop during the daily TLS reports ends after the batch of domains
     .execute();
   // None publishes _smtp._tls (each day is recorded "no-rua"); the lookup of one in the
   // second batch of lookups is held until the stop waits for the job.
-  heldName = `_smtp._tls.${DOMAINS[9]}`;
+  held.name = `_smtp._tls.${DOMAINS[9]}`;
   const run = t0.app.runCronJob('tls-reports');
-  await heldReached;
+  await held.reached;
   const fromStop = lines.length;
-  onLine = (line) => {
-    if (line.event === 'cron.waiting') release();
-  };
-  const stopping = t0.stop();
-  void stopping.then(release, release);
+  // The lookup is let go once the stop has done what it can without the job: waiting for it, or
+  // (had it not waited) closed the store.
+  const stopping = stopWhileHeld(() => t0.stop(), log, held.release);
   await t.notThrowsAsync(stopping);
   t.true(await run);
   t.deepEqual(
@@ -125,7 +97,7 @@ test.serial('a stop during the daily TLS reports ends after the batch of domains
 
   // The next start carries the run on (it was stopped partway): the rest of the domains.
   const carriedOn = new Promise<any>((resolve) => {
-    onLine = (line) => {
+    log.onLine = (line) => {
       if (line.msg === 'cron job finished' && line.job === 'tls-reports') resolve(line);
     };
   });
