@@ -432,9 +432,9 @@ export function createDomainService(deps: DomainServiceDeps) {
     /**
      * Cron: re-check every unverified (or every verified) domain; one failure never stops the
      * rest. Once `signal` aborts (a graceful stop) no further domain is started: the one under
-     * way is finished and recorded. Returns how many were checked.
+     * way is finished and recorded. `checkedSince`: a run carried on from a node that stopped
+     * partway skips the domains checked since then. Returns how many were checked.
      */
-    /** `checkedSince`: a run carried on from a node that stopped partway skips the domains it checked. */
     async recheck(verified: boolean, signal?: AbortSignal, checkedSince?: Date): Promise<number> {
       const list = await domains.listForRecheck(verified);
       let checked = 0;
