@@ -107,15 +107,18 @@ export function createTlsReportService(deps: TlsReportServiceDeps) {
       if (dropped) log.info({ dropped }, 'TLS session counts older than a week were dropped unreported');
       let queued = 0;
       let withoutRua = 0;
-      const due = await deps.repo.unreportedDays(today);
-      const domains = [...new Set(due.map((d) => d.policy_domain))];
+      const daysOf = new Map<string, string[]>();
+      for (const { policy_domain: domain, day } of await deps.repo.unreportedDays(today)) {
+        const days = daysOf.get(domain);
+        if (days) days.push(day);
+        else daysOf.set(domain, [day]);
+      }
+      const domains = [...daysOf.keys()];
       for (let i = 0; i < domains.length && !signal?.aborted; i += LOOKUP_CONCURRENCY) {
         const batch = domains.slice(i, i + LOOKUP_CONCURRENCY);
         const found = await Promise.all(batch.map((d) => targetsOf(d)));
-        const targetsOfDomain = new Map(batch.map((d, j) => [d, found[j]!]));
-        for (const { policy_domain: domain, day } of due) {
-          const targets = targetsOfDomain.get(domain);
-          if (targets === null || targets === undefined) continue;
+        const work = batch.flatMap((domain, j) => (found[j] === null ? [] : daysOf.get(domain)!.map((day) => ({ domain, day, targets: found[j]! }))));
+        for (const { domain, day, targets } of work) {
           const reportId = `${randomUUID()}@${deps.hostname}`;
           const createdAt = deps.clock.now().toISOString();
           if (!targets.length) {
