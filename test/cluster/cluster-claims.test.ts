@@ -277,3 +277,19 @@ test.serial('a sweep held up by a row a frozen transaction holds gives up within
   t.truthy(await db.selectFrom('cluster_nodes').select('id').where('id', '=', 'node-o').executeTakeFirst());
   await admin.query('commit');
 });
+
+test.serial('a node that stops stops counting its sessions at once; a process that took its name over keeps its own', async (t) => {
+  const [a, b] = nodes.map((n) => createClusterRepository(n.db));
+  const key = 'leave.example:25';
+  const beat = (id: string, pid: number) => ({ id, hostname: 'host-l', pid, startedAt: new Date().toISOString(), listenersJson: '{}' });
+  const until = () => Date.now() + 15_000;
+  await a!.heartbeat(beat('node-l', 1), Date.now());
+  await b!.heartbeat(beat('node-m', 2), Date.now());
+  t.true(await a!.acquireConnection(key, 'node-l', 1, Date.now(), until()));
+  t.false(await b!.acquireConnection(key, 'node-m', 1, Date.now(), until()), 'the limit of 1 is taken');
+  await a!.leave(beat('node-l', 1));
+  t.true(await b!.acquireConnection(key, 'node-m', 1, Date.now(), until()), 'the stopped node\'s session no longer counts');
+  // An older process of node-m's name (another pid) leaving does not take node-m's session away.
+  await b!.leave(beat('node-m', 99));
+  t.false(await a!.acquireConnection(key, 'node-l', 1, Date.now(), until()), 'node-m still holds the one session');
+});

@@ -129,11 +129,16 @@ export function createClusterRepository(db: Db) {
     },
 
     /**
-     * A node stopping gracefully leaves at once (its leases were released by its own stop). Only
-     * its own row: a process that took the name over since (a restart) keeps its membership.
+     * A node stopping gracefully leaves at once (its leases were released by its own stop, its
+     * pool is closed): its sessions stop counting now, not once they go stale and hold the other
+     * nodes back until then. Only its own row: a process that took the name over since (a
+     * restart) keeps its membership and its sessions.
      */
     async leave(node: { id: string; hostname: string; pid: number }): Promise<void> {
-      await db.deleteFrom('cluster_nodes').where('id', '=', node.id).where('hostname', '=', node.hostname).where('pid', '=', node.pid).execute();
+      await db.transaction().execute(async (trx) => {
+        const left = await trx.deleteFrom('cluster_nodes').where('id', '=', node.id).where('hostname', '=', node.hostname).where('pid', '=', node.pid).executeTakeFirst();
+        if (Number(left.numDeletedRows)) await trx.deleteFrom('connection_leases').where('node', '=', node.id).execute();
+      });
     },
 
     /** Nodes silent since `beforeMs` that did not leave: dead (killed, crashed, cut off), until forgotten. */
