@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { Config } from './config/defaults.js';
 import { systemClock, type Clock } from './lib/clock.js';
+import type { DkimKeyPair } from './core/domains/domain-service.js';
 import { createLogger, type Logger } from './lib/logger.js';
 import { createDnsClient, type DnsResolver } from './lib/dns/dns-client.js';
 import type { AppStore } from './store/open-store.js';
@@ -31,6 +32,8 @@ export interface AppOptions {
   logger?: Logger;
   /** DNS resolver; tests inject one pointed at their own zone. */
   resolver?: DnsResolver;
+  /** New domains' DKIM keys (by default a fresh RSA key each); tests inject keys made once. */
+  dkimKeyPair?: () => Promise<DkimKeyPair>;
   /**
    * A PostgreSQL store that cannot be reached is waited for (retried with a growing pause, each
    * failure logged) instead of failing: `posthorn serve`. Admin commands fail at once.
@@ -82,7 +85,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
   const secret = config.secret || (await settings.getOrInsert('link_secret', randomBytes(32).toString('hex')));
 
   // The repositories, the core services and the outbound side they feed (composition/core-services-wiring.ts).
-  const core = wireCoreServices({ config, clock, logger, resolver, store, settings, secret, dataDir, onFailure });
+  const core = wireCoreServices({ config, clock, logger, resolver, store, settings, secret, dataDir, onFailure, dkimKeyPair: opts.dkimKeyPair });
   const {
     services, templates, audit, teams, domains, apiKeys, nodeId, clusterRepo, queueRepo, metrics, engine, intake, emails, shaping, queue, contacts,
     contactBooks, segments, campaigns, suppressions, webhooks, webhookDispatcher, analytics, inbound, contactImports, sandbox, tlsCounter, tlsReports,

@@ -23,7 +23,7 @@ import { createLoginFailuresRepository } from '../store/repositories/login-failu
 import { createClusterRepository } from '../store/repositories/cluster-repository.js';
 import { createJobRunsRepository } from '../store/repositories/job-runs-repository.js';
 import { createCronRuns } from '../core/cluster/cron-runs.js';
-import { createDomainService } from '../core/domains/domain-service.js';
+import { createDomainService, type DkimKeyPair } from '../core/domains/domain-service.js';
 import { createEmailService } from '../core/emails/email-service.js';
 import { createTemplateService } from '../core/templates/template-service.js';
 import { createDeliveryService } from '../core/deliveries/delivery-service.js';
@@ -90,6 +90,8 @@ export function wireCoreServices(o: {
   dataDir: string;
   /** Registers what is closed if a later step of createApp fails. */
   onFailure: (close: () => Promise<unknown>) => void;
+  /** New domains' DKIM keys (AppOptions.dkimKeyPair). */
+  dkimKeyPair?: () => Promise<DkimKeyPair>;
 }) {
   const { config, clock, logger, resolver, store, settings, secret, dataDir, onFailure } = o;
 
@@ -129,6 +131,7 @@ export function wireCoreServices(o: {
     bounceLabel: config.domains.bounceLabel,
     sandbox: config.sandbox,
     audit,
+    dkimKeyPair: o.dkimKeyPair,
   });
   const apiKeys = createApiKeyService({ apiKeys: createApiKeysRepository(store.db), clock, domainBelongsToTeam: domains.belongsToTeam, audit });
   // One node per SQLite file; with PostgreSQL any number of nodes share the store

@@ -1,3 +1,4 @@
+import { createPublicKey } from 'node:crypto';
 import test from 'ava';
 import { ManualClock } from '../../src/lib/clock.js';
 import type { BusEvent } from '../../src/core/events.js';
@@ -8,7 +9,7 @@ let t0: TestApp;
 const clock = new ManualClock(Date.UTC(2026, 10, 22, 9, 0, 0));
 const events: BusEvent[] = [];
 test.before(async () => {
-  t0 = await startTestApp({ clock });
+  t0 = await startTestApp({ clock, makeDkimKeys: true });
   t0.app.services.events.on('*', (e) => {
     events.push(e);
   });
@@ -51,6 +52,19 @@ test('create returns the domain with a DKIM key and the records to publish', asy
     t.is(r.status, 'NOT_STARTED');
   }
   t.true(events.some((e) => e.type === 'domain.created' && e.domainId === d.id));
+});
+
+test('each domain is given a DKIM key of its own: RSA, 2048 bits', async (t) => {
+  const keys = [];
+  for (const name of ['own-key-a.com', 'own-key-b.com']) {
+    const res = await t0.request('POST', '/v1/domains', { body: { name, region: 'r' } });
+    t.is(res.status, 200, JSON.stringify(res.body));
+    const key = createPublicKey({ key: Buffer.from(res.body.publicKey, 'base64'), format: 'der', type: 'spki' });
+    t.is(key.asymmetricKeyType, 'rsa');
+    t.is(key.asymmetricKeyDetails?.modulusLength, 2048);
+    keys.push(res.body.publicKey);
+  }
+  t.not(keys[0], keys[1]);
 });
 
 test('names are validated; duplicates are 409', async (t) => {

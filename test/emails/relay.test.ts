@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SMTPServer } from 'smtp-server';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
-import { generateSelfSignedCert } from '../../src/lib/tls-cert.js';
+import { testCert } from '../helpers/test-keys.js';
 import { createDnsClient } from '../../src/lib/dns/dns-client.js';
 import { toNodeStyleResolver } from '../../src/lib/dns/node-style-resolver.js';
 import { startDnsZone } from '../helpers/dns-zone.js';
@@ -16,7 +16,7 @@ import { tempDir } from '../helpers/temp-dir.js';
 // every message (whatever its recipients' domains) goes to it, still DKIM-signed by us.
 test('with a relay configured, all mail goes through it, authenticated, over verified TLS, DKIM-signed', async (t) => {
   const zone = await startDnsZone();
-  const { key, cert } = await generateSelfSignedCert({ hostnames: ['relay.upstream.test'] });
+  const { key, cert } = await testCert({ hostnames: ['relay.upstream.test'] });
   const received: { user: string | undefined; rcptTo: string[]; raw: Buffer; secure: boolean }[] = [];
   let resolveReceived: () => void;
   const gotOne = new Promise<void>((r) => (resolveReceived = r));

@@ -10,7 +10,7 @@ import { createDnsClient } from '../../src/lib/dns/dns-client.js';
 import { toNodeStyleResolver } from '../../src/lib/dns/node-style-resolver.js';
 import { startDnsZone, type DnsZone } from './dns-zone.js';
 import { startSmtpSink, type SmtpSink, type SinkBehaviour } from './smtp-sink.js';
-import { generateSelfSignedCert } from '../../src/lib/tls-cert.js';
+import { testCert } from './test-keys.js';
 import { dropDataDirDatabase, startTestApp, type TestApp } from './test-app.js';
 import { addVerifiedDomain } from './domain-fixtures.js';
 
@@ -38,14 +38,12 @@ export interface MailWorld {
 export const SINK_HOST = 'mx.sink.test';
 const EXTRA_SINKS = 4;
 
-let certPromise: Promise<{ key: string; cert: string }> | undefined;
 function sharedCert() {
   const extra = Array.from({ length: EXTRA_SINKS }, (_, i) => i + 2);
-  certPromise ??= generateSelfSignedCert({
+  return testCert({
     hostnames: [SINK_HOST, ...extra.map((n) => `mx${n}.sink.test`)],
     ips: ['127.0.0.1', ...extra.map((n) => `127.0.0.${n}`)],
   });
-  return certPromise;
 }
 
 /**

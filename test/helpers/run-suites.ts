@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 // store again on PostgreSQL (a server this run starts: with-postgres.ts). Arguments are passed
 // to both ava runs (`npm test -- --tap` gives two countable TAP streams); the exit status is
 // non-zero when either run failed. `node dist/test/helpers/run-suites.js --postgres-only`
-// runs only the second.
+// runs only the second, `--sqlite-only` only the first.
 
 const TEST_ROOT = fileURLToPath(new URL('..', import.meta.url)); // dist/test
 const AVA = fileURLToPath(new URL('../../../node_modules/ava/entrypoints/cli.mjs', import.meta.url));
@@ -60,7 +60,8 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env):
 
 const args = process.argv.slice(2);
 const postgresOnly = args.includes('--postgres-only');
-const avaArgs = args.filter((a) => a !== '--postgres-only');
+const sqliteOnly = args.includes('--sqlite-only');
+const avaArgs = args.filter((a) => a !== '--postgres-only' && a !== '--sqlite-only');
 const all = testFiles(TEST_ROOT)
   .map((f) => relative(TEST_ROOT, f))
   .sort();
@@ -74,6 +75,8 @@ if (!postgresOnly) {
   process.stdout.write(`# SQLite: ${onSqlite.length} test files\n`);
   failed = (await run(process.execPath, [AVA, ...avaArgs, ...paths(onSqlite)])) !== 0;
 }
-process.stdout.write(`# PostgreSQL: ${onPostgres.length} test files\n`);
-failed = (await run(process.execPath, [WITH_POSTGRES, process.execPath, AVA, ...avaArgs, ...paths(onPostgres)])) !== 0 || failed;
+if (!sqliteOnly) {
+  process.stdout.write(`# PostgreSQL: ${onPostgres.length} test files\n`);
+  failed = (await run(process.execPath, [WITH_POSTGRES, process.execPath, AVA, ...avaArgs, ...paths(onPostgres)])) !== 0 || failed;
+}
 process.exit(failed ? 1 : 0);

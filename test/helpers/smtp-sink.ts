@@ -6,7 +6,7 @@ import { EventEmitter, once } from 'node:events';
 import type { Socket } from 'node:net';
 import { SMTPServer, type SMTPServerError, type SMTPServerSession } from 'smtp-server';
 import { SMTPConnection } from 'smtp-server/lib/smtp-connection.js';
-import { generateSelfSignedCert } from '../../src/lib/tls-cert.js';
+import { testCert } from './test-keys.js';
 
 /** 'drop' = destroy the socket right there (simulates a connection drop). */
 export type SinkReply = { code: number; message: string } | 'drop';
@@ -75,19 +75,8 @@ const DEFAULT_WAIT_TIMEOUT_MS = 10_000;
 // after that the socket is destroyed. Only reached by clients that never read.
 const CLOSE_GRACE_MS = 1_000;
 
-// RSA key generation costs a few hundred ms; one certificate per hostname per
-// process keeps a suite that starts dozens of sinks fast.
-const certCache = new Map<string, Promise<{ key: string; cert: string }>>();
-
 function defaultCert(hostname: string): Promise<{ key: string; cert: string }> {
-  let pending = certCache.get(hostname);
-  if (!pending) {
-    pending = generateSelfSignedCert({ hostnames: [hostname], ips: [SINK_HOST] });
-    // A failed generation must not poison every later sink in the process.
-    pending.catch(() => certCache.delete(hostname));
-    certCache.set(hostname, pending);
-  }
-  return pending;
+  return testCert({ hostnames: [hostname], ips: [SINK_HOST] });
 }
 
 function smtpError(reply: { code: number; message: string }): SMTPServerError {

@@ -9,6 +9,7 @@ import type { Logger } from '../../src/lib/logger.js';
 import { createDnsClient, type DnsResolver } from '../../src/lib/dns/dns-client.js';
 import { startDnsZone, type DnsZone } from './dns-zone.js';
 import { createTestDatabase, dropTestDatabase, testStoreKind } from './pg-databases.js';
+import { seedListenerCert, testDkimKeyPair } from './test-keys.js';
 
 export interface TestResponse<T = any> {
   status: number;
@@ -51,6 +52,13 @@ export interface TestAppOptions {
   logger?: Logger;
   /** Wraps the resolver of the test zone (a test that holds a lookup until it lets it go). */
   resolver?: (zoneResolver: DnsResolver) => DnsResolver;
+  /**
+   * The app makes its STARTTLS certificate itself, as a first start does. Otherwise a data dir
+   * without one gets the suite's kept certificate for the hostname (test-certs.ts).
+   */
+  makeListenerCert?: boolean;
+  /** New domains get a fresh DKIM key each, as in production, instead of the suite's kept keys (test-keys.ts). */
+  makeDkimKeys?: boolean;
 }
 
 /** Where a test data dir's PostgreSQL database is named (restart tests reopen the same one). */
@@ -102,9 +110,10 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     store: { url: database.url },
   };
   const config = loadConfig({ env: {}, overrides: deepMerge(base, opts.overrides ?? {}) });
+  if (!opts.makeListenerCert) await seedListenerCert(dataDir, config.hostname);
   const zoneResolver = createDnsClient({ servers: [zone.server], timeoutMs: 500, tries: 1 });
   const resolver = opts.resolver ? opts.resolver(zoneResolver) : zoneResolver;
-  const app = await createApp({ config, clock: opts.clock, resolver, logger: opts.logger });
+  const app = await createApp({ config, clock: opts.clock, resolver, logger: opts.logger, dkimKeyPair: opts.makeDkimKeys ? undefined : testDkimKeyPair });
   const listeners = await app.start();
   const baseUrl = `http://127.0.0.1:${listeners.http!.port}`;
   const teams = await app.services.teams.list();

@@ -14,7 +14,7 @@ let port: number;
 const MAX_BYTES = 64 * 1024;
 
 test.before(async () => {
-  t0 = await startTestApp({ overrides: { inbound: { maxMessageBytes: MAX_BYTES, maxRecipients: 3, maxConnections: 4 } } });
+  t0 = await startTestApp({ makeListenerCert: true, overrides: { inbound: { maxMessageBytes: MAX_BYTES, maxRecipients: 3, maxConnections: 4 } } });
   port = t0.app.listeners.inbound!.port;
   await addVerifiedDomain(t0, 'sender.dev');
   const inbox = await addVerifiedDomain(t0, 'inbox.dev');

@@ -9,7 +9,7 @@
 import { EventEmitter, once } from 'node:events';
 import net from 'node:net';
 import tls from 'node:tls';
-import { generateSelfSignedCert } from '../../../src/lib/tls-cert.js';
+import { testCert } from '../../helpers/test-keys.js';
 
 export type MxFault =
   /** Transparent TCP pipe to the good sink (STARTTLS and all, end to end). */
@@ -89,7 +89,7 @@ export async function startFaultyMx(opts: {
   const events = new EventEmitter();
   const sockets = new Set<net.Socket>();
   const held = new Set<{ resume(lines: string[]): void }>();
-  const badCert = generateSelfSignedCert({ hostnames: [opts.name], ips: [opts.host] });
+  const badCert = testCert({ hostnames: [opts.name], ips: [opts.host] }, 'untrusted');
   badCert.catch(() => {});
 
   const hit = () => {

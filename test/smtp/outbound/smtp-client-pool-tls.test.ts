@@ -5,7 +5,7 @@
  */
 import test from 'ava';
 import { createDnsClient } from '../../../src/lib/dns/dns-client.js';
-import { generateSelfSignedCert } from '../../../src/lib/tls-cert.js';
+import { testCert } from '../../helpers/test-keys.js';
 import { startDnsZone } from '../../helpers/dns-zone.js';
 import { LOOPBACK, poolFor, request, sinkFor, startTestServer, targetOf } from './pool-helpers.js';
 
@@ -40,7 +40,7 @@ test('OPPORTUNISTIC without STARTTLS offered delivers in plaintext', async (t) =
 test('OPPORTUNISTIC whose TLS handshake fails reconnects once in plaintext, and remembers the host', async (t) => {
   // A server that offers STARTTLS but only speaks TLS 1.0, which our client
   // (TLS 1.2 minimum) refuses: the handshake itself fails after "220 Ready".
-  const { key, cert } = await generateSelfSignedCert({ hostnames: ['mx.oldtls.test'] });
+  const { key, cert } = await testCert({ hostnames: ['mx.oldtls.test'] });
   const server = await startTestServer(t, { key, cert, minVersion: 'TLSv1', maxVersion: 'TLSv1', authOptional: true, disabledCommands: ['AUTH'] });
   const pool = poolFor(t, { maxMessagesPerConnection: 1 });
   const target = { host: 'mx.oldtls.test', address: LOOPBACK, port: server.port };
@@ -60,7 +60,7 @@ test('OPPORTUNISTIC whose TLS handshake fails reconnects once in plaintext, and 
 });
 
 test('ENFORCED never falls back when the handshake fails', async (t) => {
-  const { key, cert } = await generateSelfSignedCert({ hostnames: ['mx.oldtls.test'] });
+  const { key, cert } = await testCert({ hostnames: ['mx.oldtls.test'] });
   const server = await startTestServer(t, { key, cert, minVersion: 'TLSv1', maxVersion: 'TLSv1', authOptional: true, disabledCommands: ['AUTH'] });
   const pool = poolFor(t, { ca: cert });
   const res = await pool.send({ host: 'mx.oldtls.test', address: LOOPBACK, port: server.port }, request(['a@example.test'], { tlsPolicy: 'ENFORCED' }));
@@ -159,7 +159,7 @@ test('a session whose certificate verified may carry a later ENFORCED message', 
 // ------------------------------------------------------------ relay
 
 test('relay with implicit TLS and AUTH: every message goes to the relay, authenticated and verified', async (t) => {
-  const { key, cert } = await generateSelfSignedCert({ hostnames: [RELAY_HOST] });
+  const { key, cert } = await testCert({ hostnames: [RELAY_HOST] });
   const relay = await startTestServer(t, {
     secure: true,
     key,
@@ -188,7 +188,7 @@ test('relay with implicit TLS and AUTH: every message goes to the relay, authent
 });
 
 test('relay with STARTTLS and AUTH', async (t) => {
-  const { key, cert } = await generateSelfSignedCert({ hostnames: [RELAY_HOST] });
+  const { key, cert } = await testCert({ hostnames: [RELAY_HOST] });
   const relay = await startTestServer(t, {
     key,
     cert,
@@ -206,7 +206,7 @@ test('relay with STARTTLS and AUTH', async (t) => {
 });
 
 test('relay that refuses our credentials: connected false, nothing sent', async (t) => {
-  const { key, cert } = await generateSelfSignedCert({ hostnames: [RELAY_HOST] });
+  const { key, cert } = await testCert({ hostnames: [RELAY_HOST] });
   const relay = await startTestServer(t, {
     secure: true,
     key,
@@ -223,7 +223,7 @@ test('relay that refuses our credentials: connected false, nothing sent', async 
 });
 
 test('relay certificate for another name: connected false', async (t) => {
-  const { key, cert } = await generateSelfSignedCert({ hostnames: ['not-the-relay.test'] });
+  const { key, cert } = await testCert({ hostnames: ['not-the-relay.test'] });
   const relay = await startTestServer(t, { secure: true, key, cert, authOptional: true });
   const pool = poolFor(t, { ca: cert, relay: { host: RELAY_HOST, address: LOOPBACK, port: relay.port, secure: 'implicit' } });
   const res = await pool.send({ host: 'mx.example.test', address: '192.0.2.1', port: 25 }, request(['a@example.test']));
@@ -245,7 +245,7 @@ test('ENFORCED through a relay configured without TLS is refused before connecti
 });
 
 test('a relay given by name is resolved through our resolver, not the system one', async (t) => {
-  const { key, cert } = await generateSelfSignedCert({ hostnames: [RELAY_HOST] });
+  const { key, cert } = await testCert({ hostnames: [RELAY_HOST] });
   const relay = await startTestServer(t, { secure: true, key, cert, authOptional: true });
   const zone = await startDnsZone();
   t.teardown(() => zone.close());
