@@ -9,8 +9,12 @@ import { tempDir } from '../helpers/temp-dir.js';
 // The installable package: `npm pack` builds (prepack) and packs only what is needed, with the
 // tested dependency versions pinned (npm-shrinkwrap.json); installed into a temp prefix, its
 // production dependencies come from that shrinkwrap (offline: from the npm cache that `npm ci`
-// filled, so this test never leaves the machine) and better-sqlite3's native module is built;
-// the installed binary then serves, answers /health, writes its init files and stops on SIGTERM.
+// filled, so this test never leaves the machine) and better-sqlite3's install script puts its
+// native module in place; the installed binary then serves, answers /health, writes its init
+// files and stops on SIGTERM. The native module is the one `npm ci` built for this checkout,
+// handed to the install script as a local prebuild (prebuild-install's local-prebuilds, what a
+// download or a mirror would give it): building it again from source took two minutes of one
+// core, and proves better-sqlite3's build, which the checkout's own `npm ci` has just done.
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -44,8 +48,16 @@ test('npm pack makes a package that installs on a clean prefix and runs', async 
   const installed = join(prefix, 'lib', 'node_modules', 'posthorn');
   mkdirSync(installed, { recursive: true });
   await run('tar', ['xzf', join(work, tarball!), '-C', installed, '--strip-components', '1']);
-  await run('npm', ['ci', '--omit=dev', '--offline', '--no-audit', '--no-fund'], { cwd: installed, env: NPM_ENV, maxBuffer: 64 * 1024 * 1024 });
-  t.true(existsSync(join(installed, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node')), 'the native module was built');
+  const prebuilds = join(work, 'prebuilds');
+  mkdirSync(prebuilds);
+  const sqliteModule = join(ROOT, 'node_modules', 'better-sqlite3');
+  const sqliteVersion = (JSON.parse(readFileSync(join(sqliteModule, 'package.json'), 'utf8')) as { version: string }).version;
+  await run('tar', ['czf', join(prebuilds, `better-sqlite3-v${sqliteVersion}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`), '-C', sqliteModule, 'build/Release/better_sqlite3.node']);
+  const installEnv = { ...NPM_ENV, npm_config_better_sqlite3_local_prebuilds: prebuilds };
+  await run('npm', ['ci', '--omit=dev', '--offline', '--no-audit', '--no-fund'], { cwd: installed, env: installEnv, maxBuffer: 64 * 1024 * 1024 });
+  const shrinkwrapped = (JSON.parse(readFileSync(join(installed, 'npm-shrinkwrap.json'), 'utf8')) as { packages: Record<string, { version: string }> }).packages['node_modules/better-sqlite3']!.version;
+  t.is(shrinkwrapped, sqliteVersion, 'the package pins the better-sqlite3 the checkout tests');
+  t.true(existsSync(join(installed, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node')), 'the native module is in place');
   t.false(existsSync(join(installed, 'node_modules', 'ava')), 'no development dependency');
   const bin = join(installed, 'bin', 'posthorn');
 
