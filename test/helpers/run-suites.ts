@@ -14,7 +14,7 @@ const AVA = fileURLToPath(new URL('../../../node_modules/ava/entrypoints/cli.mjs
 const WITH_POSTGRES = fileURLToPath(new URL('./with-postgres.js', import.meta.url));
 
 /** PostgreSQL's own tests (they use or start servers themselves): run once, in the PostgreSQL run. */
-const POSTGRES_ONLY = [/^cluster\//, /^proof\/cluster-sigkill\./, /^webhooks\/webhook-endpoint-delete-race\./, /^emails\/schedule-claim-race\./, /^store\/store-copy\./, /^store\/store-outage\./];
+const POSTGRES_ONLY = [/^cluster\//, /^proof\/cluster-sigkill\./, /^webhooks\/webhook-endpoint-delete-race\./, /^emails\/schedule-claim-race\./, /^store\/store-copy\./, /^store\/store-outage\./, /^store\/pg-unicode-lower\./];
 
 /**
  * Not run a second time on PostgreSQL: code with no store (pure functions, the SMTP client,
@@ -29,7 +29,7 @@ const SQLITE_ONLY = [
   /^store\/(wal-checkpointer|scope-precedence)\./,
   /^proof\/(faults-disk|faults-disk-campaign|crash-sigkill|webhook-outbox-kill|fuzz-smtp)\./,
   /^emails\/(crash-kill|retry-schedule|bounce-sub-type)\./,
-  /^cli\/(first-hour-cli|npm-start|systemd-unit)\./,
+  /^cli\/(first-hour-cli|npm-start|systemd-unit|data-dir|start-failure)\./,
   /^shaping\/(shaping-cli|shaping-units)\./,
   /^operations\/package\./,
   /^console\/(browser-|console-html\.)/,
@@ -37,7 +37,11 @@ const SQLITE_ONLY = [
   /^tls-reports\/tls-report-document\./,
   /^tracking\/tracking-rewrite\./,
   /^analytics\/overview-attention\./,
-  /^api\/pagination\./,
+  /^api\/(pagination|json-nesting)\./,
+  /^emails\/simple-mailbox\./,
+  /^scheduler\/(cron-finish-order|cron-time-zone)\./,
+  /^store\/statement-cache\./,
+  /^webhooks\/(url-policy|webhook-dispatcher|webhook-retry)\./,
 ];
 
 function testFiles(dir: string): string[] {
