@@ -54,7 +54,7 @@ export interface TestAppOptions {
   resolver?: (zoneResolver: DnsResolver) => DnsResolver;
   /**
    * The app makes its STARTTLS certificate itself, as a first start does. Otherwise a data dir
-   * without one gets the suite's kept certificate for the hostname (test-certs.ts).
+   * without one gets the suite's kept certificate for the hostname (test-keys.ts).
    */
   makeListenerCert?: boolean;
   /** New domains get a fresh DKIM key each, as in production, instead of the suite's kept keys (test-keys.ts). */

@@ -69,11 +69,15 @@ async function load<T>(id: string, make: () => Promise<T>, usable: (value: T) =>
     }
   }
   const value = await make();
-  mkdirSync(CACHE_DIR, { recursive: true, mode: 0o700 });
-  // Written aside and renamed: processes that make the same one at once each leave a whole file.
-  const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}`;
-  writeFileSync(tmp, JSON.stringify(value), { mode: 0o600 });
-  renameSync(tmp, file);
+  try {
+    mkdirSync(CACHE_DIR, { recursive: true, mode: 0o700 });
+    // Written aside and renamed: processes that make the same one at once each leave a whole file.
+    const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}`;
+    writeFileSync(tmp, JSON.stringify(value), { mode: 0o600 });
+    renameSync(tmp, file);
+  } catch {
+    // Keeping it only saves time (a temp directory another user owns, a full disk): this process still has it.
+  }
   return value;
 }
 

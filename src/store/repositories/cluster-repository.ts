@@ -130,9 +130,9 @@ export function createClusterRepository(db: Db) {
 
     /**
      * A node stopping gracefully leaves at once (its leases were released by its own stop, its
-     * pool is closed): its sessions stop counting now, not once they go stale and hold the other
-     * nodes back until then. Only its own row: a process that took the name over since (a
-     * restart) keeps its membership and its sessions.
+     * pool is closed): its sessions stop counting now, not at another node's next sweep, which
+     * held that node back until then. Only its own row: a process that took the name over since
+     * (a restart) keeps its membership and its sessions.
      */
     async leave(node: { id: string; hostname: string; pid: number }): Promise<void> {
       await db.transaction().execute(async (trx) => {
