@@ -42,11 +42,9 @@ interface DkimHeaderOpts {
 }
 
 const requireCjs = createRequire(import.meta.url);
-const mailauthTools = requireCjs('mailauth/lib/tools.js') as {
+interface MailauthParts {
   parseHeaders(buf: Buffer): { parsed: ParsedHeaderLine[] };
   formatSignatureHeaderLine(type: 'DKIM', values: DkimHeaderOpts, folded: boolean): string;
-};
-const { generateCanonicalizedHeader } = requireCjs('mailauth/lib/dkim/header/index.js') as {
   generateCanonicalizedHeader(
     type: 'DKIM',
     signingHeaderLines: SigningHeaderLines,
@@ -59,7 +57,25 @@ const { generateCanonicalizedHeader } = requireCjs('mailauth/lib/dkim/header/ind
       signTime: Date;
     },
   ): { canonicalizedHeader: Buffer; dkimHeaderOpts: DkimHeaderOpts };
-};
+}
+let mailauthParts: MailauthParts | undefined;
+/**
+ * Loaded at the first signature, not with this module: they bring in ~150 ms of modules
+ * (joi among them), which every process that loads the app (each CLI command) would
+ * otherwise pay without signing anything.
+ */
+function mailauth(): MailauthParts {
+  if (!mailauthParts) {
+    const tools = requireCjs('mailauth/lib/tools.js') as Pick<MailauthParts, 'parseHeaders' | 'formatSignatureHeaderLine'>;
+    const header = requireCjs('mailauth/lib/dkim/header/index.js') as Pick<MailauthParts, 'generateCanonicalizedHeader'>;
+    mailauthParts = {
+      parseHeaders: tools.parseHeaders,
+      formatSignatureHeaderLine: tools.formatSignatureHeaderLine,
+      generateCanonicalizedHeader: header.generateCanonicalizedHeader,
+    };
+  }
+  return mailauthParts;
+}
 
 // ---- policy ----------------------------------------------------------------------------
 
@@ -247,7 +263,8 @@ export function signMessage(input: Buffer, key: DkimKey, keys: PrivateKeyCache, 
   const headerBlock = start === -1 ? message : message.subarray(0, start);
   const body = start === -1 ? Buffer.alloc(0) : message.subarray(start);
 
-  const { parsed } = mailauthTools.parseHeaders(headerBlock);
+  const { parseHeaders, generateCanonicalizedHeader, formatSignatureHeaderLine } = mailauth();
+  const { parsed } = parseHeaders(headerBlock);
   // RFC 6376 5.4: "The From header field MUST be signed"
   if (!parsed.some((h) => h.key === 'from')) {
     throw new Error(`Cannot DKIM-sign for ${keyName(key)}: the message has no From header (RFC 6376 5.4)`);
@@ -265,7 +282,7 @@ export function signMessage(input: Buffer, key: DkimKey, keys: PrivateKeyCache, 
     signTime: options.signTime ?? new Date(),
   });
   dkimHeaderOpts.b = rsaSign('sha256', canonicalizedHeader, privateKey).toString('base64');
-  const signatureHeader = mailauthTools.formatSignatureHeaderLine('DKIM', dkimHeaderOpts, true);
+  const signatureHeader = formatSignatureHeaderLine('DKIM', dkimHeaderOpts, true);
   if (!/^DKIM-Signature: .*\bb=[A-Za-z0-9+/]/s.test(signatureHeader)) {
     throw new Error(`DKIM signing for ${keyName(key)} produced no signature`);
   }
