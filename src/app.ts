@@ -35,6 +35,11 @@ export interface AppOptions {
   /** New domains' DKIM keys (by default a fresh RSA key each); tests inject keys made once. */
   dkimKeyPair?: () => Promise<DkimKeyPair>;
   /**
+   * log2 of scrypt's N for new console passwords (10-20; by default 15, OWASP's figure). The
+   * tests' in-process apps ask for 10: a sign-in there costs ~1 ms of CPU, not ~100.
+   */
+  passwordHashCost?: number;
+  /**
    * A PostgreSQL store that cannot be reached is waited for (retried with a growing pause, each
    * failure logged) instead of failing: `posthorn serve`. Admin commands fail at once.
    */
@@ -85,7 +90,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
   const secret = config.secret || (await settings.getOrInsert('link_secret', randomBytes(32).toString('hex')));
 
   // The repositories, the core services and the outbound side they feed (composition/core-services-wiring.ts).
-  const core = wireCoreServices({ config, clock, logger, resolver, store, settings, secret, dataDir, onFailure, dkimKeyPair: opts.dkimKeyPair });
+  const core = wireCoreServices({ config, clock, logger, resolver, store, settings, secret, dataDir, onFailure, dkimKeyPair: opts.dkimKeyPair, passwordHashCost: opts.passwordHashCost });
   const {
     services, templates, audit, teams, domains, apiKeys, nodeId, clusterRepo, queueRepo, metrics, engine, intake, emails, shaping, queue, contacts,
     contactBooks, segments, campaigns, suppressions, webhooks, webhookDispatcher, analytics, inbound, contactImports, sandbox, tlsCounter, tlsReports,

@@ -92,6 +92,8 @@ export function wireCoreServices(o: {
   onFailure: (close: () => Promise<unknown>) => void;
   /** New domains' DKIM keys (AppOptions.dkimKeyPair). */
   dkimKeyPair?: () => Promise<DkimKeyPair>;
+  /** New console passwords' scrypt cost (AppOptions.passwordHashCost). */
+  passwordHashCost?: number;
 }) {
   const { config, clock, logger, resolver, store, settings, secret, dataDir, onFailure } = o;
 
@@ -301,7 +303,7 @@ export function wireCoreServices(o: {
   const consoleUsersRepo = createConsoleUsersRepository(store.db);
   // Failed sign-ins are rows, so the limits hold for the cluster and across restarts.
   const loginThrottle = createLoginThrottle({ failures: createLoginFailuresRepository(store.db), clock, onPruneError: (err) => logger.warn({ err }, 'pruning failed sign-ins failed') });
-  const users = createUserService({ users: consoleUsersRepo, clock, teamExists: async (id) => !!(await teams.get(id)), onPasswordReset: (email) => loginThrottle.forgetAccount(email), audit });
+  const users = createUserService({ users: consoleUsersRepo, clock, teamExists: async (id) => !!(await teams.get(id)), onPasswordReset: (email) => loginThrottle.forgetAccount(email), audit, passwordHashCost: o.passwordHashCost });
   const sessions = createSessionService({
     users: consoleUsersRepo,
     clock,

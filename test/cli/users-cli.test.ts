@@ -57,6 +57,10 @@ test('users create prints a generated password once; --password-stdin reads one;
   try {
     t.is((await new ConsoleClient(app.baseUrl).signIn('ops@acme.example', password)).status, 303);
     t.is((await new ConsoleClient(app.baseUrl).signIn('dev@acme.example', 'a passphrase from a pipe')).status, 303);
+    // The CLI hashes at the product's cost (the test app's own cheaper one is for its users only).
+    const stored = await app.app.store.db.selectFrom('console_users').select('password_hash').execute();
+    t.is(stored.length, 2);
+    for (const { password_hash } of stored) t.regex(password_hash, /^scrypt\$15\$8\$1\$/);
   } finally {
     await app.stop();
   }

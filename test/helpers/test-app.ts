@@ -59,7 +59,11 @@ export interface TestAppOptions {
   makeListenerCert?: boolean;
   /** New domains get a fresh DKIM key each, as in production, instead of the suite's kept keys (test-keys.ts). */
   makeDkimKeys?: boolean;
+  /** scrypt's log2 N for new console passwords: 10 unless given (a sign-in ~1 ms instead of ~100; the CLI and `serve` use the product's 15). */
+  passwordHashCost?: number;
 }
+
+const TEST_PASSWORD_HASH_COST = 10;
 
 /** Where a test data dir's PostgreSQL database is named (restart tests reopen the same one). */
 const DATABASE_URL_FILE = '.test-database-url';
@@ -113,7 +117,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   if (!opts.makeListenerCert) await seedListenerCert(dataDir, config.hostname);
   const zoneResolver = createDnsClient({ servers: [zone.server], timeoutMs: 500, tries: 1 });
   const resolver = opts.resolver ? opts.resolver(zoneResolver) : zoneResolver;
-  const app = await createApp({ config, clock: opts.clock, resolver, logger: opts.logger, dkimKeyPair: opts.makeDkimKeys ? undefined : testDkimKeyPair });
+  const app = await createApp({ config, clock: opts.clock, resolver, logger: opts.logger, dkimKeyPair: opts.makeDkimKeys ? undefined : testDkimKeyPair, passwordHashCost: opts.passwordHashCost ?? TEST_PASSWORD_HASH_COST });
   const listeners = await app.start();
   const baseUrl = `http://127.0.0.1:${listeners.http!.port}`;
   const teams = await app.services.teams.list();

@@ -5,7 +5,7 @@ import { isUniqueViolation } from '../../store/store-errors.js';
 import { addressKey, isValidAddress } from '../emails/addresses.js';
 import { badRequest, notFound, notUnique } from '../errors.js';
 import type { AuditService, OperatorActor } from '../operators/audit-service.js';
-import { DUMMY_HASH_PROMISE, hashPassword, verifyPassword } from './password-hash.js';
+import { dummyHash, hashPassword, PASSWORD_HASH_COST, verifyPassword } from './password-hash.js';
 
 export type { ConsoleUserRow };
 
@@ -46,11 +46,14 @@ export interface UserServiceDeps {
   onPasswordReset?(email: string): Promise<void>;
   /** The operator audit log: an operator's change and its entry commit together. */
   audit?: Pick<AuditService, 'inTransaction'>;
+  /** log2 of scrypt's N for new passwords (AppOptions.passwordHashCost); PASSWORD_HASH_COST unless a test asks for less. */
+  passwordHashCost?: number;
 }
 
 export function createUserService(deps: UserServiceDeps) {
   const { users, clock } = deps;
-  let dummyHash: Promise<string> | undefined;
+  const cost = deps.passwordHashCost ?? PASSWORD_HASH_COST;
+  let unknownUserHash: Promise<string> | undefined;
 
   /** The entry of an operator's change, written inside the change's transaction; nothing for a change no operator made. */
   function audited<T>(by: OperatorActor | undefined, entry: (value: T) => [string, Record<string, unknown>]): ((value: T) => void) | undefined {
@@ -78,7 +81,7 @@ export function createUserService(deps: UserServiceDeps) {
       if (await users.findByEmail(email)) throw notUnique(`email: a console user ${email} already exists`);
       try {
         const row = await users.insert(
-          { teamId: input.teamId, email, passwordHash: await hashPassword(password), operator: input.operator ?? false, nowIso: clock.now().toISOString() },
+          { teamId: input.teamId, email, passwordHash: await hashPassword(password, cost), operator: input.operator ?? false, nowIso: clock.now().toISOString() },
           audited(by, (u: ConsoleUserRow) => ['console-user.create', { userId: u.id, email: u.email, teamId: u.team_id, operator: u.operator === 1 }]),
         );
         return { user: userView(row), password, generated };
@@ -107,7 +110,7 @@ export function createUserService(deps: UserServiceDeps) {
       const next = password ?? generatePassword();
       checkPassword(next);
       const entry = audited<void>(by, () => ['console-user.password-reset', { userId: u.id, email: u.email }]);
-      if (!(await users.setPassword(u.id, await hashPassword(next), clock.now().toISOString(), entry))) throw notFound(`console user ${idOrEmail} not found`);
+      if (!(await users.setPassword(u.id, await hashPassword(next, cost), clock.now().toISOString(), entry))) throw notFound(`console user ${idOrEmail} not found`);
       await deps.onPasswordReset?.(u.email);
       return { user: userView(u), password: next, generated };
     },
@@ -118,7 +121,7 @@ export function createUserService(deps: UserServiceDeps) {
       if (!u) throw notFound('console user not found');
       if (!(await verifyPassword(current, u.password_hash))) throw badRequest('currentPassword: is not your current password');
       checkPassword(next);
-      await users.setPassword(u.id, await hashPassword(next), clock.now().toISOString());
+      await users.setPassword(u.id, await hashPassword(next, cost), clock.now().toISOString());
     },
 
     /** With `by`, its console-user.delete entry commits with the deletion. */
@@ -132,8 +135,8 @@ export function createUserService(deps: UserServiceDeps) {
     async verifyCredentials(rawEmail: string, password: string): Promise<ConsoleUserView | null> {
       const email = addressKey(rawEmail.trim());
       const u = email && password.length <= MAX_PASSWORD_LENGTH ? await users.findByEmail(email) : undefined;
-      dummyHash ??= DUMMY_HASH_PROMISE();
-      const ok = await verifyPassword(password, u?.password_hash ?? (await dummyHash));
+      unknownUserHash ??= dummyHash(cost);
+      const ok = await verifyPassword(password, u?.password_hash ?? (await unknownUserHash));
       if (!u || !ok) return null;
       await users.touchLogin(u.id, clock.now().toISOString());
       return userView(u);
