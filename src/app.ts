@@ -6,7 +6,7 @@ import type { DkimKeyPair } from './core/domains/domain-service.js';
 import { createLogger, type Logger } from './lib/logger.js';
 import { createDnsClient, type DnsResolver } from './lib/dns/dns-client.js';
 import type { AppStore } from './store/open-store.js';
-import { databaseUrlTarget } from './store/pg/pg-store.js';
+import { databaseUrlTarget } from './store/pg/pg-url.js';
 import { migrateToLatest } from './store/migrate.js';
 import { createSettingsRepository } from './store/repositories/settings-repository.js';
 import type { RouteDef } from './api/route-types.js';

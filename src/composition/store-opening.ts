@@ -3,7 +3,7 @@ import type { Config } from '../config/defaults.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { isPostgresUrl, openAppStore, type AppStore, type StoreSettings } from '../store/open-store.js';
 import { copySqliteToPostgres, type CopyProgress, type CopyReport } from '../store/store-copy.js';
-import { databaseUrlTarget, PgStoreUnsupportedError } from '../store/pg/pg-store.js';
+import { databaseUrlTarget, PgStoreUnsupportedError } from '../store/pg/pg-url.js';
 import { migrateToLatest } from '../store/migrate.js';
 import { checkDataDir } from './data-dir-check.js';
 

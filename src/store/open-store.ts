@@ -1,5 +1,5 @@
 import { openStore, type SqliteStore } from './db.js';
-import { openPgStore, type PgStore } from './pg/pg-store.js';
+import type { PgStore } from './pg/pg-store.js';
 
 /** The store an app runs on: SQLite (one server, the default) or PostgreSQL (one or more nodes). */
 export type AppStore = SqliteStore | PgStore;
@@ -32,6 +32,7 @@ export function isPostgresUrl(url: string): boolean {
 export async function openAppStore(s: StoreSettings, hooks: OpenHooks = {}): Promise<AppStore> {
   if (s.url) {
     if (!isPostgresUrl(s.url)) throw new Error('store.url: must be a postgres:// or postgresql:// URL (or empty for SQLite)');
+    const { openPgStore } = await import('./pg/pg-store.js');
     return openPgStore({ url: s.url, poolMax: s.poolMax, connectTimeoutMs: s.connectTimeoutMs, durability: s.durability, onPoolError: hooks.onPoolError, applicationName: hooks.applicationName });
   }
   return openStore(s.file, { durability: s.durability, backgroundCheckpoints: hooks.backgroundCheckpoints, onCheckpointError: hooks.onCheckpointError, serveLock: hooks.serveLock });

@@ -5,7 +5,7 @@ import type pg from 'pg';
 import { openStore } from './db.js';
 import { acquireServeLock } from './serve-lock.js';
 import { migrateToLatest } from './migrate.js';
-import { openPgStore, redactDatabaseUrl } from './pg/pg-store.js';
+import { redactDatabaseUrl } from './pg/pg-url.js';
 
 /*
  * `posthorn store copy --to postgres://...`: moves a SQLite installation to PostgreSQL, every
@@ -107,6 +107,7 @@ export async function copySqliteToPostgres(opts: { sqliteFile: string; targetUrl
   }
   try {
     await migrateToLatest(source.db);
+    const { openPgStore } = await import('./pg/pg-store.js');
     const target = await openPgStore({ url: opts.targetUrl, poolMax: 2, connectTimeoutMs: opts.connectTimeoutMs ?? 10_000, durability: 'full', applicationName: 'posthorn store copy' });
     try {
       await migrateToLatest(target.db);

@@ -6,7 +6,7 @@ import { configExample } from '../../src/config/config-example.js';
 import { configKeys } from '../../src/config/config-keys.js';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.js';
 import { tempDir } from '../helpers/temp-dir.js';
-import { redactDatabaseUrl } from '../../src/store/pg/pg-store.js';
+import { redactDatabaseUrl } from '../../src/store/pg/pg-url.js';
 
 test('defaults', (t) => {
   const c = loadConfig({ env: {} });

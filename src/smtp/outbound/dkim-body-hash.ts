@@ -17,9 +17,9 @@ interface BodyHasher {
 }
 
 const requireCjs = createRequire(import.meta.url);
-const { dkimBody } = requireCjs('mailauth/lib/dkim/body/index.js') as {
-  dkimBody(canonicalization: 'relaxed', hashAlgo: 'sha256', maxBodyLength: false): BodyHasher;
-};
+/** mailauth's hasher, loaded the first time a body needs it (most never do). */
+const dkimBody = (...args: [canonicalization: 'relaxed', hashAlgo: 'sha256', maxBodyLength: false]): BodyHasher =>
+  (requireCjs('mailauth/lib/dkim/body/index.js') as { dkimBody(...a: typeof args): BodyHasher }).dkimBody(...args);
 
 const CR = 0x0d;
 const LF = 0x0a;

@@ -9,6 +9,9 @@ import { kyselyExec, withTxWrites } from './pg-exec.js';
 import { PG_OVERRIDES } from './pg-overrides.js';
 import { registerPgPool } from './pg-context.js';
 import { PG_LOWER_COLLATION } from '../unicode-lower.js';
+import { PgStoreUnsupportedError, redactDatabaseUrl } from './pg-url.js';
+
+export { PgStoreUnsupportedError };
 
 export interface PgStoreOptions {
   /** postgres://user:password@host:port/database */
@@ -52,28 +55,6 @@ const types = {
   },
 };
 
-/** The URL with any password (in its user part, or a ?password= or ?sslpassword= parameter) replaced by ***: safe to log and print. */
-export function redactDatabaseUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    for (const p of ['password', 'sslpassword']) if (u.searchParams.has(p)) u.searchParams.set(p, '***');
-    return u.toString();
-  } catch {
-    return url.replace(/:\/\/([^:/@]+):[^@]*@/, '://$1:***@').replace(/([?&](?:ssl)?password=)[^&]*/gi, '$1***');
-  }
-}
-
-/** The part of a URL an operator recognises (host, port, database), for messages. */
-export function databaseUrlTarget(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.hostname}:${u.port || 5432}${u.pathname}`;
-  } catch {
-    return 'the configured database';
-  }
-}
-
 /**
  * node-postgres takes a URL's `options` parameter (server settings: a search path, a timeout)
  * over the pool's own, which would drop the durability's setting: the URL's go first, ours
@@ -95,8 +76,6 @@ function withServerOptions(url: string, own: string): { connectionString: string
 /** SQLSTATE 42704: the collation is not there (no ICU, or none for the database's encoding). */
 const UNDEFINED_OBJECT = '42704';
 
-/** The server answers but cannot run Posthorn: waiting for it would not help. */
-export class PgStoreUnsupportedError extends Error {}
 
 /** Builds the pool and checks that the server answers; throws (the pool closed) when it does not. */
 export async function openPgStore(opts: PgStoreOptions): Promise<PgStore> {
