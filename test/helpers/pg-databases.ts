@@ -1,7 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import { MIGRATIONS } from '../../src/store/migrations/index.js';
-import { openPgStore } from '../../src/store/pg/pg-store.js';
 import { migrateToLatest } from '../../src/store/migrate.js';
 import { startPgServer, type PgServer } from './pg-server.js';
 
@@ -45,8 +44,11 @@ function withDatabase(adminUrl: string, name: string): string {
   return u.toString();
 }
 
+/** node-postgres, loaded only by processes that use PostgreSQL (most SQLite-run tests never do). */
+const pgDriver = async () => (await import('pg')).default;
+
 async function admin<T>(adminUrl: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: adminUrl });
+  const client = new (await pgDriver()).Client({ connectionString: adminUrl });
   await client.connect();
   try {
     return await fn(client);
@@ -70,6 +72,7 @@ function ensureTemplate(adminUrl: string): Promise<void> {
         if (exists.rowCount) return;
         const building = `${TEMPLATE}_build_${randomBytes(3).toString('hex')}`;
         await c.query(`create database ${building}`);
+        const { openPgStore } = await import('../../src/store/pg/pg-store.js');
         const store = await openPgStore({ url: withDatabase(adminUrl, building), poolMax: 2, connectTimeoutMs: 10_000, durability: 'normal' });
         try {
           await migrateToLatest(store.db);
