@@ -4,7 +4,8 @@ import pg from 'pg';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { openStoreOf } from '../../src/composition/store-opening.js';
-import { openPgStore, PgStoreUnsupportedError } from '../../src/store/pg/pg-store.js';
+import { openPgStore } from '../../src/store/pg/pg-store.js';
+import { PgStoreUnsupportedError } from '../../src/store/pg/pg-url.js';
 import { pgAdminUrl } from '../helpers/pg-databases.js';
 
 // Case-ignoring matches lower text under ICU's root collation on PostgreSQL (store/unicode-lower.ts).

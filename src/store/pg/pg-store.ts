@@ -11,8 +11,6 @@ import { registerPgPool } from './pg-context.js';
 import { PG_LOWER_COLLATION } from '../unicode-lower.js';
 import { PgStoreUnsupportedError, redactDatabaseUrl } from './pg-url.js';
 
-export { PgStoreUnsupportedError };
-
 export interface PgStoreOptions {
   /** postgres://user:password@host:port/database */
   url: string;
@@ -75,7 +73,6 @@ function withServerOptions(url: string, own: string): { connectionString: string
 
 /** SQLSTATE 42704: the collation is not there (no ICU, or none for the database's encoding). */
 const UNDEFINED_OBJECT = '42704';
-
 
 /** Builds the pool and checks that the server answers; throws (the pool closed) when it does not. */
 export async function openPgStore(opts: PgStoreOptions): Promise<PgStore> {
