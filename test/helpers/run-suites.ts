@@ -74,13 +74,16 @@ const onSqlite = all.filter((f) => !matches(POSTGRES_ONLY)(f));
 const onPostgres = all.filter((f) => !matches(SQLITE_ONLY)(f));
 const paths = (files: string[]) => files.map((f) => join(TEST_ROOT, f));
 
+/** Each run says how long it took (a TAP comment), so a CI log shows where the time went. */
+async function timed(name: string, files: string[], cmd: string[]): Promise<boolean> {
+  process.stdout.write(`# ${name}: ${files.length} test files\n`);
+  const started = Date.now();
+  const ok = (await run(process.execPath, cmd)) === 0;
+  process.stdout.write(`# ${name}: finished in ${Math.round((Date.now() - started) / 1000)} s\n`);
+  return ok;
+}
+
 let failed = false;
-if (!postgresOnly) {
-  process.stdout.write(`# SQLite: ${onSqlite.length} test files\n`);
-  failed = (await run(process.execPath, [AVA, ...avaArgs, ...paths(onSqlite)])) !== 0;
-}
-if (!sqliteOnly) {
-  process.stdout.write(`# PostgreSQL: ${onPostgres.length} test files\n`);
-  failed = (await run(process.execPath, [WITH_POSTGRES, process.execPath, AVA, ...avaArgs, ...paths(onPostgres)])) !== 0 || failed;
-}
+if (!postgresOnly) failed = !(await timed('SQLite', onSqlite, [AVA, ...avaArgs, ...paths(onSqlite)]));
+if (!sqliteOnly) failed = !(await timed('PostgreSQL', onPostgres, [WITH_POSTGRES, process.execPath, AVA, ...avaArgs, ...paths(onPostgres)])) || failed;
 process.exit(failed ? 1 : 0);
