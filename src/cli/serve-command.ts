@@ -1,8 +1,7 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { cliName, configFrom, shellWord } from './cli-context.js';
+import { cliName, configFrom, loadApp, shellWord } from './cli-context.js';
 import type { Config } from '../config/defaults.js';
-import { createApp } from '../app.js';
 import { gracefulStopSeconds } from './systemd-unit.js';
 
 export function registerServe(program: Command): void {
@@ -34,6 +33,7 @@ function adminCommand(config: Config, configFile: string | undefined): string {
 
 /** `posthorn serve`: runs the process until SIGTERM/SIGINT. */
 async function serve(config: Config, configFile: string | undefined): Promise<void> {
+  const { createApp } = await loadApp();
   const app = await createApp({ config, waitForStore: true, serveLock: true });
   // Listening before start(): a signal that arrives while the listeners come up (a supervisor
   // stopping it at once) is a graceful stop once they are up, not the default abrupt exit.

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { cliCommand, configFrom } from './cli-context.js';
-import { copyStoreTo, type CopyProgress } from '../app.js';
+import { cliCommand, configFrom, loadApp } from './cli-context.js';
+import type { CopyProgress } from '../app.js';
 
 /** A progress line at most every this many rows of a table (and at its end). */
 const PROGRESS_EVERY_ROWS = 10_000;
@@ -27,6 +27,7 @@ export function registerStore(program: Command): void {
         }
       };
       out('copying every table (the source is read as one snapshot; the target is written in one transaction)');
+      const { copyStoreTo } = await loadApp();
       const report = await copyStoreTo(configFrom(cmd), opts.to, progress);
       out('');
       out('verification (rows per table):');
