@@ -9,7 +9,7 @@ import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:c
 /** log2 of scrypt's N for new hashes. Only the tests' in-process apps ask for less (AppOptions). */
 export const PASSWORD_HASH_COST = 15;
 /** The costs a stored hash may name; verifyPassword refuses others. */
-export const MIN_PASSWORD_HASH_COST = 10;
+const MIN_PASSWORD_HASH_COST = 10;
 const MAX_PASSWORD_HASH_COST = 20;
 const BLOCK_SIZE = 8;
 const PARALLEL = 1;
