@@ -323,7 +323,9 @@ test.serial('unsubscribe links keep working after the campaign is deleted (link,
 
 test.serial('a campaign rescheduled while its due batch is being started stays scheduled for the new time', async (t) => {
   const bookId = await book('Race', [{ email: 'race1@example.net' }, { email: 'race2@example.net' }]);
-  const c = await campaign(bookId, { sendNow: true });
+  // Due a minute from now: the app's own runner (a real-time tick every second) never sees it
+  // due, and only the racing runner below, whose clock is two minutes ahead, starts it.
+  const c = await campaign(bookId, { scheduledAt: new Date(clock.nowMs() + 60_000).toISOString() });
   const app = w.t0.app;
   const repo = createCampaignsRepository(app.store.db);
   let rescheduled: Awaited<ReturnType<typeof w.t0.request>> | undefined;
@@ -344,7 +346,7 @@ test.serial('a campaign rescheduled while its due batch is being started stays s
     emails: app.services.emails,
     domains: app.services.domains,
     events: app.services.events,
-    clock,
+    clock: new ManualClock(clock.nowMs() + 120_000),
     logger: app.logger,
     secret: app.secret,
     publicUrl: app.config.publicUrl,
