@@ -108,7 +108,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
   // Membership of the cluster on PostgreSQL (composition/cluster-wiring.ts).
   const { recount, cluster, clusterView } = wireCluster({ clusterRepo, nodeId, permits, campaigns, contactImports, clock, logger, listeners, jobs, stopping: () => stopping, onOrphanedRuns: () => scheduler.takeUp() });
   // The cron jobs and the campaign runner (composition/scheduler-wiring.ts).
-  const scheduler = wireScheduler({ domains, emails, queue, campaigns, runTlsReports, cronRuns, config, logger, jobs });
+  const scheduler = wireScheduler({ domains, emails, queue, campaigns, runTlsReports, cronRuns, contentRetention: core.contentRetention, config, logger, jobs });
   const adminHealth = createAdminHealth({
     queue: queueRepo,
     jobs,
@@ -147,7 +147,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     runCampaigns: scheduler.runCampaigns,
     /** Resolves once the campaign recount a dead node's sweep started, if any, has ended (tests). */
     campaignRecount: () => recount.settled(),
-    /** Runs a cron job now as its tick would (tests); false before start() or for an unknown name. */
+    /** Runs a cron job now as its tick for `scheduled` (default now) would (tests); false before start() or for an unknown name. */
     runCronJob: scheduler.runCronJob,
     inbound,
     webhookDispatcher,

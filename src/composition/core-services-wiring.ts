@@ -63,6 +63,7 @@ import { createTrafficShaper } from '../core/shaping/traffic-shaper.js';
 import { createShapingOperator } from '../core/shaping/shaping-view.js';
 import { createShapingRepository } from '../store/repositories/shaping-repository.js';
 import { createSandboxMessagesRepository } from '../store/repositories/sandbox-messages-repository.js';
+import { createContentRetentionService } from '../core/retention/content-retention-service.js';
 import { createSandboxService } from '../core/sandbox/sandbox-service.js';
 import { createConsoleUsersRepository } from '../store/repositories/console-users-repository.js';
 import { createContactImportsRepository } from '../store/repositories/contact-imports-repository.js';
@@ -291,10 +292,11 @@ export function wireCoreServices(o: {
     unsubscribeHost: config.hostname,
     isUnsubscribeToken: (token) => verifyUnsubscribeToken(secret, token) !== null,
   });
+  const receivedRepo = createReceivedEmailsRepository(store.db);
   const inbound = {
     router: inboundRouter,
     reports: createReportService({ router: inboundRouter, emails: emailsRepo, deliveries: deliveriesRepo, reports: inboundReportsRepo, events, clock, logger }),
-    received: createReceivedEmailService({ received: createReceivedEmailsRepository(store.db), events, clock }),
+    received: createReceivedEmailService({ received: receivedRepo, events, clock }),
     reportsRepo: inboundReportsRepo,
   };
   const listenerTls = createListenerTlsSource({ dataDir, hostname: config.hostname, logger });
@@ -313,7 +315,11 @@ export function wireCoreServices(o: {
   const overview = createOverviewService({ domains, webhooks, analytics });
 
   // Sandbox mode (architecture.md, Decisions: sandbox mode): the capture mailbox the engine delivers to instead of any MX.
-  const sandbox = createSandboxService({ messages: createSandboxMessagesRepository(store.db), clock, enabled: config.sandbox });
+  const sandboxRepo = createSandboxMessagesRepository(store.db);
+  const sandbox = createSandboxService({ messages: sandboxRepo, clock, enabled: config.sandbox });
+
+  // Content retention (retention.contentDays): the daily job that empties old mail of its bodies.
+  const contentRetention = createContentRetentionService({ emails: emailsRepo, received: receivedRepo, sandbox: sandboxRepo, settings, clock });
 
   // Transport security (docs/outbound.md): MTA-STS and DANE per destination, TLS reporting both ways.
   const { tlsCounter, tlsReports, receivedTlsReports, stsPolicies, serverDkimKey } = wireTransportSecurity({ config, logger, resolver, clock, store, settings });
@@ -331,7 +337,7 @@ export function wireCoreServices(o: {
     services,
     events, templates, shaper, audit, teams, domains, apiKeys, nodeId, clusterRepo, cronRuns, rateLimiter, queueRepo, metrics, engine, intake,
     emails, deliveries, operatorKeys, shaping, queue, contacts, contactBooks, segments, campaigns, suppressions, webhookOutbox, webhooks,
-    webhookDispatcher, analytics, tracking, inbound, listenerTls, loginThrottle, users, sessions, contactImports, overview, sandbox,
+    webhookDispatcher, analytics, tracking, inbound, listenerTls, loginThrottle, users, sessions, contactImports, overview, sandbox, contentRetention,
     tlsCounter, tlsReports, receivedTlsReports, serverDkimKey, outbound, pool, signer, permits, runTlsReports,
     /** Starts the delivery engine; from then a lone node's engine forgets a lifted hold at once (shaping). */
     startEngine(): void {

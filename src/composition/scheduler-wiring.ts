@@ -9,19 +9,19 @@ import type { CoreServices } from './core-services-wiring.js';
 // campaign runner. Both start last in start() and are the first to stop in stop().
 
 export function wireScheduler(
-  o: Pick<CoreServices, 'domains' | 'emails' | 'queue' | 'campaigns' | 'runTlsReports' | 'cronRuns'> & {
+  o: Pick<CoreServices, 'domains' | 'emails' | 'queue' | 'campaigns' | 'runTlsReports' | 'cronRuns' | 'contentRetention'> & {
     config: Config;
     logger: Logger;
     jobs: JobMonitor;
   },
 ) {
-  const { domains, emails, queue, campaigns, runTlsReports, cronRuns, config, logger, jobs } = o;
+  const { domains, emails, queue, campaigns, runTlsReports, cronRuns, contentRetention, config, logger, jobs } = o;
   const tlsReportConfig = config.outbound.tlsReports;
   let cron: CronJobs | undefined;
   let campaignRunner: CampaignRunner | undefined;
   return {
     start(): void {
-      cron = startCronJobs({ logger, domains, emails, queue, config, jobs, runs: cronRuns, tlsReports: tlsReportConfig.enabled ? { daily: (signal) => runTlsReports(true, signal), retries: (signal) => runTlsReports(false, signal) } : undefined });
+      cron = startCronJobs({ logger, domains, emails, queue, contentRetention, config, jobs, runs: cronRuns, tlsReports: tlsReportConfig.enabled ? { daily: (signal) => runTlsReports(true, signal), retries: (signal) => runTlsReports(false, signal) } : undefined });
       // A run the previous process left unfinished (stopped or killed partway) carries on.
       void cron.takeUp().catch((err: unknown) => logger.warn({ err }, 'could not take up the cron runs left unfinished; the next start or sweep tries again'));
       campaignRunner = startCampaignRunner({ campaigns, logger, jobs });
@@ -34,7 +34,7 @@ export function wireScheduler(
     cronSettled: () => cron?.settled(),
     // The tests' handles (App.runCampaigns, App.runCronJob).
     runCampaigns: () => campaignRunner?.tickNow() ?? campaigns.tick(),
-    runCronJob: (name: string) => cron?.runNow(name) ?? Promise.resolve(false),
+    runCronJob: (name: string, scheduled?: Date) => cron?.runNow(name, scheduled) ?? Promise.resolve(false),
   };
 }
 

@@ -428,6 +428,14 @@ export const configSchema = z
       },
       'The web console: users are created with `posthorn users create`.',
     ),
+    retention: section(
+      {
+        contentDays: key(z.number().int().min(0).max(3650).default(0), {
+          doc: 'Days the content of mail is kept; 0 keeps it forever. Daily at 04:53 UTC, older sent emails whose delivery is over lose their text, HTML and attachments (GET /v1/emails/{id} then shows html and text as null), received emails their raw message, text, HTML and attachments, and sandbox captures are deleted. Addresses, subjects, headers, events and counts stay.',
+        }),
+      },
+      'How long mail content is kept (the disk a busy server fills with message bodies).',
+    ),
     webhooks: section({
       allowPrivate: key(z.boolean().default(false), { doc: 'Allow webhook URLs that resolve to private, loopback or link-local addresses.', env: 'POSTHORN_WEBHOOKS_ALLOW_PRIVATE' }),
       timeoutMs: key(timeoutMs(60_000).default(10_000), { doc: 'Per-attempt timeout of a webhook POST, in milliseconds (connect, headers and body); a timeout is a failed attempt.' }),

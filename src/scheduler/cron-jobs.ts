@@ -6,6 +6,7 @@ import type { EmailService } from '../core/emails/email-service.js';
 import type { Logger } from '../lib/logger.js';
 import type { JobMonitor } from '../core/operators/job-monitor.js';
 import type { QueueService } from '../core/queue/queue-service.js';
+import type { ContentRetentionService } from '../core/retention/content-retention-service.js';
 
 export interface CronJobs {
   /** No more ticks; the jobs under way are asked to stop at their next step (settled() waits for them). */
@@ -16,8 +17,12 @@ export interface CronJobs {
    * timeouts), so a graceful stop closes the store only after their last write.
    */
   settled(): Promise<void>;
-  /** Runs a job now as its tick would (tests); false when there is no such job. */
-  runNow(name: string): Promise<boolean>;
+  /**
+   * Runs a job now as its tick for `scheduled` would (tests); false when there is no such job.
+   * In a cluster a run is claimed per job and scheduled second, so a second run within the
+   * same second needs another `scheduled`.
+   */
+  runNow(name: string, scheduled?: Date): Promise<boolean>;
   /** When a job runs next; null for an unknown job or after stop(). */
   nextRun(name: string): Date | null;
   /**
@@ -48,6 +53,8 @@ export interface CronJobDeps {
   domains: DomainService;
   emails: Pick<EmailService, 'purgeExpiredIdempotencyKeys'>;
   queue?: Pick<QueueService, 'prune'>;
+  /** Mail content past retention.contentDays; the job exists only when that is set. */
+  contentRetention?: Pick<ContentRetentionService, 'purge'>;
   config: Config;
   /** TLS reporting (RFC 8460): the daily reports, and retries of their deliveries; absent when turned off. */
   tlsReports?: { daily: JobFn; retries: JobFn };
@@ -114,6 +121,10 @@ export function startCronJobs(deps: CronJobDeps): CronJobs {
   // Attempt traces past their retention and suspensions long ended, daily.
   const queue = deps.queue;
   if (queue) job('prune-queue-records', '41 4 * * *', (signal) => queue.prune(deps.config.outbound.traces.retentionDays * 86_400_000, signal));
+  // Old mail's content, daily at a minute of its own; off (content kept forever) by default.
+  const retention = deps.contentRetention;
+  const contentDays = deps.config.retention.contentDays;
+  if (retention && contentDays > 0) job('purge-old-content', '53 4 * * *', (signal) => retention.purge(contentDays, signal));
   if (deps.tlsReports) {
     // Once a day for the finished UTC days (a missed run catches up the next day); report
     // deliveries that failed are retried every five minutes as they fall due.
@@ -131,10 +142,10 @@ export function startCronJobs(deps: CronJobDeps): CronJobs {
       deps.logger.info({ event: 'cron.waiting', jobs }, `waiting for the cron job(s) under way to finish: ${jobs.join(', ')}`);
       await Promise.all(running.values());
     },
-    async runNow(name) {
+    async runNow(name, scheduled = new Date()) {
       const tick = ticks.get(name);
       if (!tick) return false;
-      await tick(new Date());
+      await tick(scheduled);
       return true;
     },
     nextRun(name) {

@@ -130,7 +130,8 @@ ${section('Timeline', html`<ol class="timeline">${events.map((ev) => html`<li><d
       body: html`${await detail(ctx, e)}
 ${section('Message', html`${e.html ? html`<p class="hint">Shown as sent, in a sandbox: no scripts run and ${images ? 'remote images are loaded' : html`remote images are blocked (<a href="/console/emails/${seg(e.id)}${queryString({ images: '1' })}">load them</a>)`}.</p>
 <iframe class="email-frame" sandbox title="Message body" src="/console/emails/${seg(e.id)}/body.html${images ? '?images=1' : ''}"></iframe>` : ''}
-${e.text ? html`<details${e.html ? '' : html` open`}><summary>Plain text</summary><pre class="text-body">${e.text}</pre></details>` : ''}`)}`,
+${e.text ? html`<details${e.html ? '' : html` open`}><summary>Plain text</summary><pre class="text-body">${e.text}</pre></details>` : ''}
+${e.html === null && e.text === null ? html`<p class="hint">The content of this email is no longer kept: this server keeps mail content for a set number of days (<code>retention.contentDays</code>).</p>` : ''}`)}`,
     });
   });
 

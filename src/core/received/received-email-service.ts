@@ -179,7 +179,8 @@ export function createReceivedEmailService(deps: ReceivedEmailServiceDeps) {
     async raw(scope: ReceivedScope, id: string): Promise<{ id: string; raw: Buffer }> {
       const row = await load(scope, id);
       const raw = await deps.received.raw(row.id);
-      if (!raw) throw notFound(`received email ${id} has no stored message`);
+      // Only content retention (retention.contentDays) removes it: the row is stored with it.
+      if (!raw) throw notFound(`received email ${id} no longer has its message: content is kept for a set number of days (retention.contentDays)`);
       return { id: row.id, raw };
     },
   };

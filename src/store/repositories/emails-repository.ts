@@ -310,6 +310,36 @@ export function createEmailsRepository(db: Db) {
         return true;
       }).catch(falseIfClaimed);
     },
+
+    /**
+     * Content retention: empties the text, HTML and attachments of up to `limit` emails whose ids
+     * lie after `afterId` and before `beforeId` (ids begin with their time, so this is a range of
+     * acceptance times on the primary key) and that nothing will send again: not SCHEDULED, no
+     * delivery queued. `looked` is every id of the chunk that still had content, in order; the
+     * ones not in `emptied` were kept.
+     */
+    async purgeContent(afterId: string, beforeId: string, limit: number): Promise<{ looked: string[]; emptied: Set<string> }> {
+      const rows = await db
+        .selectFrom('emails')
+        .select('id')
+        .where('id', '>', afterId)
+        .where('id', '<', beforeId)
+        .where((eb) => eb.or(EMAIL_BODY_COLUMNS.map((c) => eb(c, 'is not', null))))
+        .orderBy('id')
+        .limit(limit)
+        .execute();
+      const looked = rows.map((r) => r.id);
+      if (!looked.length) return { looked, emptied: new Set() };
+      const emptied = await db
+        .updateTable('emails')
+        .set({ text_body: null, html_body: null, attachments_json: null })
+        .where('id', 'in', looked)
+        .where('latest_status', '!=', 'SCHEDULED')
+        .where(({ not, exists, selectFrom }) => not(exists(selectFrom('deliveries').select('deliveries.id').whereRef('deliveries.email_id', '=', 'emails.id').where('deliveries.state', '=', 'queued'))))
+        .returning('id')
+        .execute();
+      return { looked, emptied: new Set(emptied.map((r) => r.id)) };
+    },
   });
 }
 export type EmailsRepository = ReturnType<typeof createEmailsRepository>;

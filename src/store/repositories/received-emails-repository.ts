@@ -84,6 +84,30 @@ export function createReceivedEmailsRepository(db: Db) {
       return db.selectFrom('received_attachments').selectAll().where('received_email_id', '=', receivedEmailId).orderBy('position').execute();
     },
 
+    /**
+     * Content retention: up to `limit` received emails stored before `beforeIso` lose their raw
+     * message, text, HTML and attachments. The raw row marks content still kept, so each chunk
+     * reads only what is left to empty. Returns how many were emptied (0: none left).
+     */
+    async purgeContent(beforeIso: string, limit: number): Promise<number> {
+      return transact(db, async (trx) => {
+        const ids = (
+          await trx
+            .selectFrom('received_email_raw as r')
+            .innerJoin('received_emails as e', 'e.id', 'r.received_email_id')
+            .select('e.id')
+            .where('e.created_at', '<', beforeIso)
+            .limit(limit)
+            .execute()
+        ).map((r) => r.id);
+        if (!ids.length) return 0;
+        await trx.deleteFrom('received_attachments').where('received_email_id', 'in', ids).execute();
+        await trx.updateTable('received_emails').set({ text_body: null, html_body: null }).where('id', 'in', ids).execute();
+        await trx.deleteFrom('received_email_raw').where('received_email_id', 'in', ids).execute();
+        return ids.length;
+      });
+    },
+
     async raw(receivedEmailId: string): Promise<Buffer | undefined> {
       const r = await db.selectFrom('received_email_raw').select('raw').where('received_email_id', '=', receivedEmailId).executeTakeFirst();
       return r?.raw;

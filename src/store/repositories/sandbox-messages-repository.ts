@@ -37,6 +37,17 @@ export function createSandboxMessagesRepository(db: Db) {
       return db.selectFrom('sandbox_messages').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
     },
 
+    /** Content retention: deletes up to `limit` captures made before `beforeIso`; returns how many. */
+    async purgeBefore(beforeIso: string, limit: number): Promise<number> {
+      return db.transaction().execute(async (trx) => {
+        const ids = (await trx.selectFrom('sandbox_messages').select('id').where('created_at', '<', beforeIso).limit(limit).execute()).map((r) => r.id);
+        if (!ids.length) return 0;
+        await trx.deleteFrom('sandbox_message_raw').where('sandbox_message_id', 'in', ids).execute();
+        await trx.deleteFrom('sandbox_messages').where('id', 'in', ids).execute();
+        return ids.length;
+      });
+    },
+
     async raw(id: string): Promise<Buffer | undefined> {
       const r = await db.selectFrom('sandbox_message_raw').select('raw').where('sandbox_message_id', '=', id).executeTakeFirst();
       return r?.raw;

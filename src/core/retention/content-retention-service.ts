@@ -1,0 +1,83 @@
+import type { Clock } from '../../lib/clock.js';
+import { timePrefix } from '../../lib/ids.js';
+import type { EmailsRepository } from '../../store/repositories/emails-repository.js';
+import type { ReceivedEmailsRepository } from '../../store/repositories/received-emails-repository.js';
+import type { SandboxMessagesRepository } from '../../store/repositories/sandbox-messages-repository.js';
+import type { SettingsRepository } from '../../store/repositories/settings-repository.js';
+
+/** Rows per statement: each chunk is one short write, and a graceful stop waits at most one. */
+const CHUNK = 500;
+
+/**
+ * Where the sent emails' scan starts: every email id at or below it is either emptied or had no
+ * content. Kept in the store so a day's run reads only what is new since the last one, not all
+ * of history, and does not skip an email that was still being delivered.
+ */
+const EMAILS_DONE_THROUGH = 'retention.emails_done_through';
+
+export interface ContentRetentionDeps {
+  emails: Pick<EmailsRepository, 'purgeContent'>;
+  received: Pick<ReceivedEmailsRepository, 'purgeContent'>;
+  sandbox: Pick<SandboxMessagesRepository, 'purgeBefore'>;
+  settings: Pick<SettingsRepository, 'get' | 'put'>;
+  clock: Clock;
+}
+
+export interface ContentPurged {
+  emails: number;
+  /** Emails past the age that were still scheduled or being delivered: emptied by a later run. */
+  emailsKept: number;
+  received: number;
+  sandbox: number;
+}
+
+/** Runs `chunk` until it does nothing (or a stop); the sum of what it did. */
+async function chunks(chunk: () => Promise<number>, signal?: AbortSignal): Promise<number> {
+  let total = 0;
+  while (!signal?.aborted) {
+    const n = await chunk();
+    if (!n) break;
+    total += n;
+  }
+  return total;
+}
+
+/**
+ * Content retention (`retention.contentDays`): the bodies are most of a mail server's disk, and
+ * what an operator needs after a few weeks is the record (who, when, what happened), not the
+ * text. Mail that may still be sent keeps its content whatever its age.
+ */
+export function createContentRetentionService(deps: ContentRetentionDeps) {
+  return {
+    async purge(days: number, signal?: AbortSignal): Promise<ContentPurged> {
+      const out: ContentPurged = { emails: 0, emailsKept: 0, received: 0, sandbox: 0 };
+      if (days <= 0) return out;
+      const cutoffMs = deps.clock.nowMs() - days * 86_400_000;
+      const cutoffIso = new Date(cutoffMs).toISOString();
+      // Email ids are `em_` and their acceptance time, so the range is a walk on the primary key.
+      const beforeId = `em_${timePrefix(cutoffMs)}`;
+      let after = (await deps.settings.get(EMAILS_DONE_THROUGH)) ?? 'em_';
+      let doneThrough = after;
+      let keptSeen = false;
+      while (!signal?.aborted) {
+        const { looked, emptied } = await deps.emails.purgeContent(after, beforeId, CHUNK);
+        if (!looked.length) break;
+        for (const id of looked) {
+          if (emptied.has(id)) {
+            out.emails++;
+            if (!keptSeen) doneThrough = id;
+          } else {
+            out.emailsKept++;
+            keptSeen = true;
+          }
+        }
+        after = looked[looked.length - 1]!;
+        await deps.settings.put(EMAILS_DONE_THROUGH, doneThrough);
+      }
+      out.received = await chunks(() => deps.received.purgeContent(cutoffIso, CHUNK), signal);
+      out.sandbox = await chunks(() => deps.sandbox.purgeBefore(cutoffIso, CHUNK), signal);
+      return out;
+    },
+  };
+}
+export type ContentRetentionService = ReturnType<typeof createContentRetentionService>;
