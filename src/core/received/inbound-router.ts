@@ -71,6 +71,19 @@ export interface InboundRouterDeps {
   isUnsubscribeToken?: (token: string) => boolean;
 }
 
+/**
+ * Which of the live domains with receiving on for one name take its mail. The receiving flag
+ * decides (it can only be turned on for a verified domain): a re-check that no longer finds a
+ * domain's records must not bounce its team's incoming mail. But several teams may hold the
+ * name, and verification proves each one's own DKIM key: once any of them is verified, a team
+ * whose records are gone (the name passed to another team) is no longer its owner, and gets
+ * none of the new owner's mail.
+ */
+function receivingOwners(receiving: DomainRecord[]): DomainRecord[] {
+  const verified = receiving.filter((d) => d.status === 'SUCCESS');
+  return verified.length ? verified : receiving;
+}
+
 export function createInboundRouter(deps: InboundRouterDeps) {
   const complaint = splitAddress(deps.complaintAddress);
 
@@ -144,9 +157,7 @@ export function createInboundRouter(deps: InboundRouterDeps) {
         if (!found) throw notFound(`<${address}>: unknown return path`);
         return { kind: 'bounce', address, domains: rpDomains, ...found };
       }
-      // The receiving flag alone decides (it can only be turned on for a verified domain); a
-      // later DNS re-check hiccup must not bounce the customer's incoming mail.
-      const receiving = (await deps.domains.findAllByName(split.domain)).filter((d) => d.receiving);
+      const receiving = receivingOwners((await deps.domains.findAllByName(split.domain)).filter((d) => d.receiving));
       if (receiving.length) return { kind: 'receive', address, domains: receiving };
       throw forbidden(`<${address}>: relay access denied`);
     },
