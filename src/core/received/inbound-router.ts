@@ -3,6 +3,7 @@ import type { DomainRecord, DomainsRepository } from '../../store/repositories/d
 import type { DeliveriesRepository } from '../../store/repositories/deliveries-repository.js';
 import type { EmailRow, EmailsRepository } from '../../store/repositories/emails-repository.js';
 import { canonicalHost } from '../domains/domain-names.js';
+import { receivingOwners } from '../domains/name-owners.js';
 import { addressKey } from '../emails/addresses.js';
 import { forbidden, notFound } from '../errors.js';
 import { recipientTag, splitReturnPathToken, transactionTag } from './return-path-token.js';
@@ -69,19 +70,6 @@ export interface InboundRouterDeps {
   unsubscribeHost?: string;
   /** Whether a token is a validly signed campaign unsubscribe token. */
   isUnsubscribeToken?: (token: string) => boolean;
-}
-
-/**
- * Which of the live domains with receiving on for one name take its mail. The receiving flag
- * decides (it can only be turned on for a verified domain): a re-check that no longer finds a
- * domain's records must not bounce its team's incoming mail. But several teams may hold the
- * name, and verification proves each one's own DKIM key: once any of them is verified, a team
- * whose records are gone (the name passed to another team) is no longer its owner, and gets
- * none of the new owner's mail.
- */
-function receivingOwners(receiving: DomainRecord[]): DomainRecord[] {
-  const verified = receiving.filter((d) => d.status === 'SUCCESS');
-  return verified.length ? verified : receiving;
 }
 
 export function createInboundRouter(deps: InboundRouterDeps) {
@@ -157,7 +145,7 @@ export function createInboundRouter(deps: InboundRouterDeps) {
         if (!found) throw notFound(`<${address}>: unknown return path`);
         return { kind: 'bounce', address, domains: rpDomains, ...found };
       }
-      const receiving = receivingOwners((await deps.domains.findAllByName(split.domain)).filter((d) => d.receiving));
+      const receiving = receivingOwners(await deps.domains.findAllByName(split.domain));
       if (receiving.length) return { kind: 'receive', address, domains: receiving };
       throw forbidden(`<${address}>: relay access denied`);
     },
