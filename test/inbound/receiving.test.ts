@@ -199,3 +199,23 @@ test.serial('turning receiving off refuses the domain at once', async (t) => {
   // The other domain still receives.
   t.true((await smtpSend({ port, from: 'news@partner.com', to: ['b@help-desk.dev'], raw: 'Subject: hi\r\n\r\nhi\r\n' })).ok);
 });
+
+test.serial('a domain name that changed teams: only the team that verified it now receives its mail, not the team that lost it', async (t) => {
+  // Team A verified the name and turned receiving on; the name then passed to team B, whose
+  // own DKIM key replaced A's in the zone. A's re-check finds its records gone.
+  const before = await addVerifiedDomain(t0, 'handover.dev');
+  await setReceiving(before, true);
+  const teamB = await t0.app.services.teams.create('New owner');
+  const keyB = (await t0.app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
+  const after = await addVerifiedDomain(t0, 'handover.dev', keyB);
+  t.is((await t0.request('PATCH', `/v1/domains/${after.id}`, { key: keyB, body: { receiving: true } })).status, 200);
+  await t0.request('PUT', `/v1/domains/${before.id}/verify`);
+  t.not((await t0.request('GET', `/v1/domains/${before.id}`)).body.status, 'SUCCESS');
+
+  const res = await smtpSend({ port, from: 'news@partner.com', to: ['reset@handover.dev'], raw: 'Subject: your password reset\r\n\r\nsecret\r\n' });
+  t.true(res.ok, res.response);
+  const mine = await t0.request('GET', `/v1/receivedEmails?domainId=${after.id}`, { key: keyB });
+  t.is(mine.body.total, 1);
+  const theirs = await t0.request('GET', `/v1/receivedEmails?domainId=${before.id}`);
+  t.is(theirs.body.total, 0, 'the team that lost the name gets no copy');
+});

@@ -199,3 +199,19 @@ test.serial("another team sees none of it; a key bound to another domain neither
   const sending = (await t0.app.services.apiKeys.create(t0.teamId, { name: 's', permission: 'SENDING' })).token;
   t.is((await t0.request('GET', '/v1/tlsReports', { key: sending })).status, 403);
 });
+
+test.serial('a domain name that changed teams: the policy served for it is the verified new owner’s, not the old team’s', async (t) => {
+  // Team A verified the name, receives mail for it and asked for enforce; the name then passed
+  // to team B, whose own DKIM key replaced A's in the zone (the MX still points here for both).
+  const before = await addVerifiedDomain(t0, 'handover.dev');
+  t.is((await t0.request('PATCH', `/v1/domains/${before.id}`, { body: { receiving: true, mtaStsMode: 'enforce' } })).status, 200);
+  const teamB = await t0.app.services.teams.create('New owner');
+  const keyB = (await t0.app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
+  const after = await addVerifiedDomain(t0, 'handover.dev', keyB);
+  t.is((await t0.request('PATCH', `/v1/domains/${after.id}`, { key: keyB, body: { receiving: true } })).status, 200);
+  publishRecords(t0, (await t0.request('GET', `/v1/domains/${after.id}`, { key: keyB })).body);
+  await t0.request('PUT', `/v1/domains/${after.id}/verify`, { key: keyB });
+  await t0.request('PUT', `/v1/domains/${before.id}/verify`);
+  t.not((await t0.request('GET', `/v1/domains/${before.id}`)).body.status, 'SUCCESS');
+  t.like(parseStsPolicy((await getPolicy('mta-sts.handover.dev')).body), { mode: 'testing' });
+});

@@ -222,6 +222,13 @@ test.serial('links move to the tracking domain once its CNAME resolves; another 
   const foreign = await get(foreignLink);
   t.is(foreign.status, 404);
   t.is(foreign.headers.location, undefined);
+  // The same foreign host however the request spells it: DNS resolves a trailing dot (a fully
+  // qualified name) and any case to that very host, so they must not open its wall.
+  for (const spelling of ['track.other.dev.', 'TRACK.Other.DEV.', 'track.other.dev.:80']) {
+    const res = await get(link.replace('track.sender.dev', spelling));
+    t.is(res.status, 404, spelling);
+    t.is(res.headers.location, undefined, spelling);
+  }
   const foreignPixel = await get(px.replace('track.sender.dev', 'track.other.dev'));
   t.is(foreignPixel.status, 200);
   t.is((await events(sent.id, 'OPENED')).list.length, 1, 'not recorded through a foreign host');

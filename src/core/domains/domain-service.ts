@@ -11,6 +11,7 @@ import type { AuditService, OperatorActor } from '../operators/audit-service.js'
 import { buildDnsRecords, isLocalHostname, localHostnameWarning, servedStsPolicy, type DnsRecordView } from './dns-records.js';
 import { canonicalHost, isSameOrSubdomain, normalizeDomainName } from './domain-names.js';
 import { checkDomainDns, type RecordCheck } from './domain-verifier.js';
+import { receivingOwners } from './name-owners.js';
 import { isUniqueViolation } from '../../store/store-errors.js';
 
 /** A sending domain as core hands it to the edges (the outbound engine, the inbound listener). */
@@ -514,8 +515,9 @@ export function createDomainService(deps: DomainServiceDeps) {
     async servedMtaStsPolicy(policyHost: string): Promise<string | null> {
       const host = canonicalHost(policyHost);
       if (!host.startsWith('mta-sts.')) return null;
-      const candidates = (await domains.findAllByName(host.slice('mta-sts.'.length))).filter((d) => d.receiving);
-      // Several teams may have added the name; the one whose MX was verified is the owner.
+      // Several teams may have added the name: its owners (name-owners.ts), and among them the
+      // one whose MX was verified.
+      const candidates = receivingOwners(await domains.findAllByName(host.slice('mta-sts.'.length)));
       const d = candidates.find((c) => c.receivingMxStatus === 'SUCCESS') ?? candidates[0];
       return d ? servedStsPolicy(d.mtaStsMode, deps.hostname) : null;
     },

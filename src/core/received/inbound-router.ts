@@ -3,6 +3,7 @@ import type { DomainRecord, DomainsRepository } from '../../store/repositories/d
 import type { DeliveriesRepository } from '../../store/repositories/deliveries-repository.js';
 import type { EmailRow, EmailsRepository } from '../../store/repositories/emails-repository.js';
 import { canonicalHost } from '../domains/domain-names.js';
+import { receivingOwners } from '../domains/name-owners.js';
 import { addressKey } from '../emails/addresses.js';
 import { forbidden, notFound } from '../errors.js';
 import { recipientTag, splitReturnPathToken, transactionTag } from './return-path-token.js';
@@ -144,9 +145,7 @@ export function createInboundRouter(deps: InboundRouterDeps) {
         if (!found) throw notFound(`<${address}>: unknown return path`);
         return { kind: 'bounce', address, domains: rpDomains, ...found };
       }
-      // The receiving flag alone decides (it can only be turned on for a verified domain); a
-      // later DNS re-check hiccup must not bounce the customer's incoming mail.
-      const receiving = (await deps.domains.findAllByName(split.domain)).filter((d) => d.receiving);
+      const receiving = receivingOwners(await deps.domains.findAllByName(split.domain));
       if (receiving.length) return { kind: 'receive', address, domains: receiving };
       throw forbidden(`<${address}>: relay access denied`);
     },

@@ -8,6 +8,7 @@ import { statusRank } from '../emails/email-status.js';
 import type { EventBus } from '../events.js';
 import { createTrackingTokens, MAX_TRACKING_TOKEN_CHARS } from './tracking-tokens.js';
 import { emailBusEvent } from '../emails/email-bus-event.js';
+import { canonicalHost } from '../domains/domain-names.js';
 
 export interface TrackingServiceDeps {
   emails: EmailsRepository;
@@ -44,7 +45,7 @@ export function createTrackingService(deps: TrackingServiceDeps) {
   const tokens = createTrackingTokens(deps.secret);
   const shared = deps.publicUrl.replace(/\/+$/, '');
   const scheme = new URL(shared).protocol;
-  const sharedHost = new URL(shared).hostname.toLowerCase();
+  const sharedHost = canonicalHost(new URL(shared).hostname);
 
   /** The domain's own tracking host once its CNAME verified (spec, Domain rule 4), else the shared one. */
   function trackingBase(domain: DomainRecord): string {
@@ -64,9 +65,12 @@ export function createTrackingService(deps: TrackingServiceDeps) {
   /**
    * A token's email, if the request's host may serve it: another domain's tracking host may not.
    * The shared host serves every link whichever domain names it as its tracking domain (any
-   * team may add the shared host's parent domain and do so).
+   * team may add the shared host's parent domain and do so). The host is compared as stored
+   * (canonicalHost): DNS takes `Track.Example.com.` to the same server as `track.example.com`,
+   * and a spelling that matched no claim would pass as unclaimed.
    */
-  async function emailFor(emailId: string, host: string): Promise<{ email: EmailRow | undefined; hostOk: boolean }> {
+  async function emailFor(emailId: string, requestHost: string): Promise<{ email: EmailRow | undefined; hostOk: boolean }> {
+    const host = canonicalHost(requestHost);
     const [email, owners] = await Promise.all([deps.emails.findByIdAnyTeam(emailId), host === sharedHost ? ([] as number[]) : deps.tracking.domainIdsForTrackingHost(host)]);
     const hostOk = owners.length === 0 || (email?.domain_id != null && owners.includes(email.domain_id));
     return { email, hostOk };
