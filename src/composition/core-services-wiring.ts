@@ -319,7 +319,7 @@ export function wireCoreServices(o: {
   const sandbox = createSandboxService({ messages: sandboxRepo, clock, enabled: config.sandbox });
 
   // Content retention (retention.contentDays): the daily job that empties old mail of its bodies.
-  const contentRetention = createContentRetentionService({ emails: emailsRepo, received: receivedRepo, sandbox: sandboxRepo, settings, clock });
+  const contentRetention = createContentRetentionService({ emails: emailsRepo, received: receivedRepo, reports: inboundReportsRepo, sandbox: sandboxRepo, settings, clock });
 
   // Transport security (docs/outbound.md): MTA-STS and DANE per destination, TLS reporting both ways.
   const { tlsCounter, tlsReports, receivedTlsReports, stsPolicies, serverDkimKey } = wireTransportSecurity({ config, logger, resolver, clock, store, settings });

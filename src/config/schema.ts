@@ -431,7 +431,7 @@ export const configSchema = z
     retention: section(
       {
         contentDays: key(z.number().int().min(0).max(3650).default(0), {
-          doc: 'Days the content of mail is kept; 0 keeps it forever. Daily at 04:53 UTC, older sent emails whose delivery is over lose their text, HTML and attachments (GET /v1/emails/{id} then shows html and text as null), received emails their raw message, text, HTML and attachments, and sandbox captures are deleted. Addresses, subjects, headers, events and counts stay.',
+          doc: 'Days the content of mail is kept; 0 keeps it forever. Daily at 04:53 UTC, older sent emails whose delivery is over lose their text, HTML and attachments (GET /v1/emails/{id} then shows html and text as null), received emails their raw message, text, HTML and attachments, bounce and complaint reports the message they stored, and sandbox captures are deleted. Addresses, subjects, headers, events and counts stay.',
         }),
       },
       'How long mail content is kept (the disk a busy server fills with message bodies).',

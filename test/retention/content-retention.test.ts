@@ -4,7 +4,8 @@ import { ManualClock } from '../../src/lib/clock.js';
 import { ConsoleClient, consoleUser } from '../console/helpers/console-client.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
-import { smtpSend } from '../inbound/helpers/smtp-client.js';
+import { sendAndDeliver, waitForStatus } from '../inbound/helpers/inbound-world.js';
+import { fixture, smtpSend } from '../inbound/helpers/smtp-client.js';
 
 // Content retention (retention.contentDays) end to end: the daily job empties old sent emails
 // of their text, HTML and attachments, received emails of their message, and deletes sandbox
@@ -128,6 +129,26 @@ test.serial('received mail loses its message, text, HTML and attachments after t
   t.is(raw.status, 404);
   t.is(raw.body.error.code, 'NOT_FOUND');
   t.regex(raw.body.error.message, /retention\.contentDays/);
+});
+
+test.serial('a bounce report keeps its summary but loses the message it stored (a DSN quotes the whole original)', async (t) => {
+  const sent = await sendAndDeliver(w, { to: 'ghost@example.net', subject: 'Bounces later' });
+  const dsn = fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: sent.returnPath, RECIPIENT: 'ghost@example.net', ORIGINAL: sent.raw.toString() });
+  t.true((await smtpSend({ port: w.t0.app.listeners.inbound!.port, from: '', to: [sent.returnPath], raw: dsn })).ok);
+  await waitForStatus(w, sent.id, 'BOUNCED');
+  const report = () => w.t0.app.store.db.selectFrom('inbound_reports').select(['raw', 'summary_json', 'email_id']).where('email_id', '=', sent.id).executeTakeFirstOrThrow();
+  const stored = await report();
+  t.true(stored.raw.length > sent.raw.length, 'the DSN with the original quoted');
+
+  clock.advance(12 * HOUR);
+  await runJob();
+  t.true((await report()).raw.length > 0, 'younger than a day: kept');
+  clock.advance(13 * HOUR);
+  await runJob();
+  const after = await report();
+  t.is(after.raw.length, 0);
+  t.is(after.summary_json, stored.summary_json, 'what the report said stays');
+  t.is((await email(sent.id)).latestStatus, 'BOUNCED');
 });
 
 test.serial('with no retention set (the default) there is no such job and content is kept', async (t) => {

@@ -1,6 +1,7 @@
 import type { Clock } from '../../lib/clock.js';
 import { timePrefix } from '../../lib/ids.js';
 import type { EmailsRepository } from '../../store/repositories/emails-repository.js';
+import type { InboundReportsRepository } from '../../store/repositories/inbound-reports-repository.js';
 import type { ReceivedEmailsRepository } from '../../store/repositories/received-emails-repository.js';
 import type { SandboxMessagesRepository } from '../../store/repositories/sandbox-messages-repository.js';
 import type { SettingsRepository } from '../../store/repositories/settings-repository.js';
@@ -14,10 +15,13 @@ const CHUNK = 500;
  * of history, and does not skip an email that was still being delivered.
  */
 const EMAILS_DONE_THROUGH = 'retention.emails_done_through';
+/** The same for bounce and complaint reports: every id at or below it is emptied. */
+const REPORTS_DONE_THROUGH = 'retention.reports_done_through';
 
 export interface ContentRetentionDeps {
   emails: Pick<EmailsRepository, 'purgeContent'>;
   received: Pick<ReceivedEmailsRepository, 'purgeContent'>;
+  reports: Pick<InboundReportsRepository, 'emptyRawBefore'>;
   sandbox: Pick<SandboxMessagesRepository, 'purgeBefore'>;
   settings: Pick<SettingsRepository, 'get' | 'put'>;
   clock: Clock;
@@ -28,6 +32,8 @@ export interface ContentPurged {
   /** Emails past the age that were still scheduled or being delivered: emptied by a later run. */
   emailsKept: number;
   received: number;
+  /** Bounce, delay and complaint reports whose stored message was emptied. */
+  reports: number;
   sandbox: number;
 }
 
@@ -50,7 +56,7 @@ async function chunks(chunk: () => Promise<number>, signal?: AbortSignal): Promi
 export function createContentRetentionService(deps: ContentRetentionDeps) {
   return {
     async purge(days: number, signal?: AbortSignal): Promise<ContentPurged> {
-      const out: ContentPurged = { emails: 0, emailsKept: 0, received: 0, sandbox: 0 };
+      const out: ContentPurged = { emails: 0, emailsKept: 0, received: 0, reports: 0, sandbox: 0 };
       if (days <= 0) return out;
       const cutoffMs = deps.clock.nowMs() - days * 86_400_000;
       const cutoffIso = new Date(cutoffMs).toISOString();
@@ -75,6 +81,14 @@ export function createContentRetentionService(deps: ContentRetentionDeps) {
         await deps.settings.put(EMAILS_DONE_THROUGH, doneThrough);
       }
       out.received = await chunks(() => deps.received.purgeContent(cutoffIso, CHUNK), signal);
+      let reportsAfter = Number((await deps.settings.get(REPORTS_DONE_THROUGH)) ?? 0);
+      while (!signal?.aborted) {
+        const { lastId, emptied } = await deps.reports.emptyRawBefore(reportsAfter, cutoffIso, CHUNK);
+        if (lastId === null) break;
+        out.reports += emptied;
+        reportsAfter = lastId;
+        await deps.settings.put(REPORTS_DONE_THROUGH, String(lastId));
+      }
       out.sandbox = await chunks(() => deps.sandbox.purgeBefore(cutoffIso, CHUNK), signal);
       return out;
     },

@@ -49,6 +49,24 @@ export function createInboundReportsRepository(db: Db) {
       });
     },
 
+    /**
+     * Content retention: empties the stored message (a DSN often quotes the whole original) of
+     * reports after `afterId`, in id order, while they were stored before `beforeIso`; the
+     * summary stays. `lastId` is the last one emptied (null: none left to empty).
+     */
+    async emptyRawBefore(afterId: number, beforeIso: string, limit: number): Promise<{ lastId: number | null; emptied: number }> {
+      const rows = await db.selectFrom('inbound_reports').select(['id', 'created_at']).where('id', '>', afterId).orderBy('id').limit(limit).execute();
+      const old: number[] = [];
+      // Ids follow the time they were stored: the first young one ends what is old.
+      for (const r of rows) {
+        if (r.created_at >= beforeIso) break;
+        old.push(Number(r.id));
+      }
+      if (!old.length) return { lastId: null, emptied: 0 };
+      await db.updateTable('inbound_reports').set({ raw: Buffer.alloc(0) }).where('id', 'in', old).execute();
+      return { lastId: old[old.length - 1]!, emptied: old.length };
+    },
+
     async listForEmail(emailId: string) {
       return db
         .selectFrom('inbound_reports')
