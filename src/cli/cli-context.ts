@@ -1,4 +1,4 @@
-import { realpathSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { delimiter, isAbsolute, join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
@@ -21,15 +21,30 @@ export function configFrom(cmd: Command): Config {
 /** Builds the app for an admin command (store open and migrated, no listeners), runs fn, closes. */
 export async function withApp<T>(cmd: Command, fn: (app: App) => Promise<T>): Promise<T> {
   const config = configFrom(cmd);
+  const newStore = isNewStore(config);
   // Admin commands print their result on stdout (`keys create`: the key is its last line), so
   // their logs (warnings and errors only) go to stderr.
   const { createApp } = await loadApp();
   const app = await createApp({ config, logger: createLogger('warn', { destination: 'stderr' }) });
+  if (newStore) noteNewStore(config);
   try {
     return await fn(app);
   } finally {
     await app.stop();
   }
+}
+
+/** Whether the command is about to make the SQLite store: there is no database in dataDir yet. */
+const isNewStore = (config: Config) => !config.store.url && !existsSync(join(resolve(config.dataDir), 'posthorn.db'));
+
+/**
+ * Run from another directory than the server's, a command opens ./data there: a new, empty
+ * store, whose keys and users that server never sees. Said on stderr (stdout is the result).
+ */
+function noteNewStore(config: Config): void {
+  process.stderr.write(
+    `posthorn: no database in ${resolve(config.dataDir)} yet, so this command started a new, empty one there; a posthorn serve sees what it makes only on this data directory (run admin commands from the directory the server runs in, or with its POSTHORN_DATA_DIR and --config)\n`,
+  );
 }
 
 export const shellWord = (w: string) => (/^[\w/.:@%+=,-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);

@@ -22,6 +22,36 @@ function settingName(path: PropertyKey[]): string {
   return env ? `${name} (${env})` : name || '(root)';
 }
 
+/** Keys a file has where the schema has none (a typo): each named, with the key it probably meant. */
+function unknownKeys(path: PropertyKey[], keys: string[]): string {
+  const at = path.map(String);
+  // In an [[outbound.sources]] table (path outbound.sources.0): the fields of its tables.
+  const tables = typeof path.at(-1) === 'number' ? ENV_KEYS.find((k) => k.path.join('.') === at.slice(0, -1).join('.'))?.fields : undefined;
+  const known = tables
+    ? tables.map((f) => f.name)
+    : [...new Set(ENV_KEYS.filter((k) => at.every((p, i) => k.path[i] === p) && k.path.length > at.length).map((k) => k.path[at.length]!))];
+  const where = tables ? `[[${at.slice(0, -1).join('.')}]] number ${Number(path.at(-1)) + 1}` : at.length ? `[${at.join('.')}]` : 'the top level';
+  return keys
+    .map((key) => {
+      const near = known.find((k) => k.toLowerCase() === key.toLowerCase()) ?? known.find((k) => editDistance(k.toLowerCase(), key.toLowerCase()) <= Math.min(2, Math.max(1, Math.floor(key.length / 3))));
+      return `unknown key "${key}" in ${where}${near ? ` (did you mean "${near}"?)` : ''}`;
+    })
+    .join('; ');
+}
+
+/** Edit distance with swapped neighbours as one edit ("prot" is one from "port"), for "did you mean". */
+function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
 export interface LoadOptions {
   configFile?: string;
   env?: Env;
@@ -57,7 +87,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   if (opts.overrides) merged = deepMerge(merged, opts.overrides as Record<string, unknown>);
   const parsed = configSchema.safeParse(merged);
   if (!parsed.success) {
-    const issues = parsed.error.issues.map((i) => `${settingName(i.path)}: ${i.message}`).join('; ');
+    const issues = parsed.error.issues.map((i) => (i.code === 'unrecognized_keys' ? unknownKeys(i.path, i.keys) : `${settingName(i.path)}: ${i.message}`)).join('; ');
     throw new ConfigError(`invalid configuration: ${issues}`);
   }
   const config = parsed.data;

@@ -106,12 +106,25 @@ export async function startOrReport(name: string, where: { host: string; port: n
     return await start();
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'EACCES' && code !== 'EADDRINUSE' && code !== 'EADDRNOTAVAIL') throw err;
-    logger.error(
-      { listener: name, host: where.host, port: where.port, code },
-      `${name} SMTP cannot listen on ${where.host}:${where.port} (${code}); it stays off until restarted with a usable port (grant CAP_NET_BIND_SERVICE for ports below 1024, or set ${name}.port)`,
-    );
+    const advice = code === undefined ? undefined : listenAdvice(name, code);
+    if (!advice) throw err;
+    logger.error({ listener: name, host: where.host, port: where.port, code }, `${name} SMTP cannot listen on ${where.host}:${where.port} (${code}): ${advice}; it stays off until restarted`);
     return undefined;
+  }
+}
+
+/** What to change when a listener cannot bind, by cause (as the HTTP API says for its own). */
+function listenAdvice(name: string, code: string): string | undefined {
+  const env = `POSTHORN_${name.toUpperCase()}`;
+  switch (code) {
+    case 'EADDRINUSE':
+      return `another process is listening there (a mail server such as Postfix, or another posthorn serve?): stop it, or set ${name}.port (${env}_PORT) to a free port`;
+    case 'EACCES':
+      return `ports below 1024 need CAP_NET_BIND_SERVICE: grant it, or set ${name}.port (${env}_PORT) to a port above 1023`;
+    case 'EADDRNOTAVAIL':
+      return `no interface of this host has that address: set ${name}.host (${env}_HOST) to one of its addresses, or 0.0.0.0`;
+    default:
+      return undefined;
   }
 }
 

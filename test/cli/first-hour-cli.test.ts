@@ -65,6 +65,20 @@ test('domains add warns on stderr when records would point at localhost; stdout 
   t.regex(key.stdout.trim().split('\n').pop()!, /^ph_[0-9a-z]{12}_/);
 });
 
+test('an admin command run where no database is yet (another directory than the server\'s) says it starts a new, empty one there', async (t) => {
+  const elsewhere = tempDir(t, 'posthorn-cwd-');
+  const inDir = (...args: string[]) => run(process.execPath, [BIN, ...args], { cwd: elsewhere, env: { PATH: process.env.PATH!, POSTHORN_DNS_SERVERS: '127.0.0.1:9' } });
+  const first = await inDir('keys', 'create', '--name', 'ops');
+  t.regex(first.stdout.trim().split('\n').pop()!, /^ph_[0-9a-z]{12}_/, 'the key is still the last line of stdout');
+  const notice = first.stderr.split('\n').filter((l) => l.startsWith('posthorn: '));
+  t.is(notice.length, 1, first.stderr);
+  t.true(notice[0]!.includes(`no database in ${join(elsewhere, 'data')} yet`), notice[0]);
+  t.regex(notice[0]!, /started a new, empty one.*POSTHORN_DATA_DIR/);
+  // The database is there now: nothing more to say.
+  const again = await inDir('keys', 'list');
+  t.is(again.stderr, '');
+});
+
 test('domains verify shows short record values, and --full the whole DKIM key', async (t) => {
   const zone = await startDnsZone();
   t.teardown(() => zone.close());

@@ -69,6 +69,22 @@ test('bad values are clear errors', (t) => {
   t.throws(() => loadConfig({ configFile: join(dir, 'flat.toml'), env: { POSTHORN_OUTBOUND_PORT: '2525' } }), { instanceOf: ConfigError, message: /outbound: .*expected object/ });
 });
 
+test('a mistyped key in the config file is named with its section and the key it probably meant', (t) => {
+  const dir = tempDir(t, 'posthorn-cfg-');
+  const load = (text: string) => {
+    writeFileSync(join(dir, 'typo.toml'), text);
+    return t.throws(() => loadConfig({ configFile: join(dir, 'typo.toml'), env: {} }), { instanceOf: ConfigError })!.message;
+  };
+  t.regex(load('hostName = "mail.example.com"\n'), /unknown key "hostName" in the top level \(did you mean "hostname"\?\)/);
+  t.regex(load('[http]\nprot = 3001\n'), /unknown key "prot" in \[http\] \(did you mean "port"\?\)/);
+  t.regex(load('[outbound.relay]\nhots = "smtp.example.com"\n'), /unknown key "hots" in \[outbound\.relay\] \(did you mean "host"\?\)/);
+  t.regex(load('[[outbound.sources]]\nname = "ip1"\nlocalAdress = "192.0.2.10"\n'), /unknown key "localAdress" in \[\[outbound\.sources\]\] number 1 \(did you mean "localAddress"\?\)/);
+  // Nothing near: named, without a guess.
+  const far = load('wibble = 1\n');
+  t.regex(far, /unknown key "wibble" in the top level/);
+  t.notRegex(far, /did you mean/);
+});
+
 // A host, URL or cron setting that cannot work is refused at load time, naming the key, its
 // variable and what is wrong: not a bare "Invalid URL" or "getaddrinfo ENOTFOUND" from deep in the start.
 test('host, URL and cron settings that cannot work are refused naming the setting and the fault', (t) => {

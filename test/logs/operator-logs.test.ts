@@ -7,6 +7,7 @@ import { createDomainsRepository } from '../../src/store/repositories/domains-re
 import { repositoriesOf } from '../helpers/repositories.js';
 import { startMailWorld, sendBody } from '../helpers/mail-world.js';
 import { startTestApp } from '../helpers/test-app.js';
+import { startOrReport } from '../../src/smtp/smtp-listener.js';
 import { startWebhookReceiver } from '../webhooks/webhook-receiver.js';
 
 // The log an operator reads (docs/operations.md, Logs): after a small workload, one JSON line
@@ -194,7 +195,7 @@ test('an egress source on an address this host does not have is warned about at 
   }
 });
 
-test('a listener that cannot bind gets its error line and no start line', async (t) => {
+test('a listener that cannot bind gets its error line and no start line; the line says what to change for that cause', async (t) => {
   const { createServer } = await import('node:net');
   const taken = createServer();
   await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
@@ -203,7 +204,12 @@ test('a listener that cannot bind gets its error line and no start line', async 
   const t0 = await startTestApp({ logger: log.logger, overrides: { inbound: { port } } });
   try {
     const entries = log.entries();
-    t.like(entries.find((e) => e.listener === 'inbound'), { level: 50, code: 'EADDRINUSE', port });
+    const failed = entries.find((e) => e.listener === 'inbound');
+    t.like(failed, { level: 50, code: 'EADDRINUSE', port });
+    // A port in use (a local Postfix on 25) is not a missing privilege: the line names the cause
+    // and the variable to set, as the HTTP API's does.
+    t.regex(failed.msg, /another process is listening there.*inbound\.port \(POSTHORN_INBOUND_PORT\)/);
+    t.notRegex(failed.msg, /CAP_NET_BIND_SERVICE/);
     t.false(entries.some((e) => /inbound SMTP listening/.test(e.msg)));
     t.false(entries.some((e) => e.msg === 'SMTP listeners started'));
     t.true(entries.some((e) => e.listener === 'submission' && /submission SMTP listening/.test(e.msg)));
@@ -211,4 +217,13 @@ test('a listener that cannot bind gets its error line and no start line', async 
     await t0.close();
     await new Promise((resolve) => taken.close(resolve));
   }
+});
+
+test('an SMTP port this user may not bind (25 as an ordinary user) says to grant the capability or set a higher port', async (t) => {
+  const log = capture();
+  const denied = Object.assign(new Error('listen EACCES: permission denied 0.0.0.0:587'), { code: 'EACCES' });
+  t.is(await startOrReport('submission', { host: '0.0.0.0', port: 587 }, log.logger, () => Promise.reject(denied)), undefined);
+  const [line] = log.entries();
+  t.like(line, { level: 50, listener: 'submission', code: 'EACCES', port: 587 });
+  t.regex(line.msg, /CAP_NET_BIND_SERVICE.*submission\.port \(POSTHORN_SUBMISSION_PORT\) to a port above 1023/);
 });

@@ -149,7 +149,10 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
    */
   function refusalOf(g: DeliveryGroup): string | undefined {
     if (!g.domain) return 'the sending domain was deleted before delivery';
-    if (g.domain.status !== 'SUCCESS' && !deps.sandbox) return `the sending domain ${g.domain.name} is not verified (${g.domain.status}) any more: publish its DNS records and verify it again, then resend`;
+    // Lapsed since acceptance, or never verified (accepted in sandbox mode, due on a server without it).
+    if (g.domain.status !== 'SUCCESS' && !deps.sandbox) {
+      return `the sending domain ${g.domain.name} is not verified (${g.domain.status}) now that its mail is due: publish its DNS records and verify it, then resend (only a server in sandbox mode sends from a domain that is not verified, to its capture mailbox)`;
+    }
     return undefined;
   }
 
