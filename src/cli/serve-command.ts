@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { cliName, configFrom, loadApp, shellWord } from './cli-context.js';
 import type { Config } from '../config/defaults.js';
+import { unknownEnvNames } from '../config/load.js';
 import { gracefulStopSeconds } from './systemd-unit.js';
 
 export function registerServe(program: Command): void {
@@ -35,6 +36,9 @@ function adminCommand(config: Config, configFile: string | undefined): string {
 async function serve(config: Config, configFile: string | undefined): Promise<void> {
   const { createApp } = await loadApp();
   const app = await createApp({ config, waitForStore: true, serveLock: true });
+  for (const { name, near } of unknownEnvNames(process.env)) {
+    app.logger.warn({ event: 'config.env', name, near }, `${name} is set but is no setting of Posthorn, so it changes nothing${near ? ` (did you mean ${near}?)` : ''}`);
+  }
   // Listening before start(): a signal that arrives while the listeners come up (a supervisor
   // stopping it at once) is a graceful stop once they are up, not the default abrupt exit.
   let started!: () => void;

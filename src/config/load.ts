@@ -39,6 +39,21 @@ function unknownKeys(path: PropertyKey[], keys: string[]): string {
     .join('; ');
 }
 
+/**
+ * POSTHORN_* variables in `env` that set nothing (a typo such as POSTHORN_SANBOX is otherwise
+ * silently ignored), each with the name it probably meant. POSTHORN_TEST_* are the test suite's.
+ */
+export function unknownEnvNames(env: Env): { name: string; near?: string }[] {
+  const known = new Set(ENV_NAMES);
+  return Object.keys(env)
+    .filter((name) => name.startsWith('POSTHORN_') && !name.startsWith('POSTHORN_TEST_') && !known.has(name))
+    .sort()
+    .map((name) => {
+      const near = ENV_NAMES.find((k) => editDistance(k, name) <= 2);
+      return near ? { name, near } : { name };
+    });
+}
+
 /** Edit distance with swapped neighbours as one edit ("prot" is one from "port"), for "did you mean". */
 function editDistance(a: string, b: string): number {
   const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));

@@ -76,6 +76,8 @@ test('SIGTERM to the PID of `npm start` stops Posthorn: no process of it remains
       ...LOOPBACK_LISTENERS_ENV,
       POSTHORN_DNS_SERVERS: '127.0.0.1:9',
       POSTHORN_LOG_LEVEL: 'info',
+      // A typo is named at start, not silently ignored.
+      POSTHORN_LOG_LEVLE: 'debug',
     },
   });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => npm.once('exit', (code, signal) => resolve({ code, signal })));
@@ -108,6 +110,7 @@ test('SIGTERM to the PID of `npm start` stops Posthorn: no process of it remains
     const jsonLines = stdout.split('\n').filter((l) => l.startsWith('{'));
     t.true(jsonLines.every((l) => !/ph_[0-9a-z]{12}_/.test(l)));
     t.regex(stderr, /Save it now; it is not shown again:\n\n {2}ph_[0-9a-z]{12}_\S+\n/);
+    t.regex(stdout, /"msg":"POSTHORN_LOG_LEVLE is set but is no setting of Posthorn, so it changes nothing \(did you mean POSTHORN_LOG_LEVEL\?\)"/);
 
     npm.kill('SIGTERM');
     const { code, signal } = await exited;

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, loadConfig, redactConfig } from '../../src/config/load.js';
+import { ConfigError, loadConfig, redactConfig, unknownEnvNames } from '../../src/config/load.js';
 import { configExample } from '../../src/config/config-example.js';
 import { configKeys } from '../../src/config/config-keys.js';
 import { DEFAULT_CONFIG } from '../../src/config/defaults.js';
@@ -242,4 +242,12 @@ test('every key has an environment variable, and each one sets its key (the rela
     });
     t.true(moved, `${k.env} sets ${k.path.join('.')}`);
   }
+});
+
+test('a POSTHORN_* variable that sets nothing is found, with the name it probably meant; the suite\'s own are not', (t) => {
+  t.deepEqual(unknownEnvNames({ POSTHORN_SANBOX: 'true', POSTHORN_HTTP_PORT: '3000', POSTHORN_NOT_A_THING: 'x', POSTHORN_TEST_STORE: 'postgres', HOME: '/root' }), [
+    { name: 'POSTHORN_NOT_A_THING' },
+    { name: 'POSTHORN_SANBOX', near: 'POSTHORN_SANDBOX' },
+  ]);
+  t.deepEqual(unknownEnvNames({}), []);
 });
