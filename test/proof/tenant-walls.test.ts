@@ -124,6 +124,67 @@ test('a key bound to one domain: its idempotency keys, list filters and analytic
   t.true(series.status === 403 || series.status === 404, JSON.stringify(series.body));
 });
 
+test('a key bound to one domain sees and manages only its own domain\'s campaigns, answering for another domain\'s as for its email', async (t) => {
+  const book = ids.b.book as string;
+  const campaign = async (key: string, from: string, extra: Record<string, unknown> = {}) => {
+    const res = await t0.request('POST', '/v1/campaigns', { body: { name: `walls ${from}`, from, subject: 's', contactBookId: book, html: '<p>hi</p>', ...extra }, key });
+    t.is(res.status, 200, JSON.stringify(res.body));
+    return res.body.id as string;
+  };
+  // The team's unbound key makes campaigns from its second domain: a draft and a paused one.
+  const otherDraft = await campaign(keyB, 'Walls <walls@bolt-two.dev>');
+  const otherPaused = await campaign(keyB, 'walls@bolt-two.dev', { sendNow: true, batchSize: 1 });
+  await t0.app.runCampaigns();
+  t.is((await t0.request('POST', `/v1/campaigns/${otherPaused}/pause`, { key: keyB })).status, 200);
+  const ownDraft = await campaign(boundB, 'walls@bolt.dev');
+  // What the bound key gets for another domain's email: the answer every campaign route must give.
+  const email = await t0.request('POST', '/v1/emails', { body: { from: 'x@bolt-two.dev', to: 'r@example.net', subject: 'walls', text: 'x' }, key: keyB });
+  t.is(email.status, 200);
+  const foreign = await t0.request('GET', `/v1/emails/${email.body.emailId}`, { key: boundB });
+  t.is(foreign.status, 404, JSON.stringify(foreign.body));
+
+  const list = async (key: string) => ((await t0.request('GET', '/v1/campaigns?limit=100&search=walls', { key })).body.campaigns as { id: string }[]).map((c) => c.id).sort();
+  t.deepEqual(await list(boundB), [ownDraft]);
+  t.deepEqual(await list(keyB), [otherDraft, otherPaused, ownDraft].sort());
+  // The count is the key's share too, not the team's.
+  const all = await t0.request('GET', '/v1/campaigns?limit=100', { key: boundB });
+  t.is(all.body.total, all.body.campaigns.length);
+  t.false((all.body.campaigns as { from: string }[]).some((c) => c.from.includes('bolt-two.dev')), 'no campaign from the other domain');
+
+  const tries: [string, string, unknown?][] = [
+    ['GET', `/v1/campaigns/${otherDraft}`],
+    ['PATCH', `/v1/campaigns/${otherDraft}`, { name: 'taken over' }],
+    ['POST', `/v1/campaigns/${otherDraft}/schedule`, { scheduledAt: new Date(Date.now() + 30 * 86_400_000).toISOString() }],
+    ['POST', `/v1/campaigns/${otherPaused}/pause`],
+    ['POST', `/v1/campaigns/${otherPaused}/resume`],
+    ['DELETE', `/v1/campaigns/${otherDraft}`],
+    ['DELETE', `/v1/campaigns/${otherPaused}`],
+  ];
+  for (const [method, path, body] of tries) {
+    const res = await t0.request(method, path, { body, key: boundB });
+    t.is(res.status, foreign.status, `${method} ${path}: ${JSON.stringify(res.body)}`);
+    t.is(res.body?.error?.code, foreign.body.error.code, `${method} ${path}`);
+  }
+  // Nothing moved: the unbound key still finds both as they were.
+  const seen = async (id: string) => (await t0.request('GET', `/v1/campaigns/${id}`, { key: keyB })).body;
+  t.like(await seen(otherDraft), { status: 'DRAFT', name: 'walls Walls <walls@bolt-two.dev>' });
+  t.like(await seen(otherPaused), { status: 'PAUSED' });
+
+  // Its own domain's campaign: every route works.
+  t.is((await t0.request('GET', `/v1/campaigns/${ownDraft}`, { key: boundB })).status, 200);
+  t.is((await t0.request('PATCH', `/v1/campaigns/${ownDraft}`, { body: { name: 'walls own' }, key: boundB })).body.name, 'walls own');
+  const moved = await t0.request('PATCH', `/v1/campaigns/${ownDraft}`, { body: { from: 'walls@bolt-two.dev' }, key: boundB });
+  t.is(moved.status, 403, JSON.stringify(moved.body));
+  const scheduled = await t0.request('POST', `/v1/campaigns/${ownDraft}/schedule`, { body: { scheduledAt: new Date(Date.now() + 30 * 86_400_000).toISOString() }, key: boundB });
+  t.is(scheduled.body.campaign?.status, 'SCHEDULED', JSON.stringify(scheduled.body));
+  t.is((await t0.request('DELETE', `/v1/campaigns/${ownDraft}`, { key: boundB })).status, 200);
+  // The unbound key manages the other domain's: a draft moved onto the bound key's domain shows up there.
+  t.is((await t0.request('PATCH', `/v1/campaigns/${otherDraft}`, { body: { from: 'walls@bolt.dev' }, key: keyB })).status, 200);
+  t.deepEqual(await list(boundB), [otherDraft]);
+  t.is((await t0.request('DELETE', `/v1/campaigns/${otherDraft}`, { key: keyB })).status, 200);
+  t.is((await t0.request('DELETE', `/v1/campaigns/${otherPaused}`, { key: keyB })).status, 200);
+});
+
 test('console lists take hostile filters from the caller\'s own address bar without a 500 or another team\'s rows', async (t) => {
   const c = new ConsoleClient(t0.baseUrl);
   await c.signIn('b@b.example');

@@ -1,7 +1,7 @@
 import type { Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { Logger } from '../../lib/logger.js';
-import type { CampaignRow, CampaignsRepository, CountedStatus } from '../../store/repositories/campaigns-repository.js';
+import type { CampaignRow, CampaignScope, CampaignsRepository, CountedStatus } from '../../store/repositories/campaigns-repository.js';
 import type { ContactBooksRepository } from '../../store/repositories/contact-books-repository.js';
 import type { SegmentsRepository } from '../../store/repositories/segments-repository.js';
 import type { CampaignStatus } from '../../store/tables/database.js';
@@ -45,10 +45,8 @@ export interface CampaignInput {
   batchSize?: number;
 }
 
-export interface CampaignScope {
-  teamId: number;
-  domainId: number | null;
-}
+/** A key bound to a domain (domainId) sees and manages only the campaigns sent from it. */
+export type { CampaignScope };
 
 export interface CampaignServiceDeps {
   campaigns: CampaignsRepository;
@@ -109,7 +107,8 @@ export function createCampaignService(deps: CampaignServiceDeps) {
   }
 
   async function load(scope: CampaignScope, id: string): Promise<CampaignRow> {
-    const c = await campaigns.findById(scope.teamId, id);
+    // Another domain's campaign is not found for a bound key, as its emails are (the query carries the domain).
+    const c = await campaigns.findById(scope, id);
     if (!c) throw notFound(`campaign ${id} not found`);
     return c;
   }
@@ -122,8 +121,9 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     if (input.from !== undefined) {
       const from = parseMailbox(input.from, 'from');
       // Verified, the team's, and inside the key's domain (403 otherwise), like any send.
-      await deps.domains.sendingDomain(scope, domainOf(from.address));
+      const domain = await deps.domains.sendingDomain(scope, domainOf(from.address));
       out.from_addr = input.from;
+      out.domain_id = domain.id;
     }
     const bookId = input.contactBookId ?? current?.contact_book_id;
     if (input.contactBookId !== undefined && !(await deps.contactBooks.findById(scope.teamId, input.contactBookId))) {
@@ -312,6 +312,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
         team_id: scope.teamId,
         name: input.name,
         from_addr: input.from,
+        domain_id: cols.domain_id ?? null,
         subject: input.subject,
         preview_text: input.previewText ?? null,
         contact_book_id: input.contactBookId,
@@ -347,7 +348,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     },
 
     async list(scope: CampaignScope, q: { status?: CampaignStatus; search?: string; offset: number; limit: number }) {
-      const { rows, total } = await campaigns.list(scope.teamId, q);
+      const { rows, total } = await campaigns.list(scope, q);
       return { items: rows.map(view), total };
     },
 
@@ -365,7 +366,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     },
 
     async remove(scope: CampaignScope, id: string) {
-      const c = await campaigns.softDelete(scope.teamId, id, clock.now().toISOString());
+      const c = await campaigns.softDelete(scope, id, clock.now().toISOString());
       if (!c) throw notFound(`campaign ${id} not found`);
       return view(c);
     },
@@ -397,9 +398,9 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     async resume(scope: CampaignScope, id: string) {
       const c = await load(scope, id);
       if (c.status !== 'PAUSED') throw badRequest(`campaign ${id} is ${c.status}; only a paused campaign can be resumed`);
-      // Resuming sends, so a key bound to a domain may resume only campaigns from that domain
-      // (as schedule checks). Unbound keys keep resuming as before: a lapsed verification
-      // pauses the campaign again at its next batch.
+      // Resuming sends: a bound key (which finds only its domain's campaigns) resumes only while
+      // the from-address is still on its domain, as schedule checks. Unbound keys keep resuming
+      // as before: a lapsed verification pauses the campaign again at its next batch.
       if (scope.domainId !== null) await deps.domains.sendingDomain(scope, domainOf(parseMailbox(c.from_addr, 'from').address));
       const future = c.scheduled_at !== null && Date.parse(c.scheduled_at) > clock.nowMs();
       // The next batch keeps its time: a pause and a resume never make room for another batch

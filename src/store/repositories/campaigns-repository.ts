@@ -1,9 +1,9 @@
-import { sql, type Selectable, type Updateable } from 'kysely';
+import { sql, type ExpressionBuilder, type Selectable, type Updateable } from 'kysely';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
 import { containsIgnoringCase } from './text-search-sql.js';
 import { withDialect } from '../store-context.js';
-import type { CampaignsTable, CampaignStatus, ContactsTable } from '../tables/database.js';
+import type { CampaignsTable, CampaignStatus, ContactsTable, Database } from '../tables/database.js';
 import type { FilterNode } from './contact-filter-sql.js';
 import { contactsInBook } from './contacts-scope.js';
 
@@ -16,9 +16,22 @@ export type CountedStatus = (typeof COUNTED_STATUSES)[number];
 /** No email status of its own: a BOUNCED event whose bounce is Permanent (what live counting reads). */
 export const HARD_BOUNCED = 'HARD_BOUNCED';
 
+/** Whose campaigns a query reaches: the team's, or only those from one domain of it (a key bound to that domain). */
+export interface CampaignScope {
+  teamId: number;
+  domainId: number | null;
+}
+
 export function createCampaignsRepository(db: Db) {
   const sync = groupCommitOf(db);
   const live = () => db.selectFrom('campaigns').selectAll().where('deleted_at', 'is', null);
+  /** The scope's live campaigns: a bound scope's query carries its domain, so no other domain's row is ever read. */
+  const inScope = (scope: CampaignScope) => (eb: ExpressionBuilder<Database, 'campaigns'>) =>
+    eb.and([
+      eb('team_id', '=', scope.teamId),
+      eb('deleted_at', 'is', null),
+      ...(scope.domainId === null ? [] : [eb('domain_id', '=', scope.domainId)]),
+    ]);
 
   /** Contacts that may receive the campaign: subscribed, not suppressed, not yet reached. */
   function eligible(c: CampaignRow, filter: FilterNode | null) {
@@ -39,15 +52,15 @@ export function createCampaignsRepository(db: Db) {
     async insert(row: CampaignsTable): Promise<void> {
       await db.insertInto('campaigns').values(row).execute();
     },
-    async findById(teamId: number, id: string): Promise<CampaignRow | undefined> {
-      return live().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
+    async findById(scope: CampaignScope, id: string): Promise<CampaignRow | undefined> {
+      return db.selectFrom('campaigns').selectAll().where(inScope(scope)).where('id', '=', id).executeTakeFirst();
     },
     /** For unsubscribe tokens only: a deleted campaign too, since its links sit in inboxes and must keep working. */
     async findByIdAnyTeam(id: string): Promise<CampaignRow | undefined> {
       return db.selectFrom('campaigns').selectAll().where('id', '=', id).executeTakeFirst();
     },
-    async list(teamId: number, f: { status?: CampaignStatus; search?: string; offset: number; limit: number }): Promise<{ rows: CampaignRow[]; total: number }> {
-      let q = db.selectFrom('campaigns').where('team_id', '=', teamId).where('deleted_at', 'is', null);
+    async list(scope: CampaignScope, f: { status?: CampaignStatus; search?: string; offset: number; limit: number }): Promise<{ rows: CampaignRow[]; total: number }> {
+      let q = db.selectFrom('campaigns').where(inScope(scope));
       if (f.status) q = q.where('status', '=', f.status);
       if (f.search) q = q.where(containsIgnoringCase(db, ['name', 'subject'], f.search));
       const [rows, total] = await Promise.all([
@@ -74,15 +87,8 @@ export function createCampaignsRepository(db: Db) {
         .returningAll()
         .executeTakeFirst();
     },
-    async softDelete(teamId: number, id: string, nowIso: string): Promise<CampaignRow | undefined> {
-      return db
-        .updateTable('campaigns')
-        .set({ deleted_at: nowIso, updated_at: nowIso })
-        .where('team_id', '=', teamId)
-        .where('id', '=', id)
-        .where('deleted_at', 'is', null)
-        .returningAll()
-        .executeTakeFirst();
+    async softDelete(scope: CampaignScope, id: string, nowIso: string): Promise<CampaignRow | undefined> {
+      return db.updateTable('campaigns').set({ deleted_at: nowIso, updated_at: nowIso }).where(inScope(scope)).where('id', '=', id).returningAll().executeTakeFirst();
     },
     /** Campaigns with work due: scheduled ones whose time came, running ones whose batch window passed. */
     async due(nowIso: string, nowMs: number): Promise<CampaignRow[]> {

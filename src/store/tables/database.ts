@@ -429,6 +429,8 @@ export interface CampaignsTable {
   team_id: number;
   name: string;
   from_addr: string;
+  /** The team's domain the from-address is on (null: its domain was deleted before this was kept). */
+  domain_id: number | null;
   subject: string;
   preview_text: string | null;
   contact_book_id: string;

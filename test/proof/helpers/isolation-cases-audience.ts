@@ -1,9 +1,10 @@
 import type { RouteCase } from './probe-runner.js';
 import { campaignBody, cleanUp, del, filters, get, patch, post, probe, put, type IsolationContext } from './isolation-probes.js';
 
-// The isolation table's team-wide audience routes: templates, campaigns, contact books and
-// contacts, segments, suppressions. A domain-bound key shares them with its team, except that
-// nothing it configures may send from another domain (isolation-cases.ts says the rules).
+// The isolation table's audience routes: templates, contact books and contacts, segments,
+// suppressions, which a domain-bound key shares with its team, except that nothing it configures
+// may send from another domain; and campaigns, which send from a domain and so are confined to
+// the key's own like its emails (isolation-cases.ts says the rules).
 
 export function audienceCases({ world, a, fullA, inDays, setup }: IsolationContext): Record<string, RouteCase> {
   return {
@@ -68,11 +69,21 @@ export function audienceCases({ world, a, fullA, inDays, setup }: IsolationConte
     },
     'GET /campaigns': {
       cross: () => [probe('list', 'clean', () => get('/campaigns?limit=100')), probe("search for A's name", 'clean', () => get('/campaigns?search=acme'))],
-      restricted: () => [probe('list (team-wide)', 'ok', () => get('/campaigns?limit=100'), { markers: false })],
+      restricted: () => [
+        probe('list shows its domain only', 'clean', () => get('/campaigns?limit=100'), {
+          check: (res, env) => {
+            const listed = res.body.campaigns as { id: string; from: string }[];
+            env.t.true(listed.some((c) => c.id === env.role.me.campaignId), 'its own campaign is listed');
+            env.t.deepEqual(listed.filter((c) => !c.from.endsWith(`@${env.role.me.domainName}`)), [], 'only campaigns from its domain');
+            env.t.is(res.body.total, listed.length, 'the count is its domain\'s');
+          },
+        }),
+        probe("search for the other domain's name", 'clean', () => get('/campaigns?search=other')),
+      ],
     },
     'GET /campaigns/:campaignId': {
       cross: () => [probe("A's draft", 'hidden', (v) => get(`/campaigns/${v.campaignId}`)), probe("A's running campaign", 'hidden', () => get(`/campaigns/${a.d2.campaignId}`))],
-      restricted: () => [probe("another domain's campaign (team-wide read)", 'ok', (v) => get(`/campaigns/${v.campaignId}`), { markers: false })],
+      restricted: () => [probe("another domain's campaign", 'hidden', (v) => get(`/campaigns/${v.campaignId}`)), probe('its own', 'ok', (_v, me) => get(`/campaigns/${me.campaignId}`))],
     },
     'PATCH /campaigns/:campaignId': {
       cross: () => [
@@ -85,6 +96,14 @@ export function audienceCases({ world, a, fullA, inDays, setup }: IsolationConte
         }),
       ],
       restricted: () => [
+        probe("another domain's campaign", 'hidden', (v) => patch(`/campaigns/${v.campaignId}`, { name: 'taken over' })),
+        probe("another domain's draft", 'hidden', (_v, _me, m) => patch(`/campaigns/${m.id}`, { name: 'taken over' }), {
+          before: (env) => setup(env, post('/campaigns', campaignBody(env.role.victim.domainName, env.role.me.bookId))),
+          after: async (env, o) => {
+            env.t.not((await env.as(fullA, get(`/campaigns/${o.made.id}`))).name, 'taken over', 'unchanged');
+            await env.as(fullA, del(`/campaigns/${o.made.id}`));
+          },
+        }),
         probe('its draft sent from another domain', 'forbidden', (v, me) => patch(`/campaigns/${me.campaignId}`, { from: `news@${v.domainName}` })),
         probe('its draft renamed', 'ok', (_v, me) => patch(`/campaigns/${me.campaignId}`, { name: 'acme campaign' }), { markers: false }),
       ],
@@ -92,13 +111,16 @@ export function audienceCases({ world, a, fullA, inDays, setup }: IsolationConte
     'DELETE /campaigns/:campaignId': {
       cross: () => [probe("A's draft", 'hidden', (v) => del(`/campaigns/${v.campaignId}`)), probe("A's running campaign", 'hidden', () => del(`/campaigns/${a.d2.campaignId}`))],
       restricted: () => [
-        probe('a draft of the team', 'ok', (_v, _me, m) => del(`/campaigns/${m.id}`), { markers: false, before: (env) => setup(env, post('/campaigns', campaignBody(env.role.me.domainName, env.role.me.bookId))) }),
+        probe("another domain's running campaign", 'hidden', (v) => del(`/campaigns/${v.campaignId}`), {
+          after: async (env) => void env.t.is((await env.as(fullA, get(`/campaigns/${env.role.victim.campaignId}`))).status, 'RUNNING', 'still there'),
+        }),
+        probe('a draft of its domain', 'ok', (_v, _me, m) => del(`/campaigns/${m.id}`), { markers: false, before: (env) => setup(env, post('/campaigns', campaignBody(env.role.me.domainName, env.role.me.bookId))) }),
       ],
     },
     'POST /campaigns/:campaignId/schedule': {
       cross: () => [probe("A's draft", 'hidden', (v) => post(`/campaigns/${v.campaignId}/schedule`, { scheduledAt: inDays(30) }))],
       restricted: () => [
-        probe("another domain's draft", 'forbidden', (_v, _me, m) => post(`/campaigns/${m.id}/schedule`, { scheduledAt: inDays(30) }), {
+        probe("another domain's draft", 'hidden', (_v, _me, m) => post(`/campaigns/${m.id}/schedule`, { scheduledAt: inDays(30) }), {
           before: (env) => setup(env, post('/campaigns', campaignBody(env.role.victim.domainName, env.role.me.bookId))),
           after: async (env, o) => {
             env.t.is((await env.as(fullA, get(`/campaigns/${o.made.id}`))).status, 'DRAFT', 'still a draft');
@@ -115,18 +137,15 @@ export function audienceCases({ world, a, fullA, inDays, setup }: IsolationConte
     'POST /campaigns/:campaignId/pause': {
       cross: () => [probe("A's running campaign", 'hidden', () => post(`/campaigns/${a.d2.campaignId}/pause`))],
       restricted: () => [
-        // Pausing sends nothing: a campaign is the team's.
-        probe("another domain's running campaign", 'ok', (v) => post(`/campaigns/${v.campaignId}/pause`), {
-          markers: false,
-          after: async (env) => void (await env.as(fullA, post(`/campaigns/${env.role.victim.campaignId}/resume`))),
+        probe("another domain's running campaign", 'hidden', (v) => post(`/campaigns/${v.campaignId}/pause`), {
+          after: async (env) => void env.t.is((await env.as(fullA, get(`/campaigns/${env.role.victim.campaignId}`))).status, 'RUNNING', 'still running'),
         }),
       ],
     },
     'POST /campaigns/:campaignId/resume': {
       cross: () => [probe("A's campaign", 'hidden', () => post(`/campaigns/${a.d2.campaignId}/resume`))],
       restricted: () => [
-        // Resuming would send from the other domain.
-        probe("another domain's paused campaign", 'forbidden', (v) => post(`/campaigns/${v.campaignId}/resume`), {
+        probe("another domain's paused campaign", 'hidden', (v) => post(`/campaigns/${v.campaignId}/resume`), {
           before: async (env) => void (await env.as(fullA, post(`/campaigns/${env.role.victim.campaignId}/pause`))),
           after: async (env) => {
             env.t.is((await env.as(fullA, get(`/campaigns/${env.role.victim.campaignId}`))).status, 'PAUSED', 'still paused');

@@ -12,10 +12,10 @@ import { cleanUp, del, get, isolationContext, mail, patch, post, probe, put } fr
 // sending(): A's SENDING key on the email routes (every other route must answer 403).
 //
 // What a domain-bound key may do (architecture.md, Decisions: API keys): it sends only from its domain
-// and sees only its domain's emails, received mail, domain, webhooks, analytics and API keys;
-// templates, contact books, contacts, segments, suppressions and campaigns are the team's,
+// and sees only its domain's emails, received mail, domain, webhooks, analytics, campaigns and
+// API keys; templates, contact books, contacts, segments and suppressions are the team's,
 // except that nothing it configures may send from another domain (campaign from, double
-// opt-in sender, scheduling or resuming another domain's campaign).
+// opt-in sender).
 export function isolationCases(world: IsolationWorld): Record<string, RouteCase> {
   const ctx = isolationContext(world);
   const { a, fullA, hook, inDays, setup } = ctx;
@@ -404,4 +404,4 @@ export function isolationCases(world: IsolationWorld): Record<string, RouteCase>
 }
 
 /** The routes a domain-bound key sees only its own domain's share of (victim markers apply). */
-export const DOMAIN_CONFINED = ['/apiKeys', '/domains', '/emails', '/receivedEmails', '/tlsReports', '/webhooks', '/analytics'];
+export const DOMAIN_CONFINED = ['/apiKeys', '/domains', '/emails', '/receivedEmails', '/tlsReports', '/webhooks', '/analytics', '/campaigns'];
