@@ -45,18 +45,31 @@ const sentTo = (prefix: string) => w.sink.messages.flatMap((m) => m.rcptTo).filt
 const idsInOrder = async (bookId: string) =>
   (await w.t0.app.store.db.selectFrom('contacts').select(['id', 'email']).where('contact_book_id', '=', bookId).orderBy('id').execute());
 
-/** A second runner over the app's store whose email service is `emails` (to inject failures). */
-function runnerWith(emails: EmailService, owner: string) {
+/**
+ * The app runs its own campaign runner, a real-time tick every second on the test clock: a
+ * campaign due at once could be started by it before a test's second runner gets it. So a
+ * campaign a second runner must start is due a minute ahead (`aheadOfTheApp`), the runner's
+ * clock is two minutes ahead (`RACING_AHEAD_MS`), and the test clock catches up after its tick.
+ */
+const RACING_AHEAD_MS = 120_000;
+const aheadOfTheApp = () => ({ scheduledAt: new Date(clock.nowMs() + 60_000).toISOString() });
+
+/**
+ * A second runner over the app's store whose email service is `emails` (to inject failures), its
+ * clock RACING_AHEAD_MS ahead; it starts only campaign `only` (others' batches are due on its clock too).
+ */
+function runnerWith(emails: EmailService, owner: string, only: string) {
   const app = w.t0.app;
+  const repo = createCampaignsRepository(app.store.db);
   return createCampaignService({
-    campaigns: createCampaignsRepository(app.store.db),
+    campaigns: { ...repo, due: async (nowIso, nowMs) => (await repo.due(nowIso, nowMs)).filter((c) => c.id === only) },
     contactBooks: createContactBooksRepository(app.store.db),
     segments: createSegmentsRepository(app.store.db),
     contacts: app.services.contacts,
     emails,
     domains: app.services.domains,
     events: app.services.events,
-    clock,
+    clock: new ManualClock(clock.nowMs() + RACING_AHEAD_MS),
     logger: app.logger,
     secret: app.secret,
     publicUrl: app.config.publicUrl,
@@ -98,11 +111,12 @@ test.serial('a domain gone while its campaign runs pauses it, also right after a
 
 test.serial('a chunk the store could not take at all (the database out of reach) is tried again at the next batch, not paused', async (t) => {
   const bookId = await book('Unstored', Array.from({ length: 3 }, (_, i) => ({ email: `unstored${i}@example.net` })));
-  const c = await campaign(bookId, { sendNow: true, batchSize: 10 });
+  const c = await campaign(bookId, { ...aheadOfTheApp(), batchSize: 10 });
   const real = w.t0.app.services.emails;
   const down = new Error('Connection terminated unexpectedly');
-  const failing = runnerWith({ ...real, submitEach: async (_ctx, items) => items.map(() => ({ error: down })) } as EmailService, 'failing-runner');
+  const failing = runnerWith({ ...real, submitEach: async (_ctx, items) => items.map(() => ({ error: down })) } as EmailService, 'failing-runner', c.id);
   t.is(await failing.tick(), 1);
+  clock.advance(RACING_AHEAD_MS);
   t.is((await get(c.id)).status, 'RUNNING', 'an outage is not a refusal: the campaign carries on');
   clock.advance(WINDOW_MS);
   await run();
@@ -133,14 +147,15 @@ test.serial('pause and resume keep the pacing: the batch after a resume waits fo
 
 test.serial('a pause that lands while a batch is being sent keeps the pacing too: a quick resume waits for the window', async (t) => {
   const bookId = await book('Pause mid-batch', Array.from({ length: 6 }, (_, i) => ({ email: `midpause${i}@example.net` })));
-  const c = await campaign(bookId, { sendNow: true, batchSize: 3 });
+  const c = await campaign(bookId, { ...aheadOfTheApp(), batchSize: 3 });
   const real = w.t0.app.services.emails;
   // The pause request arrives while the batch's messages are being stored.
   const pausing = runnerWith({ ...real, submitEach: async (ctx, items) => {
     t.is((await w.t0.request('POST', `/v1/campaigns/${c.id}/pause`)).status, 200);
     return real.submitEach(ctx, items);
-  } } as EmailService, 'pausing-runner');
+  } } as EmailService, 'pausing-runner', c.id);
   t.is(await pausing.tick(), 1);
+  clock.advance(RACING_AHEAD_MS);
   await w.settle();
   t.is(sentTo('midpause').length, 3);
   t.is((await get(c.id)).status, 'PAUSED');
@@ -154,13 +169,14 @@ test.serial('a pause that lands while a batch is being sent keeps the pacing too
 
 test.serial('a delete that lands while a batch is being sent stops the campaign after the chunk in flight', async (t) => {
   const bookId = await book('Delete mid-batch', Array.from({ length: 6 }, (_, i) => ({ email: `middel${i}@example.net` })));
-  const c = await campaign(bookId, { sendNow: true, batchSize: 3 });
+  const c = await campaign(bookId, { ...aheadOfTheApp(), batchSize: 3 });
   const real = w.t0.app.services.emails;
   const deleting = runnerWith({ ...real, submitEach: async (ctx, items) => {
     t.is((await w.t0.request('DELETE', `/v1/campaigns/${c.id}`)).status, 200);
     return real.submitEach(ctx, items);
-  } } as EmailService, 'deleting-runner');
+  } } as EmailService, 'deleting-runner', c.id);
   t.is(await deleting.tick(), 1);
+  clock.advance(RACING_AHEAD_MS);
   for (let i = 0; i < 3; i++) {
     clock.advance(WINDOW_MS);
     await run();
