@@ -64,6 +64,7 @@ import { createShapingOperator } from '../core/shaping/shaping-view.js';
 import { createShapingRepository } from '../store/repositories/shaping-repository.js';
 import { createSandboxMessagesRepository } from '../store/repositories/sandbox-messages-repository.js';
 import { createContentRetentionService } from '../core/retention/content-retention-service.js';
+import { createRetentionRepository } from '../store/repositories/retention-repository.js';
 import { createSandboxService } from '../core/sandbox/sandbox-service.js';
 import { createConsoleUsersRepository } from '../store/repositories/console-users-repository.js';
 import { createContactImportsRepository } from '../store/repositories/contact-imports-repository.js';
@@ -319,7 +320,7 @@ export function wireCoreServices(o: {
   const sandbox = createSandboxService({ messages: sandboxRepo, clock, enabled: config.sandbox });
 
   // Content retention (retention.contentDays): the daily job that empties old mail of its bodies.
-  const contentRetention = createContentRetentionService({ emails: emailsRepo, received: receivedRepo, reports: inboundReportsRepo, sandbox: sandboxRepo, settings, clock });
+  const contentRetention = createContentRetentionService({ emails: emailsRepo, kept: createRetentionRepository(store.db), received: receivedRepo, reports: inboundReportsRepo, sandbox: sandboxRepo, settings, clock });
 
   // Transport security (docs/outbound.md): MTA-STS and DANE per destination, TLS reporting both ways.
   const { tlsCounter, tlsReports, receivedTlsReports, stsPolicies, serverDkimKey } = wireTransportSecurity({ config, logger, resolver, clock, store, settings });

@@ -46,7 +46,8 @@ const compose = (opts: Record<string, unknown>) =>
 
 test.serial('old delivered mail loses its content; scheduled, still-queued and younger mail keep theirs; a later run finishes what was kept', async (t) => {
   // In this order, a second apart: ids begin with their time, so the emails that must be kept
-  // come before the one emptied, and a run that moved its start past them would be caught.
+  // come before the one emptied, and the next run's scan starts past them all: it must find
+  // them again among those it kept.
   const scheduled = await send('future@example.net', { scheduledAt: new Date(clock.nowMs() + 30 * 24 * HOUR).toISOString() });
   clock.advance(1000);
   const deferred = await send('later@example.net');
@@ -89,14 +90,16 @@ test.serial('old delivered mail loses its content; scheduled, still-queued and y
   const keptRow = await w.t0.app.store.db.selectFrom('emails').select('attachments_json').where('id', '=', deferred).executeTakeFirstOrThrow();
   t.truthy(keptRow.attachments_json, 'a queued email keeps its attachments: they are sent again');
 
-  // Once nothing can send them any more, the next run empties them, though the first run
-  // passed them by.
+  // Once nothing can send them any more, the next run empties them, though its scan of new
+  // mail starts past them; and the kept list does not grow with what was emptied.
   t.is((await w.t0.request('POST', `/v1/emails/${scheduled}/cancel`)).status, 200);
   clock.advance(24 * HOUR);
   await runJob();
   t.is((await email(scheduled)).html, null, 'cancelled: emptied');
   t.is((await email(younger)).html, null, 'now past the age');
   t.is((await email(deferred)).html, content.html, 'still queued: kept');
+  const kept = await w.t0.app.store.db.selectFrom('retention_kept').select('email_id').execute();
+  t.deepEqual(kept.map((r) => r.email_id), [deferred]);
 });
 
 test.serial('received mail loses its message, text, HTML and attachments after the retention age; its record stays', async (t) => {

@@ -3,6 +3,7 @@ import { timePrefix } from '../../lib/ids.js';
 import type { EmailsRepository } from '../../store/repositories/emails-repository.js';
 import type { InboundReportsRepository } from '../../store/repositories/inbound-reports-repository.js';
 import type { ReceivedEmailsRepository } from '../../store/repositories/received-emails-repository.js';
+import type { RetentionRepository } from '../../store/repositories/retention-repository.js';
 import type { SandboxMessagesRepository } from '../../store/repositories/sandbox-messages-repository.js';
 import type { SettingsRepository } from '../../store/repositories/settings-repository.js';
 
@@ -10,16 +11,17 @@ import type { SettingsRepository } from '../../store/repositories/settings-repos
 const CHUNK = 500;
 
 /**
- * Where the sent emails' scan starts: every email id at or below it is either emptied or had no
- * content. Kept in the store so a day's run reads only what is new since the last one, not all
- * of history, and does not skip an email that was still being delivered.
+ * Where the sent emails' scan starts: every email id at or below it was looked at by a run, and
+ * emptied or remembered as kept (retention_kept). Kept in the store so a day's run reads only
+ * the mail that became old since the last one (and the few kept), not all of history.
  */
 const EMAILS_DONE_THROUGH = 'retention.emails_done_through';
 /** The same for bounce and complaint reports: every id at or below it is emptied. */
 const REPORTS_DONE_THROUGH = 'retention.reports_done_through';
 
 export interface ContentRetentionDeps {
-  emails: Pick<EmailsRepository, 'purgeContent'>;
+  emails: Pick<EmailsRepository, 'withContentBetween' | 'emptyContent'>;
+  kept: RetentionRepository;
   received: Pick<ReceivedEmailsRepository, 'purgeContent'>;
   reports: Pick<InboundReportsRepository, 'emptyRawBefore'>;
   sandbox: Pick<SandboxMessagesRepository, 'purgeBefore'>;
@@ -29,7 +31,7 @@ export interface ContentRetentionDeps {
 
 export interface ContentPurged {
   emails: number;
-  /** Emails past the age that were still scheduled or being delivered: emptied by a later run. */
+  /** Emails past the age still scheduled or being delivered: kept, and tried again by the next run. */
   emailsKept: number;
   received: number;
   /** Bounce, delay and complaint reports whose stored message was emptied. */
@@ -62,23 +64,29 @@ export function createContentRetentionService(deps: ContentRetentionDeps) {
       const cutoffIso = new Date(cutoffMs).toISOString();
       // Email ids are `em_` and their acceptance time, so the range is a walk on the primary key.
       const beforeId = `em_${timePrefix(cutoffMs)}`;
+      // The emails earlier runs had to keep, emptied once nothing will send them.
+      for (let from = ''; !signal?.aborted; ) {
+        const ids = await deps.kept.keptAfter(from, CHUNK);
+        if (!ids.length) break;
+        const emptied = await deps.emails.emptyContent(ids);
+        await deps.kept.forget([...emptied]);
+        out.emails += emptied.size;
+        out.emailsKept += ids.length - emptied.size;
+        from = ids[ids.length - 1]!;
+      }
+      // The mail that became old since: the mark moves past all of it, and what must keep its
+      // content is remembered first, so a kill between the two only looks at a chunk again.
       let after = (await deps.settings.get(EMAILS_DONE_THROUGH)) ?? 'em_';
-      let doneThrough = after;
-      let keptSeen = false;
       while (!signal?.aborted) {
-        const { looked, emptied } = await deps.emails.purgeContent(after, beforeId, CHUNK);
-        if (!looked.length) break;
-        for (const id of looked) {
-          if (emptied.has(id)) {
-            out.emails++;
-            if (!keptSeen) doneThrough = id;
-          } else {
-            out.emailsKept++;
-            keptSeen = true;
-          }
-        }
-        after = looked[looked.length - 1]!;
-        await deps.settings.put(EMAILS_DONE_THROUGH, doneThrough);
+        const ids = await deps.emails.withContentBetween(after, beforeId, CHUNK);
+        if (!ids.length) break;
+        const emptied = await deps.emails.emptyContent(ids);
+        const kept = ids.filter((id) => !emptied.has(id));
+        await deps.kept.keep(kept);
+        out.emails += emptied.size;
+        out.emailsKept += kept.length;
+        after = ids[ids.length - 1]!;
+        await deps.settings.put(EMAILS_DONE_THROUGH, after);
       }
       out.received = await chunks(() => deps.received.purgeContent(cutoffIso, CHUNK), signal);
       let reportsAfter = Number((await deps.settings.get(REPORTS_DONE_THROUGH)) ?? 0);

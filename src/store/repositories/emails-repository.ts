@@ -312,13 +312,11 @@ export function createEmailsRepository(db: Db) {
     },
 
     /**
-     * Content retention: empties the text, HTML and attachments of up to `limit` emails whose ids
-     * lie after `afterId` and before `beforeId` (ids begin with their time, so this is a range of
-     * acceptance times on the primary key) and that nothing will send again: not SCHEDULED, no
-     * delivery queued. `looked` is every id of the chunk that still had content, in order; the
-     * ones not in `emptied` were kept.
+     * Content retention: up to `limit` ids, in order, after `afterId` and before `beforeId` (ids
+     * begin with their time, so this is a range of acceptance times on the primary key), of
+     * emails that still have content.
      */
-    async purgeContent(afterId: string, beforeId: string, limit: number): Promise<{ looked: string[]; emptied: Set<string> }> {
+    async withContentBetween(afterId: string, beforeId: string, limit: number): Promise<string[]> {
       const rows = await db
         .selectFrom('emails')
         .select('id')
@@ -328,17 +326,25 @@ export function createEmailsRepository(db: Db) {
         .orderBy('id')
         .limit(limit)
         .execute();
-      const looked = rows.map((r) => r.id);
-      if (!looked.length) return { looked, emptied: new Set() };
+      return rows.map((r) => r.id);
+    },
+
+    /**
+     * Content retention: empties the text, HTML and attachments of those of `ids` that nothing
+     * will send again (not SCHEDULED, no delivery queued), checked in the same statement.
+     * Returns the ids emptied.
+     */
+    async emptyContent(ids: string[]): Promise<Set<string>> {
+      if (!ids.length) return new Set();
       const emptied = await db
         .updateTable('emails')
         .set({ text_body: null, html_body: null, attachments_json: null })
-        .where('id', 'in', looked)
+        .where('id', 'in', ids)
         .where('latest_status', '!=', 'SCHEDULED')
         .where(({ not, exists, selectFrom }) => not(exists(selectFrom('deliveries').select('deliveries.id').whereRef('deliveries.email_id', '=', 'emails.id').where('deliveries.state', '=', 'queued'))))
         .returning('id')
         .execute();
-      return { looked, emptied: new Set(emptied.map((r) => r.id)) };
+      return new Set(emptied.map((r) => r.id));
     },
   });
 }

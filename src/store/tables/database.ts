@@ -50,6 +50,11 @@ export interface SettingsTable {
   value: string;
 }
 
+/** Emails past the content retention age that had to keep their content at the last run (core/retention). */
+export interface RetentionKeptTable {
+  email_id: string;
+}
+
 export type DomainStatus = 'NOT_STARTED' | 'PENDING' | 'SUCCESS' | 'FAILED' | 'TEMPORARY_FAILURE';
 
 export interface DomainsTable {
@@ -579,4 +584,5 @@ export interface Database {
   teams: TeamsTable;
   api_keys: ApiKeysTable;
   settings: SettingsTable;
+  retention_kept: RetentionKeptTable;
 }
