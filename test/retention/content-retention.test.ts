@@ -154,6 +154,36 @@ test.serial('a bounce report keeps its summary but loses the message it stored (
   t.is((await email(sent.id)).latestStatus, 'BOUNCED');
 });
 
+test.serial('emails with the random ids of before time-ordered ids are emptied by their age: not too early, not never', async (t) => {
+  // A store from before ids began with their time holds ids of 21 random characters after em_:
+  // in key order such an id sits anywhere, before the cutoff's prefix or past today's. Its
+  // first run is the upgrade's.
+  const upgradeClock = new ManualClock(Date.UTC(2026, 10, 27, 9, 0, 0));
+  const u = await startMailWorld({ clock: upgradeClock, overrides: { retention: { contentDays: 1 } } });
+  t.teardown(() => u.close());
+  const res = await u.t0.request('POST', '/v1/emails', { body: { from: `hello@${u.domain.name}`, to: 'model@example.net', subject: 'Model', ...content } });
+  t.is(res.status, 200, JSON.stringify(res.body));
+  await u.settle();
+  const db = u.t0.app.store.db;
+  const model = await db.selectFrom('emails').selectAll().where('id', '=', res.body.emailId).executeTakeFirstOrThrow();
+  const legacy = async (id: string, ageMs: number) => {
+    const at = new Date(upgradeClock.nowMs() - ageMs).toISOString();
+    await db.insertInto('emails').values({ ...model, id, message_id: `<${id}@legacy.example>`, created_at: at, updated_at: at }).execute();
+    return id;
+  };
+  const html = async (id: string) => (await u.t0.request('GET', `/v1/emails/${id}`)).body.html;
+  const young = await legacy(`em_00${'Y'.repeat(19)}`, 2 * HOUR);
+  const old = await legacy(`em_Z${'O'.repeat(20)}`, 3 * 24 * HOUR);
+  const run = async () => t.true(await u.t0.app.runCronJob('purge-old-content', upgradeClock.now()));
+  await run();
+  t.is(await html(young), content.html, 'two hours old: kept');
+  t.is(await html(old), null, 'three days old: emptied');
+  upgradeClock.advance(23 * HOUR);
+  await run();
+  t.is(await html(young), null, 'a day old at the next run: emptied');
+  t.deepEqual(await db.selectFrom('retention_kept').select('email_id').execute(), [], 'nothing left to try again');
+});
+
 test.serial('with no retention set (the default) there is no such job and content is kept', async (t) => {
   await w.restart({ retention: { contentDays: 0 } });
   t.false(await w.t0.app.runCronJob('purge-old-content'));

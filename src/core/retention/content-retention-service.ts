@@ -1,5 +1,5 @@
 import type { Clock } from '../../lib/clock.js';
-import { timePrefix } from '../../lib/ids.js';
+import { timeOrderedIdLength, timePrefix } from '../../lib/ids.js';
 import type { EmailsRepository } from '../../store/repositories/emails-repository.js';
 import type { InboundReportsRepository } from '../../store/repositories/inbound-reports-repository.js';
 import type { ReceivedEmailsRepository } from '../../store/repositories/received-emails-repository.js';
@@ -16,11 +16,17 @@ const CHUNK = 500;
  * the mail that became old since the last one (and the few kept), not all of history.
  */
 const EMAILS_DONE_THROUGH = 'retention.emails_done_through';
+/**
+ * The one-off scan of the emails whose ids do not begin with their time (a store from before
+ * they did): where it is, or LEGACY_DONE. What it finds too young, or still to be sent, is kept.
+ */
+const LEGACY_EMAILS_THROUGH = 'retention.legacy_emails_through';
+const LEGACY_DONE = 'done';
 /** The same for bounce and complaint reports: every id at or below it is emptied. */
 const REPORTS_DONE_THROUGH = 'retention.reports_done_through';
 
 export interface ContentRetentionDeps {
-  emails: Pick<EmailsRepository, 'withContentBetween' | 'emptyContent'>;
+  emails: Pick<EmailsRepository, 'withContentBetween' | 'withContentOtherIds' | 'emptyContent'>;
   kept: RetentionRepository;
   received: Pick<ReceivedEmailsRepository, 'purgeContent'>;
   reports: Pick<InboundReportsRepository, 'emptyRawBefore'>;
@@ -31,7 +37,7 @@ export interface ContentRetentionDeps {
 
 export interface ContentPurged {
   emails: number;
-  /** Emails past the age still scheduled or being delivered: kept, and tried again by the next run. */
+  /** Emails still scheduled or being delivered (or with an id of the old shape, not yet old): kept, and tried again by the next run. */
   emailsKept: number;
   received: number;
   /** Bounce, delay and complaint reports whose stored message was emptied. */
@@ -64,27 +70,42 @@ export function createContentRetentionService(deps: ContentRetentionDeps) {
       const cutoffIso = new Date(cutoffMs).toISOString();
       // Email ids are `em_` and their acceptance time, so the range is a walk on the primary key.
       const beforeId = `em_${timePrefix(cutoffMs)}`;
+      const idLength = timeOrderedIdLength('em');
+      // Empties what it may of `ids` (all past the cutoff's key, or listed as kept) and
+      // remembers the rest: `emptyContent` checks the age too, as an id of the old shape has
+      // none in its key.
+      const emptyOrKeep = async (ids: string[]) => {
+        const emptied = await deps.emails.emptyContent(ids, cutoffIso);
+        const kept = ids.filter((id) => !emptied.has(id));
+        await deps.kept.keep(kept);
+        out.emails += emptied.size;
+        out.emailsKept += kept.length;
+      };
       // The emails earlier runs had to keep, emptied once nothing will send them.
       for (let from = ''; !signal?.aborted; ) {
         const ids = await deps.kept.keptAfter(from, CHUNK);
         if (!ids.length) break;
-        const emptied = await deps.emails.emptyContent(ids);
+        const emptied = await deps.emails.emptyContent(ids, cutoffIso);
         await deps.kept.forget([...emptied]);
         out.emails += emptied.size;
         out.emailsKept += ids.length - emptied.size;
         from = ids[ids.length - 1]!;
       }
+      // Once: the emails with random ids (before ids began with their time), wherever they sit.
+      let legacyAfter = (await deps.settings.get(LEGACY_EMAILS_THROUGH)) ?? '';
+      while (legacyAfter !== LEGACY_DONE && !signal?.aborted) {
+        const ids = await deps.emails.withContentOtherIds(legacyAfter, idLength, CHUNK);
+        legacyAfter = ids.length ? ids[ids.length - 1]! : LEGACY_DONE;
+        await emptyOrKeep(ids);
+        await deps.settings.put(LEGACY_EMAILS_THROUGH, legacyAfter);
+      }
       // The mail that became old since: the mark moves past all of it, and what must keep its
       // content is remembered first, so a kill between the two only looks at a chunk again.
       let after = (await deps.settings.get(EMAILS_DONE_THROUGH)) ?? 'em_';
       while (!signal?.aborted) {
-        const ids = await deps.emails.withContentBetween(after, beforeId, CHUNK);
+        const ids = await deps.emails.withContentBetween(after, beforeId, idLength, CHUNK);
         if (!ids.length) break;
-        const emptied = await deps.emails.emptyContent(ids);
-        const kept = ids.filter((id) => !emptied.has(id));
-        await deps.kept.keep(kept);
-        out.emails += emptied.size;
-        out.emailsKept += kept.length;
+        await emptyOrKeep(ids);
         after = ids[ids.length - 1]!;
         await deps.settings.put(EMAILS_DONE_THROUGH, after);
       }

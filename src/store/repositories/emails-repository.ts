@@ -312,16 +312,17 @@ export function createEmailsRepository(db: Db) {
     },
 
     /**
-     * Content retention: up to `limit` ids, in order, after `afterId` and before `beforeId` (ids
-     * begin with their time, so this is a range of acceptance times on the primary key), of
-     * emails that still have content.
+     * Content retention: up to `limit` ids, in order, after `afterId` and before `beforeId`, of
+     * emails that still have content and whose ids are `idLength` long (those that begin with
+     * their time: this is then a range of acceptance times on the primary key).
      */
-    async withContentBetween(afterId: string, beforeId: string, limit: number): Promise<string[]> {
+    async withContentBetween(afterId: string, beforeId: string, idLength: number, limit: number): Promise<string[]> {
       const rows = await db
         .selectFrom('emails')
         .select('id')
         .where('id', '>', afterId)
         .where('id', '<', beforeId)
+        .where(sql<number>`length(id)`, '=', idLength)
         .where((eb) => eb.or(EMAIL_BODY_COLUMNS.map((c) => eb(c, 'is not', null))))
         .orderBy('id')
         .limit(limit)
@@ -330,16 +331,36 @@ export function createEmailsRepository(db: Db) {
     },
 
     /**
-     * Content retention: empties the text, HTML and attachments of those of `ids` that nothing
-     * will send again (not SCHEDULED, no delivery queued), checked in the same statement.
-     * Returns the ids emptied.
+     * Content retention: up to `limit` ids, in order, after `afterId`, of emails that still have
+     * content and whose ids are not `idLength` long (random ids, from before ids began with
+     * their time: their place in key order says nothing of their age). A scan of the whole
+     * table, done once.
      */
-    async emptyContent(ids: string[]): Promise<Set<string>> {
+    async withContentOtherIds(afterId: string, idLength: number, limit: number): Promise<string[]> {
+      const rows = await db
+        .selectFrom('emails')
+        .select('id')
+        .where('id', '>', afterId)
+        .where(sql<number>`length(id)`, '<>', idLength)
+        .where((eb) => eb.or(EMAIL_BODY_COLUMNS.map((c) => eb(c, 'is not', null))))
+        .orderBy('id')
+        .limit(limit)
+        .execute();
+      return rows.map((r) => r.id);
+    },
+
+    /**
+     * Content retention: empties the text, HTML and attachments of those of `ids` accepted before
+     * `beforeIso` that nothing will send again (not SCHEDULED, no delivery queued), checked in
+     * the same statement. Returns the ids emptied.
+     */
+    async emptyContent(ids: string[], beforeIso: string): Promise<Set<string>> {
       if (!ids.length) return new Set();
       const emptied = await db
         .updateTable('emails')
         .set({ text_body: null, html_body: null, attachments_json: null })
         .where('id', 'in', ids)
+        .where('created_at', '<', beforeIso)
         .where('latest_status', '!=', 'SCHEDULED')
         .where(({ not, exists, selectFrom }) => not(exists(selectFrom('deliveries').select('deliveries.id').whereRef('deliveries.email_id', '=', 'emails.id').where('deliveries.state', '=', 'queued'))))
         .returning('id')
