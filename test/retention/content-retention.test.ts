@@ -154,6 +154,20 @@ test.serial('a bounce report keeps its summary but loses the message it stored (
   t.is((await email(sent.id)).latestStatus, 'BOUNCED');
 });
 
+test.serial('a queued email found without content is not sent as an empty message', async (t) => {
+  // The purge never empties an email with a delivery queued; this is the engine's own guard,
+  // should anything else ever leave one so (an operator's SQL, a future path).
+  const id = await send('guarded@example.net', { scheduledAt: new Date(clock.nowMs() + HOUR).toISOString() });
+  await w.t0.app.store.db.updateTable('emails').set({ text_body: null, html_body: null, attachments_json: null }).where('id', '=', id).execute();
+  const before = w.sink.messages.length;
+  clock.advance(HOUR + 1000);
+  await w.settle();
+  t.is(w.sink.messages.length, before, 'nothing went out');
+  const d = await w.t0.app.store.db.selectFrom('deliveries').select(['state', 'last_response']).where('email_id', '=', id).executeTakeFirstOrThrow();
+  t.is(d.state, 'queued', 'deferred, not delivered');
+  t.regex(d.last_response ?? '', /no content/);
+});
+
 test.serial('emails with the random ids of before time-ordered ids are emptied by their age: not too early, not never', async (t) => {
   // A store from before ids began with their time holds ids of 21 random characters after em_:
   // in key order such an id sits anywhere, before the cutoff's prefix or past today's. Its

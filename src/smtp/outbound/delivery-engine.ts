@@ -277,6 +277,9 @@ export class DeliveryEngine {
   private async build(group: DeliveryGroup): Promise<Buffer> {
     const body = await this.options.deliveries.bodyOf(group.email.id);
     if (!body) throw new Error('the email was deleted before its message was composed');
+    // Every accepted email has text or HTML: none means its content was emptied (content
+    // retention), and a message without it must never go out.
+    if (!body.text_body && !body.html_body) throw new Error('the email has no content left (retention.contentDays): nothing to send');
     // An HTML message's tracking and text alternative take this thread ~0.3 ms each (5 KB):
     // the hundreds a claim starts together take turns with the API (turn-yield.ts).
     if (body.html_body) await yieldTurn();
