@@ -53,11 +53,11 @@ export function timePrefix(nowMs: number): string {
  * a page of every index on them (its id, lower(id), its deliveries and events by email id), one
  * WAL page each per group commit; time-ordered keys share the rightmost pages instead.
  */
+export function newTimeOrderedId(prefix: IdPrefix, nowMs: number): string {
+  return `${prefix}_${timePrefix(nowMs)}${randomString(ID_RANDOM_CHARS)}`;
+}
+
 /** How long newTimeOrderedId's ids are: older stores also hold ids of newId's shape. */
 export function timeOrderedIdLength(prefix: IdPrefix): number {
   return prefix.length + 1 + TIME_PREFIX_CHARS + ID_RANDOM_CHARS;
-}
-
-export function newTimeOrderedId(prefix: IdPrefix, nowMs: number): string {
-  return `${prefix}_${timePrefix(nowMs)}${randomString(ID_RANDOM_CHARS)}`;
 }
