@@ -1,4 +1,4 @@
-import { sql, type Selectable, type Transaction } from 'kysely';
+import { sql, type Selectable, type SelectQueryBuilder, type Transaction } from 'kysely';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
 import { transact, withDialect } from '../store-context.js';
@@ -112,8 +112,20 @@ async function refuseIfClaimedMeanwhile(trx: Executor, emailId: string): Promise
   if (leased) throw new ClaimedMeanwhile();
 }
 
+type ContentScan = SelectQueryBuilder<Database, 'emails', { id: string }>;
+
 export function createEmailsRepository(db: Db) {
   const sync = groupCommitOf(db);
+  /** Content retention's scans: ids after `afterId`, in order, of emails that still have content, narrowed by `narrow`. */
+  const idsWithContent = async (afterId: string, limit: number, narrow: (q: ContentScan) => ContentScan): Promise<string[]> => {
+    const q = db
+      .selectFrom('emails')
+      .select('id')
+      .where('id', '>', afterId)
+      .where((eb) => eb.or(EMAIL_BODY_COLUMNS.map((c) => eb(c, 'is not', null))));
+    const rows = await narrow(q).orderBy('id').limit(limit).execute();
+    return rows.map((r) => r.id);
+  };
   return withDialect(db, 'emails', {
     /**
      * Stores accepted emails with their tags, per-recipient deliveries and first events in
@@ -317,17 +329,7 @@ export function createEmailsRepository(db: Db) {
      * their time: this is then a range of acceptance times on the primary key).
      */
     async withContentBetween(afterId: string, beforeId: string, idLength: number, limit: number): Promise<string[]> {
-      const rows = await db
-        .selectFrom('emails')
-        .select('id')
-        .where('id', '>', afterId)
-        .where('id', '<', beforeId)
-        .where(sql<number>`length(id)`, '=', idLength)
-        .where((eb) => eb.or(EMAIL_BODY_COLUMNS.map((c) => eb(c, 'is not', null))))
-        .orderBy('id')
-        .limit(limit)
-        .execute();
-      return rows.map((r) => r.id);
+      return idsWithContent(afterId, limit, (q) => q.where('id', '<', beforeId).where(sql<number>`length(id)`, '=', idLength));
     },
 
     /**
@@ -337,16 +339,7 @@ export function createEmailsRepository(db: Db) {
      * table, done once.
      */
     async withContentOtherIds(afterId: string, idLength: number, limit: number): Promise<string[]> {
-      const rows = await db
-        .selectFrom('emails')
-        .select('id')
-        .where('id', '>', afterId)
-        .where(sql<number>`length(id)`, '<>', idLength)
-        .where((eb) => eb.or(EMAIL_BODY_COLUMNS.map((c) => eb(c, 'is not', null))))
-        .orderBy('id')
-        .limit(limit)
-        .execute();
-      return rows.map((r) => r.id);
+      return idsWithContent(afterId, limit, (q) => q.where(sql<number>`length(id)`, '<>', idLength));
     },
 
     /**
