@@ -113,6 +113,12 @@ test.serial('received mail loses its message, text, HTML and attachments after t
   t.is(before.text?.trim(), 'Hello');
   t.is(before.attachments.length, 1);
   t.is((await w.t0.request('GET', `/v1/receivedEmails/${id}/raw`)).status, 200);
+  await consoleUser(w.t0.app, 'inbox-reader@example.com', w.t0.teamId);
+  const browser = new ConsoleClient(w.t0.baseUrl);
+  await browser.signIn('inbox-reader@example.com');
+  const pageBefore = (await browser.get(`/console/received/${id}`)).text;
+  t.regex(pageBefore, /Download \.eml/);
+  t.notRegex(pageBefore, /no longer kept/);
 
   clock.advance(12 * HOUR);
   await runJob();
@@ -132,6 +138,13 @@ test.serial('received mail loses its message, text, HTML and attachments after t
   t.is(raw.status, 404);
   t.is(raw.body.error.code, 'NOT_FOUND');
   t.regex(raw.body.error.message, /retention\.contentDays/);
+  // The console offers no download that would only answer 404, and says why (a day later: a
+  // new session).
+  await browser.signIn('inbox-reader@example.com');
+  const page = await browser.get(`/console/received/${id}`);
+  t.is(page.status, 200);
+  t.notRegex(page.text, /Download \.eml/);
+  t.regex(page.text, /content is no longer kept/);
 });
 
 test.serial('a bounce report keeps its summary but loses the message it stored (a DSN quotes the whole original)', async (t) => {

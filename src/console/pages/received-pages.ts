@@ -38,15 +38,16 @@ ${table('Received mail', ['Subject', 'From', 'To', 'SPF / DKIM / DMARC', 'Receiv
   });
 
   route(r, 'get', '/received/:id', async (ctx) => {
-    const m = await received.get(scopeOf(ctx), ctx.params.id!);
+    const scope = scopeOf(ctx);
+    const [m, hasRaw] = await Promise.all([received.get(scope, ctx.params.id!), received.hasRaw(scope, ctx.params.id!)]);
     const images = ctx.query.images === '1';
     const base = `/console/received/${seg(m.id)}`;
     renderPage(ctx, d.assets, {
       title: m.subject || '(no subject)',
       nav: 'received',
       crumbs: [['Received mail', '/console/received']],
-      actions: html`<a class="btn secondary" href="${base}/raw.eml" download>Download .eml</a>`,
-      body: html`${section('Message', definitionList([
+      actions: hasRaw ? html`<a class="btn secondary" href="${base}/raw.eml" download>Download .eml</a>` : '',
+      body: html`${hasRaw ? '' : html`<p class="hint">The message's content is no longer kept: received mail keeps its body for a set number of days (<code>retention.contentDays</code>); its addresses, headers and verdicts stay.</p>`}${section('Message', definitionList([
         ['From', m.from ?? '—'],
         ['To', m.to.join(', ') || '—'],
         ['Envelope', html`MAIL FROM ${m.envelope.mailFrom ?? '<>'} · RCPT TO ${m.envelope.rcptTo.join(', ')}`],

@@ -175,6 +175,12 @@ export function createReceivedEmailService(deps: ReceivedEmailServiceDeps) {
       };
     },
 
+    /** Whether the message bytes are still kept (content retention empties them). */
+    async hasRaw(scope: ReceivedScope, id: string): Promise<boolean> {
+      const row = await load(scope, id);
+      return deps.received.hasRaw(row.id);
+    },
+
     /** The stored message bytes (message/rfc822). */
     async raw(scope: ReceivedScope, id: string): Promise<{ id: string; raw: Buffer }> {
       const row = await load(scope, id);

@@ -108,6 +108,11 @@ export function createReceivedEmailsRepository(db: Db) {
       });
     },
 
+    async hasRaw(receivedEmailId: string): Promise<boolean> {
+      const r = await db.selectFrom('received_email_raw').select('received_email_id').where('received_email_id', '=', receivedEmailId).executeTakeFirst();
+      return !!r;
+    },
+
     async raw(receivedEmailId: string): Promise<Buffer | undefined> {
       const r = await db.selectFrom('received_email_raw').select('raw').where('received_email_id', '=', receivedEmailId).executeTakeFirst();
       return r?.raw;
