@@ -285,6 +285,9 @@ export function createDomainService(deps: DomainServiceDeps) {
         errorMessage: status === 'SUCCESS' ? null : status === 'FAILED' ? 'Domain records were not found for 72 hours' : status === 'TEMPORARY_FAILURE' ? 'DNS lookups failed temporarily' : null,
         verificationError: problems.length ? problems.join('; ') : null,
         lastCheckedAt: now.toISOString(),
+        // Also when a DNS failure keeps SUCCESS; unchanged otherwise (name-owners.ts compares it
+        // with other teams' lapses).
+        verifiedAt: status === 'SUCCESS' ? now.toISOString() : undefined,
         unverifiedSince: decided.unverifiedSince,
         updatedAt: now.toISOString(),
       }, inTx, round < 3 ? before.status : undefined), (u) => {
@@ -359,6 +362,7 @@ export function createDomainService(deps: DomainServiceDeps) {
           errorMessage: null,
           verificationError: null,
           lastCheckedAt: null,
+          verifiedAt: null,
           unverifiedSince: now,
           createdAt: now,
           updatedAt: now,

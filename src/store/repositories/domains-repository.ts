@@ -40,6 +40,8 @@ export interface DomainRecord {
   errorMessage: string | null;
   verificationError: string | null;
   lastCheckedAt: string | null;
+  /** When a check last found the domain verified (ISO); null: never, or unknown (verified before this was kept). */
+  verifiedAt: string | null;
   unverifiedSince: string | null;
   createdAt: string;
   updatedAt: string;
@@ -82,6 +84,7 @@ export function fromRow(r: Selectable<DomainsTable>): DomainRecord {
     errorMessage: r.error_message,
     verificationError: r.verification_error,
     lastCheckedAt: r.last_checked_at,
+    verifiedAt: r.verified_at,
     unverifiedSince: r.unverified_since,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
@@ -118,6 +121,7 @@ function toRow(p: DomainPatch): Updateable<DomainsTable> {
     error_message: p.errorMessage,
     verification_error: p.verificationError,
     last_checked_at: p.lastCheckedAt,
+    verified_at: p.verifiedAt,
     unverified_since: p.unverifiedSince,
     updated_at: p.updatedAt,
   };
@@ -202,6 +206,7 @@ export function createDomainsRepository(db: Db) {
           error_message: d.errorMessage,
           verification_error: d.verificationError,
           last_checked_at: d.lastCheckedAt,
+          verified_at: d.verifiedAt,
           unverified_since: d.unverifiedSince,
           created_at: d.createdAt,
           updated_at: d.updatedAt,

@@ -96,6 +96,8 @@ export interface DomainsTable {
   error_message: string | null;
   verification_error: string | null;
   last_checked_at: string | null;
+  /** When a check last found the domain verified (ISO); null: never, or unknown (before this column). */
+  verified_at: string | null;
   unverified_since: string | null;
   created_at: string;
   updated_at: string;
