@@ -52,7 +52,7 @@ export type { Listeners } from './composition/smtp-listeners.js';
 
 export type App = Awaited<ReturnType<typeof createApp>>;
 
-export { copyStoreTo, migrateStore } from './composition/store-opening.js';
+export { backupStoreTo, copyStoreTo, migrateStore } from './composition/store-opening.js';
 export type { CopyProgress, CopyReport } from './store/store-copy.js';
 
 export function createApp(opts: AppOptions) {

@@ -43,4 +43,18 @@ export function registerStore(program: Command): void {
       out(`copied ${report.counts.length} tables, ${rows} rows, into ${report.target}; every table verified.`);
       out(`Next: set store.url (or POSTHORN_DATABASE_URL) to that database and start the server (${cliCommand(cmd, 'serve')}).`);
     });
+  store
+    .command('backup')
+    .description('write a consistent copy of this SQLite installation to a new file; safe while posthorn serve runs')
+    .requiredOption('--to <file>', 'the file to create (never overwritten), for example /var/backups/posthorn-2026-11-27.db')
+    .action(async (opts: { to: string }, cmd: Command) => {
+      const { backupStoreTo } = await loadApp();
+      const report = backupStoreTo(configFrom(cmd), opts.to);
+      const mb = (report.bytes / 1024 / 1024).toFixed(1);
+      process.stdout.write(
+        `backed up to ${report.target}: ${mb} MB, ${report.tables} tables, checked, in ${(report.ms / 1000).toFixed(1)} s` +
+          `${report.latestMigration ? ` (schema ${report.latestMigration})` : ''}\n` +
+          `To restore: stop the server, move posthorn.db and its -wal and -shm files out of the data directory, copy this file there as posthorn.db, start the server.\n`,
+      );
+    });
 }

@@ -3,12 +3,13 @@ import type { Config } from '../config/defaults.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { isPostgresUrl, openAppStore, type AppStore, type StoreSettings } from '../store/open-store.js';
 import { copySqliteToPostgres, type CopyProgress, type CopyReport } from '../store/store-copy.js';
+import { backupSqlite, BackupRefused, type BackupReport } from '../store/store-backup.js';
 import { databaseUrlTarget, PgStoreUnsupportedError } from '../store/pg/pg-url.js';
 import { migrateToLatest } from '../store/migrate.js';
 import { checkDataDir } from './data-dir-check.js';
 
-// Opening the store a configuration names (the composition root's first step), and the two
-// commands that need the store alone: migrate and store copy.
+// Opening the store a configuration names (the composition root's first step), and the
+// commands that need the store alone: migrate, store copy and store backup.
 
 /** The store file of a configuration. */
 const storeFile = (config: Config) => join(resolve(config.dataDir), 'posthorn.db');
@@ -64,3 +65,11 @@ export async function copyStoreTo(config: Config, targetUrl: string, onProgress?
   return copySqliteToPostgres({ sqliteFile: storeFile(config), targetUrl, onProgress });
 }
 
+
+/** `posthorn store backup --to <file>`: an online copy of this configuration's SQLite store (store/store-backup.ts). */
+export function backupStoreTo(config: Config, target: string): BackupReport {
+  if (config.store.url) {
+    throw new BackupRefused(`the configured store is PostgreSQL (store.url, ${databaseUrlTarget(config.store.url)}): back it up with PostgreSQL's own tools (pg_dump, or base backups with WAL archiving); store backup copies a SQLite installation`);
+  }
+  return backupSqlite({ sqliteFile: storeFile(config), target });
+}

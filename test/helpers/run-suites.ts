@@ -26,7 +26,7 @@ const SQLITE_ONLY = [
   /^(lib|render|config|lint|helpers|core)\//,
   /^analytics\/analytics-batch\./,
   /^smtp\/(mime|outbound)\//,
-  /^store\/(wal-checkpointer|scope-precedence)\./,
+  /^store\/(wal-checkpointer|scope-precedence|store-backup)\./,
   /^proof\/(faults-disk|faults-disk-campaign|crash-sigkill|webhook-outbox-kill|fuzz-smtp)\./,
   /^emails\/(crash-kill|retry-schedule|bounce-sub-type)\./,
   /^cli\/(first-hour-cli|npm-start|systemd-unit|data-dir|start-failure)\./,
