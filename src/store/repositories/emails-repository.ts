@@ -1,6 +1,7 @@
 import { sql, type Selectable, type SelectQueryBuilder, type Transaction } from 'kysely';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
+import { storedBytes, withinBytes, type ChunkLimit } from './content-chunks.js';
 import { transact, withDialect } from '../store-context.js';
 import type { Database, DeliveriesTable, EmailsTable } from '../tables/database.js';
 
@@ -112,19 +113,19 @@ async function refuseIfClaimedMeanwhile(trx: Executor, emailId: string): Promise
   if (leased) throw new ClaimedMeanwhile();
 }
 
-type ContentScan = SelectQueryBuilder<Database, 'emails', { id: string }>;
+type ContentScan = SelectQueryBuilder<Database, 'emails', { id: string; bytes: number }>;
 
 export function createEmailsRepository(db: Db) {
   const sync = groupCommitOf(db);
-  /** Content retention's scans: ids after `afterId`, in order, of emails that still have content, narrowed by `narrow`. */
-  const idsWithContent = async (afterId: string, limit: number, narrow: (q: ContentScan) => ContentScan): Promise<string[]> => {
+  /** Content retention's scans: ids after `afterId`, in order, of emails that still have content, narrowed by `narrow`, within `limit`. */
+  const idsWithContent = async (afterId: string, limit: ChunkLimit, narrow: (q: ContentScan) => ContentScan): Promise<string[]> => {
     const q = db
       .selectFrom('emails')
-      .select('id')
+      .select(['id', storedBytes(...EMAIL_BODY_COLUMNS).as('bytes')])
       .where('id', '>', afterId)
       .where((eb) => eb.or(EMAIL_BODY_COLUMNS.map((c) => eb(c, 'is not', null))));
-    const rows = await narrow(q).orderBy('id').limit(limit).execute();
-    return rows.map((r) => r.id);
+    const rows = await narrow(q).orderBy('id').limit(limit.rows).execute();
+    return withinBytes(rows, limit.bytes).map((r) => r.id);
   };
   return withDialect(db, 'emails', {
     /**
@@ -324,21 +325,21 @@ export function createEmailsRepository(db: Db) {
     },
 
     /**
-     * Content retention: up to `limit` ids, in order, after `afterId` and before `beforeId`, of
+     * Content retention: the ids `limit` allows, in order, after `afterId` and before `beforeId`, of
      * emails that still have content and whose ids are `idLength` long (those that begin with
      * their time: this is then a range of acceptance times on the primary key).
      */
-    async withContentBetween(afterId: string, beforeId: string, idLength: number, limit: number): Promise<string[]> {
+    async withContentBetween(afterId: string, beforeId: string, idLength: number, limit: ChunkLimit): Promise<string[]> {
       return idsWithContent(afterId, limit, (q) => q.where('id', '<', beforeId).where(sql<number>`length(id)`, '=', idLength));
     },
 
     /**
-     * Content retention: up to `limit` ids, in order, after `afterId`, of emails that still have
+     * Content retention: the ids `limit` allows, in order, after `afterId`, of emails that still have
      * content and whose ids are not `idLength` long (random ids, from before ids began with
      * their time: their place in key order says nothing of their age). A scan of the whole
      * table, done once.
      */
-    async withContentOtherIds(afterId: string, idLength: number, limit: number): Promise<string[]> {
+    async withContentOtherIds(afterId: string, idLength: number, limit: ChunkLimit): Promise<string[]> {
       return idsWithContent(afterId, limit, (q) => q.where(sql<number>`length(id)`, '<>', idLength));
     },
 

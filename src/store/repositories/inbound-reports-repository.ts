@@ -1,6 +1,7 @@
 import type { Insertable } from 'kysely';
 import type { Db } from '../db.js';
 import { transact } from '../store-context.js';
+import { storedBytes, withinBytes, type ChunkLimit } from './content-chunks.js';
 import type { InboundReportsTable } from '../tables/database.js';
 import { applyReportToDelivery, type ReportDeliveryUpdate, type StatusEventWrite } from './deliveries-repository.js';
 import { insertEventAndBump } from './emails-repository.js';
@@ -54,14 +55,11 @@ export function createInboundReportsRepository(db: Db) {
      * reports after `afterId`, in id order, while they were stored before `beforeIso`; the
      * summary stays. `lastId` is the last one emptied (null: none left to empty).
      */
-    async emptyRawBefore(afterId: number, beforeIso: string, limit: number): Promise<{ lastId: number | null; emptied: number }> {
-      const rows = await db.selectFrom('inbound_reports').select(['id', 'created_at']).where('id', '>', afterId).orderBy('id').limit(limit).execute();
-      const old: number[] = [];
+    async emptyRawBefore(afterId: number, beforeIso: string, limit: ChunkLimit): Promise<{ lastId: number | null; emptied: number }> {
+      const rows = await db.selectFrom('inbound_reports').select(['id', 'created_at', storedBytes('raw').as('bytes')]).where('id', '>', afterId).orderBy('id').limit(limit.rows).execute();
       // Ids follow the time they were stored: the first young one ends what is old.
-      for (const r of rows) {
-        if (r.created_at >= beforeIso) break;
-        old.push(Number(r.id));
-      }
+      const young = rows.findIndex((r) => r.created_at >= beforeIso);
+      const old = withinBytes(young < 0 ? rows : rows.slice(0, young), limit.bytes).map((r) => Number(r.id));
       if (!old.length) return { lastId: null, emptied: 0 };
       await db.updateTable('inbound_reports').set({ raw: Buffer.alloc(0) }).where('id', 'in', old).execute();
       return { lastId: old[old.length - 1]!, emptied: old.length };

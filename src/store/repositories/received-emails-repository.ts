@@ -1,6 +1,7 @@
 import type { Insertable, Selectable } from 'kysely';
 import type { Db } from '../db.js';
 import { transact } from '../store-context.js';
+import { storedBytes, withinBytes, type ChunkLimit } from './content-chunks.js';
 import type { ReceivedAttachmentsTable, ReceivedEmailsTable } from '../tables/database.js';
 
 export type ReceivedEmailRow = Selectable<ReceivedEmailsTable>;
@@ -85,21 +86,21 @@ export function createReceivedEmailsRepository(db: Db) {
     },
 
     /**
-     * Content retention: up to `limit` received emails stored before `beforeIso` lose their raw
+     * Content retention: the received emails stored before `beforeIso` that `limit` allows (by
+     * the size of their message: the text, HTML and attachments come from it) lose their raw
      * message, text, HTML and attachments. The raw row marks content still kept, so each chunk
      * reads only what is left to empty. Returns how many were emptied (0: none left).
      */
-    async purgeContent(beforeIso: string, limit: number): Promise<number> {
+    async purgeContent(beforeIso: string, limit: ChunkLimit): Promise<number> {
       return transact(db, async (trx) => {
-        const ids = (
-          await trx
-            .selectFrom('received_email_raw as r')
-            .innerJoin('received_emails as e', 'e.id', 'r.received_email_id')
-            .select('e.id')
-            .where('e.created_at', '<', beforeIso)
-            .limit(limit)
-            .execute()
-        ).map((r) => r.id);
+        const rows = await trx
+          .selectFrom('received_email_raw as r')
+          .innerJoin('received_emails as e', 'e.id', 'r.received_email_id')
+          .select(['e.id', storedBytes('r.raw').as('bytes')])
+          .where('e.created_at', '<', beforeIso)
+          .limit(limit.rows)
+          .execute();
+        const ids = withinBytes(rows, limit.bytes).map((r) => r.id);
         if (!ids.length) return 0;
         await trx.deleteFrom('received_attachments').where('received_email_id', 'in', ids).execute();
         await trx.updateTable('received_emails').set({ text_body: null, html_body: null }).where('id', 'in', ids).execute();

@@ -1,4 +1,5 @@
 import type { Db } from '../db.js';
+import { storedBytes, withinBytes, type ChunkLimit } from './content-chunks.js';
 
 /** Content retention's emails that were past the age but had to keep their content (core/retention). */
 export function createRetentionRepository(db: Db) {
@@ -11,10 +12,17 @@ export function createRetentionRepository(db: Db) {
         .onConflict((oc) => oc.column('email_id').doNothing())
         .execute();
     },
-    /** Up to `limit` kept ids after `afterId`, in order. */
-    async keptAfter(afterId: string, limit: number): Promise<string[]> {
-      const rows = await db.selectFrom('retention_kept').select('email_id').where('email_id', '>', afterId).orderBy('email_id').limit(limit).execute();
-      return rows.map((r) => r.email_id);
+    /** The kept ids after `afterId` that `limit` allows (by their emails' content), in order. */
+    async keptAfter(afterId: string, limit: ChunkLimit): Promise<string[]> {
+      const rows = await db
+        .selectFrom('retention_kept as k')
+        .leftJoin('emails as e', 'e.id', 'k.email_id')
+        .select(['k.email_id', storedBytes('e.text_body', 'e.html_body', 'e.attachments_json').as('bytes')])
+        .where('k.email_id', '>', afterId)
+        .orderBy('k.email_id')
+        .limit(limit.rows)
+        .execute();
+      return withinBytes(rows, limit.bytes).map((r) => r.email_id);
     },
     async forget(emailIds: string[]): Promise<void> {
       if (!emailIds.length) return;

@@ -1,6 +1,7 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Db } from '../db.js';
 import type { SandboxMessagesTable } from '../tables/database.js';
+import { storedBytes, withinBytes, type ChunkLimit } from './content-chunks.js';
 
 export type SandboxMessageRow = Selectable<SandboxMessagesTable>;
 
@@ -37,10 +38,17 @@ export function createSandboxMessagesRepository(db: Db) {
       return db.selectFrom('sandbox_messages').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
     },
 
-    /** Content retention: deletes up to `limit` captures made before `beforeIso`; returns how many. */
-    async purgeBefore(beforeIso: string, limit: number): Promise<number> {
+    /** Content retention: deletes the captures made before `beforeIso` that `limit` allows; returns how many. */
+    async purgeBefore(beforeIso: string, limit: ChunkLimit): Promise<number> {
       return db.transaction().execute(async (trx) => {
-        const ids = (await trx.selectFrom('sandbox_messages').select('id').where('created_at', '<', beforeIso).limit(limit).execute()).map((r) => r.id);
+        const rows = await trx
+          .selectFrom('sandbox_messages as m')
+          .leftJoin('sandbox_message_raw as r', 'r.sandbox_message_id', 'm.id')
+          .select(['m.id', storedBytes('r.raw').as('bytes')])
+          .where('m.created_at', '<', beforeIso)
+          .limit(limit.rows)
+          .execute();
+        const ids = withinBytes(rows, limit.bytes).map((r) => r.id);
         if (!ids.length) return 0;
         await trx.deleteFrom('sandbox_message_raw').where('sandbox_message_id', 'in', ids).execute();
         await trx.deleteFrom('sandbox_messages').where('id', 'in', ids).execute();
