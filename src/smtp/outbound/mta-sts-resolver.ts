@@ -7,7 +7,9 @@
  *   per TTL, not one per message.
  * - The policy itself, fetched over HTTPS (https-client.ts) when the TXT id differs from the
  *   cached policy's, or the cached one expired; cached for max_age in memory and in the store
- *   (a restart keeps it).
+ *   (a restart keeps it). A policy fetched more than a day ago is fetched again in the background
+ *   while the cached one answers (§3.3: "SHOULD proactively refresh"), so its max_age starts
+ *   again and one failed fetch at its expiry cannot drop it.
  * - A failed fetch keeps the last good policy while it is valid (§5.1: "MUST continue to use
  *   the previously cached policy"), is reported, and is not tried again for a few minutes.
  * - Without a usable TXT record a cached policy still in force is used (§5.1), else none.
@@ -24,6 +26,7 @@ import { TtlCache } from './ttl-cache.js';
 export interface ActiveStsPolicy extends StsPolicy {
   /** The TXT id the policy was fetched under. */
   id: string;
+  fetchedAtMs: number;
   expiresAtMs: number;
 }
 
@@ -64,6 +67,8 @@ const TEMPORARY_FAILURE_TTL_SECONDS = 60;
 const MAX_TXT_TTL_SECONDS = 24 * 3600;
 /** A failed fetch is not tried again before this (per domain and TXT id). */
 const FETCH_RETRY_MS = 5 * 60_000;
+/** §3.3: "a suggested refresh frequency is once per day". */
+const PROACTIVE_REFRESH_MS = 24 * 3_600_000;
 const MS_PER_SECOND = 1000;
 const STS_REFUSAL = { what: 'MTA-STS policy hosts', allowedBy: 'outbound.mtaSts.allowPrivate' };
 
@@ -94,7 +99,7 @@ export function createMtaStsResolver(opts: MtaStsResolverOptions): MtaStsResolve
 
   function fromStored(p: StoredStsPolicy): ActiveStsPolicy | null {
     try {
-      return { ...parseStsPolicy(p.body), id: p.policyId, expiresAtMs: p.expiresAtMs };
+      return { ...parseStsPolicy(p.body), id: p.policyId, fetchedAtMs: p.fetchedAtMs, expiresAtMs: p.expiresAtMs };
     } catch {
       return null; // stored by an older parser that was laxer: as good as none
     }
@@ -145,7 +150,7 @@ export function createMtaStsResolver(opts: MtaStsResolverOptions): MtaStsResolve
       return { ...(cached ? { policy: cached } : {}), problem: fetched };
     }
     const nowMs = opts.clock.nowMs();
-    const policy: ActiveStsPolicy = { ...fetched, id, expiresAtMs: nowMs + fetched.maxAgeSeconds * MS_PER_SECOND };
+    const policy: ActiveStsPolicy = { ...fetched, id, fetchedAtMs: nowMs, expiresAtMs: nowMs + fetched.maxAgeSeconds * MS_PER_SECOND };
     try {
       await opts.store.put({ domain, policyId: id, body: fetched.lines.join('\r\n') + '\r\n', fetchedAtMs: nowMs, expiresAtMs: policy.expiresAtMs });
     } catch (err) {
@@ -156,19 +161,30 @@ export function createMtaStsResolver(opts: MtaStsResolverOptions): MtaStsResolve
     return { policy };
   }
 
+  /** One fetch at a time per domain: lookups meanwhile share it. */
+  function start(domain: string, id: string, cached: ActiveStsPolicy | null): Promise<StsLookup> {
+    let pending = fetching.get(domain);
+    if (!pending) {
+      pending = refresh(domain, id, cached).finally(() => fetching.delete(domain));
+      fetching.set(domain, pending);
+    }
+    return pending;
+  }
+
   return {
     async lookup(rawDomain: string): Promise<StsLookup> {
       const domain = rawDomain.toLowerCase().replace(/\.$/, '');
       const txt = await txtOf(domain);
       const cached = await cachedPolicy(domain);
       if (txt === 'none' || txt === 'temporary') return cached ? { policy: cached } : {};
-      if (cached && cached.id === txt.id) return { policy: cached };
-      let pending = fetching.get(domain);
-      if (!pending) {
-        pending = refresh(domain, txt.id, cached).finally(() => fetching.delete(domain));
-        fetching.set(domain, pending);
+      if (cached && cached.id === txt.id) {
+        if (opts.clock.nowMs() - cached.fetchedAtMs >= PROACTIVE_REFRESH_MS) {
+          // Nobody waits for it: a failure keeps the cached policy (refresh() says so).
+          start(domain, txt.id, cached).catch((err: unknown) => log.warn({ domain, err }, 'refreshing an MTA-STS policy failed'));
+        }
+        return { policy: cached };
       }
-      return pending;
+      return start(domain, txt.id, cached);
     },
   };
 }

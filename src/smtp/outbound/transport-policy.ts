@@ -3,7 +3,8 @@
  * delivery attempt from the domain's published policies and the sending domain's own:
  *
  *   DANE (RFC 7672)     an MX host with DNSSEC-validated TLSA records: TLS is mandatory and the
- *                       chain must match a record. DANE wins over MTA-STS for that host.
+ *                       chain must match a record. DANE wins over MTA-STS for that host, unless
+ *                       none of its records is usable (then MTA-STS enforce applies).
  *   MTA-STS (RFC 8461)  enforce: only MX hosts matching an `mx:` pattern, over TLS with a
  *                       certificate valid for the MX name (PKIX); never plaintext.
  *                       testing: delivered as usual; what enforce would have refused is reported.
@@ -172,7 +173,12 @@ export function createTransportPolicy(opts: TransportPolicyOptions): TransportPo
             const policy: TlsPolicyRef = { type: 'tlsa', domain, strings: [], mxHosts: [host.host] };
             return refusedHost(host, policy, 'dnssec-invalid', 'tlsa-lookup-failed', `DANE: ${dane.detail}`, sending);
           }
-          if (dane.kind === 'tlsa') return withUnusableTlsa(daneHost(domain, host, dane, sending), dane);
+          if (dane.kind === 'tlsa') {
+            // No usable record authenticates nothing, so there is no DANE validation for MTA-STS to
+            // override (RFC 8461 §2): an enforce policy still holds (TLS is mandatory either way).
+            if (!dane.usable.length && active?.mode === 'enforce') return stsHost(host, sts, stsPolicy!, sending);
+            return withUnusableTlsa(daneHost(domain, host, dane, sending), dane);
+          }
           if (active) return stsHost(host, sts, stsPolicy!, sending);
           if (sts.problem) {
             // No policy to apply, only a discovery failure to report (§5.1: deliver as without MTA-STS).

@@ -17,15 +17,17 @@ let wrongName: Mx;
 let other: Mx;
 let hole: Mx;
 let insecure: Mx;
+let unusable: Mx;
 
 test.before(async () => {
-  w = await startTlsWorld({ clock, policyDomains: ['dane-sts.test'] });
+  w = await startTlsWorld({ clock, policyDomains: ['dane-sts.test', 'unusable-sts.test'] });
   selfSigned = await w.addMx('mx-self.dane.test', 'self-signed');
   good = await w.addMx('mx-good.dane.test', 'good');
   wrongName = await w.addMx('mx-wrong.dane.test', 'wrong-name');
   other = await w.addMx('mx-other.dane.test', 'self-signed');
   hole = await w.addMx('mx-hole.dane.test', 'good');
   insecure = await w.addMx('mx-insecure.dane.test', 'self-signed');
+  unusable = await w.addMx('mx-unusable.dane.test', 'self-signed');
   // The MX hosts' zone and the recipient domains below are signed.
   w.zone.sign('dane.test');
   w.zone.sign('rcpt.test');
@@ -129,6 +131,25 @@ test.serial('DANE wins over MTA-STS for a host with TLSA records', async (t) => 
   const e = await lastEvent(id);
   t.is(e.status, 'DELIVERED');
   t.like(e.data.tls, { policy: 'tlsa', result: 'success' });
+});
+
+test.serial('TLSA records none of which is usable authenticate nothing: an MTA-STS enforce policy still applies to the host', async (t) => {
+  // Only PKIX-EE(1), which RFC 7672 3.1.3 rules out for SMTP: DANE cannot fail or pass, so the
+  // domain's enforce policy (which does not list this MX, whose certificate is self-signed) decides.
+  w.zone.sign('unusable-sts.test');
+  w.setMx('unusable-sts.test', [unusable.host]);
+  w.zone.set(`_25._tcp.${unusable.host}`, 'TLSA', [tlsa(1, 1, 1, unusable.leafPem)]);
+  w.publishSts('unusable-sts.test', 'enforce', ['mx.elsewhere.test'], '1');
+  const id = await send('u@unusable-sts.test');
+  const e = await lastEvent(id);
+  t.is(e.status, 'DELIVERY_DELAYED');
+  t.like(e.data.tls, { policy: 'sts', mode: 'enforce', result: 'validation-failure', mxHost: unusable.host });
+  t.is(unusable.mailFroms(), 0);
+  // Without an MTA-STS policy the same records mean TLS without authentication (tlsa-invalid).
+  w.setMx('unusable.rcpt.test', [unusable.host]);
+  const plain = await lastEvent(await send('v@unusable.rcpt.test'));
+  t.is(plain.status, 'DELIVERED');
+  t.like(plain.data.tls, { policy: 'tlsa', mode: 'enforce', result: 'tlsa-invalid' });
 });
 
 test.serial("the sending domain's ENFORCED still applies on top of DANE", async (t) => {

@@ -13,8 +13,9 @@ import { createMtaStsResolver } from '../../../src/smtp/outbound/mta-sts-resolve
 import { startDnsZone, type DnsZone } from '../../helpers/dns-zone.js';
 import { startPolicyServer, stsPolicyText, type PolicyServer } from '../../helpers/policy-server.js';
 import { createTestCa, selfSignedLeaf, type TestCa } from '../../helpers/test-ca.js';
+import { until } from '../../helpers/until.js';
 
-const DOMAINS = ['a.test', 'b.test', 'c.test', 'd.test', 'e.test', 'f.test', 'g.test', 'h.test', 'i.test'];
+const DOMAINS = ['a.test', 'b.test', 'c.test', 'd.test', 'e.test', 'f.test', 'g.test', 'h.test', 'i.test', 'j.test'];
 let zone: DnsZone;
 let ca: TestCa;
 let server: PolicyServer;
@@ -115,6 +116,27 @@ test.serial('a failed fetch keeps the last good policy, reports the failure, and
   const expired = await fresh.sts.lookup('b.test');
   t.is(expired.policy, undefined);
   t.is(expired.problem?.result, 'sts-policy-fetch-error');
+});
+
+test.serial('a policy fetched a day ago is fetched again before it expires, so a failing fetch at its expiry does not drop it (RFC 8461 §3.3)', async (t) => {
+  const DAY = 86_400_000;
+  zone.set('_mta-sts.j.test', 'TXT', ['v=STSv1; id=1;'], 60);
+  server.setPolicy('j.test', stsPolicyText('enforce', ['mx.j.test'], 3 * 86_400));
+  const { sts, clock, store } = resolverFor();
+  await sts.lookup('j.test');
+  t.is(fetchesOf('j.test'), 1);
+  clock.advance(DAY + 1000);
+  // The cached policy answers at once; the refresh goes on behind it.
+  t.like((await sts.lookup('j.test')).policy, { mode: 'enforce', id: '1' });
+  await until(() => store.get('j.test')?.fetchedAtMs === clock.nowMs());
+  t.is(fetchesOf('j.test'), 2);
+  t.is(store.get('j.test')?.expiresAtMs, clock.nowMs() + 3 * DAY, 'max_age counts from the refresh');
+  // Past the first fetch's expiry the policy host fails: the refreshed policy is still in force.
+  server.setPolicy('j.test', { status: 500, body: 'down' });
+  clock.advance(2 * DAY);
+  const later = await sts.lookup('j.test');
+  t.like(later.policy, { mode: 'enforce', id: '1' });
+  t.is(later.problem, undefined);
 });
 
 test.serial('redirects are not followed, the media type must be text/plain, the syntax must be right', async (t) => {
