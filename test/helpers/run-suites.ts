@@ -23,7 +23,7 @@ const POSTGRES_ONLY = [/^cluster\//, /^proof\/cluster-sigkill\./, /^webhooks\/we
  * (its pages read through the same services the API tests cover on both stores).
  */
 const SQLITE_ONLY = [
-  /^(lib|render|config|lint|helpers|core)\//,
+  /^(lib|render|config|lint|helpers|core|docs)\//,
   /^analytics\/analytics-batch\./,
   /^smtp\/(mime|outbound)\//,
   /^store\/(wal-checkpointer|scope-precedence|store-backup)\./,
