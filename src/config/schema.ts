@@ -383,7 +383,7 @@ export const configSchema = z
           'Deliver everything through an upstream SMTP server instead of MX lookups.',
         ),
         sources: tables(sourceSchema, {
-          doc: 'Egress sources (docs/outbound.md, "Egress sources"): a local address to send from and its EHLO name, optionally warming up. None: one source, "default", on the host\'s default address with hostname.',
+          doc: 'Egress sources (docs/outbound.md, "Egress sources and pools"): a local address to send from and its EHLO name, optionally warming up. None: one source, "default", on the host\'s default address with hostname.',
           example: ['[[outbound.sources]]', 'name = "ip1"', 'localAddress = "192.0.2.10"', 'ehloName = "mta1.example.com"', 'warmup = { start = "2026-12-01", schedule = "standard" }'],
         }),
         pools: tables(poolSchema, {

@@ -1,7 +1,7 @@
 import { compileWarmup, type Warmup, type WarmupSpec } from './warmup-schedule.js';
 
 /*
- * Egress sources and pools (docs/outbound.md, "Egress sources"): a source is a local address
+ * Egress sources and pools (docs/outbound.md, "Egress sources and pools"): a source is a local address
  * to bind outbound connections to and the EHLO name it greets with; a pool is a weighted set of
  * sources. A team, or one of its domains, sends through a pool; everyone else through the
  * default pool.
