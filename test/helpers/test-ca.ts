@@ -21,17 +21,19 @@ export interface LeafOptions {
   /** Validity, default from an hour ago for ten years; an expired one ends in the past. */
   notBefore?: Date;
   notAfter?: Date;
+  /** false: the names only in the subject's CN (which RFC 8461 §4.2 does not accept), no SAN at all. */
+  san?: boolean;
 }
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 
-function leafExtensions(hostnames: string[], ips: string[]) {
+function leafExtensions(hostnames: string[], ips: string[], san = true) {
   return [
     { name: 'basicConstraints' as const, cA: false, critical: true },
     { name: 'keyUsage' as const, digitalSignature: true, keyEncipherment: true, critical: true },
     { name: 'extKeyUsage' as const, serverAuth: true },
-    { name: 'subjectAltName' as const, altNames: [...hostnames.map((value) => ({ type: 2 as const, value })), ...ips.map((ip) => ({ type: 7 as const, ip }))] },
+    ...(san ? [{ name: 'subjectAltName' as const, altNames: [...hostnames.map((value) => ({ type: 2 as const, value })), ...ips.map((ip) => ({ type: 7 as const, ip }))] }] : []),
   ];
 }
 
@@ -58,7 +60,7 @@ export async function createTestCa(name = 'Posthorn Test CA'): Promise<TestCa> {
         algorithm: 'sha256',
         notBeforeDate: opts.notBefore ?? new Date(Date.now() - HOUR_MS),
         notAfterDate: opts.notAfter ?? new Date(Date.now() + 3650 * DAY_MS),
-        extensions: leafExtensions(opts.hostnames, opts.ips ?? ['127.0.0.1']),
+        extensions: leafExtensions(opts.hostnames, opts.ips ?? ['127.0.0.1'], opts.san),
         ca: { key: ca.private, cert: ca.cert },
       });
       return { key: leaf.private, cert: `${leaf.cert.trim()}\n${ca.cert.trim()}\n`, leafPem: leaf.cert };

@@ -16,7 +16,7 @@ import { startSmtpSink, type SinkBehaviour, type SmtpSink } from './smtp-sink.js
 import { createTestCa, selfSignedLeaf, type TestCa } from './test-ca.js';
 import { startTestApp, type TestApp } from './test-app.js';
 
-export type CertKind = 'good' | 'wrong-name' | 'expired' | 'self-signed';
+export type CertKind = 'good' | 'wrong-name' | 'expired' | 'self-signed' | 'cn-only';
 
 export interface Mx {
   host: string;
@@ -71,7 +71,9 @@ export async function startTlsWorld(opts: { clock?: Clock; policyDomains: string
           ? await ca.issue({ hostnames: [`not-${host}`], ips: [address] })
           : kind === 'expired'
             ? await ca.issue({ hostnames: [host], ips: [address], notBefore: new Date(now - 30 * 86_400_000), notAfter: new Date(now - 86_400_000) })
-            : await selfSignedLeaf([host]);
+            : kind === 'cn-only'
+              ? await ca.issue({ hostnames: [host], san: false })
+              : await selfSignedLeaf([host]);
     let mailFroms = 0;
     const sink = await startSmtpSink({
       ...(behaviour ?? {}),

@@ -42,6 +42,8 @@ const MIN_TLS_VERSION = 'TLSv1.2';
 
 /** Node's authorizationError when the chain verified but the certificate does not name the host. */
 const NAME_MISMATCH = 'ERR_TLS_CERT_ALTNAME_INVALID';
+/** A chain that verified, for a name found only in the subject's CN: invalid for every name. */
+const NO_ALTNAME = 'ERR_TLS_CERT_ALTNAME_MISSING';
 const CERTIFICATE_ERROR = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|HOSTNAME|ALTNAME/i;
 const TLS_ERROR = /TLS|SSL|handshake|CERT|SELF_SIGNED|UNABLE_TO_VERIFY/i;
 
@@ -302,7 +304,7 @@ function observe(conn: SMTPConnection, route: Route, address: string, plan: TlsP
     return { ...base, secure: false, tlsFailure: plan === 'plain' ? 'handshake-failed' : 'not-offered' };
   }
   let chain: X509Certificate[] | undefined;
-  const pkixError = socket.authorized ? null : String(socket.authorizationError ?? 'UNKNOWN');
+  const pkixError = socket.authorized ? (hasDnsAltName(socket) ? null : NO_ALTNAME) : String(socket.authorizationError ?? 'UNKNOWN');
   const observation: TlsObservation = { ...base, secure: true, pkixError, peerChain: () => (chain ??= peerChainOf(socket)) };
   // Judged when the session is offered for reuse (socket alive), kept for the result's verdict.
   const otherHosts = new Map<string, TlsObservation>();
@@ -316,6 +318,14 @@ function observe(conn: SMTPConnection, route: Route, address: string, plan: TlsP
     return seen;
   };
   return observation;
+}
+
+/**
+ * RFC 8461 §4.2 (and RFC 6125): the name must be a DNS-ID in the subject alternative names.
+ * Node accepts a name in the subject's CN when the certificate has no SAN at all.
+ */
+function hasDnsAltName(socket: tls.TLSSocket): boolean {
+  return /(^|, )DNS:/.test(socket.getPeerCertificate().subjectaltname ?? '');
 }
 
 /** Node's PKIX verdict of a session for another name than the one it was opened for. */

@@ -10,11 +10,12 @@ import { ManualClock } from '../../../src/lib/clock.js';
 import { startTlsWorld, tlsSend, type Mx, type TlsWorld } from '../../helpers/tls-world.js';
 
 const clock = new ManualClock(Date.UTC(2026, 10, 20, 8, 0, 0));
-const DOMAINS = ['good.test', 'unlisted.test', 'wrongname.test', 'expired.test', 'selfsigned.test', 'plain.test', 'testing.test', 'cached.test', 'quiet.test', 'enforced-own.test', 'reuse-a.test', 'reuse-b.test'];
+const DOMAINS = ['good.test', 'unlisted.test', 'wrongname.test', 'cnonly.test', 'expired.test', 'selfsigned.test', 'plain.test', 'testing.test', 'cached.test', 'quiet.test', 'enforced-own.test', 'reuse-a.test', 'reuse-b.test'];
 let w: TlsWorld;
 let good: Mx;
 let unlisted: Mx;
 let wrongName: Mx;
+let cnOnly: Mx;
 let expired: Mx;
 let selfSigned: Mx;
 let plain: Mx;
@@ -24,6 +25,8 @@ test.before(async () => {
   good = await w.addMx('mx.good.tls.test', 'good');
   unlisted = await w.addMx('mx.unlisted.tls.test', 'good');
   wrongName = await w.addMx('mx.wrongname.tls.test', 'wrong-name');
+  // Its name only in the subject's CN: RFC 8461 §4.2 wants a SAN DNS-ID; Node's own check would accept the CN.
+  cnOnly = await w.addMx('mx.cnonly.tls.test', 'cn-only');
   expired = await w.addMx('mx.expired.tls.test', 'expired');
   selfSigned = await w.addMx('mx.selfsigned.tls.test', 'self-signed');
   plain = await w.addMx('mx.plain.tls.test', 'good', { starttls: false });
@@ -73,6 +76,7 @@ test.serial('enforce, an MX the policy does not list: never connected to, deferr
 test.serial('enforce, certificates that do not validate for the MX: no MAIL FROM, nothing in plaintext, each failure named', async (t) => {
   const cases: [Mx, string, string][] = [
     [wrongName, 'wrongname.test', 'certificate-host-mismatch'],
+    [cnOnly, 'cnonly.test', 'certificate-host-mismatch'],
     [expired, 'expired.test', 'certificate-expired'],
     [selfSigned, 'selfsigned.test', 'certificate-not-trusted'],
     [plain, 'plain.test', 'starttls-not-supported'],
