@@ -90,6 +90,11 @@ ${table(
   });
 
   type EmailDetail = Awaited<ReturnType<typeof emails.get>>;
+  /** The email's own tracking choice, where it made one (else the domain's switches applied). */
+  const trackingText = (e: EmailDetail): string =>
+    e.openTracking === false && e.clickTracking === false
+      ? 'off for this email'
+      : [['opens', e.openTracking], ['clicks', e.clickTracking]].map(([what, v]) => `${what} ${v === null ? "as the domain's setting" : v ? 'on' : 'off'}`).join(', ') + ' for this email';
   async function detail(ctx: ConsoleContext, e: EmailDetail): Promise<SafeHtml> {
     const recipients = await deliveries.recipientsOf(ctx.state.console.user.teamId, e.id);
     const live = !SETTLED.has(e.latestStatus) || recipients.some((x) => x.state === 'queued');
@@ -103,6 +108,7 @@ ${section('Status', definitionList([
   ...(e.bcc ? ([['Bcc', list(e.bcc).join(', ')]] as [string, string][]) : []),
   ['Created', time(e.createdAt)],
   ...(e.scheduledAt ? ([['Scheduled for', time(e.scheduledAt)]] as [string, SafeHtml][]) : []),
+  ...(e.openTracking !== null || e.clickTracking !== null ? ([['Tracking', trackingText(e)]] as [string, string][]) : []),
   ['Tags', e.tags.length ? e.tags.join(', ') : html`<span class="muted">none</span>`],
   ['Id', html`<code>${e.id}</code>`],
 ]))}
