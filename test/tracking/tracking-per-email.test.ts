@@ -7,6 +7,7 @@ import type SMTPTransport from 'nodemailer/lib/smtp-transport';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
 import type { SinkMessage } from '../helpers/smtp-sink.js';
+import { ConsoleClient, consoleUser } from '../console/helpers/console-client.js';
 
 // Open and click tracking per email and per campaign: `openTracking` / `clickTracking` on a
 // send (API, batch, campaign, SMTP submission header) override the domain's switches for that
@@ -237,4 +238,17 @@ test.serial('SMTP submission: X-Posthorn-Tracking: off sends untracked and is no
   } finally {
     tx.close();
   }
+});
+
+test.serial("the console's email page says when the email chose its own tracking", async (t) => {
+  await consoleUser(w.t0.app, 'op@sender.dev', w.t0.teamId);
+  const c = new ConsoleClient(w.t0.baseUrl);
+  await c.signIn('op@sender.dev');
+  const off = await send({ subject: 'console-off', openTracking: false, clickTracking: false });
+  const clicksOff = await send({ subject: 'console-clicks', clickTracking: false });
+  const plain = await send({ subject: 'console-plain' });
+  await w.settle();
+  t.regex((await c.get(`/console/emails/${off}`)).text, /Tracking<\/dt>\s*<dd>off for this email</);
+  t.regex((await c.get(`/console/emails/${clicksOff}`)).text, /Tracking<\/dt>\s*<dd>clicks off for this email</);
+  t.notRegex((await c.get(`/console/emails/${plain}`)).text, /Tracking<\/dt>/);
 });

@@ -90,11 +90,12 @@ ${table(
   });
 
   type EmailDetail = Awaited<ReturnType<typeof emails.get>>;
-  /** The email's own tracking choice, where it made one (else the domain's switches applied). */
-  const trackingText = (e: EmailDetail): string =>
-    e.openTracking === false && e.clickTracking === false
-      ? 'off for this email'
-      : [['opens', e.openTracking], ['clicks', e.clickTracking]].map(([what, v]) => `${what} ${v === null ? "as the domain's setting" : v ? 'on' : 'off'}`).join(', ') + ' for this email';
+  /** The email's own tracking choice, where it made one (the domain's switches decide the rest). */
+  const trackingText = (e: EmailDetail): string => {
+    if (e.openTracking !== null && e.openTracking === e.clickTracking) return `${e.openTracking ? 'on' : 'off'} for this email`;
+    const parts = ([['opens', e.openTracking], ['clicks', e.clickTracking]] as const).filter(([, v]) => v !== null).map(([what, v]) => `${what} ${v ? 'on' : 'off'}`);
+    return `${parts.join(', ')} for this email`;
+  };
   async function detail(ctx: ConsoleContext, e: EmailDetail): Promise<SafeHtml> {
     const recipients = await deliveries.recipientsOf(ctx.state.console.user.teamId, e.id);
     const live = !SETTLED.has(e.latestStatus) || recipients.some((x) => x.state === 'queued');
