@@ -233,7 +233,7 @@ test.serial('tour: every route answers 200 with a body that matches the document
   const bounced = await ok({ method: 'POST', route: '/emails', body: sendBody(w, { from, to: 'gone@example.net' }) });
   const batch = await ok({ method: 'POST', route: '/emails/batch', body: [sendBody(w, { from, to: 'b1@example.net' }), sendBody(w, { from, to: 'b2@example.org', tags: ['tour'] })] });
   t.is(batch.data.length, 2);
-  const later = await ok({ method: 'POST', route: '/emails', body: sendBody(w, { from, scheduledAt: 'tomorrow 9am', cc: 'cc@example.net' }) });
+  const later = await ok({ method: 'POST', route: '/emails', body: sendBody(w, { from, scheduledAt: 'tomorrow 9am', cc: 'cc@example.net', openTracking: false, clickTracking: true }) });
   await ok({ method: 'PATCH', route: '/emails/:emailId', params: { emailId: later.emailId }, body: { scheduledAt: new Date(clock.nowMs() + 3 * 86_400_000).toISOString() } });
   await ok({ method: 'GET', route: '/emails', query: 'limit=100' });
   await ok({ method: 'GET', route: '/emails/:emailId', params: { emailId: later.emailId } });
@@ -299,7 +299,7 @@ test.serial('tour: every route answers 200 with a body that matches the document
   await ok({ method: 'DELETE', route: '/segments/:segmentId', params: { segmentId: segSpare.id } });
 
   // Campaigns: one sent in batches of 1, paused and resumed on the way; one scheduled and deleted.
-  const campaignBody = { name: 'Tour', from, subject: 'News', contactBookId: book.id, content, replyTo: ['reply@example.net'], cc: ['cc1@example.net', 'cc2@example.net'], bcc: 'bcc@example.net', batchSize: 1 };
+  const campaignBody = { name: 'Tour', from, subject: 'News', contactBookId: book.id, content, replyTo: ['reply@example.net'], cc: ['cc1@example.net', 'cc2@example.net'], bcc: 'bcc@example.net', batchSize: 1, openTracking: true, clickTracking: false };
   const draft = await ok({ method: 'POST', route: '/campaigns', body: campaignBody });
   await ok({ method: 'PATCH', route: '/campaigns/:campaignId', params: { campaignId: draft.id }, body: { subject: 'News!', segmentId: seg.id, previewText: 'Preview' } });
   await ok({ method: 'POST', route: '/campaigns/:campaignId/schedule', params: { campaignId: draft.id }, body: { scheduledAt: null } });

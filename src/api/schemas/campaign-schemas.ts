@@ -18,6 +18,8 @@ export const campaignSchema = z
     scheduledAt: timestamp.nullable(),
     batchSize: z.int().min(1),
     batchWindowMinutes: z.int().min(0),
+    openTracking: z.boolean().nullable().meta({ description: "Open tracking of the campaign's emails; null when the sending domain's openTracking decides." }),
+    clickTracking: z.boolean().nullable().meta({ description: "Click tracking of the campaign's emails; null when the sending domain's clickTracking decides." }),
     total: count,
     sent: count,
     delivered: count,

@@ -44,6 +44,8 @@ export const emailSchema = emailListItemSchema
     replyTo: addresses.optional(),
     cc: addresses.optional(),
     bcc: addresses.optional(),
+    openTracking: z.boolean().nullable().meta({ description: "Open tracking chosen for this email at send time; null when the sending domain's openTracking decides." }),
+    clickTracking: z.boolean().nullable().meta({ description: "Click tracking chosen for this email at send time; null when the sending domain's clickTracking decides." }),
     teamId: intId,
     emailEvents: z.array(emailEventSchema).meta({ description: 'Status events, oldest first.' }),
   })

@@ -90,6 +90,12 @@ ${table(
   });
 
   type EmailDetail = Awaited<ReturnType<typeof emails.get>>;
+  /** The email's own tracking choice, where it made one (the domain's switches decide the rest). */
+  const trackingText = (e: EmailDetail): string => {
+    if (e.openTracking !== null && e.openTracking === e.clickTracking) return `${e.openTracking ? 'on' : 'off'} for this email`;
+    const parts = ([['opens', e.openTracking], ['clicks', e.clickTracking]] as const).filter(([, v]) => v !== null).map(([what, v]) => `${what} ${v ? 'on' : 'off'}`);
+    return `${parts.join(', ')} for this email`;
+  };
   async function detail(ctx: ConsoleContext, e: EmailDetail): Promise<SafeHtml> {
     const recipients = await deliveries.recipientsOf(ctx.state.console.user.teamId, e.id);
     const live = !SETTLED.has(e.latestStatus) || recipients.some((x) => x.state === 'queued');
@@ -103,6 +109,7 @@ ${section('Status', definitionList([
   ...(e.bcc ? ([['Bcc', list(e.bcc).join(', ')]] as [string, string][]) : []),
   ['Created', time(e.createdAt)],
   ...(e.scheduledAt ? ([['Scheduled for', time(e.scheduledAt)]] as [string, SafeHtml][]) : []),
+  ...(e.openTracking !== null || e.clickTracking !== null ? ([['Tracking', trackingText(e)]] as [string, string][]) : []),
   ['Tags', e.tags.length ? e.tags.join(', ') : html`<span class="muted">none</span>`],
   ['Id', html`<code>${e.id}</code>`],
 ]))}

@@ -18,6 +18,9 @@ const fields = {
   cc: addresses,
   bcc: addresses,
   batchSize,
+  // Over the domain's switches for every email of the campaign; null, the domain decides.
+  openTracking: z.boolean().nullable(),
+  clickTracking: z.boolean().nullable(),
 };
 export const campaignCreateSchema = z
   .object({
@@ -30,6 +33,8 @@ export const campaignCreateSchema = z
     cc: addresses.optional(),
     bcc: addresses.optional(),
     batchSize: batchSize.optional(),
+    openTracking: fields.openTracking.optional(),
+    clickTracking: fields.clickTracking.optional(),
     sendNow: z.boolean().optional(),
     scheduledAt: z.string().min(1).max(200).nullable().optional(),
   })

@@ -9,7 +9,7 @@ import type { FilterNode } from '../../store/repositories/contact-filter-sql.js'
 import type { ContactService } from '../contacts/contact-service.js';
 import type { DomainService } from '../domains/domain-service.js';
 import { parseMailbox, parseMailboxList, domainOf } from '../emails/addresses.js';
-import { MAX_RECIPIENTS, type EmailService } from '../emails/email-service.js';
+import { MAX_RECIPIENTS, trackingColumn, trackingValue, type EmailService } from '../emails/email-service.js';
 import { parseScheduledAt } from '../emails/scheduled-at.js';
 import { badRequest, notFound } from '../errors.js';
 import type { BusEvent, EventBus } from '../events.js';
@@ -43,6 +43,9 @@ export interface CampaignInput {
   sendNow?: boolean;
   scheduledAt?: string | null;
   batchSize?: number;
+  /** Tracking of every email the campaign sends; null or absent, the domain's switch. */
+  openTracking?: boolean | null;
+  clickTracking?: boolean | null;
 }
 
 /** A key bound to a domain (domainId) sees and manages only the campaigns sent from it. */
@@ -87,6 +90,8 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       status: c.status,
       scheduledAt: c.scheduled_at,
       batchSize: c.batch_size,
+      openTracking: trackingValue(c.open_tracking),
+      clickTracking: trackingValue(c.click_tracking),
       // An integer, as usesend's campaign resource has it: a window under a minute reads as 1.
       batchWindowMinutes: Math.ceil(deps.batchWindowMs / 60_000),
       total: c.total,
@@ -161,6 +166,8 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       out.text_body = rendered.text;
     }
     if (input.batchSize !== undefined) out.batch_size = input.batchSize;
+    if (input.openTracking !== undefined) out.open_tracking = trackingColumn(input.openTracking);
+    if (input.clickTracking !== undefined) out.click_tracking = trackingColumn(input.clickTracking);
     return out;
   }
 
@@ -235,6 +242,8 @@ export function createCampaignService(deps: CampaignServiceDeps) {
             replyTo: list(JSON.parse(c.reply_to_json) as string[]).length ? (JSON.parse(c.reply_to_json) as string[]) : undefined,
             cc: (JSON.parse(c.cc_json) as string[]).length ? (JSON.parse(c.cc_json) as string[]) : undefined,
             bcc: (JSON.parse(c.bcc_json) as string[]).length ? (JSON.parse(c.bcc_json) as string[]) : undefined,
+            openTracking: trackingValue(c.open_tracking) ?? undefined,
+            clickTracking: trackingValue(c.click_tracking) ?? undefined,
           },
           opts: {
             campaignId: c.id,
@@ -328,6 +337,8 @@ export function createCampaignService(deps: CampaignServiceDeps) {
         started_at: null,
         segment_filters_json: null,
         batch_size: input.batchSize ?? DEFAULT_BATCH_SIZE,
+        open_tracking: cols.open_tracking ?? null,
+        click_tracking: cols.click_tracking ?? null,
         cursor: null,
         next_batch_at: null,
         total: 0,

@@ -97,6 +97,16 @@ function parseJsonList(v: string | null): string[] | null {
   return v === null ? null : (JSON.parse(v) as string[]);
 }
 
+/** A tracking choice as stored: 1 on, 0 off, null the domain's switch. */
+export function trackingColumn(v: boolean | null | undefined): number | null {
+  return v === undefined || v === null ? null : v ? 1 : 0;
+}
+
+/** A stored tracking choice as the API shows it. */
+export function trackingValue(v: number | null): boolean | null {
+  return v === null ? null : v === 1;
+}
+
 /** One address stays a string and several an array, as they were given (SDK shape). */
 function shapeList(v: string[] | null): string | string[] | null {
   if (v === null) return null;
@@ -245,6 +255,8 @@ export function createEmailService(deps: EmailServiceDeps) {
       references_json: references ? JSON.stringify(references) : null,
       message_id: messageId,
       scheduled_at: scheduledAt ? scheduledAt.toISOString() : null,
+      open_tracking: trackingColumn(input.openTracking),
+      click_tracking: trackingColumn(input.clickTracking),
       latest_status: status,
       status_rank: statusRank(status),
       sent_at: null,
@@ -455,6 +467,9 @@ export function createEmailService(deps: EmailServiceDeps) {
         ...(replyTo === null ? {} : { replyTo }),
         ...(cc === null ? {} : { cc }),
         ...(bcc === null ? {} : { bcc }),
+        // The email's own choice; null when the domain's switch decides (at send time).
+        openTracking: trackingValue(row.open_tracking),
+        clickTracking: trackingValue(row.click_tracking),
         teamId: row.team_id,
         emailEvents,
       };

@@ -91,14 +91,19 @@ export function createTrackingService(deps: TrackingServiceDeps) {
   }
 
   return {
-    /** The message factory's HTML hook: open pixel and tracked links, per the domain's settings. */
-    transformHtml(html: string, email: Pick<EmailRow, 'id' | 'headers_json'>, domain: DomainRecord): string {
-      if (!domain.openTracking && !domain.clickTracking) return html;
+    /**
+     * The message factory's HTML hook: open pixel and tracked links, per the email's own choice
+     * where it made one (1 or 0), else the domain's settings as they are now.
+     */
+    transformHtml(html: string, email: Pick<EmailRow, 'id' | 'headers_json' | 'open_tracking' | 'click_tracking'>, domain: DomainRecord): string {
+      const openTracking = email.open_tracking == null ? domain.openTracking : email.open_tracking === 1;
+      const clickTracking = email.click_tracking == null ? domain.clickTracking : email.click_tracking === 1;
+      if (!openTracking && !clickTracking) return html;
       const base = trackingBase(domain);
       const unsubscribe = listUnsubscribeUrls(email);
       return applyTracking(html, {
-        pixelUrl: domain.openTracking ? `${base}/t/o/${tokens.open(email.id)}.gif` : undefined,
-        rewriteLink: domain.clickTracking
+        pixelUrl: openTracking ? `${base}/t/o/${tokens.open(email.id)}.gif` : undefined,
+        rewriteLink: clickTracking
           ? (url) => {
               if (isUnsubscribeLink(url, unsubscribe)) return undefined;
               let href: string;

@@ -21,6 +21,19 @@ export interface SubmissionEnvelope {
 /** Custom headers that pass through: the X- family (RFC 6648 no longer reserves it, but it is where custom headers live). */
 const CUSTOM_HEADER = /^x-/i;
 
+/**
+ * X-Posthorn-Tracking: the API's openTracking / clickTracking for a submitted message. It is an
+ * instruction to Posthorn, so it is taken out of the message, never sent on.
+ */
+const TRACKING_HEADER = 'x-posthorn-tracking';
+const TRACKING_VALUES: Record<string, { openTracking: boolean; clickTracking: boolean }> = {
+  on: { openTracking: true, clickTracking: true },
+  off: { openTracking: false, clickTracking: false },
+  none: { openTracking: false, clickTracking: false },
+  opens: { openTracking: true, clickTracking: false },
+  clicks: { openTracking: false, clickTracking: true },
+};
+
 function attachmentName(filename: string | undefined, contentType: string, index: number): string {
   const clean = (filename ?? '').replace(/[\r\n\0/\\]+/g, '_').trim();
   if (clean) return clean;
@@ -54,8 +67,15 @@ export function messageToSendInput(parsed: ParsedMail, envelope: SubmissionEnvel
   }
 
   const headers: Record<string, string> = {};
+  let tracking: { openTracking: boolean; clickTracking: boolean } | undefined;
   for (const { name, value } of headerFields(parsed.headerLines)) {
     const lower = name.toLowerCase();
+    if (lower === TRACKING_HEADER) {
+      const choice = Object.hasOwn(TRACKING_VALUES, value.toLowerCase()) ? TRACKING_VALUES[value.toLowerCase()] : undefined;
+      if (!choice) throw badRequest(`${name}: must be one of ${Object.keys(TRACKING_VALUES).join(', ')}`);
+      tracking ??= choice; // first occurrence wins, as for other headers
+      continue;
+    }
     if (!CUSTOM_HEADER.test(name) || ENGINE_OWNED_HEADERS.has(lower) || !value) continue;
     if (Object.keys(headers).some((k) => k.toLowerCase() === lower)) continue; // first occurrence wins
     headers[name] = value;
@@ -77,6 +97,7 @@ export function messageToSendInput(parsed: ParsedMail, envelope: SubmissionEnvel
     html: typeof parsed.html === 'string' && parsed.html ? parsed.html : undefined,
     headers: Object.keys(headers).length ? headers : undefined,
     attachments: attachments.length ? attachments : undefined,
+    ...tracking,
   };
   if (!body.subject) throw badRequest('Subject: the message needs a non-empty Subject header');
   const checked = sendBodySchema.safeParse(body, plainIssues);

@@ -127,6 +127,9 @@ export interface EmailsTable {
   references_json: string | null;
   message_id: string;
   scheduled_at: string | null;
+  /** Tracking chosen for this email: 1 on, 0 off, null the domain's switch when it is composed. */
+  open_tracking: number | null;
+  click_tracking: number | null;
   latest_status: string;
   status_rank: number;
   sent_at: string | null;
@@ -455,6 +458,9 @@ export interface CampaignsTable {
   /** The segment's filter as of the start (null: no segment, or started before this was kept). */
   segment_filters_json: string | null;
   batch_size: number;
+  /** Tracking of the campaign's emails: 1 on, 0 off, null the domain's switch (as an email's). */
+  open_tracking: number | null;
+  click_tracking: number | null;
   cursor: string | null;
   next_batch_at: number | null;
   total: number;
