@@ -40,10 +40,10 @@ export const sendBodySchema = z.object({
   scheduledAt: z.string().min(1).max(200).nullable().optional(),
   tags: z.array(z.string().min(1).max(64)).max(MAX_TAGS, `at most ${MAX_TAGS} tags`).optional(),
   inReplyToId: z.string().min(1).max(100).nullable().optional(),
-  // Over the sending domain's switches for this email only; absent, the domain decides when the
-  // message is composed (a password reset's links are never rewritten with clickTracking: false).
-  openTracking: z.boolean().optional(),
-  clickTracking: z.boolean().optional(),
+  // Over the sending domain's switches for this email only; absent or null, the domain decides
+  // when the message is composed (a password reset's links are never rewritten with clickTracking: false).
+  openTracking: z.boolean().nullable().optional(),
+  clickTracking: z.boolean().nullable().optional(),
 });
 
 export type SendInput = z.infer<typeof sendBodySchema>;
