@@ -1,13 +1,10 @@
 import test from 'ava';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { sql } from 'kysely';
-import { createTransport } from 'nodemailer';
-import type SMTPTransport from 'nodemailer/lib/smtp-transport';
 import { ManualClock } from '../../src/lib/clock.js';
 import { groupCommitOf } from '../../src/store/group-commit.js';
 import { sqliteStoreOf } from '../helpers/repositories.js';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
+import { submissionTransport } from '../helpers/submission-client.js';
 import { startFaultyMx, type FaultyMx } from './helpers/faulty-mx.js';
 import { startFaultyEndpoint, type FaultyEndpoint } from './helpers/faulty-endpoint.js';
 import { fullDisk, type FullDisk } from './helpers/full-disk.js';
@@ -60,15 +57,7 @@ test.after.always(async () => {
 
 /** SMTP submission (RFC 6409) with the API key as the password, as a mail client would. */
 function submit(subject: string) {
-  const ca = readFileSync(join(w.t0.dataDir, 'tls', 'self-signed-cert.pem'), 'utf8');
-  const tx = createTransport({
-    host: '127.0.0.1',
-    port: w.t0.app.listeners.submission!.port,
-    secure: false,
-    requireTLS: true,
-    tls: { ca, servername: 'mx.posthorn.test' },
-    auth: { user: 'apikey', pass: w.t0.key },
-  } as SMTPTransport.Options);
+  const tx = submissionTransport(w.t0);
   return tx.sendMail({ from: `Sender <hello@${w.domain.name}>`, to: 'submitted@example.net', subject, text: BIG }).finally(() => tx.close());
 }
 

@@ -1,12 +1,9 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import test from 'ava';
 import { simpleParser } from 'mailparser';
-import { createTransport } from 'nodemailer';
-import type SMTPTransport from 'nodemailer/lib/smtp-transport';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
 import type { SinkMessage } from '../helpers/smtp-sink.js';
+import { submissionTransport } from '../helpers/submission-client.js';
 import { ConsoleClient, consoleUser } from '../console/helpers/console-client.js';
 
 // Open and click tracking per email and per campaign: `openTracking` / `clickTracking` on a
@@ -205,15 +202,7 @@ test.serial('a campaign with click tracking off sends its emails without rewritt
 
 test.serial('SMTP submission: X-Posthorn-Tracking: off sends untracked and is not in the sent message; on tracks', async (t) => {
   await setDomain(true, true);
-  const ca = readFileSync(join(w.t0.dataDir, 'tls', 'self-signed-cert.pem'), 'utf8');
-  const tx = createTransport({
-    host: '127.0.0.1',
-    port: w.t0.app.listeners.submission!.port,
-    secure: false,
-    requireTLS: true,
-    tls: { ca, servername: 'mx.posthorn.test' },
-    auth: { user: 'apikey', pass: w.t0.key },
-  } as SMTPTransport.Options);
+  const tx = submissionTransport(w.t0);
   try {
     const from = `Sender <hello@${w.domain.name}>`;
     await tx.sendMail({ from, to: 'alice@example.net', subject: 'smtp-off', html: HTML, headers: { 'X-Posthorn-Tracking': 'off' } });
