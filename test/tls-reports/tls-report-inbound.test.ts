@@ -211,7 +211,7 @@ test.serial('a report without a passing DKIM signature of the reporting domain i
   const signed = await dkimSignAs(t0.zone, 'company-x.example', await mail('altered-1'));
   const altered = Buffer.from(signed.toString('latin1').replace('This is an aggregate TLS report', 'This is an aggregate TLS REPORT'), 'latin1');
   t.not(altered.toString('latin1'), signed.toString('latin1'));
-  t.regex(await refused(altered, 'body altered after signing'), /d=company-x\.example: fail/);
+  t.regex(await refused(altered, 'body altered after signing'), /no signature verifies \(d=company-x\.example: \w+ \(body hash did not verify\)\)/);
   t.is(await total(), before, 'nothing stored');
 
   // Sent with a receiving address too, the report is still ignored; the received copy is kept.
