@@ -1,5 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import MailComposer from 'nodemailer/lib/mail-composer';
+import type { DnsZone } from './dns-zone.js';
+import { dkimSignAs } from './reporter-dkim.js';
 
 /** An RFC 8460 aggregate report (§4.4) about `domain`, as another sender would make it. */
 export function sampleTlsReport(domain: string, opts: { organization?: string; reportId?: string } = {}) {
@@ -29,7 +31,7 @@ export function sampleTlsReport(domain: string, opts: { organization?: string; r
   };
 }
 
-/** The mail a reporter sends (RFC 8460 §5.3): the report gzipped as application/tlsrpt+gzip, or no attachment. */
+/** The mail a reporter sends (RFC 8460 §5.3), unsigned: the report gzipped as application/tlsrpt+gzip, or no attachment. */
 export function tlsReportMail(to: string, report: unknown | null, attachment?: { content: Buffer; contentType: string; filename: string }): Promise<Buffer> {
   const attachments = attachment ? [attachment] : report === null ? [] : [{ content: gzipSync(JSON.stringify(report)), contentType: 'application/tlsrpt+gzip', filename: 'company-x.example!report.json.gz' }];
   return new Promise((resolve, reject) =>
@@ -44,4 +46,9 @@ export function tlsReportMail(to: string, report: unknown | null, attachment?: {
       .compile()
       .build((err, msg) => (err ? reject(err) : resolve(msg))),
   );
+}
+
+/** That mail as a reporter must send it (RFC 8460 §3): DKIM-signed by its domain, company-x.example, whose key goes into the zone. */
+export async function signedTlsReportMail(zone: DnsZone, to: string, report: unknown | null): Promise<Buffer> {
+  return dkimSignAs(zone, 'company-x.example', await tlsReportMail(to, report));
 }

@@ -2,7 +2,7 @@ import test from 'ava';
 import { sql } from 'kysely';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
-import { sampleTlsReport, tlsReportMail } from '../helpers/tls-report-mail.js';
+import { sampleTlsReport, signedTlsReportMail } from '../helpers/tls-report-mail.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks/webhook-receiver.js';
 import { fixture, smtpSend, type SendResult } from './helpers/smtp-client.js';
 import { collectEvents, sendAndDeliver } from './helpers/inbound-world.js';
@@ -125,7 +125,7 @@ test.serial('an ARF complaint also sent to a receiving domain complains once whe
 
 test.serial('a TLS report also sent to a receiving domain is stored once when retried, and the received copy too', async (t) => {
   const to = `tlsrpt+${inbox.id}@mx.posthorn.test`;
-  const mail = await tlsReportMail(to, sampleTlsReport('inbox.dev', { reportId: 'retried-1' }));
+  const mail = await signedTlsReportMail(w.zone, to, sampleTlsReport('inbox.dev', { reportId: 'retried-1' }));
   const retry = await sendRefusedThenRetry('noreply-smtp-tls-reporting@company-x.example', [to, SUPPORT], mail);
   t.true(retry.ok, retry.response);
   const reports = (await w.t0.request('GET', `/v1/tlsReports?domainId=${inbox.id}`)).body.tlsReports.filter((r: any) => r.reportId === 'retried-1');

@@ -4,7 +4,7 @@ import { operationId } from '../../src/api/openapi-document.js';
 import type { RouteDef } from '../../src/api/route-types.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { smtpSend } from '../inbound/helpers/smtp-client.js';
-import { sampleTlsReport, tlsReportMail } from '../helpers/tls-report-mail.js';
+import { sampleTlsReport, signedTlsReportMail } from '../helpers/tls-report-mail.js';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
 import { startTestApp, type TestApp, type TestResponse } from '../helpers/test-app.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks/webhook-receiver.js';
@@ -384,7 +384,7 @@ test.serial('tour: every route answers 200 with a body that matches the document
   await expectStatus(t, { method: 'GET', route: '/sandbox/messages' }, 404);
   // TLS reports: one mailed by a remote reporter to the receiving domain's TLS-RPT mailbox.
   const tlsTo = `tlsrpt+${domain.id}@${w.t0.config.hostname}`;
-  const tlsMail = await smtpSend({ port: w.t0.app.listeners.inbound!.port, from: 'reporter@company-x.example', to: [tlsTo], raw: await tlsReportMail(tlsTo, sampleTlsReport(domain.name)), plaintext: true });
+  const tlsMail = await smtpSend({ port: w.t0.app.listeners.inbound!.port, from: 'reporter@company-x.example', to: [tlsTo], raw: await signedTlsReportMail(w.zone, tlsTo, sampleTlsReport(domain.name)), plaintext: true });
   t.true(tlsMail.ok, tlsMail.response);
   const tlsReports = await ok({ method: 'GET', route: '/tlsReports', query: `domainId=${domain.id}` });
   t.is(tlsReports.tlsReports.length, 1);

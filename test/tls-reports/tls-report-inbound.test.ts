@@ -2,7 +2,8 @@
  * Transport security for receiving domains: the MTA-STS policy served by Host on the HTTP
  * listener (RFC 8461 §3.3), the records a receiving domain is asked to publish, and TLS
  * reports (RFC 8460) mailed to the domain's Posthorn mailbox, parsed, stored once and read
- * through the API within the team.
+ * through the API within the team. A report counts only with a passing DKIM signature of the
+ * reporting domain (RFC 8460 §3).
  */
 import { request as httpRequest } from 'node:http';
 import { gzipSync } from 'node:zlib';
@@ -10,6 +11,7 @@ import test from 'ava';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { parseStsPolicy } from '../../src/smtp/outbound/mta-sts-policy.js';
 import { addVerifiedDomain, publishRecords } from '../helpers/domain-fixtures.js';
+import { dkimSignAs } from '../helpers/reporter-dkim.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { smtpSend } from '../inbound/helpers/smtp-client.js';
 
@@ -69,10 +71,12 @@ const report = (overrides: Record<string, unknown> = {}) => ({
   ...overrides,
 });
 
-function reportMail(to: string, attachment: { content: Buffer; contentType: string; filename: string } | null): Promise<Buffer> {
+type Attachment = { content: Buffer; contentType: string; filename: string };
+/** A report mail as company-x.example makes it, unsigned. */
+function reportMail(to: string, attachment: Attachment | null, from = 'TLS Reports <noreply-smtp-tls-reporting@company-x.example>'): Promise<Buffer> {
   return new Promise((resolve, reject) =>
     new MailComposer({
-      from: 'TLS Reports <noreply-smtp-tls-reporting@company-x.example>',
+      from,
       to,
       subject: 'Report Domain: inbox.dev Submitter: company-x.example Report-ID: <5065427c@company-x.example>',
       text: 'This is an aggregate TLS report from company-x.example',
@@ -83,6 +87,8 @@ function reportMail(to: string, attachment: { content: Buffer; contentType: stri
       .build((err, msg) => (err ? reject(err) : resolve(msg))),
   );
 }
+/** The same, DKIM-signed by company-x.example as RFC 8460 §3 requires. */
+const signedReportMail = async (to: string, attachment: Attachment | null) => dkimSignAs(t0.zone, 'company-x.example', await reportMail(to, attachment));
 const gz = (json: unknown) => ({ content: gzipSync(JSON.stringify(json)), contentType: 'application/tlsrpt+gzip', filename: 'company-x.example!inbox.dev!1763596800!1763683199.json.gz' });
 
 test.serial('a receiving domain asks for the MTA-STS TXT, the policy host and the TLS-RPT TXT; verification checks them', async (t) => {
@@ -132,11 +138,11 @@ test.serial('the policy is served for mta-sts.<domain>, testing by default; the 
 
 test.serial('a TLS report mailed to the domain mailbox is parsed, stored once and listed', async (t) => {
   const to = `tlsrpt+${inbox.id}@mx.posthorn.test`;
-  const res = await smtpSend({ port, from: 'noreply-smtp-tls-reporting@company-x.example', to: [to], raw: await reportMail(to, gz(report())) });
+  const res = await smtpSend({ port, from: 'noreply-smtp-tls-reporting@company-x.example', to: [to], raw: await signedReportMail(to, gz(report())) });
   t.true(res.ok, res.response);
   const id = /queued as (tlsr_\w+)/.exec(res.response)?.[1];
   t.truthy(id);
-  const again = await smtpSend({ port, from: 'noreply-smtp-tls-reporting@company-x.example', to: [to], raw: await reportMail(to, gz(report())) });
+  const again = await smtpSend({ port, from: 'noreply-smtp-tls-reporting@company-x.example', to: [to], raw: await signedReportMail(to, gz(report())) });
   t.true(again.ok, 'a resend is accepted');
   const list = await t0.request('GET', '/v1/tlsReports');
   t.is(list.status, 200);
@@ -167,24 +173,71 @@ test.serial('a TLS report mailed to the domain mailbox is parsed, stored once an
   });
   // A plain JSON attachment (application/tlsrpt+json) is read too.
   const json = { content: Buffer.from(JSON.stringify(report({ 'report-id': 'plain-json-1' }))), contentType: 'application/tlsrpt+json', filename: 'r.json' };
-  t.true((await smtpSend({ port, from: 'r@company-x.example', to: [to], raw: await reportMail(to, json) })).ok);
+  t.true((await smtpSend({ port, from: 'r@company-x.example', to: [to], raw: await signedReportMail(to, json) })).ok);
   t.is((await t0.request('GET', `/v1/tlsReports?domainId=${inbox.id}`)).body.total, 2);
   t.is((await t0.request('GET', `/v1/tlsReports?domainId=${other.id}`)).body.total, 0);
 });
 
 test.serial('what is not a TLS report is refused with a reason, and unknown mailboxes at RCPT', async (t) => {
   const to = `tlsrpt+${inbox.id}@mx.posthorn.test`;
-  const noAttachment = await smtpSend({ port, from: 'r@company-x.example', to: [to], raw: await reportMail(to, null) });
+  const noAttachment = await smtpSend({ port, from: 'r@company-x.example', to: [to], raw: await signedReportMail(to, null) });
   t.false(noAttachment.ok);
   t.regex(noAttachment.response, /^550 5\.6\.0 .*no TLS report attachment/);
-  const notGzip = await smtpSend({ port, from: 'r@company-x.example', to: [to], raw: await reportMail(to, { content: Buffer.from('not gzip'), contentType: 'application/tlsrpt+gzip', filename: 'x.json.gz' }) });
+  const notGzip = await smtpSend({ port, from: 'r@company-x.example', to: [to], raw: await signedReportMail(to, { content: Buffer.from('not gzip'), contentType: 'application/tlsrpt+gzip', filename: 'x.json.gz' }) });
   t.regex(notGzip.response, /^550 5\.6\.0 .*not valid gzip/);
-  const wrongShape = await smtpSend({ port, from: 'r@company-x.example', to: [to], raw: await reportMail(to, gz({ hello: 'world' })) });
+  const wrongShape = await smtpSend({ port, from: 'r@company-x.example', to: [to], raw: await signedReportMail(to, gz({ hello: 'world' })) });
   t.regex(wrongShape.response, /^550 5\.6\.0 .*does not follow RFC 8460: organization-name/);
-  const unknown = await smtpSend({ port, from: 'r@company-x.example', to: ['tlsrpt+999999@mx.posthorn.test'], raw: await reportMail('x@y', gz(report())) });
+  const unknown = await smtpSend({ port, from: 'r@company-x.example', to: ['tlsrpt+999999@mx.posthorn.test'], raw: await signedReportMail('x@y', gz(report())) });
   t.false(unknown.ok);
   t.regex(unknown.rcptErrors[0] ?? unknown.response, /^550 5\.1\.1 /);
   t.is((await t0.request('GET', '/v1/tlsReports')).body.total, 2);
+});
+
+test.serial('a report without a passing DKIM signature of the reporting domain is refused with 550 5.7.20 and not stored (RFC 8460 §3)', async (t) => {
+  const to = `tlsrpt+${inbox.id}@mx.posthorn.test`;
+  const total = async () => (await t0.request('GET', '/v1/tlsReports')).body.total as number;
+  const before = await total();
+  const mail = (reportId: string, from?: string) => reportMail(to, gz(report({ 'report-id': reportId })), from);
+  const refused = async (raw: Buffer, why: string) => {
+    const res = await smtpSend({ port, from: 'noreply-smtp-tls-reporting@company-x.example', to: [to], raw });
+    t.false(res.ok, why);
+    t.regex(res.response, /^550 5\.7\.20 TLS reports must carry a valid DKIM signature of the reporting domain \(RFC 8460 section 3\)/, why);
+    return res.response;
+  };
+
+  t.regex(await refused(await mail('unsigned-1'), 'unsigned'), /not DKIM-signed/);
+  t.regex(await refused(await dkimSignAs(t0.zone, 'unrelated.example', await mail('unaligned-1')), 'd= of another domain'), /d=unrelated\.example .*neither the From domain .* nor the TLS-Report-Submitter/);
+  t.regex(await refused(await dkimSignAs(t0.zone, 'company-x.example', await mail('l-tag-1'), { bodyLength: 40 }), 'l='), /d=company-x\.example signs only part of the body \(l=\)/);
+  const signed = await dkimSignAs(t0.zone, 'company-x.example', await mail('altered-1'));
+  const altered = Buffer.from(signed.toString('latin1').replace('This is an aggregate TLS report', 'This is an aggregate TLS REPORT'), 'latin1');
+  t.not(altered.toString('latin1'), signed.toString('latin1'));
+  t.regex(await refused(altered, 'body altered after signing'), /no signature verifies \(d=company-x\.example: \w+ \(body hash did not verify\)\)/);
+  t.is(await total(), before, 'nothing stored');
+
+  // Sent with a receiving address too, the report is still ignored; the received copy is kept.
+  const mixed = await smtpSend({ port, from: 'noreply-smtp-tls-reporting@company-x.example', to: [to, 'support@inbox.dev'], raw: await mail('unsigned-mixed-1') });
+  t.true(mixed.ok, mixed.response);
+  t.notRegex(mixed.response, /tlsr_/);
+  t.regex(mixed.response, /queued as re_/);
+  t.is(await total(), before);
+
+  // The key cannot be looked up: 451, so the reporter tries again later.
+  t0.zone.servfail('reports2026._domainkey.company-x.example');
+  try {
+    const res = await smtpSend({ port, from: 'noreply-smtp-tls-reporting@company-x.example', to: [to], raw: await dkimSignAs(t0.zone, 'company-x.example', await mail('servfail-1')) });
+    t.regex(res.response, /^451 4\.4\.3 /);
+  } finally {
+    t0.zone.clear('reports2026._domainkey.company-x.example');
+  }
+  t.is(await total(), before);
+
+  // Accepted: d= a subdomain of the From domain (relaxed alignment), or d= the TLS-Report-Submitter
+  // while From is a mailbox at another provider.
+  const sub = await smtpSend({ port, from: 'noreply-smtp-tls-reporting@company-x.example', to: [to], raw: await dkimSignAs(t0.zone, 'mail.company-x.example', await mail('subdomain-1')) });
+  t.regex(sub.response, /^250 .*queued as tlsr_/);
+  const submitter = await smtpSend({ port, from: 'bounces@mailer.example', to: [to], raw: await dkimSignAs(t0.zone, 'company-x.example', await mail('submitter-1', 'Reports <reports@mailer.example>')) });
+  t.regex(submitter.response, /^250 .*queued as tlsr_/);
+  t.is(await total(), before + 2);
 });
 
 test.serial("another team sees none of it; a key bound to another domain neither", async (t) => {

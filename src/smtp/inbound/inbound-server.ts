@@ -17,6 +17,7 @@ import { parseMessage } from '../parsed-mail.js';
 import { parseReport } from './report-parser.js';
 import { buildReceivedMessage, plainIp } from './received-message.js';
 import { tlsReportJsonOf } from './tls-report-intake.js';
+import { verifyReporterSignature } from './tls-report-signature.js';
 
 // The MX-facing listener (port 25): bounces to return paths, ARF reports to the complaint
 // address, mail for receiving domains. Anything else is refused at RCPT with 550 5.7.1, so it
@@ -88,19 +89,31 @@ export async function startInboundServer(options: InboundServerOptions): Promise
     }
     const tlsReportRoutes = routes.filter((r): r is Extract<InboundRoute, { kind: 'tls-report' }> => r.kind === 'tls-report');
     if (tlsReportRoutes.length) {
-      const found = parsed ? await tlsReportJsonOf(parsed) : { error: 'the message could not be parsed' };
-      for (const r of tlsReportRoutes) {
-        try {
-          if ('error' in found) throw new AppError('BAD_REQUEST', found.error);
-          if (!options.tlsReports) throw new AppError('BAD_REQUEST', 'TLS reports are not taken here');
-          const id = await options.tlsReports.receive(r.domain, found.json, { mailFrom: envelope.mailFrom, remoteIp: envelope.remoteIp });
-          logger.info({ id, domainId: r.domain.id, duplicate: id === null }, 'TLS report stored');
-          ids.push(id ?? 'tls-report-duplicate');
-        } catch (err) {
-          if (!(err instanceof AppError)) throw err;
-          // Alone in the message, a report we cannot read is refused so the reporter hears of it.
-          if (routes.length === tlsReportRoutes.length) throw toSmtpError(err, 'data');
-          logger.info({ domainId: r.domain.id, err: err.message }, 'unreadable TLS report skipped');
+      // RFC 8460 §3: without the reporter's DKIM signature a report is ignored. Alone in the
+      // message it is refused so the reporter hears of it; beside other recipients it is skipped
+      // and the rest taken. A key look-up failure answers 451 either way: the retry may verify.
+      const signature = await verifyReporterSignature(raw, { resolver: options.resolver, submitter: parsed?.headers.get('tls-report-submitter'), now: options.clock.now() });
+      if (!signature.ok) {
+        const text = `TLS reports must carry a valid DKIM signature of the reporting domain (RFC 8460 section 3): ${signature.reason}`;
+        logger.info({ domainIds: tlsReportRoutes.map((r) => r.domain.id), mailFrom: envelope.mailFrom, temporary: signature.temporary, reason: signature.reason }, 'TLS report without the reporter\'s DKIM signature refused');
+        // RFC 3463 4.4.3 (directory server failure); RFC 7372 3.1: 5.7.20, no passing DKIM signature found.
+        if (signature.temporary) throw smtpError(451, '4.4.3', text);
+        if (routes.length === tlsReportRoutes.length) throw smtpError(550, '5.7.20', text);
+      } else {
+        const found = parsed ? await tlsReportJsonOf(parsed) : { error: 'the message could not be parsed' };
+        for (const r of tlsReportRoutes) {
+          try {
+            if ('error' in found) throw new AppError('BAD_REQUEST', found.error);
+            if (!options.tlsReports) throw new AppError('BAD_REQUEST', 'TLS reports are not taken here');
+            const id = await options.tlsReports.receive(r.domain, found.json, { mailFrom: envelope.mailFrom, remoteIp: envelope.remoteIp });
+            logger.info({ id, domainId: r.domain.id, duplicate: id === null, dkim: signature.domain }, 'TLS report stored');
+            ids.push(id ?? 'tls-report-duplicate');
+          } catch (err) {
+            if (!(err instanceof AppError)) throw err;
+            // Alone in the message, a report we cannot read is refused so the reporter hears of it.
+            if (routes.length === tlsReportRoutes.length) throw toSmtpError(err, 'data');
+            logger.info({ domainId: r.domain.id, err: err.message }, 'unreadable TLS report skipped');
+          }
         }
       }
     }

@@ -5,7 +5,7 @@
 import { addVerifiedDomain } from '../../helpers/domain-fixtures.js';
 import type { TestApp } from '../../helpers/test-app.js';
 import { smtpSend } from '../../inbound/helpers/smtp-client.js';
-import { sampleTlsReport, tlsReportMail } from '../../helpers/tls-report-mail.js';
+import { sampleTlsReport, signedTlsReportMail } from '../../helpers/tls-report-mail.js';
 
 export type QueryValue = string | string[];
 
@@ -99,7 +99,7 @@ export async function buildApiFixtures(t0: TestApp): Promise<ApiFixtures> {
   if (!receivedId) throw new Error('fixture: no received email stored');
   // One TLS report received for the domain, for its get route.
   const tlsTo = `tlsrpt+${domain.id}@${t0.config.hostname}`;
-  const tlsReport = await smtpSend({ port: t0.app.listeners.inbound!.port, from: 'reporter@remote.test', to: [tlsTo], raw: await tlsReportMail(tlsTo, sampleTlsReport(domain.name)), plaintext: true });
+  const tlsReport = await smtpSend({ port: t0.app.listeners.inbound!.port, from: 'reporter@remote.test', to: [tlsTo], raw: await signedTlsReportMail(t0.zone, tlsTo, sampleTlsReport(domain.name)), plaintext: true });
   const tlsReportId = /queued as (tlsr_\S+)/.exec(tlsReport.response)?.[1];
   if (!tlsReportId) throw new Error(`fixture TLS report refused: ${tlsReport.response}`);
 

@@ -5,7 +5,7 @@ import { addVerifiedDomain } from '../../helpers/domain-fixtures.js';
 import { startMailWorld, type MailWorld } from '../../helpers/mail-world.js';
 import type { TestResponse } from '../../helpers/test-app.js';
 import { smtpSend } from '../../inbound/helpers/smtp-client.js';
-import { sampleTlsReport, tlsReportMail } from '../../helpers/tls-report-mail.js';
+import { sampleTlsReport, signedTlsReportMail } from '../../helpers/tls-report-mail.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../webhooks/webhook-receiver.js';
 
 // Two teams with data in every resource, built through the API the way a customer would:
@@ -213,7 +213,7 @@ export async function buildIsolationWorld(): Promise<IsolationWorld> {
       received[label] = id;
       const to = `tlsrpt+${d.id}@mx.posthorn.test`;
       const report = sampleTlsReport(d.name, { organization: `${word}-${label} reporter`, reportId: `${word}-${label}-report-${randomString(8)}` });
-      const tls = await smtpSend({ port: app().listeners.inbound!.port, from: 'reporter@example.org', to: [to], raw: await tlsReportMail(to, report) });
+      const tls = await smtpSend({ port: app().listeners.inbound!.port, from: 'reporter@example.org', to: [to], raw: await signedTlsReportMail(w.zone, to, report) });
       const tlsId = /queued as (tlsr_\S+)/.exec(tls.response)?.[1];
       if (!tls.ok || !tlsId) throw new Error(`TLS report refused: ${tls.response}`);
       received[`${label}-tls`] = tlsId;
