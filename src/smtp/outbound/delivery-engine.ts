@@ -539,6 +539,8 @@ export class DeliveryEngine {
     }
     const connectable = tried.filter((t) => !t.planned?.refused);
     const noHost = !suspended;
+    // RFC 8461 §5.1: mail an enforce policy keeps out is not failed before a look for a new policy.
+    if (verdicts.some((v) => v.policy.type === 'sts' && v.mode === 'enforce' && !v.proceeded)) this.options.transport?.stsRefused(group.rcptDomain);
     if (hostFailure && (connectable.length === 1 || suspended)) return { results: fromTransaction(hostFailure.res, hostFailure.host), reachedServer, noHost };
     // The event names the last host tried; the reply text names every one.
     const lastHost = tried.at(-1)?.target.host ?? null;

@@ -13,6 +13,10 @@
  * - A failed fetch keeps the last good policy while it is valid (§5.1: "MUST continue to use
  *   the previously cached policy"), is reported, and is not tried again for a few minutes.
  * - Without a usable TXT record a cached policy still in force is used (§5.1), else none.
+ * - A delivery an enforce policy refused calls recheck(): the next lookup asks for the TXT record
+ *   afresh, whatever its TTL, so a new id (a fixed policy) is found before the mail is failed
+ *   (§5.1: "MUST NOT be permanently failed until the sender has first checked for the presence
+ *   of a new policy"). Once per domain per few minutes: a backlog costs one query, not thousands.
  */
 import type { Clock } from '../../lib/clock.js';
 import { DnsError, type DnsResolver } from '../../lib/dns/dns-client.js';
@@ -41,6 +45,8 @@ export interface StsLookup {
 
 export interface MtaStsResolver {
   lookup(domain: string): Promise<StsLookup>;
+  /** A delivery to `domain` was refused under its enforce policy: look for a new TXT id at the next lookup. */
+  recheck(domain: string): void;
 }
 
 export interface MtaStsResolverOptions {
@@ -67,6 +73,8 @@ const TEMPORARY_FAILURE_TTL_SECONDS = 60;
 const MAX_TXT_TTL_SECONDS = 24 * 3600;
 /** A failed fetch is not tried again before this (per domain and TXT id). */
 const FETCH_RETRY_MS = 5 * 60_000;
+/** A TXT record is asked for afresh after a refusal at most this often (per domain). */
+const RECHECK_MS = 5 * 60_000;
 /** §3.3: "a suggested refresh frequency is once per day". */
 const PROACTIVE_REFRESH_MS = 24 * 3_600_000;
 const MS_PER_SECOND = 1000;
@@ -81,8 +89,19 @@ export function createMtaStsResolver(opts: MtaStsResolverOptions): MtaStsResolve
   const policies = new TtlCache<ActiveStsPolicy | null>(opts.clock, MAX_ENTRIES);
   const failures = new TtlCache<{ id: string; problem: StsProblem }>(opts.clock, MAX_ENTRIES);
   const fetching = new Map<string, Promise<StsLookup>>();
+  /** Domains whose next lookup asks for the TXT record afresh (recheck()). */
+  const stale = new Set<string>();
+  /** Domains whose TXT record was asked for afresh in the last RECHECK_MS. */
+  const rechecked = new TtlCache<true>(opts.clock, MAX_ENTRIES);
 
   async function txtOf(domain: string): Promise<TxtState> {
+    // Marked stale and not checked afresh lately: the cached answer is not used this once. The
+    // mark stays until a check happens, so the next lookup after the window still makes it.
+    if (stale.has(domain) && !rechecked.get(domain)) {
+      stale.delete(domain);
+      rechecked.set(domain, true, RECHECK_MS);
+      txtCache.delete(domain);
+    }
     return txtCache.through(domain, async () => {
       try {
         const answer = await opts.resolver.resolveTxt(`_mta-sts.${domain}`);
@@ -185,6 +204,11 @@ export function createMtaStsResolver(opts: MtaStsResolverOptions): MtaStsResolve
         return { policy: cached };
       }
       return start(domain, txt.id, cached);
+    },
+    recheck(rawDomain: string): void {
+      const domain = rawDomain.toLowerCase().replace(/\.$/, '');
+      if (stale.size >= MAX_ENTRIES) stale.clear(); // bounded like the caches; a lost mark costs a TTL's wait
+      stale.add(domain);
     },
   };
 }

@@ -32,6 +32,8 @@ export interface PlannedHost {
 
 export interface TransportPolicy {
   plan(domain: string, hosts: MxHost[], sendingPolicy: TlsPolicy): Promise<PlannedHost[]>;
+  /** An attempt found no host because the domain's MTA-STS enforce policy refused some: the next plan looks for a new policy (mta-sts-resolver.ts). */
+  stsRefused(domain: string): void;
 }
 
 export interface TransportPolicyOptions {
@@ -191,6 +193,9 @@ export function createTransportPolicy(opts: TransportPolicyOptions): TransportPo
           };
         }),
       );
+    },
+    stsRefused(domain) {
+      opts.mtaSts?.recheck(domain.toLowerCase());
     },
   };
 }

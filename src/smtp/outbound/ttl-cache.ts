@@ -32,6 +32,11 @@ export class TtlCache<V> {
     while (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
   }
 
+  /** Forgets the key's value (a load under way still answers those waiting for it). */
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+
   /** The cached value, or the one `load` produces (cached for the TTL it says); one load per key at a time. */
   async through(key: string, load: () => Promise<{ value: V; ttlMs: number }>): Promise<V> {
     const hit = this.get(key);
