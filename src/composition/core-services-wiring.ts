@@ -14,6 +14,7 @@ import { createIdempotencyRepository } from '../store/repositories/idempotency-r
 import { createSuppressionsRepository } from '../store/repositories/suppressions-repository.js';
 import { createTemplatesRepository } from '../store/repositories/templates-repository.js';
 import { EventBus } from '../core/events.js';
+import { subscribeBounceNotices } from '../core/emails/bounce-notice-service.js';
 import { createApiKeyService } from '../core/api-keys/api-key-service.js';
 import { createTeamService } from '../core/teams/team-service.js';
 import { createRateLimiter } from '../core/rate-limit/rate-limiter.js';
@@ -333,6 +334,10 @@ export function wireCoreServices(o: {
   const { pool, signer, permits, runTlsReports } = outbound;
   onFailure(() => signer.close());
   engine = outbound.engine;
+  // Bounce notices to the senders of submitted mail (submission.bounceNotices): after the commit, best effort.
+  if (config.submission.bounceNotices && outbound.bounceNoticeMailer) {
+    subscribeBounceNotices({ events, emails: emailsRepo, domains: domainsRepo, send: outbound.bounceNoticeMailer, logger });
+  }
 
   return {
     services,
