@@ -115,7 +115,8 @@ export async function composeBounceNotice(input: { notice: BounceNotice; hostnam
     '',
     `This is the mail system at ${hostname}.`,
     '',
-    wrap(`Your message "${ascii(notice.original.subject)}" could not be delivered to ${notice.recipients.length === 1 ? 'this recipient' : 'these recipients'}; its headers are attached below.`),
+    // The subject only when it reads as written here (the attached headers have it either way).
+    wrap(`Your message${/^[\x20-\x7e]*$/.test(notice.original.subject) ? ` "${notice.original.subject}"` : ''} could not be delivered to ${notice.recipients.length === 1 ? 'this recipient' : 'these recipients'}; its headers are attached below.`),
     '',
     ...human,
     `--${boundary}`,
