@@ -335,16 +335,17 @@ export function wireCoreServices(o: {
   onFailure(() => signer.close());
   engine = outbound.engine;
   // Bounce notices to the senders of submitted mail (submission.bounceNotices): after the commit, best effort.
-  if (config.submission.bounceNotices && outbound.bounceNoticeMailer) {
-    subscribeBounceNotices({ events, emails: emailsRepo, domains: domainsRepo, send: outbound.bounceNoticeMailer, logger });
-  }
+  const bounceNotices =
+    config.submission.bounceNotices && outbound.bounceNoticeMailer
+      ? subscribeBounceNotices({ events, emails: emailsRepo, domains: domainsRepo, deliveries: deliveriesRepo, clock, send: outbound.bounceNoticeMailer, logger })
+      : undefined;
 
   return {
     services,
     events, templates, shaper, audit, teams, domains, apiKeys, nodeId, clusterRepo, cronRuns, rateLimiter, queueRepo, metrics, engine, intake,
     emails, deliveries, operatorKeys, shaping, queue, contacts, contactBooks, segments, campaigns, suppressions, webhookOutbox, webhooks,
     webhookDispatcher, analytics, tracking, inbound, listenerTls, loginThrottle, users, sessions, contactImports, overview, sandbox, contentRetention,
-    tlsCounter, tlsReports, receivedTlsReports, serverDkimKey, outbound, pool, signer, permits, runTlsReports,
+    tlsCounter, tlsReports, receivedTlsReports, serverDkimKey, outbound, pool, signer, permits, runTlsReports, bounceNotices,
     /** Starts the delivery engine; from then a lone node's engine forgets a lifted hold at once (shaping). */
     startEngine(): void {
       engine!.start();

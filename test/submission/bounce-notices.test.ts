@@ -4,6 +4,8 @@ import { ManualClock } from '../../src/lib/clock.js';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 import type { SmtpSink } from '../helpers/smtp-sink.js';
 import { submissionTransport } from '../helpers/submission-client.js';
+import { composeBounceNotice } from '../../src/smtp/outbound/bounce-notice-mail.js';
+import { fixture, smtpSend } from '../inbound/helpers/smtp-client.js';
 import { waitForStatus } from '../inbound/helpers/inbound-world.js';
 
 // Bounce notices (submission.bounceNotices): a submitted message that hard-bounces or fails gets
@@ -55,7 +57,7 @@ test.serial('on: a hard bounce mails a DSN to the envelope sender, from <>, DKIM
   t.is(dsn!.mailFrom, '', 'the null reverse-path: a notice never bounces back');
   t.deepEqual(dsn!.rcptTo, ['app@sender.dev']);
   const raw = dsn!.raw.toString('latin1');
-  t.regex(raw, /^Content-Type: multipart\/report; report-type=delivery-status; boundary=/m);
+  t.regex(raw, /^Content-Type: multipart\/report; report-type=delivery-status;\r\n boundary="dsn-[0-9a-f]+"\r$/m);
   t.regex(raw, /^Auto-Submitted: auto-replied\r$/m);
   t.regex(raw, /^Content-Type: message\/delivery-status\r$/m);
   t.regex(raw, /^Reporting-MTA: dns; mx\.posthorn\.test\r$/m);
@@ -77,6 +79,19 @@ test.serial('on: a hard bounce mails a DSN to the envelope sender, from <>, DKIM
   t.notRegex(headersPart, /^Content-Type: (?!text\/rfc822-headers)/m);
   t.is(await w.dkimStatus(dsn!.raw), 'pass');
   t.regex(raw, /^DKIM-Signature: [^]*?d=mx\.posthorn\.test;/m);
+});
+
+test.serial('on: the recipients of one email share one notice (each has a transaction of its own); one delivered is not in it', async (t) => {
+  const before = senderMx.messages.length;
+  const tx = submissionTransport(w.t0);
+  const to = ['nobody-1@example.net', 'nobody-2@example.net', 'fine@example.org'];
+  const info = await tx.sendMail({ from: 'hello@sender.dev', to, subject: 'Three', text: 'x', envelope: { from: 'app@sender.dev', to } });
+  tx.close();
+  await waitForStatus(w, /queued as (em_\S+)$/.exec(info.response)![1]!, 'BOUNCED');
+  await w.settle();
+  t.is(senderMx.messages.length, before + 1);
+  const raw = senderMx.messages[before]!.raw.toString('latin1');
+  t.deepEqual(raw.match(/^Final-Recipient: rfc822; \S+(?=\r$)/gm), ['Final-Recipient: rfc822; nobody-1@example.net', 'Final-Recipient: rfc822; nobody-2@example.net']);
 });
 
 test.serial('on: an email sent through the API that bounces gets no notice', async (t) => {
@@ -116,4 +131,51 @@ test.serial('on: a temporary failure sends nothing until the give-up, then one n
   t.regex(raw, /gave up after \d+ attempts/);
   await w.settle();
   t.is(senderMx.messages.length, before + 1, 'one notice');
+});
+
+test.serial('on: a DSN that comes back after the 250 sends the notice too, with the status and diagnostic it reported', async (t) => {
+  const before = senderMx.messages.length;
+  const sinkBefore = w.sink.messages.length;
+  const id = await submit('app@sender.dev', 'ghost@example.net', 'Late bounce');
+  await waitForStatus(w, id, 'DELIVERED');
+  t.is(senderMx.messages.length, before, 'delivered: no notice');
+  const sent = w.sink.messages.slice(sinkBefore).find((m) => m.rcptTo.includes('ghost@example.net'))!;
+  const dsn = fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: sent.mailFrom, RECIPIENT: 'ghost@example.net', ORIGINAL: sent.raw.toString() });
+  const res = await smtpSend({ port: w.t0.app.listeners.inbound!.port, from: '', to: [sent.mailFrom], raw: dsn });
+  t.true(res.ok, res.response);
+  await waitForStatus(w, id, 'BOUNCED');
+  const notices = await senderMx.waitForMessages(before + 1);
+  const raw = notices[before]!.raw.toString('latin1');
+  t.deepEqual(notices[before]!.rcptTo, ['app@sender.dev']);
+  t.regex(raw, /^Final-Recipient: rfc822; ghost@example\.net\r\nAction: failed\r\nStatus: 5\.1\.1\r\nRemote-MTA: dns; mailstore1\.example\.net\r\n/m);
+  t.regex(raw, /^Diagnostic-Code: smtp; 550 5\.1\.1/m);
+  t.regex(raw, /^Subject: Late bounce\r$/m);
+});
+
+test('the notice: one block per failed recipient, long replies folded under 78 columns, hostile bytes kept out, 5.0.0 without a 5.x.x', async (t) => {
+  const long = `550 ${'x'.repeat(30)} ${'word '.repeat(300)}\r\nInjected: header \u00e9`;
+  const raw = (
+    await composeBounceNotice({
+      hostname: 'mx.posthorn.test',
+      date: new Date(Date.UTC(2026, 10, 27)),
+      messageId: 'dsn.1@mx.posthorn.test',
+      notice: {
+        emailId: 'em_1',
+        teamId: 1,
+        to: 'app@sender.dev',
+        original: { from_addr: 'App <hello@sender.dev>', to_json: '["a@example.net","b@example.net"]', cc_json: null, subject: 'Grüße', message_id: '<m1@sender.dev>', in_reply_to: null, headers_json: null, created_at: '2026-11-27T00:00:00.000Z' },
+        recipients: [
+          { address: 'a@example.net', reply: long, smtpCode: 550, mxHost: 'mx.example.net', reason: long, status: null, expired: false },
+          { address: 'b@example.net', reply: null, smtpCode: null, mxHost: null, reason: 'purged by an operator', status: null, expired: false },
+        ],
+      },
+    })
+  ).toString('latin1');
+  t.true(raw.split('\r\n').every((l) => l.length <= 78), 'every line folded');
+  t.true(/^[\x20-\x7e\r\n\t]*$/.test(raw.slice(raw.indexOf('\r\n\r\n'), raw.indexOf('Content-Type: text/rfc822-headers'))), '7-bit');
+  t.notRegex(raw, /^Injected:/m);
+  t.regex(raw, /^Final-Recipient: rfc822; a@example\.net\r\nAction: failed\r\nStatus: 5\.0\.0\r\nRemote-MTA: dns; mx\.example\.net\r\nDiagnostic-Code: smtp; 550 x+ word word word\r\n word/m);
+  t.regex(raw, /^Final-Recipient: rfc822; b@example\.net\r\nAction: failed\r\nStatus: 5\.0\.0\r\n\r\n--/m, 'no reply: no Diagnostic-Code');
+  t.regex(raw, /<b@example\.net>: purged by an operator/);
+  t.regex(raw, /^Subject: =\?UTF-8\?Q\?Gr=C3=BC=C3=9Fe\?=\r$/m);
 });

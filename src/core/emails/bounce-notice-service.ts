@@ -1,4 +1,6 @@
 import type { Logger } from '../../lib/logger.js';
+import type { Clock } from '../../lib/clock.js';
+import type { DeliveriesRepository } from '../../store/repositories/deliveries-repository.js';
 import type { DomainsRepository } from '../../store/repositories/domains-repository.js';
 import type { EmailRow, EmailsRepository } from '../../store/repositories/emails-repository.js';
 import type { BusEvent, EventBus } from '../events.js';
@@ -30,7 +32,6 @@ export interface BounceNoticeRecipient {
 export interface BounceNotice {
   emailId: string;
   teamId: number;
-  outcome: 'BOUNCED' | 'FAILED';
   /** The envelope sender of the submission: the notice's recipient. */
   to: string;
   original: Pick<EmailRow, 'from_addr' | 'to_json' | 'cc_json' | 'subject' | 'message_id' | 'in_reply_to' | 'headers_json' | 'created_at'>;
@@ -41,10 +42,19 @@ export interface BounceNoticeDeps {
   events: EventBus;
   emails: Pick<EmailsRepository, 'findHeadAnyTeamFast'>;
   domains: Pick<DomainsRepository, 'findByName'>;
+  deliveries: Pick<DeliveriesRepository, 'listForEmailInTeam'>;
+  clock: Clock;
   /** Composes and sends one notice; resolves once it was sent or given up on (never retried). */
   send: (notice: BounceNotice) => Promise<void>;
   logger: Logger;
 }
+
+/** How often emails whose notice waits for their other recipients are looked at again. */
+const SWEEP_INTERVAL_MS = 5_000;
+/** A notice never waits longer than this for the email's other recipients. */
+const MAX_WAIT_MS = 10 * 60_000;
+/** Events of an email that may close one of its deliveries. */
+const CLOSING = new Set(['email.delivered', 'email.bounced', 'email.failed', 'email.rejected', 'email.suppressed', 'email.cancelled']);
 
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
@@ -54,74 +64,117 @@ function recipientOf(event: BusEvent): BounceNoticeRecipient | undefined {
   if (!address) return undefined;
   const reply = str(d.response);
   const failedReason = str((d.failed as { reason?: unknown } | undefined)?.reason);
-  const dsnStatus = str((d.dsn as { status?: unknown } | undefined)?.status);
+  const dsn = d.dsn as { status?: unknown; remoteMta?: unknown } | undefined;
+  const dsnStatus = str(dsn?.status);
   return {
     address,
     reply,
     smtpCode: typeof d.smtpCode === 'number' ? d.smtpCode : null,
-    mxHost: str(d.mxHost),
+    // An incoming DSN names the host that refused it.
+    mxHost: str(d.mxHost) ?? str(dsn?.remoteMta),
     reason: failedReason ?? reply ?? 'the message could not be delivered',
     status: dsnStatus,
     expired: failedReason?.startsWith('gave up after ') ?? false,
   };
 }
 
-/** Subscribes to the outcomes that end a recipient (hard bounce, failure); returns the unsubscribe. */
-export function subscribeBounceNotices(deps: BounceNoticeDeps): () => void {
+/**
+ * Subscribes to the outcomes that end a recipient (hard bounce, failure). The recipients of one
+ * email share a notice: it goes once none of the email's deliveries is due or being attempted
+ * (each recipient has its own transaction, since each has its own return path; one still
+ * deferred to a later retry does not hold it), or after MAX_WAIT_MS. Returns stop().
+ */
+export function subscribeBounceNotices(deps: BounceNoticeDeps): { stop(): void } {
   const log = deps.logger.child({ component: 'bounce-notices' });
-  // The outcomes one write announces arrive together (emit() runs in a loop after the commit):
-  // they are gathered until the next turn, so an email gets one notice for its recipients.
-  let pending = new Map<string, { emailId: string; outcome: BounceNotice['outcome']; recipients: Map<string, BounceNoticeRecipient> }>();
+  /** Emails with a notice to send: their eligible sender and the recipients ended so far. */
+  const waiting = new Map<string, { notice: BounceNotice; sinceMs: number }>();
+  // The events one write announces arrive together (emit() runs in a loop after the commit):
+  // gathered until the next turn, then looked at one email at a time.
+  let batch = new Map<string, BounceNoticeRecipient[]>();
   let flushing: Promise<void> | undefined;
+  let chain: Promise<void> = Promise.resolve();
 
-  async function noticeFor(emailId: string, outcome: BounceNotice['outcome'], recipients: BounceNoticeRecipient[]): Promise<void> {
+  /** The notice for a submitted email whose envelope sender is at a verified domain of its team, or undefined. */
+  async function noticeFor(emailId: string): Promise<BounceNotice | undefined> {
     const email = await deps.emails.findHeadAnyTeamFast(emailId);
     // Only mail that came in by submission, with a sender to tell (<> is none).
     const sender = email?.submitted_by;
-    if (!email || !sender) return;
+    if (!email || !sender) return undefined;
     const at = sender.lastIndexOf('@');
     const domainName = at > 0 ? sender.slice(at + 1).toLowerCase() : '';
     const domain = domainName ? await deps.domains.findByName(email.team_id, domainName) : undefined;
     if (!domain || domain.status !== 'SUCCESS') {
       log.info({ emailId, sender }, 'no bounce notice: the envelope sender is not at a verified domain of the team');
-      return;
+      return undefined;
     }
-    await deps.send({ emailId, teamId: email.team_id, outcome, to: sender, original: email, recipients });
+    return { emailId, teamId: email.team_id, to: sender, original: email, recipients: [] };
   }
 
-  async function flush(): Promise<void> {
-    const batch = pending;
-    pending = new Map();
+  /** Sends the email's notice once none of its other deliveries is due or in flight. */
+  async function sendWhenDone(emailId: string): Promise<void> {
+    const w = waiting.get(emailId);
+    if (!w) return;
+    const now = deps.clock.nowMs();
+    if (now - w.sinceMs < MAX_WAIT_MS) {
+      const rows = await deps.deliveries.listForEmailInTeam(w.notice.teamId, emailId);
+      if (rows.some((r) => r.state === 'queued' && (r.lease_owner !== null || r.next_attempt_at <= now))) return;
+    }
+    waiting.delete(emailId);
+    await deps.send(w.notice);
+  }
+
+  /** Runs `work` for each email after the work already queued (one email at a time); errors are logged. */
+  function look(emailIds: Iterable<string>, work: (emailId: string) => Promise<void>): Promise<void> {
+    for (const emailId of emailIds) {
+      chain = chain.then(() => work(emailId)).catch((err: unknown) => log.error({ err, emailId }, 'a bounce notice could not be sent'));
+    }
+    return chain;
+  }
+
+  function flush(): Promise<void> {
+    const taken = batch;
+    batch = new Map();
     flushing = undefined;
-    for (const p of batch.values()) {
-      try {
-        await noticeFor(p.emailId, p.outcome, [...p.recipients.values()]);
-      } catch (err) {
-        log.error({ err, emailId: p.emailId }, 'a bounce notice could not be sent');
+    return look(taken.keys(), async (emailId) => {
+      const ended = taken.get(emailId)!;
+      if (ended.length && !waiting.has(emailId)) {
+        const notice = await noticeFor(emailId);
+        if (notice) waiting.set(emailId, { notice, sinceMs: deps.clock.nowMs() });
       }
-    }
+      const w = waiting.get(emailId);
+      if (!w) return;
+      for (const r of ended) {
+        if (!w.notice.recipients.some((x) => x.address.toLowerCase() === r.address.toLowerCase())) w.notice.recipients.push(r);
+      }
+      await sendWhenDone(emailId);
+    });
   }
 
-  function handle(event: BusEvent): Promise<void> | undefined {
-    // A soft bounce is not the end of a recipient: it is retried until the give-up (FAILED).
-    if (event.type === 'email.bounced' && (event.data.bounce as { type?: unknown } | undefined)?.type !== 'Permanent') return undefined;
+  const unsubscribe = deps.events.on('*', (event) => {
+    if (!CLOSING.has(event.type)) return undefined;
     const emailId = str(event.data.id);
-    const recipient = recipientOf(event);
-    if (!emailId || !recipient) return undefined;
-    const outcome = event.type === 'email.bounced' ? 'BOUNCED' : 'FAILED';
-    const key = `${emailId}\u0000${outcome}`;
-    const entry = pending.get(key) ?? { emailId, outcome, recipients: new Map<string, BounceNoticeRecipient>() };
-    entry.recipients.set(recipient.address.toLowerCase(), recipient);
-    pending.set(key, entry);
+    if (!emailId) return undefined;
+    // A bounce that is not permanent (a policy refusal) is not reported: only a mailbox that is gone, or a give-up.
+    const ends = event.type === 'email.failed' || (event.type === 'email.bounced' && (event.data.bounce as { type?: unknown } | undefined)?.type === 'Permanent');
+    const recipient = ends ? recipientOf(event) : undefined;
+    if (!recipient && !waiting.has(emailId)) return undefined;
+    const list = batch.get(emailId) ?? [];
+    if (recipient) list.push(recipient);
+    batch.set(emailId, list);
     flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(flush);
-    // Returned so the bus's settled() (a graceful stop) waits for the notices under way.
+    // Returned so the bus's settled() (tests, a graceful stop) waits for this look.
     return flushing;
-  }
+  });
+  // Deliveries can close without an event of their own (a cc suppressed alone): looked at again.
+  const sweep = setInterval(() => {
+    if (waiting.size) void look([...waiting.keys()], sendWhenDone);
+  }, SWEEP_INTERVAL_MS);
+  sweep.unref();
 
-  const offBounced = deps.events.on('email.bounced', handle);
-  const offFailed = deps.events.on('email.failed', handle);
-  return () => {
-    offBounced();
-    offFailed();
+  return {
+    stop(): void {
+      unsubscribe();
+      clearInterval(sweep);
+    },
   };
 }

@@ -104,7 +104,8 @@ export async function composeBounceNotice(input: { notice: BounceNotice; hostnam
     'MIME-Version: 1.0',
     // RFC 3834 §5: a DSN is an automatic response; nobody should auto-reply to it.
     'Auto-Submitted: auto-replied',
-    `Content-Type: multipart/report; report-type=delivery-status; boundary="${boundary}"`,
+    'Content-Type: multipart/report; report-type=delivery-status;',
+    ` boundary="${boundary}"`,
     '',
     'This is a MIME-encapsulated message.',
     '',
