@@ -14,6 +14,7 @@ import { createIdempotencyRepository } from '../store/repositories/idempotency-r
 import { createSuppressionsRepository } from '../store/repositories/suppressions-repository.js';
 import { createTemplatesRepository } from '../store/repositories/templates-repository.js';
 import { EventBus } from '../core/events.js';
+import { subscribeBounceNotices } from '../core/emails/bounce-notice-service.js';
 import { createApiKeyService } from '../core/api-keys/api-key-service.js';
 import { createTeamService } from '../core/teams/team-service.js';
 import { createRateLimiter } from '../core/rate-limit/rate-limiter.js';
@@ -333,13 +334,18 @@ export function wireCoreServices(o: {
   const { pool, signer, permits, runTlsReports } = outbound;
   onFailure(() => signer.close());
   engine = outbound.engine;
+  // Bounce notices to the senders of submitted mail (submission.bounceNotices): after the commit, best effort.
+  const bounceNotices =
+    config.submission.bounceNotices && outbound.bounceNoticeMailer
+      ? subscribeBounceNotices({ events, emails: emailsRepo, domains: domainsRepo, deliveries: deliveriesRepo, clock, send: outbound.bounceNoticeMailer, logger })
+      : undefined;
 
   return {
     services,
     events, templates, shaper, audit, teams, domains, apiKeys, nodeId, clusterRepo, cronRuns, rateLimiter, queueRepo, metrics, engine, intake,
     emails, deliveries, operatorKeys, shaping, queue, contacts, contactBooks, segments, campaigns, suppressions, webhookOutbox, webhooks,
     webhookDispatcher, analytics, tracking, inbound, listenerTls, loginThrottle, users, sessions, contactImports, overview, sandbox, contentRetention,
-    tlsCounter, tlsReports, receivedTlsReports, serverDkimKey, outbound, pool, signer, permits, runTlsReports,
+    tlsCounter, tlsReports, receivedTlsReports, serverDkimKey, outbound, pool, signer, permits, runTlsReports, bounceNotices,
     /** Starts the delivery engine; from then a lone node's engine forgets a lifted hold at once (shaping). */
     startEngine(): void {
       engine!.start();

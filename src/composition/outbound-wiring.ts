@@ -31,11 +31,14 @@ import { createMtaStsResolver } from '../smtp/outbound/mta-sts-resolver.js';
 import { createTlsaLookup } from '../smtp/outbound/dane-verifier.js';
 import { createTransportPolicy } from '../smtp/outbound/transport-policy.js';
 import { createTlsReportSender } from '../smtp/outbound/tls-report-sender.js';
+import { createOwnMailSender } from '../smtp/outbound/own-mail-sender.js';
+import { createBounceNoticeMailer } from '../smtp/outbound/bounce-notice-mail.js';
 import { httpsCaList } from '../smtp/outbound/https-client.js';
 
 // The outbound half of the composition root (src/app.ts): the DKIM signer, the SMTP client pool
 // (none in sandbox mode, so nothing can open a connection to an MX), MX resolution, transport
-// security (MTA-STS, DANE), the delivery engine, and the TLS reports Posthorn mails as itself.
+// security (MTA-STS, DANE), the delivery engine, and the mail Posthorn sends as itself (TLS
+// reports, bounce notices).
 
 /**
  * MTA-STS policies, TLS session counts and the reports made from them (RFC 8460), the reports
@@ -162,15 +165,12 @@ export function wireOutbound(deps: OutboundDeps) {
     onHeld: (why, source, rollup, count) => metrics.held(source, rollup, why, count),
   });
   // Sandbox mode sends nothing by SMTP, TLS reports included.
-  const tlsReportSender = pool && createTlsReportSender({
+  // Mail Posthorn sends as itself (TLS reports, bounce notices); none in sandbox mode.
+  const ownMail = pool && createOwnMailSender({ pool, mx, signer, serverKey: serverDkimKey, port: config.outbound.port, relay });
+  const tlsReportSender = ownMail && createTlsReportSender({
     reports: tlsReports,
-    pool,
-    mx,
-    signer,
-    serverKey: serverDkimKey,
+    ownMail,
     hostname: config.hostname,
-    port: config.outbound.port,
-    relay,
     resolver,
     https: { ca: httpsCa, timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.outbound.tlsReports.allowPrivate },
     clock,
@@ -196,6 +196,8 @@ export function wireOutbound(deps: OutboundDeps) {
     signer,
     permits,
     engine,
+    /** Sends a submission's bounce notice (submission.bounceNotices); none in sandbox mode. */
+    bounceNoticeMailer: ownMail && createBounceNoticeMailer({ ownMail, hostname: config.hostname, clock, logger }),
     runTlsReports,
     /** Resolves once the report run in progress, if any, has ended (a graceful stop waits for it). */
     reportsSettled: () => reportRun,

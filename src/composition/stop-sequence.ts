@@ -33,6 +33,7 @@ export async function stopApp(o: {
   await outbound.reportsSettled();
   await tlsCounter.stop(); // the counts of the sessions just finished
   await webhookDispatcher.stop(); // unsent calls stay in the outbox for the next start
+  core.bounceNotices?.stop(); // a notice still waiting for the email's other recipients is not sent (best effort)
   await events.settled(); // after-commit handlers (campaign counters) still write to the store
   await analytics.flush();
   await pool?.close();

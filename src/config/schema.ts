@@ -287,15 +287,21 @@ export const configSchema = z
       'Inbound SMTP: bounces, complaints and receiving domains.',
     ),
     submission: listenerSection(
-      listenerKeys(
-        'submission',
-        { port: 587, maxConnections: 100 },
-        {
-          port: 'Port of authenticated SMTP submission; 0 picks a free one.',
-          tls: 'PEM certificate for STARTTLS; both empty uses the same self-signed pair as [inbound]. Clients must STARTTLS before AUTH, so give them one they trust in production.',
-          maxRecipients: 'Recipients per message; a send takes at most 100 in to, cc and bcc together.',
-        },
-      ),
+      {
+        ...listenerKeys(
+          'submission',
+          { port: 587, maxConnections: 100 },
+          {
+            port: 'Port of authenticated SMTP submission; 0 picks a free one.',
+            tls: 'PEM certificate for STARTTLS; both empty uses the same self-signed pair as [inbound]. Clients must STARTTLS before AUTH, so give them one they trust in production.',
+            maxRecipients: 'Recipients per message; a send takes at most 100 in to, cc and bcc together.',
+          },
+        ),
+        bounceNotices: key(z.boolean().default(false), {
+          doc: "Mail a bounce notice (an RFC 3464 DSN from MAILER-DAEMON@<hostname>) to the envelope sender of a submitted message when a recipient hard-bounces or fails, as a classic relay does; only when that sender's domain is one of the team's verified domains. Best effort: a notice is not retried.",
+          env: 'POSTHORN_SUBMISSION_BOUNCE_NOTICES',
+        }),
+      },
       'Authenticated SMTP submission (AUTH with an API key as the password).',
     ),
     outbound: z

@@ -52,6 +52,8 @@ export interface SubmitOptions {
    * RENDERING_FAILURE, with its event, instead of the request being refused.
    */
   personalised?: boolean;
+  /** SMTP submission: the envelope sender (MAIL FROM, '' for <>), kept for bounce notices (submission.bounceNotices). */
+  submittedBy?: string;
 }
 
 export interface RenderedTemplate {
@@ -257,6 +259,7 @@ export function createEmailService(deps: EmailServiceDeps) {
       scheduled_at: scheduledAt ? scheduledAt.toISOString() : null,
       open_tracking: trackingColumn(input.openTracking),
       click_tracking: trackingColumn(input.clickTracking),
+      submitted_by: opts.submittedBy ?? null,
       latest_status: status,
       status_rank: statusRank(status),
       sent_at: null,

@@ -8,29 +8,21 @@
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
-import type { ServerDkimKey } from '../../core/tls-reports/server-dkim-key.js';
 import { dayBounds } from '../../core/tls-reports/tls-report-document.js';
 import type { TlsReportJob, TlsReportOutcome, TlsReportService } from '../../core/tls-reports/tls-report-service.js';
 import { resolveWebhookTarget, WebhookUrlError } from '../../core/webhooks/url-policy.js';
 import type { Clock } from '../../lib/clock.js';
 import type { DnsResolver } from '../../lib/dns/dns-client.js';
 import type { Logger } from '../../lib/logger.js';
-import type { DkimSigner } from './dkim-signer.js';
 import { httpsRequest } from './https-client.js';
-import { MxLookupError, type MxResolver } from './mx-resolver.js';
-import type { DeliveryTarget, SmtpClientPool } from './smtp-client-pool.js';
+import type { OwnMailSender } from './own-mail-sender.js';
 
 export interface TlsReportSenderOptions {
   reports: Pick<TlsReportService, 'claimDue' | 'recordAttempt' | 'keepLease' | 'renewEveryMs'>;
-  pool: SmtpClientPool;
-  mx: MxResolver;
-  signer: DkimSigner;
-  serverKey: () => Promise<ServerDkimKey>;
-  /** Our host name: the From domain, the Submitter, the DKIM d=. */
+  /** Signs with the server's key (d= the hostname) and sends through the pool. */
+  ownMail: OwnMailSender;
+  /** Our host name: the From domain, the Submitter. */
   hostname: string;
-  /** Destination SMTP port (25; tests use their sink's). */
-  port: number;
-  relay?: { host: string; address?: string; port: number };
   resolver: DnsResolver;
   https: { ca?: (string | Buffer)[]; timeoutMs: number; allowPrivate: boolean };
   clock: Clock;
@@ -38,7 +30,6 @@ export interface TlsReportSenderOptions {
 }
 
 const gzipAsync = promisify(gzip);
-const MAX_TARGETS = 6;
 const MAX_RESPONSE_BYTES = 4096;
 const BASE64_LINE = 76;
 
@@ -85,37 +76,9 @@ export function createTlsReportSender(opts: TlsReportSenderOptions) {
   const log = opts.logger.child({ component: 'tls-report-sender' });
   const from = `tlsrpt-noreply@${opts.hostname}`;
 
-  async function targetsFor(domain: string): Promise<DeliveryTarget[]> {
-    if (opts.relay) return [{ host: opts.relay.host, address: opts.relay.address ?? opts.relay.host, port: opts.relay.port }];
-    const hosts = await opts.mx.resolve(domain);
-    return hosts.flatMap((h) => h.addresses.map((address) => ({ host: h.host, address, port: opts.port }))).slice(0, MAX_TARGETS);
-  }
-
   async function mail(job: TlsReportJob, address: string, gz: Buffer): Promise<TlsReportOutcome> {
-    const key = await opts.serverKey();
     const raw = composeReportMail({ job, to: address, from, submitter: opts.hostname, gz, date: opts.clock.now(), messageId: `tlsrpt.${randomBytes(8).toString('hex')}@${opts.hostname}` });
-    const message = await opts.signer.sign(raw, { domain: key.domain, selector: key.selector, privateKey: key.privateKey });
-    const domain = address.slice(address.lastIndexOf('@') + 1).toLowerCase();
-    let targets: DeliveryTarget[];
-    try {
-      targets = await targetsFor(domain);
-    } catch (err) {
-      return { ok: false, permanent: err instanceof MxLookupError && err.permanent, error: (err as Error).message };
-    }
-    const errors: string[] = [];
-    for (const target of targets) {
-      // No transport requirement: opportunistic TLS and no verdict, so nothing is counted (§3).
-      const res = await opts.pool.send(target, { mailFrom: from, recipients: [address], message, tlsPolicy: 'OPPORTUNISTIC' });
-      if (res.notAttempted) return { ok: false, permanent: false, error: 'not attempted: stopping' };
-      const r = res.recipients[0]!;
-      if (!res.connected || res.hostFailure) {
-        errors.push(`${target.host}[${target.address}]: ${res.error ?? r.response}`);
-        continue;
-      }
-      if (r.outcome === 'delivered') return { ok: true };
-      return { ok: false, permanent: r.outcome === 'bounced', error: `${target.host}: ${r.response}` };
-    }
-    return { ok: false, permanent: false, error: errors.length ? errors.join('; ') : `no usable MX host for ${domain}` };
+    return opts.ownMail.send({ mailFrom: from, to: address, raw });
   }
 
   async function post(target: string, gz: Buffer): Promise<TlsReportOutcome> {

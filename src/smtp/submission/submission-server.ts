@@ -70,11 +70,9 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
     const user = session.user as SessionUser;
     const parsed = await parseMessage(raw, { skipHtmlToText: true });
     if (!parsed) throw new AppError('BAD_REQUEST', 'the message could not be parsed as MIME');
-    const input = messageToSendInput(parsed, {
-      mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
-      rcptTo: session.envelope.rcptTo.map((r) => r.address),
-    });
-    const { emailId } = await options.emails.submit({ teamId: user.auth.teamId, domainId: user.auth.domainId, apiKeyId: user.auth.keyId }, input);
+    const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+    const input = messageToSendInput(parsed, { mailFrom, rcptTo: session.envelope.rcptTo.map((r) => r.address) });
+    const { emailId } = await options.emails.submit({ teamId: user.auth.teamId, domainId: user.auth.domainId, apiKeyId: user.auth.keyId }, input, { submittedBy: mailFrom });
     return emailId;
   }
 

@@ -130,6 +130,8 @@ export interface EmailsTable {
   /** Tracking chosen for this email: 1 on, 0 off, null the domain's switch when it is composed. */
   open_tracking: number | null;
   click_tracking: number | null;
+  /** The envelope sender (MAIL FROM) of mail submitted by SMTP ('' for <>); null for every other send. */
+  submitted_by: string | null;
   latest_status: string;
   status_rank: number;
   sent_at: string | null;
