@@ -25,7 +25,13 @@ test.before(async () => {
   w.zone.set(key.record.name, 'TXT', [key.record.value]);
   w.sink.setBehaviour({
     onRcpt: (address) =>
-      address.startsWith('nobody') ? { code: 550, message: '5.1.1 <' + address + '>: User unknown' } : address.startsWith('later') ? { code: 451, message: '4.3.0 Try again later' } : undefined,
+      address.startsWith('nobody')
+        ? { code: 550, message: '5.1.1 <' + address + '>: User unknown' }
+        : address.startsWith('later')
+          ? { code: 451, message: '4.3.0 Try again later' }
+          : address.startsWith('policy')
+            ? { code: 550, message: '5.7.1 Message rejected as spam by content filter' }
+            : undefined,
   });
 });
 test.after.always(async () => {
@@ -92,6 +98,19 @@ test.serial('on: the recipients of one email share one notice (each has a transa
   t.is(senderMx.messages.length, before + 1);
   const raw = senderMx.messages[before]!.raw.toString('latin1');
   t.deepEqual(raw.match(/^Final-Recipient: rfc822; \S+(?=\r$)/gm), ['Final-Recipient: rfc822; nobody-1@example.net', 'Final-Recipient: rfc822; nobody-2@example.net']);
+});
+
+test.serial('on: a policy refusal (a bounce that is not a hard one, never retried) mails a notice too', async (t) => {
+  const before = senderMx.messages.length;
+  const id = await submit('app@sender.dev', 'policy@example.net', 'Filtered');
+  await waitForStatus(w, id, 'BOUNCED');
+  const email = await w.t0.request('GET', `/v1/emails/${id}`);
+  t.is(email.body.emailEvents.at(-1).data.bounce.type, 'Transient', 'not a hard bounce: no suppression either');
+  await w.settle();
+  t.is(senderMx.messages.length, before + 1);
+  const raw = senderMx.messages[before]!.raw.toString('latin1');
+  t.regex(raw, /^Final-Recipient: rfc822; policy@example\.net\r\nAction: failed\r\nStatus: 5\.7\.1\r$/m);
+  t.regex(raw, /^Diagnostic-Code: smtp; 550 5\.7\.1 Message rejected as spam by content filter\r$/m);
 });
 
 test.serial('on: an email sent through the API that bounces gets no notice', async (t) => {

@@ -79,7 +79,7 @@ function recipientOf(event: BusEvent): BounceNoticeRecipient | undefined {
 }
 
 /**
- * Subscribes to the outcomes that end a recipient (hard bounce, failure). The recipients of one
+ * Subscribes to the outcomes that end a recipient (a bounce of any kind, a failure). The recipients of one
  * email share a notice: it goes once none of the email's deliveries is due or being attempted
  * (each recipient has its own transaction, since each has its own return path; one still
  * deferred to a later retry does not hold it), or after MAX_WAIT_MS. Returns stop().
@@ -154,8 +154,8 @@ export function subscribeBounceNotices(deps: BounceNoticeDeps): { stop(): void }
     if (!CLOSING.has(event.type)) return undefined;
     const emailId = str(event.data.id);
     if (!emailId) return undefined;
-    // A bounce that is not permanent (a policy refusal) is not reported: only a mailbox that is gone, or a give-up.
-    const ends = event.type === 'email.failed' || (event.type === 'email.bounced' && (event.data.bounce as { type?: unknown } | undefined)?.type === 'Permanent');
+    // Every bounce is final for its recipient (a policy or spam refusal too, never retried), as is a give-up.
+    const ends = event.type === 'email.failed' || event.type === 'email.bounced';
     const recipient = ends ? recipientOf(event) : undefined;
     if (!recipient && !waiting.has(emailId)) return undefined;
     const list = batch.get(emailId) ?? [];
