@@ -50,9 +50,9 @@ export function backupSqlite(opts: { sqliteFile: string; target: string }): Back
       db.close();
     }
     const { tables, latestMigration } = checkCopy(partial);
-    syncFile(partial);
+    syncPath(partial, 'r+');
     renameSync(partial, target);
-    syncDirectory(dirname(target));
+    syncPath(dirname(target), 'r');
     return { target, bytes: statSync(target).size, tables, latestMigration, ms: Date.now() - started };
   } catch (err) {
     rmSync(partial, { force: true });
@@ -75,18 +75,9 @@ function checkCopy(file: string): { tables: number; latestMigration: string | nu
   }
 }
 
-function syncFile(file: string): void {
-  const fd = openSync(file, 'r+');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** The rename itself survives a power cut once the directory is synced. */
-function syncDirectory(dir: string): void {
-  const fd = openSync(dir, 'r');
+/** fsync of a file (`r+`) or of a directory (`r`: the rename in it survives a power cut). */
+function syncPath(path: string, flags: 'r' | 'r+'): void {
+  const fd = openSync(path, flags);
   try {
     fsyncSync(fd);
   } finally {

@@ -160,3 +160,11 @@ export async function startTlsWorld(opts: { clock?: Clock; policyDomains: string
 export function tlsSend(to: string, extra: Record<string, unknown> = {}) {
   return { from: `Sender <hello@${SENDER}>`, to, subject: 'Transport security', text: 'Hi there', ...extra };
 }
+
+/** Sends `tlsSend(to)` through the API and waits until the engine is idle; the email's id. */
+export async function sendAndSettle(w: TlsWorld, to: string): Promise<string> {
+  const res = await w.t0.request('POST', '/v1/emails', { body: tlsSend(to) });
+  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  await w.settle();
+  return res.body.emailId;
+}

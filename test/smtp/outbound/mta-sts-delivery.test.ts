@@ -7,7 +7,7 @@
  */
 import test from 'ava';
 import { ManualClock } from '../../../src/lib/clock.js';
-import { startTlsWorld, tlsSend, type Mx, type TlsWorld } from '../../helpers/tls-world.js';
+import { sendAndSettle, startTlsWorld, type Mx, type TlsWorld } from '../../helpers/tls-world.js';
 
 const clock = new ManualClock(Date.UTC(2026, 10, 20, 8, 0, 0));
 const DOMAINS = ['good.test', 'unlisted.test', 'wrongname.test', 'cnonly.test', 'expired.test', 'selfsigned.test', 'plain.test', 'testing.test', 'cached.test', 'quiet.test', 'enforced-own.test', 'reuse-a.test', 'reuse-b.test'];
@@ -35,12 +35,7 @@ test.after.always(async () => {
   await w?.close();
 });
 
-async function send(to: string): Promise<string> {
-  const res = await w.t0.request('POST', '/v1/emails', { body: tlsSend(to) });
-  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-  await w.settle();
-  return res.body.emailId;
-}
+const send = (to: string) => sendAndSettle(w, to);
 const email = async (id: string) => (await w.t0.request('GET', `/v1/emails/${id}`)).body;
 const lastEvent = async (id: string) => (await email(id)).emailEvents.at(-1);
 

@@ -8,7 +8,7 @@
  */
 import test from 'ava';
 import { ManualClock } from '../../../src/lib/clock.js';
-import { startTlsWorld, tlsSend, type Mx, type TlsWorld } from '../../helpers/tls-world.js';
+import { sendAndSettle, startTlsWorld, type Mx, type TlsWorld } from '../../helpers/tls-world.js';
 
 const clock = new ManualClock(Date.UTC(2026, 10, 20, 8, 0, 0));
 const DOMAINS = ['fixed.test', 'bulk.test', 'giveup.test', 'badcert.test'];
@@ -37,12 +37,7 @@ function publish(domain: string, mx: string[], id: string): void {
   w.zone.set(`_mta-sts.${domain}`, 'TXT', [`v=STSv1; id=${id};`], DAY_SECONDS);
 }
 
-async function send(to: string): Promise<string> {
-  const res = await w.t0.request('POST', '/v1/emails', { body: tlsSend(to) });
-  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-  await w.settle();
-  return res.body.emailId;
-}
+const send = (to: string) => sendAndSettle(w, to);
 const email = async (id: string) => (await w.t0.request('GET', `/v1/emails/${id}`)).body;
 const txtQueries = (domain: string) => w.zone.queriesFor(`_mta-sts.${domain}`, 'TXT');
 
