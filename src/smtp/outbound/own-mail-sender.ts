@@ -30,13 +30,16 @@ export type OwnMailOutcome = { ok: true } | { ok: false; permanent: boolean; err
 const MAX_TARGETS = 6;
 
 export function createOwnMailSender(opts: OwnMailSenderOptions) {
-  async function targetsFor(domain: string, policies: boolean): Promise<{ target: DeliveryTarget; requirement?: TransportRequirement; refused?: string }[]> {
-    if (opts.relay) return [{ target: { host: opts.relay.host, address: opts.relay.address ?? opts.relay.host, port: opts.relay.port } }];
+  /** The hosts to try, and why the recipient domain's policies refused the others (never connected to). */
+  async function targetsFor(domain: string, policies: boolean): Promise<{ targets: { target: DeliveryTarget; requirement?: TransportRequirement }[]; refused: string[] }> {
+    if (opts.relay) return { targets: [{ target: { host: opts.relay.host, address: opts.relay.address ?? opts.relay.host, port: opts.relay.port } }], refused: [] };
     const hosts = await opts.mx.resolve(domain);
     const planned = policies && opts.transport ? await opts.transport.plan(domain, hosts, 'OPPORTUNISTIC') : hosts.map((host) => ({ host, requirement: undefined, refused: undefined }));
-    return planned
-      .flatMap((p) => p.host.addresses.map((address) => ({ target: { host: p.host.host, address, port: opts.port }, requirement: p.requirement, refused: p.refused?.message })))
+    const targets = planned
+      .filter((p) => !p.refused)
+      .flatMap((p) => p.host.addresses.map((address) => ({ target: { host: p.host.host, address, port: opts.port }, requirement: p.requirement })))
       .slice(0, MAX_TARGETS);
+    return { targets, refused: planned.flatMap((p) => (p.refused ? [p.refused.message] : [])) };
   }
 
   return {
@@ -45,18 +48,14 @@ export function createOwnMailSender(opts: OwnMailSenderOptions) {
       const key = await opts.serverKey();
       const message = await opts.signer.sign(input.raw, { domain: key.domain, selector: key.selector, privateKey: key.privateKey });
       const domain = input.to.slice(input.to.lastIndexOf('@') + 1).toLowerCase();
-      let targets: Awaited<ReturnType<typeof targetsFor>>;
+      let plan: Awaited<ReturnType<typeof targetsFor>>;
       try {
-        targets = await targetsFor(domain, input.policies ?? false);
+        plan = await targetsFor(domain, input.policies ?? false);
       } catch (err) {
         return { ok: false, permanent: err instanceof MxLookupError && err.permanent, error: (err as Error).message };
       }
-      const errors: string[] = [];
-      for (const { target, requirement, refused } of targets) {
-        if (refused) {
-          errors.push(refused);
-          continue;
-        }
+      const errors = [...plan.refused];
+      for (const { target, requirement } of plan.targets) {
         const res = await opts.pool.send(target, { mailFrom: input.mailFrom, recipients: [input.to], message, tlsPolicy: 'OPPORTUNISTIC', ...(requirement ? { transport: requirement } : {}) });
         if (res.notAttempted) return { ok: false, permanent: false, error: 'not attempted: stopping' };
         const r = res.recipients[0]!;
