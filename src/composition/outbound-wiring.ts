@@ -166,7 +166,7 @@ export function wireOutbound(deps: OutboundDeps) {
   });
   // Sandbox mode sends nothing by SMTP, TLS reports included.
   // Mail Posthorn sends as itself (TLS reports, bounce notices); none in sandbox mode.
-  const ownMail = pool && createOwnMailSender({ pool, mx, signer, serverKey: serverDkimKey, port: config.outbound.port, relay });
+  const ownMail = pool && createOwnMailSender({ pool, mx, signer, serverKey: serverDkimKey, port: config.outbound.port, relay, transport });
   const tlsReportSender = ownMail && createTlsReportSender({
     reports: tlsReports,
     ownMail,

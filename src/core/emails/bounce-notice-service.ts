@@ -93,6 +93,8 @@ export function subscribeBounceNotices(deps: BounceNoticeDeps): { stop(): void }
   let batch = new Map<string, BounceNoticeRecipient[]>();
   let flushing: Promise<void> | undefined;
   let chain: Promise<void> = Promise.resolve();
+  /** Set by stop(): the work queued behind the notice in flight is dropped (best effort, documented). */
+  let stopped = false;
 
   /** The notice for a submitted email whose envelope sender is at a verified domain of its team, or undefined. */
   async function noticeFor(emailId: string): Promise<BounceNotice | undefined> {
@@ -126,7 +128,9 @@ export function subscribeBounceNotices(deps: BounceNoticeDeps): { stop(): void }
   /** Runs `work` for each email after the work already queued (one email at a time); errors are logged. */
   function look(emailIds: Iterable<string>, work: (emailId: string) => Promise<void>): Promise<void> {
     for (const emailId of emailIds) {
-      chain = chain.then(() => work(emailId)).catch((err: unknown) => log.error({ err, emailId }, 'a bounce notice could not be sent'));
+      chain = chain
+        .then(() => (stopped ? log.info({ emailId }, `email ${emailId}: no bounce notice looked at or sent (stopping)`) : work(emailId)))
+        .catch((err: unknown) => log.error({ err, emailId }, 'a bounce notice could not be sent'));
     }
     return chain;
   }
@@ -173,6 +177,7 @@ export function subscribeBounceNotices(deps: BounceNoticeDeps): { stop(): void }
 
   return {
     stop(): void {
+      stopped = true;
       unsubscribe();
       clearInterval(sweep);
     },

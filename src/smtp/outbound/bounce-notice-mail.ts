@@ -144,7 +144,8 @@ export function createBounceNoticeMailer(opts: { ownMail: OwnMailSender; hostnam
   return async (notice: BounceNotice): Promise<void> => {
     const raw = await composeBounceNotice({ notice, hostname: opts.hostname, date: opts.clock.now(), messageId: `dsn.${randomBytes(8).toString('hex')}@${opts.hostname}` });
     // The null reverse-path: a notice about a notice is never sent.
-    const res = await opts.ownMail.send({ mailFrom: '', to: notice.to, raw });
+    // The sender's domain's MTA-STS and DANE apply: the notice carries the original's headers.
+    const res = await opts.ownMail.send({ mailFrom: '', to: notice.to, raw, policies: true });
     const fields = { emailId: notice.emailId, teamId: notice.teamId, to: notice.to, recipients: notice.recipients.length };
     if (res.ok) log.info(fields, `bounce notice for email ${notice.emailId} sent to ${notice.to}`);
     else log.warn({ ...fields, error: res.error }, `bounce notice for email ${notice.emailId} to ${notice.to} not sent (not retried): ${res.error}`);

@@ -7,8 +7,8 @@
  *   per TTL, not one per message.
  * - The policy itself, fetched over HTTPS (https-client.ts) when the TXT id differs from the
  *   cached policy's, or the cached one expired; cached for max_age in memory and in the store
- *   (a restart keeps it). A policy fetched more than a day ago is fetched again in the background
- *   while the cached one answers (§3.3: "SHOULD proactively refresh"), so its max_age starts
+ *   (a restart keeps it). A policy fetched more than a day ago (or half its max_age, when shorter)
+ *   is fetched again in the background while the cached one answers (§3.3: "SHOULD proactively refresh"), so its max_age starts
  *   again and one failed fetch at its expiry cannot drop it.
  * - A failed fetch keeps the last good policy while it is valid (§5.1: "MUST continue to use
  *   the previously cached policy"), is reported, and is not tried again for a few minutes.
@@ -197,7 +197,8 @@ export function createMtaStsResolver(opts: MtaStsResolverOptions): MtaStsResolve
       const cached = await cachedPolicy(domain);
       if (txt === 'none' || txt === 'temporary') return cached ? { policy: cached } : {};
       if (cached && cached.id === txt.id) {
-        if (opts.clock.nowMs() - cached.fetchedAtMs >= PROACTIVE_REFRESH_MS) {
+        // Once a day, or at half its max_age when that is shorter (gmail.com's is a day): always before it expires.
+        if (opts.clock.nowMs() - cached.fetchedAtMs >= Math.min(PROACTIVE_REFRESH_MS, (cached.expiresAtMs - cached.fetchedAtMs) / 2)) {
           // Nobody waits for it: a failure keeps the cached policy (refresh() says so).
           start(domain, txt.id, cached).catch((err: unknown) => log.warn({ domain, err }, 'refreshing an MTA-STS policy failed'));
         }

@@ -335,7 +335,9 @@ function pkixErrorFor(socket: tls.TLSSocket, host: string, opened: string | null
   const cert = socket.getPeerCertificate();
   if (!cert?.raw) return 'UNKNOWN';
   const err = tls.checkServerIdentity(host, cert) as NodeJS.ErrnoException | undefined;
-  return err ? String(err.code ?? err.message) : null;
+  if (err) return String(err.code ?? err.message);
+  // checkServerIdentity falls back to the CN too: the same rule as for the name it was opened for.
+  return hasDnsAltName(socket) ? null : NO_ALTNAME;
 }
 
 /** The peer's certificates, leaf first, as Node ordered them (getPeerCertificate's issuer links). */

@@ -10,7 +10,7 @@ import { ManualClock } from '../../../src/lib/clock.js';
 import { sendAndSettle, startTlsWorld, type Mx, type TlsWorld } from '../../helpers/tls-world.js';
 
 const clock = new ManualClock(Date.UTC(2026, 10, 20, 8, 0, 0));
-const DOMAINS = ['good.test', 'unlisted.test', 'wrongname.test', 'cnonly.test', 'expired.test', 'selfsigned.test', 'plain.test', 'testing.test', 'cached.test', 'quiet.test', 'enforced-own.test', 'reuse-a.test', 'reuse-b.test'];
+const DOMAINS = ['good.test', 'unlisted.test', 'wrongname.test', 'cnonly.test', 'expired.test', 'selfsigned.test', 'plain.test', 'testing.test', 'cached.test', 'quiet.test', 'enforced-own.test', 'reuse-a.test', 'reuse-b.test', 'cnreuse.test'];
 let w: TlsWorld;
 let good: Mx;
 let unlisted: Mx;
@@ -177,4 +177,20 @@ test.serial('a session verified for one MX name is not reused for another name o
   const d = await lastEvent(await send('d@reuse-d.test'));
   t.is(d.status, 'DELIVERY_DELAYED');
   t.like(d.data.tls, { policy: 'no-policy-found', mode: 'enforce', result: 'certificate-host-mismatch', mxHost: 'alias.good.tls.test' });
+});
+
+test.serial('a session opened for another name is not reused for an MX its certificate names only in the CN', async (t) => {
+  // The certificate has no SAN, its CN is mx.cnreuse.tls.test. A session opened for the alias
+  // (opportunistic mail, any certificate) must not pass for the CN's name under enforce: Node's
+  // name check would fall back to the CN, RFC 8461 §4.2 does not.
+  const mx = await w.addMx('mx.cnreuse.tls.test', 'cn-only');
+  w.zone.set('alias.cnreuse.tls.test', 'A', [mx.address]);
+  w.setMx('cnreuse-alias.test', ['alias.cnreuse.tls.test']);
+  t.is((await lastEvent(await send('a@cnreuse-alias.test'))).status, 'DELIVERED');
+  w.setMx('cnreuse.test', [mx.host]);
+  w.publishSts('cnreuse.test', 'enforce', [mx.host], '1');
+  const b = await lastEvent(await send('b@cnreuse.test'));
+  t.is(b.status, 'DELIVERY_DELAYED');
+  t.like(b.data.tls, { policy: 'sts', mode: 'enforce', result: 'certificate-host-mismatch', mxHost: mx.host });
+  t.is(mx.sink.messages.length, 1, 'only the opportunistic message');
 });

@@ -15,7 +15,7 @@ import { startPolicyServer, stsPolicyText, type PolicyServer } from '../../helpe
 import { createTestCa, selfSignedLeaf, type TestCa } from '../../helpers/test-ca.js';
 import { until } from '../../helpers/until.js';
 
-const DOMAINS = ['a.test', 'b.test', 'c.test', 'd.test', 'e.test', 'f.test', 'g.test', 'h.test', 'i.test', 'j.test'];
+const DOMAINS = ['a.test', 'b.test', 'c.test', 'd.test', 'e.test', 'f.test', 'g.test', 'h.test', 'i.test', 'j.test', 'k.test'];
 let zone: DnsZone;
 let ca: TestCa;
 let server: PolicyServer;
@@ -137,6 +137,25 @@ test.serial('a policy fetched a day ago is fetched again before it expires, so a
   const later = await sts.lookup('j.test');
   t.like(later.policy, { mode: 'enforce', id: '1' });
   t.is(later.problem, undefined);
+});
+
+test.serial('a policy of max_age one day (as gmail.com publishes) is refreshed before it expires too, so a failing fetch at its expiry does not drop it', async (t) => {
+  const HOUR = 3_600_000;
+  zone.set('_mta-sts.k.test', 'TXT', ['v=STSv1; id=1;'], 60);
+  server.setPolicy('k.test', stsPolicyText('enforce', ['mx.k.test'], 86_400));
+  const { sts, clock, store } = resolverFor();
+  await sts.lookup('k.test');
+  t.is(fetchesOf('k.test'), 1);
+  clock.advance(13 * HOUR);
+  t.like((await sts.lookup('k.test')).policy, { mode: 'enforce', id: '1' });
+  // The refresh goes on behind the answer: looked for, a few seconds at most.
+  for (let i = 0; i < 300 && store.get('k.test')?.fetchedAtMs !== clock.nowMs(); i++) await new Promise((r) => setTimeout(r, 10));
+  t.is(fetchesOf('k.test'), 2, 'refreshed while in force');
+  // Past the first fetch's expiry the policy host fails: the refreshed policy is still in force.
+  server.setPolicy('k.test', { status: 500, body: 'down' });
+  clock.advance(12 * HOUR);
+  const later = await sts.lookup('k.test');
+  t.like(later.policy, { mode: 'enforce', id: '1' });
 });
 
 test.serial('redirects are not followed, the media type must be text/plain, the syntax must be right', async (t) => {
