@@ -7,9 +7,10 @@
  *   per TTL, not one per message.
  * - The policy itself, fetched over HTTPS (https-client.ts) when the TXT id differs from the
  *   cached policy's, or the cached one expired; cached for max_age in memory and in the store
- *   (a restart keeps it). A policy fetched more than a day ago (or half its max_age, when shorter)
- *   is fetched again in the background while the cached one answers (§3.3: "SHOULD proactively refresh"), so its max_age starts
- *   again and one failed fetch at its expiry cannot drop it.
+ *   (a restart keeps it). A policy fetched more than a day ago (or half its max_age, when
+ *   shorter) is fetched again in the background while the cached one answers (§3.3: "SHOULD
+ *   proactively refresh"), so its max_age starts again and one failed fetch at its expiry
+ *   cannot drop it.
  * - A failed fetch keeps the last good policy while it is valid (§5.1: "MUST continue to use
  *   the previously cached policy"), is reported, and is not tried again for a few minutes.
  * - Without a usable TXT record a cached policy still in force is used (§5.1), else none.
