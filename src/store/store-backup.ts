@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 
@@ -14,11 +14,13 @@ import Database from 'better-sqlite3';
  * - The copy is a single file with nothing in a WAL: the whole installation (the DKIM keys and
  *   the link secret included), ready to be put in place as posthorn.db.
  * - It is written under a temporary name beside the target, checked (`quick_check`, the schema
- *   present), synced to disk, then renamed: a target that exists is always a whole, checked
- *   copy. An existing file is never overwritten.
+ *   present), synced to disk, then given the target's name: a target that exists is always a
+ *   whole, checked copy. An existing file is never overwritten.
  */
 
 export class BackupRefused extends Error {}
+
+const alreadyThere = (target: string) => new BackupRefused(`${target} already exists: a backup never overwrites a file; name a new one (for example with the date in it)`);
 
 export interface BackupReport {
   /** The absolute path of the copy. */
@@ -38,7 +40,7 @@ export function backupSqlite(opts: { sqliteFile: string; target: string }): Back
   const source = resolve(opts.sqliteFile);
   const target = resolve(opts.target);
   if (!existsSync(source)) throw new BackupRefused(`there is no SQLite store at ${source}: point dataDir (POSTHORN_DATA_DIR) at the installation to back up`);
-  if (existsSync(target)) throw new BackupRefused(`${target} already exists: a backup never overwrites a file; name a new one (for example with the date in it)`);
+  if (existsSync(target)) throw alreadyThere(target);
   if (!existsSync(dirname(target))) throw new BackupRefused(`the directory ${dirname(target)} does not exist: create it first`);
   const partial = resolve(dirname(target), `.${basename(target)}.partial-${process.pid}`);
   try {
@@ -51,13 +53,32 @@ export function backupSqlite(opts: { sqliteFile: string; target: string }): Back
     }
     const { tables, latestMigration } = checkCopy(partial);
     syncPath(partial, 'r+');
-    renameSync(partial, target);
+    giveName(partial, target);
     syncPath(dirname(target), 'r');
     return { target, bytes: statSync(target).size, tables, latestMigration, ms: Date.now() - started };
   } catch (err) {
     rmSync(partial, { force: true });
     throw err;
   }
+}
+
+/**
+ * The checked copy takes the target's name, never over a file that appeared meanwhile (two
+ * backups to one name): a hard link fails if the name exists. A file system without hard links
+ * gets a rename after the check.
+ */
+export function giveName(partial: string, target: string): void {
+  try {
+    linkSync(partial, target);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') throw alreadyThere(target);
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw err;
+    if (existsSync(target)) throw alreadyThere(target);
+    renameSync(partial, target);
+    return;
+  }
+  rmSync(partial);
 }
 
 /** Opens the copy on its own and reads it back: a copy that cannot be restored is no backup. */

@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import test from 'ava';
+import { BackupRefused, giveName } from '../../src/store/store-backup.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -93,4 +94,18 @@ test('store backup refuses what it cannot do, with a clear message and exit code
   await refused(t0.dataDir, join(dir, 'missing', 'b.db'), /the directory .*missing does not exist/);
   await refused(t0.dataDir, join(dir, 'c.db'), /the configured store is PostgreSQL .*pg_dump/, { POSTHORN_DATABASE_URL: 'postgres://posthorn:secret@127.0.0.1:9/posthorn' });
   t.deepEqual(readdirSync(dir).sort(), ['existing.db'], 'nothing written by a refused backup');
+});
+
+test('the copy takes its name only if nothing has it: a file that appeared during the backup is kept', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'posthorn-backup-name-'));
+  const partial = join(dir, '.b.db.partial-1');
+  const target = join(dir, 'b.db');
+  writeFileSync(partial, 'the new copy');
+  writeFileSync(target, 'another backup, made meanwhile');
+  t.throws(() => giveName(partial, target), { instanceOf: BackupRefused, message: /b\.db already exists/ });
+  t.is(readFileSync(target, 'utf8'), 'another backup, made meanwhile');
+  const free = join(dir, 'c.db');
+  giveName(partial, free);
+  t.is(readFileSync(free, 'utf8'), 'the new copy');
+  t.false(existsSync(partial), 'the temporary name is gone');
 });
