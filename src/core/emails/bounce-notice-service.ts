@@ -170,8 +170,14 @@ export function subscribeBounceNotices(deps: BounceNoticeDeps): { stop(): void }
     return flushing;
   });
   // Deliveries can close without an event of their own (a cc suppressed alone): looked at again.
+  // Not while the last sweep's looks are still queued (a slow MX): they would pile up.
+  let sweeping = false;
   const sweep = setInterval(() => {
-    if (waiting.size) void look([...waiting.keys()], sendWhenDone);
+    if (!waiting.size || sweeping) return;
+    sweeping = true;
+    void look([...waiting.keys()], sendWhenDone).finally(() => {
+      sweeping = false;
+    });
   }, SWEEP_INTERVAL_MS);
   sweep.unref();
 
