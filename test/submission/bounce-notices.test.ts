@@ -198,3 +198,24 @@ test('the notice: one block per failed recipient, long replies folded under 78 c
   t.regex(raw, /<b@example\.net>: purged by an operator/);
   t.regex(raw, /^Subject: =\?UTF-8\?Q\?Gr=C3=BC=C3=9Fe\?=\r$/m);
 });
+
+test('the notice: a reply that is one long token is still cut under 998 octets a line (RFC 5322 §2.1.1)', async (t) => {
+  const token = `550 5.7.1 ${'x'.repeat(2500)}`;
+  const raw = (
+    await composeBounceNotice({
+      hostname: 'mx.posthorn.test',
+      date: new Date(Date.UTC(2026, 10, 27)),
+      messageId: 'dsn.2@mx.posthorn.test',
+      notice: {
+        emailId: 'em_2',
+        teamId: 1,
+        to: 'app@sender.dev',
+        original: { from_addr: 'App <hello@sender.dev>', to_json: '["a@example.net"]', cc_json: null, subject: 'Long', message_id: '<m2@sender.dev>', in_reply_to: null, headers_json: null, created_at: '2026-11-27T00:00:00.000Z' },
+        recipients: [{ address: 'a@example.net', reply: token, smtpCode: 550, mxHost: 'mx.example.net', reason: token, status: null, expired: false }],
+      },
+    })
+  ).toString('latin1');
+  const longest = Math.max(...raw.split('\r\n').map((l) => l.length));
+  t.true(longest <= 998, `longest line ${longest}`);
+  t.regex(raw, /^Diagnostic-Code: smtp; 550 5\.7\.1\r\n x{800,}\r\n x+/m, 'folded at the space, then the token cut and continued');
+});

@@ -20,14 +20,24 @@ const ENHANCED_STATUS = /(?:^|[\s;])([245])\.(\d{1,3})\.(\d{1,3})(?=[\s;.,]|$)/;
 /** Printable US-ASCII: the notice is 7-bit, whatever a hostile MX put in its reply. */
 const ascii = (s: string) => s.replace(/\r\n|\r|\n|\t/g, ' ').replace(/[^\x20-\x7e]/g, '?');
 
+/** A run without spaces longer than this is cut anyway (a remote reply can be one long token). */
+const HARD_WIDTH = 900;
+
 /** Folds a header-like field line at spaces (RFC 5322 §2.2.3), so no line passes 998 octets. */
 function fold(line: string): string {
   const out: string[] = [];
   let rest = line;
   while (rest.length > TEXT_WIDTH) {
     const at = rest.lastIndexOf(' ', TEXT_WIDTH);
-    const cut = at > 0 ? at : rest.indexOf(' ', TEXT_WIDTH);
-    if (cut <= 0) break;
+    let cut = at > 0 ? at : rest.indexOf(' ', TEXT_WIDTH);
+    if (cut <= 0 || cut > HARD_WIDTH) {
+      if (rest.length <= HARD_WIDTH) break;
+      // No space near enough: cut, and the continuation's leading space is one more in the text.
+      cut = HARD_WIDTH;
+      out.push(rest.slice(0, cut));
+      rest = ` ${rest.slice(cut)}`;
+      continue;
+    }
     out.push(rest.slice(0, cut));
     rest = rest.slice(cut); // the space starts the continuation line
   }
