@@ -1,6 +1,7 @@
 import test from 'ava';
 import { simpleParser } from 'mailparser';
 import { ManualClock } from '../../src/lib/clock.js';
+import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 import type { SmtpSink } from '../helpers/smtp-sink.js';
 import { submissionTransport } from '../helpers/submission-client.js';
@@ -132,6 +133,20 @@ test.serial('on: an envelope sender at a domain the team has not verified gets n
   await waitForStatus(w, empty, 'BOUNCED');
   await w.settle();
   t.is(senderMx.messages.length, before, 'a message submitted from <> has nobody to tell');
+});
+
+test.serial('on: an envelope sender at an IDN domain written in Unicode (SMTPUTF8) gets its notice at the A-label domain', async (t) => {
+  await addVerifiedDomain(w.t0, 'xn--bcher-kva.dev'); // domains are added by their A-label
+  const idnMx = await w.startSecondSink('xn--bcher-kva.dev');
+  const id = await submit('app@bücher.dev', 'nobody-idn@example.net', 'Umlaut');
+  await waitForStatus(w, id, 'BOUNCED');
+  await w.settle();
+  const [notice] = await idnMx.waitForMessages(1);
+  // The sink (smtp-server) shows the envelope's domain in Unicode whichever form it was sent in.
+  t.deepEqual(notice!.rcptTo, ['app@bücher.dev']);
+  const raw = notice!.raw.toString('latin1');
+  t.regex(raw, /^To: <app@xn--bcher-kva\.dev>\r$/m, 'addressed at the A-label domain');
+  t.regex(raw, /^Final-Recipient: rfc822; nobody-idn@example\.net\r$/m);
 });
 
 test.serial('on: a temporary failure sends nothing until the give-up, then one notice (5.4.7, the last reply)', async (t) => {

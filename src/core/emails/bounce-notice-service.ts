@@ -4,6 +4,7 @@ import type { DeliveriesRepository } from '../../store/repositories/deliveries-r
 import type { DomainsRepository } from '../../store/repositories/domains-repository.js';
 import type { EmailRow, EmailsRepository } from '../../store/repositories/emails-repository.js';
 import type { BusEvent, EventBus } from '../events.js';
+import { asciiDomain } from './addresses.js';
 
 // Bounce notices for SMTP submission (submission.bounceNotices, docs/inbound.md): an app that
 // only speaks SMTP learns that its message failed the way a classic relay tells it, by a
@@ -103,13 +104,14 @@ export function subscribeBounceNotices(deps: BounceNoticeDeps): { stop(): void }
     const sender = email?.submitted_by;
     if (!email || !sender) return undefined;
     const at = sender.lastIndexOf('@');
-    const domainName = at > 0 ? sender.slice(at + 1).toLowerCase() : '';
+    // Domains are kept by their A-labels; an SMTPUTF8 sender may write its domain in Unicode.
+    const domainName = at > 0 ? asciiDomain(sender.slice(at + 1)) : '';
     const domain = domainName ? await deps.domains.findByName(email.team_id, domainName) : undefined;
     if (!domain || domain.status !== 'SUCCESS') {
       log.info({ emailId, sender }, 'no bounce notice: the envelope sender is not at a verified domain of the team');
       return undefined;
     }
-    return { emailId, teamId: email.team_id, to: sender, original: email, recipients: [] };
+    return { emailId, teamId: email.team_id, to: `${sender.slice(0, at)}@${domainName}`, original: email, recipients: [] };
   }
 
   /** Sends the email's notice once none of its other deliveries is due or in flight. */
