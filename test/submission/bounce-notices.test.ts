@@ -5,6 +5,7 @@ import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 import type { SmtpSink } from '../helpers/smtp-sink.js';
 import { submissionTransport } from '../helpers/submission-client.js';
+import type { BounceNoticeRecipient } from '../../src/core/emails/bounce-notice-service.js';
 import { composeBounceNotice } from '../../src/smtp/outbound/bounce-notice-mail.js';
 import { fixture, smtpSend } from '../inbound/helpers/smtp-client.js';
 import { waitForStatus } from '../inbound/helpers/inbound-world.js';
@@ -186,25 +187,20 @@ test.serial('on: a DSN that comes back after the 250 sends the notice too, with 
   t.regex(raw, /^Subject: Late bounce\r$/m);
 });
 
+/** A notice composed alone (no delivery), for a submitted email with `subject` sent to `recipients`. */
+async function composed(subject: string, recipients: BounceNoticeRecipient[]): Promise<string> {
+  const to = JSON.stringify(recipients.map((r) => r.address));
+  const original = { from_addr: 'App <hello@sender.dev>', to_json: to, cc_json: null, subject, message_id: '<m1@sender.dev>', in_reply_to: null, headers_json: null, created_at: '2026-11-27T00:00:00.000Z' };
+  const notice = { emailId: 'em_1', teamId: 1, to: 'app@sender.dev', original, recipients };
+  return (await composeBounceNotice({ hostname: 'mx.posthorn.test', date: new Date(Date.UTC(2026, 10, 27)), messageId: 'dsn.1@mx.posthorn.test', notice })).toString('latin1');
+}
+
 test('the notice: one block per failed recipient, long replies folded under 78 columns, hostile bytes kept out, 5.0.0 without a 5.x.x', async (t) => {
   const long = `550 ${'x'.repeat(30)} ${'word '.repeat(300)}\r\nInjected: header \u00e9`;
-  const raw = (
-    await composeBounceNotice({
-      hostname: 'mx.posthorn.test',
-      date: new Date(Date.UTC(2026, 10, 27)),
-      messageId: 'dsn.1@mx.posthorn.test',
-      notice: {
-        emailId: 'em_1',
-        teamId: 1,
-        to: 'app@sender.dev',
-        original: { from_addr: 'App <hello@sender.dev>', to_json: '["a@example.net","b@example.net"]', cc_json: null, subject: 'Grüße', message_id: '<m1@sender.dev>', in_reply_to: null, headers_json: null, created_at: '2026-11-27T00:00:00.000Z' },
-        recipients: [
-          { address: 'a@example.net', reply: long, smtpCode: 550, mxHost: 'mx.example.net', reason: long, status: null, expired: false },
-          { address: 'b@example.net', reply: null, smtpCode: null, mxHost: null, reason: 'purged by an operator', status: null, expired: false },
-        ],
-      },
-    })
-  ).toString('latin1');
+  const raw = await composed('Grüße', [
+    { address: 'a@example.net', reply: long, smtpCode: 550, mxHost: 'mx.example.net', reason: long, status: null, expired: false },
+    { address: 'b@example.net', reply: null, smtpCode: null, mxHost: null, reason: 'purged by an operator', status: null, expired: false },
+  ]);
   t.true(raw.split('\r\n').every((l) => l.length <= 78), 'every line folded');
   t.true(/^[\x20-\x7e\r\n\t]*$/.test(raw.slice(raw.indexOf('\r\n\r\n'), raw.indexOf('Content-Type: text/rfc822-headers'))), '7-bit');
   t.notRegex(raw, /^Injected:/m);
@@ -216,20 +212,7 @@ test('the notice: one block per failed recipient, long replies folded under 78 c
 
 test('the notice: a reply that is one long token is still cut under 998 octets a line (RFC 5322 §2.1.1)', async (t) => {
   const token = `550 5.7.1 ${'x'.repeat(2500)}`;
-  const raw = (
-    await composeBounceNotice({
-      hostname: 'mx.posthorn.test',
-      date: new Date(Date.UTC(2026, 10, 27)),
-      messageId: 'dsn.2@mx.posthorn.test',
-      notice: {
-        emailId: 'em_2',
-        teamId: 1,
-        to: 'app@sender.dev',
-        original: { from_addr: 'App <hello@sender.dev>', to_json: '["a@example.net"]', cc_json: null, subject: 'Long', message_id: '<m2@sender.dev>', in_reply_to: null, headers_json: null, created_at: '2026-11-27T00:00:00.000Z' },
-        recipients: [{ address: 'a@example.net', reply: token, smtpCode: 550, mxHost: 'mx.example.net', reason: token, status: null, expired: false }],
-      },
-    })
-  ).toString('latin1');
+  const raw = await composed('Long', [{ address: 'a@example.net', reply: token, smtpCode: 550, mxHost: 'mx.example.net', reason: token, status: null, expired: false }]);
   const longest = Math.max(...raw.split('\r\n').map((l) => l.length));
   t.true(longest <= 998, `longest line ${longest}`);
   t.regex(raw, /^Diagnostic-Code: smtp; 550 5\.7\.1\r\n x{800,}\r\n x+/m, 'folded at the space, then the token cut and continued');
