@@ -121,3 +121,13 @@ test('send from a domain that has not verified names the sandbox variable, which
   const sent = await cli({ ...env, POSTHORN_SANDBOX: 'true' }, ...args);
   t.regex(sent.stdout, /^em_\w+\n$/);
 });
+
+test('queue trace of an email without attempts does not suggest one is pending: sandbox deliveries make none', async (t) => {
+  const env = { POSTHORN_DATA_DIR: tempDir(t, 'posthorn-cli-'), POSTHORN_HOSTNAME: 'mx.example.com', POSTHORN_SANDBOX: 'true' };
+  await cli(env, 'domains', 'add', 'trace-less.dev');
+  const emailId = (await cli(env, 'send', '--from', 'hi@trace-less.dev', '--to', 'you@example.org', '--subject', 's', '--text', 't')).stdout.trim();
+  const trace = (await cli(env, 'queue', 'trace', emailId)).stdout;
+  t.regex(trace, new RegExp(`^${emailId}: no SMTP attempt recorded`));
+  t.regex(trace, /sandbox/);
+  t.notRegex(trace, /\(yet,/);
+});
