@@ -206,7 +206,7 @@ export function registerQueue(program: Command): void {
       await withApp(cmd, async (app) => {
         const trace = await app.services.queue.trace(emailId);
         print(cmd, trace, () => {
-          if (!trace.attempts.length) process.stdout.write(`${trace.emailId}: no attempt recorded (yet, or its trace is past retention)\n`);
+          if (!trace.attempts.length) process.stdout.write(`${trace.emailId}: no SMTP attempt recorded: none made yet, its trace is past outbound.traces.retentionDays, or it went to the sandbox capture mailbox, which makes none\n`);
           for (const a of trace.attempts) {
             const tls = a.tls ? `${a.tls.version ?? 'TLS'} ${a.tls.cipher ?? ''}, certificate ${a.tls.verified ? 'verified' : `not verified${a.tls.error ? ` (${a.tls.error})` : ''}`}` : 'plaintext';
             process.stdout.write(`\n${shortTime(a.startedAt)}  ${a.destination} via ${a.mxHost ?? '?'} [${a.address ?? '?'}] from ${a.source ?? '?'}: ${tls}\n`);

@@ -109,3 +109,25 @@ test('init writes nothing when one of its files exists: a second run after remov
   t.regex(done.stdout, /wrote .*posthorn\.toml/);
   t.true(existsSync(join(dir, 'posthorn.service')));
 });
+
+test('send from a domain that has not verified names the sandbox variable, which the CLI needs as well as the server', async (t) => {
+  const env = { POSTHORN_DATA_DIR: tempDir(t, 'posthorn-cli-'), POSTHORN_HOSTNAME: 'mx.example.com' };
+  await cli(env, 'domains', 'add', 'not-yet.dev');
+  const args = ['send', '--from', 'hi@not-yet.dev', '--to', 'you@example.org', '--subject', 's', '--text', 't'];
+  const refused = await t.throwsAsync(cli(env, ...args));
+  t.is((refused as any).code, 1);
+  t.regex((refused as any).stderr, /^posthorn: domain not-yet\.dev is not verified yet;/);
+  t.regex((refused as any).stderr, /POSTHORN_SANDBOX=true for the server, and for posthorn send too/);
+  const sent = await cli({ ...env, POSTHORN_SANDBOX: 'true' }, ...args);
+  t.regex(sent.stdout, /^em_\w+\n$/);
+});
+
+test('queue trace of an email without attempts does not suggest one is pending: sandbox deliveries make none', async (t) => {
+  const env = { POSTHORN_DATA_DIR: tempDir(t, 'posthorn-cli-'), POSTHORN_HOSTNAME: 'mx.example.com', POSTHORN_SANDBOX: 'true' };
+  await cli(env, 'domains', 'add', 'trace-less.dev');
+  const emailId = (await cli(env, 'send', '--from', 'hi@trace-less.dev', '--to', 'you@example.org', '--subject', 's', '--text', 't')).stdout.trim();
+  const trace = (await cli(env, 'queue', 'trace', emailId)).stdout;
+  t.regex(trace, new RegExp(`^${emailId}: no SMTP attempt recorded`));
+  t.regex(trace, /sandbox/);
+  t.notRegex(trace, /\(yet,/);
+});

@@ -152,7 +152,7 @@ test('outside sandbox mode the routes are 404, and an unverified domain is refus
     t.is(res.status, 403);
     t.regex(res.body.error.message, new RegExp(`^domain not-yet\\.dev is not verified yet; publish the DNS records listed by GET /v1/domains/${d.id}`));
     // The CLI's way too: `posthorn send` gets the same message.
-    t.true(res.body.error.message.includes('/verify or posthorn domains verify not-yet.dev (or run'), res.body.error.message);
+    t.true(res.body.error.message.includes('/verify or posthorn domains verify not-yet.dev (or, to try sending without DNS, sandbox mode: POSTHORN_SANDBOX=true'), res.body.error.message);
     t.notRegex(res.body.error.message, /TEMPORARY_FAILURE|status/);
   } finally {
     await t0.close();

@@ -114,7 +114,7 @@ export interface DomainServiceDeps {
  * reported as if the send had failed for a while.
  */
 function notVerifiedMessage(d: DomainRecord): string {
-  const howToFix = `publish the DNS records listed by GET /v1/domains/${d.id}, then check them with PUT /v1/domains/${d.id}/verify or posthorn domains verify ${d.name} (or run Posthorn in sandbox mode to try sending without DNS)`;
+  const howToFix = `publish the DNS records listed by GET /v1/domains/${d.id}, then check them with PUT /v1/domains/${d.id}/verify or posthorn domains verify ${d.name} (or, to try sending without DNS, sandbox mode: POSTHORN_SANDBOX=true for the server, and for posthorn send too)`;
   if (d.status === 'FAILED') return `domain ${d.name} is not verified: its DNS records were not found within 72 hours; ${howToFix}`;
   if (d.status === 'TEMPORARY_FAILURE') return `domain ${d.name} is not verified yet (its last DNS check could not complete: lookups failed or timed out); ${howToFix}`;
   return `domain ${d.name} is not verified yet; ${howToFix}`;
