@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { cliCommand, parseIntOption, withApp } from './cli-context.js';
 import { sendBodySchema } from '../core/emails/send-schema.js';
-import { badRequest } from '../core/errors.js';
+import { AppError, badRequest } from '../core/errors.js';
 import { plainIssues } from '../core/plain-issues.js';
 
 export function registerSend(program: Command): void {
@@ -20,12 +20,19 @@ export function registerSend(program: Command): void {
     .option('--team <id>', 'team id (default: the first team)')
     .action(async (opts: Record<string, string | string[] | undefined>, cmd: Command) => {
       await withApp(cmd, async (app) => {
-        const teamId = opts.team ? parseIntOption(opts.team as string, '--team') : (await app.services.teams.list())[0]?.id;
+        const first = opts.team ? undefined : (await app.services.teams.list())[0];
+        const teamId = opts.team ? parseIntOption(opts.team as string, '--team') : first?.id;
         if (!teamId) throw new Error(`no team exists yet: create one with ${cliCommand(cmd, 'teams create --name NAME')}`);
         const body = { from: opts.from, to: opts.to, subject: opts.subject, text: opts.text, html: opts.html, cc: opts.cc, bcc: opts.bcc, scheduledAt: opts.scheduledAt, tags: opts.tag };
         const parsed = sendBodySchema.safeParse(body, plainIssues);
         if (!parsed.success) throw badRequest(`${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
-        const { emailId } = await app.services.emails.submit({ teamId, domainId: null, apiKeyId: null }, parsed.data);
+        const { emailId } = await app.services.emails.submit({ teamId, domainId: null, apiKeyId: null }, parsed.data).catch((err: unknown) => {
+          // The operator did not pick the team: say which one was used, since that is what to change.
+          if (first && err instanceof AppError && err.code === 'FORBIDDEN') {
+            throw new AppError('FORBIDDEN', `${err.message} (sent as team ${first.id} (${first.name}), the first team: pass --team with the id of the team that has the domain (${cliCommand(cmd, 'domains list')}))`);
+          }
+          throw err;
+        });
         process.stdout.write(`${emailId}\n`);
       });
     });

@@ -131,3 +131,17 @@ test('queue trace of an email without attempts does not suggest one is pending: 
   t.regex(trace, /sandbox/);
   t.notRegex(trace, /\(yet,/);
 });
+
+test('send without --team from a domain of another team says which team it used and how to name the right one', async (t) => {
+  const env = { POSTHORN_DATA_DIR: tempDir(t, 'posthorn-cli-'), POSTHORN_HOSTNAME: 'mx.example.com', POSTHORN_SANDBOX: 'true' };
+  await cli(env, 'teams', 'create', '--name', 'First');
+  await cli(env, 'teams', 'create', '--name', 'Second');
+  await cli(env, 'domains', 'add', 'second-team.dev', '--team', '2');
+  const args = ['send', '--from', 'hi@second-team.dev', '--to', 'you@example.org', '--subject', 's', '--text', 't'];
+  const refused = await t.throwsAsync(cli(env, ...args));
+  t.is((refused as any).code, 1);
+  t.regex((refused as any).stderr, /^posthorn: domain second-team\.dev is not a domain of this team/);
+  t.regex((refused as any).stderr, /sent as team 1 \(First\), the first team: pass --team with the id of the team that has the domain \(\S*posthorn domains list\)\)/);
+  const sent = await cli(env, ...args, '--team', '2');
+  t.regex(sent.stdout, /^em_\w+\n$/);
+});
