@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { cliCommand, parseIntOption, withApp } from './cli-context.js';
+import { cliCommand, existingTeam, withApp } from './cli-context.js';
 import { sendBodySchema } from '../core/emails/send-schema.js';
 import { badRequest } from '../core/errors.js';
 import { plainIssues } from '../core/plain-issues.js';
@@ -20,7 +20,7 @@ export function registerSend(program: Command): void {
     .option('--team <id>', 'team id (default: the first team)')
     .action(async (opts: Record<string, string | string[] | undefined>, cmd: Command) => {
       await withApp(cmd, async (app) => {
-        const teamId = opts.team ? parseIntOption(opts.team as string, '--team') : (await app.services.teams.list())[0]?.id;
+        const teamId = opts.team !== undefined ? await existingTeam(app, opts.team as string) : (await app.services.teams.list())[0]?.id;
         if (!teamId) throw new Error(`no team exists yet: create one with ${cliCommand(cmd, 'teams create --name NAME')}`);
         const body = { from: opts.from, to: opts.to, subject: opts.subject, text: opts.text, html: opts.html, cc: opts.cc, bcc: opts.bcc, scheduledAt: opts.scheduledAt, tags: opts.tag };
         const parsed = sendBodySchema.safeParse(body, plainIssues);
