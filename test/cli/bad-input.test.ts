@@ -1,5 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { storeEnvOf } from '../helpers/test-app.js';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -108,4 +110,25 @@ test('queue: a delivery id with a selector is refused and nothing is made due; s
   await refused(t, dataDir, ['queue', 'suspend', '--minutes', '5', '--reason', 'r'], /give at least one of --destination, --team or --campaign/);
   await refused(t, dataDir, ['queue', 'suspend', '--minutes', '0x10', '--reason', 'r', '--destination', 'example.com'], /--minutes must be a number of minutes, got "0x10"/);
   t.deepEqual(JSON.parse(await ok(t, dataDir, ['queue', '--json'])).suspensions, []);
+});
+
+test('init refuses a missing directory, a directory, one path for both files, and a bad user or config path; it writes nothing then', async (t) => {
+  const dir = tempDir(t, 'posthorn-init-');
+  const missing = join(dir, 'missing');
+  const config = join(dir, 'posthorn.toml');
+  const unit = join(dir, 'posthorn.service');
+  const init = (...args: string[]) => ['init', ...args];
+  await refused(t, dir, init('--config-file', config, '--unit-file', join(missing, 'posthorn.service')), new RegExp(`the directory ${missing} does not exist`));
+  await refused(t, dir, init('--config-file', join(missing, 'posthorn.toml'), '--unit-file', unit), new RegExp(`the directory ${missing} does not exist`));
+  mkdirSync(join(dir, 'adir'));
+  await refused(t, dir, init('--config-file', join(dir, 'adir'), '--unit-file', unit, '--force'), /adir is a directory/);
+  await refused(t, dir, init('--config-file', config, '--unit-file', config), /one file/);
+  await refused(t, dir, init('--config-file', config, '--unit-file', unit, '--user', ''), /--user must be/);
+  await refused(t, dir, init('--config-file', config, '--unit-file', unit, '--user', 'bad user; rm -rf /'), /--user must be/);
+  await refused(t, dir, init('--config-file', config, '--unit-file', unit, '--etc-config', ''), /--etc-config must be/);
+  await refused(t, dir, init('--config-file', config, '--unit-file', unit, '--etc-config', 'posthorn.toml'), /--etc-config must be/);
+  t.false(existsSync(config), 'no config file was written');
+  t.false(existsSync(unit), 'no unit was written');
+  await ok(t, dir, init('--config-file', config, '--unit-file', unit, '--user', 'mail-out', '--etc-config', '/etc/posthorn/main.toml'));
+  t.regex(readFileSync(unit, 'utf8'), /^User=mail-out$/m);
 });
