@@ -1,6 +1,6 @@
 import test, { type ExecutionContext } from 'ava';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { storeEnvOf } from '../helpers/test-app.js';
@@ -131,4 +131,21 @@ test('init refuses a missing directory, a directory, one path for both files, an
   t.false(existsSync(unit), 'no unit was written');
   await ok(t, dir, init('--config-file', config, '--unit-file', unit, '--user', 'mail-out', '--etc-config', '/etc/posthorn/main.toml'));
   t.regex(readFileSync(unit, 'utf8'), /^User=mail-out$/m);
+});
+
+test('a usage error is one line naming the problem, with exit 1', async (t) => {
+  const dataDir = tempDir(t, 'posthorn-bad-input-');
+  await refused(t, dataDir, ['teams', 'create', '--name', 'Acme', '--bogus'], /unknown option '--bogus'.*--help/);
+  await refused(t, dataDir, ['teams', 'create'], /required option '--name <name>' not specified/);
+  await refused(t, dataDir, ['keys', 'create', '--name', 'x', '--permision', 'FULL'], /unknown option '--permision' \(did you mean --permission\?\)/);
+  await refused(t, dataDir, ['teams', 'frob'], /unknown command 'frob'/);
+  await refused(t, dataDir, ['queue', 'purge', '1', '2'], /too many arguments for 'purge'/);
+  t.false(existsSync(join(dataDir, 'posthorn.db')), 'no store was made');
+});
+
+test('a config file with a TOML syntax error is named in one line, with where', async (t) => {
+  const dir = tempDir(t, 'posthorn-bad-input-');
+  const file = join(dir, 'posthorn.toml');
+  writeFileSync(file, 'hostname = "mail.example.com"\n[http\nport = 3000\n');
+  await refused(t, dir, ['--config', file, 'config', 'print'], new RegExp(`config file ${file} is not valid TOML: .* at line 2, column 6`), { code: 78 });
 });
