@@ -1,7 +1,7 @@
 import { existsSync, realpathSync } from 'node:fs';
 import { delimiter, isAbsolute, join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { loadConfig } from '../config/load.js';
+import { ConfigError, loadConfig } from '../config/load.js';
 import type { Config } from '../config/defaults.js';
 import type { App } from '../app.js';
 import { createLogger } from '../lib/logger.js';
@@ -15,6 +15,8 @@ export const loadApp = () => import('../app.js');
 /** The config for a command: the global --config file, then the environment. */
 export function configFrom(cmd: Command): Config {
   const root = cmd.optsWithGlobals() as { config?: string };
+  // `--config "$UNSET"` must not run on the defaults (another data directory, a new empty store).
+  if (root.config === '') throw new ConfigError('--config names no file (an empty path): give the path of the TOML config file, or leave --config out');
   return loadConfig({ configFile: root.config });
 }
 
@@ -81,9 +83,25 @@ export function cliCommand(cmd: Command, args: string): string {
   return [cliName(), ...(configFile ? ['--config', shellWord(resolve(configFile))] : []), args].join(' ');
 }
 
+/** The largest id the store has (a PostgreSQL integer), and the API's bound on id parameters. */
+const MAX_INT_OPTION = 2147483647;
+
+/**
+ * A count or an id given on the command line: 1 to MAX_INT_OPTION. An empty value is refused
+ * like any other (never read as the option left out), and a huge one before the store sees it
+ * (SQLite and PostgreSQL answer it with their own errors).
+ */
 export function parseIntOption(value: string, name: string): number {
-  if (!/^\d+$/.test(value)) throw new Error(`${name} must be a positive integer, got "${value}"`);
-  return Number(value);
+  const n = /^\d{1,10}$/.test(value) ? Number(value) : NaN;
+  if (!(n >= 1 && n <= MAX_INT_OPTION)) throw new Error(`${name} must be a whole number from 1 to ${MAX_INT_OPTION}, got "${value}"`);
+  return n;
+}
+
+/** The team a --team option names, refused when there is no such team. */
+export async function existingTeam(app: App, value: string, name = '--team'): Promise<number> {
+  const id = parseIntOption(value, name);
+  if (!(await app.services.teams.get(id))) throw new Error(`team ${id} not found`);
+  return id;
 }
 
 /**

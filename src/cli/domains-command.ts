@@ -1,13 +1,9 @@
 import type { Command } from 'commander';
-import { cliCommand, parseIntOption, printTable, shellWord, withApp } from './cli-context.js';
+import { cliCommand, existingTeam, parseIntOption, printTable, shellWord, withApp } from './cli-context.js';
 import type { App } from '../app.js';
 
 async function teamFor(app: App, team?: string): Promise<number> {
-  if (team) {
-    const id = parseIntOption(team, '--team');
-    if (!(await app.services.teams.get(id))) throw new Error(`team ${id} not found`);
-    return id;
-  }
+  if (team !== undefined) return existingTeam(app, team);
   return (await app.services.teams.list())[0]?.id ?? (await app.services.teams.create('Default team', null, 'cli'));
 }
 
@@ -47,7 +43,7 @@ export function registerDomains(program: Command): void {
     .option('--team <id>', 'only this team')
     .action(async (opts: { team?: string }, cmd: Command) => {
       await withApp(cmd, async (app) => {
-        const teams = opts.team ? [parseIntOption(opts.team, '--team')] : (await app.services.teams.list()).map((t) => t.id);
+        const teams = opts.team !== undefined ? [await existingTeam(app, opts.team)] : (await app.services.teams.list()).map((t) => t.id);
         const rows = [];
         for (const teamId of teams) {
           for (const d of await app.services.domains.list({ teamId, domainId: null })) {
@@ -65,7 +61,7 @@ export function registerDomains(program: Command): void {
     .option('--team <id>', 'team id, when several teams have the name')
     .action(async (nameOrId: string, pool: string, opts: { team?: string }, cmd: Command) => {
       await withApp(cmd, async (app) => {
-        const found = await app.services.domains.findForCli(opts.team ? parseIntOption(opts.team, '--team') : null, nameOrId);
+        const found = await app.services.domains.findForCli(opts.team !== undefined ? parseIntOption(opts.team, '--team') : null, nameOrId);
         if (!found) throw new Error(`domain ${nameOrId} not found`);
         const d = await app.services.domains.setPool(found.id, pool, 'cli');
         if (!d) throw new Error(`domain ${nameOrId} not found`);
@@ -80,7 +76,7 @@ export function registerDomains(program: Command): void {
     .option('--full', 'print every record value whole (the DKIM key is about 400 characters)')
     .action(async (nameOrId: string, opts: { team?: string; full?: boolean }, cmd: Command) => {
       await withApp(cmd, async (app) => {
-        const found = await app.services.domains.findForCli(opts.team ? parseIntOption(opts.team, '--team') : null, nameOrId);
+        const found = await app.services.domains.findForCli(opts.team !== undefined ? parseIntOption(opts.team, '--team') : null, nameOrId);
         if (!found) throw new Error(`domain ${nameOrId} not found`);
         const result = await app.services.domains.verify({ teamId: found.teamId, domainId: null }, found.id);
         process.stdout.write(`${result.domain.name}: ${result.domain.status}\n${result.message}\n\n`);

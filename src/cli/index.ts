@@ -28,7 +28,6 @@ export function buildProgram(): Command {
     .description('Posthorn: self-hosted email delivery')
     .version(posthornVersion(), '-V, --version', 'print the version and exit')
     .option('-c, --config <path>', 'TOML config file (environment variables override it)')
-    .showHelpAfterError()
     .exitOverride();
   registerServe(program);
   registerMigrate(program);
@@ -42,7 +41,26 @@ export function buildProgram(): Command {
   registerServerDns(program);
   registerUsers(program);
   registerStore(program);
+  oneLineUsageErrors(program);
   return program;
+}
+
+/**
+ * A usage error (an unknown option, a missing argument) is one line like every other error,
+ * `posthorn: <what is wrong>; <command> --help shows the usage`, instead of commander's
+ * `error: ...` followed by the whole help.
+ */
+function oneLineUsageErrors(cmd: Command): void {
+  const path: string[] = [];
+  for (let c: Command | null = cmd; c; c = c.parent) path.unshift(c.name());
+  cmd.configureOutput({
+    outputError: (str, write) => {
+      // A suggestion comes on a line of its own: "\n(Did you mean --name?)".
+      const message = str.replace(/^error: /, '').replace(/\s*\n\(Did you mean/g, ' (did you mean').trim().replace(/\.$/, '');
+      write(`posthorn: ${message}; ${path.join(' ')} --help shows the usage\n`);
+    },
+  });
+  for (const sub of cmd.commands) oneLineUsageErrors(sub);
 }
 
 export async function runCli(argv: string[]): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { parseIntOption, printTable, withApp } from './cli-context.js';
+import { existingTeam, parseIntOption, printTable, withApp } from './cli-context.js';
 
 export function registerKeys(program: Command): void {
   const keys = program.command('keys').description('manage API keys');
@@ -14,7 +14,7 @@ export function registerKeys(program: Command): void {
     .action(async (opts: { name: string; team?: string; permission: string; domain?: string; operator?: boolean }, cmd: Command) => {
       const permission = opts.permission.toUpperCase();
       if (permission !== 'FULL' && permission !== 'SENDING') throw new Error('--permission must be FULL or SENDING');
-      if (opts.operator && (opts.team || opts.domain || permission !== 'FULL')) throw new Error('--operator keys belong to no team: --team, --domain and --permission do not apply');
+      if (opts.operator && (opts.team !== undefined || opts.domain !== undefined || permission !== 'FULL')) throw new Error('--operator keys belong to no team: --team, --domain and --permission do not apply');
       await withApp(cmd, async (app) => {
         if (opts.operator) {
           const key = await app.services.operatorKeys.create(opts.name, 'cli');
@@ -22,16 +22,15 @@ export function registerKeys(program: Command): void {
           return;
         }
         let teamId: number;
-        if (opts.team) {
-          teamId = parseIntOption(opts.team, '--team');
-          if (!(await app.services.teams.get(teamId))) throw new Error(`team ${teamId} not found`);
+        if (opts.team !== undefined) {
+          teamId = await existingTeam(app, opts.team);
         } else {
           teamId = (await app.services.teams.list())[0]?.id ?? (await app.services.teams.create('Default team', null, 'cli'));
         }
         const key = await app.services.apiKeys.create(teamId, {
           name: opts.name,
           permission,
-          domainId: opts.domain ? parseIntOption(opts.domain, '--domain') : null,
+          domainId: opts.domain !== undefined ? parseIntOption(opts.domain, '--domain') : null,
         }, null, 'cli');
         process.stdout.write(`created key ${key.id} (${key.permission}) for team ${teamId}; it is shown only now:\n${key.token}\n`);
       });

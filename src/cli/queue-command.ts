@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { QUEUE_STATES, type QueueState } from '../core/queue/queue-service.js';
 import type { ShapingState } from '../core/shaping/shaping-view.js';
-import { cliCommand, parseIntOption, printTable, withApp } from './cli-context.js';
+import { cliCommand, existingTeam, parseIntOption, printTable, withApp } from './cli-context.js';
+import type { App } from '../app.js';
 
 // posthorn queue: the operator API's queue commands on the server itself (same selectors,
 // tables for people, --json for scripts). Changes are audited with the actor "cli".
@@ -19,13 +20,30 @@ const withSelectors = (cmd: Command, emails: boolean) => {
   return cmd;
 };
 
-function selector(opts: SelectorOptions) {
+const hasSelector = (opts: SelectorOptions) => opts.destination !== undefined || opts.team !== undefined || opts.campaign !== undefined || opts.email !== undefined;
+
+/**
+ * The selectors as the queue service takes them. A --team must exist: a filter on a typo'd id
+ * would answer "0 match", and a suspension of it hold the mail of a team made later with that id.
+ * `required` names the options here (core's message names the API's fields).
+ */
+async function selector(app: App, opts: SelectorOptions, required?: string) {
+  if (required && !hasSelector(opts)) throw new Error(`give at least one of ${required}`);
   return {
     ...(opts.destination !== undefined ? { destination: opts.destination } : {}),
-    ...(opts.team !== undefined ? { teamId: parseIntOption(opts.team, '--team') } : {}),
+    ...(opts.team !== undefined ? { teamId: await existingTeam(app, opts.team) } : {}),
     ...(opts.campaign !== undefined ? { campaignId: opts.campaign } : {}),
     ...(opts.email !== undefined ? { emailIds: opts.email } : {}),
   };
+}
+
+const WITH_EMAILS = '--destination, --team, --campaign or --email';
+const WITHOUT_EMAILS = '--destination, --team or --campaign';
+
+/** Minutes as a plain decimal number ("0x10" or "1e3" are no one's minutes). */
+function parseMinutes(value: string): number {
+  if (!/^\d+(\.\d+)?$/.test(value)) throw new Error(`--minutes must be a number of minutes, got "${value}"`);
+  return Number(value);
 }
 
 /** --json may be given to `queue` or to its subcommand (commander gives it to the parent). */
@@ -110,7 +128,7 @@ export function registerQueue(program: Command): void {
     .action(async (opts: SelectorOptions & { state?: string; limit: string; cursor?: string; json?: boolean }, cmd: Command) => {
       if (opts.state !== undefined && !(QUEUE_STATES as readonly string[]).includes(opts.state)) throw new Error(`--state must be one of ${QUEUE_STATES.join(', ')}`);
       await withApp(cmd, async (app) => {
-        const page = await app.services.queue.messages({ ...selector(opts), state: opts.state as QueueState | undefined }, parseIntOption(opts.limit, '--limit'), opts.cursor);
+        const page = await app.services.queue.messages({ ...(await selector(app, opts)), state: opts.state as QueueState | undefined }, parseIntOption(opts.limit, '--limit'), opts.cursor);
         print(cmd, page, () => {
           printTable(
             page.messages.map((m) => ({
@@ -136,10 +154,9 @@ export function registerQueue(program: Command): void {
     .requiredOption('--reason <text>', 'why (shown in the queue)')
     .option('--json', 'print JSON')
     .action(async (opts: SelectorOptions & { minutes: string; reason: string; json?: boolean }, cmd: Command) => {
-      const minutes = Number(opts.minutes);
-      if (!Number.isFinite(minutes)) throw new Error('--minutes must be a number');
+      const minutes = parseMinutes(opts.minutes);
       await withApp(cmd, async (app) => {
-        const s = await app.services.queue.suspend('cli', { ...selector(opts), minutes, reason: opts.reason });
+        const s = await app.services.queue.suspend('cli', { ...(await selector(app, opts, WITHOUT_EMAILS)), minutes, reason: opts.reason });
         print(cmd, s, () => process.stdout.write(`suspension ${s.id} holds matching mail until ${s.until} (${s.parked} queued deliveries held now)\n`));
       });
     });
@@ -165,13 +182,15 @@ export function registerQueue(program: Command): void {
     .argument('[deliveryId]', 'a single delivery')
     .option('--json', 'print JSON')
     .action(async (deliveryId: string | undefined, opts: SelectorOptions & { json?: boolean }, cmd: Command) => {
+      // One delivery is retried whatever it belongs to: a selector beside its id would be ignored.
+      if (deliveryId !== undefined && hasSelector(opts)) throw new Error(`give a delivery id or ${WITH_EMAILS.replace(' or ', ', ')}, not both`);
       await withApp(cmd, async (app) => {
         if (deliveryId !== undefined) {
           await app.services.queue.retryDelivery('cli', parseIntOption(deliveryId, 'deliveryId'));
           print(cmd, { retried: 1 }, () => process.stdout.write(`delivery ${deliveryId} will be attempted at the next engine round\n`));
           return;
         }
-        const r = await app.services.queue.retry('cli', selector(opts));
+        const r = await app.services.queue.retry('cli', await selector(app, opts, WITH_EMAILS));
         print(cmd, r, () => process.stdout.write(`${r.retried} deliveries are due now\n`));
       });
     });
@@ -181,7 +200,7 @@ export function registerQueue(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (opts: SelectorOptions & { reason: string; json?: boolean }, cmd: Command) => {
       await withApp(cmd, async (app) => {
-        const r = await app.services.queue.bounce('cli', { ...selector(opts), reason: opts.reason });
+        const r = await app.services.queue.bounce('cli', { ...(await selector(app, opts, WITH_EMAILS)), reason: opts.reason });
         print(cmd, r, () => process.stdout.write(`${r.bounced} deliveries failed: ${opts.reason}\n`));
       });
     });

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { cliCommand, parseIntOption, withApp } from './cli-context.js';
+import { cliCommand, existingTeam, withApp } from './cli-context.js';
 import { sendBodySchema } from '../core/emails/send-schema.js';
 import { AppError, badRequest } from '../core/errors.js';
 import { plainIssues } from '../core/plain-issues.js';
@@ -20,8 +20,8 @@ export function registerSend(program: Command): void {
     .option('--team <id>', 'team id (default: the first team)')
     .action(async (opts: Record<string, string | string[] | undefined>, cmd: Command) => {
       await withApp(cmd, async (app) => {
-        const first = opts.team ? undefined : (await app.services.teams.list())[0];
-        const teamId = opts.team ? parseIntOption(opts.team as string, '--team') : first?.id;
+        const first = opts.team !== undefined ? undefined : (await app.services.teams.list())[0];
+        const teamId = opts.team !== undefined ? await existingTeam(app, opts.team as string) : first?.id;
         if (!teamId) throw new Error(`no team exists yet: create one with ${cliCommand(cmd, 'teams create --name NAME')}`);
         const body = { from: opts.from, to: opts.to, subject: opts.subject, text: opts.text, html: opts.html, cc: opts.cc, bcc: opts.bcc, scheduledAt: opts.scheduledAt, tags: opts.tag };
         const parsed = sendBodySchema.safeParse(body, plainIssues);

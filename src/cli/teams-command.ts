@@ -10,7 +10,7 @@ export function registerTeams(program: Command): void {
     .option('--rate-limit <n>', 'API requests per second for this team (default: the configured limit)')
     .action(async (opts: { name: string; rateLimit?: string }, cmd: Command) => {
       await withApp(cmd, async (app) => {
-        const id = await app.services.teams.create(opts.name, opts.rateLimit ? parseIntOption(opts.rateLimit, '--rate-limit') : null, 'cli');
+        const id = await app.services.teams.create(opts.name, opts.rateLimit !== undefined ? parseIntOption(opts.rateLimit, '--rate-limit') : null, 'cli');
         process.stdout.write(`${id}\n`);
       });
     });

@@ -90,7 +90,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     try {
       fileValues = parseToml(text) as Record<string, unknown>;
     } catch (err) {
-      throw new ConfigError(`config file ${opts.configFile} is not valid TOML: ${(err as Error).message}`);
+      throw new ConfigError(`config file ${opts.configFile} is not valid TOML: ${tomlProblem(err)}`);
     }
     merged = deepMerge(merged, fileValues);
   }
@@ -117,6 +117,16 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     }
   }
   return config;
+}
+
+/**
+ * smol-toml's error as one line: its message carries an excerpt of the file with a caret under
+ * the spot (raw bytes of the file on a terminal), replaced by the line and column it gives.
+ */
+function tomlProblem(err: unknown): string {
+  const { message, line, column } = err as Error & { line?: number; column?: number };
+  const what = message.split('\n')[0]!.replace(/^Invalid TOML document: /, '');
+  return line !== undefined && column !== undefined ? `${what} at line ${line}, column ${column}` : what;
 }
 
 /** Configurations whose publicUrl was left empty and derived from the HTTP listener. */
