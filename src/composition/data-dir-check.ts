@@ -1,4 +1,4 @@
-import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 
@@ -45,6 +45,7 @@ export function checkDataDir(dir: string): void {
         `run Posthorn as its owner, give it to this user (chown -R ${userName()} ${dir}), ${ELSEWHERE}`,
     );
   }
+  checkStoreFile(join(dir, 'posthorn.db'));
   for (const name of OWN_ENTRIES) {
     const path = join(dir, name);
     let owner: number;
@@ -59,5 +60,35 @@ export function checkDataDir(dir: string): void {
           `run every posthorn command as the same user, give the directory to this one (chown -R ${userName()} ${dir}), ${ELSEWHERE}`,
       );
     }
+  }
+}
+
+/** The first 16 bytes of every SQLite database file. */
+const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
+
+/**
+ * SQLite answers a store file that is something else with "file is not a database" or "unable
+ * to open database file", naming neither the file nor what to do. An empty file is a new store.
+ */
+function checkStoreFile(path: string): void {
+  let size: number;
+  try {
+    const st = statSync(path);
+    if (!st.isFile()) throw new Error(`the store file ${path} is not a file: move it out of the way, ${ELSEWHERE}`);
+    size = st.size;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return; // a new store
+    throw err;
+  }
+  if (size === 0 || !writable(path, constants.R_OK)) return; // empty: a new store; unreadable: named by the loop below
+  const head = Buffer.alloc(SQLITE_HEADER.length);
+  const fd = openSync(path, 'r');
+  try {
+    readSync(fd, head, 0, head.length, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (!head.equals(SQLITE_HEADER)) {
+    throw new Error(`the store file ${path} is not a SQLite database: it was left as it is; restore it from a backup (posthorn store backup), move it out of the way to start a new store, ${ELSEWHERE}`);
   }
 }

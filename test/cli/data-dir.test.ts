@@ -1,6 +1,6 @@
 import test, { type ExecutionContext } from 'ava';
 import { spawn } from 'node:child_process';
-import { chmodSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -88,6 +88,23 @@ test('a data directory that cannot be created, or is a file, is named, with what
   const notDir = await run(t, { POSTHORN_DATA_DIR: file }, ['serve']);
   t.is(notDir.code, 1, notDir.stderr);
   oneErrorLine(t, notDir.stderr, new RegExp(`the data directory ${file} is not a directory: set dataDir \\(POSTHORN_DATA_DIR\\) to a directory`));
+});
+
+test('a posthorn.db that is not a SQLite database, or is a directory, is named, and left as it was', async (t) => {
+  t.timeout(30_000);
+  const notDb = tempDir(t, 'posthorn-datadir-');
+  writeFileSync(join(notDb, 'posthorn.db'), 'these are my notes, not a database\n'.repeat(200));
+  for (const args of [['keys', 'list'], ['serve']]) {
+    const ended = await run(t, { POSTHORN_DATA_DIR: notDb }, args);
+    t.is(ended.code, 1, ended.stderr);
+    oneErrorLine(t, ended.stderr, new RegExp(`the store file ${notDb}/posthorn\\.db is not a SQLite database.*POSTHORN_DATA_DIR`));
+  }
+  t.is(readFileSync(join(notDb, 'posthorn.db'), 'utf8'), 'these are my notes, not a database\n'.repeat(200));
+  const dirInPlace = tempDir(t, 'posthorn-datadir-');
+  mkdirSync(join(dirInPlace, 'posthorn.db'));
+  const ended = await run(t, { POSTHORN_DATA_DIR: dirInPlace }, ['keys', 'list']);
+  t.is(ended.code, 1, ended.stderr);
+  oneErrorLine(t, ended.stderr, new RegExp(`the store file ${dirInPlace}/posthorn\\.db is not a file.*POSTHORN_DATA_DIR`));
 });
 
 test('a second serve on the same SQLite data directory exits 1 naming the first; admin commands still run beside it', async (t) => {
