@@ -15,7 +15,13 @@ export function registerStore(program: Command): void {
       const out = (line: string) => process.stdout.write(`${line}\n`);
       // A line per table: when it is done (and every PROGRESS_EVERY_ROWS rows of a big one).
       let last = { table: '', copied: 0 };
+      let announced = false;
       const progress = (p: CopyProgress) => {
+        // Once the target answered: a refusal before that is the only thing printed.
+        if (!announced) {
+          announced = true;
+          out('copying every table (the source is read as one snapshot; the target is written in one transaction)');
+        }
         if (p.table !== last.table) {
           last = { table: p.table, copied: 0 };
           if (p.total === 0) out(`  ${p.table}: empty`);
@@ -26,7 +32,6 @@ export function registerStore(program: Command): void {
           out(`  ${p.table}: ${p.copied} of ${p.total} rows${p.copied === p.total ? ', done' : ''}`);
         }
       };
-      out('copying every table (the source is read as one snapshot; the target is written in one transaction)');
       const { copyStoreTo } = await loadApp();
       const report = await copyStoreTo(configFrom(cmd), opts.to, progress);
       out('');

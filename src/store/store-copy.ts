@@ -5,7 +5,7 @@ import type pg from 'pg';
 import { openStore } from './db.js';
 import { acquireServeLock } from './serve-lock.js';
 import { migrateToLatest } from './migrate.js';
-import { redactDatabaseUrl } from './pg/pg-url.js';
+import { databaseUrlTarget, PgStoreUnsupportedError, redactDatabaseUrl } from './pg/pg-url.js';
 
 /*
  * `posthorn store copy --to postgres://...`: moves a SQLite installation to PostgreSQL, every
@@ -108,7 +108,12 @@ export async function copySqliteToPostgres(opts: { sqliteFile: string; targetUrl
   try {
     await migrateToLatest(source.db);
     const { openPgStore } = await import('./pg/pg-store.js');
-    const target = await openPgStore({ url: opts.targetUrl, poolMax: 2, connectTimeoutMs: opts.connectTimeoutMs ?? 10_000, durability: 'full', applicationName: 'posthorn store copy' });
+    const target = await openPgStore({ url: opts.targetUrl, poolMax: 2, connectTimeoutMs: opts.connectTimeoutMs ?? 10_000, durability: 'full', applicationName: 'posthorn store copy' }).catch((err: unknown) => {
+      if (err instanceof PgStoreUnsupportedError) throw err;
+      // pg says only "connect ECONNREFUSED 127.0.0.1:9": name it as the copy's target (never its password).
+      const reason = (err as Error).message || String((err as { code?: unknown }).code ?? err);
+      throw new CopyRefused(`the target PostgreSQL database at ${databaseUrlTarget(opts.targetUrl)} cannot be reached: ${reason}`);
+    });
     try {
       await migrateToLatest(target.db);
       return await copyTables(source.sqlite, target.pool, opts);

@@ -149,6 +149,11 @@ test('store copy refuses what it cannot do, with a clear message', async (t) => 
   t.notRegex((fromPg as unknown as { stderr: string }).stderr, /secret/);
   const nothing = await t.throwsAsync(storeCopy(`${dataDir}/nowhere`, 'postgres://u@127.0.0.1:9/x'));
   t.regex((nothing as unknown as { stderr: string }).stderr, /there is no SQLite store at .*nowhere\/posthorn\.db/);
+  // Nothing listens on loopback's port 9: the target is named as the thing that cannot be reached, before any copying is announced.
+  const away = (await t.throwsAsync(storeCopy(dataDir, 'postgres://u:hidden@127.0.0.1:9/x'))) as unknown as { stdout: string; stderr: string };
+  t.regex(away.stderr, /^posthorn: the target PostgreSQL database at 127\.0\.0\.1:9\/x cannot be reached: .*ECONNREFUSED/m);
+  t.notRegex(away.stderr, /hidden/);
+  t.notRegex(away.stdout, /copying every table/);
 });
 
 test('store copy refuses a data directory a running posthorn serve holds, and copies it once the server is stopped', async (t) => {
