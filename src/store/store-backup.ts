@@ -1,5 +1,5 @@
 import { closeSync, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
-import { basename, dirname, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 
 /*
@@ -37,9 +37,12 @@ const BUSY_TIMEOUT_MS = 10_000;
 
 export function backupSqlite(opts: { sqliteFile: string; target: string }): BackupReport {
   const started = Date.now();
+  // resolve('') is the working directory: an unset variable in a script would name it.
+  if (!opts.target) throw new BackupRefused('--to names no file (an empty path): give the path of the new file to write');
   const source = resolve(opts.sqliteFile);
   const target = resolve(opts.target);
   if (!existsSync(source)) throw new BackupRefused(`there is no SQLite store at ${source}: point dataDir (POSTHORN_DATA_DIR) at the installation to back up`);
+  if (existsSync(target) && statSync(target).isDirectory()) throw new BackupRefused(`${target} is a directory: --to names the new file to write, such as ${join(target, 'posthorn-backup.db')}`);
   if (existsSync(target)) throw alreadyThere(target);
   if (!existsSync(dirname(target))) throw new BackupRefused(`the directory ${dirname(target)} does not exist: create it first`);
   const partial = resolve(dirname(target), `.${basename(target)}.partial-${process.pid}`);
