@@ -210,6 +210,7 @@ export function wireCoreServices(o: {
   });
   const queue = createQueueService({
     shaping,
+    teams: teamsRepo,
     queue: queueRepo,
     deliveriesRepo,
     emails: emailsRepo,

@@ -110,6 +110,8 @@ test.serial('validation: a selector is required, minutes and reasons are checked
     ['GET', '/audit?limit=0', undefined, /^limit: /],
     ['PATCH', '/teams/1', { rateLimit: 0 }, /rateLimit/],
     ['POST', '/teams', { name: '' }, /^name: /],
+    // A suspension outlives the request: one for a team that does not exist would hold the mail of a team made later with that id.
+    ['POST', '/queue/suspensions', { teamId: 999999, minutes: 5, reason: 'x' }, /^teamId: there is no team 999999/],
   ];
   for (const [method, path, body, message] of cases) {
     const res = await admin(method, path, body);
@@ -120,6 +122,7 @@ test.serial('validation: a selector is required, minutes and reasons are checked
   t.is((await admin('PATCH', '/teams/999999', { name: 'x' })).status, 404);
   t.is((await admin('DELETE', '/queue/suspensions/su_nothere')).status, 404);
   t.is((await admin('GET', '/emails/em_nothere/trace')).status, 404);
+  t.false((await must('GET', '/queue/suspensions')).suspensions.some((s: { teamId: number | null }) => s.teamId === 999999), 'the refused suspension was not made');
 });
 
 test.serial('a suspension holds matching mail without attempting it, survives a restart, and DELETE releases it at once', async (t) => {

@@ -3,6 +3,7 @@ import { newId } from '../../lib/ids.js';
 import type { QueueRepository, QueueSelector, QueueState, SuspensionRow } from '../../store/repositories/queue-repository.js';
 import type { DeliveriesRepository } from '../../store/repositories/deliveries-repository.js';
 import type { EmailsRepository } from '../../store/repositories/emails-repository.js';
+import type { TeamsRepository } from '../../store/repositories/teams-repository.js';
 import { canonicalHost } from '../domains/domain-names.js';
 import { badRequest, notFound } from '../errors.js';
 import { decodeIdCursor, encodeIdCursor } from '../id-cursor.js';
@@ -62,6 +63,7 @@ export interface QueueServiceDeps {
   wake: () => void;
   /** Traffic shaping's state (sources, holds, rates, warm-up), shown with the queue. */
   shaping: Pick<ShapingOperator, 'state' | 'prune'>;
+  teams: Pick<TeamsRepository, 'findById'>;
 }
 
 const suspensionView = (s: SuspensionRow): SuspensionView => ({
@@ -157,6 +159,9 @@ export function createQueueService(deps: QueueServiceDeps) {
     /** Holds matching mail (not attempted, no attempt counted) until the suspension ends or is deleted. */
     async suspend(actor: OperatorActor, input: { destination?: string; teamId?: number; campaignId?: string; minutes: number; reason: string }): Promise<SuspensionView & { parked: number }> {
       const sel = parseSelector({ destination: input.destination, teamId: input.teamId, campaignId: input.campaignId });
+      // A suspension outlives the request: one naming a team that does not exist (a typo) would
+      // hold the mail of a team created later with that id.
+      if (sel.teamId !== undefined && !(await deps.teams.findById(sel.teamId))) throw badRequest(`teamId: there is no team ${sel.teamId}`);
       if (!(input.minutes > 0 && input.minutes <= MAX_SUSPENSION_MINUTES)) throw badRequest(`minutes: must be more than 0 and at most ${MAX_SUSPENSION_MINUTES} (30 days)`);
       const reason = reasonOf(input.reason);
       const now = clock.nowMs();
