@@ -31,6 +31,8 @@ export interface PosthornProcess {
   child: ChildProcess;
   /** The HTTP API port it chose (it listens on port 0). */
   port: number;
+  /** The ports its inbound and submission SMTP listeners chose (read from the same start log). */
+  smtp: { inbound: number; submission: number };
   /** The first FULL key, printed on the very first start of an empty data dir only. */
   key?: string;
   /** Resolves with the exit code (null when killed by a signal). */
@@ -78,9 +80,11 @@ export function startPosthorn(opts: StartOptions): Promise<PosthornProcess> {
       key ??= /(ph_[0-9a-z]{12}_[A-Za-z0-9_-]+)/.exec(out)?.[1];
       if (port && /SMTP listeners started/.test(out) && (!opts.expectKey || key)) {
         ready = true;
+        const smtpPort = (name: string) => Number(new RegExp(`${name} SMTP listening on \\S+:(\\d+)`).exec(out)?.[1]);
         resolve({
           child,
           port,
+          smtp: { inbound: smtpPort('inbound'), submission: smtpPort('submission') },
           key,
           exited,
           output: () => out,
