@@ -1,7 +1,7 @@
 import { existsSync, realpathSync } from 'node:fs';
 import { delimiter, isAbsolute, join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { ConfigError, loadConfig } from '../config/load.js';
+import { ConfigError, loadConfig, unknownEnvNames } from '../config/load.js';
 import type { Config } from '../config/defaults.js';
 import type { App } from '../app.js';
 import { createLogger } from '../lib/logger.js';
@@ -12,12 +12,22 @@ import { createLogger } from '../lib/logger.js';
  */
 export const loadApp = () => import('../app.js');
 
-/** The config for a command: the global --config file, then the environment. */
-export function configFrom(cmd: Command): Config {
+/**
+ * The config for a command: the global --config file, then the environment. A POSTHORN_*
+ * variable that is no setting is said on stderr (`serve` logs it instead): a mistyped
+ * POSTHORN_DATA_DIR would otherwise have the command work on ./data without a word.
+ */
+export function configFrom(cmd: Command, opts: { warnUnknownEnv?: boolean } = {}): Config {
   const root = cmd.optsWithGlobals() as { config?: string };
   // `--config "$UNSET"` must not run on the defaults (another data directory, a new empty store).
   if (root.config === '') throw new ConfigError('--config names no file (an empty path): give the path of the TOML config file, or leave --config out');
-  return loadConfig({ configFile: root.config });
+  const config = loadConfig({ configFile: root.config });
+  if (opts.warnUnknownEnv ?? true) {
+    for (const { name, near } of unknownEnvNames(process.env)) {
+      process.stderr.write(`posthorn: warning: ${name} is set but is no setting of Posthorn, so it changes nothing${near ? ` (did you mean ${near}?)` : ''}\n`);
+    }
+  }
+  return config;
 }
 
 /** Builds the app for an admin command (store open and migrated, no listeners), runs fn, closes. */

@@ -10,7 +10,7 @@ export function registerServe(program: Command): void {
     .command('serve')
     .description('run Posthorn: the HTTP API, the SMTP listeners, the delivery engine and the scheduler')
     .action(async (_opts, cmd: Command) => {
-      await serve(configFrom(cmd), (cmd.optsWithGlobals() as { config?: string }).config);
+      await serve(configFrom(cmd, { warnUnknownEnv: false }), (cmd.optsWithGlobals() as { config?: string }).config);
     });
 }
 

@@ -145,3 +145,11 @@ test('send without --team from a domain of another team says which team it used 
   const sent = await cli(env, ...args, '--team', '2');
   t.regex(sent.stdout, /^em_\w+\n$/);
 });
+
+test('an admin command warns on stderr of a POSTHORN_ variable that is no setting, naming the one it probably meant', async (t) => {
+  const dataDir = tempDir(t, 'posthorn-cli-');
+  const listed = await cli({ POSTHORN_DATA_DIR: dataDir, POSTHORN_DATA_DIRR: '/elsewhere' }, 'keys', 'list');
+  t.regex(listed.stderr, /^posthorn: warning: POSTHORN_DATA_DIRR is set but is no setting of Posthorn, so it changes nothing \(did you mean POSTHORN_DATA_DIR\?\)$/m);
+  const quiet = await cli({ POSTHORN_DATA_DIR: dataDir }, 'keys', 'list');
+  t.notRegex(quiet.stderr, /warning/);
+});
