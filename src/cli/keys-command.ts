@@ -68,7 +68,7 @@ export function registerKeys(program: Command): void {
         if (opts.operator) {
           await app.services.operatorKeys.revoke(parseIntOption(id, 'id'), 'cli');
         } else {
-          await app.services.apiKeys.revoke(parseIntOption(id, 'id'), undefined, null, 'cli');
+          await app.services.apiKeys.revokeAnyTeam(parseIntOption(id, 'id'), 'cli');
         }
         process.stdout.write(`revoked ${opts.operator ? 'operator ' : ''}key ${id}\n`);
       });

@@ -100,11 +100,16 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
       return (await deps.apiKeys.listAll()).map((r) => ({ ...toView(r), teamId: r.teamId }));
     },
 
-    /** Revocation deletes the row, so the very next request with the key fails (spec, Authentication 4). With `by`, audited. */
-    async revoke(id: number, teamId?: number, callerDomainId: number | null = null, by?: OperatorActor): Promise<void> {
+    /** Revocation deletes the row, so the very next request with the key fails (spec, Authentication 4). */
+    async revoke(id: number, teamId: number, callerDomainId: number | null = null): Promise<void> {
       // Outside a domain-bound caller's reach a key is simply not there (404).
+      if (!(await deps.apiKeys.deleteInTeam(id, teamId, callerDomainId ?? undefined))) throw notFound(`API key ${id} not found`);
+    },
+
+    /** The operator's revocation of any team's key (the CLI), audited as `by`. */
+    async revokeAnyTeam(id: number, by: OperatorActor): Promise<void> {
       const entry = audited<void>(by, () => ['api-key.revoke', { keyId: id }]);
-      if (!(await deps.apiKeys.deleteById(id, teamId, callerDomainId ?? undefined, entry))) throw notFound(`API key ${id} not found`);
+      if (!(await deps.apiKeys.deleteAnyTeam(id, entry))) throw notFound(`API key ${id} not found`);
     },
 
     async count(): Promise<number> {

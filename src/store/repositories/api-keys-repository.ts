@@ -45,6 +45,16 @@ export function authQueryOf(db: Db) {
 export function createApiKeysRepository(db: Db) {
   const sync = groupCommitOf(db);
   const authQuery = authQueryOf(db);
+  const deleteWhere = (id: number, scope: { teamId?: number; domainId?: number }, inTransaction?: () => void): Promise<boolean> =>
+    transact(db, async (trx) => {
+      let q = trx.deleteFrom('api_keys').where('id', '=', id);
+      if (scope.teamId !== undefined) q = q.where('team_id', '=', scope.teamId);
+      if (scope.domainId !== undefined) q = q.where('domain_id', '=', scope.domainId);
+      const res = await q.executeTakeFirst();
+      if (res.numDeletedRows === 0n) return false;
+      inTransaction?.();
+      return true;
+    });
   return withDialect(db, 'apiKeys', {
     /** `inTransaction` runs inside the insert's transaction with the new id (the operator's audit entry commits with it). */
     async insert(row: Omit<ApiKeyRow, 'id' | 'lastUsedAt'>, inTransaction?: (id: number) => void): Promise<number> {
@@ -86,16 +96,13 @@ export function createApiKeysRepository(db: Db) {
       return Number(r.n);
     },
     /** False when there is no such key; otherwise `inTransaction` runs inside the delete's transaction. */
-    async deleteById(id: number, teamId?: number, domainId?: number, inTransaction?: () => void): Promise<boolean> {
-      return transact(db, async (trx) => {
-        let q = trx.deleteFrom('api_keys').where('id', '=', id);
-        if (teamId !== undefined) q = q.where('team_id', '=', teamId);
-        if (domainId !== undefined) q = q.where('domain_id', '=', domainId);
-        const res = await q.executeTakeFirst();
-        if (res.numDeletedRows === 0n) return false;
-        inTransaction?.();
-        return true;
-      });
+    /** Deletes a key of this team (and of this domain, for a domain-bound caller); false when there is none. */
+    async deleteInTeam(id: number, teamId: number, domainId?: number, inTransaction?: () => void): Promise<boolean> {
+      return deleteWhere(id, { teamId, domainId }, inTransaction);
+    },
+    /** The operator's revocation (the CLI): any team's key. Kept apart so a team caller cannot reach it by leaving out its team. */
+    async deleteAnyTeam(id: number, inTransaction?: () => void): Promise<boolean> {
+      return deleteWhere(id, {}, inTransaction);
     },
     async touch(id: number, nowIso: string): Promise<void> {
       await db.updateTable('api_keys').set({ last_used_at: nowIso }).where('id', '=', id).execute();
