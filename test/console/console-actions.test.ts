@@ -37,6 +37,18 @@ test.serial('API keys: the key is shown once, on the answer to the form, and wor
   t.is((await t0.request('GET', '/v1/emails', { key: token })).status, 401);
 });
 
+test.serial('API keys: a name over 200 characters is refused with its reason, as the API refuses it, and no key is made', async (t) => {
+  const before = (await t0.app.services.apiKeys.list(t0.teamId)).length;
+  const res = await c.post('/console/api-keys', { name: 'k'.repeat(201), permission: 'FULL', domainId: '' }, { referer: '/console/api-keys' });
+  t.is(res.status, 303);
+  t.is(res.location, '/console/api-keys');
+  t.is(c.flash(), 'name: must be at most 200 characters');
+  t.is((await t0.app.services.apiKeys.list(t0.teamId)).length, before);
+  t.is((await t0.request('POST', '/v1/apiKeys', { body: { name: 'k'.repeat(201) } })).status, 400);
+  // 200 is still a name
+  t.is((await c.post('/console/api-keys', { name: 'k'.repeat(200), permission: 'FULL', domainId: '' })).status, 200);
+});
+
 test.serial('contacts: add, edit with properties, search, refuse a bad address with its reason, export as CSV', async (t) => {
   const book = idIn((await c.post('/console/contacts', { name: 'Readers' })).location, 'contacts');
   t.is((await c.post(`/console/contacts/${book}/contacts`, { email: 'Zoe@Example.org', firstName: 'Zoë', lastName: '' })).status, 303);
