@@ -12,8 +12,34 @@ export function isSecure(publicUrl: string): boolean {
   return publicUrl.startsWith('https:');
 }
 
+/**
+ * Browsers drop a cookie over 4096 bytes (name, value and attributes together), and the message
+ * with it: a refusal quoting a long value would go back with no reason at all. The value is
+ * kept to 3000 characters and the text to the 2000 that takeFlash reads, cut with an ellipsis.
+ */
+const FLASH_VALUE_MAX = 3000;
+const FLASH_TEXT_MAX = 2000;
+
+function encodeFlash(flash: Flash): string {
+  const encode = (text: string) => Buffer.from(JSON.stringify({ kind: flash.kind, text })).toString('base64url');
+  const chars = [...flash.text];
+  if (chars.length <= FLASH_TEXT_MAX) {
+    const whole = encode(flash.text);
+    if (whole.length <= FLASH_VALUE_MAX) return whole;
+  }
+  // the longest prefix (in code points) that fits; JSON escapes and UTF-8 make bytes per character vary
+  let lo = 0;
+  let hi = Math.min(chars.length, FLASH_TEXT_MAX) - 1;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (encode(`${chars.slice(0, mid).join('')}…`).length <= FLASH_VALUE_MAX) lo = mid;
+    else hi = mid - 1;
+  }
+  return encode(`${chars.slice(0, lo).join('')}…`);
+}
+
 export function redirectWithFlash(ctx: Context, secure: boolean, location: string, flash?: Flash): void {
-  if (flash) setCookie(ctx, FLASH_COOKIE, Buffer.from(JSON.stringify(flash)).toString('base64url'), { secure, sameSite: 'Lax', maxAgeSeconds: 60 });
+  if (flash) setCookie(ctx, FLASH_COOKIE, encodeFlash(flash), { secure, sameSite: 'Lax', maxAgeSeconds: 60 });
   ctx.status = 303;
   ctx.redirect(location);
 }
@@ -24,7 +50,7 @@ export function takeFlash(ctx: Context, secure: boolean): Flash | undefined {
   clearCookie(ctx, FLASH_COOKIE, { secure, sameSite: 'Lax' });
   try {
     const v = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as Flash;
-    if ((v.kind === 'ok' || v.kind === 'error') && typeof v.text === 'string') return { kind: v.kind, text: v.text.slice(0, 2000) };
+    if ((v.kind === 'ok' || v.kind === 'error') && typeof v.text === 'string') return { kind: v.kind, text: v.text.slice(0, FLASH_TEXT_MAX) };
   } catch {
     // a cookie we did not write: ignore it
   }

@@ -37,6 +37,32 @@ test.serial('API keys: the key is shown once, on the answer to the form, and wor
   t.is((await t0.request('GET', '/v1/emails', { key: token })).status, 401);
 });
 
+test.serial('API keys: a name over 200 characters is refused with its reason, as the API refuses it, and no key is made', async (t) => {
+  const before = (await t0.app.services.apiKeys.list(t0.teamId)).length;
+  const res = await c.post('/console/api-keys', { name: 'k'.repeat(201), permission: 'FULL', domainId: '' }, { referer: '/console/api-keys' });
+  t.is(res.status, 303);
+  t.is(res.location, '/console/api-keys');
+  t.is(c.flash(), 'name: must be at most 200 characters');
+  t.is((await t0.app.services.apiKeys.list(t0.teamId)).length, before);
+  t.is((await t0.request('POST', '/v1/apiKeys', { body: { name: 'k'.repeat(201) } })).status, 400);
+  // 200 is still a name
+  t.is((await c.post('/console/api-keys', { name: 'k'.repeat(200), permission: 'FULL', domainId: '' })).status, 200);
+});
+
+test.serial('a refused form quoting a long value keeps its reason: the message cookie stays within the 4096 bytes a browser keeps', async (t) => {
+  const domain = (await t0.app.services.domains.list({ teamId: t0.teamId, domainId: null }))[0]!;
+  for (const value of ['x'.repeat(10_000), '"é\u0001'.repeat(3_000)]) {
+    const res = await c.post(`/console/domains/${domain.id}/settings`, { trackingDomain: value, tlsPolicy: 'opportunistic' }, { referer: `/console/domains/${domain.id}` });
+    t.is(res.status, 303);
+    for (const cookie of res.headers.getSetCookie()) t.true(Buffer.byteLength(cookie) <= 4096, `a Set-Cookie of ${Buffer.byteLength(cookie)} bytes`);
+    t.regex(c.flash(), /^trackingDomain: .{100,}…$/s);
+    // the page it goes back to shows it
+    const page = await c.get(`/console/domains/${domain.id}`);
+    t.regex(page.text, /class="flash flash-error" role="alert">trackingDomain: /);
+  }
+  t.is((await t0.request('GET', `/v1/domains/${domain.id}`)).body.trackingDomain, null);
+});
+
 test.serial('contacts: add, edit with properties, search, refuse a bad address with its reason, export as CSV', async (t) => {
   const book = idIn((await c.post('/console/contacts', { name: 'Readers' })).location, 'contacts');
   t.is((await c.post(`/console/contacts/${book}/contacts`, { email: 'Zoe@Example.org', firstName: 'Zoë', lastName: '' })).status, 303);

@@ -78,6 +78,8 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
     async create(teamId: number, input: { name: string; permission?: Permission; domainId?: number | null }, callerDomainId: number | null = null, by?: OperatorActor) {
       const name = input.name.trim();
       if (!name) throw badRequest('name: must not be empty');
+      // the API's schema says the same; the console and the CLI reach this without it
+      if (name.length > 200) throw badRequest('name: must be at most 200 characters');
       const permission = input.permission ?? 'FULL';
       const domainId = keyDomain(callerDomainId, input.domainId);
       if (domainId !== null && deps.domainBelongsToTeam && !(await deps.domainBelongsToTeam(teamId, domainId))) {
