@@ -16,12 +16,12 @@ import { operatorRoutes } from './api/admin/operator-routes.js';
 import { createAdminHealth } from './core/operators/admin-health.js';
 import { JobMonitor } from './core/operators/job-monitor.js';
 import { openStoreOf } from './composition/store-opening.js';
-import { listenerStatesOf, type Listeners } from './composition/smtp-listeners.js';
+import { listenerStatesOf, type Listeners } from './composition/listener-states.js';
 import { wireCoreServices } from './composition/core-services-wiring.js';
 import { closingOnFailure } from './composition/close-on-failure.js';
 import { wireCluster } from './composition/cluster-wiring.js';
 import { wireScheduler } from './composition/scheduler-wiring.js';
-import { startApp, type Started } from './composition/start-sequence.js';
+import type { Started } from './composition/start-sequence.js';
 import { stopApp } from './composition/stop-sequence.js';
 
 // The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
@@ -48,7 +48,7 @@ export interface AppOptions {
   serveLock?: boolean;
 }
 
-export type { Listeners } from './composition/smtp-listeners.js';
+export type { Listeners } from './composition/listener-states.js';
 
 export type App = Awaited<ReturnType<typeof createApp>>;
 
@@ -171,7 +171,10 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     },
 
     /** Listens and starts the background work (composition/start-sequence.ts). */
-    start(): Promise<Listeners> {
+    async start(): Promise<Listeners> {
+      // Loaded here: the listeners' modules (HTTP, console, SMTP servers) are a fifth of an admin
+      // command's CPU, and admin commands build the app without starting it.
+      const { startApp } = await import('./composition/start-sequence.js');
       return startApp({ core, config, clock, logger, resolver, routes, adminRoutes, storeOk, stopping: () => stopping, cluster, clusterView, listeners, failedListeners, scheduler, started });
     },
 

@@ -5,7 +5,7 @@ import { createClusterService, type ClusterService } from '../core/cluster/clust
 import type { JobMonitor } from '../core/operators/job-monitor.js';
 import type { CoreServices } from './core-services-wiring.js';
 import { deadNodeRecount } from './dead-node-recount.js';
-import type { Listeners } from './smtp-listeners.js';
+import type { Listeners } from './listener-states.js';
 
 // The node's membership of the cluster (PostgreSQL only; architecture.md, Growing past one
 // server): its heartbeat and sweep, and what it takes up when another node dies (the campaign

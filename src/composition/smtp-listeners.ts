@@ -1,23 +1,16 @@
 import type { Config } from '../config/defaults.js';
 import type { BodyIntake } from '../lib/body-intake.js';
 import type { Logger } from '../lib/logger.js';
-import type { ListenerState } from '../core/operators/admin-health.js';
 import type { createListenerTlsSource } from '../smtp/listener-tls.js';
 import { startOrReport, type SmtpListener } from '../smtp/smtp-listener.js';
 import { listenNamed } from './listen-failure.js';
+import type { Listeners } from './listener-states.js';
 import { startInboundServer } from '../smtp/inbound/inbound-server.js';
 import { startSubmissionServer } from '../smtp/submission/submission-server.js';
 
 // Starting the two SMTP listeners of `posthorn serve`: inbound (bounces, complaints, receiving
 // domains) and authenticated submission. A port that cannot be bound is logged as an error and
 // that listener stays off; the other one and the HTTP API run on.
-
-export interface Listeners {
-  http?: { host: string; port: number };
-  /** Inbound SMTP (bounces, complaints, receiving domains) and authenticated submission. */
-  inbound?: { host: string; port: number };
-  submission?: { host: string; port: number };
-}
 
 type InboundOptions = Parameters<typeof startInboundServer>[0];
 type SubmissionOptions = Parameters<typeof startSubmissionServer>[0];
@@ -57,14 +50,4 @@ export async function startSmtpListeners(o: {
   // Only when every one of them listens: a port that could not be bound was logged as an error.
   if (inbound && submission) logger.info({ inbound: listeners.inbound, submission: listeners.submission }, 'SMTP listeners started');
   return { inbound, submission };
-}
-
-/** Each listener's state for /admin/v1/health: listening (where), failed to start, or not started yet. */
-export function listenerStatesOf(listeners: Listeners, failed: Set<string>): Record<string, ListenerState> {
-  return Object.fromEntries(
-    (['http', 'inbound', 'submission'] as const).map((name) => {
-      const l = listeners[name];
-      return [name, l ? { state: 'listening', host: l.host, port: l.port } : { state: failed.has(name) ? 'failed' : 'not started', host: null, port: null }];
-    }),
-  );
 }

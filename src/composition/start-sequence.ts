@@ -20,7 +20,8 @@ import type { CoreServices } from './core-services-wiring.js';
 import type { ClusterWiring } from './cluster-wiring.js';
 import type { Scheduler } from './scheduler-wiring.js';
 import { announceSettings } from './start-notices.js';
-import { startSmtpListeners, type Listeners } from './smtp-listeners.js';
+import { startSmtpListeners } from './smtp-listeners.js';
+import type { Listeners } from './listener-states.js';
 
 // App.start(): the HTTP API, joining the cluster (or, alone, freeing what a previous run left),
 // the SMTP listeners, the engine, the webhook dispatcher, the contact imports, and last the
