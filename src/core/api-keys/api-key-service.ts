@@ -38,6 +38,13 @@ export interface ApiKeyServiceDeps {
   audit?: Pick<AuditService, 'inTransaction'>;
 }
 
+/** A key's name as stored: trimmed, and not empty (a team's key and an operator's). */
+export function keyName(raw: string): string {
+  const name = raw.trim();
+  if (!name) throw badRequest('name: must not be empty');
+  return name;
+}
+
 export function createApiKeyService(deps: ApiKeyServiceDeps) {
   const lastTouched = new Map<number, number>();
 
@@ -76,8 +83,7 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
   return {
     /** With `by` (an operator's), its api-key.create audit entry commits with the key. */
     async create(teamId: number, input: { name: string; permission?: Permission; domainId?: number | null }, callerDomainId: number | null = null, by?: OperatorActor) {
-      const name = input.name.trim();
-      if (!name) throw badRequest('name: must not be empty');
+      const name = keyName(input.name);
       const permission = input.permission ?? 'FULL';
       const domainId = keyDomain(callerDomainId, input.domainId);
       if (domainId !== null && deps.domainBelongsToTeam && !(await deps.domainBelongsToTeam(teamId, domainId))) {
