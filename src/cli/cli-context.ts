@@ -5,6 +5,8 @@ import { ConfigError, loadConfig, unknownEnvNames } from '../config/load.js';
 import type { Config } from '../config/defaults.js';
 import type { App } from '../app.js';
 import { createLogger } from '../lib/logger.js';
+import { poolOf } from '../core/teams/team-service.js';
+import { DEFAULT_POOL } from '../core/shaping/egress.js';
 
 /**
  * The app's modules, loaded by the commands that build it: `--help`, `init` and `config` answer
@@ -30,9 +32,15 @@ export function configFrom(cmd: Command, opts: { warnUnknownEnv?: boolean } = {}
   return config;
 }
 
-/** Builds the app for an admin command (store open and migrated, no listeners), runs fn, closes. */
-export async function withApp<T>(cmd: Command, fn: (app: App) => Promise<T>): Promise<T> {
+/**
+ * Builds the app for an admin command (store open and migrated, no listeners), runs fn, closes.
+ * A command checks its arguments before: a refused one must not make a store (a new, empty
+ * database in dataDir) nor pay for loading the app. `check` is for what needs the config but no
+ * store (an egress pool's name); it runs before the store is opened.
+ */
+export async function withApp<T>(cmd: Command, fn: (app: App) => Promise<T>, check?: (config: Config) => void): Promise<T> {
   const config = configFrom(cmd);
+  check?.(config);
   const newStore = isNewStore(config);
   // Admin commands print their result on stdout (`keys create`: the key is its last line), so
   // their logs (warnings and errors only) go to stderr.
@@ -105,6 +113,11 @@ export function parseIntOption(value: string, name: string): number {
   const n = /^\d{1,10}$/.test(value) ? Number(value) : NaN;
   if (!(n >= 1 && n <= MAX_INT_OPTION)) throw new Error(`${name} must be a whole number from 1 to ${MAX_INT_OPTION}, got "${value}"`);
   return n;
+}
+
+/** An egress pool's name as given ("default" too): refused unless outbound.pools has it, as the services refuse it. */
+export function checkPool(config: Config, pool: string): void {
+  poolOf(pool, (name) => name === DEFAULT_POOL || config.outbound.pools.some((p) => p.name === name));
 }
 
 /** The team a --team option names, refused when there is no such team. */

@@ -1,6 +1,10 @@
 import type { Command } from 'commander';
-import { cliCommand, existingTeam, parseIntOption, printTable, shellWord, withApp } from './cli-context.js';
+import { checkPool, cliCommand, existingTeam, parseIntOption, printTable, shellWord, withApp } from './cli-context.js';
+import { normalizeDomainName } from '../core/domains/domain-names.js';
 import type { App } from '../app.js';
+
+/** A --team option's id, checked before the store is opened (undefined when not given). */
+const teamOption = (team?: string) => (team !== undefined ? parseIntOption(team, '--team') : undefined);
 
 async function teamFor(app: App, team?: string): Promise<number> {
   if (team !== undefined) return existingTeam(app, team);
@@ -30,6 +34,8 @@ export function registerDomains(program: Command): void {
     .option('--team <id>', 'team id (default: the first team)')
     .option('--region <region>', 'region label', 'default')
     .action(async (name: string, opts: { team?: string; region: string }, cmd: Command) => {
+      teamOption(opts.team);
+      normalizeDomainName(name);
       await withApp(cmd, async (app) => {
         const teamId = await teamFor(app, opts.team);
         const d = await app.services.domains.create({ teamId, domainId: null }, { name, region: opts.region });
@@ -42,6 +48,7 @@ export function registerDomains(program: Command): void {
     .description('list domains of a team, or of every team')
     .option('--team <id>', 'only this team')
     .action(async (opts: { team?: string }, cmd: Command) => {
+      teamOption(opts.team);
       await withApp(cmd, async (app) => {
         const teams = opts.team !== undefined ? [await existingTeam(app, opts.team)] : (await app.services.teams.list()).map((t) => t.id);
         const rows = [];
@@ -60,13 +67,18 @@ export function registerDomains(program: Command): void {
     .argument('<pool>')
     .option('--team <id>', 'team id, when several teams have the name')
     .action(async (nameOrId: string, pool: string, opts: { team?: string }, cmd: Command) => {
-      await withApp(cmd, async (app) => {
-        const found = await app.services.domains.findForCli(opts.team !== undefined ? parseIntOption(opts.team, '--team') : null, nameOrId);
-        if (!found) throw new Error(`domain ${nameOrId} not found`);
-        const d = await app.services.domains.setPool(found.id, pool, 'cli');
-        if (!d) throw new Error(`domain ${nameOrId} not found`);
-        process.stdout.write(`domain ${d.name} sends through ${d.pool ? `pool ${d.pool}` : "its team's pool"}\n`);
-      });
+      const teamId = teamOption(opts.team) ?? null;
+      await withApp(
+        cmd,
+        async (app) => {
+          const found = await app.services.domains.findForCli(teamId, nameOrId);
+          if (!found) throw new Error(`domain ${nameOrId} not found`);
+          const d = await app.services.domains.setPool(found.id, pool, 'cli');
+          if (!d) throw new Error(`domain ${nameOrId} not found`);
+          process.stdout.write(`domain ${d.name} sends through ${d.pool ? `pool ${d.pool}` : "its team's pool"}\n`);
+        },
+        (config) => checkPool(config, pool),
+      );
     });
   domains
     .command('verify')
@@ -75,8 +87,9 @@ export function registerDomains(program: Command): void {
     .option('--team <id>', 'team id, when several teams have the name')
     .option('--full', 'print every record value whole (the DKIM key is about 400 characters)')
     .action(async (nameOrId: string, opts: { team?: string; full?: boolean }, cmd: Command) => {
+      const teamId = teamOption(opts.team) ?? null;
       await withApp(cmd, async (app) => {
-        const found = await app.services.domains.findForCli(opts.team !== undefined ? parseIntOption(opts.team, '--team') : null, nameOrId);
+        const found = await app.services.domains.findForCli(teamId, nameOrId);
         if (!found) throw new Error(`domain ${nameOrId} not found`);
         const result = await app.services.domains.verify({ teamId: found.teamId, domainId: null }, found.id);
         process.stdout.write(`${result.domain.name}: ${result.domain.status}\n${result.message}\n\n`);

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { existingTeam, parseIntOption, printTable, withApp } from './cli-context.js';
+import { keyName } from '../core/api-keys/api-key-service.js';
 
 export function registerKeys(program: Command): void {
   const keys = program.command('keys').description('manage API keys');
@@ -15,24 +16,18 @@ export function registerKeys(program: Command): void {
       const permission = opts.permission.toUpperCase();
       if (permission !== 'FULL' && permission !== 'SENDING') throw new Error('--permission must be FULL or SENDING');
       if (opts.operator && (opts.team !== undefined || opts.domain !== undefined || permission !== 'FULL')) throw new Error('--operator keys belong to no team: --team, --domain and --permission do not apply');
+      keyName(opts.name);
+      const teamId = opts.team !== undefined ? parseIntOption(opts.team, '--team') : undefined;
+      const domainId = opts.domain !== undefined ? parseIntOption(opts.domain, '--domain') : null;
       await withApp(cmd, async (app) => {
         if (opts.operator) {
           const key = await app.services.operatorKeys.create(opts.name, 'cli');
           process.stdout.write(`created operator key ${key.id}; it is shown only now:\n${key.token}\n`);
           return;
         }
-        let teamId: number;
-        if (opts.team !== undefined) {
-          teamId = await existingTeam(app, opts.team);
-        } else {
-          teamId = (await app.services.teams.list())[0]?.id ?? (await app.services.teams.create('Default team', null, 'cli'));
-        }
-        const key = await app.services.apiKeys.create(teamId, {
-          name: opts.name,
-          permission,
-          domainId: opts.domain !== undefined ? parseIntOption(opts.domain, '--domain') : null,
-        }, null, 'cli');
-        process.stdout.write(`created key ${key.id} (${key.permission}) for team ${teamId}; it is shown only now:\n${key.token}\n`);
+        const team = teamId !== undefined ? await existingTeam(app, opts.team!) : ((await app.services.teams.list())[0]?.id ?? (await app.services.teams.create('Default team', null, 'cli')));
+        const key = await app.services.apiKeys.create(team, { name: opts.name, permission, domainId }, null, 'cli');
+        process.stdout.write(`created key ${key.id} (${key.permission}) for team ${team}; it is shown only now:\n${key.token}\n`);
       });
     });
   keys
@@ -64,11 +59,12 @@ export function registerKeys(program: Command): void {
     .argument('<id>')
     .option('--operator', 'the id is an operator key\'s')
     .action(async (id: string, opts: { operator?: boolean }, cmd: Command) => {
+      const keyId = parseIntOption(id, 'id');
       await withApp(cmd, async (app) => {
         if (opts.operator) {
-          await app.services.operatorKeys.revoke(parseIntOption(id, 'id'), 'cli');
+          await app.services.operatorKeys.revoke(keyId, 'cli');
         } else {
-          await app.services.apiKeys.revokeAnyTeam(parseIntOption(id, 'id'), 'cli');
+          await app.services.apiKeys.revokeAnyTeam(keyId, 'cli');
         }
         process.stdout.write(`revoked ${opts.operator ? 'operator ' : ''}key ${id}\n`);
       });

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { QUEUE_STATES, type QueueState } from '../core/queue/queue-service.js';
+import { parseSelector, QUEUE_STATES, reasonOf, suspensionMinutes, type QueueState } from '../core/queue/queue-service.js';
+import { decodeIdCursor } from '../core/id-cursor.js';
 import type { ShapingState } from '../core/shaping/shaping-view.js';
 import { cliCommand, existingTeam, parseIntOption, printTable, withApp } from './cli-context.js';
 import type { App } from '../app.js';
@@ -23,12 +24,22 @@ const withSelectors = (cmd: Command, emails: boolean) => {
 const hasSelector = (opts: SelectorOptions) => opts.destination !== undefined || opts.team !== undefined || opts.campaign !== undefined || opts.email !== undefined;
 
 /**
- * The selectors as the queue service takes them. A --team must exist: a filter on a typo'd id
- * would answer "0 match", and a suspension of it hold the mail of a team made later with that id.
- * `required` names the options here (core's message names the API's fields).
+ * The selectors' checks that need no store, made before it is opened: one at least when
+ * `required` (which names the options here; core's message names the API's fields), a --team
+ * that is an id, a --destination that is a domain name.
  */
-async function selector(app: App, opts: SelectorOptions, required?: string) {
+function checkSelector(opts: SelectorOptions, required?: string): void {
   if (required && !hasSelector(opts)) throw new Error(`give at least one of ${required}`);
+  if (opts.team !== undefined) parseIntOption(opts.team, '--team');
+  if (opts.destination !== undefined) parseSelector({ destination: opts.destination });
+}
+
+/**
+ * The selectors as the queue service takes them (checkSelector first). A --team must exist: a
+ * filter on a typo'd id would answer "0 match", and a suspension of it hold the mail of a team
+ * made later with that id.
+ */
+async function selector(app: App, opts: SelectorOptions) {
   return {
     ...(opts.destination !== undefined ? { destination: opts.destination } : {}),
     ...(opts.team !== undefined ? { teamId: await existingTeam(app, opts.team) } : {}),
@@ -127,8 +138,11 @@ export function registerQueue(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (opts: SelectorOptions & { state?: string; limit: string; cursor?: string; json?: boolean }, cmd: Command) => {
       if (opts.state !== undefined && !(QUEUE_STATES as readonly string[]).includes(opts.state)) throw new Error(`--state must be one of ${QUEUE_STATES.join(', ')}`);
+      checkSelector(opts);
+      const limit = parseIntOption(opts.limit, '--limit');
+      if (opts.cursor !== undefined) decodeIdCursor('q', opts.cursor);
       await withApp(cmd, async (app) => {
-        const page = await app.services.queue.messages({ ...(await selector(app, opts)), state: opts.state as QueueState | undefined }, parseIntOption(opts.limit, '--limit'), opts.cursor);
+        const page = await app.services.queue.messages({ ...(await selector(app, opts)), state: opts.state as QueueState | undefined }, limit, opts.cursor);
         print(cmd, page, () => {
           printTable(
             page.messages.map((m) => ({
@@ -155,8 +169,11 @@ export function registerQueue(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (opts: SelectorOptions & { minutes: string; reason: string; json?: boolean }, cmd: Command) => {
       const minutes = parseMinutes(opts.minutes);
+      checkSelector(opts, WITHOUT_EMAILS);
+      suspensionMinutes(minutes);
+      reasonOf(opts.reason);
       await withApp(cmd, async (app) => {
-        const s = await app.services.queue.suspend('cli', { ...(await selector(app, opts, WITHOUT_EMAILS)), minutes, reason: opts.reason });
+        const s = await app.services.queue.suspend('cli', { ...(await selector(app, opts)), minutes, reason: opts.reason });
         print(cmd, s, () => process.stdout.write(`suspension ${s.id} holds matching mail until ${s.until} (${s.parked} queued deliveries held now)\n`));
       });
     });
@@ -184,13 +201,15 @@ export function registerQueue(program: Command): void {
     .action(async (deliveryId: string | undefined, opts: SelectorOptions & { json?: boolean }, cmd: Command) => {
       // One delivery is retried whatever it belongs to: a selector beside its id would be ignored.
       if (deliveryId !== undefined && hasSelector(opts)) throw new Error(`give a delivery id or ${WITH_EMAILS.replace(' or ', ', ')}, not both`);
+      const id = deliveryId !== undefined ? parseIntOption(deliveryId, 'deliveryId') : undefined;
+      if (id === undefined) checkSelector(opts, WITH_EMAILS);
       await withApp(cmd, async (app) => {
-        if (deliveryId !== undefined) {
-          await app.services.queue.retryDelivery('cli', parseIntOption(deliveryId, 'deliveryId'));
+        if (id !== undefined) {
+          await app.services.queue.retryDelivery('cli', id);
           print(cmd, { retried: 1 }, () => process.stdout.write(`delivery ${deliveryId} will be attempted at the next engine round\n`));
           return;
         }
-        const r = await app.services.queue.retry('cli', await selector(app, opts, WITH_EMAILS));
+        const r = await app.services.queue.retry('cli', await selector(app, opts));
         print(cmd, r, () => process.stdout.write(`${r.retried} deliveries are due now\n`));
       });
     });
@@ -199,8 +218,10 @@ export function registerQueue(program: Command): void {
     .requiredOption('--reason <text>', 'why')
     .option('--json', 'print JSON')
     .action(async (opts: SelectorOptions & { reason: string; json?: boolean }, cmd: Command) => {
+      checkSelector(opts, WITH_EMAILS);
+      reasonOf(opts.reason);
       await withApp(cmd, async (app) => {
-        const r = await app.services.queue.bounce('cli', { ...(await selector(app, opts, WITH_EMAILS)), reason: opts.reason });
+        const r = await app.services.queue.bounce('cli', { ...(await selector(app, opts)), reason: opts.reason });
         print(cmd, r, () => process.stdout.write(`${r.bounced} deliveries failed: ${opts.reason}\n`));
       });
     });
@@ -210,8 +231,9 @@ export function registerQueue(program: Command): void {
     .description('give up on one queued delivery now (it is recorded as FAILED)')
     .argument('<deliveryId>')
     .action(async (id: string, _opts, cmd: Command) => {
+      const deliveryId = parseIntOption(id, 'deliveryId');
       await withApp(cmd, async (app) => {
-        await app.services.queue.giveUp('cli', parseIntOption(id, 'deliveryId'));
+        await app.services.queue.giveUp('cli', deliveryId);
         process.stdout.write(`delivery ${id} purged\n`);
       });
     });

@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
-import { cliCommand, existingTeam, withApp } from './cli-context.js';
+import { cliCommand, existingTeam, parseIntOption, withApp } from './cli-context.js';
 import { sendBodySchema } from '../core/emails/send-schema.js';
 import { AppError, badRequest } from '../core/errors.js';
 import { plainIssues } from '../core/plain-issues.js';
+import { sendFields } from '../core/emails/send-fields.js';
 
 export function registerSend(program: Command): void {
   program
@@ -19,13 +20,17 @@ export function registerSend(program: Command): void {
     .option('--tag <tag...>', 'tags')
     .option('--team <id>', 'team id (default: the first team)')
     .action(async (opts: Record<string, string | string[] | undefined>, cmd: Command) => {
+      // The body is checked before the store is opened; what needs it (the team, the sending
+      // domain) is checked by the submit itself.
+      if (opts.team !== undefined) parseIntOption(opts.team as string, '--team');
+      const body = { from: opts.from, to: opts.to, subject: opts.subject, text: opts.text, html: opts.html, cc: opts.cc, bcc: opts.bcc, scheduledAt: opts.scheduledAt, tags: opts.tag };
+      const parsed = sendBodySchema.safeParse(body, plainIssues);
+      if (!parsed.success) throw badRequest(`${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
+      sendFields(parsed.data, { subject: parsed.data.subject, html: parsed.data.html ?? null, text: parsed.data.text ?? null }, new Date());
       await withApp(cmd, async (app) => {
         const first = opts.team !== undefined ? undefined : (await app.services.teams.list())[0];
         const teamId = opts.team !== undefined ? await existingTeam(app, opts.team as string) : first?.id;
         if (!teamId) throw new Error(`no team exists yet: create one with ${cliCommand(cmd, 'teams create --name NAME')}`);
-        const body = { from: opts.from, to: opts.to, subject: opts.subject, text: opts.text, html: opts.html, cc: opts.cc, bcc: opts.bcc, scheduledAt: opts.scheduledAt, tags: opts.tag };
-        const parsed = sendBodySchema.safeParse(body, plainIssues);
-        if (!parsed.success) throw badRequest(`${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
         const { emailId } = await app.services.emails.submit({ teamId, domainId: null, apiKeyId: null }, parsed.data).catch((err: unknown) => {
           // The operator did not pick the team: say which one was used, since that is what to change.
           if (first && err instanceof AppError && err.code === 'FORBIDDEN') {

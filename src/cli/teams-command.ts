@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { parseIntOption, printTable, withApp } from './cli-context.js';
+import { checkPool, parseIntOption, printTable, withApp } from './cli-context.js';
+import { rateLimitOf, teamName } from '../core/teams/team-service.js';
 
 export function registerTeams(program: Command): void {
   const teams = program.command('teams').description('manage teams (accounts)');
@@ -9,8 +10,10 @@ export function registerTeams(program: Command): void {
     .requiredOption('--name <name>', 'team name')
     .option('--rate-limit <n>', 'API requests per second for this team (default: the configured limit)')
     .action(async (opts: { name: string; rateLimit?: string }, cmd: Command) => {
+      teamName(opts.name);
+      const rateLimit = rateLimitOf(opts.rateLimit !== undefined ? parseIntOption(opts.rateLimit, '--rate-limit') : null);
       await withApp(cmd, async (app) => {
-        const id = await app.services.teams.create(opts.name, opts.rateLimit !== undefined ? parseIntOption(opts.rateLimit, '--rate-limit') : null, 'cli');
+        const id = await app.services.teams.create(opts.name, rateLimit, 'cli');
         process.stdout.write(`${id}\n`);
       });
     });
@@ -28,8 +31,10 @@ export function registerTeams(program: Command): void {
     .argument('<teamId>')
     .argument('<limit>')
     .action(async (teamId: string, limit: string, _opts, cmd: Command) => {
+      const id = parseIntOption(teamId, 'teamId');
+      const rateLimit = rateLimitOf(limit === 'default' ? null : parseIntOption(limit, 'limit'));
       await withApp(cmd, async (app) => {
-        const ok = await app.services.teams.setRateLimit(parseIntOption(teamId, 'teamId'), limit === 'default' ? null : parseIntOption(limit, 'limit'), 'cli');
+        const ok = await app.services.teams.setRateLimit(id, rateLimit, 'cli');
         if (!ok) throw new Error(`team ${teamId} not found`);
         process.stdout.write('ok\n');
       });
@@ -40,11 +45,15 @@ export function registerTeams(program: Command): void {
     .argument('<teamId>')
     .argument('<pool>')
     .action(async (teamId: string, pool: string, _opts, cmd: Command) => {
-      await withApp(cmd, async (app) => {
-        const id = parseIntOption(teamId, 'teamId');
-        const team = await app.services.teams.update(id, { pool }, 'cli');
-        if (!team) throw new Error(`team ${teamId} not found`);
-        process.stdout.write(`team ${id} sends through pool ${team.pool ?? 'default'}\n`);
-      });
+      const id = parseIntOption(teamId, 'teamId');
+      await withApp(
+        cmd,
+        async (app) => {
+          const team = await app.services.teams.update(id, { pool }, 'cli');
+          if (!team) throw new Error(`team ${teamId} not found`);
+          process.stdout.write(`team ${id} sends through pool ${team.pool ?? 'default'}\n`);
+        },
+        (config) => checkPool(config, pool),
+      );
     });
 }

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { parseIntOption, printTable, withApp } from './cli-context.js';
+import { checkPassword, userEmail } from '../core/users/user-service.js';
 
 // Console users (docs/console.md, docs/operations.md). A password is generated and printed
 // once, or read from standard input with --password-stdin (first line), so it never appears
@@ -24,8 +25,11 @@ export function registerUsers(program: Command): void {
     .option('--password-stdin', 'read the password from the first line of standard input')
     .action(async (opts: { email: string; team: string; operator?: boolean; passwordStdin?: boolean }, cmd: Command) => {
       const password = opts.passwordStdin ? await readPasswordFromStdin() : undefined;
+      const teamId = parseIntOption(opts.team, '--team');
+      userEmail(opts.email);
+      if (password !== undefined) checkPassword(password);
       await withApp(cmd, async (app) => {
-        const res = await app.services.users.create({ email: opts.email, teamId: parseIntOption(opts.team, '--team'), operator: opts.operator ?? false, password }, 'cli');
+        const res = await app.services.users.create({ email: opts.email, teamId, operator: opts.operator ?? false, password }, 'cli');
         const role = res.user.operator ? 'operator' : 'team member';
         process.stdout.write(`created console user ${res.user.id} ${res.user.email} (${role}, team ${res.user.teamId})\n`);
         if (res.generated) process.stdout.write(`password (shown only now):\n${res.password}\n`);
@@ -47,6 +51,7 @@ export function registerUsers(program: Command): void {
     .option('--password-stdin', 'read the password from the first line of standard input')
     .action(async (user: string, opts: { passwordStdin?: boolean }, cmd: Command) => {
       const password = opts.passwordStdin ? await readPasswordFromStdin() : undefined;
+      if (password !== undefined) checkPassword(password);
       await withApp(cmd, async (app) => {
         const res = await app.services.users.resetPassword(user, password, 'cli');
         process.stdout.write(`new password set for ${res.user.email}; its sessions were ended\n`);

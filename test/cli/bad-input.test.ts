@@ -17,9 +17,12 @@ interface Ended {
   stderr: string;
 }
 
-/** The CLI on the data dir's store (its PostgreSQL database when the tests run on PostgreSQL). */
-async function cli(dataDir: string, args: string[], env: Record<string, string> = {}, cwd?: string): Promise<Ended> {
-  const childEnv = { PATH: process.env.PATH!, POSTHORN_DNS_SERVERS: '127.0.0.1:9', ...(await storeEnvOf(dataDir)), ...env };
+/**
+ * The CLI on the data dir's store (its PostgreSQL database when the tests run on PostgreSQL), or
+ * with no data dir set up (null: `env` names one). `input` is its standard input.
+ */
+async function cli(dataDir: string | null, args: string[], env: Record<string, string> = {}, cwd?: string, input = ''): Promise<Ended> {
+  const childEnv = { PATH: process.env.PATH!, POSTHORN_DNS_SERVERS: '127.0.0.1:9', ...(dataDir === null ? {} : await storeEnvOf(dataDir)), ...env };
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [BIN, ...args], { env: childEnv, cwd });
     let stdout = '';
@@ -27,7 +30,7 @@ async function cli(dataDir: string, args: string[], env: Record<string, string> 
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
     child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end();
+    child.stdin.end(input);
   });
 }
 
@@ -38,8 +41,8 @@ async function ok(t: ExecutionContext, dataDir: string, args: string[], env: Rec
 }
 
 /** Refused: exit `code`, stderr one line `posthorn: ...` matching `pattern`, nothing on stdout. */
-async function refused(t: ExecutionContext, dataDir: string, args: string[], pattern: RegExp, opts: { env?: Record<string, string>; code?: number; cwd?: string } = {}): Promise<void> {
-  const r = await cli(dataDir, args, opts.env, opts.cwd);
+async function refused(t: ExecutionContext, dataDir: string | null, args: string[], pattern: RegExp, opts: { env?: Record<string, string>; code?: number; cwd?: string; input?: string } = {}): Promise<void> {
+  const r = await cli(dataDir, args, opts.env, opts.cwd, opts.input);
   const what = `posthorn ${args.map((a) => JSON.stringify(a)).join(' ')}`;
   t.is(r.code, opts.code ?? 1, `${what} exits ${opts.code ?? 1}; stderr: ${r.stderr}`);
   t.is(r.stdout, '', `${what} prints no result`);
@@ -77,6 +80,49 @@ test('a number out of range is refused before it reaches the store: 0, negative,
   await refused(t, dataDir, ['queue', 'retry', '-3'], range);
   await refused(t, dataDir, ['teams', 'set-rate-limit', '99999999999999999999999', '5'], range);
   await refused(t, dataDir, ['domains', 'list', '--team', '3000000000'], range);
+});
+
+test('a command refused for its arguments changes nothing on disk: it makes no data directory and no store', async (t) => {
+  // The data directory does not exist: a command that opened the store before it checked its
+  // arguments would make it and a new, empty posthorn.db there (and say so on a second line).
+  // No store is reached, so this is the same test on SQLite and PostgreSQL.
+  const dataDir = join(tempDir(t, 'posthorn-bad-input-'), 'data');
+  const env = { POSTHORN_DATA_DIR: dataDir };
+  const range = /must be a whole number from 1 to 2147483647/;
+  const cases: [string[], RegExp, string?][] = [
+    [['keys', 'create', '--name', 'k', '--domain', '0'], /^posthorn: --domain must be/],
+    [['keys', 'create', '--name', ' '], /^posthorn: name: must not be empty$/],
+    [['keys', 'revoke', 'abc'], range],
+    [['teams', 'create', '--name', 'Acme', '--rate-limit', '2000000'], /^posthorn: rateLimit: must be a positive integer/],
+    [['teams', 'set-rate-limit', '1', 'fast'], /^posthorn: limit must be/],
+    [['teams', 'set-pool', '1', 'nopool'], /^posthorn: pool: no egress pool named "nopool" is configured/],
+    [['domains', 'add', 'not_a_domain'], /^posthorn: name: "not_a_domain" is not a valid domain name$/],
+    [['domains', 'list', '--team', 'x'], /^posthorn: --team must be/],
+    [['domains', 'set-pool', 'example.com', 'nopool'], /^posthorn: pool: no egress pool named "nopool" is configured/],
+    [['domains', 'verify', 'example.com', '--team', '0'], /^posthorn: --team must be/],
+    [['send', '--from', 'a@example.com', '--to', 'b@example.com', '--subject', 's', '--text', 't', '--scheduled-at', 'whenever'], /^posthorn: scheduledAt: "whenever" is not an ISO 8601 date-time/],
+    [['send', '--from', 'a@example.com', '--to', 'not an address', '--subject', 's', '--text', 't'], /^posthorn: to\[0\]: "not an address" is not a single valid email address$/],
+    [['send', '--from', 'a@example.com', '--to', 'b@example.com', '--subject', 's'], /^posthorn: body: either text or html is required/],
+    [['send', '--from', 'a@example.com', '--to', 'b@example.com', '--subject', 's', '--text', 't', '--team', '0'], /^posthorn: --team must be/],
+    [['queue', 'messages', '--cursor', 'bogus'], /^posthorn: cursor: not a cursor/],
+    [['queue', 'messages', '--limit', '0'], /^posthorn: --limit must be/],
+    [['queue', 'suspend', '--minutes', '99999', '--reason', 'r', '--destination', 'example.com'], /^posthorn: minutes: must be more than 0 and at most 43200/],
+    [['queue', 'suspend', '--minutes', '5', '--reason', 'r', '--team', 'x'], /^posthorn: --team must be/],
+    [['queue', 'retry', '--destination', 'not a domain!'], /^posthorn: destination: must be a domain name$/],
+    [['queue', 'retry', 'x'], range],
+    [['queue', 'bounce', '--destination', 'example.com', '--reason', ' '], /^posthorn: reason: must not be empty$/],
+    [['queue', 'purge', 'x'], range],
+    [['users', 'create', '--email', 'nope', '--team', '1'], /^posthorn: email: "nope" is not a valid email address$/],
+    [['users', 'create', '--email', 'a@example.com', '--team', 'x'], /^posthorn: --team must be/],
+    [['users', 'create', '--email', 'a@example.com', '--team', '1', '--password-stdin'], /^posthorn: password: must be at least 10 characters$/, 'short\n'],
+    [['users', 'reset-password', 'a@example.com', '--password-stdin'], /^posthorn: password: must be at least 10 characters$/, 'short\n'],
+  ];
+  // queue resume and trace, users delete, and a reset-password without --password-stdin take any
+  // text as the id: only the store can refuse them.
+  for (const [args, pattern, input] of cases) {
+    await refused(t, null, args, pattern, { env, ...(input ? { input } : {}) });
+    t.false(existsSync(dataDir), `posthorn ${args.join(' ')} made no data directory`);
+  }
 });
 
 test('a --team that does not exist is named, and nothing is held or sent for it', async (t) => {

@@ -38,6 +38,15 @@ export interface ApiKeyServiceDeps {
   audit?: Pick<AuditService, 'inTransaction'>;
 }
 
+/** A key's name as stored: trimmed, and not empty (a team's key and an operator's). */
+export function keyName(raw: string): string {
+  const name = raw.trim();
+  if (!name) throw badRequest('name: must not be empty');
+  // the API's schema says the same; the console and the CLI reach this without it
+  if (name.length > 200) throw badRequest('name: must be at most 200 characters');
+  return name;
+}
+
 export function createApiKeyService(deps: ApiKeyServiceDeps) {
   const lastTouched = new Map<number, number>();
 
@@ -76,10 +85,7 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
   return {
     /** With `by` (an operator's), its api-key.create audit entry commits with the key. */
     async create(teamId: number, input: { name: string; permission?: Permission; domainId?: number | null }, callerDomainId: number | null = null, by?: OperatorActor) {
-      const name = input.name.trim();
-      if (!name) throw badRequest('name: must not be empty');
-      // the API's schema says the same; the console and the CLI reach this without it
-      if (name.length > 200) throw badRequest('name: must be at most 200 characters');
+      const name = keyName(input.name);
       const permission = input.permission ?? 'FULL';
       const domainId = keyDomain(callerDomainId, input.domainId);
       if (domainId !== null && deps.domainBelongsToTeam && !(await deps.domainBelongsToTeam(teamId, domainId))) {

@@ -10,22 +10,21 @@ import type { DomainService } from '../domains/domain-service.js';
 import type { DomainRecord } from '../../store/repositories/domains-repository.js';
 import { badRequest, forbidden, notFound, notUnique } from '../errors.js';
 import type { BusEvent, EventBus } from '../events.js';
-import { addressKey, domainOf, formatMailbox, parseMailbox, parseMailboxList, type Mailbox } from './addresses.js';
-import { assertFoldable, validateCustomHeaders } from './email-headers.js';
+import { addressKey, domainOf, formatMailbox, parseMailbox, type Mailbox } from './addresses.js';
 import { statusEventType, statusRank, type EmailStatus } from './email-status.js';
 import { emailBusEvent } from './email-bus-event.js';
 import { parseScheduledAt } from './scheduled-at.js';
 import type { SendInput } from './send-schema.js';
+import { MAX_RECIPIENTS, sendFields } from './send-fields.js';
 
 /** An accepted email as core hands it to the edges (the outbound engine composes from it). */
 export type { EmailRow } from '../../store/repositories/emails-repository.js';
 
 /** Idempotency entries live 24 hours (spec rule 4). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-export const MAX_RECIPIENTS = 100;
+export { MAX_RECIPIENTS };
 /** A list page whose bodies (html + text) add up to more is written item by item. */
 export const LIST_INLINE_BODY_CHARS = 8 * 1024 * 1024;
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** Who is sending: the team, the key's domain restriction, and the key (for auditing). */
 export interface SendContext {
@@ -137,37 +136,10 @@ export function createEmailService(deps: EmailServiceDeps) {
       html = rendered.html;
       text = rendered.text;
     }
-    if (!subject) throw badRequest(`${f('subject')}: required unless templateId is given`);
-    if (/[\r\n]/.test(subject)) subject = subject.replace(/\r?\n|\r/g, ' '); // folded subjects from forms; never a header break
-    let renderingFailure: string | undefined;
-    try {
-      assertFoldable(subject, f('subject'));
-    } catch (err) {
-      if (!opts.personalised) throw err;
-      renderingFailure = (err as Error).message;
-    }
-    if (!html && !text) throw badRequest(`${field || 'body'}: either text or html is required (or a templateId)`);
-
-    const from = parseMailbox(input.from, f('from'));
-    assertFoldable(from.name, f('from'));
-    const to = parseMailboxList(input.to, f('to'));
-    const cc = parseMailboxList(input.cc, f('cc'));
-    const bcc = parseMailboxList(input.bcc, f('bcc'));
-    const replyTo = parseMailboxList(input.replyTo, f('replyTo'));
-    if (to.length === 0) throw badRequest(`${f('to')}: at least one recipient is required`);
-    if (to.length + cc.length + bcc.length > MAX_RECIPIENTS) throw badRequest(`${field || 'body'}: at most ${MAX_RECIPIENTS} recipients in to, cc and bcc together`);
-
-    const headers = { ...validateCustomHeaders(input.headers), ...(opts.systemHeaders ?? {}) };
-    const attachments = (input.attachments ?? []).map((a, i) => {
-      const content = a.content.replace(/\s+/g, '');
-      if (content.length % 4 !== 0 || !BASE64.test(content)) throw badRequest(`${f(`attachments[${i}].content`)}: must be base64`);
-      if (/[\r\n\0/\\]/.test(a.filename)) throw badRequest(`${f(`attachments[${i}].filename`)}: must be a plain file name`);
-      return { filename: a.filename, content };
-    });
-    const tags = [...new Set(input.tags ?? [])];
-
-    let scheduledAt: Date | null = null;
-    if (input.scheduledAt) scheduledAt = parseScheduledAt(input.scheduledAt, now, f('scheduledAt'));
+    const fields = sendFields(input, { subject, html, text }, now, { field, personalised: opts.personalised });
+    const { from, to, cc, bcc, replyTo, attachments, tags, scheduledAt, renderingFailure } = fields;
+    const headers = { ...fields.headers, ...(opts.systemHeaders ?? {}) };
+    subject = fields.subject;
 
     let inReplyTo: string | null = null;
     let references: string[] | null = null;

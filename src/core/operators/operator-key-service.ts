@@ -1,7 +1,7 @@
 import type { Clock } from '../../lib/clock.js';
 import type { OperatorKeyRow, OperatorKeysRepository } from '../../store/repositories/operator-keys-repository.js';
-import { AppError, badRequest, notFound } from '../errors.js';
-import { LAST_USED_WRITE_INTERVAL_MS } from '../api-keys/api-key-service.js';
+import { AppError, notFound } from '../errors.js';
+import { keyName, LAST_USED_WRITE_INTERVAL_MS } from '../api-keys/api-key-service.js';
 import { newKeyToken, parseKeyToken, secretMatches } from '../api-keys/key-token.js';
 import type { AuditService, OperatorActor } from './audit-service.js';
 
@@ -54,8 +54,7 @@ export function createOperatorKeyService(deps: OperatorKeyServiceDeps) {
   return {
     /** With `by`, an operator's: its operator-key.create audit entry commits with the key. */
     async create(name: string, by?: OperatorActor): Promise<OperatorKeyView & { token: string }> {
-      const trimmed = name.trim();
-      if (!trimmed) throw badRequest('name: must not be empty');
+      const trimmed = keyName(name);
       const { publicId, token, secretHash, partialKey } = newKeyToken();
       const createdAt = deps.clock.now().toISOString();
       const id = await deps.keys.insert(

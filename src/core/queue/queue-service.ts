@@ -30,11 +30,17 @@ const MAX_DESTINATIONS = 500;
 const MAX_REASON = 500;
 
 /** An operator's reason, trimmed: required, and short enough to show in a queue row. */
-function reasonOf(raw: string): string {
+export function reasonOf(raw: string): string {
   const reason = raw.trim();
   if (!reason) throw badRequest('reason: must not be empty');
   if (reason.length > MAX_REASON) throw badRequest(`reason: at most ${MAX_REASON} characters`);
   return reason;
+}
+
+/** A suspension's length: more than 0 minutes, at most 30 days. */
+export function suspensionMinutes(minutes: number): number {
+  if (!(minutes > 0 && minutes <= MAX_SUSPENSION_MINUTES)) throw badRequest(`minutes: must be more than 0 and at most ${MAX_SUSPENSION_MINUTES} (30 days)`);
+  return minutes;
 }
 
 export interface SuspensionView {
@@ -162,7 +168,7 @@ export function createQueueService(deps: QueueServiceDeps) {
       // A suspension outlives the request: one naming a team that does not exist (a typo) would
       // hold the mail of a team created later with that id.
       if (sel.teamId !== undefined && !(await deps.teams.findById(sel.teamId))) throw badRequest(`teamId: there is no team ${sel.teamId}`);
-      if (!(input.minutes > 0 && input.minutes <= MAX_SUSPENSION_MINUTES)) throw badRequest(`minutes: must be more than 0 and at most ${MAX_SUSPENSION_MINUTES} (30 days)`);
+      suspensionMinutes(input.minutes);
       const reason = reasonOf(input.reason);
       const now = clock.nowMs();
       const row: SuspensionRow = {

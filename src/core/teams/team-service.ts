@@ -16,14 +16,14 @@ export interface TeamServiceDeps {
 
 const MAX_TEAM_NAME = 200;
 
-function teamName(name: string): string {
+export function teamName(name: string): string {
   const trimmed = name.trim();
   if (!trimmed) throw badRequest('name: must not be empty');
   if (trimmed.length > MAX_TEAM_NAME) throw badRequest(`name: at most ${MAX_TEAM_NAME} characters`);
   return trimmed;
 }
 
-function rateLimitOf(rateLimit: number | null): number | null {
+export function rateLimitOf(rateLimit: number | null): number | null {
   if (rateLimit !== null && (!Number.isInteger(rateLimit) || rateLimit < 1 || rateLimit > 1_000_000)) throw badRequest('rateLimit: must be a positive integer (at most 1000000), or null for the default');
   return rateLimit;
 }

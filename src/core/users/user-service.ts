@@ -38,6 +38,13 @@ export function checkPassword(password: string): void {
   if (password.length > MAX_PASSWORD_LENGTH) throw badRequest(`password: must be at most ${MAX_PASSWORD_LENGTH} characters`);
 }
 
+/** A new user's address as stored (its key), 400 when it is no address. */
+export function userEmail(raw: string): string {
+  const email = addressKey(raw.trim());
+  if (!isValidAddress(email)) throw badRequest(`email: "${raw}" is not a valid email address`);
+  return email;
+}
+
 export interface UserServiceDeps {
   users: ConsoleUsersRepository;
   clock: Clock;
@@ -72,8 +79,7 @@ export function createUserService(deps: UserServiceDeps) {
   return {
     /** Creates a user; without a password one is generated and returned (shown once). With `by`, its console-user.create entry commits with it. */
     async create(input: { email: string; teamId: number; operator?: boolean; password?: string }, by?: OperatorActor): Promise<{ user: ConsoleUserView; password: string; generated: boolean }> {
-      const email = addressKey(input.email.trim());
-      if (!isValidAddress(email)) throw badRequest(`email: "${input.email}" is not a valid email address`);
+      const email = userEmail(input.email);
       if (!(await deps.teamExists(input.teamId))) throw badRequest(`team: team ${input.teamId} not found`);
       const generated = input.password === undefined;
       const password = input.password ?? generatePassword();
