@@ -165,11 +165,11 @@ export function createQueueService(deps: QueueServiceDeps) {
     /** Holds matching mail (not attempted, no attempt counted) until the suspension ends or is deleted. */
     async suspend(actor: OperatorActor, input: { destination?: string; teamId?: number; campaignId?: string; minutes: number; reason: string }): Promise<SuspensionView & { parked: number }> {
       const sel = parseSelector({ destination: input.destination, teamId: input.teamId, campaignId: input.campaignId });
+      suspensionMinutes(input.minutes);
+      const reason = reasonOf(input.reason);
       // A suspension outlives the request: one naming a team that does not exist (a typo) would
       // hold the mail of a team created later with that id.
       if (sel.teamId !== undefined && !(await deps.teams.findById(sel.teamId))) throw badRequest(`teamId: there is no team ${sel.teamId}`);
-      suspensionMinutes(input.minutes);
-      const reason = reasonOf(input.reason);
       const now = clock.nowMs();
       const row: SuspensionRow = {
         id: newId('su'),
