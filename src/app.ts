@@ -172,8 +172,8 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
 
     /** Listens and starts the background work (composition/start-sequence.ts). */
     async start(): Promise<Listeners> {
-      // Loaded here: the listeners' modules (HTTP, console, SMTP servers) are a fifth of an admin
-      // command's CPU, and admin commands build the app without starting it.
+      // Loaded here: the listeners' modules (HTTP, console, SMTP servers) are about a quarter of
+      // loading the app, and admin commands build it without starting it.
       const { startApp } = await import('./composition/start-sequence.js');
       return startApp({ core, config, clock, logger, resolver, routes, adminRoutes, storeOk, stopping: () => stopping, cluster, clusterView, listeners, failedListeners, scheduler, started });
     },
