@@ -89,6 +89,6 @@ function checkStoreFile(path: string): void {
     closeSync(fd);
   }
   if (!head.equals(SQLITE_HEADER)) {
-    throw new Error(`the store file ${path} is not a SQLite database: it was left as it is; restore it from a backup (posthorn store backup), move it out of the way to start a new store, ${ELSEWHERE}`);
+    throw new Error(`the store file ${path} is not a SQLite database: it was left as it is; restore it from a backup (operations.md, Backups), move it out of the way to start a new store, ${ELSEWHERE}`);
   }
 }
