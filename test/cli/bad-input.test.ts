@@ -1,37 +1,20 @@
 import test, { type ExecutionContext } from 'ava';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { storeEnvOf } from '../helpers/test-app.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { runPosthornCli, type CliEnded } from '../helpers/cli-child.js';
 
 // Bad input on the command line: a one-line `posthorn: ...` naming what is wrong and a non-zero
 // exit, never a stack trace, a database's own error or a silent wrong result, and nothing changed.
-
-const BIN = fileURLToPath(new URL('../../../bin/posthorn', import.meta.url));
-
-interface Ended {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 /**
  * The CLI on the data dir's store (its PostgreSQL database when the tests run on PostgreSQL), or
  * with no data dir set up (null: `env` names one). `input` is its standard input.
  */
-async function cli(dataDir: string | null, args: string[], env: Record<string, string> = {}, cwd?: string, input = ''): Promise<Ended> {
+async function cli(dataDir: string | null, args: string[], env: Record<string, string> = {}, cwd?: string, input = ''): Promise<CliEnded> {
   const childEnv = { PATH: process.env.PATH!, POSTHORN_DNS_SERVERS: '127.0.0.1:9', ...(dataDir === null ? {} : await storeEnvOf(dataDir)), ...env };
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: childEnv, cwd });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(input);
-  });
+  return runPosthornCli(args, { env: childEnv, cwd, input });
 }
 
 async function ok(t: ExecutionContext, dataDir: string, args: string[], env: Record<string, string> = {}): Promise<string> {

@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import test from 'ava';
 import { startTestApp, storeEnvOf } from '../helpers/test-app.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { runPosthornCli, type CliEnded } from '../helpers/cli-child.js';
 import { startDnsZone } from '../helpers/dns-zone.js';
 import { loopbackEnv, startPosthorn } from '../proof/helpers/posthorn-process.js';
 import { ConsoleClient } from '../console/helpers/console-client.js';
@@ -22,17 +23,8 @@ async function cli(dataDir: string, ...args: string[]) {
 }
 
 /** Runs the CLI with `input` on standard input. */
-async function cliWithInput(dataDir: string, input: string, ...args: string[]): Promise<{ stdout: string; stderr: string; code: number | null }> {
-  const childEnv = await env(dataDir);
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: childEnv });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('close', (code) => resolve({ stdout, stderr, code }));
-    child.stdin.end(input);
-  });
+async function cliWithInput(dataDir: string, input: string, ...args: string[]): Promise<CliEnded> {
+  return runPosthornCli(args, { env: await env(dataDir), input });
 }
 
 test('users create prints a generated password once; --password-stdin reads one; list, reset-password and delete work and say so', async (t) => {
