@@ -56,7 +56,8 @@ async function campaignOf(book: string, extra: Record<string, unknown>) {
 }
 
 const bothRun = () => Promise.all([w.t0.app.runCampaigns(), b.app.runCampaigns()]);
-const settle = () => Promise.all([w.settle(), b.app.engine.whenIdle()]);
+/** Both nodes idle, and what their last results set off after the commit (the campaign counters) has run. */
+const settle = () => Promise.all([w.settle(), b.app.engine.whenIdle().then(() => b.app.services.events.settled())]);
 const rcptsOf = (prefix: string) => w.sink.messages.flatMap((m) => m.rcptTo).filter((r) => r.startsWith(prefix));
 const campaign = async (id: string) => (await w.t0.request('GET', `/v1/campaigns/${id}`)).body;
 
