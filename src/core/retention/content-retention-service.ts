@@ -29,6 +29,12 @@ const LEGACY_EMAILS_THROUGH = 'retention.legacy_emails_through';
 const LEGACY_DONE = 'done';
 /** The same for bounce and complaint reports: every id at or below it is emptied. */
 const REPORTS_DONE_THROUGH = 'retention.reports_done_through';
+/**
+ * The same for received emails, by the time they were stored (their ids are random): every one
+ * stored before it is emptied, and those stored at that instant may still be (a chunk can end
+ * among them), so the next scan starts at it.
+ */
+const RECEIVED_DONE_THROUGH = 'retention.received_done_through';
 
 export interface ContentRetentionDeps {
   emails: Pick<EmailsRepository, 'withContentBetween' | 'withContentOtherIds' | 'emptyContent'>;
@@ -124,7 +130,15 @@ export function createContentRetentionService(deps: ContentRetentionDeps) {
         await deps.settings.put(EMAILS_DONE_THROUGH, after);
         await turn();
       }
-      out.received = await chunks(() => deps.received.purgeContent(cutoffIso, CHUNK), signal);
+      let receivedFrom = (await deps.settings.get(RECEIVED_DONE_THROUGH)) ?? '';
+      while (!signal?.aborted) {
+        const { through, emptied } = await deps.received.purgeContent(receivedFrom, cutoffIso, CHUNK);
+        if (through === null) break;
+        out.received += emptied;
+        receivedFrom = through;
+        await deps.settings.put(RECEIVED_DONE_THROUGH, through);
+        await turn();
+      }
       let reportsAfter = Number((await deps.settings.get(REPORTS_DONE_THROUGH)) ?? 0);
       while (!signal?.aborted) {
         const { lastId, emptied } = await deps.reports.emptyRawBefore(reportsAfter, cutoffIso, CHUNK);

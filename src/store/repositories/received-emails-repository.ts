@@ -86,26 +86,31 @@ export function createReceivedEmailsRepository(db: Db) {
     },
 
     /**
-     * Content retention: the received emails stored before `beforeIso` that `limit` allows (by
-     * the size of their message: the text, HTML and attachments come from it) lose their raw
-     * message, text, HTML and attachments. The raw row marks content still kept, so each chunk
-     * reads only what is left to empty. Returns how many were emptied (0: none left).
+     * Content retention: the received emails stored from `fromIso` on and before `beforeIso` that
+     * still have their message, oldest first, as many as `limit` allows (by the size of their
+     * message: the text, HTML and attachments come from it), lose their raw message, text, HTML
+     * and attachments. A walk on received_emails_created: the raw row marks content still kept,
+     * so the ones emptied are skipped. `through` is when the last one emptied was stored (null:
+     * none left before `beforeIso`).
      */
-    async purgeContent(beforeIso: string, limit: ChunkLimit): Promise<number> {
+    async purgeContent(fromIso: string, beforeIso: string, limit: ChunkLimit): Promise<{ through: string | null; emptied: number }> {
       return transact(db, async (trx) => {
         const rows = await trx
-          .selectFrom('received_email_raw as r')
-          .innerJoin('received_emails as e', 'e.id', 'r.received_email_id')
-          .select(['e.id', storedBytes('r.raw').as('bytes')])
+          .selectFrom('received_emails as e')
+          .innerJoin('received_email_raw as r', 'r.received_email_id', 'e.id')
+          .select(['e.id', 'e.created_at', storedBytes('r.raw').as('bytes')])
+          .where('e.created_at', '>=', fromIso)
           .where('e.created_at', '<', beforeIso)
+          .orderBy('e.created_at')
           .limit(limit.rows)
           .execute();
-        const ids = withinBytes(rows, limit.bytes).map((r) => r.id);
-        if (!ids.length) return 0;
+        const chunk = withinBytes(rows, limit.bytes);
+        if (!chunk.length) return { through: null, emptied: 0 };
+        const ids = chunk.map((r) => r.id);
         await trx.deleteFrom('received_attachments').where('received_email_id', 'in', ids).execute();
         await trx.updateTable('received_emails').set({ text_body: null, html_body: null }).where('id', 'in', ids).execute();
         await trx.deleteFrom('received_email_raw').where('received_email_id', 'in', ids).execute();
-        return ids.length;
+        return { through: chunk[chunk.length - 1]!.created_at, emptied: ids.length };
       });
     },
 

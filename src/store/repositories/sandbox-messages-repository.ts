@@ -38,7 +38,11 @@ export function createSandboxMessagesRepository(db: Db) {
       return db.selectFrom('sandbox_messages').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
     },
 
-    /** Content retention: deletes the captures made before `beforeIso` that `limit` allows; returns how many. */
+    /**
+     * Content retention: deletes the captures made before `beforeIso` that `limit` allows;
+     * returns how many. Found through sandbox_messages_created: what is old is deleted, so the
+     * range holds only what is left to delete.
+     */
     async purgeBefore(beforeIso: string, limit: ChunkLimit): Promise<number> {
       return db.transaction().execute(async (trx) => {
         const rows = await trx
