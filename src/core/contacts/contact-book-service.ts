@@ -7,6 +7,7 @@ import type { DomainService } from '../domains/domain-service.js';
 import { AppError, badRequest, forbidden, notFound } from '../errors.js';
 import type { BusEvent, EventBus } from '../events.js';
 import { domainOf, formatMailbox, parseMailbox } from '../emails/addresses.js';
+import { canonicalHost } from '../domains/domain-names.js';
 import { validateConfirmationContent } from './double-opt-in-content.js';
 
 export const DEFAULT_EMOJI = '📙';
@@ -117,6 +118,29 @@ export async function resolveSender(domains: DomainService, scope: BookScope, fr
   return formatMailbox(mailbox);
 }
 
+/** A book's double opt-in columns, by the field that sets each. */
+const DOUBLE_OPT_IN_FIELDS = [
+  ['doubleOptInFrom', 'double_opt_in_from'],
+  ['doubleOptInEnabled', 'double_opt_in_enabled'],
+  ['doubleOptInSubject', 'double_opt_in_subject'],
+  ['doubleOptInContent', 'double_opt_in_content'],
+] as const;
+
+/**
+ * A key bound to a domain changes a book's double opt-in settings only while the book confirms
+ * from that domain (or from none yet): the confirmation email carries the words under its
+ * sender's name, and the book being team-wide does not make another domain's words the key's
+ * (architecture.md, Decisions: API keys). `field` is the first one the write would change.
+ */
+async function refuseOtherDomainsConfirmation(domains: DomainService, scope: BookScope, currentFrom: string | null, field: string): Promise<void> {
+  if (scope.domainId === null || currentFrom === null) return;
+  const own = await domains.get({ teamId: scope.teamId, domainId: scope.domainId }, scope.domainId);
+  const senderDomain = canonicalHost(domainOf(parseMailbox(currentFrom, 'doubleOptInFrom').address));
+  if (senderDomain !== canonicalHost(own.name)) {
+    throw forbidden(`${field}: this API key is restricted to domain ${scope.domainId}, and this book's confirmation email is sent from ${senderDomain}`);
+  }
+}
+
 export interface ContactBookServiceDeps {
   books: ContactBooksRepository;
   domains: DomainService;
@@ -202,6 +226,9 @@ export function createContactBookService(deps: ContactBookServiceDeps) {
       }
       if (enabled && !from) throw badRequest('doubleOptInFrom: required when doubleOptInEnabled is true (the confirmation email needs a sender)');
       if (patch.doubleOptInEnabled !== undefined) changes.double_opt_in_enabled = patch.doubleOptInEnabled ? 1 : 0;
+      // Only what changes counts: a client that sends a field back as it read it changes nothing.
+      const changed = DOUBLE_OPT_IN_FIELDS.find(([, column]) => changes[column] !== undefined && changes[column] !== current[column]);
+      if (changed) await refuseOtherDomainsConfirmation(deps.domains, scope, current.double_opt_in_from, changed[0]);
 
       const updated = await books.update(scope.teamId, id, changes);
       if (!updated) throw notFound(`contact book ${id} not found`);

@@ -202,6 +202,7 @@ export function audienceCases({ world, a, fullA, inDays, setup }: IsolationConte
       ],
       restricted: () => [
         probe('sender moved to another domain', 'forbidden', (v, me) => patch(`/contactBooks/${me.doiBookId}`, { doubleOptInFrom: `c@${v.domainName}` })),
+        probe("another domain's confirmation text", 'forbidden', (v) => patch(`/contactBooks/${v.doiBookId}`, { doubleOptInSubject: 'words under its name' })),
         probe("the team's book renamed", 'ok', (v) => patch(`/contactBooks/${v.bookId}`, { name: 'acme book' }), { markers: false }),
       ],
     },
