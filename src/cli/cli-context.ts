@@ -32,16 +32,29 @@ export function configFrom(cmd: Command, opts: { warnUnknownEnv?: boolean } = {}
   return config;
 }
 
+/** How an admin command uses the app (withApp). */
+export interface AppUse {
+  /** What needs the config but no store (an egress pool's name): checked before the store is opened. */
+  check?: (config: Config) => void;
+  /**
+   * The command makes what it is asked for (a team, a key, a domain), so it may start a new
+   * store. Every other works on data that must exist already: without a store it is refused.
+   */
+  makesStore?: boolean;
+}
+
 /**
  * Builds the app for an admin command (store open and migrated, no listeners), runs fn, closes.
  * A command checks its arguments before: a refused one must not make a store (a new, empty
- * database in dataDir) nor pay for loading the app. `check` is for what needs the config but no
- * store (an egress pool's name); it runs before the store is opened.
+ * database in dataDir) nor pay for loading the app. Nor does one that needs data (a user to
+ * delete, a message to trace) when there is no store: a new, empty one could only answer that
+ * nothing is there, and would be left behind in what is probably the wrong directory.
  */
-export async function withApp<T>(cmd: Command, fn: (app: App) => Promise<T>, check?: (config: Config) => void): Promise<T> {
+export async function withApp<T>(cmd: Command, fn: (app: App) => Promise<T>, use: AppUse = {}): Promise<T> {
   const config = configFrom(cmd);
-  check?.(config);
+  use.check?.(config);
   const newStore = isNewStore(config);
+  if (newStore && !use.makesStore) throw noStore(cmd, config);
   // Admin commands print their result on stdout (`keys create`: the key is its last line), so
   // their logs (warnings and errors only) go to stderr.
   const { createApp } = await loadApp();
@@ -54,8 +67,18 @@ export async function withApp<T>(cmd: Command, fn: (app: App) => Promise<T>, che
   }
 }
 
+/** The SQLite store of dataDir. */
+const storeFile = (config: Config) => join(resolve(config.dataDir), 'posthorn.db');
+
 /** Whether the command is about to make the SQLite store: there is no database in dataDir yet. */
-const isNewStore = (config: Config) => !config.store.url && !existsSync(join(resolve(config.dataDir), 'posthorn.db'));
+const isNewStore = (config: Config) => !config.store.url && !existsSync(storeFile(config));
+
+/** The refusal of a command that needs data when dataDir has no store (withApp). */
+function noStore(cmd: Command, config: Config): Error {
+  return new Error(
+    `there is no store at ${storeFile(config)}: this command works on existing data; point POSTHORN_DATA_DIR (or dataDir in the --config file) at the server's data directory, or make a new store there with ${cliCommand(cmd, 'migrate')}`,
+  );
+}
 
 /**
  * Run from another directory than the server's, a command opens ./data there: a new, empty

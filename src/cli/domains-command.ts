@@ -41,7 +41,7 @@ export function registerDomains(program: Command): void {
         const d = await app.services.domains.create({ teamId, domainId: null }, { name, region: opts.region });
         process.stdout.write(`domain ${d.id} ${d.name} added to team ${teamId}. Publish these records, then run: ${cliCommand(cmd, `domains verify ${shellWord(d.name)}`)}\n\n`);
         printRecords(d.dnsRecords);
-      });
+      }, { makesStore: true });
     });
   domains
     .command('list')
@@ -77,7 +77,7 @@ export function registerDomains(program: Command): void {
           if (!d) throw new Error(`domain ${nameOrId} not found`);
           process.stdout.write(`domain ${d.name} sends through ${d.pool ? `pool ${d.pool}` : "its team's pool"}\n`);
         },
-        (config) => checkPool(config, pool),
+        { check: (config) => checkPool(config, pool) },
       );
     });
   domains

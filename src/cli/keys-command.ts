@@ -28,7 +28,7 @@ export function registerKeys(program: Command): void {
         const team = teamId !== undefined ? await existingTeam(app, opts.team!) : ((await app.services.teams.list())[0]?.id ?? (await app.services.teams.create('Default team', null, 'cli')));
         const key = await app.services.apiKeys.create(team, { name: opts.name, permission, domainId }, null, 'cli');
         process.stdout.write(`created key ${key.id} (${key.permission}) for team ${team}; it is shown only now:\n${key.token}\n`);
-      });
+      }, { makesStore: true });
     });
   keys
     .command('list')

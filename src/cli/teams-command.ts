@@ -15,7 +15,7 @@ export function registerTeams(program: Command): void {
       await withApp(cmd, async (app) => {
         const id = await app.services.teams.create(opts.name, rateLimit, 'cli');
         process.stdout.write(`${id}\n`);
-      });
+      }, { makesStore: true });
     });
   teams
     .command('list')
@@ -53,7 +53,7 @@ export function registerTeams(program: Command): void {
           if (!team) throw new Error(`team ${teamId} not found`);
           process.stdout.write(`team ${id} sends through pool ${team.pool ?? 'default'}\n`);
         },
-        (config) => checkPool(config, pool),
+        { check: (config) => checkPool(config, pool) },
       );
     });
 }

@@ -13,7 +13,7 @@ import { renderBarePage, renderPage } from './layout.js';
 import { setPageHeaders } from './security-headers.js';
 import { isLoginPath, isOperatorPath, PageRefusal, requireOperator } from './operator-access.js';
 import { loginPages, SESSION_COOKIE } from './pages/login-pages.js';
-import { rootPage } from './pages/root-page.js';
+import { faviconRoute, rootPage } from './pages/root-page.js';
 import { overviewPage } from './pages/overview-page.js';
 import { emailsPages } from './pages/emails-pages.js';
 import { domainsPages } from './pages/domains-pages.js';
@@ -173,4 +173,5 @@ export function mountConsole(router: Router, deps: ConsoleDeps): void {
   const chain = compose([headers, errors, staticFiles(assets), guard, inner.routes() as unknown as Middleware, notFound]);
   router.all(['/console', '/console/{*rest}'], (ctx, next) => chain(ctx, next) as Promise<void>);
   rootPage(router, assets);
+  faviconRoute(router, assets);
 }

@@ -38,6 +38,8 @@ export interface PageOptions {
   actions?: HtmlValue;
   /** A trail above the title: [label, href] pairs. */
   crumbs?: [string, string][];
+  /** Filters of the query string left out, each said in a sentence (ListQuery): the page answers 400. */
+  problems?: readonly string[];
 }
 
 function navList(items: NavItem[], current: string): SafeHtml {
@@ -58,7 +60,8 @@ export function renderPage(ctx: ConsoleContext, assets: ConsoleAssets, o: PageOp
   const crumbs = o.crumbs?.length
     ? html`<nav class="crumbs" aria-label="Breadcrumb"><ol>${o.crumbs.map(([label, href]) => html`<li><a href="${href}">${label}</a></li>`)}</ol></nav>`
     : '';
-  ctx.status = o.status ?? 200;
+  const problems = o.problems?.length ? html`<div class="flash flash-error" role="alert">${joinHtml(o.problems, ' ')}</div>` : '';
+  ctx.status = o.status ?? (o.problems?.length ? 400 : 200);
   ctx.type = 'html';
   ctx.body = shell(
     assets,
@@ -67,7 +70,7 @@ export function renderPage(ctx: ConsoleContext, assets: ConsoleAssets, o: PageOp
 <header class="top"><a class="brand" href="/console">Posthorn</a><span class="team" title="Your team">${s.teamName}</span>
 <form method="post" action="/console/logout" class="signout"><input type="hidden" name="_csrf" value="${s.csrfToken}"><a href="/console/account">${s.user.email}</a> <button type="submit" class="link">Sign out</button></form></header>
 <div class="frame"><nav class="side" aria-label="Console">${navList(TEAM_NAV, o.nav)}${s.user.operator ? html`<p class="nav-group">Operator</p>${navList(OPERATOR_NAV, o.nav)}` : ''}</nav>
-<main id="main" tabindex="-1">${crumbs}<div class="title-row"><h1>${o.title}</h1>${o.actions ? html`<div class="actions">${o.actions}</div>` : ''}</div>${flash}${o.body}</main></div>
+<main id="main" tabindex="-1">${crumbs}<div class="title-row"><h1>${o.title}</h1>${o.actions ? html`<div class="actions">${o.actions}</div>` : ''}</div>${flash}${problems}${o.body}</main></div>
 <footer class="foot"><a href="/v1/openapi.json">API reference (OpenAPI)</a> · <a href="/health">Health</a></footer>`,
   ).value;
 }
@@ -128,12 +131,6 @@ export function pager(path: string, p: PageInfo, query: Record<string, string | 
   if (pages <= 1) return html`<p class="count">${p.total} in all</p>`;
   const link = (n: number, label: string, rel: string) => html`<a rel="${rel}" href="${path}${queryString({ ...query, page: String(n) })}">${label}</a>`;
   return html`<nav class="pager" aria-label="Pages">${p.page > 1 ? link(p.page - 1, '← Previous', 'prev') : ''}<span>Page ${p.page} of ${pages} · ${p.total} in all</span>${p.page < pages ? link(p.page + 1, 'Next →', 'next') : ''}</nav>`;
-}
-
-export function pageOf(q: URLSearchParams | Record<string, unknown>, limit = 25): { page: number; limit: number; offset: number } {
-  const raw = q instanceof URLSearchParams ? q.get('page') : (q.page as string | undefined);
-  const page = Math.min(100_000, Math.max(1, Number.parseInt(String(raw ?? '1'), 10) || 1));
-  return { page, limit, offset: (page - 1) * limit };
 }
 
 // Form fields: every input has a visible label; hints are tied with aria-describedby.

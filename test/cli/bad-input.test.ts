@@ -1,5 +1,5 @@
 import test, { type ExecutionContext } from 'ava';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { storeEnvOf } from '../helpers/test-app.js';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -16,6 +16,9 @@ async function cli(dataDir: string | null, args: string[], env: Record<string, s
   const childEnv = { PATH: process.env.PATH!, POSTHORN_DNS_SERVERS: '127.0.0.1:9', ...(dataDir === null ? {} : await storeEnvOf(dataDir)), ...env };
   return runPosthornCli(args, { env: childEnv, cwd, input });
 }
+
+/** A path as a regular expression that matches it literally. */
+const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 async function ok(t: ExecutionContext, dataDir: string, args: string[], env: Record<string, string> = {}): Promise<string> {
   const r = await cli(dataDir, args, env);
@@ -100,12 +103,59 @@ test('a command refused for its arguments changes nothing on disk: it makes no d
     [['users', 'create', '--email', 'a@example.com', '--team', '1', '--password-stdin'], /^posthorn: password: must be at least 10 characters$/, 'short\n'],
     [['users', 'reset-password', 'a@example.com', '--password-stdin'], /^posthorn: password: must be at least 10 characters$/, 'short\n'],
   ];
-  // queue resume and trace, users delete, and a reset-password without --password-stdin take any
-  // text as the id: only the store can refuse them.
   for (const [args, pattern, input] of cases) {
     await refused(t, null, args, pattern, { env, ...(input ? { input } : {}) });
     t.false(existsSync(dataDir), `posthorn ${args.join(' ')} made no data directory`);
   }
+});
+
+test('a command that works on existing data refuses a data directory with no store, and makes none', async (t) => {
+  // queue resume and trace, users delete and reset-password take any text as the id: only the
+  // store could refuse them, so without one they must be refused before a new, empty one is made.
+  // No store is reached, so this is the same test on SQLite and PostgreSQL.
+  const parent = tempDir(t, 'posthorn-bad-input-');
+  const missing = join(parent, 'data');
+  const empty = join(parent, 'empty');
+  mkdirSync(empty);
+  const commands: [string[], string?][] = [
+    [['queue', 'resume', 'su_nothing']],
+    [['queue', 'resume', 'sh_nothing']],
+    [['queue', 'trace', 'em_nothing']],
+    [['users', 'delete', 'a@example.com']],
+    [['users', 'reset-password', 'a@example.com']],
+    [['users', 'reset-password', 'a@example.com', '--password-stdin'], 'long enough password\n'],
+    [['users', 'create', '--email', 'a@example.com', '--team', '1']],
+    [['users', 'list']],
+    [['keys', 'list']],
+    [['keys', 'revoke', '1']],
+    [['teams', 'list']],
+    [['teams', 'set-rate-limit', '1', '5']],
+    [['teams', 'set-pool', '1', 'default']],
+    [['domains', 'list']],
+    [['domains', 'verify', 'example.com']],
+    [['domains', 'set-pool', 'example.com', 'default']],
+    [['send', '--from', 'a@example.com', '--to', 'b@example.com', '--subject', 's', '--text', 't']],
+    [['queue']],
+    [['queue', 'messages']],
+    [['queue', 'suspend', '--minutes', '5', '--reason', 'r', '--destination', 'example.com']],
+    [['queue', 'retry', '1']],
+    [['queue', 'retry', '--destination', 'example.com']],
+    [['queue', 'bounce', '--reason', 'r', '--destination', 'example.com']],
+    [['queue', 'purge', '1']],
+    [['server-dns']],
+  ];
+  // Every command on a missing directory; an existing, empty one (made for the server, not yet
+  // started) goes the same way, shown with the three named above.
+  for (const [dataDir, some] of [[missing, commands], [empty, commands.slice(0, 4)]] as const) {
+    const file = join(dataDir, 'posthorn.db');
+    const noStore = new RegExp(`^posthorn: there is no store at ${literal(file)}: .*POSTHORN_DATA_DIR.* migrate`);
+    for (const [args, input] of some) {
+      await refused(t, null, args, noStore, { env: { POSTHORN_DATA_DIR: dataDir }, ...(input ? { input } : {}) });
+      t.false(existsSync(file), `posthorn ${args.join(' ')} made no store in ${dataDir}`);
+    }
+  }
+  t.false(existsSync(missing), 'no data directory was made');
+  t.deepEqual(readdirSync(empty), [], 'nothing was written to the empty data directory');
 });
 
 test('a --team that does not exist is named, and nothing is held or sent for it', async (t) => {

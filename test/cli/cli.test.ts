@@ -101,6 +101,9 @@ test('the commands the CLI tells the user to run next are spelled as this CLI is
   const dataDir = tempDir(t, 'posthorn-cli-');
   const checkout = join(BIN, '..', '..');
   const env = { PATH: process.env.PATH, POSTHORN_DATA_DIR: dataDir, POSTHORN_DNS_SERVERS: '127.0.0.1:9' };
+  const noStore = await t.throwsAsync(run(process.execPath, [BIN, 'send', '--from', 'a@x.example', '--to', 'b@y.example', '--subject', 'S', '--text', 'T'], { env, cwd: checkout }));
+  t.regex((noStore as any).stderr, /make a new store there with bin\/posthorn migrate\n/);
+  await run(process.execPath, [BIN, 'migrate'], { env, cwd: checkout });
   const noTeam = await t.throwsAsync(run(process.execPath, [BIN, 'send', '--from', 'a@x.example', '--to', 'b@y.example', '--subject', 'S', '--text', 'T'], { env, cwd: checkout }));
   t.regex((noTeam as any).stderr, /create one with bin\/posthorn teams create --name NAME\n/);
   const added = (await run(process.execPath, [BIN, 'domains', 'add', 'hint.example.com'], { env, cwd: checkout })).stdout;
@@ -159,6 +162,7 @@ test('send queues through the API path; queue shows counts and the due delivery;
 test('server-dns prints the DKIM record of the server key (made once, kept) and SPF for the host name', async (t) => {
   const dataDir = tempDir(t, 'posthorn-cli-');
   const env = { PATH: process.env.PATH, POSTHORN_DATA_DIR: dataDir, POSTHORN_DNS_SERVERS: '127.0.0.1:9', POSTHORN_HOSTNAME: 'mail.example.test' };
+  await run(process.execPath, [BIN, 'migrate'], { env });
   const first = (await run(process.execPath, [BIN, 'server-dns'], { env })).stdout;
   t.regex(first, /posthorn\._domainkey\.mail\.example\.test\s+v=DKIM1; k=rsa; p=[A-Za-z0-9+/]{300,}={0,2}/);
   t.regex(first, /TXT\s+mail\.example\.test\s+v=spf1 a -all/);

@@ -61,7 +61,7 @@ function oneErrorLine(t: ExecutionContext, stderr: string, pattern: RegExp): voi
 test('a database file this user cannot write (made with sudo) is named, with what to do', async (t) => {
   t.timeout(30_000);
   const dataDir = tempDir(t, 'posthorn-datadir-');
-  const made = await run(t, { POSTHORN_DATA_DIR: dataDir }, ['keys', 'list']);
+  const made = await run(t, { POSTHORN_DATA_DIR: dataDir }, ['migrate']);
   t.is(made.code, 0, made.stderr);
   // The directory is open to all; only the database file is not this user's to write.
   chmodSync(dataDir, 0o777);
@@ -79,7 +79,7 @@ test('a data directory that cannot be created, or is a file, is named, with what
   t.timeout(30_000);
   const parent = tempDir(t, 'posthorn-datadir-');
   chmodSync(parent, 0o555); // root's own 0555 directory is not writable for nobody either
-  const missing = await run(t, { POSTHORN_DATA_DIR: join(parent, 'data') }, ['keys', 'list'], OTHER_USER);
+  const missing = await run(t, { POSTHORN_DATA_DIR: join(parent, 'data') }, ['teams', 'create', '--name', 'Acme'], OTHER_USER);
   t.is(missing.code, 1, missing.stderr);
   oneErrorLine(t, missing.stderr, new RegExp(`the data directory ${parent}/data cannot be created \\(EACCES\\).*POSTHORN_DATA_DIR`));
   chmodSync(parent, 0o755);

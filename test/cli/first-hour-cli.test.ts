@@ -65,9 +65,13 @@ test('domains add warns on stderr when records would point at localhost; stdout 
   t.regex(key.stdout.trim().split('\n').pop()!, /^ph_[0-9a-z]{12}_/);
 });
 
-test('an admin command run where no database is yet (another directory than the server\'s) says it starts a new, empty one there', async (t) => {
+test('an admin command run where no database is yet (another directory than the server\'s) is refused if it needs data, and says it starts a new, empty one if it makes some', async (t) => {
   const elsewhere = tempDir(t, 'posthorn-cwd-');
   const inDir = (...args: string[]) => run(process.execPath, [BIN, ...args], { cwd: elsewhere, env: { PATH: process.env.PATH!, POSTHORN_DNS_SERVERS: '127.0.0.1:9' } });
+  const listed = await t.throwsAsync(inDir('keys', 'list'));
+  t.is((listed as any).code, 1);
+  t.is((listed as any).stderr, `posthorn: there is no store at ${join(elsewhere, 'data', 'posthorn.db')}: this command works on existing data; point POSTHORN_DATA_DIR (or dataDir in the --config file) at the server's data directory, or make a new store there with ${BIN} migrate\n`);
+  t.false(existsSync(join(elsewhere, 'data')), 'keys list made no data directory');
   const first = await inDir('keys', 'create', '--name', 'ops');
   t.regex(first.stdout.trim().split('\n').pop()!, /^ph_[0-9a-z]{12}_/, 'the key is still the last line of stdout');
   const notice = first.stderr.split('\n').filter((l) => l.startsWith('posthorn: '));
@@ -148,7 +152,7 @@ test('send without --team from a domain of another team says which team it used 
 
 test('an admin command warns on stderr of a POSTHORN_ variable that is no setting, naming the one it probably meant', async (t) => {
   const dataDir = tempDir(t, 'posthorn-cli-');
-  const listed = await cli({ POSTHORN_DATA_DIR: dataDir, POSTHORN_DATA_DIRR: '/elsewhere' }, 'keys', 'list');
+  const listed = await cli({ POSTHORN_DATA_DIR: dataDir, POSTHORN_DATA_DIRR: '/elsewhere' }, 'teams', 'create', '--name', 'Acme');
   t.regex(listed.stderr, /^posthorn: warning: POSTHORN_DATA_DIRR is set but is no setting of Posthorn, so it changes nothing \(did you mean POSTHORN_DATA_DIR\?\)$/m);
   const quiet = await cli({ POSTHORN_DATA_DIR: dataDir }, 'keys', 'list');
   t.notRegex(quiet.stderr, /warning/);

@@ -75,7 +75,7 @@ test('serve whose TLS file is missing puts down the HTTP API it had started and 
 
 test('an admin command whose configuration names a missing CA file exits 1 with the reason', async (t) => {
   t.timeout(30_000);
-  const ended = await runPosthorn(t, { POSTHORN_DATA_DIR: tempDir(t, 'posthorn-start-'), POSTHORN_OUTBOUND_CA_FILE: '/nonexistent/ca.pem' }, 'keys', 'list');
+  const ended = await runPosthorn(t, { POSTHORN_DATA_DIR: tempDir(t, 'posthorn-start-'), POSTHORN_OUTBOUND_CA_FILE: '/nonexistent/ca.pem' }, 'teams', 'create', '--name', 'Acme');
   t.is(ended.code, 1, ended.stderr);
   oneErrorLine(t, ended.stderr, /\/nonexistent\/ca\.pem/);
 });

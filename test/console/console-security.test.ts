@@ -372,3 +372,21 @@ test('the stylesheet and script are files of the process with immutable, hashed 
   // No page references anything off this origin.
   t.notRegex(login.text, /(src|href)="(https?:)?\/\//);
 });
+
+test('/favicon.ico is the console\'s icon (SVG, with its type), cached for a day: its name has no hash', async (t) => {
+  const c = new ConsoleClient(t0.baseUrl);
+  const login = await c.get('/console/login');
+  const iconPath = /<link rel="icon" href="(\/console\/assets\/icon\.[0-9a-f]{12}\.svg)" type="image\/svg\+xml">/.exec(login.text)![1]!;
+  const icon = await c.get(iconPath);
+  t.is(icon.status, 200);
+  const favicon = await c.get('/favicon.ico');
+  t.is(favicon.status, 200);
+  t.is(favicon.headers.get('content-type'), 'image/svg+xml');
+  t.is(favicon.headers.get('cache-control'), 'public, max-age=86400');
+  t.is(favicon.headers.get('x-content-type-options'), 'nosniff');
+  t.is(favicon.text, icon.text);
+  t.regex(favicon.text, /^<svg /);
+  const head = await c.request('HEAD', '/favicon.ico');
+  t.is(head.status, 200);
+  t.is(head.headers.get('content-type'), 'image/svg+xml');
+});

@@ -5,7 +5,8 @@ import { route, type PageDeps } from '../console-deps.js';
 import { field, parseWith, scopeOf, type ConsoleContext } from '../console-context.js';
 import { isSecure, redirectWithFlash } from '../console-responses.js';
 import { html, seg, type SafeHtml } from '../html.js';
-import { actionButton, badge, csrfField, definitionList, input, pageOf, pager, renderPage, section, select, table, time } from '../layout.js';
+import { actionButton, badge, csrfField, definitionList, input, pager, renderPage, section, select, table, time } from '../layout.js';
+import { ListQuery } from '../list-filters.js';
 import { contentFields, contentFromForm, editableContent, previewFrame, sendFrame } from './content-editor.js';
 
 // Campaigns: compose (from a template or from scratch), schedule or send now, pause, resume,
@@ -36,14 +37,15 @@ ${select({ name: 'segmentId', label: 'Segment', value: segmentId ?? '', hint: 'A
   }
 
   route(r, 'get', '/campaigns', async (ctx) => {
-    const q = new URLSearchParams(ctx.querystring);
-    const status = STATUSES.find((s) => s === q.get('status'));
-    const p = pageOf(q);
+    const q = new ListQuery(ctx.querystring);
+    const status = q.oneOf('status', 'Status', STATUSES);
+    const p = q.page();
     const [list, c] = await Promise.all([campaigns.list(scopeOf(ctx), { status, offset: p.offset, limit: p.limit }), choices(ctx)]);
     const ready = c.books.length > 0 && c.verified.length > 0;
     renderPage(ctx, d.assets, {
       title: 'Campaigns',
       nav: 'campaigns',
+      problems: q.problems,
       body: html`${ready
         ? section('New campaign', html`<form method="post" action="/console/campaigns" class="stack">${csrfField(ctx)}
 <div class="row">${input({ name: 'name', label: 'Name', required: true })}${input({ name: 'from', label: 'From', required: true, value: `Newsletter <news@${c.verified[0]!.name}>`, hint: 'An address on a verified domain.' })}</div>

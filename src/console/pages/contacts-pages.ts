@@ -6,7 +6,8 @@ import { route, type PageDeps } from '../console-deps.js';
 import { field, parseWith, scopeOf, type ConsoleContext } from '../console-context.js';
 import { isSecure, redirectWithFlash } from '../console-responses.js';
 import { html, seg } from '../html.js';
-import { actionButton, badge, checkbox, csrfField, definitionList, input, pageOf, pager, renderPage, section, table, textarea, time } from '../layout.js';
+import { actionButton, badge, checkbox, csrfField, definitionList, input, pager, renderPage, section, table, textarea, time } from '../layout.js';
+import { ListQuery } from '../list-filters.js';
 import { importSection } from './contact-import-pages.js';
 
 // Contact books and their contacts: search, add, edit, delete (import and export are in
@@ -55,14 +56,15 @@ ${table('Contact books', ['Book', 'Contacts', 'Double opt-in', 'Created'], books
   route(r, 'get', '/contacts/:bookId', async (ctx) => {
     const scope = scopeOf(ctx);
     const book = await contactBooks.get(scope, ctx.params.bookId!);
-    const q = new URLSearchParams(ctx.querystring);
-    const search = (q.get('q') ?? '').trim();
-    const p = pageOf(q);
+    const q = new ListQuery(ctx.querystring);
+    const search = q.text('q', 'Search');
+    const p = q.page();
     const found = await contacts.search(scope, book.id, { search, offset: p.offset, limit: p.limit });
     renderPage(ctx, d.assets, {
       title: `${book.name}`,
       nav: 'contacts',
       crumbs: [['Contacts', '/console/contacts']],
+      problems: q.problems,
       actions: html`<a class="btn secondary" href="/console/contacts/${seg(book.id)}/export.csv" download>Export CSV</a>`,
       body: html`<form method="get" class="filters" role="search" aria-label="Search contacts">${input({ name: 'q', label: 'Search by email or name', value: search, type: 'search' })}<button type="submit" class="btn secondary">Search</button></form>
 ${table('Contacts', ['Email', 'Name', 'Subscribed', 'Added'], found.items.map((c) => [

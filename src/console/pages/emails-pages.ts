@@ -4,15 +4,15 @@ import { route, type PageDeps } from '../console-deps.js';
 import { field, scopeOf, sendContextOf, type ConsoleContext } from '../console-context.js';
 import { isSecure, redirectWithFlash } from '../console-responses.js';
 import { html, queryString, seg, type SafeHtml } from '../html.js';
-import { actionButton, badge, csrfField, definitionList, input, pageOf, pager, renderPage, section, select, table, textarea, time } from '../layout.js';
+import { actionButton, badge, csrfField, definitionList, input, pager, renderPage, section, select, table, textarea, time } from '../layout.js';
 import { emailFrameCsp, setPageHeaders } from '../security-headers.js';
+import { ListQuery } from '../list-filters.js';
 
 // Emails: the list with the API's filters, a test send, and one email's story (events,
 // recipients with their MX replies, the message as sent, rendered in a sandboxed frame).
 
 /** Statuses after which nothing more happens on its own (opens and clicks aside). */
 const SETTLED = new Set(['DELIVERED', 'BOUNCED', 'FAILED', 'COMPLAINED', 'SUPPRESSED', 'CANCELLED', 'REJECTED', 'RENDERING_FAILURE', 'OPENED', 'CLICKED']);
-const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
 const list = (v: string | string[] | null | undefined) => (v === null || v === undefined ? [] : Array.isArray(v) ? v : [v]);
 
@@ -37,26 +37,26 @@ export function emailsPages(r: Router, d: PageDeps): void {
   const { emails, domains, deliveries } = d.services;
 
   route(r, 'get', '/emails', async (ctx) => {
-    const q = new URLSearchParams(ctx.querystring);
-    const p = pageOf(q);
-    const domainId = q.get('domainId') ?? '';
-    const tag = (q.get('tag') ?? '').trim();
-    const since = q.get('since') ?? '';
-    const until = q.get('until') ?? '';
+    const q = new ListQuery(ctx.querystring);
+    const p = q.page();
     const teamDomains = await domains.list(scopeOf(ctx));
+    const domainId = q.idOf('domainId', 'Domain', teamDomains);
+    const tag = q.text('tag', 'Tag', 64);
+    const since = q.date('since', 'Sent since');
+    const until = q.date('until', 'Sent until');
     const result = await emails.list(sendContextOf(ctx), {
       offset: p.offset,
       limit: p.limit,
-      domainIds: /^\d+$/.test(domainId) ? [Number(domainId)] : undefined,
-      tags: tag ? [tag.slice(0, 64)] : undefined,
-      startDate: DATE.test(since) ? `${since}T00:00:00.000Z` : undefined,
-      endDate: DATE.test(until) ? `${until}T23:59:59.999Z` : undefined,
+      domainIds: domainId ? [Number(domainId)] : undefined,
+      tags: tag ? [tag] : undefined,
+      startDate: since ? `${since}T00:00:00.000Z` : undefined,
+      endDate: until ? `${until}T23:59:59.999Z` : undefined,
     });
     const rows = result.data ?? [];
     if (result.items) for await (const item of result.items) rows.push(item);
     const verified = teamDomains.filter((x) => x.status === 'SUCCESS');
     const sendForm = verified.length
-      ? html`<details class="card"${q.get('compose') ? html` open` : ''}><summary>Send a test email</summary>
+      ? html`<details class="card"${q.raw('compose') ? html` open` : ''}><summary>Send a test email</summary>
 <form method="post" action="/console/emails/send" class="stack">${csrfField(ctx)}
 <div class="row">${input({ name: 'fromLocal', label: 'From (name before @)', value: 'hello', required: true })}${select({ name: 'fromDomain', label: 'Domain', options: verified.map((x) => [x.name, `@${x.name}`] as const) })}</div>
 ${input({ name: 'to', label: 'To', type: 'email', required: true, autocomplete: 'email' })}
@@ -67,6 +67,7 @@ ${textarea({ name: 'text', label: 'Message', rows: 4, value: 'This is a test mes
     renderPage(ctx, d.assets, {
       title: 'Emails',
       nav: 'emails',
+      problems: q.problems,
       body: html`${sendForm}
 <form method="get" action="/console/emails" class="filters" role="search" aria-label="Filter emails">
 ${select({ name: 'domainId', label: 'Domain', value: domainId, options: [['', 'All domains'], ...teamDomains.map((x) => [String(x.id), x.name] as const)] })}

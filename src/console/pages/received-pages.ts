@@ -2,8 +2,9 @@ import type Router from '@koa/router';
 import { route, type PageDeps } from '../console-deps.js';
 import { scopeOf } from '../console-context.js';
 import { html, queryString, seg } from '../html.js';
-import { definitionList, pageOf, pager, renderPage, section, table, time } from '../layout.js';
+import { definitionList, pager, renderPage, section, table, time } from '../layout.js';
 import { emailFrameCsp, setPageHeaders } from '../security-headers.js';
+import { ListQuery } from '../list-filters.js';
 
 // Received mail: what arrived for the team's receiving domains, with its authentication
 // verdicts; the HTML only ever in a sandboxed frame, the raw message as a download.
@@ -15,17 +16,16 @@ export function receivedPages(r: Router, d: PageDeps): void {
 
   route(r, 'get', '/received', async (ctx) => {
     const scope = scopeOf(ctx);
-    const q = new URLSearchParams(ctx.querystring);
-    const p = pageOf(q);
-    const domainId = q.get('domainId') ?? '';
-    const [list, teamDomains] = await Promise.all([
-      received.list(scope, { offset: p.offset, limit: p.limit, domainIds: /^\d+$/.test(domainId) ? [Number(domainId)] : undefined }),
-      domains.list(scope),
-    ]);
+    const q = new ListQuery(ctx.querystring);
+    const p = q.page();
+    const teamDomains = await domains.list(scope);
+    const domainId = q.idOf('domainId', 'Domain', teamDomains);
+    const list = await received.list(scope, { offset: p.offset, limit: p.limit, domainIds: domainId ? [Number(domainId)] : undefined });
     const receiving = teamDomains.filter((x) => x.receiving);
     renderPage(ctx, d.assets, {
       title: 'Received mail',
       nav: 'received',
+      problems: q.problems,
       body: html`${receiving.length ? '' : html`<p class="hint">No domain receives mail yet: turn on "Receive mail" in a verified <a href="/console/domains">domain's settings</a> and publish its MX record.</p>`}
 ${table('Received mail', ['Subject', 'From', 'To', 'SPF / DKIM / DMARC', 'Received'], list.items.map((m) => [
   html`<a href="/console/received/${seg(m.id)}">${m.subject || '(no subject)'}</a>`,

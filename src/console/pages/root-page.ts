@@ -20,3 +20,22 @@ export function rootPage(router: Router, assets: ConsoleAssets): void {
     ctx.set('Cache-Control', 'no-cache');
   });
 }
+
+/**
+ * A day: /favicon.ico has no hash in its name (browsers ask for it by that name), so unlike the
+ * hashed assets it cannot be immutable; a new icon reaches them within a day.
+ */
+const FAVICON_MAX_AGE_SECONDS = 86_400;
+
+/**
+ * GET /favicon.ico: browsers ask for it on every site whatever the page links (the API's JSON,
+ * /health). The console's icon is SVG only, so that is the answer, with its type.
+ */
+export function faviconRoute(router: Router, assets: ConsoleAssets): void {
+  router.get('/favicon.ico', async (ctx) => {
+    setPageHeaders(ctx);
+    ctx.set('Cache-Control', `public, max-age=${FAVICON_MAX_AGE_SECONDS}`);
+    ctx.type = assets.icon.type;
+    ctx.body = assets.icon.body;
+  });
+}

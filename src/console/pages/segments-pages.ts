@@ -6,7 +6,8 @@ import { route, type PageDeps } from '../console-deps.js';
 import { field, parseWith, scopeOf, type ConsoleContext } from '../console-context.js';
 import { isSecure, redirectWithFlash } from '../console-responses.js';
 import { html, queryString, seg, type SafeHtml } from '../html.js';
-import { actionButton, csrfField, input, pageOf, pager, renderPage, section, select, table, textarea, time } from '../layout.js';
+import { ListQuery } from '../list-filters.js';
+import { actionButton, csrfField, input, pager, renderPage, section, select, table, textarea, time } from '../layout.js';
 
 // Segments: a filter builder over a book's contacts that shows the live member count (the
 // count comes from segments.preview, the same validation and SQL as the saved segment).
@@ -116,12 +117,14 @@ ${select({ name: 'match', label: 'Match', value: s.match, options: [['all', 'all
 
   route(r, 'get', '/segments', async (ctx) => {
     const scope = scopeOf(ctx);
-    const p = pageOf(new URLSearchParams(ctx.querystring));
+    const q = new ListQuery(ctx.querystring);
+    const p = q.page();
     const [list, books] = await Promise.all([segments.list(scope.teamId, { offset: p.offset, limit: p.limit }), contactBooks.list(scope)]);
     const bookName = new Map(books.map((b) => [b.id, `${b.name}`]));
     renderPage(ctx, d.assets, {
       title: 'Segments',
       nav: 'segments',
+      problems: q.problems,
       body: html`${books.length
         ? section('New segment', html`<form method="get" action="/console/segments/new" class="row-form">${select({ name: 'book', label: 'Contact book', options: books.map((b) => [b.id, `${b.name}`] as const) })}<button type="submit" class="btn primary">Build a segment</button></form>`)
         : html`<p class="hint">Segments filter a contact book: <a href="/console/contacts">create a book</a> first.</p>`}
@@ -179,15 +182,16 @@ ${pager('/console/segments', { ...p, total: list.total })}`,
     const scope = scopeOf(ctx);
     const s: SegmentView = await segments.get(scope.teamId, ctx.params.id!);
     const book = await contactBooks.get(scope, s.contactBookId).catch(() => null);
-    const q = new URLSearchParams(ctx.querystring);
-    const p = pageOf(q);
+    const q = new ListQuery(ctx.querystring);
+    const p = q.page();
     const members = await segments.contacts(scope.teamId, s.id, { offset: p.offset, limit: p.limit });
-    const rows = q.get('mode') === 'json' ? null : rowsOf(s.filters);
+    const rows = q.raw('mode') === 'json' ? null : rowsOf(s.filters);
     const form = builder(ctx, { action: `/console/segments/${seg(s.id)}`, segmentId: s.id, name: s.name, bookId: s.contactBookId, match: s.filters.match, rows, json: JSON.stringify(s.filters, null, 2), count: { total: members.total } }, book ? `${book.name}` : 'a deleted book');
     renderPage(ctx, d.assets, {
       title: s.name,
       nav: 'segments',
       crumbs: [['Segments', '/console/segments']],
+      problems: q.problems,
       actions: actionButton(ctx, `/console/segments/${seg(s.id)}/delete`, 'Delete segment', { kind: 'danger', confirm: `Delete the segment ${s.name}? Its contacts stay.` }),
       body: html`${section('Filter', html`${form}${rows !== null ? html`<p class="hint"><a href="/console/segments/${seg(s.id)}${queryString({ mode: 'json' })}">Edit as JSON</a> (for nested groups)</p>` : ''}`)}
 ${section(`Members now (${members.total})`, html`${table('Members', ['Email', 'Name', 'Added'], members.items.map((c) => [html`<a href="/console/contacts/${seg(c.contactBookId)}/contacts/${seg(c.id)}">${c.email}</a>`, [c.firstName, c.lastName].filter(Boolean).join(' '), time(c.createdAt)]), 'No contact matches now.')}

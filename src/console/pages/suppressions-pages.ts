@@ -4,7 +4,8 @@ import { route, type PageDeps } from '../console-deps.js';
 import { field, parseWith, scopeOf } from '../console-context.js';
 import { isSecure, redirectWithFlash } from '../console-responses.js';
 import { html } from '../html.js';
-import { actionButton, badge, csrfField, input, pageOf, pager, renderPage, section, select, table, time } from '../layout.js';
+import { ListQuery } from '../list-filters.js';
+import { actionButton, badge, csrfField, input, pager, renderPage, section, select, table, time } from '../layout.js';
 
 // Suppressions: addresses this team never sends to (hard bounces, complaints, by hand).
 
@@ -13,14 +14,15 @@ export function suppressionsPages(r: Router, d: PageDeps): void {
   const { suppressions } = d.services;
 
   route(r, 'get', '/suppressions', async (ctx) => {
-    const q = new URLSearchParams(ctx.querystring);
-    const search = (q.get('q') ?? '').trim().slice(0, 320);
-    const reason = SUPPRESSION_REASONS.find((x) => x === q.get('reason'));
-    const p = pageOf(q);
+    const q = new ListQuery(ctx.querystring);
+    const search = q.text('q', 'Search', 320);
+    const reason = q.oneOf('reason', 'Reason', SUPPRESSION_REASONS);
+    const p = q.page();
     const list = await suppressions.list(scopeOf(ctx).teamId, { search: search || undefined, reason, offset: p.offset, limit: p.limit });
     renderPage(ctx, d.assets, {
       title: 'Suppressions',
       nav: 'suppressions',
+      problems: q.problems,
       body: html`${section('Suppress an address', html`<form method="post" action="/console/suppressions" class="row-form">${csrfField(ctx)}
 ${input({ name: 'email', label: 'Email', type: 'email', required: true })}<button type="submit" class="btn primary">Suppress</button></form>`)}
 <form method="get" class="filters" role="search" aria-label="Search suppressions">${input({ name: 'q', label: 'Search', type: 'search', value: search })}

@@ -4,7 +4,8 @@ import { route, type PageDeps } from '../console-deps.js';
 import { field, parseWith, scopeOf, type ConsoleContext } from '../console-context.js';
 import { isSecure, redirectWithFlash } from '../console-responses.js';
 import { html, seg } from '../html.js';
-import { actionButton, badge, csrfField, input, pageOf, pager, renderPage, section, table, time } from '../layout.js';
+import { actionButton, badge, csrfField, input, pager, renderPage, section, table, time } from '../layout.js';
+import { ListQuery } from '../list-filters.js';
 import { contentFields, contentFromForm, contentPreviewRoute, editableContent, previewFrame, sendFrame } from './content-editor.js';
 
 // Templates: the draft (editor content with a preview), publishing, versions and rollback.
@@ -16,13 +17,14 @@ export function templatesPages(r: Router, d: PageDeps): void {
   contentPreviewRoute(r, d);
 
   route(r, 'get', '/templates', async (ctx) => {
-    const q = new URLSearchParams(ctx.querystring);
-    const search = (q.get('q') ?? '').trim();
-    const p = pageOf(q);
+    const q = new ListQuery(ctx.querystring);
+    const search = q.text('q', 'Search');
+    const p = q.page();
     const list = await templates.list(teamOf(ctx), { search: search || undefined, offset: p.offset, limit: p.limit });
     renderPage(ctx, d.assets, {
       title: 'Templates',
       nav: 'templates',
+      problems: q.problems,
       body: html`${section('New template', html`<form method="post" action="/console/templates" class="stack">${csrfField(ctx)}
 <div class="row">${input({ name: 'name', label: 'Name', required: true })}${input({ name: 'subject', label: 'Subject', required: true })}</div>
 <button type="submit" class="btn primary">Create and edit</button></form>`)}
