@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -66,6 +67,11 @@ const args = process.argv.slice(2);
 const postgresOnly = args.includes('--postgres-only');
 const sqliteOnly = args.includes('--sqlite-only');
 const avaArgs = args.filter((a) => a !== '--postgres-only' && a !== '--sqlite-only');
+// Two test files per core: most of a test's time is spent waiting on sockets, child processes
+// and timers, so ava's default (one per core) left a quarter of the cores idle on a 2-core
+// machine (measured: 1.48 of 2 cores busy; with 4 files at once the SQLite run took 18% less
+// time). `--concurrency` (or `-c`) given to npm test wins.
+if (!avaArgs.some((a) => a === '-c' || a.startsWith('--concurrency'))) avaArgs.push(`--concurrency=${availableParallelism() * 2}`);
 const all = testFiles(TEST_ROOT)
   .map((f) => relative(TEST_ROOT, f))
   .sort();
