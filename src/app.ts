@@ -24,6 +24,9 @@ import { wireScheduler } from './composition/scheduler-wiring.js';
 import type { Started } from './composition/start-sequence.js';
 import { stopApp } from './composition/stop-sequence.js';
 
+/** The publicUrl of the server that started last on this store (consoleUrl). */
+const SERVER_PUBLIC_URL = 'server.public_url';
+
 // The one composition root: the CLI, `posthorn serve` and the tests all build the process here.
 
 export interface AppOptions {
@@ -161,6 +164,15 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
       serverDkimKey,
     },
 
+    /**
+     * The console's address as the server last started on this store gave it: an admin command
+     * often runs without the server's environment (a systemd EnvironmentFile with
+     * POSTHORN_PUBLIC_URL), so its own config would name another. Its own until a server starts.
+     */
+    async consoleUrl(): Promise<string> {
+      return `${(await settings.get(SERVER_PUBLIC_URL)) ?? config.publicUrl}/console`;
+    },
+
     /** On a store with no key at all, makes a team and a FULL key so a newcomer can call the API at once. */
     async ensureFirstKey(): Promise<string | null> {
       if ((await apiKeys.count()) > 0) return null;
@@ -175,7 +187,10 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
       // Loaded here: the listeners' modules (HTTP, console, SMTP servers) are about a quarter of
       // loading the app, and admin commands build it without starting it.
       const { startApp } = await import('./composition/start-sequence.js');
-      return startApp({ core, config, clock, logger, resolver, routes, adminRoutes, storeOk, stopping: () => stopping, cluster, clusterView, listeners, failedListeners, scheduler, started });
+      const up = await startApp({ core, config, clock, logger, resolver, routes, adminRoutes, storeOk, stopping: () => stopping, cluster, clusterView, listeners, failedListeners, scheduler, started });
+      // Best effort: only admin commands' hints read it.
+      await settings.put(SERVER_PUBLIC_URL, config.publicUrl).catch((err: Error) => logger.warn({ err: err.message }, 'could not record the public URL for admin commands'));
+      return up;
     },
 
     /** Graceful: stop accepting, let in-flight work finish, close the database (composition/stop-sequence.ts). */

@@ -33,7 +33,7 @@ export function registerUsers(program: Command): void {
         const role = res.user.operator ? 'operator' : 'team member';
         process.stdout.write(`created console user ${res.user.id} ${res.user.email} (${role}, team ${res.user.teamId})\n`);
         if (res.generated) process.stdout.write(`password (shown only now):\n${res.password}\n`);
-        process.stdout.write(`sign in at ${app.config.publicUrl}/console\n`);
+        process.stdout.write(`sign in at ${await app.consoleUrl()}\n`);
       });
     });
   users

@@ -86,7 +86,9 @@ test('the first start prints the key and a command that creates the first consol
   const configFile = join(tempDir(t, 'posthorn-serve-config-'), 'posthorn.toml');
   writeFileSync(configFile, '');
   const storeEnv = await storeEnvOf(dataDir);
-  const processEnv = { ...loopbackEnv({ dataDir, dnsServer: zone.server, sinkPort: 9 }), ...storeEnv };
+  // The server's public URL comes from its environment (as from a systemd EnvironmentFile), which
+  // the command below does not have.
+  const processEnv = { ...loopbackEnv({ dataDir, dnsServer: zone.server, sinkPort: 9 }), ...storeEnv, POSTHORN_PUBLIC_URL: 'https://mail.example.test' };
   const first = await startPosthorn({ env: processEnv, configFile, expectKey: true });
   let command: string;
   try {
@@ -105,6 +107,7 @@ test('the first start prints the key and a command that creates the first consol
   const { POSTHORN_DATA_DIR: _own, ...pgOnly } = storeEnv;
   const created = await run('sh', ['-c', command], { cwd: elsewhere, env: { PATH: process.env.PATH!, POSTHORN_DNS_SERVERS: '127.0.0.1:9', ...pgOnly } });
   t.regex(created.stdout, /created console user 1 you@example\.com \(operator, team 1\)/);
+  t.regex(created.stdout, /^sign in at https:\/\/mail\.example\.test\/console$/m, 'the address the server gave, not one of its own');
   const second = await startPosthorn({ env: processEnv, configFile });
   try {
     t.notRegex(second.output(), /No console user exists yet/);
