@@ -186,7 +186,9 @@ export function createMetrics(sources: MetricsSources) {
     registry,
     contentType: registry.contentType,
     async render(): Promise<string> {
-      return registry.metrics();
+      // prom-client writes NaN (the event-loop delay's mean before its first sample) as "Nan":
+      // the text format spells it "NaN", and parsers stricter than Prometheus' own reject the rest.
+      return (await registry.metrics()).replace(/ Nan$/gm, ' NaN');
     },
     accepted(count = 1): void {
       accepted.inc(count);
