@@ -28,7 +28,7 @@ const SQLITE_ONLY = [
   /^analytics\/analytics-batch\./,
   /^smtp\/(mime|outbound)\//,
   /^store\/(wal-checkpointer|scope-precedence|store-backup)\./,
-  /^proof\/(faults-disk|faults-disk-campaign|crash-sigkill|smtp-crash-sigkill|webhook-outbox-kill|fuzz-smtp)\./,
+  /^proof\/(leak-check|faults-disk|faults-disk-campaign|crash-sigkill|smtp-crash-sigkill|webhook-outbox-kill|fuzz-smtp)\./,
   /^emails\/(crash-kill|retry-schedule|bounce-sub-type)\./,
   /^cli\/(first-hour-cli|npm-start|systemd-unit|data-dir|start-failure)\./,
   /^shaping\/(shaping-cli|shaping-units)\./,

@@ -16,13 +16,23 @@ export function isErrorBody(body: unknown): boolean {
 }
 
 /**
+ * Runs of 40 or more base64 characters: DKIM public keys, hashes, secrets. The caller's own
+ * carry letters at random, so a victim's short marker (its four-letter word, matched with its
+ * case aside) turns up inside one now and then: about one 2048-bit DKIM key in 2,600 holds "acme". Short
+ * markers are looked for outside such runs; long ones (ids, keys, tokens) everywhere.
+ */
+const OPAQUE_RUN = /[a-z0-9+/=]{40,}/g;
+const SHORT_MARKER = 12;
+
+/**
  * Victim markers present in the response. A marker the request itself carried (a name or id
  * the caller sent, echoed back in an error message) is not a leak and is skipped.
  */
 export function leakedMarkers(res: TestResponse, requestText: string, markers: readonly string[]): string[] {
   const text = bodyText(res).toLowerCase();
+  const words = text.replace(OPAQUE_RUN, ' ');
   const sent = requestText.toLowerCase();
-  return markers.filter((m) => m && !sent.includes(m.toLowerCase()) && text.includes(m.toLowerCase()));
+  return markers.filter((m) => m && !sent.includes(m.toLowerCase()) && (m.length < SHORT_MARKER ? words : text).includes(m.toLowerCase()));
 }
 
 /** teamId fields that are not the caller's; domainId / domainIds values the caller may not see. */
