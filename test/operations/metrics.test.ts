@@ -2,7 +2,7 @@ import test from 'ava';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 import { startTestApp } from '../helpers/test-app.js';
-import { smtpSend } from '../inbound/helpers/smtp-client.js';
+import { receiveOne } from '../inbound/helpers/smtp-client.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks/webhook-receiver.js';
 
 // GET /metrics scraped before and after a known workload: every counter moves by exactly what
@@ -73,12 +73,7 @@ test.serial('a known workload moves every counter by exactly what it did', async
   t.is((await w.t0.request('POST', '/v1/emails', { body: { from: `news@${w.domain.name}`, to: 'bad' } })).status, 400);
   await w.settle();
   await w.t0.app.webhookDispatcher.whenIdle();
-  const inbound = await smtpSend({
-    port: w.t0.app.listeners.inbound!.port,
-    from: 'someone@example.org',
-    to: [`inbox@${w.domain.name}`],
-    raw: ['From: someone@example.org', `To: inbox@${w.domain.name}`, 'Subject: hi', 'Message-ID: <m1@example.org>', '', 'hello', ''].join('\r\n'),
-  });
+  const inbound = await receiveOne(w.t0.app.listeners.inbound!.port, `inbox@${w.domain.name}`);
   t.true(inbound.ok, inbound.response);
 
   const after = await scrape();

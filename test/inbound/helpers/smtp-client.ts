@@ -156,3 +156,9 @@ export function headersOf(raw: Buffer | string): string {
   const end = text.search(/\r?\n\r?\n/);
   return end < 0 ? text : text.slice(0, end);
 }
+
+/** One plain message from someone@example.org to `to` through an inbound listener on `port`. */
+export function receiveOne(port: number, to: string): Promise<SendResult> {
+  const raw = ['From: someone@example.org', `To: ${to}`, 'Subject: hi', 'Message-ID: <m1@example.org>', '', 'hello', ''].join('\r\n');
+  return smtpSend({ port, from: 'someone@example.org', to: [to], raw });
+}
