@@ -7,7 +7,7 @@ import { createLogger, type Logger } from './lib/logger.js';
 import { createDnsClient, type DnsResolver } from './lib/dns/dns-client.js';
 import type { AppStore } from './store/open-store.js';
 import { databaseUrlTarget } from './store/pg/pg-url.js';
-import { migrateToLatest } from './store/migrate.js';
+import { hasMigrated, migrateToLatest } from './store/migrate.js';
 import { createSettingsRepository } from './store/repositories/settings-repository.js';
 import type { RouteDef } from './api/route-types.js';
 import { OPERATOR_API, openApiRoute } from './api/openapi-document.js';
@@ -49,6 +49,12 @@ export interface AppOptions {
   waitForStore?: boolean;
   /** `posthorn serve`: no other server may run on the same SQLite data directory. */
   serveLock?: boolean;
+  /**
+   * Admin commands that work on existing data: a store nothing was ever migrated on (a new,
+   * empty PostgreSQL database) is refused with this error, and left as it was, instead of being
+   * migrated into an empty Posthorn store that could only answer that nothing is there.
+   */
+  refuseNewStore?: () => Error;
 }
 
 export type { Listeners } from './composition/listener-states.js';
@@ -86,6 +92,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
   );
   onFailure(() => store.close());
   if (store.kind === 'postgres') logger.info({ event: 'store.open', store: databaseUrlTarget(config.store.url) }, `store: PostgreSQL at ${databaseUrlTarget(config.store.url)}`);
+  if (opts.refuseNewStore && !(await hasMigrated(store.db))) throw opts.refuseNewStore();
   await migrateToLatest(store.db);
 
   const settings = createSettingsRepository(store.db);

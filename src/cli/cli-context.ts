@@ -58,7 +58,12 @@ export async function withApp<T>(cmd: Command, fn: (app: App) => Promise<T>, use
   // Admin commands print their result on stdout (`keys create`: the key is its last line), so
   // their logs (warnings and errors only) go to stderr.
   const { createApp } = await loadApp();
-  const app = await createApp({ config, logger: createLogger('warn', { destination: 'stderr' }) });
+  const app = await createApp({
+    config,
+    logger: createLogger('warn', { destination: 'stderr' }),
+    // PostgreSQL's counterpart of the missing file: a database nothing was migrated on.
+    refuseNewStore: use.makesStore ? undefined : () => noStore(cmd, config),
+  });
   if (newStore) noteNewStore(config);
   try {
     return await fn(app);
@@ -73,10 +78,16 @@ const storeFile = (config: Config) => join(resolve(config.dataDir), 'posthorn.db
 /** Whether the command is about to make the SQLite store: there is no database in dataDir yet. */
 const isNewStore = (config: Config) => !config.store.url && !existsSync(storeFile(config));
 
-/** The refusal of a command that needs data when dataDir has no store (withApp). */
+/** The refusal of a command that needs data when there is no store (withApp). */
 function noStore(cmd: Command, config: Config): Error {
+  const migrate = cliCommand(cmd, 'migrate');
+  if (config.store.url) {
+    return new Error(
+      `the PostgreSQL database of store.url (POSTHORN_DATABASE_URL) holds no Posthorn store yet: this command works on existing data; point store.url at the server's database, or make a new store there with ${migrate}`,
+    );
+  }
   return new Error(
-    `there is no store at ${storeFile(config)}: this command works on existing data; point POSTHORN_DATA_DIR (or dataDir in the --config file) at the server's data directory, or make a new store there with ${cliCommand(cmd, 'migrate')}`,
+    `there is no store at ${storeFile(config)}: this command works on existing data; point POSTHORN_DATA_DIR (or dataDir in the --config file) at the server's data directory, or make a new store there with ${migrate}`,
   );
 }
 

@@ -25,6 +25,15 @@ export async function migrateToLatest(db: Db): Promise<MigrateOutcome> {
   });
 }
 
+/** Whether migrations have ever run on this store: false for a new, empty database. */
+export async function hasMigrated(db: Db): Promise<boolean> {
+  // One catalog lookup (Kysely's introspection reads every table's columns).
+  const found = isPostgres(db)
+    ? await sql<{ t: string | null }>`select to_regclass('kysely_migration')::text as t`.execute(db)
+    : await sql<{ t: string | null }>`select name as t from sqlite_master where type = 'table' and name = 'kysely_migration'`.execute(db);
+  return found.rows.some((r) => r.t !== null);
+}
+
 async function migrate(db: Db): Promise<MigrateOutcome> {
   const migrator = new Migrator({
     db,

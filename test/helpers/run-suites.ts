@@ -15,7 +15,7 @@ const AVA = fileURLToPath(new URL('../../../node_modules/ava/entrypoints/cli.mjs
 const WITH_POSTGRES = fileURLToPath(new URL('./with-postgres.js', import.meta.url));
 
 /** PostgreSQL's own tests (they use or start servers themselves): run once, in the PostgreSQL run. */
-const POSTGRES_ONLY = [/^cluster\//, /^proof\/cluster-sigkill\./, /^webhooks\/webhook-endpoint-delete-race\./, /^emails\/schedule-claim-race\./, /^store\/store-copy\./, /^store\/store-outage\./, /^store\/pg-unicode-lower\./];
+const POSTGRES_ONLY = [/^cluster\//, /^proof\/cluster-sigkill\./, /^webhooks\/webhook-endpoint-delete-race\./, /^emails\/schedule-claim-race\./, /^store\/store-copy\./, /^store\/store-outage\./, /^store\/pg-unicode-lower\./, /^cli\/pg-empty-database\./];
 
 /**
  * Not run a second time on PostgreSQL: code with no store (pure functions, the SMTP client,
