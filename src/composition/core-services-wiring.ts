@@ -14,7 +14,8 @@ import { createIdempotencyRepository } from '../store/repositories/idempotency-r
 import { createSuppressionsRepository } from '../store/repositories/suppressions-repository.js';
 import { createTemplatesRepository } from '../store/repositories/templates-repository.js';
 import { EventBus } from '../core/events.js';
-import { subscribeBounceNotices } from '../core/emails/bounce-notice-service.js';
+import { createBounceNoticeJob } from '../core/emails/bounce-notice-service.js';
+import { createBounceNoticesRepository } from '../store/repositories/bounce-notices-repository.js';
 import { createApiKeyService } from '../core/api-keys/api-key-service.js';
 import { createTeamService } from '../core/teams/team-service.js';
 import { createRateLimiter } from '../core/rate-limit/rate-limiter.js';
@@ -335,10 +336,22 @@ export function wireCoreServices(o: {
   const { pool, signer, permits, runTlsReports } = outbound;
   onFailure(() => signer.close());
   engine = outbound.engine;
-  // Bounce notices to the senders of submitted mail (submission.bounceNotices): after the commit, best effort.
+  // Bounce notices to the senders of submitted mail (submission.bounceNotices): queued with the
+  // outcome, sent from the store. Not subscribed at all when off (nothing written) or in sandbox mode.
   const bounceNotices =
     config.submission.bounceNotices && outbound.bounceNoticeMailer
-      ? subscribeBounceNotices({ events, emails: emailsRepo, domains: domainsRepo, deliveries: deliveriesRepo, clock, send: outbound.bounceNoticeMailer, logger })
+      ? createBounceNoticeJob({
+          events,
+          repo: createBounceNoticesRepository(store.db),
+          emails: emailsRepo,
+          domains: domainsRepo,
+          clock,
+          send: outbound.bounceNoticeMailer,
+          logger,
+          owner: nodeId,
+          cluster: store.kind === 'postgres',
+          maxAgeMs: config.outbound.maxAgeHours * 3_600_000,
+        })
       : undefined;
 
   return {

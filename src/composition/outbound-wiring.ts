@@ -197,7 +197,7 @@ export function wireOutbound(deps: OutboundDeps) {
     permits,
     engine,
     /** Sends a submission's bounce notice (submission.bounceNotices); none in sandbox mode. */
-    bounceNoticeMailer: ownMail && createBounceNoticeMailer({ ownMail, hostname: config.hostname, clock, logger }),
+    bounceNoticeMailer: ownMail && createBounceNoticeMailer({ ownMail, hostname: config.hostname, clock }),
     runTlsReports,
     /** Resolves once the report run in progress, if any, has ended (a graceful stop waits for it). */
     reportsSettled: () => reportRun,

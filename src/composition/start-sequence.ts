@@ -139,6 +139,7 @@ export async function startApp(o: {
     if (releasedCalls) logger.info({ released: releasedCalls }, 'released webhook call leases left by a previous run');
   }
   webhookDispatcher.start();
+  await core.bounceNotices?.start(); // what a previous run left is sent now
   const resumedImports = await contactImports.resume();
   if (resumedImports) logger.info({ resumed: resumedImports }, 'contact imports a previous run left unfinished carry on');
   scheduler.start();

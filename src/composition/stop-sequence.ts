@@ -27,13 +27,16 @@ export async function stopApp(o: {
   await contactImports.stop(); // the chunk in progress is recorded; the rest carries on at the next start
   // Messages being stored finish and get their reply before the store closes.
   await Promise.all([started.inboundListener?.close(), started.submissionListener?.close()]);
+  // No notice is started from here; the ones on the wire finish (awaited below), those waiting
+  // for a connection are answered by the engine's stop and put back, like the rest, for the next start.
+  const noticesStopped = core.bounceNotices?.stop();
   await engine!.stop();
   await scheduler.cronSettled(); // its last write (the domain a re-check was on) goes before the store closes
   await recount.settled(); // a dead node's campaign counts: ends at its next chunk
   await outbound.reportsSettled();
   await tlsCounter.stop(); // the counts of the sessions just finished
   await webhookDispatcher.stop(); // unsent calls stay in the outbox for the next start
-  core.bounceNotices?.stop(); // a notice still waiting for the email's other recipients is not sent (best effort)
+  await noticesStopped;
   await events.settled(); // after-commit handlers (campaign counters) still write to the store
   await analytics.flush();
   await pool?.close();

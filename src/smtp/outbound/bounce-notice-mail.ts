@@ -6,9 +6,8 @@
  * the null reverse-path (RFC 3464 §2, RFC 5321 §4.5.5) so it can never bounce back in a loop.
  */
 import { randomBytes } from 'node:crypto';
-import type { BounceNotice, BounceNoticeRecipient } from '../../core/emails/bounce-notice-service.js';
+import type { BounceNotice, BounceNoticeOutcome, BounceNoticeRecipient } from '../../core/emails/bounce-notice-service.js';
 import type { Clock } from '../../lib/clock.js';
-import type { Logger } from '../../lib/logger.js';
 import { composeMessage } from './mime-builder.js';
 import type { OwnMailSender } from './own-mail-sender.js';
 
@@ -148,16 +147,12 @@ export async function composeBounceNotice(input: { notice: BounceNotice; hostnam
   return Buffer.from(lines.join('\r\n'), 'latin1');
 }
 
-/** Sends the notices through Posthorn's own mail (signed with the server's key); failures are logged, never retried. */
-export function createBounceNoticeMailer(opts: { ownMail: OwnMailSender; hostname: string; clock: Clock; logger: Logger }) {
-  const log = opts.logger.child({ component: 'bounce-notices' });
-  return async (notice: BounceNotice): Promise<void> => {
+/** Sends a notice through Posthorn's own mail (signed with the server's key); the outcome says whether trying again could help. */
+export function createBounceNoticeMailer(opts: { ownMail: OwnMailSender; hostname: string; clock: Clock }) {
+  return async (notice: BounceNotice): Promise<BounceNoticeOutcome> => {
     const raw = await composeBounceNotice({ notice, hostname: opts.hostname, date: opts.clock.now(), messageId: `dsn.${randomBytes(8).toString('hex')}@${opts.hostname}` });
     // The null reverse-path: a notice about a notice is never sent.
     // The sender's domain's MTA-STS and DANE apply: the notice carries the original's headers.
-    const res = await opts.ownMail.send({ mailFrom: '', to: notice.to, raw, policies: true });
-    const fields = { emailId: notice.emailId, teamId: notice.teamId, to: notice.to, recipients: notice.recipients.length };
-    if (res.ok) log.info(fields, `bounce notice for email ${notice.emailId} sent to ${notice.to}`);
-    else log.warn({ ...fields, error: res.error }, `bounce notice for email ${notice.emailId} to ${notice.to} not sent (not retried): ${res.error}`);
+    return opts.ownMail.send({ mailFrom: '', to: notice.to, raw, policies: true });
   };
 }

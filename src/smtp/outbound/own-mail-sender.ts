@@ -24,8 +24,8 @@ export interface OwnMailSenderOptions {
   transport?: TransportPolicy;
 }
 
-/** ok, or why not and whether trying again could help. */
-export type OwnMailOutcome = { ok: true } | { ok: false; permanent: boolean; error: string };
+/** ok, or why not and whether trying again could help (notAttempted: the pool is shutting down). */
+export type OwnMailOutcome = { ok: true } | { ok: false; permanent: boolean; error: string; notAttempted?: boolean };
 
 const MAX_TARGETS = 6;
 
@@ -57,7 +57,7 @@ export function createOwnMailSender(opts: OwnMailSenderOptions) {
       const errors = [...plan.refused];
       for (const { target, requirement } of plan.targets) {
         const res = await opts.pool.send(target, { mailFrom: input.mailFrom, recipients: [input.to], message, tlsPolicy: 'OPPORTUNISTIC', ...(requirement ? { transport: requirement } : {}) });
-        if (res.notAttempted) return { ok: false, permanent: false, error: 'not attempted: stopping' };
+        if (res.notAttempted) return { ok: false, permanent: false, error: 'not attempted: stopping', notAttempted: true };
         const r = res.recipients[0]!;
         if (!res.connected || res.hostFailure) {
           errors.push(`${target.host}[${target.address}]: ${res.error ?? r.response}`);

@@ -30,6 +30,7 @@ import * as m20261127050000 from './20261127050000-domain-verified-at.js';
 import * as m20261127060000 from './20261127060000-tracking-overrides.js';
 import * as m20261127070000 from './20261127070000-submitted-by.js';
 import * as m20261127080000 from './20261127080000-retention-indexes.js';
+import * as m20261128010000 from './20261128010000-bounce-notice-queue.js';
 
 // Every migration, keyed by its timestamped name. Kysely runs them in name order and
 // records each in kysely_migration, so they are forward-only and run once.
@@ -65,4 +66,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261127060000-tracking-overrides': m20261127060000,
   '20261127070000-submitted-by': m20261127070000,
   '20261127080000-retention-indexes': m20261127080000,
+  '20261128010000-bounce-notice-queue': m20261128010000,
 };

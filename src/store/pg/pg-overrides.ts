@@ -1,6 +1,7 @@
 import type { DialectOverride } from '../store-context.js';
 import { pgAnalytics } from './pg-analytics.js';
 import { pgAudit } from './pg-audit.js';
+import { pgBounceNotices } from './pg-bounce-notices.js';
 import { pgCampaigns } from './pg-campaigns.js';
 import { pgDeliveries } from './pg-deliveries.js';
 import { pgEmails } from './pg-emails.js';
@@ -13,6 +14,7 @@ import { pgWebhooks } from './pg-webhooks.js';
 export const PG_OVERRIDES: Record<string, DialectOverride> = {
   analytics: pgAnalytics,
   apiKeys: pgApiKeys,
+  bounceNotices: pgBounceNotices,
   campaigns: pgCampaigns,
   deliveries: pgDeliveries,
   emails: pgEmails,

@@ -55,6 +55,28 @@ export interface RetentionKeptTable {
   email_id: string;
 }
 
+/** A recipient of a submitted email waiting for its bounce notice (core/emails/bounce-notice-service.ts). */
+export interface BounceNoticeRecipientsTable {
+  id: Generated<number>;
+  email_id: string;
+  team_id: number;
+  recipient: string;
+  reply: string | null;
+  smtp_code: number | null;
+  mx_host: string | null;
+  reason: string;
+  status: string | null;
+  /** 1: given up on at the give-up age. */
+  expired: number;
+  /** Epoch ms: when the recipient ended. */
+  created_at: number;
+  next_attempt_at: number;
+  attempts: number;
+  first_failure_at: number | null;
+  lease_owner: string | null;
+  lease_until: number | null;
+}
+
 export type DomainStatus = 'NOT_STARTED' | 'PENDING' | 'SUCCESS' | 'FAILED' | 'TEMPORARY_FAILURE';
 
 export interface DomainsTable {
@@ -595,4 +617,5 @@ export interface Database {
   api_keys: ApiKeysTable;
   settings: SettingsTable;
   retention_kept: RetentionKeptTable;
+  bounce_notice_recipients: BounceNoticeRecipientsTable;
 }
