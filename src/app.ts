@@ -161,6 +161,8 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     runCronJob: scheduler.runCronJob,
     inbound,
     webhookDispatcher,
+    /** Submission bounce notices (submission.bounceNotices; undefined when off or in sandbox mode): runNow() claims what is due (tests move their clock first). */
+    bounceNotices: core.bounceNotices && { runNow: core.bounceNotices.runNow },
     /** TLS reporting (RFC 8460): run the daily reports now (tests move their clock first), the counter, the history. */
     tlsReports: {
       runNow: () => runTlsReports(true),
