@@ -298,7 +298,7 @@ export const configSchema = z
           },
         ),
         bounceNotices: key(z.boolean().default(false), {
-          doc: "Mail a bounce notice (an RFC 3464 DSN from MAILER-DAEMON@<hostname>) to the envelope sender of a submitted message when a recipient bounces or fails, as a classic relay does; only when that sender's domain is one of the team's verified domains. Best effort: a notice is not retried.",
+          doc: "Mail a bounce notice (an RFC 3464 DSN from MAILER-DAEMON@<hostname>) to the envelope sender of a submitted message when a recipient bounces or fails, as a classic relay does; only when that sender's domain is one of the team's verified domains. Queued with the outcome and retried like mail (a deferred notice until outbound.maxAgeHours).",
           env: 'POSTHORN_SUBMISSION_BOUNCE_NOTICES',
         }),
       },
