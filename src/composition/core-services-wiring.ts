@@ -154,12 +154,14 @@ export function wireCoreServices(o: {
   const emailsRepo = createEmailsRepository(store.db);
   const deliveriesRepo = createDeliveriesRepository(store.db);
   const queueRepo = createQueueRepository(store.db);
+  const bounceNoticesRepo = config.submission.bounceNotices ? createBounceNoticesRepository(store.db) : undefined;
   // Sources read at scrape time; the pool is built further down.
   const metrics = createMetrics({
     queue: () => queueRepo.countsForMetrics(clock.nowMs()),
     connections: () => pool?.openByHost() ?? new Map(),
     storeFiles: () => store.fileSizes(),
     shaping: () => shaping.state(),
+    ...(bounceNoticesRepo && !config.sandbox ? { bounceNotices: () => bounceNoticesRepo.countsForMetrics() } : {}),
     messageMemory: () => ({ bytes: engine?.budget.inUse ?? 0, waiting: engine?.budget.queued ?? 0 }),
     intakeMemory: () => ({ bytes: intake.budget.inUse, waiting: intake.budget.queued, receiving: intake.spool.memoryBytes, spooled: intake.spool.filesOpen }),
   });
@@ -339,10 +341,10 @@ export function wireCoreServices(o: {
   // Bounce notices to the senders of submitted mail (submission.bounceNotices): queued with the
   // outcome, sent from the store. Not subscribed at all when off (nothing written) or in sandbox mode.
   const bounceNotices =
-    config.submission.bounceNotices && outbound.bounceNoticeMailer
+    bounceNoticesRepo && outbound.bounceNoticeMailer
       ? createBounceNoticeJob({
           events,
-          repo: createBounceNoticesRepository(store.db),
+          repo: bounceNoticesRepo,
           emails: emailsRepo,
           domains: domainsRepo,
           clock,

@@ -7,8 +7,9 @@ import { codeSpans, DOCS, prose, tablesOf } from './helpers/markdown.js';
 // metric it documents is emitted with the labels it names, and every family emitted is in it.
 
 let w: MailWorld;
+// Bounce notices on: their gauge exists only then.
 test.before(async () => {
-  w = await startMailWorld({ clock: new ManualClock(Date.UTC(2026, 10, 25, 12, 0, 0)) });
+  w = await startMailWorld({ clock: new ManualClock(Date.UTC(2026, 10, 25, 12, 0, 0)), overrides: { submission: { bounceNotices: true } } });
 });
 test.after.always(async () => {
   await w?.close();

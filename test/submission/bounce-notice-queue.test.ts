@@ -46,6 +46,12 @@ async function submitBouncing(subject: string, to: string[]): Promise<string> {
 }
 
 const rowsOf = (emailId: string) => w.t0.app.store.db.selectFrom('bounce_notice_recipients').selectAll().where('email_id', '=', emailId).execute();
+/** posthorn_bounce_notices_queued as /metrics reports it. */
+async function queuedGauge(): Promise<{ waiting: number; deferred: number }> {
+  const text = await (await fetch(`${w.t0.baseUrl}/metrics`)).text();
+  const value = (state: string) => Number(new RegExp(`^posthorn_bounce_notices_queued\\{state="${state}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
+  return { waiting: value('waiting'), deferred: value('deferred') };
+}
 const linesFor = (emailId: string, pattern: RegExp) => log.lines.filter((l) => l.emailId === emailId && pattern.test(l.msg));
 
 test.serial('a notice the sender MX defers (451) is sent after the backoff, exactly once', async (t) => {
@@ -60,6 +66,7 @@ test.serial('a notice the sender MX defers (451) is sent after the backoff, exac
   t.is(Number(row!.attempts), 1);
   t.is(Number(row!.next_attempt_at), clock.nowMs() + 60_000, 'due again in a minute');
   t.is(linesFor(id, /deferred/).length, 1);
+  t.deepEqual(await queuedGauge(), { waiting: 0, deferred: 1 }, 'the operator sees it waiting');
 
   noticeReply = undefined;
   // Not due yet: nothing is tried.
@@ -70,6 +77,7 @@ test.serial('a notice the sender MX defers (451) is sent after the backoff, exac
   t.is(senderMx.messages.length, before + 1);
   t.regex(senderMx.messages[before]!.raw.toString('latin1'), /^Final-Recipient: rfc822; nobody-451@example\.net\r$/m);
   t.deepEqual(await rowsOf(id), [], 'sent: the rows are gone');
+  t.deepEqual(await queuedGauge(), { waiting: 0, deferred: 0 });
   clock.advance(3600_000);
   await w.t0.app.bounceNotices!.runNow();
   t.is(senderMx.messages.length, before + 1, 'once');

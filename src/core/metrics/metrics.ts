@@ -39,6 +39,8 @@ export interface MetricsSources {
    * waiting for room; bytes held in memory by those being received, and those received into spool files.
    */
   intakeMemory(): { bytes: number; waiting: number; receiving: number; spooled: number };
+  /** Bounce notices of submitted mail waiting to be sent (absent: submission.bounceNotices off). */
+  bounceNotices?(): Promise<{ waiting: number; deferred: number }>;
   /** Traffic shaping: holds in force and warm-up progress (absent: nothing to report). */
   shaping?(): Promise<Pick<ShapingState, 'holds' | 'sources'>>;
 }
@@ -116,6 +118,21 @@ export function createMetrics(sources: MetricsSources) {
       for (const [file, bytes] of Object.entries(await sources.storeFiles())) this.set({ file }, bytes);
     },
   });
+
+  if (sources.bounceNotices) {
+    const bounceNotices = sources.bounceNotices;
+    new Gauge({
+      name: 'posthorn_bounce_notices_queued',
+      help: 'Bounce notices of submitted mail waiting to be sent, by state (waiting: not tried yet; deferred: the sender MX deferred it).',
+      labelNames: ['state'],
+      registers: [registry],
+      async collect() {
+        const counts = await bounceNotices();
+        this.set({ state: 'waiting' }, counts.waiting);
+        this.set({ state: 'deferred' }, counts.deferred);
+      },
+    });
+  }
 
   const budgetGauges = (read: () => { bytes: number; waiting: number }, bytes: { name: string; help: string }, waiting: { name: string; help: string }) => {
     new Gauge({ ...bytes, registers: [registry], collect() { this.set(read().bytes); } });

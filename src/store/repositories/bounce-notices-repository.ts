@@ -140,6 +140,17 @@ export function createBounceNoticesRepository(db: Db) {
       if (ids.length) await owned(ids, owner).set({ lease_owner: null, lease_until: null }).execute();
     },
 
+    /** Notices waiting (emails with rows): never tried yet, or deferred by the sender's MX (the metrics gauge). */
+    async countsForMetrics(): Promise<{ waiting: number; deferred: number }> {
+      const rows = await db
+        .selectFrom('bounce_notice_recipients')
+        .select([sql<number>`case when attempts > 0 then 1 else 0 end`.as('deferred'), sql<number>`count(distinct email_id)`.as('n')])
+        .groupBy(sql`case when attempts > 0 then 1 else 0 end`)
+        .execute();
+      const count = (deferred: boolean) => Number(rows.find((r) => Number(r.deferred) === (deferred ? 1 : 0))?.n ?? 0);
+      return { waiting: count(false), deferred: count(true) };
+    },
+
     /** At start: the leases a previous run of `owner` left (every owner's, on a lone node). */
     async releaseLeftBehind(owner: string | null): Promise<number> {
       let q = db.updateTable('bounce_notice_recipients').set({ lease_owner: null, lease_until: null }).where('lease_owner', 'is not', null);
