@@ -131,7 +131,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     storeKind: store.kind,
     cluster: async () => (await clusterView()).members,
   });
-  const adminRoutes: RouteDef[] = operatorRoutes({ queue, teams, domains, shaping, audit, health: adminHealth });
+  const adminRoutes: RouteDef[] = operatorRoutes({ queue, teams, domains, shaping, audit, health: adminHealth, outboundPort25: () => core.port25.state() });
   adminRoutes.push(openApiRoute(() => adminRoutes, OPERATOR_API));
 
   return {

@@ -75,6 +75,7 @@ import { createSessionService } from '../core/users/session-service.js';
 import { createLoginThrottle } from '../core/users/login-throttle.js';
 import { createContactImportService } from '../core/contacts/contact-import-service.js';
 import { createOverviewService } from '../core/overview/overview-service.js';
+import { createPort25Watch } from '../core/operators/port25-watch.js';
 import { wireOutbound, wireTransportSecurity } from './outbound-wiring.js';
 import { BodyIntake } from '../lib/body-intake.js';
 
@@ -155,8 +156,12 @@ export function wireCoreServices(o: {
   const deliveriesRepo = createDeliveriesRepository(store.db);
   const queueRepo = createQueueRepository(store.db);
   const bounceNoticesRepo = config.submission.bounceNotices ? createBounceNoticesRepository(store.db) : undefined;
+  // Whether this node's outbound port looks blocked: fed by the SMTP client pool with each direct
+  // connection's outcome (none with a relay or in sandbox mode: it stays ok).
+  const port25 = createPort25Watch({ clock, logger, port: config.outbound.port });
   // Sources read at scrape time; the pool is built further down.
   const metrics = createMetrics({
+    port25Blocked: () => port25.blocked(),
     queue: () => queueRepo.countsForMetrics(clock.nowMs()),
     connections: () => pool?.openByHost() ?? new Map(),
     storeFiles: () => store.fileSizes(),
@@ -318,7 +323,7 @@ export function wireCoreServices(o: {
     policy: { idleMs: config.console.sessionIdleMinutes * 60_000, absoluteMs: config.console.sessionMaxHours * 3_600_000 },
   });
   const contactImports = createContactImportService({ imports: createContactImportsRepository(store.db), contacts, clock, logger, node: nodeId, cluster: store.kind === 'postgres' });
-  const overview = createOverviewService({ domains, webhooks, analytics });
+  const overview = createOverviewService({ domains, webhooks, analytics, port25: () => port25.state() });
 
   // Sandbox mode (architecture.md, Decisions: sandbox mode): the capture mailbox the engine delivers to instead of any MX.
   const sandboxRepo = createSandboxMessagesRepository(store.db);
@@ -334,7 +339,7 @@ export function wireCoreServices(o: {
 
   // The outbound side: the SMTP client pool (none in sandbox mode), transport security, the
   // delivery engine and the TLS reports it sends (composition/outbound-wiring.ts).
-  const outbound = wireOutbound({ config, logger, resolver, clock, deliveries, tracking, sandbox, shaper, metrics, tlsCounter, tlsReports, stsPolicies, serverDkimKey, secret, cluster: clusterRepo && { repo: clusterRepo, node: nodeId } });
+  const outbound = wireOutbound({ config, logger, resolver, clock, deliveries, tracking, sandbox, shaper, metrics, tlsCounter, tlsReports, stsPolicies, serverDkimKey, secret, port25, cluster: clusterRepo && { repo: clusterRepo, node: nodeId } });
   const { pool, signer, permits, runTlsReports } = outbound;
   onFailure(() => signer.close());
   engine = outbound.engine;
@@ -361,7 +366,7 @@ export function wireCoreServices(o: {
     events, templates, shaper, audit, teams, domains, apiKeys, nodeId, clusterRepo, cronRuns, rateLimiter, queueRepo, metrics, engine, intake,
     emails, deliveries, operatorKeys, shaping, queue, contacts, contactBooks, segments, campaigns, suppressions, webhookOutbox, webhooks,
     webhookDispatcher, analytics, tracking, inbound, listenerTls, loginThrottle, users, sessions, contactImports, overview, sandbox, contentRetention,
-    tlsCounter, tlsReports, receivedTlsReports, serverDkimKey, outbound, pool, signer, permits, runTlsReports, bounceNotices,
+    tlsCounter, tlsReports, receivedTlsReports, serverDkimKey, outbound, pool, signer, permits, runTlsReports, bounceNotices, port25,
     /** Starts the delivery engine; from then a lone node's engine forgets a lifted hold at once (shaping). */
     startEngine(): void {
       engine!.start();

@@ -9,6 +9,7 @@ import type { createTrackingService } from '../core/tracking/tracking-service.js
 import type { createSandboxService } from '../core/sandbox/sandbox-service.js';
 import type { createTrafficShaper } from '../core/shaping/traffic-shaper.js';
 import type { createMetrics } from '../core/metrics/metrics.js';
+import type { Port25Watch } from '../core/operators/port25-watch.js';
 import type { createClusterRepository } from '../store/repositories/cluster-repository.js';
 import type { AppStore } from '../store/open-store.js';
 import type { SettingsRepository } from '../store/repositories/settings-repository.js';
@@ -91,6 +92,8 @@ export interface OutboundDeps {
   cluster: { repo: ReturnType<typeof createClusterRepository>; node: string } | undefined;
   /** Keys the return paths' transaction tags (core/received/return-path-token.ts). */
   secret: string;
+  /** Told each direct connection's outcome (with a relay, the relay's failures are reported as they are). */
+  port25: Port25Watch;
 }
 
 export function wireOutbound(deps: OutboundDeps) {
@@ -124,6 +127,7 @@ export function wireOutbound(deps: OutboundDeps) {
     socketTimeoutMs: config.outbound.socketTimeoutMs,
     transactionTimeoutMs: config.outbound.transactionTimeoutMs,
     traces: config.outbound.traces.enabled,
+    ...(relay ? {} : { onConnectOutcome: (o) => deps.port25.record(o) }),
   });
   const mx = createMxResolver(resolver, clock);
   // With a relay it is the relay that meets the MX hosts and their policies.

@@ -21,7 +21,8 @@ const POSTGRES_ONLY = [/^cluster\//, /^proof\/cluster-sigkill\./, /^webhooks\/we
  * Not run a second time on PostgreSQL: code with no store (pure functions, the SMTP client,
  * parsers, the config), SQLite's own proofs (the full disk, its WAL), real `posthorn serve` or
  * CLI processes on SQLite data directories, the package build, and the console in a browser
- * (its pages read through the same services the API tests cover on both stores).
+ * (its pages read through the same services the API tests cover on both stores), and the port 25
+ * watch (process memory fed by the SMTP client; it reads and writes nothing in the store).
  */
 const SQLITE_ONLY = [
   /^(lib|render|config|lint|helpers|core|docs)\//,
@@ -32,7 +33,7 @@ const SQLITE_ONLY = [
   /^emails\/(crash-kill|retry-schedule|bounce-sub-type)\./,
   /^cli\/(first-hour-cli|npm-start|systemd-unit|data-dir|start-failure)\./,
   /^shaping\/(shaping-cli|shaping-units)\./,
-  /^operations\/package\./,
+  /^operations\/(package|port25-blocked)\./,
   /^console\/(browser-|console-html\.)/,
   /^inbound\/report-parser\./,
   /^tls-reports\/tls-report-document\./,

@@ -335,6 +335,7 @@ test('a value not yet known is written NaN, as the format spells it (prom-client
     storeFiles: async () => ({ db: 1, wal: 0 }),
     messageMemory: () => ({ bytes: 0, waiting: 0 }),
     intakeMemory: () => ({ bytes: 0, waiting: 0, receiving: 0, spooled: 0 }),
+    port25Blocked: () => false,
   });
   const text = await metrics.render();
   t.regex(text, /^nodejs_eventloop_lag_mean_seconds NaN$/m);

@@ -5,6 +5,7 @@ import { QUEUE_STATES, type QueueService } from '../../core/queue/queue-service.
 import type { TeamService } from '../../core/teams/team-service.js';
 import type { DomainService } from '../../core/domains/domain-service.js';
 import type { ShapingOperator } from '../../core/shaping/shaping-view.js';
+import type { Port25State } from '../../core/operators/port25-watch.js';
 import { enumQuery, intIdPath, intIdQuery, limitQuery, stringPath, textQuery } from '../params.js';
 import { defineRoute, type RouteDef, type RouteRequest } from '../route-types.js';
 import {
@@ -37,6 +38,8 @@ export interface OperatorRouteDeps {
   shaping: Pick<ShapingOperator, 'endHold'>;
   audit: AuditService;
   health: AdminHealth;
+  /** This node's outbound port watch: its memory, so the queue summary of the node that answers. */
+  outboundPort25: () => Port25State;
 }
 
 function actor(req: RouteRequest): OperatorActor {
@@ -57,7 +60,9 @@ export function operatorRoutes(deps: OperatorRouteDeps): RouteDef[] {
       tag: 'Queue',
       summary: 'Queue totals by state, and one row per destination domain with queued mail.',
       response: queueSummarySchema,
-      handler: async () => queue.summary(),
+      // The port watch is the serving process's memory: added here, not in the service the CLI
+      // also reads in a process of its own, where it would always say ok.
+      handler: async () => ({ ...(await queue.summary()), outboundPort25: deps.outboundPort25() }),
     }),
     defineRoute({
       method: 'GET',

@@ -84,6 +84,16 @@ export const queueSummarySchema = z
     ),
     suspensions: z.array(suspensionSchema),
     shaping: shapingStateSchema,
+    outboundPort25: z
+      .strictObject({
+        state: z.enum(['ok', 'suspected-blocked']).meta({ description: "suspected-blocked: this node's connections to MX hosts of several domains all failed to connect, none succeeded in 15 minutes." }),
+        since: timestamp.nullable().meta({ description: 'When it turned on; null while ok.' }),
+        attempts: count.meta({ description: 'Connections that failed to connect: since it turned on, or in the last 15 minutes while ok.' }),
+        failedHosts: count.meta({ description: 'Distinct MX hosts among them.' }),
+        lastError: z.string().nullable().meta({ description: 'The latest, as host[address]: why.' }),
+        port: z.int().meta({ description: 'The outbound port (outbound.port).' }),
+      })
+      .meta({ description: "This node's view (each node has its own network); always ok with a relay or in sandbox mode." }),
   })
   .meta({ id: 'QueueSummary' });
 

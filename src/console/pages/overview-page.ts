@@ -18,6 +18,8 @@ function attentionLine(a: AttentionItem): SafeHtml {
       return html`<li class="${a.level === 'max' ? 'bad' : 'warn'}">Complaint rate ${a.ratePercent}% is ${a.level === 'max' ? 'at or above 0.3%, where Gmail and Yahoo reject bulk mail' : 'above 0.1%, the rate Gmail and Yahoo ask senders to stay under'}.</li>`;
     case 'bounce-rate':
       return html`<li class="${a.level === 'max' ? 'bad' : 'warn'}">Hard bounce rate ${a.ratePercent}% is high${a.level === 'max' ? ' (5% or more puts a sender under review at most providers)' : ' (above 2%)'}: clean the lists you send to.</li>`;
+    case 'port25-blocked':
+      return html`<li class="bad">Outbound port ${a.port} looks blocked on this server: no connection to any MX host has succeeded since ${time(a.since)} (${a.attempts} attempts to ${a.failedHosts} hosts failed to connect${a.lastError ? html`, such as ${a.lastError}` : ''}). Mail to every domain waits in the queue. Many cloud providers block port 25: ask yours to open it, or send through a relay (the <code>[outbound.relay]</code> settings, <code>POSTHORN_OUTBOUND_RELAY_HOST</code> and the rest; docs/outbound.md, "Relay").</li>`;
   }
 }
 

@@ -41,6 +41,8 @@ export interface MetricsSources {
   intakeMemory(): { bytes: number; waiting: number; receiving: number; spooled: number };
   /** Bounce notices of submitted mail waiting to be sent (absent: submission.bounceNotices off). */
   bounceNotices?(): Promise<{ waiting: number; deferred: number }>;
+  /** This node's outbound port looks blocked (core/operators/port25-watch.ts). */
+  port25Blocked(): boolean;
   /** Traffic shaping: holds in force and warm-up progress (absent: nothing to report). */
   shaping?(): Promise<Pick<ShapingState, 'holds' | 'sources'>>;
 }
@@ -116,6 +118,15 @@ export function createMetrics(sources: MetricsSources) {
     registers: [registry],
     async collect() {
       for (const [file, bytes] of Object.entries(await sources.storeFiles())) this.set({ file }, bytes);
+    },
+  });
+
+  new Gauge({
+    name: 'posthorn_outbound_port25_blocked',
+    help: "1 while this node's outbound SMTP connections all fail to connect (several MX hosts of several domains, none reached in 15 minutes): port 25 looks blocked.",
+    registers: [registry],
+    collect() {
+      this.set(sources.port25Blocked() ? 1 : 0);
     },
   });
 

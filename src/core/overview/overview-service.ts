@@ -1,5 +1,6 @@
 import type { AnalyticsService, TimeSeriesPoint } from '../analytics/analytics-service.js';
 import type { DomainService } from '../domains/domain-service.js';
+import type { Port25State } from '../operators/port25-watch.js';
 import type { WebhookEndpointsService } from '../webhooks/webhook-endpoints-service.js';
 
 // What a team should look at first (the console's overview): the numbers the analytics API
@@ -21,7 +22,9 @@ export type AttentionItem =
   | { kind: 'webhook-failing'; webhookId: string; url: string; lastStatus: number | null; lastError: string | null; at: string }
   | { kind: 'bounce-spike'; date: string; bounced: number; ratePercent: number; baselinePercent: number }
   | { kind: 'complaint-rate'; ratePercent: number; level: 'warn' | 'max' }
-  | { kind: 'bounce-rate'; ratePercent: number; level: 'warn' | 'max' };
+  | { kind: 'bounce-rate'; ratePercent: number; level: 'warn' | 'max' }
+  /** This node's outbound port looks blocked: every team's mail waits, so every team sees it. */
+  | { kind: 'port25-blocked'; port: number; since: string; attempts: number; failedHosts: number; lastError: string | null };
 
 const share = (part: number, whole: number) => (whole === 0 ? 0 : part / whole);
 const pct = (x: number) => Math.round(x * 10000) / 100;
@@ -37,7 +40,7 @@ export function bounceSpikes(month: TimeSeriesPoint[]): AttentionItem[] {
   });
 }
 
-export function createOverviewService(deps: { domains: DomainService; webhooks: WebhookEndpointsService; analytics: AnalyticsService }) {
+export function createOverviewService(deps: { domains: DomainService; webhooks: WebhookEndpointsService; analytics: AnalyticsService; port25?: () => Port25State }) {
   return {
     async overview(scope: { teamId: number; domainId: number | null }) {
       const [week, month, reputation, domains, failing] = await Promise.all([
@@ -48,6 +51,10 @@ export function createOverviewService(deps: { domains: DomainService; webhooks: 
         deps.webhooks.failing(scope),
       ]);
       const attention: AttentionItem[] = [];
+      const port25 = deps.port25?.();
+      if (port25?.state === 'suspected-blocked') {
+        attention.push({ kind: 'port25-blocked', port: port25.port, since: port25.since!, attempts: port25.attempts, failedHosts: port25.failedHosts, lastError: port25.lastError });
+      }
       for (const d of domains) {
         if (d.status !== 'SUCCESS') attention.push({ kind: 'domain-unverified', domainId: d.id, name: d.name, status: d.status, detail: d.verificationError });
       }

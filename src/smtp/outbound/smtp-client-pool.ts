@@ -134,6 +134,7 @@ export function createSmtpClientPool(options: SmtpClientPoolOptions): SmtpClient
     onConnectionEnd: (pc) => {
       if (pc.state === 'idle') void retire(pc, false);
     },
+    ...(options.onConnectOutcome ? { onConnectOutcome: options.onConnectOutcome } : {}),
   };
   const transactions: TransactionContext = { relay: relay !== undefined, transactionTimeoutMs, stats };
 

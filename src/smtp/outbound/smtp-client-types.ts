@@ -5,6 +5,7 @@
  */
 import type { X509Certificate } from 'node:crypto';
 import type SMTPConnection from 'nodemailer/lib/smtp-connection';
+import type { ConnectOutcome } from '../../core/operators/port25-watch.js';
 import type { TlsVerdict } from '../../core/tls-reports/tls-verdict.js';
 import type { Clock } from '../../lib/clock.js';
 import type { DnsResolver } from '../../lib/dns/dns-client.js';
@@ -200,6 +201,11 @@ export interface SmtpClientPoolOptions {
    * the cluster (a promise to the remote server, not to this node). Absent: this node's count only.
    */
   connectionPermits?: ConnectionPermits;
+  /**
+   * Each new connection's outcome at the TCP level (core/operators/port25-watch.ts): reached, or
+   * not (connect timeout, refused, unreachable). Direct delivery only: never called with a relay.
+   */
+  onConnectOutcome?: (o: ConnectOutcome) => void;
 }
 
 /**

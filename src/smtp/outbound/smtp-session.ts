@@ -23,6 +23,7 @@ import { isIP } from 'node:net';
 import tls from 'node:tls';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import type { SMTPConnectionOptions } from 'nodemailer/lib/smtp-connection';
+import type { ConnectOutcome } from '../../core/operators/port25-watch.js';
 import type { Clock } from '../../lib/clock.js';
 import type { DnsResolver } from '../../lib/dns/dns-client.js';
 import type { Logger } from '../../lib/logger.js';
@@ -75,6 +76,8 @@ export interface SessionContext {
   readonly stats: Pick<SmtpClientPool['stats'], 'connectionsOpened'>;
   /** The connection of a slot ended (closed by the peer, or after an error): the pool decides what that means for the slot. */
   readonly onConnectionEnd: (pc: PooledConnection) => void;
+  /** Each new direct connection's TCP outcome (never with a relay): the port 25 watch. */
+  readonly onConnectOutcome?: (o: ConnectOutcome) => void;
 }
 
 /**
@@ -261,6 +264,44 @@ async function connectOnce(ctx: SessionContext, pc: PooledConnection, options: S
   return outcome.err ? (pc.lastError ?? outcome.err) : undefined;
 }
 
+/**
+ * Why a connection never got through at the TCP level, in plain words; undefined when it did (a
+ * reply, even a refusal, or none: a greeting timeout reached the server) or failed for another
+ * reason (a local address that is not ours, say). What the port 25 watch counts (port25-watch.ts).
+ */
+export function unreachedReason(err: SmtpError | undefined, stage: string | undefined): string | undefined {
+  // nodemailer leaves 'init' once the TCP connection is up (before the greeting).
+  if (!err || stage !== 'init') return undefined;
+  if (err.code === 'ETIMEDOUT' && err.timeoutType === 'CONNECT_TIMEOUT') return 'connect timeout';
+  switch (err.originalCode ?? err.code) {
+    case 'ECONNREFUSED':
+      return 'connection refused';
+    case 'EHOSTUNREACH':
+      return 'host unreachable';
+    case 'ENETUNREACH':
+      return 'network unreachable';
+    case 'ETIMEDOUT': // the kernel gave up on the SYN before our timer did
+      return 'connect timeout';
+    case 'EPERM': // a firewall rule on this host (iptables OUTPUT ... REJECT/DROP)
+    case 'EACCES':
+      return 'connect not permitted by this host';
+    default:
+      return undefined;
+  }
+}
+
+/** Tells the port 25 watch what the first connection of a direct session came to. */
+function reportConnect(ctx: SessionContext, pc: PooledConnection, route: Route, address: string, req: TransactionRequest, err: SmtpError | undefined): void {
+  if (!ctx.onConnectOutcome || ctx.relay) return;
+  const stage = pc.conn?.stage;
+  if (!err || stage !== 'init') return ctx.onConnectOutcome({ reached: true, host: route.host, address });
+  const why = unreachedReason(err, stage);
+  if (!why) return;
+  const rcpt = req.recipients[0];
+  const domain = rcpt?.includes('@') ? rcpt.slice(rcpt.lastIndexOf('@') + 1) : undefined;
+  ctx.onConnectOutcome({ reached: false, host: route.host, address, error: why, ...(domain ? { domain } : {}) });
+}
+
 function describeOpenFailure(err: SmtpError, route: Route, plan: TlsPlan, tlsFailed: boolean): OpenFailure {
   const where = `${route.host} [${route.address}]:${route.port}`;
   const response = err.response ? oneLine(err.response) : undefined;
@@ -367,6 +408,7 @@ export async function openSession(ctx: SessionContext, pc: PooledConnection, rou
   if (ctx.traces) pc.transcript = new SmtpTranscript(() => ctx.clock.nowMs());
   let plan = planFor(ctx, route, req);
   let err = await connectOnce(ctx, pc, connectionOptions(ctx, route, address, plan));
+  reportConnect(ctx, pc, route, address, req, err);
   if (err && plan === 'opportunistic' && pc.tlsFailed) {
     // RFC 7435 §6: a failed upgrade must not make delivery worse than no TLS at all.
     log.warn({ connection: pc.id, key: route.key, host: route.host, err: err.message }, 'STARTTLS handshake failed; retrying in plaintext (opportunistic TLS)');
