@@ -48,6 +48,29 @@ const TITLES: Record<number, string> = { 400: 'Not possible', 401: 'Sign in firs
 const isUnsafe = (ctx: Context) => ctx.method !== 'GET' && ctx.method !== 'HEAD';
 const wantsJson = (ctx: Context) => ctx.path.endsWith('.json') || /application\/json/.test(ctx.get('accept'));
 
+/**
+ * Registers every console page on `r` (paths relative to /console). Its own function so that a
+ * test can list the console's routes from the router itself (test/proof/fuzz-console).
+ */
+export function consolePages(r: Router, d: PageDeps): void {
+  loginPages(r, d);
+  overviewPage(r, d);
+  emailsPages(r, d);
+  domainsPages(r, d);
+  apiKeysPages(r, d);
+  contactsPages(r, d);
+  contactImportPages(r, d);
+  segmentsPages(r, d);
+  templatesPages(r, d);
+  campaignsPages(r, d);
+  suppressionsPages(r, d);
+  webhooksPages(r, d);
+  receivedPages(r, d);
+  accountPage(r, d);
+  operatorTeamsPage(r, d);
+  operatorQueuePage(r, d);
+}
+
 export function mountConsole(router: Router, deps: ConsoleDeps): void {
   const assets = loadConsoleAssets();
   const secure = isSecure(deps.publicUrl);
@@ -149,22 +172,7 @@ export function mountConsole(router: Router, deps: ConsoleDeps): void {
   }
 
   const inner = new Router({ prefix: '/console' });
-  loginPages(inner, d);
-  overviewPage(inner, d);
-  emailsPages(inner, d);
-  domainsPages(inner, d);
-  apiKeysPages(inner, d);
-  contactsPages(inner, d);
-  contactImportPages(inner, d);
-  segmentsPages(inner, d);
-  templatesPages(inner, d);
-  campaignsPages(inner, d);
-  suppressionsPages(inner, d);
-  webhooksPages(inner, d);
-  receivedPages(inner, d);
-  accountPage(inner, d);
-  operatorTeamsPage(inner, d);
-  operatorQueuePage(inner, d);
+  consolePages(inner, d);
 
   async function notFound(): Promise<void> {
     throw new AppError('NOT_FOUND', 'There is no console page at this address.');
