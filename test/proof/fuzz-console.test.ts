@@ -19,7 +19,7 @@ import { probe, watchProcess, type ProbeResponse } from './helpers/http-probe.js
 // shows team B's data (every name of B carries LEAK_MARKER). A redirect is followed once, so
 // the one-time message it carries is judged on the page that shows it.
 
-const RUNS_PER_ROUTE = 12;
+const RUNS_PER_ROUTE = 10;
 /** The sign-in form's token before there is a session: any 32 characters, in its cookie and the form. */
 const LOGIN_TOKEN = 'fuzzLoginToken_0123456789abcdefA';
 
