@@ -33,6 +33,8 @@ export interface HttpServerDeps {
   observeRequest?: (method: string, route: string, status: number, seconds: number) => void;
   /** Routes outside the API prefix (health, tracking, unsubscribe pages): raw Koa handlers. */
   extra?: (router: Router) => void;
+  /** Path prefixes of server-rendered pages (the console) that refuse the NUL character themselves, with a page of their own instead of the API's JSON. */
+  ownNulPages?: readonly string[];
   /** Turns an unexpected error into an AppError where the composition root knows better (a full disk); else returns it as is. */
   translateError?: (err: unknown) => unknown;
   /** Bounds the memory of bodies being received, parsed and handled (intakeMemoryMb), with submission's and inbound's. */
@@ -169,6 +171,8 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
     }
     // No id has the NUL character: a path with one names nothing (404). In a query it is refused
     // like in a body (validation.ts, nulPath).
+    const ownPage = deps.ownNulPages?.some((prefix) => ctx.path.toLowerCase() === prefix || ctx.path.toLowerCase().startsWith(`${prefix}/`));
+    if (ownPage) return next();
     if (ctx.path.includes('%00')) throw new AppError('NOT_FOUND', `nothing is found at a path with the NUL character (U+0000): ${ctx.path}`);
     if (ctx.querystring.toLowerCase().includes('%00')) {
       const where = nulPath(ctx.query, '');

@@ -72,6 +72,8 @@ export async function startApp(o: {
     adminRoutes,
     operatorKeys,
     observeRequest: (method, route, status, seconds) => metrics.http(method, route, status, seconds),
+    // The console answers the NUL character with its own error page (console-module.ts).
+    ownNulPages: config.console.enabled ? ['/console'] : [],
     extra: (router) => {
       healthRoute({ storeOk, stopping, nodeId, members: async () => (await clusterView()).members, sandbox: config.sandbox, listeners })(router);
       metricsRoute({ metrics, operatorKeys, apiKeys, allowFrom: config.metrics.allowFrom, trustProxy: config.http.trustProxy })(router);

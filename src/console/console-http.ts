@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
-import { AppError, badRequest } from '../core/errors.js';
+import { AppError, badRequest, notFound } from '../core/errors.js';
 
 // Reading what a browser sends: cookies, urlencoded forms and multipart uploads (one file
 // field and a few text fields; written here rather than adding a dependency for it).
@@ -110,3 +110,21 @@ export function parseMultipart(body: Buffer, boundary: string): FormBody {
   }
   return { fields, file };
 }
+
+const NUL = '\u0000';
+
+/**
+ * The NUL character names no page and is in no value: PostgreSQL cannot store it in text, so it
+ * is refused at the door on every store alike, as the API refuses it (api/validation.ts).
+ */
+export function refuseNul(ctx: Context, form?: FormBody): void {
+  if (ctx.path.includes('%00')) throw notFound('There is no console page at this address.');
+  for (const params of [new URLSearchParams(ctx.querystring), ...(form ? [form.fields] : [])]) {
+    for (const [name, value] of params) {
+      if (name.includes(NUL)) throw badRequest('a field name must not contain the NUL character (U+0000)');
+      if (value.includes(NUL)) throw badRequest(`${name}: must not contain the NUL character (U+0000)`);
+    }
+  }
+  if (form?.file?.text.includes(NUL) || form?.file?.name.includes(NUL)) throw badRequest('file: must not contain the NUL character (U+0000)');
+}
+

@@ -6,7 +6,7 @@ import { MAX_CSV_BYTES } from '../core/contacts/contact-csv.js';
 import { loadConsoleAssets, type ConsoleAssets } from './console-assets.js';
 import type { ConsoleDeps, PageDeps } from './console-deps.js';
 import type { ConsoleContext } from './console-context.js';
-import { FORM_LIMIT_BYTES, readCookie, readForm } from './console-http.js';
+import { FORM_LIMIT_BYTES, readCookie, readForm, refuseNul } from './console-http.js';
 import { backTo, isSecure, redirectWithFlash, takeFlash } from './console-responses.js';
 import { html } from './html.js';
 import { renderBarePage, renderPage } from './layout.js';
@@ -47,6 +47,29 @@ const TITLES: Record<number, string> = { 400: 'Not possible', 401: 'Sign in firs
 
 const isUnsafe = (ctx: Context) => ctx.method !== 'GET' && ctx.method !== 'HEAD';
 const wantsJson = (ctx: Context) => ctx.path.endsWith('.json') || /application\/json/.test(ctx.get('accept'));
+
+/**
+ * Registers every console page on `r` (paths relative to /console). Its own function so that a
+ * test can list the console's routes from the router itself (test/proof/fuzz-console).
+ */
+export function consolePages(r: Router, d: PageDeps): void {
+  loginPages(r, d);
+  overviewPage(r, d);
+  emailsPages(r, d);
+  domainsPages(r, d);
+  apiKeysPages(r, d);
+  contactsPages(r, d);
+  contactImportPages(r, d);
+  segmentsPages(r, d);
+  templatesPages(r, d);
+  campaignsPages(r, d);
+  suppressionsPages(r, d);
+  webhooksPages(r, d);
+  receivedPages(r, d);
+  accountPage(r, d);
+  operatorTeamsPage(r, d);
+  operatorQueuePage(r, d);
+}
 
 export function mountConsole(router: Router, deps: ConsoleDeps): void {
   const assets = loadConsoleAssets();
@@ -116,9 +139,17 @@ export function mountConsole(router: Router, deps: ConsoleDeps): void {
   async function guard(ctx: Context, next: Next): Promise<unknown> {
     const unsafe = isUnsafe(ctx);
     if (unsafe && !sameOrigin(ctx)) throw new AppError('FORBIDDEN', 'This request came from another site and was refused. Use the console itself to make changes.');
+    try {
+      refuseNul(ctx);
+    } catch (err) {
+      if (unsafe) ctx.req.resume();
+      throw err;
+    }
     // Every path the router takes for the sign-in page: its handlers read the form from here.
     if (isLoginPath(ctx.path)) {
-      ctx.state.loginForm = unsafe ? (await readForm(ctx)).fields : new URLSearchParams();
+      const login = unsafe ? await readForm(ctx) : { fields: new URLSearchParams() };
+      refuseNul(ctx, login);
+      ctx.state.loginForm = login.fields;
       return next();
     }
     const session = await deps.sessions.resolve(readCookie(ctx, SESSION_COOKIE));
@@ -135,6 +166,7 @@ export function mountConsole(router: Router, deps: ConsoleDeps): void {
     if (unsafe && !csrfTokenMatches(session.csrfToken, form.fields.get('_csrf') ?? (ctx.get('x-csrf-token') || undefined))) {
       throw new AppError('FORBIDDEN', 'This form is out of date or did not come from the console (its CSRF token does not match). Reload the page and try again.');
     }
+    refuseNul(ctx, form);
     const team = await deps.services.teams.get(session.user.teamId);
     (ctx as ConsoleContext).state.console = {
       user: session.user,
@@ -149,22 +181,7 @@ export function mountConsole(router: Router, deps: ConsoleDeps): void {
   }
 
   const inner = new Router({ prefix: '/console' });
-  loginPages(inner, d);
-  overviewPage(inner, d);
-  emailsPages(inner, d);
-  domainsPages(inner, d);
-  apiKeysPages(inner, d);
-  contactsPages(inner, d);
-  contactImportPages(inner, d);
-  segmentsPages(inner, d);
-  templatesPages(inner, d);
-  campaignsPages(inner, d);
-  suppressionsPages(inner, d);
-  webhooksPages(inner, d);
-  receivedPages(inner, d);
-  accountPage(inner, d);
-  operatorTeamsPage(inner, d);
-  operatorQueuePage(inner, d);
+  consolePages(inner, d);
 
   async function notFound(): Promise<void> {
     throw new AppError('NOT_FOUND', 'There is no console page at this address.');

@@ -109,3 +109,30 @@ test('a bad cursor on a page of attempts or queued deliveries is the console err
     t.regex(page.text, /cursor: not a cursor/, path);
   }
 });
+
+test('the NUL character in a page\'s path, query or form is the console\'s own page (404 or 400, saying why), not the API\'s JSON, and changes nothing', async (t) => {
+  // Found by test/proof/fuzz-console: the HTTP server's NUL check answered console pages with the API's JSON error.
+  for (const [path, status, why] of [
+    [`/console/contacts/${ids.book}%00`, 404, /There is no console page at this address/],
+    ['/console/emails?tag=a%00b', 400, /tag: must not contain the NUL character/],
+    ['/console/contacts?%00=1', 400, /must not contain the NUL character/],
+    ['/console/login?next=%00', 400, /next: must not contain the NUL character/],
+  ] as const) {
+    const page = await c.get(path);
+    t.is(page.status, status, path);
+    t.regex(page.headers.get('content-type') ?? '', /^text\/html/, path);
+    t.regex(page.text, why, path);
+  }
+  const before = (await t0.request('GET', '/v1/contactBooks')).body;
+  const token = await c.csrf();
+  for (const form of [{ name: 'a\u0000b' }, { 'na\u0000me': 'x' }] as Record<string, string>[]) {
+    const res = await c.post('/console/contacts', form, { token });
+    t.is(res.status, 400, JSON.stringify(form));
+    t.regex(res.headers.get('content-type') ?? '', /^text\/html/);
+    t.regex(res.text, /must not contain the NUL character/);
+  }
+  const post = await c.post(`/console/contacts/${ids.book}%00/delete`, {}, { token });
+  t.is(post.status, 404);
+  t.regex(post.headers.get('content-type') ?? '', /^text\/html/);
+  t.deepEqual((await t0.request('GET', '/v1/contactBooks')).body, before);
+});
