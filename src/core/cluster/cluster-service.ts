@@ -137,7 +137,8 @@ export function createClusterService(deps: ClusterServiceDeps) {
       await deps.onOrphanedRuns?.();
       await repairDeaths(now);
       await repo.forgetSilent(now - FORGET_AFTER_MS);
-      await repo.pruneRuns(new Date(now - KEEP_JOB_RUNS_MS).toISOString());
+      // Runs are stamped by the clock the cron jobs run on, not the heartbeats' wall clock.
+      await repo.pruneRuns(new Date(clock.nowMs() - KEEP_JOB_RUNS_MS).toISOString());
     }
   }
 
