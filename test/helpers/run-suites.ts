@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runWatched } from './suite-runner.js';
 
 // `npm test` runs the suites twice: every test file on SQLite, then the ones that touch the
 // store again on PostgreSQL (a server this run starts: with-postgres.ts). Arguments are passed
@@ -11,7 +11,8 @@ import { fileURLToPath } from 'node:url';
 // runs only the second, `--sqlite-only` only the first.
 
 const TEST_ROOT = fileURLToPath(new URL('..', import.meta.url)); // dist/test
-const AVA = fileURLToPath(new URL('../../../node_modules/ava/entrypoints/cli.mjs', import.meta.url));
+// ava's command line with its TAP reporter repaired (ava-cli.ts).
+const AVA = fileURLToPath(new URL('./ava-cli.js', import.meta.url));
 const WITH_POSTGRES = fileURLToPath(new URL('./with-postgres.js', import.meta.url));
 
 /** PostgreSQL's own tests (they use or start servers themselves): run once, in the PostgreSQL run. */
@@ -50,20 +51,6 @@ function testFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? testFiles(join(dir, e.name)) : e.name.endsWith('.test.js') ? [join(dir, e.name)] : []));
 }
 
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, { stdio: 'inherit', env });
-    const forward = (signal: NodeJS.Signals) => child.kill(signal);
-    process.on('SIGINT', forward);
-    process.on('SIGTERM', forward);
-    child.once('exit', (code, signal) => {
-      process.off('SIGINT', forward);
-      process.off('SIGTERM', forward);
-      resolve(code ?? (signal ? 1 : 0));
-    });
-  });
-}
-
 const args = process.argv.slice(2);
 const postgresOnly = args.includes('--postgres-only');
 const sqliteOnly = args.includes('--sqlite-only');
@@ -85,7 +72,7 @@ const paths = (files: string[]) => files.map((f) => join(TEST_ROOT, f));
 async function timed(name: string, files: string[], cmd: string[]): Promise<boolean> {
   process.stdout.write(`# ${name}: ${files.length} test files\n`);
   const started = Date.now();
-  const ok = (await run(process.execPath, cmd)) === 0;
+  const ok = (await runWatched(name, process.execPath, cmd)) === 0;
   process.stdout.write(`# ${name}: finished in ${Math.round((Date.now() - started) / 1000)} s\n`);
   return ok;
 }
