@@ -19,7 +19,7 @@ function attentionLine(a: AttentionItem): SafeHtml {
     case 'bounce-rate':
       return html`<li class="${a.level === 'max' ? 'bad' : 'warn'}">Hard bounce rate ${a.ratePercent}% is high${a.level === 'max' ? ' (5% or more puts a sender under review at most providers)' : ' (above 2%)'}: clean the lists you send to.</li>`;
     case 'port25-blocked':
-      return html`<li class="bad">Outbound port ${a.port} looks blocked on this server: no connection to any MX host has succeeded since ${time(a.since)} (${a.attempts} attempts to ${a.failedHosts} hosts failed to connect${a.lastError ? html`, such as ${a.lastError}` : ''}). Mail to every domain waits in the queue. Many cloud providers block port 25: ask yours to open it, or send through a relay (the <code>[outbound.relay]</code> settings, <code>POSTHORN_OUTBOUND_RELAY_HOST</code> and the rest; docs/outbound.md, "Relay").</li>`;
+      return html`<li class="bad">Outbound port ${a.port} looks blocked on this server: no connection to any MX host has succeeded since ${time(a.since)} (${a.attempts} attempts to ${a.failedHosts} hosts failed to connect). Mail to every domain waits in the queue. Many cloud providers block port 25: ask yours to open it, or send through a relay (the <code>[outbound.relay]</code> settings, <code>POSTHORN_OUTBOUND_RELAY_HOST</code> and the rest; docs/outbound.md, "Relay").</li>`;
   }
 }
 

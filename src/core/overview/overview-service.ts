@@ -23,8 +23,11 @@ export type AttentionItem =
   | { kind: 'bounce-spike'; date: string; bounced: number; ratePercent: number; baselinePercent: number }
   | { kind: 'complaint-rate'; ratePercent: number; level: 'warn' | 'max' }
   | { kind: 'bounce-rate'; ratePercent: number; level: 'warn' | 'max' }
-  /** This node's outbound port looks blocked: every team's mail waits, so every team sees it. */
-  | { kind: 'port25-blocked'; port: number; since: string; attempts: number; failedHosts: number; lastError: string | null };
+  /**
+   * This node's outbound port looks blocked: every team's mail waits, so every team sees it. In
+   * counts only: the hosts that failed are other teams' recipients' MXes (the operator API names them).
+   */
+  | { kind: 'port25-blocked'; port: number; since: string; attempts: number; failedHosts: number };
 
 const share = (part: number, whole: number) => (whole === 0 ? 0 : part / whole);
 const pct = (x: number) => Math.round(x * 10000) / 100;
@@ -53,7 +56,7 @@ export function createOverviewService(deps: { domains: DomainService; webhooks: 
       const attention: AttentionItem[] = [];
       const port25 = deps.port25?.();
       if (port25?.state === 'suspected-blocked') {
-        attention.push({ kind: 'port25-blocked', port: port25.port, since: port25.since!, attempts: port25.attempts, failedHosts: port25.failedHosts, lastError: port25.lastError });
+        attention.push({ kind: 'port25-blocked', port: port25.port, since: port25.since!, attempts: port25.attempts, failedHosts: port25.failedHosts });
       }
       for (const d of domains) {
         if (d.status !== 'SUCCESS') attention.push({ kind: 'domain-unverified', domainId: d.id, name: d.name, status: d.status, detail: d.verificationError });
