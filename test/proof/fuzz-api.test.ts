@@ -5,7 +5,7 @@ import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { buildApiFixtures, routeKey, type ApiFixtures } from './helpers/api-examples.js';
 import { adminExamples } from './helpers/admin-examples.js';
 import { routeRequest } from './helpers/api-arbitraries.js';
-import { baseSeed, fcParams } from './helpers/fuzz-config.js';
+import { baseSeed, checkProperty as check } from './helpers/fuzz-config.js';
 import { serializeBody } from './helpers/hostile.js';
 import { answerProblem, parseResponses, probe, rawHttp, watchProcess, type ProbeRequest, type ProbeResponse } from './helpers/http-probe.js';
 import { rawHttpCase } from './helpers/raw-http-arbitraries.js';
@@ -54,15 +54,6 @@ async function judged(req: ProbeRequest, describe: string): Promise<ProbeRespons
   const polluted = watch.prototypePolluted();
   if (polluted) throw new Error(`${polluted}\n  request: ${describe}`);
   return res;
-}
-
-/** Runs a property, returning its failure report instead of throwing, so one run lists every broken route. */
-async function check(name: string, property: fc.IAsyncProperty<any>, runs: number): Promise<string | null> {
-  const details = await fc.check(property, fcParams(name, runs));
-  if (!details.failed) return null;
-  const error = (details.errorInstance as Error | undefined)?.message ?? String(details.errorInstance);
-  // seed and path replay the exact counterexample: fc.assert(property, { seed, path })
-  return `${name}: seed ${details.seed}, path "${details.counterexamplePath}", ${details.numRuns} runs, shrunk ${details.numShrinks} times\n  ${error.slice(0, 3000)}`;
 }
 
 /**

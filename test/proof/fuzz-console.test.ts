@@ -4,7 +4,7 @@ import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { buildConsoleWorld, consoleRoutes, routeKey, type ConsoleExample, type ConsoleRoute, type ConsoleWorld } from './helpers/console-examples.js';
 import { consoleRequest, CSRF_SLOT, encodeForm, type ConsoleFuzzRequest } from './helpers/console-arbitraries.js';
 import { consoleProblem } from './helpers/console-check.js';
-import { baseSeed, fcParams } from './helpers/fuzz-config.js';
+import { baseSeed, checkProperty as check } from './helpers/fuzz-config.js';
 import { percentEncode } from './helpers/hostile.js';
 import { probe, watchProcess, type ProbeResponse } from './helpers/http-probe.js';
 
@@ -126,14 +126,6 @@ async function judged(route: ConsoleRoute, ex: ConsoleExample, req: ConsoleFuzzR
     if (after) throw new Error(`${after}\n  on the page redirected to (${location.slice(0, 300)})\n  request: ${req.describe}`);
   }
   return res;
-}
-
-/** Runs a property, returning its failure report instead of throwing, so one run lists every broken route. */
-async function check(name: string, property: fc.IAsyncProperty<any>, runs: number): Promise<string | null> {
-  const details = await fc.check(property, fcParams(name, runs));
-  if (!details.failed) return null;
-  const error = (details.errorInstance as Error | undefined)?.message ?? String(details.errorInstance);
-  return `${name}: seed ${details.seed}, path "${details.counterexamplePath}", ${details.numRuns} runs, shrunk ${details.numShrinks} times\n  ${error.slice(0, 3000)}`;
 }
 
 /** A mangled id that parses (as the route parses ids) to one the suite needs: deleting it would end the run. */

@@ -4,6 +4,8 @@
 // FUZZ_SEED replaces the base seed (each property derives its own from it and its name), and
 // FUZZ_RUNS replaces every property's run count.
 
+import fc from 'fast-check';
+
 const BASE_SEED = 0x5eed_2026;
 
 function envInt(name: string): number | undefined {
@@ -37,4 +39,15 @@ export function runsFor(fallback: number): number {
 /** fast-check parameters for a named property. */
 export function fcParams(name: string, fallbackRuns: number) {
   return { seed: seedFor(name), numRuns: runsFor(fallbackRuns), endOnFailure: false } as const;
+}
+
+/**
+ * Runs a named property, returning its failure report instead of throwing, so one run lists
+ * every broken route. The seed and path replay the exact counterexample: fc.assert(property, { seed, path }).
+ */
+export async function checkProperty(name: string, property: fc.IAsyncProperty<any>, runs: number): Promise<string | null> {
+  const details = await fc.check(property, fcParams(name, runs));
+  if (!details.failed) return null;
+  const error = (details.errorInstance as Error | undefined)?.message ?? String(details.errorInstance);
+  return `${name}: seed ${details.seed}, path "${details.counterexamplePath}", ${details.numRuns} runs, shrunk ${details.numShrinks} times\n  ${error.slice(0, 3000)}`;
 }
