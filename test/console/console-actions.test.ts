@@ -174,6 +174,22 @@ test.serial('campaigns: a draft from a template, scheduled for later, sent in ba
   t.regex((await c.get(`/console/campaigns/${id}`)).text, /id="live-campaign" data-live=/);
 });
 
+test.serial('campaigns: the progress section keeps refreshing after the last batch while the mail is still being delivered', async (t) => {
+  const book = (await t0.request('POST', '/v1/contactBooks', { body: { name: 'Live book' } })).body.id;
+  const created = await c.post('/console/campaigns', { name: 'Live', from: 'News <news@acts.dev>', contactBookId: book, segmentId: '', templateId: '', subject: 'Live' });
+  const id = idIn(created.location, 'campaigns');
+  const liveAttr = async () => /<div id="live-campaign"(?: data-live="(\d+)")?>/.exec((await c.get(`/console/campaigns/${id}`)).text)?.[1];
+  const set = (v: { status: 'RUNNING' | 'SENT'; sent: number; delivered: number; bounced: number }) => t0.app.store.db.updateTable('campaigns').set(v).where('id', '=', id).execute();
+  t.is(await liveAttr(), undefined, 'a draft does not refresh');
+  await set({ status: 'RUNNING', sent: 4, delivered: 0, bounced: 0 });
+  t.is(await liveAttr(), '1500');
+  // Every batch queued: the counters still move until each email is delivered or bounced.
+  await set({ status: 'SENT', sent: 10, delivered: 6, bounced: 1 });
+  t.is(await liveAttr(), '5000');
+  await set({ status: 'SENT', sent: 10, delivered: 9, bounced: 1 });
+  t.is(await liveAttr(), undefined, 'settled: no more refreshing');
+});
+
 test.serial('suppressions: add, search, remove', async (t) => {
   await c.post('/console/suppressions', { email: 'Someone@Example.org' });
   await c.post('/console/suppressions', { email: 'other@example.org' });
