@@ -270,8 +270,14 @@ export function createBounceNoticeJob(deps: BounceNoticeDeps) {
       await Promise.allSettled([...inFlight.keys()]);
     },
 
-    /** Claims now (tests move their clock, then call this); resolves once the notices it started are done. */
-    runNow: wake,
+    /**
+     * Claims now (tests move their clock, then call this); resolves once no notice is being sent,
+     * those the sweep may have claimed a moment earlier included.
+     */
+    async runNow(): Promise<void> {
+      await wake();
+      while (inFlight.size) await Promise.allSettled([...inFlight.keys()]);
+    },
   };
 }
 
