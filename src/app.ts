@@ -116,7 +116,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
   const storeOk = () => store.ping();
   const listenerStates = () => listenerStatesOf(listeners, failedListeners);
   // Membership of the cluster on PostgreSQL (composition/cluster-wiring.ts).
-  const { recount, cluster, clusterView } = wireCluster({ clusterRepo, nodeId, permits, campaigns, contactImports, clock, logger, listeners, jobs, stopping: () => stopping, onOrphanedRuns: () => scheduler.takeUp() });
+  const { recount, cluster, clusterView } = wireCluster({ clusterRepo, nodeId, permits, campaigns, contactImports, bounceNotices: core.bounceNotices, clock, logger, listeners, jobs, stopping: () => stopping, onOrphanedRuns: () => scheduler.takeUp() });
   // The cron jobs and the campaign runner (composition/scheduler-wiring.ts).
   const scheduler = wireScheduler({ domains, emails, queue, campaigns, runTlsReports, cronRuns, contentRetention: core.contentRetention, config, logger, jobs });
   const adminHealth = createAdminHealth({

@@ -9,11 +9,11 @@ import type { Listeners } from './listener-states.js';
 
 // The node's membership of the cluster (PostgreSQL only; architecture.md, Growing past one
 // server): its heartbeat and sweep, and what it takes up when another node dies (the campaign
-// counts that node never made, the contact imports it was running). On SQLite there is no
-// cluster service and the node is the only member.
+// counts that node never made, the contact imports it was running, the bounce notices it was
+// sending). On SQLite there is no cluster service and the node is the only member.
 
 export function wireCluster(
-  o: Pick<CoreServices, 'clusterRepo' | 'nodeId' | 'permits' | 'campaigns' | 'contactImports'> & {
+  o: Pick<CoreServices, 'clusterRepo' | 'nodeId' | 'permits' | 'campaigns' | 'contactImports' | 'bounceNotices'> & {
     clock: Clock;
     logger: Logger;
     /** Read at each heartbeat: the addresses the node listens on. */
@@ -25,7 +25,7 @@ export function wireCluster(
     onOrphanedRuns: () => Promise<unknown>;
   },
 ) {
-  const { clusterRepo, nodeId, permits, campaigns, contactImports, clock, logger, listeners, jobs, stopping, onOrphanedRuns } = o;
+  const { clusterRepo, nodeId, permits, campaigns, contactImports, bounceNotices, clock, logger, listeners, jobs, stopping, onOrphanedRuns } = o;
   const recount = deadNodeRecount({ campaigns, jobs, logger, stopping });
   const cluster: ClusterService | undefined =
     clusterRepo &&
@@ -43,6 +43,7 @@ export function wireCluster(
         if (resumed) logger.info({ event: 'cluster.imports_taken_over', resumed }, `took up ${resumed} contact import(s) a dead node was running`);
       },
       onOrphanedRuns,
+      onBounceNoticesFreed: async () => bounceNotices?.claimNow(),
     });
   /** The node and the members it sees: itself alone on SQLite. */
   const clusterView = async () =>

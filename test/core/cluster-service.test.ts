@@ -13,7 +13,7 @@ function world() {
   const calls: string[] = [];
   let held: (() => void) | undefined;
   let onHeld = () => undefined as void;
-  const none = { deliveries: 0, webhookCalls: 0, campaignBatches: 0, idempotencyKeys: 0, connections: 0, contactImports: 0 };
+  const none = { deliveries: 0, webhookCalls: 0, campaignBatches: 0, idempotencyKeys: 0, connections: 0, contactImports: 0, bounceNotices: 0 };
   const repo = {
     async join() {
       calls.push('join');
@@ -92,7 +92,7 @@ test('a sweep asked for during a beat runs after it, and a stop asked for meanwh
 
 test('a sweep that failed is tried again at the next beat, not half a minute later', async (t) => {
   // node-b is seen, then gone: the sweep that follows fails once (the store away for a moment).
-  const none = { deliveries: 0, webhookCalls: 0, campaignBatches: 0, idempotencyKeys: 0, connections: 0, contactImports: 0 };
+  const none = { deliveries: 0, webhookCalls: 0, campaignBatches: 0, idempotencyKeys: 0, connections: 0, contactImports: 0, bounceNotices: 0 };
   let beats = 0;
   let sweeps = 0;
   let onBeat = () => undefined as void;
@@ -125,4 +125,39 @@ test('a sweep that failed is tried again at the next beat, not half a minute lat
   // The beat after the failed one has ended once the one after it begins (beats never overlap).
   await new Promise<void>((resolve) => (onBeat = () => (beats === 4 ? resolve() : undefined)));
   t.is(sweeps, 3, 'beat 1 swept, beat 2 failed to, beat 3 swept again');
+});
+
+test('a sweep that freed bounce notice claims has this node claim them before the beat ends; one that freed none does not', async (t) => {
+  const none = { deliveries: 0, webhookCalls: 0, campaignBatches: 0, idempotencyKeys: 0, connections: 0, contactImports: 0, bounceNotices: 0 };
+  const freed = [{ ...none, bounceNotices: 2 }, none];
+  let sweeps = 0;
+  const repo = {
+    join: async () => undefined,
+    heartbeat: async () => undefined,
+    setConnections: async () => undefined,
+    members: async () => [{ id: 'node-a' }],
+    releaseOwn: async () => none,
+    releaseDeadOwners: async () => ({ live: ['node-a'], freed: freed[sweeps++] ?? none }),
+    silentSince: async () => [],
+    forgetSilent: async () => 0,
+    pruneRuns: async () => 0,
+    leave: async () => undefined,
+  } as unknown as ClusterRepository;
+  const claimedAfter: number[] = [];
+  const service = createClusterService({
+    repo,
+    clock: new ManualClock(Date.now()),
+    logger: pino({ level: 'silent' }),
+    node: { id: 'node-a', hostname: 'h', pid: 1 },
+    listeners: () => ({}),
+    onBounceNoticesFreed: async () => {
+      claimedAfter.push(sweeps);
+    },
+  });
+  t.teardown(() => service.stop());
+  await service.start(); // its first beat sweeps, and frees two
+  t.deepEqual(claimedAfter, [1]);
+  await service.sweepNow();
+  t.is(sweeps, 2);
+  t.deepEqual(claimedAfter, [1], 'nothing freed: nothing to claim');
 });

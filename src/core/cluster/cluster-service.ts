@@ -7,8 +7,9 @@ import type { ClusterNodeRow, ClusterRepository, NodeBeat, SweepCounts } from '.
  * writes a heartbeat to the shared store; a node silent for STALE_MS is dead, and the live ones
  * free what it held: its delivery and webhook call leases are claimable again at once (no wait
  * for the lease to run out), its campaign batch goes to another node, its in-flight idempotency
- * keys are released (its requests died with it), its connection counts stop counting, and its
- * unfinished contact imports are taken up by a live node.
+ * keys are released (its requests died with it), its connection counts stop counting, its
+ * unfinished contact imports are taken up by a live node, and its bounce notice claims are
+ * claimable again (the sweeping node claims them at once).
  *
  * A node stalled for longer than STALE_MS (a frozen VM) is taken for dead: what it was sending
  * may then be sent again by another node, as after a crash. The times are far above a
@@ -59,6 +60,12 @@ export interface ClusterServiceDeps {
    */
   onNodeDied?: () => Promise<unknown>;
   /**
+   * After a sweep that freed bounce notice claims: this node claims them now (resolving once
+   * claimed, not sent), not at the notice job's next look, up to 5 s later. Deliveries and
+   * webhook calls need no such call: their loops look every second when idle.
+   */
+  onBounceNoticesFreed?: () => Promise<unknown>;
+  /**
    * Runs the heartbeat's write with the SMTP sessions this node holds per destination, at a moment
    * no session is being counted in or out (connection-permits.ts).
    */
@@ -98,7 +105,7 @@ export function createClusterService(deps: ClusterServiceDeps) {
   let joined = false;
 
   function total(c: SweepCounts): number {
-    return c.deliveries + c.webhookCalls + c.campaignBatches + c.idempotencyKeys + c.connections + c.contactImports;
+    return c.deliveries + c.webhookCalls + c.campaignBatches + c.idempotencyKeys + c.connections + c.contactImports + c.bounceNotices;
   }
 
   function beatOf(): NodeBeat {
@@ -130,6 +137,7 @@ export function createClusterService(deps: ClusterServiceDeps) {
       lastLive = key;
       lastSweepMs = now;
       if (gone.length || total(freed)) deps.logger.info({ event: 'cluster.sweep', live, gone, freed }, `cluster: ${live.length} node(s) live${gone.length ? `, ${gone.join(', ')} gone` : ''}; freed what dead nodes held`);
+      if (freed.bounceNotices) await deps.onBounceNoticesFreed?.();
       // Work that no node runs until one takes it up (the other kinds are claimed by the loops
       // that run anyway). Not only when this sweep freed some: a node that freed them may have
       // stopped or died before it took them up, and they are nobody's to free again.

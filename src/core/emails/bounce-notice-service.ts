@@ -218,9 +218,9 @@ export function createBounceNoticeJob(deps: BounceNoticeDeps) {
     });
   }
 
-  /** Claims now (after the claim under way); resolves once the notices it started are done. */
-  function wake(): Promise<void> {
-    if (stopped || !started) return Promise.resolve();
+  /** Claims now (after the claim under way); resolves with the sends it started (none if it failed). */
+  function claim(): Promise<Promise<void>[]> {
+    if (stopped || !started) return Promise.resolve([]);
     if (!queued) {
       const next: Promise<Promise<void>[]> = tail.then(() => {
         queued = undefined;
@@ -229,10 +229,17 @@ export function createBounceNoticeJob(deps: BounceNoticeDeps) {
       queued = next;
       tail = next.catch((err: unknown) => log.error({ err }, 'claiming bounce notices failed'));
     }
-    return queued.then((sends) => Promise.all(sends)).then(
-      () => undefined,
-      () => undefined,
-    );
+    return queued.catch(() => []);
+  }
+
+  /** Claims now; resolves once the notices it started are done. */
+  function wake(): Promise<void> {
+    return claim()
+      .then((sends) => Promise.all(sends))
+      .then(
+        () => undefined,
+        () => undefined,
+      );
   }
 
   // Kept for the life of the process: outcomes recorded while stopping still write their rows.
@@ -268,6 +275,14 @@ export function createBounceNoticeJob(deps: BounceNoticeDeps) {
       clearInterval(sweep);
       await tail;
       await Promise.allSettled([...inFlight.keys()]);
+    },
+
+    /**
+     * Claims now (a cluster sweep freed a dead node's claims); resolves once claimed, not once
+     * sent: the sweep that calls it runs on the heartbeat, which a slow MX must not hold up.
+     */
+    async claimNow(): Promise<void> {
+      await claim();
     },
 
     /**

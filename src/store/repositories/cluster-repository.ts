@@ -28,6 +28,8 @@ export interface SweepCounts {
   idempotencyKeys: number;
   connections: number;
   contactImports: number;
+  /** Bounce notice recipients (submission.bounceNotices) whose claim is freed. */
+  bounceNotices: number;
 }
 
 /** `column` names no live node: not one of them, nor one of them followed by ":role". */
@@ -87,6 +89,13 @@ async function releaseOwnersBut(db: Db, live: readonly string[]): Promise<SweepC
     .where('owner', 'is not', null)
     .where((eb) => ownedByNone(eb, 'owner', live))
     .executeTakeFirst();
+  // Due as they were: a notice deferred by the sender's MX keeps its backoff.
+  const bounceNotices = await db
+    .updateTable('bounce_notice_recipients')
+    .set({ lease_owner: null, lease_until: null })
+    .where('lease_owner', 'is not', null)
+    .where((eb) => ownedByNone(eb, 'lease_owner', live))
+    .executeTakeFirst();
   return {
     deliveries: Number(deliveries.numUpdatedRows),
     webhookCalls: Number(webhookCalls.numUpdatedRows),
@@ -94,6 +103,7 @@ async function releaseOwnersBut(db: Db, live: readonly string[]): Promise<SweepC
     idempotencyKeys: Number(idempotencyKeys.numDeletedRows),
     connections: Number(connections.numDeletedRows),
     contactImports: Number(contactImports.numUpdatedRows),
+    bounceNotices: Number(bounceNotices.numUpdatedRows),
   };
 }
 
@@ -156,9 +166,10 @@ export function createClusterRepository(db: Db) {
      * Frees everything held by nodes not heard from since `sinceMs` (`self`, the sweeping node,
      * is live): delivery and webhook call leases (claimable again at once), campaign batch
      * leases, in-flight idempotency keys (the request died with its node, as on a restart),
-     * connection counts, and running contact imports (a live node takes them up). The live
-     * nodes are read under a lock that heartbeats take shared: with a list read before, a node
-     * that joined meanwhile and took work would have it freed, and sent a second time.
+     * connection counts, running contact imports (a live node takes them up) and bounce notice
+     * claims (claimable again at once). The live nodes are read under a lock that heartbeats
+     * take shared: with a list read before, a node that joined meanwhile and took work would
+     * have it freed, and sent a second time.
      */
     async releaseDeadOwners(sinceMs: number, self: string): Promise<{ live: string[]; freed: SweepCounts }> {
       return db.transaction().execute(async (trx) => {
@@ -181,6 +192,7 @@ export function createClusterRepository(db: Db) {
       const idempotencyKeys = await db.deleteFrom('idempotency_keys').where('state', '=', 'in_flight').where('owner', 'is not', null).where((eb) => mine(eb, 'owner')).executeTakeFirst();
       const connections = await db.deleteFrom('connection_leases').where('node', '=', id).executeTakeFirst();
       // Its unfinished imports stay its own: this node takes them up again at start (resume).
+      // Its bounce notice claims are freed by the bounce notice job's own start (releaseLeftBehind).
       return {
         deliveries: Number(deliveries.numUpdatedRows),
         webhookCalls: Number(webhookCalls.numUpdatedRows),
@@ -188,6 +200,7 @@ export function createClusterRepository(db: Db) {
         idempotencyKeys: Number(idempotencyKeys.numDeletedRows),
         connections: Number(connections.numDeletedRows),
         contactImports: 0,
+        bounceNotices: 0,
       };
     },
 
