@@ -54,7 +54,7 @@ export function registerStore(program: Command): void {
     .requiredOption('--to <file>', 'the file to create (never overwritten), for example /var/backups/posthorn-2026-11-27.db')
     .action(async (opts: { to: string }, cmd: Command) => {
       const { backupStoreTo } = await loadApp();
-      const report = backupStoreTo(configFrom(cmd), opts.to);
+      const report = await backupStoreTo(configFrom(cmd), opts.to);
       const mb = (report.bytes / 1024 / 1024).toFixed(1);
       process.stdout.write(
         `backed up to ${report.target}: ${mb} MB, ${report.tables} tables, checked, in ${(report.ms / 1000).toFixed(1)} s` +

@@ -2,8 +2,8 @@ import { join, resolve } from 'node:path';
 import type { Config } from '../config/defaults.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { isPostgresUrl, openAppStore, type AppStore, type StoreSettings } from '../store/open-store.js';
-import { copySqliteToPostgres, type CopyProgress, type CopyReport } from '../store/store-copy.js';
-import { backupSqlite, BackupRefused, type BackupReport } from '../store/store-backup.js';
+import type { CopyProgress, CopyReport } from '../store/store-copy.js';
+import type { BackupReport } from '../store/store-backup.js';
 import { databaseUrlTarget, PgStoreUnsupportedError } from '../store/pg/pg-url.js';
 import { migrateToLatest } from '../store/migrate.js';
 import { checkDataDir } from './data-dir-check.js';
@@ -62,12 +62,15 @@ export async function copyStoreTo(config: Config, targetUrl: string, onProgress?
     throw new Error(`the configured store is already PostgreSQL (store.url, ${databaseUrlTarget(config.store.url)}): store copy reads a SQLite installation; run it with store.url and POSTHORN_DATABASE_URL unset`);
   }
   if (!isPostgresUrl(targetUrl)) throw new Error('--to: must be a postgres:// or postgresql:// URL, such as postgres://user:password@host:5432/posthorn');
+  // Loaded by these two commands alone: they use both stores' drivers.
+  const { copySqliteToPostgres } = await import('../store/store-copy.js');
   return copySqliteToPostgres({ sqliteFile: storeFile(config), targetUrl, onProgress });
 }
 
 
 /** `posthorn store backup --to <file>`: an online copy of this configuration's SQLite store (store/store-backup.ts). */
-export function backupStoreTo(config: Config, target: string): BackupReport {
+export async function backupStoreTo(config: Config, target: string): Promise<BackupReport> {
+  const { backupSqlite, BackupRefused } = await import('../store/store-backup.js');
   if (config.store.url) {
     throw new BackupRefused(`the configured store is PostgreSQL (store.url, ${databaseUrlTarget(config.store.url)}): back it up with PostgreSQL's own tools (pg_dump, or base backups with WAL archiving); store backup copies a SQLite installation`);
   }

@@ -1,4 +1,4 @@
-import { openStore, type SqliteStore } from './db.js';
+import type { SqliteStore } from './db.js';
 import type { PgStore } from './pg/pg-store.js';
 
 /** The store an app runs on: SQLite (one server, the default) or PostgreSQL (one or more nodes). */
@@ -35,5 +35,7 @@ export async function openAppStore(s: StoreSettings, hooks: OpenHooks = {}): Pro
     const { openPgStore } = await import('./pg/pg-store.js');
     return openPgStore({ url: s.url, poolMax: s.poolMax, connectTimeoutMs: s.connectTimeoutMs, durability: s.durability, onPoolError: hooks.onPoolError, applicationName: hooks.applicationName });
   }
+  // Each store's driver is loaded only when it is the one configured (better-sqlite3 here, pg above).
+  const { openStore } = await import('./db.js');
   return openStore(s.file, { durability: s.durability, backgroundCheckpoints: hooks.backgroundCheckpoints, onCheckpointError: hooks.onCheckpointError, serveLock: hooks.serveLock });
 }
