@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Config } from './config/defaults.js';
 import { systemClock, type Clock } from './lib/clock.js';
@@ -10,9 +11,6 @@ import { databaseUrlTarget } from './store/pg/pg-url.js';
 import { hasMigrated, migrateToLatest } from './store/migrate.js';
 import { createSettingsRepository } from './store/repositories/settings-repository.js';
 import type { RouteDef } from './api/route-types.js';
-import { OPERATOR_API, openApiRoute } from './api/openapi-document.js';
-import { publicApiRoutes } from './composition/api-routes.js';
-import { operatorRoutes } from './api/admin/operator-routes.js';
 import { createAdminHealth } from './core/operators/admin-health.js';
 import { JobMonitor } from './core/operators/job-monitor.js';
 import { openStoreOf } from './composition/store-opening.js';
@@ -22,6 +20,7 @@ import { closingOnFailure } from './composition/close-on-failure.js';
 import { wireCluster } from './composition/cluster-wiring.js';
 import { wireScheduler } from './composition/scheduler-wiring.js';
 import type { Started } from './composition/start-sequence.js';
+import type { ServerWiring } from './composition/server-wiring.js';
 import { stopApp } from './composition/stop-sequence.js';
 
 /** The publicUrl of the server that started last on this store (consoleUrl). */
@@ -49,6 +48,12 @@ export interface AppOptions {
   waitForStore?: boolean;
   /** `posthorn serve`: no other server may run on the same SQLite data directory. */
   serveLock?: boolean;
+  /**
+   * SQLite: checkpoint the write-ahead log from a worker thread (the default). Admin commands
+   * write a few rows and close the store, and its close checkpoints: starting and stopping the
+   * worker was ~40 ms of such a command.
+   */
+  backgroundCheckpoints?: boolean;
   /**
    * Admin commands that work on existing data: a store nothing was ever migrated on (a new,
    * empty PostgreSQL database) is refused with this error, and left as it was, instead of being
@@ -80,7 +85,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     config,
     logger,
     {
-      backgroundCheckpoints: true,
+      backgroundCheckpoints: opts.backgroundCheckpoints ?? true,
       serveLock: opts.serveLock,
       onCheckpointError: (message) => {
         jobs.failed('wal-checkpoint', message);
@@ -99,15 +104,20 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
   // Signs tracking, unsubscribe and confirmation links; kept in the store so links survive restarts.
   const secret = config.secret || (await settings.getOrInsert('link_secret', randomBytes(32).toString('hex')));
 
-  // The repositories, the core services and the outbound side they feed (composition/core-services-wiring.ts).
-  const core = wireCoreServices({ config, clock, logger, resolver, store, settings, secret, dataDir, onFailure, dkimKeyPair: opts.dkimKeyPair, passwordHashCost: opts.passwordHashCost });
-  const {
-    services, templates, audit, teams, domains, apiKeys, nodeId, clusterRepo, queueRepo, metrics, engine, intake, emails, shaping, queue, contacts,
-    contactBooks, segments, campaigns, suppressions, webhooks, webhookDispatcher, analytics, inbound, contactImports, sandbox, tlsCounter, tlsReports,
-    receivedTlsReports, serverDkimKey, permits, runTlsReports, cronRuns,
-  } = core;
+  // The repositories and the core services (composition/core-services-wiring.ts).
+  const core = wireCoreServices({ config, clock, logger, resolver, store, settings, secret, dkimKeyPair: opts.dkimKeyPair, passwordHashCost: opts.passwordHashCost });
+  const { services, nodeId, clusterRepo, queueRepo, intake, emails, queue, campaigns, domains, webhookDispatcher, inbound, contactImports, tlsCounter, tlsReports } = core;
+  const { receivedTlsReports, serverDkimKey, permits, cronRuns, apiKeys, teams } = core;
+  // Read here, not when start() wires the outbound side: a missing file fails every command, as it always did.
+  const extraCa = config.outbound.caFile ? readFileSync(config.outbound.caFile) : undefined;
 
-  const routes = publicApiRoutes({ apiKeys, domains, emails, templates, campaigns, contactBooks, contacts, segments, suppressions, received: inbound.received, webhooks, analytics, sandbox, receivedTlsReports });
+  /** What start() wires and only a started app has: the outbound side, the metrics, the route tables (composition/server-wiring.ts). */
+  let server: ServerWiring | undefined;
+  const serverSide = (what: string): ServerWiring => {
+    if (!server) throw new Error(`app.${what} exists once start() has run`);
+    return server;
+  };
+  const runTlsReports = (generate: boolean, signal?: AbortSignal) => serverSide('tlsReports').outbound.runTlsReports(generate, signal);
   const listeners: Listeners = {};
   /** Listeners that were configured but failed to start. */
   const failedListeners = new Set<string>();
@@ -131,8 +141,6 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     storeKind: store.kind,
     cluster: async () => (await clusterView()).members,
   });
-  const adminRoutes: RouteDef[] = operatorRoutes({ queue, teams, domains, shaping, audit, health: adminHealth, outboundPort25: () => core.port25.state() });
-  adminRoutes.push(openApiRoute(() => adminRoutes, OPERATOR_API));
 
   return {
     config,
@@ -143,16 +151,26 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     secret,
     services,
     listeners,
-    engine,
+    /** The delivery engine (from start() on). */
+    get engine() {
+      return serverSide('engine').engine;
+    },
     intake,
-    /** The API route table (the OpenAPI document and route sweeps read it). */
-    routes,
-    /** The operator API's route table (/admin/v1). */
-    adminRoutes,
+    /** The API route table (the OpenAPI document and route sweeps read it; from start() on). */
+    get routes(): RouteDef[] {
+      return serverSide('routes').routes;
+    },
+    /** The operator API's route table (/admin/v1; from start() on). */
+    get adminRoutes(): RouteDef[] {
+      return serverSide('adminRoutes').adminRoutes;
+    },
     /** This node's id (cluster.nodeName or <hostname>:<pid>) and, on PostgreSQL, its cluster membership. */
     nodeId,
     cluster,
-    metrics,
+    /** The Prometheus metrics (from start() on). */
+    get metrics() {
+      return serverSide('metrics').metrics;
+    },
     /** Runs due campaign batches now (tests move their clock, then call this). */
     runCampaigns: scheduler.runCampaigns,
     /** Resolves once the campaign recount a dead node's sweep started, if any, has ended (tests). */
@@ -163,10 +181,10 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     webhookDispatcher,
     /** Submission bounce notices (submission.bounceNotices; undefined when off or in sandbox mode): runNow() claims what is due (tests move their clock first). */
     bounceNotices: core.bounceNotices && { runNow: core.bounceNotices.runNow },
-    /** TLS reporting (RFC 8460): run the daily reports now (tests move their clock first), the counter, the history. */
+    /** TLS reporting (RFC 8460): run the daily reports now (tests move their clock first; from start() on), the counter, the history. */
     tlsReports: {
-      runNow: () => runTlsReports(true),
-      sendDue: () => runTlsReports(false),
+      runNow: async () => runTlsReports(true),
+      sendDue: async () => runTlsReports(false),
       flushCounts: () => tlsCounter.flush(),
       history: () => tlsReports.history(),
       received: receivedTlsReports,
@@ -193,10 +211,13 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
 
     /** Listens and starts the background work (composition/start-sequence.ts). */
     async start(): Promise<Listeners> {
-      // Loaded here: the listeners' modules (HTTP, console, SMTP servers) are about a quarter of
-      // loading the app, and admin commands build it without starting it.
-      const { startApp } = await import('./composition/start-sequence.js');
-      const up = await startApp({ core, config, clock, logger, resolver, routes, adminRoutes, storeOk, stopping: () => stopping, cluster, clusterView, listeners, failedListeners, scheduler, started });
+      // Loaded here: what only a running server uses (the listeners, the console and the API, the
+      // SMTP client and DKIM signing, the metrics) was over half of loading the app, and admin
+      // commands build it without starting it (docs/benchmarks.md, "CLI start").
+      const [{ startApp }, { wireServer }] = await Promise.all([import('./composition/start-sequence.js'), import('./composition/server-wiring.js')]);
+      server = wireServer({ core, config, clock, logger, resolver, store, secret, dataDir, extraCa, adminHealth });
+      core.attachServer(server);
+      const up = await startApp({ core, server, config, clock, logger, resolver, storeOk, stopping: () => stopping, cluster, clusterView, listeners, failedListeners, scheduler, started });
       // Best effort: only admin commands' hints read it.
       await settings.put(SERVER_PUBLIC_URL, config.publicUrl).catch((err: Error) => logger.warn({ err: err.message }, 'could not record the public URL for admin commands'));
       return up;
@@ -206,7 +227,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     async stop(): Promise<void> {
       if (stopping) return;
       stopping = true;
-      await stopApp({ core, logger, store, scheduler, started, recount, cluster });
+      await stopApp({ core, server, logger, store, scheduler, started, recount, cluster });
     },
   };
 }

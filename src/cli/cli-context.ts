@@ -61,6 +61,8 @@ export async function withApp<T>(cmd: Command, fn: (app: App) => Promise<T>, use
   const app = await createApp({
     config,
     logger: createLogger('warn', { destination: 'stderr' }),
+    // A few rows written and the store closed, whose close checkpoints: no checkpoint worker.
+    backgroundCheckpoints: false,
     // PostgreSQL's counterpart of the missing file: a database nothing was migrated on.
     refuseNewStore: use.makesStore ? undefined : () => noStore(cmd, config),
   });

@@ -14,7 +14,7 @@ import { createIdempotencyRepository } from '../store/repositories/idempotency-r
 import { createSuppressionsRepository } from '../store/repositories/suppressions-repository.js';
 import { createTemplatesRepository } from '../store/repositories/templates-repository.js';
 import { EventBus } from '../core/events.js';
-import { createBounceNoticeJob } from '../core/emails/bounce-notice-service.js';
+import { createBounceNoticeJob, type BounceNotice, type BounceNoticeOutcome } from '../core/emails/bounce-notice-service.js';
 import { createBounceNoticesRepository } from '../store/repositories/bounce-notices-repository.js';
 import { createApiKeyService } from '../core/api-keys/api-key-service.js';
 import { createTeamService } from '../core/teams/team-service.js';
@@ -29,7 +29,8 @@ import { createDomainService, type DkimKeyPair } from '../core/domains/domain-se
 import { createEmailService } from '../core/emails/email-service.js';
 import { createTemplateService } from '../core/templates/template-service.js';
 import { createDeliveryService } from '../core/deliveries/delivery-service.js';
-import { DeliveryEngine } from '../smtp/outbound/delivery-engine.js';
+import type { DeliveryEngine } from '../smtp/outbound/delivery-engine.js';
+import type { SmtpClientPool } from '../smtp/outbound/smtp-client-pool.js';
 import { createContactBooksRepository } from '../store/repositories/contact-books-repository.js';
 import { createContactsRepository } from '../store/repositories/contacts-repository.js';
 import { createSegmentsRepository } from '../store/repositories/segments-repository.js';
@@ -45,7 +46,6 @@ import { createInboundReportsRepository } from '../store/repositories/inbound-re
 import { createInboundRouter } from '../core/received/inbound-router.js';
 import { createReportService } from '../core/received/report-service.js';
 import { createReceivedEmailService } from '../core/received/received-email-service.js';
-import { createListenerTlsSource } from '../smtp/listener-tls.js';
 import { createWebhooksRepository } from '../store/repositories/webhooks-repository.js';
 import { createAnalyticsRepository } from '../store/repositories/analytics-repository.js';
 import { createTrackingRepository } from '../store/repositories/tracking-repository.js';
@@ -60,7 +60,7 @@ import { createQueueRepository } from '../store/repositories/queue-repository.js
 import { createOperatorKeyService } from '../core/operators/operator-key-service.js';
 import { createAuditService } from '../core/operators/audit-service.js';
 import { createQueueService } from '../core/queue/queue-service.js';
-import { createMetrics } from '../core/metrics/metrics.js';
+import type { Metrics } from '../core/metrics/metrics.js';
 import { createTrafficShaper } from '../core/shaping/traffic-shaper.js';
 import { createShapingOperator } from '../core/shaping/shaping-view.js';
 import { createShapingRepository } from '../store/repositories/shaping-repository.js';
@@ -76,12 +76,26 @@ import { createLoginThrottle } from '../core/users/login-throttle.js';
 import { createContactImportService } from '../core/contacts/contact-import-service.js';
 import { createOverviewService } from '../core/overview/overview-service.js';
 import { createPort25Watch } from '../core/operators/port25-watch.js';
-import { wireOutbound, wireTransportSecurity } from './outbound-wiring.js';
+import { wireTransportSecurity } from './transport-security-wiring.js';
+import { createConnectionPermits } from '../core/cluster/connection-permits.js';
 import { BodyIntake } from '../lib/body-intake.js';
 
-// The services half of the composition root (src/app.ts): the repositories, the core services and
-// the outbound side they feed, built once per process; nothing here listens or runs yet
-// (composition/start-sequence.ts starts them).
+// The services half of the composition root (src/app.ts): the repositories and the core
+// services, built once per process; nothing here listens or runs yet (composition/start-sequence.ts
+// starts them). The outbound side they feed is wired by start() (composition/server-wiring.ts).
+
+/**
+ * What the services call on the server side, once start() has wired it (server-wiring.ts): the
+ * delivery engine, the SMTP client pool, the metrics, the mail Posthorn sends as itself. An app
+ * that is not started (an admin command) has none: a wake-up or a count there has no one to reach.
+ */
+export interface ServerHooks {
+  engine: Pick<DeliveryEngine, 'wake' | 'start'>;
+  pool: Pick<SmtpClientPool, 'openByHost'> | undefined;
+  metrics: Pick<Metrics, 'accepted' | 'outcome' | 'webhookCall'>;
+  /** Sends a submission's bounce notice; none in sandbox mode. */
+  bounceNoticeMailer: ((notice: BounceNotice) => Promise<BounceNoticeOutcome>) | undefined;
+}
 
 export function wireCoreServices(o: {
   config: Config;
@@ -92,15 +106,17 @@ export function wireCoreServices(o: {
   settings: SettingsRepository;
   /** Signs tracking, unsubscribe and confirmation links. */
   secret: string;
-  dataDir: string;
-  /** Registers what is closed if a later step of createApp fails. */
-  onFailure: (close: () => Promise<unknown>) => void;
   /** New domains' DKIM keys (AppOptions.dkimKeyPair). */
   dkimKeyPair?: () => Promise<DkimKeyPair>;
   /** New console passwords' scrypt cost (AppOptions.passwordHashCost). */
   passwordHashCost?: number;
 }) {
-  const { config, clock, logger, resolver, store, settings, secret, dataDir, onFailure } = o;
+  const { config, clock, logger, resolver, store, settings, secret } = o;
+  let server: ServerHooks | undefined;
+  const serverHooks = (what: string): ServerHooks => {
+    if (!server) throw new Error(`${what} needs the server side, which start() wires`);
+    return server;
+  };
 
   const events = new EventBus(logger);
   const teamsRepo = createTeamsRepository(store.db);
@@ -159,19 +175,7 @@ export function wireCoreServices(o: {
   // Whether this node's outbound port looks blocked: fed by the SMTP client pool with each direct
   // connection's outcome (none with a relay or in sandbox mode: it stays ok).
   const port25 = createPort25Watch({ clock, logger, port: config.outbound.port });
-  // Sources read at scrape time; the pool is built further down.
-  const metrics = createMetrics({
-    port25Blocked: () => port25.blocked(),
-    queue: () => queueRepo.countsForMetrics(clock.nowMs()),
-    connections: () => pool?.openByHost() ?? new Map(),
-    storeFiles: () => store.fileSizes(),
-    shaping: () => shaping.state(),
-    ...(bounceNoticesRepo && !config.sandbox ? { bounceNotices: () => bounceNoticesRepo.countsForMetrics() } : {}),
-    messageMemory: () => ({ bytes: engine?.budget.inUse ?? 0, waiting: engine?.budget.queued ?? 0 }),
-    intakeMemory: () => ({ bytes: intake.budget.inUse, waiting: intake.budget.queued, receiving: intake.spool.memoryBytes, spooled: intake.spool.filesOpen }),
-  });
   const suppressionsRepo = createSuppressionsRepository(store.db);
-  let engine: DeliveryEngine | undefined;
   /** The memory of bodies being received and processed, API and SMTP alike (intakeMemoryMb). */
   const intake = BodyIntake.open(config.dataDir, config.intakeMemoryMb * 1024 * 1024);
   const emails = createEmailService({
@@ -182,8 +186,8 @@ export function wireCoreServices(o: {
     events,
     clock,
     renderTemplate: (teamId, templateId, variables) => templates.renderForSend(teamId, templateId, variables),
-    onQueued: () => engine?.wake(),
-    onAccepted: (count) => metrics.accepted(count),
+    onQueued: () => server?.engine.wake(),
+    onAccepted: (count) => server?.metrics.accepted(count),
     logger,
   });
   const deliveries = createDeliveryService({
@@ -199,7 +203,7 @@ export function wireCoreServices(o: {
     // runs out only when its holder died or could not record the result.
     leaseMs: config.outbound.leaseMs,
     owner: nodeId,
-    observe: (samples) => samples.forEach((s) => metrics.outcome(s)),
+    observe: (samples) => samples.forEach((s) => server?.metrics.outcome(s)),
     sandbox: config.sandbox,
   });
 
@@ -212,7 +216,7 @@ export function wireCoreServices(o: {
     builtinShaping: config.outbound.builtinShaping,
     audit,
     clock,
-    wake: () => engine?.wake(),
+    wake: () => server?.engine.wake(),
     // Another node's engine may hold the lifted hold for a few seconds more: only a lone node's own engine forgets it at once.
     engineHere: () => engineRunning && store.kind !== 'postgres',
   });
@@ -227,8 +231,8 @@ export function wireCoreServices(o: {
     clock,
     owner: `${nodeId}:operator`,
     leaseMs: config.outbound.leaseMs,
-    openConnections: () => pool?.openByHost() ?? new Map(),
-    wake: () => engine?.wake(),
+    openConnections: () => server?.pool?.openByHost() ?? new Map(),
+    wake: () => server?.engine.wake(),
   });
 
   // Audience: contact books, contacts (with double opt-in through the send path), segments, suppressions.
@@ -281,7 +285,7 @@ export function wireCoreServices(o: {
     allowPrivate: config.webhooks.allowPrivate,
     domainBelongsToTeam: domains.belongsToTeam,
   });
-  const webhookDispatcher = new WebhookDispatcher({ outbox: webhookOutbox, clock, logger, timeoutMs: config.webhooks.timeoutMs, onAttempt: (outcome) => metrics.webhookCall(outcome) });
+  const webhookDispatcher = new WebhookDispatcher({ outbox: webhookOutbox, clock, logger, timeoutMs: config.webhooks.timeoutMs, onAttempt: (outcome) => server?.metrics.webhookCall(outcome) });
   const analytics = createAnalyticsService({ analytics: createAnalyticsRepository(store.db), clock, logger, domainBelongsToTeam: domains.belongsToTeam });
   const tracking = createTrackingService({ emails: emailsRepo, tracking: createTrackingRepository(store.db), events, clock, logger, secret, publicUrl: config.publicUrl });
   // Every event's outbox rows commit with the write that emits it (transactional outbox, see
@@ -310,7 +314,6 @@ export function wireCoreServices(o: {
     received: createReceivedEmailService({ received: receivedRepo, events, clock }),
     reportsRepo: inboundReportsRepo,
   };
-  const listenerTls = createListenerTlsSource({ dataDir, hostname: config.hostname, logger });
 
   // The web console's people and its background imports (docs/console.md).
   const consoleUsersRepo = createConsoleUsersRepository(store.db);
@@ -337,23 +340,20 @@ export function wireCoreServices(o: {
 
   const services = { campaigns, templates, teams, apiKeys, events, domains, emails, deliveries, contactBooks, contacts, segments, suppressions, webhooks, webhookOutbox, analytics, tracking, sandbox, tlsReports, operatorKeys, audit, queue, contactImports, users, sessions, overview, shaping };
 
-  // The outbound side: the SMTP client pool (none in sandbox mode), transport security, the
-  // delivery engine and the TLS reports it sends (composition/outbound-wiring.ts).
-  const outbound = wireOutbound({ config, logger, resolver, clock, deliveries, tracking, sandbox, shaper, metrics, tlsCounter, tlsReports, stsPolicies, serverDkimKey, secret, port25, cluster: clusterRepo && { repo: clusterRepo, node: nodeId } });
-  const { pool, signer, permits, runTlsReports } = outbound;
-  onFailure(() => signer.close());
-  engine = outbound.engine;
+  // On PostgreSQL the outbound connection limits are the cluster's, counted in the store by this node.
+  const permits = clusterRepo && createConnectionPermits({ repo: clusterRepo, node: nodeId, logger });
   // Bounce notices to the senders of submitted mail (submission.bounceNotices): queued with the
-  // outcome, sent from the store. Not subscribed at all when off (nothing written) or in sandbox mode.
+  // outcome (an admin command's operator bounce too), sent from the store once started. Not
+  // subscribed at all when off (nothing written) or in sandbox mode (nothing is sent by SMTP).
   const bounceNotices =
-    bounceNoticesRepo && outbound.bounceNoticeMailer
+    bounceNoticesRepo && !config.sandbox
       ? createBounceNoticeJob({
           events,
           repo: bounceNoticesRepo,
           emails: emailsRepo,
           domains: domainsRepo,
           clock,
-          send: outbound.bounceNoticeMailer,
+          send: (notice) => serverHooks('sending a bounce notice').bounceNoticeMailer!(notice),
           logger,
           owner: nodeId,
           cluster: store.kind === 'postgres',
@@ -363,13 +363,17 @@ export function wireCoreServices(o: {
 
   return {
     services,
-    events, templates, shaper, audit, teams, domains, apiKeys, nodeId, clusterRepo, cronRuns, rateLimiter, queueRepo, metrics, engine, intake,
+    events, templates, shaper, audit, teams, domains, apiKeys, nodeId, clusterRepo, cronRuns, rateLimiter, queueRepo, bounceNoticesRepo, intake,
     emails, deliveries, operatorKeys, shaping, queue, contacts, contactBooks, segments, campaigns, suppressions, webhookOutbox, webhooks,
-    webhookDispatcher, analytics, tracking, inbound, listenerTls, loginThrottle, users, sessions, contactImports, overview, sandbox, contentRetention,
-    tlsCounter, tlsReports, receivedTlsReports, serverDkimKey, outbound, pool, signer, permits, runTlsReports, bounceNotices, port25,
+    webhookDispatcher, analytics, tracking, inbound, loginThrottle, users, sessions, contactImports, overview, sandbox, contentRetention,
+    tlsCounter, tlsReports, receivedTlsReports, stsPolicies, serverDkimKey, permits, bounceNotices, port25,
+    /** start(): the server side is wired (server-wiring.ts); from here the services reach it. */
+    attachServer(side: ServerHooks): void {
+      server = side;
+    },
     /** Starts the delivery engine; from then a lone node's engine forgets a lifted hold at once (shaping). */
     startEngine(): void {
-      engine!.start();
+      serverHooks('starting the delivery engine').engine.start();
       engineRunning = true;
     },
   };

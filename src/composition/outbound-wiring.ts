@@ -1,26 +1,15 @@
-import { readFileSync } from 'node:fs';
 import type { Config } from '../config/defaults.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { DnsResolver } from '../lib/dns/dns-client.js';
-import { createConnectionPermits } from '../core/cluster/connection-permits.js';
 import type { createDeliveryService } from '../core/deliveries/delivery-service.js';
 import type { createTrackingService } from '../core/tracking/tracking-service.js';
 import type { createSandboxService } from '../core/sandbox/sandbox-service.js';
 import type { createTrafficShaper } from '../core/shaping/traffic-shaper.js';
 import type { createMetrics } from '../core/metrics/metrics.js';
 import type { Port25Watch } from '../core/operators/port25-watch.js';
-import type { createClusterRepository } from '../store/repositories/cluster-repository.js';
-import type { AppStore } from '../store/open-store.js';
-import type { SettingsRepository } from '../store/repositories/settings-repository.js';
-import { createMtaStsPoliciesRepository } from '../store/repositories/mta-sts-policies-repository.js';
-import { createTlsReportsRepository } from '../store/repositories/tls-reports-repository.js';
-import { createReceivedTlsReportsRepository } from '../store/repositories/received-tls-reports-repository.js';
-import { createStsPolicyCache } from '../core/tls-reports/sts-policy-cache.js';
-import { createTlsSessionCounter } from '../core/tls-reports/tls-session-counter.js';
-import { createTlsReportService } from '../core/tls-reports/tls-report-service.js';
-import { createReceivedTlsReportService } from '../core/tls-reports/received-tls-report-service.js';
-import { createServerDkimKeySource } from '../core/tls-reports/server-dkim-key.js';
+import type { createConnectionPermits } from '../core/cluster/connection-permits.js';
+import type { TransportSecurity } from './transport-security-wiring.js';
 import { returnPathToken } from '../core/received/return-path-token.js';
 import { DeliveryEngine } from '../smtp/outbound/delivery-engine.js';
 import { createMessageFactory } from '../smtp/outbound/message-factory.js';
@@ -36,43 +25,10 @@ import { createOwnMailSender } from '../smtp/outbound/own-mail-sender.js';
 import { createBounceNoticeMailer } from '../smtp/outbound/bounce-notice-mail.js';
 import { httpsCaList } from '../smtp/outbound/https-client.js';
 
-// The outbound half of the composition root (src/app.ts): the DKIM signer, the SMTP client pool
-// (none in sandbox mode, so nothing can open a connection to an MX), MX resolution, transport
-// security (MTA-STS, DANE), the delivery engine, and the mail Posthorn sends as itself (TLS
-// reports, bounce notices).
-
-/**
- * MTA-STS policies, TLS session counts and the reports made from them (RFC 8460), the reports
- * other servers send us, and the server's own DKIM key that signs the reports it mails.
- */
-export function wireTransportSecurity(o: { config: Config; logger: Logger; resolver: DnsResolver; clock: Clock; store: AppStore; settings: SettingsRepository }) {
-  const { config, logger, resolver, clock, store } = o;
-  const repo = createTlsReportsRepository(store.db);
-  const tlsCounter = createTlsSessionCounter({ repo, clock, logger });
-  const reportConfig = config.outbound.tlsReports;
-  const tlsReports = createTlsReportService({
-    repo,
-    counter: tlsCounter,
-    resolver,
-    clock,
-    logger,
-    organizationName: reportConfig.organizationName || config.hostname,
-    contactInfo: reportConfig.contactInfo || `postmaster@${config.hostname}`,
-    hostname: config.hostname,
-    // Report deliveries are leased like mail deliveries (kept while attempted).
-    leaseMs: config.outbound.leaseMs,
-  });
-  return {
-    tlsCounter,
-    tlsReports,
-    receivedTlsReports: createReceivedTlsReportService({ repo: createReceivedTlsReportsRepository(store.db), clock }),
-    stsPolicies: createStsPolicyCache(createMtaStsPoliciesRepository(store.db)),
-    // Mail Posthorn sends as itself (TLS reports) is signed with the server's own key, made on first use.
-    serverDkimKey: createServerDkimKeySource({ settings: o.settings, hostname: config.hostname, selector: config.domains.dkimSelector }),
-  };
-}
-
-type TransportSecurity = ReturnType<typeof wireTransportSecurity>;
+// The outbound half of the composition root (src/app.ts), wired by start() (server-wiring.ts):
+// the DKIM signer, the SMTP client pool (none in sandbox mode, so nothing can open a connection
+// to an MX), MX resolution, transport security (MTA-STS, DANE), the delivery engine, and the mail
+// Posthorn sends as itself (TLS reports, bounce notices).
 
 export interface OutboundDeps {
   config: Config;
@@ -89,7 +45,9 @@ export interface OutboundDeps {
   stsPolicies: TransportSecurity['stsPolicies'];
   serverDkimKey: TransportSecurity['serverDkimKey'];
   /** On PostgreSQL: connection limits are the cluster's, counted in the store by this node. */
-  cluster: { repo: ReturnType<typeof createClusterRepository>; node: string } | undefined;
+  permits: ReturnType<typeof createConnectionPermits> | undefined;
+  /** The certificates of outbound.caFile (read by createApp, so a missing file fails every command). */
+  extraCa: Buffer | undefined;
   /** Keys the return paths' transaction tags (core/received/return-path-token.ts). */
   secret: string;
   /** Told each direct connection's outcome (with a relay, the relay's failures are reported as they are). */
@@ -108,10 +66,9 @@ export function wireOutbound(deps: OutboundDeps) {
       }
     : undefined;
   const signer = createDkimSigner({ workers: config.outbound.signingWorkers });
-  const extraCa = config.outbound.caFile ? readFileSync(config.outbound.caFile) : undefined;
+  const { extraCa, permits } = deps;
   const httpsCa = httpsCaList(extraCa);
   // In sandbox mode there is no SMTP client at all: nothing can open a connection to an MX.
-  const permits = deps.cluster && createConnectionPermits({ repo: deps.cluster.repo, node: deps.cluster.node, logger });
   const pool = config.sandbox ? undefined : createSmtpClientPool({
     connectionPermits: permits,
     heloName: config.hostname,
@@ -198,7 +155,6 @@ export function wireOutbound(deps: OutboundDeps) {
   return {
     pool,
     signer,
-    permits,
     engine,
     /** Sends a submission's bounce notice (submission.bounceNotices); none in sandbox mode. */
     bounceNoticeMailer: ownMail && createBounceNoticeMailer({ ownMail, hostname: config.hostname, clock }),

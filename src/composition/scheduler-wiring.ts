@@ -9,7 +9,9 @@ import type { CoreServices } from './core-services-wiring.js';
 // campaign runner. Both start last in start() and are the first to stop in stop().
 
 export function wireScheduler(
-  o: Pick<CoreServices, 'domains' | 'emails' | 'queue' | 'campaigns' | 'runTlsReports' | 'cronRuns' | 'contentRetention'> & {
+  o: Pick<CoreServices, 'domains' | 'emails' | 'queue' | 'campaigns' | 'cronRuns' | 'contentRetention'> & {
+    /** Makes the due TLS reports (generate) and sends what is due; the outbound side, wired by start(), does it. */
+    runTlsReports: (generate: boolean, signal?: AbortSignal) => Promise<unknown>;
     config: Config;
     logger: Logger;
     jobs: JobMonitor;

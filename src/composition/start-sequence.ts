@@ -6,7 +6,6 @@ import { isStorageFailure } from '../store/store-errors.js';
 import { storageUnavailable } from '../core/errors.js';
 import type { ClusterService } from '../core/cluster/cluster-service.js';
 import { createHttpApp, listenHttp, type RunningHttpServer } from '../api/http-server.js';
-import type { RouteDef } from '../api/route-types.js';
 import { unsubscribeRoutes } from '../api/unsubscribe-routes.js';
 import { contactConfirmationPages } from '../api/routes/contacts-routes.js';
 import { trackingRoutes } from '../api/tracking-routes.js';
@@ -17,6 +16,7 @@ import { mountConsole } from '../console/console-module.js';
 import { toNodeStyleResolver } from '../lib/dns/node-style-resolver.js';
 import type { SmtpListener } from '../smtp/smtp-listener.js';
 import type { CoreServices } from './core-services-wiring.js';
+import type { ServerWiring } from './server-wiring.js';
 import type { ClusterWiring } from './cluster-wiring.js';
 import type { Scheduler } from './scheduler-wiring.js';
 import { announceSettings } from './start-notices.js';
@@ -36,13 +36,12 @@ export interface Started {
 
 export async function startApp(o: {
   core: CoreServices;
+  /** The outbound side, the metrics, the listeners' certificate and the route tables (server-wiring.ts). */
+  server: ServerWiring;
   config: Config;
   clock: Clock;
   logger: Logger;
   resolver: DnsResolver;
-  /** The public API's and the operator API's route tables. */
-  routes: RouteDef[];
-  adminRoutes: RouteDef[];
   storeOk: () => Promise<boolean>;
   stopping: () => boolean;
   cluster: ClusterService | undefined;
@@ -54,9 +53,10 @@ export async function startApp(o: {
   scheduler: Scheduler;
   started: Started;
 }): Promise<Listeners> {
-  const { core, config, clock, logger, resolver, routes, adminRoutes, storeOk, stopping, cluster, clusterView, listeners, failedListeners, scheduler, started } = o;
-  const { nodeId, intake, apiKeys, rateLimiter, operatorKeys, metrics, contacts, campaigns, tracking, domains, emails, deliveries, contactBooks, contactImports } = core;
-  const { segments, templates, suppressions, webhooks, analytics, inbound, teams, overview, queue, audit, users, sessions, loginThrottle, listenerTls } = core;
+  const { core, server, config, clock, logger, resolver, storeOk, stopping, cluster, clusterView, listeners, failedListeners, scheduler, started } = o;
+  const { routes, adminRoutes, metrics, listenerTls } = server;
+  const { nodeId, intake, apiKeys, rateLimiter, operatorKeys, contacts, campaigns, tracking, domains, emails, deliveries, contactBooks, contactImports } = core;
+  const { segments, templates, suppressions, webhooks, analytics, inbound, teams, overview, queue, audit, users, sessions, loginThrottle } = core;
   const { receivedTlsReports, tlsCounter, shaper, webhookOutbox, webhookDispatcher } = core;
 
   const koa = createHttpApp({
