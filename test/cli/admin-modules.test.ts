@@ -45,6 +45,8 @@ test('an admin command loads the store and the core services, not the server: no
   }
   const serverOnly = loaded.filter((url) => SERVER_ONLY.some((p) => p.test(url)));
   t.deepEqual(serverOnly, [], 'modules only a running server needs');
+  // Nor the migrations of a store that is up to date (they are loaded when one runs).
+  t.deepEqual(loaded.filter((url) => /\/dist\/src\/store\/migrations\/\d/.test(url)), [], 'migrations');
   // The other store's driver is not loaded either.
   const otherDriver = postgres ? /\/node_modules\/better-sqlite3\// : /\/node_modules\/pg\//;
   t.deepEqual(loaded.filter((url) => otherDriver.test(url)), [], `the ${postgres ? 'SQLite' : 'PostgreSQL'} driver`);
