@@ -38,6 +38,11 @@ async function migrate(db: Db): Promise<MigrateOutcome> {
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => MIGRATIONS },
+    // Applied migrations that share a timestamp are ordered by name: in code-point order, the
+    // order Kysely sorts the list by, instead of its default localeCompare, whose first call
+    // sets up ICU's collator (~6 ms of every start, admin commands included). Names begin with
+    // distinct timestamps, so both orders are the same.
+    nameComparator: (a, b) => (a < b ? -1 : a > b ? 1 : 0),
   });
   const result: MigrationResultSet = await migrator.migrateToLatest();
   if (result.error) {

@@ -23,6 +23,9 @@ test('migrations run on an empty database, once, in WAL mode', async (t) => {
 
 test('migration names are timestamped and sorted', (t) => {
   for (const name of Object.keys(MIGRATIONS)) t.regex(name, /^\d{14}-[a-z0-9-]+$/);
+  // Each its own timestamp: the order is the timestamps' (store/migrate.ts, nameComparator).
+  const stamps = Object.keys(MIGRATIONS).map((name) => name.slice(0, 14));
+  t.is(new Set(stamps).size, stamps.length);
 });
 
 test('a restart keeps data', async (t) => {
