@@ -69,6 +69,17 @@ export type App = Awaited<ReturnType<typeof createApp>>;
 export { backupStoreTo, copyStoreTo, migrateStore } from './composition/store-opening.js';
 export type { CopyProgress, CopyReport } from './store/store-copy.js';
 
+/**
+ * The modules only a started app uses: the listeners, the console and the API, the SMTP client
+ * and DKIM signing, the metrics (composition/start-sequence.ts, server-wiring.ts). App.start()
+ * loads them, so an admin command, which never starts the app, does not (docs/benchmarks.md,
+ * "CLI start"); `posthorn serve` loads them before anything else, so that a module missing from
+ * an installation fails it before it opens the store.
+ */
+export function loadServerModules() {
+  return Promise.all([import('./composition/start-sequence.js'), import('./composition/server-wiring.js')]);
+}
+
 export function createApp(opts: AppOptions) {
   return closingOnFailure((onFailure) => buildApp(opts, onFailure));
 }
@@ -211,10 +222,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
 
     /** Listens and starts the background work (composition/start-sequence.ts). */
     async start(): Promise<Listeners> {
-      // Loaded here: what only a running server uses (the listeners, the console and the API, the
-      // SMTP client and DKIM signing, the metrics) was over half of loading the app, and admin
-      // commands build it without starting it (docs/benchmarks.md, "CLI start").
-      const [{ startApp }, { wireServer }] = await Promise.all([import('./composition/start-sequence.js'), import('./composition/server-wiring.js')]);
+      const [{ startApp }, { wireServer }] = await loadServerModules();
       server = wireServer({ core, config, clock, logger, resolver, store, secret, dataDir, extraCa, adminHealth });
       core.attachServer(server);
       const up = await startApp({ core, server, config, clock, logger, resolver, storeOk, stopping: () => stopping, cluster, clusterView, listeners, failedListeners, scheduler, started });

@@ -34,7 +34,9 @@ function adminCommand(config: Config, configFile: string | undefined): string {
 
 /** `posthorn serve`: runs the process until SIGTERM/SIGINT. */
 async function serve(config: Config, configFile: string | undefined): Promise<void> {
-  const { createApp } = await loadApp();
+  const { createApp, loadServerModules } = await loadApp();
+  // All of it, before the store is opened: a module missing from the installation fails here.
+  await loadServerModules();
   const app = await createApp({ config, waitForStore: true, serveLock: true });
   for (const { name, near } of unknownEnvNames(process.env)) {
     app.logger.warn({ event: 'config.env', name, near }, `${name} is set but is no setting of Posthorn, so it changes nothing${near ? ` (did you mean ${near}?)` : ''}`);

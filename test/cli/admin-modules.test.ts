@@ -14,7 +14,7 @@ import { tempDir } from '../helpers/temp-dir.js';
 
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../../../bin/posthorn', import.meta.url));
-const MODULE_LOG = fileURLToPath(new URL('./fixtures/module-log.js', import.meta.url));
+const MODULE_HOOKS = fileURLToPath(new URL('./fixtures/module-hooks.js', import.meta.url));
 
 /** Modules only `posthorn serve` (App.start) needs. */
 const SERVER_ONLY = [
@@ -27,7 +27,7 @@ const SERVER_ONLY = [
 /** Runs the CLI on the test store of dataDir; returns the URLs of the modules its process loaded. */
 async function modulesOf(dataDir: string, ...args: string[]): Promise<string[]> {
   const log = join(dataDir, 'modules.log');
-  await run(process.execPath, ['--import', MODULE_LOG, BIN, ...args], {
+  await run(process.execPath, ['--import', MODULE_HOOKS, BIN, ...args], {
     env: { PATH: process.env.PATH, POSTHORN_DNS_SERVERS: '127.0.0.1:9', MODULE_LOG: log, ...(await storeEnvOf(dataDir)) },
   });
   return readFileSync(log, 'utf8').split('\n').filter(Boolean);

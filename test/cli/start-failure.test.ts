@@ -1,6 +1,8 @@
 import test, { type ExecutionContext } from 'ava';
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from '../helpers/temp-dir.js';
 import { LOOPBACK_LISTENERS_ENV, refused } from '../helpers/port-probe.js';
@@ -10,6 +12,7 @@ import { LOOPBACK_LISTENERS_ENV, refused } from '../helpers/port-probe.js';
 // SIGTERM, nor an admin command that printed its error and never returned.
 
 const BIN = fileURLToPath(new URL('../../../bin/posthorn', import.meta.url));
+const MODULE_HOOKS = fileURLToPath(new URL('./fixtures/module-hooks.js', import.meta.url));
 
 interface Ended {
   code: number | null;
@@ -19,7 +22,11 @@ interface Ended {
 }
 
 function runPosthorn(t: ExecutionContext, env: Record<string, string>, ...args: string[]): Promise<Ended> {
-  const child = spawn(process.execPath, [BIN, ...args], {
+  return runNode(t, [], env, ...args);
+}
+
+function runNode(t: ExecutionContext, nodeArgs: string[], env: Record<string, string>, ...args: string[]): Promise<Ended> {
+  const child = spawn(process.execPath, [...nodeArgs, BIN, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       PATH: process.env.PATH!,
@@ -86,6 +93,20 @@ test('serve with the same missing CA file exits 1 too', async (t) => {
   t.is(ended.code, 1, ended.stderr);
   oneErrorLine(t, ended.stderr, /\/nonexistent\/ca\.pem/);
 });
+
+// A package missing from the installation (a partial copy, an interrupted npm ci) fails serve
+// before it opens the store: not when the first request or message needs it, and with no store
+// made in a data directory it may never have run in. Admin commands never load these (admin-modules.test.ts).
+for (const missing of ['koa', 'prom-client']) {
+  test(`serve with ${missing} missing from the installation exits 1 before it opens the store`, async (t) => {
+    t.timeout(30_000);
+    const dataDir = tempDir(t, 'posthorn-start-');
+    const ended = await runNode(t, ['--import', MODULE_HOOKS], { POSTHORN_DATA_DIR: dataDir, MODULE_MISSING: missing }, 'serve');
+    t.is(ended.code, 1, ended.stderr);
+    oneErrorLine(t, ended.stderr, new RegExp(`Cannot find package '${missing}'`));
+    t.false(existsSync(join(dataDir, 'posthorn.db')), 'no store was made');
+  });
+}
 
 // An http.host that is no address (a URL pasted in) stops serve before anything opens, with the
 // key named and exit 78 (EX_CONFIG): not "posthorn: Invalid URL" from the public URL derived from it.
