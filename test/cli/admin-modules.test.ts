@@ -10,7 +10,7 @@ import { tempDir } from '../helpers/temp-dir.js';
 // An admin command builds the app without starting it (cli-context.ts withApp): it loads the
 // store and the core services, never what only a running server uses (the HTTP API and the
 // console, the SMTP listeners and client, parsing and authenticating mail in, the metrics).
-// Those modules were over a fifth of such a command's time (docs/benchmarks.md, CLI start).
+// Loading them was about a fifth of such a command's time (docs/benchmarks.md, "CLI start").
 
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../../../bin/posthorn', import.meta.url));
