@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { badRequest } from '../core/errors.js';
 import { plainIssues } from '../core/plain-issues.js';
 import { parseIsoDateTime } from '../lib/iso-date-time.js';
+import { MAX_INT_ID } from '../core/int-id.js';
 
 // Path, query and header parameters, declared once per route (route-types.ts `request`):
 // the server parses each with `parse`, and the OpenAPI document shows `schema`. The value
@@ -73,7 +74,6 @@ const integer =
     return Number(text);
   };
 
-const MAX_INT_ID = 2147483647;
 const INT_ID_MESSAGE = `must be an integer between 1 and ${MAX_INT_ID}`;
 const intIdSchema = z.int().min(1, { error: INT_ID_MESSAGE }).max(MAX_INT_ID, { error: INT_ID_MESSAGE });
 

@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
-import { badRequest } from '../core/errors.js';
+import { badRequest, notFound } from '../core/errors.js';
 import { plainIssues } from '../core/plain-issues.js';
+import { isIntId } from '../core/int-id.js';
 import type { ConsoleUserView } from '../core/users/user-service.js';
 
 // What every signed-in console request carries, set by the session middleware.
@@ -30,6 +31,17 @@ export function scopeOf(ctx: ConsoleContext): { teamId: number; domainId: null }
 /** The send context of the console: the team, no key. */
 export function sendContextOf(ctx: ConsoleContext): { teamId: number; domainId: null; apiKeyId: null } {
   return { teamId: ctx.state.console.user.teamId, domainId: null, apiKeyId: null };
+}
+
+/**
+ * The integer id of the path (`:id`): digits only, 1 to MAX_INT_ID; anything else names no row,
+ * so it is the console's 404 page, never a prefix read leniently ("12abc" is not 12).
+ */
+export function intIdOf(ctx: ConsoleContext, what: string): number {
+  const text = ctx.params.id ?? '';
+  const id = /^\d{1,10}$/.test(text) ? Number(text) : 0;
+  if (!isIntId(id)) throw notFound(`${what} not found`);
+  return id;
 }
 
 /** A text field of the form, trimmed; '' when absent. */

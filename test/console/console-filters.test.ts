@@ -136,3 +136,64 @@ test('the NUL character in a page\'s path, query or form is the console\'s own p
   t.regex(post.headers.get('content-type') ?? '', /^text\/html/);
   t.deepEqual((await t0.request('GET', '/v1/contactBooks')).body, before);
 });
+
+test('a numeric id in a console path that no row can have (out of range, not digits) is not found, never a 500, and changes nothing', async (t) => {
+  // Found by test/proof/fuzz-console on PostgreSQL: a 63-digit key id reached the store as an integer out of range (500).
+  // A session of its own: a refused form's flash would show on the other tests' pages.
+  const own = new ConsoleClient(t0.baseUrl);
+  await own.signIn('op@filters.dev');
+  const keysBefore = (await t0.request('GET', '/v1/apiKeys')).body;
+  const domainsBefore = (await t0.request('GET', '/v1/domains')).body;
+  const teamsBefore = await t0.app.services.teams.list();
+  const token = await own.csrf();
+  const bad = ['1'.repeat(63), '2147483648', '99999999999', '0', `${ids.domain}abc`, '1e3', '-1'];
+  for (const id of bad) {
+    const page = await own.get(`/console/domains/${id}`);
+    t.is(page.status, 404, `GET domain ${id}`);
+    t.regex(page.headers.get('content-type') ?? '', /^text\/html/);
+    t.regex(page.text, /domain not found/);
+    for (const [path, what] of [
+      [`/console/domains/${id}/verify`, 'domain'],
+      [`/console/domains/${id}/settings`, 'domain'],
+      [`/console/domains/${id}/delete`, 'domain'],
+      [`/console/api-keys/${id}/revoke`, 'API key'],
+      [`/console/operator/teams/${id}`, 'team'],
+    ] as const) {
+      // A refused form goes back to the page it came from, saying why (as for an id that is merely unknown).
+      const res = await own.post(path, { name: 'Renamed' }, { token, referer: `${t0.baseUrl}/console/domains` });
+      t.is(res.status, 303, `POST ${path}`);
+      const back = await own.get(res.headers.get('location')!);
+      t.true(back.text.includes(`${what} not found`), `POST ${path}: ${alertOf(back.text)}`);
+    }
+  }
+  t.deepEqual((await t0.request('GET', '/v1/apiKeys')).body, keysBefore);
+  t.deepEqual((await t0.request('GET', '/v1/domains')).body, domainsBefore);
+  t.deepEqual(await t0.app.services.teams.list(), teamsBefore);
+  t.is((await own.get(`/console/domains/${ids.domain}`)).status, 200, 'a valid id still works');
+});
+
+test('a number in a console form beyond what any row can hold (a key\'s domain, a template version, a team\'s rate limit) is refused or not found, never a 500', async (t) => {
+  const own = new ConsoleClient(t0.baseUrl);
+  await own.signIn('op@filters.dev');
+  const token = await own.csrf();
+  const tpl = (await t0.request('POST', '/v1/templates', { body: { name: 'Versioned', subject: 'Hi' } })).body.id as string;
+  const keysBefore = (await t0.request('GET', '/v1/apiKeys')).body;
+  const teamsBefore = await t0.app.services.teams.list();
+  for (const n of ['1'.repeat(40), '2147483648', '99999999999']) {
+    for (const [path, form] of [
+      ['/console/api-keys', { name: 'Huge domain', permission: 'FULL', domainId: n }],
+      [`/console/templates/${tpl}/rollback`, { versionNumber: n }],
+      [`/console/operator/teams/${t0.teamId}`, { name: 'Same', rateLimit: n }],
+    ] as const) {
+      const res = await own.post(path, form, { token, referer: `${t0.baseUrl}/console` });
+      t.true(res.status < 500, `${path} ${n}: ${res.status}`);
+      t.regex(res.headers.get('content-type') ?? 'text/html', /^text\/html/, path);
+      if (res.status === 303) {
+        const back = await own.get(res.headers.get('location')!);
+        t.regex(alertOf(back.text), /./, `${path} ${n}: refused with a reason`);
+      }
+    }
+  }
+  t.deepEqual((await t0.request('GET', '/v1/apiKeys')).body, keysBefore);
+  t.deepEqual(await t0.app.services.teams.list(), teamsBefore);
+});

@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import { route, type PageDeps } from '../console-deps.js';
-import { field, scopeOf, type ConsoleContext } from '../console-context.js';
+import { field, intIdOf, scopeOf, type ConsoleContext } from '../console-context.js';
 import { isSecure, redirectWithFlash } from '../console-responses.js';
 import { html, seg, type HtmlValue } from '../html.js';
 import { actionButton, csrfField, input, renderPage, section, select, table, time } from '../layout.js';
@@ -54,7 +54,7 @@ ${table('API keys', ['Name', 'Key', 'Permission', 'Domain', 'Last used', 'Create
   });
 
   route(r, 'post', '/api-keys/:id/revoke', async (ctx) => {
-    await apiKeys.revoke(Number.parseInt(ctx.params.id!, 10) || 0, scopeOf(ctx).teamId);
+    await apiKeys.revoke(intIdOf(ctx, 'API key'), scopeOf(ctx).teamId);
     redirectWithFlash(ctx, secure, '/console/api-keys', { kind: 'ok', text: 'The key was revoked.' });
   });
 }

@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import { route, type PageDeps } from '../console-deps.js';
-import { field, scopeOf, type ConsoleContext } from '../console-context.js';
+import { field, intIdOf, scopeOf, type ConsoleContext } from '../console-context.js';
 import { isSecure, redirectWithFlash } from '../console-responses.js';
 import { html, seg } from '../html.js';
 import { actionButton, badge, checkbox, csrfField, definitionList, input, renderPage, section, select, table, time } from '../layout.js';
@@ -15,7 +15,7 @@ const copyable = (id: string, value: string, kind: 'name' | 'value') =>
 export function domainsPages(r: Router, d: PageDeps): void {
   const secure = isSecure(d.publicUrl);
   const { domains } = d.services;
-  const idOf = (ctx: ConsoleContext) => Number.parseInt(ctx.params.id!, 10) || 0;
+  const idOf = (ctx: ConsoleContext) => intIdOf(ctx, 'domain');
 
   route(r, 'get', '/domains', async (ctx) => {
     const list = await domains.list(scopeOf(ctx));

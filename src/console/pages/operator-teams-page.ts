@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import { notFound } from '../../core/errors.js';
 import { route, type PageDeps } from '../console-deps.js';
-import { field } from '../console-context.js';
+import { field, intIdOf } from '../console-context.js';
 import { isSecure, redirectWithFlash } from '../console-responses.js';
 import { html, seg } from '../html.js';
 import { csrfField, input, renderPage, section, table, time } from '../layout.js';
@@ -51,7 +51,7 @@ ${table('Teams', ['Team', 'Console users', 'Rate limit', 'Created', 'Change'], l
   }));
 
   route(r, 'post', '/operator/teams/:id', operatorOnly(async (ctx) => {
-    const id = Number.parseInt(ctx.params.id!, 10) || 0;
+    const id = intIdOf(ctx, 'team');
     const change = { name: field(ctx, 'name'), rateLimit: rateLimitOf(field(ctx, 'rateLimit')) };
     const updated = await teams.update(id, change, operatorActor(ctx));
     if (!updated) throw notFound(`team ${id} not found`);

@@ -1,4 +1,5 @@
 import { AppError, badRequest, forbidden, notFound } from '../errors.js';
+import { isIntId } from '../int-id.js';
 import type { Clock } from '../../lib/clock.js';
 import { newKeyToken, parseKeyToken, secretMatches } from './key-token.js';
 import type { ApiKeysRepository, ApiKeyRow } from '../../store/repositories/api-keys-repository.js';
@@ -111,13 +112,13 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
     /** Revocation deletes the row, so the very next request with the key fails (spec, Authentication 4). */
     async revoke(id: number, teamId: number, callerDomainId: number | null = null): Promise<void> {
       // Outside a domain-bound caller's reach a key is simply not there (404).
-      if (!(await deps.apiKeys.deleteInTeam(id, teamId, callerDomainId ?? undefined))) throw notFound(`API key ${id} not found`);
+      if (!isIntId(id) || !(await deps.apiKeys.deleteInTeam(id, teamId, callerDomainId ?? undefined))) throw notFound(`API key ${id} not found`);
     },
 
     /** The operator's revocation of any team's key (the CLI), audited as `by`. */
     async revokeAnyTeam(id: number, by: OperatorActor): Promise<void> {
       const entry = audited<void>(by, () => ['api-key.revoke', { keyId: id }]);
-      if (!(await deps.apiKeys.deleteAnyTeam(id, entry))) throw notFound(`API key ${id} not found`);
+      if (!isIntId(id) || !(await deps.apiKeys.deleteAnyTeam(id, entry))) throw notFound(`API key ${id} not found`);
     },
 
     async count(): Promise<number> {

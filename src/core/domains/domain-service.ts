@@ -6,6 +6,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { DnsResolver } from '../../lib/dns/dns-client.js';
 import type { DomainRecord, DomainsRepository, DomainStatus, MtaStsMode } from '../../store/repositories/domains-repository.js';
 import { AppError, badRequest, forbidden, notFound, notUnique } from '../errors.js';
+import { isIntId } from '../int-id.js';
 import type { BusEvent, EventBus, DomainEventType } from '../events.js';
 import type { AuditService, OperatorActor } from '../operators/audit-service.js';
 import { buildDnsRecords, isLocalHostname, localHostnameWarning, servedStsPolicy, type DnsRecordView } from './dns-records.js';
@@ -197,7 +198,7 @@ export function createDomainService(deps: DomainServiceDeps) {
 
   /** Reads: a domain outside the scope is simply not there (404). */
   async function load(scope: DomainScope, id: number): Promise<DomainRecord> {
-    const d = scope.domainId !== null && scope.domainId !== id ? undefined : await domains.findById(scope.teamId, id);
+    const d = (scope.domainId !== null && scope.domainId !== id) || !isIntId(id) ? undefined : await domains.findById(scope.teamId, id);
     if (!d) throw notFound(`domain ${id} not found`);
     return d;
   }
@@ -527,7 +528,7 @@ export function createDomainService(deps: DomainServiceDeps) {
     },
 
     async belongsToTeam(teamId: number, id: number): Promise<boolean> {
-      return !!(await domains.findById(teamId, id));
+      return isIntId(id) && !!(await domains.findById(teamId, id));
     },
   };
 }

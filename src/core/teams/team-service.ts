@@ -1,4 +1,5 @@
 import { badRequest } from '../errors.js';
+import { isIntId } from '../int-id.js';
 import type { Clock } from '../../lib/clock.js';
 import type { TeamsRepository } from '../../store/repositories/teams-repository.js';
 import type { AuditService, OperatorActor } from '../operators/audit-service.js';
@@ -54,6 +55,7 @@ export function createTeamService(deps: TeamServiceDeps) {
     if (changes.name !== undefined) clean.name = teamName(changes.name);
     if (changes.rateLimit !== undefined) clean.rateLimit = rateLimitOf(changes.rateLimit);
     if (changes.pool !== undefined) clean.pool = poolOf(changes.pool, deps.isPool);
+    if (!isIntId(id)) return undefined;
     return deps.teams.update(id, clean, deps.clock.now().toISOString(), audited(by, (team) => ['team.update', { teamId: team.id, ...clean }]));
   }
   return {
@@ -66,7 +68,7 @@ export function createTeamService(deps: TeamServiceDeps) {
       return id;
     },
     async get(id: number) {
-      return deps.teams.findById(id);
+      return isIntId(id) ? deps.teams.findById(id) : undefined;
     },
     async list() {
       return deps.teams.list();

@@ -7,6 +7,7 @@ import { RenderError } from '../../render/render-error.js';
 import { substituteVariables } from '../../render/variables.js';
 import type { TemplateRow, TemplateVersionRow, TemplatesRepository } from '../../store/repositories/templates-repository.js';
 import { badRequest, notFound } from '../errors.js';
+import { isIntId } from '../int-id.js';
 import { DEFAULT_TEMPLATES } from './default-templates.js';
 
 export interface TemplateView {
@@ -131,7 +132,7 @@ export function createTemplateService(deps: { templates: TemplatesRepository; cl
     /** Points the sending version at an earlier one; nothing is copied, history is unchanged. */
     async rollback(teamId: number, id: string, versionNumber: number): Promise<TemplateView> {
       await load(teamId, id);
-      if (!(await templates.version(id, versionNumber))) throw badRequest(`versionNumber: template ${id} has no version ${versionNumber}`);
+      if (!isIntId(versionNumber) || !(await templates.version(id, versionNumber))) throw badRequest(`versionNumber: template ${id} has no version ${versionNumber}`);
       await templates.setPublishedVersion(id, versionNumber, clock.now().toISOString());
       return view(await load(teamId, id));
     },
