@@ -6,6 +6,7 @@ import type { EmailsRepository } from '../../store/repositories/emails-repositor
 import type { TeamsRepository } from '../../store/repositories/teams-repository.js';
 import { canonicalHost } from '../domains/domain-names.js';
 import { badRequest, notFound } from '../errors.js';
+import { isIntId } from '../int-id.js';
 import { decodeIdCursor, encodeIdCursor } from '../id-cursor.js';
 import { actorLabel, type AuditService, type OperatorActor } from '../operators/audit-service.js';
 import type { DeliveryService, SessionTls } from '../deliveries/delivery-service.js';
@@ -231,6 +232,7 @@ export function createQueueService(deps: QueueServiceDeps) {
 
     /** One queued delivery becomes due now (a suspension that holds it keeps holding it). */
     async retryDelivery(actor: OperatorActor, deliveryId: number): Promise<void> {
+      if (!isIntId(deliveryId)) throw notFound(`delivery ${deliveryId} is not queued`);
       const d = await deps.deliveriesRepo.retryNow(deliveryId, clock.nowMs(), clock.now().toISOString(), (row) =>
         deps.audit.inTransaction(actor, 'queue.retry', { deliveryId, emailId: row.email_id, destination: row.rcpt_domain, retried: 1 }),
       );
@@ -240,7 +242,7 @@ export function createQueueService(deps: QueueServiceDeps) {
 
     /** Gives up on one queued delivery: FAILED, with its event and webhook. Never one on the wire. */
     async giveUp(actor: OperatorActor, deliveryId: number): Promise<void> {
-      const d = await deps.deliveriesRepo.findById(deliveryId);
+      const d = isIntId(deliveryId) ? await deps.deliveriesRepo.findById(deliveryId) : undefined;
       if (!d || d.state !== 'queued') throw notFound(`delivery ${deliveryId} is not queued`);
       await deps.deliveries.purge(deliveryId, () => deps.audit.inTransaction(actor, 'queue.purge', { deliveryId, emailId: d.email_id, destination: d.rcpt_domain }));
     },
