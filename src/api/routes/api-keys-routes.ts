@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ApiKeyService } from '../../core/api-keys/api-key-service.js';
+import { MAX_INT_ID } from '../../core/int-id.js';
 import { intIdPath } from '../params.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
 import { apiKeySchema, createdApiKeySchema } from '../schemas/api-key-schemas.js';
@@ -9,7 +10,7 @@ const createBody = z
   .object({
     name: z.string().trim().min(1).max(200),
     permission: z.enum(['FULL', 'SENDING']).optional(),
-    domainId: z.number().int().min(1).max(2147483647).nullable().optional(),
+    domainId: z.number().int().min(1).max(MAX_INT_ID).nullable().optional(),
   })
   .strict();
 

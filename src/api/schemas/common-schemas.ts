@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_INT_ID } from '../../core/int-id.js';
 
 // Shapes shared by the response schemas. Response schemas are never parsed at runtime: they
 // are the OpenAPI document's 200 bodies and the handlers' compile-time return types, and the
@@ -10,7 +11,7 @@ import { z } from 'zod';
 export const timestamp = z.iso.datetime().meta({ id: 'Timestamp', description: 'ISO 8601 in UTC, e.g. 2026-01-31T09:00:00.000Z.' });
 /** A calendar day, YYYY-MM-DD. */
 export const day = z.iso.date();
-export const intId = z.int().min(1).max(2147483647);
+export const intId = z.int().min(1).max(MAX_INT_ID);
 export const count = z.int().min(0);
 /** A map of string to string (properties, headers, variables). */
 export const stringMap = z.record(z.string(), z.string());

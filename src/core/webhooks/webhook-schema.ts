@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_INT_ID } from '../int-id.js';
 import { MAX_WEBHOOK_URL_LENGTH } from './url-policy.js';
 import { WEBHOOK_EVENT_TYPES } from './webhook-endpoints-service.js';
 
@@ -7,7 +8,7 @@ import { WEBHOOK_EVENT_TYPES } from './webhook-endpoints-service.js';
 const eventTypes = z
   .array(z.enum(WEBHOOK_EVENT_TYPES, { error: `must be one of ${WEBHOOK_EVENT_TYPES.join(', ')}` }))
   .max(WEBHOOK_EVENT_TYPES.length * 2, { error: 'too many event types' });
-const domainIds = z.array(z.number().int().min(1).max(2147483647)).max(100).nullable();
+const domainIds = z.array(z.number().int().min(1).max(MAX_INT_ID)).max(100).nullable();
 const url = z.string().trim().min(1).max(MAX_WEBHOOK_URL_LENGTH);
 const description = z.string().max(500).nullable();
 

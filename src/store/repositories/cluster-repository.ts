@@ -55,20 +55,25 @@ async function writeBeat(db: Db, node: NodeBeat, nowMs: number): Promise<void> {
     .execute();
 }
 
+/** The tables whose rows a node claims with `lease_owner` and `lease_until`. */
+type LeasedTable = 'deliveries' | 'webhook_calls' | 'bounce_notice_recipients';
+
+/** Frees the leases in `table` held by nodes not in `live`; the rows stay due as they were. */
+async function freeLeasesBut(db: Db, table: LeasedTable, live: readonly string[]): Promise<number> {
+  // One of the three named for Kysely's types: each has the same two lease columns.
+  const res = await db
+    .updateTable(table as 'deliveries')
+    .set({ lease_owner: null, lease_until: null })
+    .where('lease_owner', 'is not', null)
+    .where((eb) => ownedByNone(eb, 'lease_owner', live))
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows);
+}
+
 /** Frees what nodes not in `live` hold (releaseDeadOwners). */
 async function releaseOwnersBut(db: Db, live: readonly string[]): Promise<SweepCounts> {
-  const deliveries = await db
-    .updateTable('deliveries')
-    .set({ lease_owner: null, lease_until: null })
-    .where('lease_owner', 'is not', null)
-    .where((eb) => ownedByNone(eb, 'lease_owner', live))
-    .executeTakeFirst();
-  const webhookCalls = await db
-    .updateTable('webhook_calls')
-    .set({ lease_owner: null, lease_until: null })
-    .where('lease_owner', 'is not', null)
-    .where((eb) => ownedByNone(eb, 'lease_owner', live))
-    .executeTakeFirst();
+  const deliveries = await freeLeasesBut(db, 'deliveries', live);
+  const webhookCalls = await freeLeasesBut(db, 'webhook_calls', live);
   const campaignBatches = await db
     .updateTable('campaigns')
     .set({ batch_owner: null, batch_lease_until: null })
@@ -90,20 +95,15 @@ async function releaseOwnersBut(db: Db, live: readonly string[]): Promise<SweepC
     .where((eb) => ownedByNone(eb, 'owner', live))
     .executeTakeFirst();
   // Due as they were: a notice deferred by the sender's MX keeps its backoff.
-  const bounceNotices = await db
-    .updateTable('bounce_notice_recipients')
-    .set({ lease_owner: null, lease_until: null })
-    .where('lease_owner', 'is not', null)
-    .where((eb) => ownedByNone(eb, 'lease_owner', live))
-    .executeTakeFirst();
+  const bounceNotices = await freeLeasesBut(db, 'bounce_notice_recipients', live);
   return {
-    deliveries: Number(deliveries.numUpdatedRows),
-    webhookCalls: Number(webhookCalls.numUpdatedRows),
+    deliveries,
+    webhookCalls,
     campaignBatches: Number(campaignBatches.numUpdatedRows),
     idempotencyKeys: Number(idempotencyKeys.numDeletedRows),
     connections: Number(connections.numDeletedRows),
     contactImports: Number(contactImports.numUpdatedRows),
-    bounceNotices: Number(bounceNotices.numUpdatedRows),
+    bounceNotices,
   };
 }
 
