@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import net from 'node:net';
 import test, { type ExecutionContext } from 'ava';
 import type { DeepPartial } from '../../src/config/load.js';
@@ -82,6 +83,43 @@ async function closedPort(address: string): Promise<number> {
   const port = (server.address() as net.AddressInfo).port;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
+}
+
+/*
+ * Listeners on `addresses` at the outbound port whose process never accepts: once a listener's
+ * accept queue is full, Linux drops further SYNs unanswered, as a firewall that drops port 25
+ * does, and a connection attempt ends in the connect timeout. The process listens with a
+ * backlog of 1 and then blocks its only thread, so the two connections made here fill it.
+ */
+async function droppingMx(t: ExecutionContext, addresses: string[], port: number): Promise<void> {
+  const script = `
+    const net = require('node:net');
+    const addresses = ${JSON.stringify(addresses)};
+    let listening = 0;
+    for (const host of addresses) {
+      net.createServer().listen({ host, port: ${port}, backlog: 1 }, () => {
+        if (++listening < addresses.length) return;
+        process.stdout.write('ready\\n');
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+      });
+    }`;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.teardown(() => {
+    child.kill('SIGKILL');
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.once('data', () => resolve());
+    child.once('exit', (code) => reject(new Error(`the listener process exited (${code})`)));
+  });
+  const fillers: net.Socket[] = [];
+  t.teardown(() => fillers.forEach((s) => s.destroy()));
+  for (const host of addresses) {
+    for (let i = 0; i < 2; i++) {
+      const s = net.connect({ host, port });
+      fillers.push(s);
+      await new Promise<void>((resolve, reject) => s.once('connect', resolve).once('error', reject));
+    }
+  }
 }
 
 /** Two domains whose MX hosts refuse: two hosts, not enough on their own. */
@@ -229,4 +267,25 @@ test.serial('an MX that accepts the connection and never greets was reached (a g
   t.true(events.some((e) => e.status === 'DELIVERY_DELAYED'), 'the silent MX was tried and timed out');
   t.like(await summary(x), { state: 'ok', failedHosts: 0 });
   t.is(blockedLines(x.log).length, 0);
+});
+
+test.serial('MX hosts that never answer the connection attempt (a connect timeout, as a firewall that drops port 25 gives) look blocked too', async (t) => {
+  const x = await world(t, { outbound: { connectTimeoutMs: 150, greetingTimeoutMs: 150 } });
+  const { w, log } = x;
+  await droppingMx(t, ['127.0.0.3', '127.0.0.4', '127.0.0.5'], w.sink.port);
+  mx(w, 'one.example', 'mx.one.test', '127.0.0.3');
+  mx(w, 'two.example', 'mx.two.test', '127.0.0.4');
+  mx(w, 'three.example', 'mx.three.test', '127.0.0.5');
+  const ids = [];
+  for (const d of ['one', 'two', 'three']) ids.push(await send(w, `a@${d}.example`));
+  await w.settle();
+  const events = (await w.t0.request('GET', `/v1/emails/${ids[0]}`)).body.emailEvents as { status: string }[];
+  t.true(events.some((e) => e.status === 'DELIVERY_DELAYED'), 'the MX was tried and the attempt deferred');
+  const lines = blockedLines(log);
+  t.is(lines.length, 1);
+  t.regex(lines[0].msg, /\(3 attempts to 3 hosts failed to connect, such as mx\.\w+\.test\[127\.0\.0\.[345]\]: connect timeout\)/);
+  const s = await summary(x);
+  t.like(s, { state: 'suspected-blocked', failedHosts: 3, attempts: 3 });
+  t.regex(s.lastError, /^mx\.\w+\.test\[127\.0\.0\.[345]\]: connect timeout$/);
+  t.is(await gauge(w), 1);
 });
