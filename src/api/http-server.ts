@@ -13,7 +13,8 @@ import type { Logger } from '../lib/logger.js';
 import { toHttpError } from './http-errors.js';
 import { parseParams } from './params.js';
 import type { RouteDef, RouteRequest } from './route-types.js';
-import { nulPath, parseInput } from './validation.js';
+import { parseInput } from './validation.js';
+import { nulMessage, nulPath } from '../lib/nul-text.js';
 import { JsonStream } from './json-stream.js';
 
 export interface HttpServerDeps {
@@ -170,13 +171,13 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
       if (SEGMENT_PREFIXES.some((prefix) => folded.startsWith(prefix))) ctx.path = folded;
     }
     // No id has the NUL character: a path with one names nothing (404). In a query it is refused
-    // like in a body (validation.ts, nulPath).
+    // like in a body (lib/nul-text.ts).
     const ownPage = deps.ownNulPages?.some((prefix) => ctx.path.toLowerCase() === prefix || ctx.path.toLowerCase().startsWith(`${prefix}/`));
     if (ownPage) return next();
     if (ctx.path.includes('%00')) throw new AppError('NOT_FOUND', `nothing is found at a path with the NUL character (U+0000): ${ctx.path}`);
     if (ctx.querystring.toLowerCase().includes('%00')) {
       const where = nulPath(ctx.query, '');
-      if (where !== undefined) throw new AppError('BAD_REQUEST', `${where}: must not contain the NUL character (U+0000)`);
+      if (where !== undefined) throw new AppError('BAD_REQUEST', nulMessage(where));
     }
     return next();
   });
@@ -370,7 +371,7 @@ async function parsed(ctx: Context, raw: Buffer, next: Next): Promise<unknown> {
   // A NUL can only be in the text escaped: the walk runs only for bodies that have one.
   if (/\\u0000/i.test(text)) {
     const where = nulPath(ctx.state.body, '');
-    if (where !== undefined) throw new AppError('BAD_REQUEST', `${where || 'body'}: must not contain the NUL character (U+0000)`);
+    if (where !== undefined) throw new AppError('BAD_REQUEST', nulMessage(where || 'body'));
   }
   ctx.state.rawBody = raw;
   return next();

@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { AppError, badRequest, notFound } from '../core/errors.js';
+import { nulMessage } from '../lib/nul-text.js';
 
 // Reading what a browser sends: cookies, urlencoded forms and multipart uploads (one file
 // field and a few text fields; written here rather than adding a dependency for it).
@@ -122,9 +123,9 @@ export function refuseNul(ctx: Context, form?: FormBody): void {
   for (const params of [new URLSearchParams(ctx.querystring), ...(form ? [form.fields] : [])]) {
     for (const [name, value] of params) {
       if (name.includes(NUL)) throw badRequest('a field name must not contain the NUL character (U+0000)');
-      if (value.includes(NUL)) throw badRequest(`${name}: must not contain the NUL character (U+0000)`);
+      if (value.includes(NUL)) throw badRequest(nulMessage(name));
     }
   }
-  if (form?.file?.text.includes(NUL) || form?.file?.name.includes(NUL)) throw badRequest('file: must not contain the NUL character (U+0000)');
+  if (form?.file?.text.includes(NUL) || form?.file?.name.includes(NUL)) throw badRequest(nulMessage('file'));
 }
 

@@ -232,3 +232,17 @@ test.serial('a DSN to the upper-cased return path of mail to an internationalise
   t.is(got.body.latestStatus, 'BOUNCED');
   t.is((await deliveryRows(email.id))[0]!.state, 'bounced');
 });
+
+test.serial('a DSN whose diagnostic holds a NUL character is taken (250), its text stored with U+FFFD in its place, on either store', async (t) => {
+  const email = await sendAndDeliver(w, { to: 'nul@example.net', subject: 'NUL bounce' });
+  const dsn = fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: email.returnPath, RECIPIENT: 'nul@example.net', ORIGINAL: email.raw.toString() });
+  const withNul = Buffer.from(dsn.toString().replaceAll('User unknown in virtual', 'User\0unknown in virtual'));
+  const res = await smtpSend({ port: inboundPort, from: '', to: [email.returnPath], raw: withNul });
+  t.true(res.ok, res.response);
+  const got = await w.t0.request('GET', `/v1/emails/${email.id}`);
+  t.is(got.body.latestStatus, 'BOUNCED');
+  const bounced = got.body.emailEvents.find((e: any) => e.status === 'BOUNCED');
+  t.regex(bounced.data.response, /User\uFFFDunknown in virtual mailbox table/);
+  const [row] = await deliveryRows(email.id);
+  t.regex(row!.last_response!, /User\uFFFDunknown/);
+});

@@ -219,3 +219,51 @@ test.serial('a domain name that changed teams: only the team that verified it no
   const theirs = await t0.request('GET', `/v1/receivedEmails?domainId=${before.id}`);
   t.is(theirs.body.total, 0, 'the team that lost the name gets no copy');
 });
+
+test.serial('NUL characters in a received message (encoded in its headers or raw in its body) are stored as U+FFFD, on either store, and the raw message byte for byte', async (t) => {
+  await setReceiving(inbox, true);
+  const nulB64 = (text: string) => `=?utf-8?B?${Buffer.from(text).toString('base64')}?=`;
+  const message = Buffer.from(
+    [
+      `From: ${nulB64('Ev\0e')} <eve@strict.com>`,
+      'To: support@inbox.dev',
+      `Subject: ${nulB64('a\0b')}`,
+      'X-Odd: one\0two',
+      'Message-ID: <nul-1@strict.com>',
+      'MIME-Version: 1.0',
+      'Content-Type: multipart/mixed; boundary="b1"',
+      '',
+      '--b1',
+      'Content-Type: text/plain; charset=utf-8',
+      '',
+      'line\0one',
+      '--b1',
+      'Content-Type: text/html; charset=utf-8',
+      '',
+      '<p>x\0y</p>',
+      '--b1',
+      `Content-Type: application/octet-stream; name="${nulB64('f\0.bin')}"`,
+      `Content-Disposition: attachment; filename="${nulB64('f\0.bin')}"`,
+      'Content-Transfer-Encoding: base64',
+      '',
+      Buffer.from([0, 1, 2]).toString('base64'),
+      '--b1--',
+      '',
+    ].join('\r\n'),
+  );
+  const res = await smtpSend({ port, from: 'eve@strict.com', to: ['support@inbox.dev'], raw: message });
+  t.true(res.ok, res.response);
+  const got = await t0.request('GET', `/v1/receivedEmails/${queuedIds(res.response)[0]}`);
+  t.is(got.status, 200);
+  const e = got.body;
+  t.is(e.subject, 'a\uFFFDb');
+  t.is(e.from, '"Ev\uFFFDe" <eve@strict.com>');
+  t.is(e.headers.find((h: any) => h.name === 'X-Odd')?.value, 'one\uFFFDtwo');
+  t.regex(e.text, /^line\uFFFDone/);
+  t.regex(e.html, /x\uFFFDy/);
+  t.is(e.attachments[0].filename, 'f\uFFFD.bin');
+  t.deepEqual([...Buffer.from(e.attachments[0].content, 'base64')], [0, 1, 2], 'attachment content is bytes, kept as they are');
+  const raw = await fetch(`${t0.baseUrl}/v1/receivedEmails/${e.id}/raw`, { headers: { authorization: `Bearer ${t0.key}` } });
+  const bytes = Buffer.from(await raw.arrayBuffer());
+  t.true(bytes.subarray(bytes.length - message.length).equals(message), 'the message itself is stored byte for byte');
+});

@@ -151,6 +151,20 @@ test.serial('invalid messages are refused with a 5xx that says why', async (t) =
   t.regex(many.response, /^250 2\.0\.0 Ok: queued as em_/);
 });
 
+test.serial('a NUL character in the subject or body of a submitted message is refused with 550 5.6.0 naming the field, as the API refuses it, on either store', async (t) => {
+  const cases: [Record<string, unknown>, RegExp][] = [
+    [{ subject: 'a\0b', text: 't' }, /^550 5\.6\.0 subject: must not contain the NUL character/],
+    [{ subject: 's', text: 'one\0two' }, /^550 5\.6\.0 text: must not contain the NUL character/],
+    [{ subject: 's', html: '<p>x\0y</p>' }, /^550 5\.6\.0 html: must not contain the NUL character/],
+  ];
+  const before = (await w.t0.request('GET', '/v1/emails?limit=100')).body.data.length;
+  for (const [fields, expected] of cases) {
+    const err = await sendError(transport(w.t0.key).sendMail({ from: 'hello@sender.dev', to: 'a@example.net', ...fields }));
+    t.regex(err.response ?? '', expected, JSON.stringify(fields));
+  }
+  t.is((await w.t0.request('GET', '/v1/emails?limit=100')).body.data.length, before, 'nothing was stored');
+});
+
 test.serial('a key deleted mid-session stops working at the next message', async (t) => {
   const key = await w.t0.app.services.apiKeys.create(w.t0.teamId, { name: 'short-lived', permission: 'FULL' });
   const conn = new SMTPConnection({ host: '127.0.0.1', port, requireTLS: true, tls: { ca, servername: 'mx.posthorn.test' } });

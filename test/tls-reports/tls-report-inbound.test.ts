@@ -268,3 +268,14 @@ test.serial('a domain name that changed teams: the policy served for it is the v
   t.not((await t0.request('GET', `/v1/domains/${before.id}`)).body.status, 'SUCCESS');
   t.like(parseStsPolicy((await getPolicy('mta-sts.handover.dev')).body), { mode: 'testing' });
 });
+
+test.serial('a report whose text holds NUL characters is stored with U+FFFD in their place, on either store', async (t) => {
+  const to = `tlsrpt+${inbox.id}@mx.posthorn.test`;
+  const nul = report({ 'organization-name': 'Company\u0000X', 'report-id': 'nul-report-1', 'contact-info': 'ops\u0000@company-x.example' });
+  const res = await smtpSend({ port, from: 'noreply-smtp-tls-reporting@company-x.example', to: [to], raw: await signedReportMail(to, gz(nul)) });
+  t.true(res.ok, res.response);
+  const id = /queued as (tlsr_\w+)/.exec(res.response)?.[1];
+  const one = await t0.request('GET', `/v1/tlsReports/${id}`);
+  t.is(one.status, 200);
+  t.like(one.body, { organizationName: 'Company\uFFFDX', contactInfo: 'ops\uFFFD@company-x.example', reportId: 'nul-report-1' });
+});

@@ -5,6 +5,7 @@ import { ENGINE_OWNED_HEADERS } from '../../core/emails/email-headers.js';
 import { sendBodySchema, type SendInput } from '../../core/emails/send-schema.js';
 import { badRequest } from '../../core/errors.js';
 import { plainIssues } from '../../core/plain-issues.js';
+import { nulMessage, nulPath } from '../../lib/nul-text.js';
 import { formatMailboxes, headerFields, mailboxes } from '../parsed-mail.js';
 
 // A submitted message (RFC 6409) becomes the same send body the API takes, so it goes through
@@ -100,6 +101,9 @@ export function messageToSendInput(parsed: ParsedMail, envelope: SubmissionEnvel
     ...tracking,
   };
   if (!body.subject) throw badRequest('Subject: the message needs a non-empty Subject header');
+  // Refused as the API refuses it (lib/nul-text.ts): the sender's client is told which field.
+  const nul = nulPath(body, '');
+  if (nul !== undefined) throw badRequest(nulMessage(nul));
   const checked = sendBodySchema.safeParse(body, plainIssues);
   if (!checked.success) {
     const issue = checked.error.issues[0]!;
