@@ -10,7 +10,7 @@ import { toNodeStyleResolver } from '../../src/lib/dns/node-style-resolver.js';
 import { startDnsZone, type DnsZone } from './dns-zone.js';
 import { startSmtpSink, type SmtpSink, type SinkBehaviour } from './smtp-sink.js';
 import { testCert } from './test-keys.js';
-import { dropDataDirDatabase, startTestApp, type TestApp } from './test-app.js';
+import { dropDataDirDatabase, startTestApp, TEST_DNS_TIMEOUT_MS, type TestApp } from './test-app.js';
 import { addVerifiedDomain } from './domain-fixtures.js';
 
 export interface MailWorld {
@@ -69,7 +69,7 @@ export async function startMailWorld(opts: { clock?: Clock; sink?: Partial<SinkB
   });
   let t0 = await startTestApp({ zone, clock: opts.clock, overrides: baseOverrides(), logger: opts.logger });
   const domain = await addVerifiedDomain(t0, opts.domain ?? 'sender.dev');
-  const resolver = toNodeStyleResolver(createDnsClient({ servers: [zone.server], timeoutMs: 500, tries: 1 }));
+  const resolver = toNodeStyleResolver(createDnsClient({ servers: [zone.server], timeoutMs: TEST_DNS_TIMEOUT_MS, tries: 2 }));
   const world: MailWorld = {
     get t0() {
       return t0;
