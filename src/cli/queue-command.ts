@@ -57,6 +57,16 @@ function parseMinutes(value: string): number {
   return Number(value);
 }
 
+/** `queue retry`'s id argument; a domain name there is someone retrying a destination, so the option for that is named. */
+function retryDeliveryId(value: string): number {
+  try {
+    return parseIntOption(value, 'deliveryId');
+  } catch (err) {
+    if (/^[a-z0-9-]+(\.[a-z0-9-]+)+$/i.test(value) && /[a-z]/i.test(value)) throw new Error(`${(err as Error).message}; a destination is --destination ${value}`);
+    throw err;
+  }
+}
+
 /** --json may be given to `queue` or to its subcommand (commander gives it to the parent). */
 const print = (cmd: Command, value: unknown, human: () => void) => {
   if ((cmd.optsWithGlobals() as { json?: boolean }).json) process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
@@ -201,7 +211,7 @@ export function registerQueue(program: Command): void {
     .action(async (deliveryId: string | undefined, opts: SelectorOptions & { json?: boolean }, cmd: Command) => {
       // One delivery is retried whatever it belongs to: a selector beside its id would be ignored.
       if (deliveryId !== undefined && hasSelector(opts)) throw new Error(`give a delivery id or ${WITH_EMAILS.replace(' or ', ', ')}, not both`);
-      const id = deliveryId !== undefined ? parseIntOption(deliveryId, 'deliveryId') : undefined;
+      const id = deliveryId !== undefined ? retryDeliveryId(deliveryId) : undefined;
       if (id === undefined) checkSelector(opts, WITH_EMAILS);
       await withApp(cmd, async (app) => {
         if (id !== undefined) {

@@ -4,6 +4,7 @@ import { sendBodySchema } from '../core/emails/send-schema.js';
 import { AppError, badRequest } from '../core/errors.js';
 import { plainIssues } from '../core/plain-issues.js';
 import { sendFields } from '../core/emails/send-fields.js';
+import { domainOf, parseMailbox } from '../core/emails/addresses.js';
 
 export function registerSend(program: Command): void {
   program
@@ -31,9 +32,10 @@ export function registerSend(program: Command): void {
         const first = opts.team !== undefined ? undefined : (await app.services.teams.list())[0];
         const teamId = opts.team !== undefined ? await existingTeam(app, opts.team as string) : first?.id;
         if (!teamId) throw new Error(`no team exists yet: create one with ${cliCommand(cmd, 'teams create --name NAME')}`);
-        const { emailId } = await app.services.emails.submit({ teamId, domainId: null, apiKeyId: null }, parsed.data).catch((err: unknown) => {
-          // The operator did not pick the team: say which one was used, since that is what to change.
-          if (first && err instanceof AppError && err.code === 'FORBIDDEN') {
+        const { emailId } = await app.services.emails.submit({ teamId, domainId: null, apiKeyId: null }, parsed.data).catch(async (err: unknown) => {
+          // The operator did not pick the team and the domain is not that team's: say which team
+          // was used, since that is what to change (a domain of that team is refused for itself).
+          if (first && err instanceof AppError && err.code === 'FORBIDDEN' && !(await app.services.domains.findForCli(first.id, domainOf(parseMailbox(parsed.data.from, 'from').address)))) {
             throw new AppError('FORBIDDEN', `${err.message} (sent as team ${first.id} (${first.name}), the first team: pass --team with the id of the team that has the domain (${cliCommand(cmd, 'domains list')}))`);
           }
           throw err;

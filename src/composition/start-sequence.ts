@@ -89,6 +89,7 @@ export async function startApp(o: {
           loginThrottle,
           logger,
           publicUrl: config.publicUrl,
+          sandbox: config.sandbox,
         });
       }
     },

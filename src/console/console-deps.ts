@@ -55,6 +55,8 @@ export interface ConsoleDeps {
   logger: Logger;
   /** POSTHORN_PUBLIC_URL: its origin is accepted on changes, and https makes cookies Secure. */
   publicUrl: string;
+  /** Sandbox mode: a domain that has not verified sends too (to the capture mailbox), and the pages say so. */
+  sandbox?: boolean;
 }
 
 export interface PageDeps extends ConsoleDeps {

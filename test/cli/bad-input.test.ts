@@ -96,6 +96,8 @@ test('a command refused for its arguments changes nothing on disk: it makes no d
     [['queue', 'suspend', '--minutes', '5', '--reason', 'r', '--team', 'x'], /^posthorn: --team must be/],
     [['queue', 'retry', '--destination', 'not a domain!'], /^posthorn: destination: must be a domain name$/],
     [['queue', 'retry', 'x'], range],
+    // A destination where the delivery id goes: the option that takes it is named.
+    [['queue', 'retry', 'example.org'], /^posthorn: deliveryId must be a whole number from 1 to 2147483647, got "example\.org"; a destination is --destination example\.org$/],
     [['queue', 'bounce', '--destination', 'example.com', '--reason', ' '], /^posthorn: reason: must not be empty$/],
     [['queue', 'purge', 'x'], range],
     [['users', 'create', '--email', 'nope', '--team', '1'], /^posthorn: email: "nope" is not a valid email address$/],

@@ -169,3 +169,14 @@ test('server-dns prints the DKIM record of the server key (made once, kept) and 
   const second = (await run(process.execPath, [BIN, 'server-dns'], { env })).stdout;
   t.is(second, first, 'the same key on every run');
 });
+
+test('server-dns warns on stderr while the host name is localhost, whose records no one could look up; stdout stays the records', async (t) => {
+  const dataDir = tempDir(t, 'posthorn-cli-');
+  const env = { PATH: process.env.PATH, POSTHORN_DATA_DIR: dataDir, POSTHORN_DNS_SERVERS: '127.0.0.1:9' };
+  await run(process.execPath, [BIN, 'migrate'], { env });
+  const local = await run(process.execPath, [BIN, 'server-dns'], { env });
+  t.regex(local.stderr, /^posthorn: warning: hostname is localhost: .*set hostname \(POSTHORN_HOSTNAME\) to this server's public DNS name/m);
+  t.regex(local.stdout, /TXT\s+localhost\s+v=spf1 a -all/);
+  const named = await run(process.execPath, [BIN, 'server-dns'], { env: { ...env, POSTHORN_HOSTNAME: 'mail.example.test' } });
+  t.is(named.stderr, '');
+});

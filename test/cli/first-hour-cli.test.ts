@@ -122,6 +122,8 @@ test('send from a domain that has not verified names the sandbox variable, which
   t.is((refused as any).code, 1);
   t.regex((refused as any).stderr, /^posthorn: domain not-yet\.dev is not verified yet;/);
   t.regex((refused as any).stderr, /POSTHORN_SANDBOX=true for the server, and for posthorn send too/);
+  // The domain is the first team's: naming another team would not help, so it is not suggested.
+  t.notRegex((refused as any).stderr, /--team/);
   const sent = await cli({ ...env, POSTHORN_SANDBOX: 'true' }, ...args);
   t.regex(sent.stdout, /^em_\w+\n$/);
 });

@@ -54,11 +54,13 @@ export function emailsPages(r: Router, d: PageDeps): void {
     });
     const rows = result.data ?? [];
     if (result.items) for await (const item of result.items) rows.push(item);
-    const verified = teamDomains.filter((x) => x.status === 'SUCCESS');
-    const sendForm = verified.length
+    // In sandbox mode a domain sends before it verifies, as emails.submit allows it.
+    const sending = d.sandbox ? teamDomains : teamDomains.filter((x) => x.status === 'SUCCESS');
+    const sendForm = sending.length
       ? html`<details class="card"${q.raw('compose') ? html` open` : ''}><summary>Send a test email</summary>
 <form method="post" action="/console/emails/send" class="stack">${csrfField(ctx)}
-<div class="row">${input({ name: 'fromLocal', label: 'From (name before @)', value: 'hello', required: true })}${select({ name: 'fromDomain', label: 'Domain', options: verified.map((x) => [x.name, `@${x.name}`] as const) })}</div>
+${d.sandbox ? html`<p class="hint">Sandbox mode: the email goes to the capture mailbox on this server (<code>GET /v1/sandbox/messages</code>), not to the recipient.</p>` : ''}
+<div class="row">${input({ name: 'fromLocal', label: 'From (name before @)', value: 'hello', required: true })}${select({ name: 'fromDomain', label: 'Domain', options: sending.map((x) => [x.name, `@${x.name}`] as const) })}</div>
 ${input({ name: 'to', label: 'To', type: 'email', required: true, autocomplete: 'email' })}
 ${input({ name: 'subject', label: 'Subject', required: true, value: 'A test from Posthorn' })}
 ${textarea({ name: 'text', label: 'Message', rows: 4, value: 'This is a test message sent from the Posthorn console.' })}

@@ -6,10 +6,10 @@ import { scopeOf } from '../console-context.js';
 import { html, seg, type SafeHtml } from '../html.js';
 import { renderPage, section, time } from '../layout.js';
 
-function attentionLine(a: AttentionItem): SafeHtml {
+function attentionLine(a: AttentionItem, sandbox: boolean): SafeHtml {
   switch (a.kind) {
     case 'domain-unverified':
-      return html`<li class="warn">Domain <a href="/console/domains/${seg(a.domainId)}">${a.name}</a> is not verified (${a.status.replace(/_/g, ' ').toLowerCase()})${a.detail ? html`: ${a.detail}` : ''}. Mail from it is refused until its DNS records are published.</li>`;
+      return html`<li class="warn">Domain <a href="/console/domains/${seg(a.domainId)}">${a.name}</a> is not verified (${a.status.replace(/_/g, ' ').toLowerCase()})${a.detail ? html`: ${a.detail}` : ''}. ${sandbox ? 'In sandbox mode it sends anyway, to the capture mailbox; without sandbox mode, mail from it is refused until its DNS records are published.' : 'Mail from it is refused until its DNS records are published.'}</li>`;
     case 'webhook-failing':
       return html`<li class="bad">Webhook <a href="/console/webhooks/${seg(a.webhookId)}">${a.url}</a> is failing: its last attempt ${a.lastStatus !== null ? html`got HTTP ${a.lastStatus}` : html`failed (${a.lastError ?? 'no response'})`} at ${time(a.at)}.</li>`;
     case 'bounce-spike':
@@ -28,7 +28,7 @@ export function overviewPage(r: Router, d: PageDeps): void {
     const o = await d.services.overview.overview(scopeOf(ctx));
     const rep = o.reputation;
     const attention = o.attention.length
-      ? html`<ul class="attention">${o.attention.map(attentionLine)}</ul>`
+      ? html`<ul class="attention">${o.attention.map((a) => attentionLine(a, d.sandbox ?? false))}</ul>`
       : o.domains.length
         ? html`<p class="all-good">Nothing needs your attention: every domain is verified, webhooks are answering, and bounces look normal.</p>`
         : html`<p>Nothing yet: add a domain to start sending.</p>`;
