@@ -47,6 +47,9 @@ export function backupSqlite(opts: { sqliteFile: string; target: string }): Back
   if (!existsSync(dirname(target))) throw new BackupRefused(`the directory ${dirname(target)} does not exist: create it first`);
   const partial = resolve(dirname(target), `.${basename(target)}.partial-${process.pid}`);
   try {
+    // The copy holds DKIM private keys and key hashes: made empty, for its owner only, before
+    // SQLite fills it (VACUUM INTO takes an empty file), so it is never readable by others.
+    closeSync(openSync(partial, 'wx', 0o600));
     const db = new Database(source, { fileMustExist: true });
     try {
       db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);

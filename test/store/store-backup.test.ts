@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -59,6 +59,8 @@ test('a backup taken while the server accepts mail restores the installation as 
   t.regex(out.stdout, /^backed up to .*posthorn-backup\.db: [\d.]+ MB, \d+ tables, checked, in [\d.]+ s \(schema \d{14}-[\w-]+\)$/m);
   t.regex(out.stdout, /To restore: stop the server/);
   t.true(existsSync(target));
+  // It holds the DKIM private keys and the key hashes: readable by its owner only, whatever the umask.
+  t.is(statSync(target).mode & 0o777, 0o600);
   t.deepEqual(readdirSync(join(target, '..')), ['posthorn-backup.db'], 'no temporary file left beside it');
   t.log(`${during} sends accepted while the backup ran`);
   t.is((await t0.request('GET', '/health')).status, 200);
