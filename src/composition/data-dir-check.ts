@@ -9,6 +9,9 @@ import { join } from 'node:path';
 /** What Posthorn writes in the data directory, when it is there already. */
 const OWN_ENTRIES = ['posthorn.db', 'posthorn.db-wal', 'posthorn.db-shm', 'serve.lock', 'serve.pid', 'spool', 'tls'];
 
+/** A directory Posthorn makes for its data: its owner's alone. */
+export const PRIVATE_DIR_MODE = 0o700;
+
 const ELSEWHERE = 'or set dataDir (POSTHORN_DATA_DIR) to a directory this user can write';
 
 /** The user this process runs as, by name when it has one. */
@@ -32,7 +35,9 @@ function writable(path: string, mode: number): boolean {
 /** Throws an error naming the path, the cause and what to do, unless `dir` is a directory this process can write. */
 export function checkDataDir(dir: string): void {
   try {
-    mkdirSync(dir, { recursive: true });
+    // Only its owner may enter a new data directory: the store holds the DKIM private keys and
+    // the API keys' hashes, the spool received mail.
+    mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EEXIST' || code === 'ENOTDIR') throw new Error(`the data directory ${dir} is not a directory: set dataDir (POSTHORN_DATA_DIR) to a directory this user can write`);
@@ -90,5 +95,26 @@ function checkStoreFile(path: string): void {
   }
   if (!head.equals(SQLITE_HEADER)) {
     throw new Error(`the store file ${path} is not a SQLite database: it was left as it is; restore it from a backup (operations.md, Backups), move it out of the way to start a new store, ${ELSEWHERE}`);
+  }
+}
+
+/**
+ * A warning when every user of the machine can read the SQLite store: the file readable by
+ * others in a data directory they may enter (a store made before Posthorn made them private,
+ * or copied in with a loose umask). Group access is the operator's choice (a 0750 state
+ * directory), and a private directory protects a readable file.
+ */
+export function storeReadableByOthers(dir: string): string | undefined {
+  const file = join(dir, 'posthorn.db');
+  try {
+    const fileMode = statSync(file).mode & 0o777;
+    const dirMode = statSync(dir).mode & 0o777;
+    if (!(fileMode & 0o004) || !(dirMode & 0o001)) return undefined;
+    return (
+      `${file} can be read by every user of this machine (mode ${fileMode.toString(8).padStart(4, '0')} in a directory of mode ${dirMode.toString(8).padStart(4, '0')}), ` +
+      `and it holds the DKIM private keys and the API keys' hashes: chmod 700 ${dir}`
+    );
+  } catch {
+    return undefined; // no store yet
   }
 }

@@ -6,7 +6,7 @@ import type { CopyProgress, CopyReport } from '../store/store-copy.js';
 import type { BackupReport } from '../store/store-backup.js';
 import { databaseUrlTarget, PgStoreUnsupportedError } from '../store/pg/pg-url.js';
 import { migrateToLatest } from '../store/migrate.js';
-import { checkDataDir } from './data-dir-check.js';
+import { checkDataDir, storeReadableByOthers } from './data-dir-check.js';
 
 // Opening the store a configuration names (the composition root's first step), and the
 // commands that need the store alone: migrate, store copy and store backup.
@@ -28,7 +28,12 @@ const STORE_RETRY_MAX_MS = 30_000;
  * host (never the password) and, when `wait` is set, retried until it answers.
  */
 export async function openStoreOf(config: Config, logger: Logger, hooks: Parameters<typeof openAppStore>[1], wait: boolean): Promise<AppStore> {
-  if (!config.store.url) checkDataDir(resolve(config.dataDir));
+  if (!config.store.url) {
+    checkDataDir(resolve(config.dataDir));
+    // Said by the server, where an operator reads its log; an admin command prints results.
+    const readable = hooks?.serveLock ? storeReadableByOthers(resolve(config.dataDir)) : undefined;
+    if (readable) logger.warn({ event: 'store.readable_by_others', file: storeFile(config) }, readable);
+  }
   for (let pause = STORE_RETRY_FIRST_MS; ; pause = Math.min(pause * 2, STORE_RETRY_MAX_MS)) {
     try {
       return await openAppStore(storeSettings(config), hooks);

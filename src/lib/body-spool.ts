@@ -77,7 +77,8 @@ export class BodySpool {
 
   /** Creates `dir` and removes the files of processes no longer running (several on one data dir may share it). */
   static open(dir: string, memoryLimitBytes: number): BodySpool {
-    mkdirSync(dir, { recursive: true });
+    // Received mail: its owner's alone, as the store is.
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
     // A server restarted in a container often gets its predecessor's pid: a file with our pid
     // written before we started is that predecessor's.
     const startedMs = Date.now() - process.uptime() * 1000;
@@ -148,7 +149,7 @@ export class BodySpool {
       const onError = onClose;
       const toDisk = (chunk: Buffer) => {
         path = join(this.dir, `${process.pid}-${++this.sequence}${FILE_SUFFIX}`);
-        file = createWriteStream(path, { flags: 'wx' });
+        file = createWriteStream(path, { flags: 'wx', mode: 0o600 });
         this.files++;
         file.on('error', (err) => fail(new SpoolError(err)));
         for (const c of chunks) file.write(c);

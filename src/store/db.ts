@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
@@ -66,7 +66,16 @@ const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
  * the connection.
  */
 export function openStore(file: string, opts: StoreOptions = {}): SqliteStore {
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  if (file !== ':memory:') {
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    // A new store is its owner's alone (SQLite would make it 0644), and SQLite gives its -wal
+    // and -shm files the mode of the database file. An empty file is an empty database.
+    try {
+      closeSync(openSync(file, 'wx', 0o600));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
   const lock = opts.serveLock && file !== ':memory:' ? acquireServeLock(dirname(file)) : undefined;
   let sqlite: BetterSqlite3.Database;
   try {

@@ -1,6 +1,6 @@
 import test, { type ExecutionContext } from 'ava';
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -132,4 +132,29 @@ test('a second serve on the same SQLite data directory exits 1 naming the first;
   await next.printed(/SMTP listeners started/);
   next.child.kill('SIGTERM');
   t.is((await next.ended).code, 0);
+});
+
+test('a new data directory and store are their owner\'s alone; a server on a store every user can read says so', async (t) => {
+  t.timeout(60_000);
+  const dataDir = join(tempDir(t, 'posthorn-datadir-'), 'data');
+  const first = start(t, { POSTHORN_DATA_DIR: dataDir }, ['serve']);
+  await first.printed(/SMTP listeners started/);
+  const mode = (name: string) => statSync(join(dataDir, name)).mode & 0o777;
+  t.is(mode(''), 0o700);
+  // SQLite gives the log and its index the database file's mode.
+  for (const name of ['posthorn.db', 'posthorn.db-wal', 'posthorn.db-shm']) t.is(mode(name), 0o600, name);
+  t.is(mode('spool'), 0o700);
+  first.child.kill('SIGTERM');
+  const ended = await first.ended;
+  t.is(ended.code, 0, ended.stderr);
+  t.false(ended.stdout.includes('can be read by every user'), ended.stdout);
+
+  // A store made before, or copied in under a loose umask: named, with what to do.
+  chmodSync(dataDir, 0o755);
+  chmodSync(join(dataDir, 'posthorn.db'), 0o644);
+  const open = start(t, { POSTHORN_DATA_DIR: dataDir }, ['serve']);
+  await open.printed(new RegExp(`${dataDir}/posthorn\\.db can be read by every user of this machine \\(mode 0644 in a directory of mode 0755\\).*chmod 700 ${dataDir}`));
+  await open.printed(/SMTP listeners started/);
+  open.child.kill('SIGTERM');
+  t.is((await open.ended).code, 0);
 });

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
@@ -39,6 +39,9 @@ test('bodies stay in memory while they fit in its share; the next go to files; e
   t.is(spool.memoryBytes, 60_000);
   t.is(spool.filesOpen, 2);
   t.is(readdirSync(dir).length, 2);
+  // Received mail is the server user's alone, whatever the umask.
+  t.is(statSync(dir).mode & 0o777, 0o700);
+  for (const name of readdirSync(dir)) t.is(statSync(join(dir, name)).mode & 0o777, 0o600, name);
   t.true((await ra.body.read()).equals(a));
   t.true((await rb.body.read()).equals(b));
   t.true((await rc.body.read()).equals(c));
