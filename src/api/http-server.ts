@@ -14,7 +14,7 @@ import { toHttpError } from './http-errors.js';
 import { parseParams } from './params.js';
 import type { RouteDef, RouteRequest } from './route-types.js';
 import { parseInput } from './validation.js';
-import { nulMessage, nulPath } from '../lib/nul-text.js';
+import { nulMessage, nulPath, unpairedSurrogateMessage, unpairedSurrogatePath } from '../lib/nul-text.js';
 import { JsonStream } from './json-stream.js';
 
 export interface HttpServerDeps {
@@ -372,6 +372,11 @@ async function parsed(ctx: Context, raw: Buffer, next: Next): Promise<unknown> {
   if (/\\u0000/i.test(text)) {
     const where = nulPath(ctx.state.body, '');
     if (where !== undefined) throw new AppError('BAD_REQUEST', nulMessage(where || 'body'));
+  }
+  // Likewise a surrogate: UTF-8 bytes decode to none, so only an escape (\uD800 to \uDFFF) can make one.
+  if (/\\u[dD][89a-fA-F]/.test(text)) {
+    const where = unpairedSurrogatePath(ctx.state.body, '');
+    if (where !== undefined) throw new AppError('BAD_REQUEST', unpairedSurrogateMessage(where || 'body'));
   }
   ctx.state.rawBody = raw;
   return next();

@@ -198,7 +198,7 @@ export function wireCoreServices(o: {
     events,
     clock,
     logger,
-    maxAgeMs: config.outbound.maxAgeHours * 3_600_000,
+    maxAgeMs: Math.round(config.outbound.maxAgeHours * 3_600_000), // whole milliseconds, as the due times it caps
     // Renewed while the attempt is under way (a backlog behind a slow host can outlast it): it
     // runs out only when its holder died or could not record the result.
     leaseMs: config.outbound.leaseMs,
@@ -255,7 +255,8 @@ export function wireCoreServices(o: {
     secret,
     publicUrl: config.publicUrl,
     hostname: config.hostname,
-    batchWindowMs: config.campaigns.batchWindowSeconds * 1000,
+    // Due times are whole milliseconds in the store (a bigint on PostgreSQL); the setting takes fractions.
+    batchWindowMs: Math.round(config.campaigns.batchWindowSeconds * 1000),
     owner: nodeId,
   });
   // Campaign counters follow the status events of campaign emails.
@@ -357,7 +358,7 @@ export function wireCoreServices(o: {
           logger,
           owner: nodeId,
           cluster: store.kind === 'postgres',
-          maxAgeMs: config.outbound.maxAgeHours * 3_600_000,
+          maxAgeMs: Math.round(config.outbound.maxAgeHours * 3_600_000),
         })
       : undefined;
 

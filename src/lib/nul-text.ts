@@ -1,16 +1,23 @@
 /*
- * The NUL character (U+0000) in text. RFC 5322 forbids it in a message, no id has it, and
- * PostgreSQL cannot store it in a text column, so text that holds it is refused where a
- * client can be told (the API, submission) and cleaned where nobody can (mail received from
- * other servers), the same on every store.
+ * Text no store keeps alike.
+ *
+ * The NUL character (U+0000). RFC 5322 forbids it in a message, no id has it, and PostgreSQL
+ * cannot store it in a text column, so text that holds it is refused where a client can be
+ * told (the API, submission) and cleaned where nobody can (mail received from other servers),
+ * the same on every store.
+ *
+ * An unpaired surrogate (U+D800 to U+DFFF alone): JSON can write one ("\ud800"), but it is no
+ * character, and no UTF-8 holds it. A text column gets U+FFFD in its place, while JSON text
+ * keeps the escape, which PostgreSQL's jsonb refuses: one contact property with it made every
+ * property filter of its book fail there. The API refuses it (RFC 7493, I-JSON, 2.1).
  */
 
-/** Where a value holds the NUL character, as a field path ('' for the value itself), or undefined. */
-export function nulPath(value: unknown, path: string): string | undefined {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
+/** Where a value holds a string `bad` finds (or a plain object key), as a field path ('' for the value itself), or undefined. */
+function pathOf(value: unknown, path: string, bad: (s: string) => boolean): string | undefined {
+  if (typeof value === 'string') return bad(value) ? path : undefined;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = nulPath(value[i], path ? `${path}.${i}` : String(i));
+      const found = pathOf(value[i], path ? `${path}.${i}` : String(i), bad);
       if (found !== undefined) return found;
     }
     return undefined;
@@ -18,12 +25,29 @@ export function nulPath(value: unknown, path: string): string | undefined {
   if (value && typeof value === 'object') {
     for (const [k, v] of Object.entries(value)) {
       const where = path ? `${path}.${k}` : k;
-      if (k.includes('\u0000')) return where;
-      const found = nulPath(v, where);
+      if (bad(k)) return where;
+      const found = pathOf(v, where, bad);
       if (found !== undefined) return found;
     }
   }
   return undefined;
+}
+
+/** Where a value holds the NUL character, as a field path ('' for the value itself), or undefined. */
+export function nulPath(value: unknown, path: string): string | undefined {
+  return pathOf(value, path, (s) => s.includes('\u0000'));
+}
+
+const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Where a value holds an unpaired surrogate, as a field path ('' for the value itself), or undefined. */
+export function unpairedSurrogatePath(value: unknown, path: string): string | undefined {
+  return pathOf(value, path, (s) => UNPAIRED_SURROGATE.test(s));
+}
+
+/** The 400 message for a value with an unpaired surrogate at `where`. */
+export function unpairedSurrogateMessage(where: string): string {
+  return `${where}: must be Unicode text: an unpaired surrogate (\\uD800 to \\uDFFF not in a pair) is no character`;
 }
 
 /** The 400 / 550 message for a value with NUL at `where`. */

@@ -193,6 +193,24 @@ test.serial('what is not a TLS report is refused with a reason, and unknown mail
   t.is((await t0.request('GET', '/v1/tlsReports')).body.total, 2);
 });
 
+test.serial('an organization-name or report-id too long in UTF-8 is refused with 550, on every store (they key the report: an index entry has room for about 2.7 KB)', async (t) => {
+  const to = `tlsrpt+${inbox.id}@mx.posthorn.test`;
+  const before = (await t0.request('GET', '/v1/tlsReports')).body.total as number;
+  // 500 characters of three UTF-8 bytes each, unlike one another (repeated text would compress in the index).
+  const cjk = (offset: number) => Array.from({ length: 500 }, (_, i) => String.fromCharCode(0x4e00 + ((i * 7919 + offset) % 20000))).join('');
+  const send = async (overrides: Record<string, unknown>) =>
+    smtpSend({ port, from: 'noreply-smtp-tls-reporting@company-x.example', to: [to], raw: await signedReportMail(to, gz(report(overrides))) });
+  // On PostgreSQL both were stored in one index entry too large for it: 451 on every retry.
+  const longName = await send({ 'organization-name': cjk(1), 'report-id': cjk(2) });
+  t.regex(longName.response, /^550 5\.6\.0 .*does not follow RFC 8460: organization-name: at most 1000 bytes in UTF-8/);
+  const longId = await send({ 'report-id': cjk(3) });
+  t.regex(longId.response, /^550 5\.6\.0 .*does not follow RFC 8460: report-id: at most 1000 bytes in UTF-8/);
+  // 330 such characters (990 bytes) each are within the limit, and stored.
+  const fits = await send({ 'organization-name': cjk(5).slice(0, 330), 'report-id': cjk(6).slice(0, 330) });
+  t.regex(fits.response, /^250 .*queued as tlsr_/);
+  t.is((await t0.request('GET', '/v1/tlsReports')).body.total, before + 1);
+});
+
 test.serial('a report without a passing DKIM signature of the reporting domain is refused with 550 5.7.20 and not stored (RFC 8460 §3)', async (t) => {
   const to = `tlsrpt+${inbox.id}@mx.posthorn.test`;
   const total = async () => (await t0.request('GET', '/v1/tlsReports')).body.total as number;

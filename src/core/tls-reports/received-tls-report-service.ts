@@ -15,6 +15,16 @@ import { badRequest, notFound } from '../errors.js';
 
 const count = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 const text = (max: number) => z.string().max(max);
+/**
+ * The organization and the report id are the report's key (with the domain: a unique index,
+ * so a resent report is stored once), and an index entry holds about 2.7 KB on PostgreSQL: 500
+ * characters of three UTF-8 bytes each made the two of them too large, and the reporter got a
+ * 451 on every retry. 1000 bytes each leave room; more than any reporter writes.
+ */
+const MAX_REPORT_KEY_BYTES = 1000;
+const keyText = text(500)
+  .min(1)
+  .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_REPORT_KEY_BYTES, `at most ${MAX_REPORT_KEY_BYTES} bytes in UTF-8`);
 const failureDetail = z.looseObject({
   'result-type': text(100),
   'sending-mta-ip': text(100).optional(),
@@ -26,10 +36,10 @@ const failureDetail = z.looseObject({
   'failure-reason-code': text(500).optional(),
 });
 const reportSchema = z.looseObject({
-  'organization-name': text(500).min(1),
+  'organization-name': keyText,
   'date-range': z.looseObject({ 'start-datetime': z.iso.datetime({ offset: true }), 'end-datetime': z.iso.datetime({ offset: true }) }),
   'contact-info': text(500).optional(),
-  'report-id': text(500).min(1),
+  'report-id': keyText,
   policies: z
     .array(
       z.looseObject({

@@ -124,7 +124,17 @@ const numericGuard = (col: Operand) => sql<SqlBool>`(${col} not glob '*[^0-9.+-]
  * sees text it would refuse.
  */
 const pgNumber = (col: Operand) =>
-  sql`(case when ${col} ~ '^[0-9.+-]*$' and ${col} ~ '[0-9]' then coalesce((substring(${col} from '^[+-]?(?:[0-9]+[.]?[0-9]*|[.][0-9]+)'))::float8, 0) end)`;
+  sql`(case when ${col} ~ '^[0-9.+-]*$' and ${col} ~ '[0-9]' then coalesce(${pgDouble(sql`substring(${col} from '^[+-]?(?:[0-9]+[.]?[0-9]*|[.][0-9]+)')`)}, 0) end)`;
+
+/**
+ * A decimal numeral as a double, as SQLite reads it: beyond the largest double it is infinity,
+ * nearer zero than the smallest it is zero. PostgreSQL's float8 refuses both ("out of range"),
+ * which made a segment over a property of 400 digits a 500. A numeral of at most 308
+ * characters is within range whatever it says, so only a longer one takes the exact numeric
+ * detour (a value holds at most 2000 characters, well inside numeric's range).
+ */
+const pgDouble = (numeral: RawBuilder<unknown>) =>
+  sql`(case when length(${numeral}) <= 308 then (${numeral})::float8 else (select case when v > 1.7976931348623158e308 then 'Infinity'::float8 when v < -1.7976931348623158e308 then '-Infinity'::float8 when abs(v) < 2.4703282292062328e-324 then 0 else v::float8 end from (select (${numeral})::numeric as v) as n) end)`;
 
 const COMPARATORS = { gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
 type Comparator = (typeof COMPARATORS)[keyof typeof COMPARATORS];
