@@ -9,7 +9,8 @@
  * An unpaired surrogate (U+D800 to U+DFFF alone): JSON can write one ("\ud800"), but it is no
  * character, and no UTF-8 holds it. A text column gets U+FFFD in its place, while JSON text
  * keeps the escape, which PostgreSQL's jsonb refuses: one contact property with it made every
- * property filter of its book fail there. The API refuses it (RFC 7493, I-JSON, 2.1).
+ * property filter of its book fail there. The API refuses it (RFC 7493, I-JSON, 2.1); mail
+ * from other servers gets U+FFFD in its place, as for NUL.
  */
 
 /** Where a value holds a string `bad` finds (or a plain object key), as a field path ('' for the value itself), or undefined. */
@@ -55,17 +56,28 @@ export function nulMessage(where: string): string {
   return `${where}: must not contain the NUL character (U+0000)`;
 }
 
+/** Any surrogate: a cheap scan before the exact one, which looks around each. */
+const ANY_SURROGATE = /[\uD800-\uDFFF]/;
+const UNPAIRED_SURROGATES = new RegExp(UNPAIRED_SURROGATE.source, 'g');
+
+/** A string with each NUL and each unpaired surrogate replaced by U+FFFD. */
+function cleanString(s: string): string {
+  const noNul = s.includes('\u0000') ? s.replaceAll('\u0000', '\uFFFD') : s;
+  return ANY_SURROGATE.test(noNul) ? noNul.replace(UNPAIRED_SURROGATES, '\uFFFD') : noNul;
+}
+
 /**
- * `value` with every NUL in its strings (and plain objects' keys) replaced by U+FFFD, the
- * character a reader shows for what could not be read. Buffers and other non-plain objects
- * are kept as they are: bytes are not text.
+ * `value` with every NUL and unpaired surrogate in its strings (and plain objects' keys)
+ * replaced by U+FFFD, the character a reader shows for what could not be read: other servers'
+ * text, which nobody can be asked to correct (a UTF-16 encoded word decodes to a lone
+ * surrogate). Buffers and other non-plain objects are kept as they are: bytes are not text.
  */
-export function replaceNul<T>(value: T): T {
-  if (typeof value === 'string') return (value.includes('\u0000') ? value.replaceAll('\u0000', '\uFFFD') : value) as T;
-  if (Array.isArray(value)) return value.map((v: unknown) => replaceNul(v)) as T;
+export function replaceUnstorable<T>(value: T): T {
+  if (typeof value === 'string') return cleanString(value) as T;
+  if (Array.isArray(value)) return value.map((v: unknown) => replaceUnstorable(v)) as T;
   if (value && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[replaceNul(k)] = replaceNul(v);
+    for (const [k, v] of Object.entries(value)) out[replaceUnstorable(k)] = replaceUnstorable(v);
     return out as T;
   }
   return value;

@@ -220,6 +220,46 @@ test.serial('a domain name that changed teams: only the team that verified it no
   t.is(theirs.body.total, 0, 'the team that lost the name gets no copy');
 });
 
+test.serial('an unpaired surrogate decoded from a UTF-16 encoded word is stored as U+FFFD, in every field and its JSON, on either store', async (t) => {
+  await setReceiving(inbox, true);
+  // A high surrogate, then "A": UTF-16 text no character can be made of.
+  const lone = `=?UTF-16LE?B?${Buffer.from([0x00, 0xd8, 0x41, 0x00]).toString('base64')}?=`;
+  const message = Buffer.from(
+    [
+      `From: ${lone} <eve@strict.com>`,
+      `To: ${lone} <support@inbox.dev>`,
+      `Subject: ${lone}`,
+      'Message-ID: <surrogate-1@strict.com>',
+      'MIME-Version: 1.0',
+      'Content-Type: multipart/mixed; boundary="b1"',
+      '',
+      '--b1',
+      'Content-Type: text/plain; charset=utf-8',
+      '',
+      'hello',
+      '--b1',
+      `Content-Type: application/octet-stream; name="${lone}"`,
+      `Content-Disposition: attachment; filename="${lone}"`,
+      'Content-Transfer-Encoding: base64',
+      '',
+      Buffer.from([1, 2]).toString('base64'),
+      '--b1--',
+      '',
+    ].join('\r\n'),
+  );
+  const res = await smtpSend({ port, from: 'eve@strict.com', to: ['support@inbox.dev'], raw: message });
+  t.true(res.ok, res.response);
+  const got = await t0.request('GET', `/v1/receivedEmails/${queuedIds(res.response)[0]}`);
+  t.is(got.status, 200);
+  const e = got.body;
+  t.is(e.subject, '\uFFFDA');
+  t.is(e.from, '"\uFFFDA" <eve@strict.com>');
+  t.deepEqual(e.to, ['"\uFFFDA" <support@inbox.dev>']);
+  t.is(e.attachments[0].filename, '\uFFFDA');
+  // The answer's JSON carries no surrogate escape a strict reader (or PostgreSQL's jsonb) refuses.
+  t.false(/\\ud[89a-f]/i.test(JSON.stringify(e)));
+});
+
 test.serial('NUL characters in a received message (encoded in its headers or raw in its body) are stored as U+FFFD, on either store, and the raw message byte for byte', async (t) => {
   await setReceiving(inbox, true);
   const nulB64 = (text: string) => `=?utf-8?B?${Buffer.from(text).toString('base64')}?=`;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import { replaceNul } from '../../lib/nul-text.js';
+import { replaceUnstorable } from '../../lib/nul-text.js';
 import type { DomainRecord } from '../../store/repositories/domains-repository.js';
 import type { ReceivedTlsReportRow, ReceivedTlsReportsRepository } from '../../store/repositories/received-tls-reports-repository.js';
 import { badRequest, notFound } from '../errors.js';
@@ -95,8 +95,8 @@ export function parseTlsReport(json: string): ReceivedTlsReportJson {
     const issue = parsed.error.issues[0]!;
     throw badRequest(`the TLS report does not follow RFC 8460: ${issue.path.join('.') || 'report'}: ${issue.message}`);
   }
-  // Another server's text: NUL, which no store keeps alike, shows as U+FFFD (lib/nul-text.ts).
-  return replaceNul(parsed.data);
+  // Another server's text: NUL or an unpaired surrogate, which no store keeps alike, shows as U+FFFD (lib/nul-text.ts).
+  return replaceUnstorable(parsed.data);
 }
 
 function policiesOf(report: ReceivedTlsReportJson): TlsReportPolicyView[] {

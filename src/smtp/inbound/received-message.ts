@@ -2,7 +2,7 @@ import type { AuthenticateResult, DNSResolver } from 'mailauth';
 import type { ParsedMail } from 'mailparser';
 import type { AuthResults, InboundEnvelope, ReceivedMessageInput } from '../../core/received/inbound-types.js';
 import { messageDigest } from '../../core/received/transaction-key.js';
-import { replaceNul } from '../../lib/nul-text.js';
+import { replaceUnstorable } from '../../lib/nul-text.js';
 import { formatMailboxes, headerFields } from '../parsed-mail.js';
 
 // Turns a message for a receiving domain into what core stores: parsed fields as far as the
@@ -105,9 +105,9 @@ export async function buildReceivedMessage(raw: Buffer, parsed: ParsedMail | nul
     `Return-Path: <${e.mailFrom.replace(/[<>\s]/g, '')}>\r\n` + headers + receivedHeader(ctx, e.rcptTo.length === 1 ? e.rcptTo[0] : undefined);
   const stored = Buffer.concat([Buffer.from(trace, 'utf8'), raw]);
   const refs = parsed?.references;
-  // Another server's text may hold NUL, which no store keeps alike (lib/nul-text.ts): the
-  // parsed fields show U+FFFD in its place; the raw message keeps every byte.
-  return replaceNul({
+  // Another server's text may hold NUL or an unpaired surrogate, which no store keeps alike
+  // (lib/nul-text.ts): the parsed fields show U+FFFD in their place; the raw message keeps every byte.
+  return replaceUnstorable({
     envelope: e,
     raw: stored,
     sizeBytes: raw.length,

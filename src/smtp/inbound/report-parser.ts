@@ -1,7 +1,7 @@
 import type { ParsedMail } from 'mailparser';
 import type { DsnRecipient, FeedbackReport, OriginalMessageRef, ParsedReport } from '../../core/received/inbound-types.js';
 import { classifyReply, parseEnhancedCode } from '../outbound/classify-reply.js';
-import { replaceNul } from '../../lib/nul-text.js';
+import { replaceUnstorable } from '../../lib/nul-text.js';
 import { headerBlock, parseFieldGroups } from '../parsed-mail.js';
 
 // Reads the machine-readable parts of a report:
@@ -210,11 +210,11 @@ function reportParts(raw: Buffer): { reportType: string; parts: MimePart[] } | n
 }
 
 /**
- * What a DSN or feedback report says. Its text comes from other servers and may hold NUL, which
- * no store keeps alike (lib/nul-text.ts): U+FFFD stands in its place.
+ * What a DSN or feedback report says. Its text comes from other servers and may hold NUL or an
+ * unpaired surrogate, which no store keeps alike (lib/nul-text.ts): U+FFFD stands in their place.
  */
 export function parseReport(raw: Buffer, parsed: ParsedMail | null): ParsedReport {
-  return replaceNul(readReport(raw, parsed));
+  return replaceUnstorable(readReport(raw, parsed));
 }
 
 function readReport(raw: Buffer, parsed: ParsedMail | null): ParsedReport {
