@@ -151,7 +151,7 @@ test.serial('invalid messages are refused with a 5xx that says why', async (t) =
   t.regex(many.response, /^250 2\.0\.0 Ok: queued as em_/);
 });
 
-test.serial('a NUL character in the subject or body of a submitted message is refused with 550 5.6.0 naming the field, as the API refuses it, on either store', async (t) => {
+test.serial('a NUL character or an unpaired surrogate in the subject, an address or a body of a submitted message is refused with 550 5.6.0 naming the field, as the API refuses it, on either store', async (t) => {
   const cases: [Record<string, unknown>, RegExp][] = [
     [{ subject: 'a\0b', text: 't' }, /^550 5\.6\.0 subject: must not contain the NUL character/],
     [{ subject: 's', text: 'one\0two' }, /^550 5\.6\.0 text: must not contain the NUL character/],
@@ -161,6 +161,15 @@ test.serial('a NUL character in the subject or body of a submitted message is re
   for (const [fields, expected] of cases) {
     const err = await sendError(transport(w.t0.key).sendMail({ from: 'hello@sender.dev', to: 'a@example.net', ...fields }));
     t.regex(err.response ?? '', expected, JSON.stringify(fields));
+  }
+  // Half a character: a UTF-16 encoded word of a lone high surrogate, in the subject and a recipient's name.
+  const lone = `=?UTF-16LE?B?${Buffer.from([0x00, 0xd8, 0x41, 0x00]).toString('base64')}?=`;
+  for (const [raw, expected] of [
+    [`From: hello@sender.dev\r\nTo: a@example.net\r\nSubject: ${lone}\r\n\r\nbody\r\n`, /^550 5\.6\.0 subject: must be Unicode text: an unpaired surrogate/],
+    [`From: hello@sender.dev\r\nTo: ${lone} <a@example.net>\r\nSubject: s\r\n\r\nbody\r\n`, /^550 5\.6\.0 to\.0: must be Unicode text/],
+  ] as const) {
+    const err = await sendError(transport(w.t0.key).sendMail({ envelope: { from: 'hello@sender.dev', to: ['a@example.net'] }, raw }));
+    t.regex(err.response ?? '', expected, raw);
   }
   t.is((await w.t0.request('GET', '/v1/emails?limit=100')).body.data.length, before, 'nothing was stored');
 });

@@ -5,7 +5,7 @@ import { ENGINE_OWNED_HEADERS } from '../../core/emails/email-headers.js';
 import { sendBodySchema, type SendInput } from '../../core/emails/send-schema.js';
 import { badRequest } from '../../core/errors.js';
 import { plainIssues } from '../../core/plain-issues.js';
-import { nulMessage, nulPath } from '../../lib/nul-text.js';
+import { nulMessage, nulPath, unpairedSurrogateMessage, unpairedSurrogatePath } from '../../lib/nul-text.js';
 import { formatMailboxes, headerFields, mailboxes } from '../parsed-mail.js';
 
 // A submitted message (RFC 6409) becomes the same send body the API takes, so it goes through
@@ -101,9 +101,12 @@ export function messageToSendInput(parsed: ParsedMail, envelope: SubmissionEnvel
     ...tracking,
   };
   if (!body.subject) throw badRequest('Subject: the message needs a non-empty Subject header');
-  // Refused as the API refuses it (lib/nul-text.ts): the sender's client is told which field.
+  // Refused as the API refuses them (lib/nul-text.ts): the sender's client is told which field.
   const nul = nulPath(body, '');
   if (nul !== undefined) throw badRequest(nulMessage(nul));
+  // A UTF-16 encoded word can decode to half a character.
+  const surrogate = unpairedSurrogatePath(body, '');
+  if (surrogate !== undefined) throw badRequest(unpairedSurrogateMessage(surrogate));
   const checked = sendBodySchema.safeParse(body, plainIssues);
   if (!checked.success) {
     const issue = checked.error.issues[0]!;
