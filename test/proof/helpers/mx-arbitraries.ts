@@ -99,7 +99,7 @@ function replyLines(stage: string, outcome: Outcome, extraLines: fc.Arbitrary<Bu
     { weight: 120, arbitrary: fc.constant<Framing>('single') },
     { weight: 40, arbitrary: fc.constant<Framing>('multi') },
     { weight: 10, arbitrary: fc.constant<Framing>('mixed-codes') },
-    { weight: 10, arbitrary: fc.constant<Framing>('all-final') },
+    { weight: 4, arbitrary: fc.constant<Framing>('all-final') },
     { weight: 3, arbitrary: fc.constant<Framing>('last-continues') },
     { weight: 20, arbitrary: fc.constant<Framing>('bare-code') },
     { weight: 3, arbitrary: fc.constant<Framing>('empty-line') },
@@ -136,10 +136,10 @@ function framed(lines: fc.Arbitrary<Buffer[]>): fc.Arbitrary<ReplySpec> {
     .record({
       lines,
       eol: fc.oneof({ weight: 5, arbitrary: fc.constant('\r\n') }, { weight: 1, arbitrary: fc.constant('\n') }),
-      unsolicited: fc.oneof({ weight: 12, arbitrary: fc.constant<string | null>(null) }, { weight: 1, arbitrary: fc.constantFrom('250 2.0.0 OK', '220 again', '421 4.3.2 Bye', '550 5.7.1 No', '354 Go') }),
+      unsolicited: fc.oneof({ weight: 40, arbitrary: fc.constant<string | null>(null) }, { weight: 1, arbitrary: fc.constantFrom('250 2.0.0 OK', '220 again', '421 4.3.2 Bye', '550 5.7.1 No', '354 Go') }),
       pieces: fc.oneof({ weight: 6, arbitrary: fc.constant(1) }, { weight: 2, arbitrary: fc.integer({ min: 2, max: 5 }) }),
       dripMs: fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 40 }) }),
-      after: fc.oneof({ weight: 20, arbitrary: fc.constant<ReplySpec['after']>('stay') }, { weight: 1, arbitrary: fc.constant<ReplySpec['after']>('close') }, { weight: 1, arbitrary: fc.constant<ReplySpec['after']>('cut-mid') }),
+      after: fc.oneof({ weight: 50, arbitrary: fc.constant<ReplySpec['after']>('stay') }, { weight: 1, arbitrary: fc.constant<ReplySpec['after']>('close') }, { weight: 1, arbitrary: fc.constant<ReplySpec['after']>('cut-mid') }),
     })
     .map(({ lines: ls, eol, unsolicited, pieces, dripMs, after }) => ({
       bytes: Buffer.concat([...ls.flatMap((l) => [l, Buffer.from(eol)]), ...(unsolicited ? [Buffer.from(`${unsolicited}${eol}`)] : [])]),
@@ -155,9 +155,9 @@ export function stageReply(stage: string, okWeight = 10): fc.Arbitrary<ReplySpec
 
 /** EHLO capabilities: odd or huge lists, SIZE smaller than the message or garbage, PIPELINING, 8BITMIME absent, SMTPUTF8, AUTH, STARTTLS. */
 const capability = fc.oneof(
-  fc.constantFrom('PIPELINING', '8BITMIME', 'SMTPUTF8', 'ENHANCEDSTATUSCODES', 'STARTTLS', 'AUTH PLAIN LOGIN', 'AUTH=LOGIN', 'CHUNKING', 'DSN', 'HELP', 'BINARYMIME', 'X-UNKNOWN foo'),
-  fc.constantFrom('SIZE', 'SIZE 0', 'SIZE 100', 'SIZE 1000', 'SIZE 35882577', 'SIZE abc', 'SIZE -5', 'SIZE 99999999999999999999999', 'SIZE 1e3'),
-  fc.uint8Array({ maxLength: 20 }).map((a) => Buffer.from(a.map((b) => (b === 0x0a || b === 0x0d ? 0x20 : b))).toString('latin1')),
+  { weight: 6, arbitrary: fc.constantFrom('PIPELINING', '8BITMIME', 'SMTPUTF8', 'ENHANCEDSTATUSCODES', 'STARTTLS', 'AUTH PLAIN LOGIN', 'AUTH=LOGIN', 'CHUNKING', 'DSN', 'HELP', 'BINARYMIME', 'X-UNKNOWN foo') },
+  { weight: 1, arbitrary: fc.constantFrom('SIZE', 'SIZE 0', 'SIZE 100', 'SIZE 1000', 'SIZE 35882577', 'SIZE abc', 'SIZE -5', 'SIZE 99999999999999999999999', 'SIZE 1e3') },
+  { weight: 1, arbitrary: fc.uint8Array({ maxLength: 20 }).map((a) => Buffer.from(a.map((b) => (b === 0x0a || b === 0x0d ? 0x20 : b))).toString('latin1')) },
 );
 const ehloReply: fc.Arbitrary<ReplySpec> = fc.oneof(
   {
@@ -175,15 +175,15 @@ const ehloReply: fc.Arbitrary<ReplySpec> = fc.oneof(
 const replies = (stage: string, okWeight: number, max: number) => fc.array(stageReply(stage, okWeight), { minLength: 1, maxLength: max });
 
 export const sessionScript: fc.Arbitrary<SessionScript> = fc.record({
-  greeting: fc.oneof({ weight: 12, arbitrary: stageReply('greeting', 20) }, { weight: 1, arbitrary: fc.constant<'drop'>('drop') }),
+  greeting: fc.oneof({ weight: 12, arbitrary: stageReply('greeting', 30) }, { weight: 1, arbitrary: fc.constant<'drop'>('drop') }),
   ehlo: ehloReply,
   helo: stageReply('ehlo', 8),
   starttls: stageReply('starttls', 6),
   afterStarttls: fc.constantFrom<SessionScript['afterStarttls']>('tls', 'tls', 'garbage', 'plain'),
-  mail: replies('mail', 12, 2),
-  rcpt: replies('rcpt', 8, 4),
-  data: replies('data', 12, 2),
-  eod: replies('eod', 8, 2),
+  mail: replies('mail', 20, 2),
+  rcpt: replies('rcpt', 12, 4),
+  data: replies('data', 20, 2),
+  eod: replies('eod', 12, 2),
   other: stageReply('other', 10),
   dataCut: fc.oneof({ weight: 8, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.nat(4000) }),
 });
