@@ -77,6 +77,11 @@ export interface SessionLog {
   id: number;
   inStep: boolean;
   transactions: Transaction[];
+  /**
+   * The RCPT TO addresses the session saw once out of step, in commands and inside what it took
+   * for message text (out of step, the MX may read the client's next commands as a message).
+   */
+  recipientsOutOfStep: Set<string>;
 }
 
 /** Exactly one reply, framed as nodemailer frames it (lines split on LF; '<digits>-' continues). */
@@ -134,7 +139,7 @@ export async function startHostileMx(opts: { host: string; port: number; name: s
     raw.once('close', () => sockets.delete(raw));
     if (!scripts.length) return void raw.destroy();
     const script = scripts[next++ % scripts.length]!;
-    const log: SessionLog = { id: sessions.length, inStep: true, transactions: [] };
+    const log: SessionLog = { id: sessions.length, inStep: true, transactions: [], recipientsOutOfStep: new Set() };
     sessions.push(log);
     void runSession(raw, script, log);
   });
@@ -190,8 +195,14 @@ export async function startHostileMx(opts: { host: string; port: number; name: s
       return !gone;
     };
     const pick = (list: ReplySpec[], n: number) => list[n % list.length]!;
+    const noteRecipients = (text: Buffer) => {
+      if (log.inStep) return;
+      for (const m of text.toString('latin1').matchAll(/RCPT TO:<([^>]*)>/gi)) log.recipientsOutOfStep.add(m[1]!);
+    };
     const endTx = () => {
-      if (tx) tx.inStep = log.inStep;
+      if (!tx) return;
+      tx.inStep = log.inStep;
+      if (!log.inStep) for (const r of tx.rcpts) log.recipientsOutOfStep.add(r.address);
     };
 
     if (script.greeting === 'drop') return void sock.destroy();
@@ -208,11 +219,13 @@ export async function startHostileMx(opts: { host: string; port: number; name: s
         if (at < 0) {
           // keep the tail: the terminator may be split across chunks
           const keep = Math.min(buffered.length, END_OF_DATA.length - 1);
+          noteRecipients(buffered.subarray(0, buffered.length - keep));
           dataBytes += buffered.length - keep;
           buffered = buffered.subarray(buffered.length - keep);
           await more();
           continue;
         }
+        noteRecipients(buffered.subarray(0, at));
         buffered = buffered.subarray(at + END_OF_DATA.length);
         mode = 'cmd';
         dataCut = null;
@@ -281,6 +294,7 @@ export async function startHostileMx(opts: { host: string; port: number; name: s
       } else if (verb === 'RCPT') {
         spec = pick(script.rcpt, counts.rcpt++);
         const address = /<([^>]*)>/.exec(line)?.[1] ?? line;
+        if (!log.inStep) log.recipientsOutOfStep.add(address);
         tx?.rcpts.push({ address, reply: readOf(spec) });
       } else if (verb === 'DATA') {
         spec = pick(script.data, counts.data++);
