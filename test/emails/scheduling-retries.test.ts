@@ -3,6 +3,8 @@ import test from 'ava';
 import { request as httpRequest } from 'node:http';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
+import { startHostileMx } from '../proof/helpers/hostile-mx.js';
+import { wellBehavedScript } from '../proof/helpers/mx-arbitraries.js';
 
 const clock = new ManualClock(Date.UTC(2026, 10, 22, 8, 0, 0));
 let w: MailWorld;
@@ -300,6 +302,62 @@ test.serial('a remote reply of any length is kept to 2,000 characters in the row
     t.is(bounced.data.bounce.message.length, 2000);
     const [row] = await repositoriesOf(w.t0.app).deliveries.listForEmail(res.body.emailId);
     t.is(row!.last_response!.length, 2000);
+  } finally {
+    w.sink.setBehaviour({ onRcpt: undefined });
+  }
+});
+
+test.serial('a remote reply with NUL characters is recorded with U+FFFD in their place: a 250 stays delivered (not leased and sent again), a 550 bounced', async (t) => {
+  // PostgreSQL cannot store NUL in text: the whole result write failed, the delivery kept its
+  // lease, and once the lease ran out the accepted message was sent again. smtp-server (the
+  // sink) writes no NUL, so a raw MX of the fuzz proof answers here.
+  const mx = await startHostileMx({ host: '127.0.0.6', port: w.sink.port, name: 'mx.nul.test' });
+  w.zone.set('mx.nul.test', 'A', ['127.0.0.6']);
+  w.zone.set('nul.example', 'MX', [{ exchange: 'mx.nul.test', priority: 10 }]);
+  const reply = (line: string) => [{ bytes: Buffer.from(`${line}\r\n`), pieces: 1, dripMs: 0, after: 'stay' as const }];
+  // One transaction per session: the first refuses the recipient, the second takes the message.
+  mx.setScripts([
+    { ...wellBehavedScript(), rcpt: reply('550 5.7.1 no\u0000thanks') },
+    { ...wellBehavedScript(), eod: reply('250 2.0.0 queued\u0000as 42') },
+  ]);
+  try {
+    const refused = (await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'refused@nul.example' }) })).body.emailId;
+    await w.settle();
+    mx.dropAll();
+    const accepted = (await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'accepted@nul.example' }) })).body.emailId;
+    await w.settle();
+    for (const [id, status, response] of [
+      [accepted, 'DELIVERED', '250 2.0.0 queued\uFFFDas 42'],
+      [refused, 'BOUNCED', '550 5.7.1 no\uFFFDthanks'],
+    ] as const) {
+      const e = await get(id);
+      t.is(e.latestStatus, status);
+      t.is(e.emailEvents.find((x: any) => x.status === status).data.response, response);
+      const [row] = await repositoriesOf(w.t0.app).deliveries.listForEmail(id);
+      t.is(row!.state as string, status.toLowerCase());
+      t.is(row!.lease_owner, null, 'recorded, not left leased');
+      t.is(row!.last_response, response);
+    }
+    t.is(mx.transactions.filter((x) => x.ended && x.emailId === accepted).length, 1, 'the accepted message went once');
+  } finally {
+    await mx.close();
+  }
+});
+
+test.serial('a long reply cut to 2,000 characters is never cut between the halves of a surrogate pair', async (t) => {
+  // 1,998 characters of "550 " and text, then emoji (two UTF-16 units each): the cut at 1,999 fell inside one.
+  const message = `5.7.1 ${'x'.repeat(1988)}${'\u{1F600}'.repeat(20)}`;
+  w.sink.setBehaviour({ onRcpt: (a) => (a === 'emoji@example.net' ? { code: 550, message } : undefined) });
+  try {
+    const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'emoji@example.net' }) });
+    await w.settle();
+    const e = await get(res.body.emailId);
+    const response: string = e.emailEvents.find((x: any) => x.status === 'BOUNCED').data.response;
+    t.true(response.length <= 2000);
+    t.true(response.endsWith('x…'), 'the cut falls before the pair it would have split');
+    t.false(/[\uD800-\uDFFF]/.test(response.slice(-3)), 'no lone surrogate at the cut');
+    const [row] = await repositoriesOf(w.t0.app).deliveries.listForEmail(res.body.emailId);
+    t.is(row!.last_response, response);
   } finally {
     w.sink.setBehaviour({ onRcpt: undefined });
   }

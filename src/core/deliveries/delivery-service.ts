@@ -11,6 +11,7 @@ import { retryDelayMs } from './retry-schedule.js';
 import { bounceSubType } from './bounce-sub-type.js';
 import { emailBusEvent } from '../emails/email-bus-event.js';
 import { badRequest, notFound } from '../errors.js';
+import { replaceUnstorable } from '../../lib/nul-text.js';
 import type { OutcomeSample } from '../metrics/metrics.js';
 
 import type { AttemptResult, AttemptTrace, DeliveryGroup, RecipientView } from './delivery-types.js';
@@ -41,6 +42,22 @@ export const MAX_RCPTS_PER_TRANSACTION = 100;
 
 /** Remote replies are kept up to this long (row, events, webhooks). */
 const MAX_RESPONSE_CHARS = 2000;
+
+/**
+ * A remote reply as the row, the events and the webhooks keep it. A hostile or broken MX may
+ * answer with a megabyte, or with NUL bytes (which PostgreSQL cannot store in text: the whole
+ * results write failed, and the delivery stayed leased until it was attempted again, an accepted
+ * message sent twice): 2,000 characters at most, cut between code points, never inside a
+ * surrogate pair, and U+FFFD for NUL, as for received mail (lib/nul-text.ts).
+ */
+export function storedResponse(response: string): string {
+  const clean = replaceUnstorable(response);
+  if (clean.length <= MAX_RESPONSE_CHARS) return clean;
+  let cut = MAX_RESPONSE_CHARS - 1;
+  const last = clean.charCodeAt(cut - 1);
+  if (last >= 0xd800 && last <= 0xdbff) cut--;
+  return `${clean.slice(0, cut)}…`;
+}
 
 /** How often expired leases are looked for. */
 const LEASE_SWEEP_INTERVAL_MS = 30_000;
@@ -208,8 +225,8 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         bus.push({ deliveryId: d.id, status, extra: data });
       };
       const attempts = d.attempts + 1;
-      // A hostile or broken MX may answer with a megabyte; events, webhooks and the row keep 2,000 characters.
-      const response = r.response.length > MAX_RESPONSE_CHARS ? `${r.response.slice(0, MAX_RESPONSE_CHARS - 1)}…` : r.response;
+      // Events, webhooks and the row keep what storedResponse() leaves of the reply.
+      const response = storedResponse(r.response);
       const base = { recipient: d.recipient, mxHost: r.mxHost ?? null, smtpCode: r.code ?? null, response, ...(r.tls ? { tls: r.tls } : {}), ...(r.source ? { source: r.source } : {}) };
       const update = { id: d.id, attempts, code: r.code ?? null, response, mxHost: r.mxHost ?? null };
       const wire = { attempt: attempts, mxHost: r.mxHost ?? null, smtpCode: r.code ?? null, response, ...(r.source ? { source: r.source } : {}) };
@@ -274,7 +291,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       source: t.source,
       source_name: t.sourceName ?? null,
       tls_json: t.tls ? JSON.stringify(t.tls) : null,
-      results_json: JSON.stringify(t.results.map((r) => ({ ...r, response: r.response.slice(0, MAX_RESPONSE_CHARS) }))),
+      results_json: JSON.stringify(t.results.map((r) => ({ ...r, response: storedResponse(r.response) }))),
       transcript_json: JSON.stringify(t.lines),
     }));
     return { group, results, updates, events, suppressions, bus, outcomes, logging, traceRows };

@@ -182,6 +182,12 @@ export async function transact(ctx: TransactionContext, pc: PooledConnection, re
       // replies after it (pipelined) are noise. Never a recipient's hard bounce.
       if (err.responseCode !== undefined && err.response) {
         results.set(recipient, fromReply(ctx, recipient, err.responseCode, err.response, { neverHard: true, mailFrom: req.mailFrom }));
+      } else if (!refusedBySize && err.response) {
+        // A reply without a numeric code (nodemailer gives it no responseCode either): a broken
+        // server, not a refusal of the message; deferred like any reply that cannot be read.
+        const response = oneLine(err.response);
+        const verdict = classifyReply(0, response);
+        results.set(recipient, { recipient, outcome: 'deferred', response, hardBounce: false, reason: verdict.reason });
       } else {
         // nodemailer's own SIZE check (RFC 1870 §6): the server announced a smaller limit.
         results.set(recipient, fromReply(ctx, recipient, 552, `5.3.4 ${err.message}`, { neverHard: true }));

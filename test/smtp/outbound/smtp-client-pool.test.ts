@@ -341,6 +341,37 @@ test('the SIZE the server announces is respected before sending (RFC 1870)', asy
   t.false(res.transactionStarted);
 });
 
+test('a reply to MAIL FROM without a numeric code is no SIZE refusal: the recipients are deferred, not bounced', async (t) => {
+  // nodemailer gives such a reply no responseCode, like its own SIZE check: it was read as a
+  // 552 5.3.4 "message too big" and bounced every recipient for a server's garbage.
+  const server = net.createServer((s) => {
+    s.on('error', () => {});
+    s.write('220 mx.raw.test ESMTP\r\n');
+    let buffered = '';
+    s.on('data', (c) => {
+      buffered += c.toString('latin1');
+      for (let eol = buffered.indexOf('\r\n'); eol >= 0; eol = buffered.indexOf('\r\n')) {
+        const line = buffered.slice(0, eol);
+        buffered = buffered.slice(eol + 2);
+        if (/^EHLO/i.test(line)) s.write('250 mx.raw.test\r\n');
+        else if (/^MAIL/i.test(line)) s.write('abc what\r\n');
+        else if (/^QUIT/i.test(line)) s.end('221 bye\r\n');
+        else s.write('250 ok\r\n');
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, LOOPBACK, resolve));
+  t.teardown(() => server.close());
+  const pool = poolFor(t);
+  const res = await pool.send(targetOf({ hostname: 'mx.raw.test', port: (server.address() as net.AddressInfo).port }), request(['a@example.test', 'b@example.test']));
+  t.true(res.connected);
+  for (const r of res.recipients) {
+    t.like(r, { outcome: 'deferred', hardBounce: false });
+    t.regex(r.response, /abc what/);
+  }
+  t.true(res.transactionStarted, 'MAIL FROM went out');
+});
+
 test('a message the announced SIZE refuses before MAIL FROM is no transaction: not counted in stats, nor against the connection\'s messages', async (t) => {
   let mailFroms = 0;
   const sink = await sinkFor(t, {
