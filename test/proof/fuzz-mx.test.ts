@@ -32,8 +32,8 @@ import { sessionScript, wellBehavedScript } from './helpers/mx-arbitraries.js';
 
 const clock = new ManualClock(Date.UTC(2026, 5, 1, 8, 0, 0));
 /** Small, so sessions that stall cost little; large enough that a session that does not stall never meets it. */
-const TIMEOUT_MS = 1500;
-const TRANSACTION_TIMEOUT_MS = 3000;
+const TIMEOUT_MS = 2500;
+const TRANSACTION_TIMEOUT_MS = 10_000;
 const HOSTILE_ADDRESS = '127.0.0.3';
 const HOSTILE_NAME = 'mx.hostile.test';
 const HOSTILE_DOMAIN = 'hostile.example';
