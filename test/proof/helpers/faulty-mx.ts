@@ -10,6 +10,7 @@ import { EventEmitter, once } from 'node:events';
 import net from 'node:net';
 import tls from 'node:tls';
 import { testCert } from '../../helpers/test-keys.js';
+import { listenOn } from '../../helpers/listen.js';
 
 export type MxFault =
   /** Transparent TCP pipe to the good sink (STARTTLS and all, end to end). */
@@ -385,14 +386,7 @@ export async function startFaultyMx(opts: {
   }
 
   server.on('error', () => {});
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, opts.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as net.AddressInfo).port;
+  const port = await listenOn(server, opts.port, opts.host);
 
   return {
     host: opts.host,

@@ -12,6 +12,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import { testCert } from '../../helpers/test-keys.js';
+import { listenOn } from '../../helpers/listen.js';
 
 /** One reply as the script wants it written. */
 export interface ReplySpec {
@@ -318,14 +319,7 @@ export async function startHostileMx(opts: { host: string; port: number; name: s
   }
 
   server.on('error', () => {});
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, opts.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as net.AddressInfo).port;
+  const port = await listenOn(server, opts.port, opts.host);
   const dropAll = () => {
     for (const s of sockets) s.destroy();
   };
