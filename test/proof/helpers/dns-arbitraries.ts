@@ -25,7 +25,10 @@ const txtChunk: fc.Arbitrary<TxtChunk> = fc.oneof(
   fc.constantFrom<TxtChunk>({ kind: 'bytes', bytes: [0xff, 0xfe, 0x80] }, { kind: 'bytes', bytes: [0x76, 0x3d, 0xe2, 0x82] }, { kind: 'bytes', bytes: [0xc0, 0x80, 0x00, 0x00] }, { kind: 'bytes', bytes: [0xed, 0xa0, 0x80] }),
 );
 
-const mxExchange = fc.constantFrom('.', '', '127.0.0.1', '[127.0.0.1]', 'mx.sink.test', 'localhost', 'no-such-host.fuzz-dns.dev', 'x'.repeat(63) + '.fuzz-dns.dev');
+/** Names as a hostile server may write them on the wire: any octet goes in a label (RFC 2181 11). */
+export const ODD_NAMES = ['nul\u0000byte.fuzz-dns.dev', 'crlf\r\nRCPT TO:<x@y>.fuzz-dns.dev', 'tab\there.fuzz-dns.dev', 'd\u00fcsseldorf.fuzz-dns.dev', 'x\ud800y.fuzz-dns.dev', 'dot\\.in.label.fuzz-dns.dev', `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(50)}.fuzz-dns.dev`];
+const oddName = fc.constantFrom(...ODD_NAMES);
+const mxExchange = fc.oneof(fc.constantFrom('.', '', '127.0.0.1', '[127.0.0.1]', 'mx.sink.test', 'localhost', 'no-such-host.fuzz-dns.dev', 'x'.repeat(63) + '.fuzz-dns.dev'), oddName);
 const oddV4 = fc.constantFrom('0.0.0.0', '127.0.0.1', '127.0.0.5', '127.255.255.255', '224.0.0.1', '239.255.255.250', '255.255.255.255');
 const oddV6 = fc.constantFrom('::', '::1', 'ff02::1', '::ffff:127.0.0.1', 'fe80::1');
 
@@ -38,7 +41,7 @@ const replacement: fc.Arbitrary<Replacement> = fc.oneof(
     type: fc.constant('TLSA' as const),
     records: fc.array(fc.record({ usage: fc.integer({ min: 0, max: 255 }), selector: fc.integer({ min: 0, max: 255 }), matchingType: fc.integer({ min: 0, max: 255 }), data: fc.uint8Array({ maxLength: 70 }).map((b) => [...b]) }), { minLength: 1, maxLength: 3 }),
   }),
-  fc.record({ type: fc.constant('CNAME' as const), records: fc.array(fc.constantFrom('.', 'loop.fuzz-dns.dev', 'mx.sink.test'), { minLength: 1, maxLength: 2 }) }),
+  fc.record({ type: fc.constant('CNAME' as const), records: fc.array(fc.oneof(fc.constantFrom('.', 'loop.fuzz-dns.dev', 'mx.sink.test'), oddName), { minLength: 1, maxLength: 2 }) }),
 );
 
 const tcpTrouble = fc.constantFrom<TcpTrouble>('answer', 'garbage', 'close', 'silent', 'cut', 'wrong-id');
