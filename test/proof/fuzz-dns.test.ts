@@ -147,6 +147,7 @@ async function deliveryProblems(): Promise<string[]> {
       }
       const said = `(${r.state}, ${r.last_code} ${JSON.stringify((r.last_response ?? '').slice(0, 300))})`;
       if (r.lease_owner !== null || r.lease_until !== null) problems.push(`${where}: still leased with the engine idle ${said}`);
+      problems.push(...badText({ mx_host: r.mx_host, held_reason: r.held_reason }, where));
       if (r.last_response !== null) {
         problems.push(...badText(r.last_response, `${where} last_response`));
         if (r.last_response.length > MAX_RESPONSE_CHARS) problems.push(`${where}: last_response of ${r.last_response.length} characters`);
@@ -231,6 +232,7 @@ async function runBatch(b: Batch, n: number): Promise<string[]> {
     if (res.status !== 200) problems.push(`send: ${res.status} ${JSON.stringify(res.body)}`);
     else sent.push({ emailId: res.body.emailId as string, fuzzed, healthy });
   }
+  const mine = sent.slice(sent.length - b.emails.length);
   if (b.verify) {
     const created = await w.t0.request('POST', '/v1/domains', { body: { name: `v${n}.${FUZZ}`, region: 'local' } });
     if (created.status !== 200) problems.push(`domain create: ${created.status} ${JSON.stringify(created.body)}`);
@@ -263,8 +265,17 @@ async function runBatch(b: Batch, n: number): Promise<string[]> {
     if (p) problems.push(`GET /v1/receivedEmails: ${p}`);
     problems.push(...badText(list.body, 'receivedEmails'));
   }
+  // The batch's emails as the API and the store show them: the MX host and the reply of every event.
+  for (const s of mine) {
+    const email = await w.t0.request('GET', `/v1/emails/${s.emailId}`);
+    const p = answerProblem(asProbe(email), true);
+    if (p) problems.push(`GET /v1/emails/${s.emailId}: ${p}`);
+    problems.push(...badText(email.body, `email ${s.emailId}`));
+  }
+  const events = await w.t0.app.store.db.selectFrom('email_events').select(['email_id', 'status', 'data_json']).where('email_id', 'in', sent.map((s) => s.emailId)).execute();
+  for (const e of events) problems.push(...badText(e.data_json, `${e.email_id} ${e.status} event`));
   problems.push(...(await commonProblems()));
-  return problems;
+  return [...new Set(problems)];
 }
 
 test.serial('a hostile resolver: no crash, no 500, no 4xx to inbound mail, every delivery in a legal state with valid text, no spoofed record used', async (t) => {
@@ -280,12 +291,13 @@ test.serial('a hostile resolver: no crash, no 500, no 4xx to inbound mail, every
   t.false(details.failed, `seed ${details.seed}, path "${details.counterexamplePath}": ${error.slice(0, 6000)}\n${details.counterexample ? describe(details.counterexample[0] as Batch) : ''}`);
   const rows = await w.t0.app.store.db.selectFrom('deliveries').select(['state']).where('rcpt_domain', 'like', `%.${FUZZ}`).execute();
   const count = (s: string) => rows.filter((r) => r.state === s).length;
+  const odd = await w.t0.app.store.db.selectFrom('deliveries').select('id').where('mx_host', 'in', ODD_NAMES).execute();
   const kinds = new Map<string, number>();
   const types = new Map<string, number>();
   for (const q of hostile.log) kinds.set(q.mutation, (kinds.get(q.mutation) ?? 0) + 1);
   for (const q of hostile.log) if (q.name.endsWith(FUZZ)) types.set(q.type, (types.get(q.type) ?? 0) + 1);
   t.log(
-    `base seed ${baseSeed()}: ${stats.batches} batches, ${sent.length} emails, ${hostile.log.length} queries (${[...kinds].map(([k, v]) => `${k} ${v}`).join(', ')}; fuzzed ones by type: ${[...types].map(([k, v]) => `${k} ${v}`).join(', ')}); fuzzed deliveries: ${count('delivered')} delivered, ${count('bounced')} bounced, ${count('queued')} deferred`,
+    `base seed ${baseSeed()}: ${stats.batches} batches, ${sent.length} emails, ${hostile.log.length} queries (${[...kinds].map(([k, v]) => `${k} ${v}`).join(', ')}; fuzzed ones by type: ${[...types].map(([k, v]) => `${k} ${v}`).join(', ')}); fuzzed deliveries: ${count('delivered')} delivered, ${count('bounced')} bounced, ${count('queued')} deferred; ${odd.length} through an MX with an odd name`,
   );
 });
 
