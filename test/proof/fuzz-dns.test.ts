@@ -85,7 +85,7 @@ test.before(async () => {
     s.destroy();
   });
   await new Promise<void>((resolve) => poisonListener.listen(w.sink.port, POISON_ADDRESS, () => resolve()));
-  // MX targets with odd octets in their names resolve, so they are connected to (and stored) too.
+  // MX targets with odd octets in their names resolve, so only their names keep them from being used.
   for (const name of ODD_NAMES) w.zone.set(name, 'A', ['127.0.0.1'], 0);
   const res = await w.t0.request('PATCH', `/v1/domains/${w.domain.id}`, { body: { receiving: true } });
   if (res.status !== 200) throw new Error(JSON.stringify(res.body));
@@ -111,6 +111,9 @@ function badText(value: unknown, path: string, out: string[] = []): string[] {
   else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) badText(v, `${path}.${k}`, out);
   return out;
 }
+
+/** RFC 5321 2.3.5 (and the underscore), as mx-resolver.ts takes an MX target. */
+const HOST_NAME = /^(?:[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
 
 const PERMANENT = /domain does not exist \(NXDOMAIN\)|null MX \(RFC 7505\)|no MX records and no A\/AAAA records/;
 
@@ -148,6 +151,7 @@ async function deliveryProblems(): Promise<string[]> {
       const said = `(${r.state}, ${r.last_code} ${JSON.stringify((r.last_response ?? '').slice(0, 300))})`;
       if (r.lease_owner !== null || r.lease_until !== null) problems.push(`${where}: still leased with the engine idle ${said}`);
       problems.push(...badText({ mx_host: r.mx_host, held_reason: r.held_reason }, where));
+      if (r.mx_host !== null && !HOST_NAME.test(r.mx_host)) problems.push(`${where}: went through an MX that is no host name, ${JSON.stringify(r.mx_host)} ${said}`);
       if (r.last_response !== null) {
         problems.push(...badText(r.last_response, `${where} last_response`));
         if (r.last_response.length > MAX_RESPONSE_CHARS) problems.push(`${where}: last_response of ${r.last_response.length} characters`);
@@ -291,13 +295,12 @@ test.serial('a hostile resolver: no crash, no 500, no 4xx to inbound mail, every
   t.false(details.failed, `seed ${details.seed}, path "${details.counterexamplePath}": ${error.slice(0, 6000)}\n${details.counterexample ? describe(details.counterexample[0] as Batch) : ''}`);
   const rows = await w.t0.app.store.db.selectFrom('deliveries').select(['state']).where('rcpt_domain', 'like', `%.${FUZZ}`).execute();
   const count = (s: string) => rows.filter((r) => r.state === s).length;
-  const odd = await w.t0.app.store.db.selectFrom('deliveries').select('id').where('mx_host', 'in', ODD_NAMES).execute();
   const kinds = new Map<string, number>();
   const types = new Map<string, number>();
   for (const q of hostile.log) kinds.set(q.mutation, (kinds.get(q.mutation) ?? 0) + 1);
   for (const q of hostile.log) if (q.name.endsWith(FUZZ)) types.set(q.type, (types.get(q.type) ?? 0) + 1);
   t.log(
-    `base seed ${baseSeed()}: ${stats.batches} batches, ${sent.length} emails, ${hostile.log.length} queries (${[...kinds].map(([k, v]) => `${k} ${v}`).join(', ')}; fuzzed ones by type: ${[...types].map(([k, v]) => `${k} ${v}`).join(', ')}); fuzzed deliveries: ${count('delivered')} delivered, ${count('bounced')} bounced, ${count('queued')} deferred; ${odd.length} through an MX with an odd name`,
+    `base seed ${baseSeed()}: ${stats.batches} batches, ${sent.length} emails, ${hostile.log.length} queries (${[...kinds].map(([k, v]) => `${k} ${v}`).join(', ')}; fuzzed ones by type: ${[...types].map(([k, v]) => `${k} ${v}`).join(', ')}); fuzzed deliveries: ${count('delivered')} delivered, ${count('bounced')} bounced, ${count('queued')} deferred`,
   );
 });
 
