@@ -163,6 +163,22 @@ test.serial('a null MX (RFC 7505) is a permanent failure', async (t) => {
   t.regex(email.emailEvents.find((e: any) => e.status === 'BOUNCED').data.response, /no mail|null MX|accepts no mail/i);
 });
 
+test.serial('an MX target with a NUL in its name is not used, and nothing of it is stored: the next MX takes the mail (the row and events are text every store keeps)', async (t) => {
+  // dns-packet writes any octet into a label; a hostile zone's MX named so resolved, was
+  // connected to and stored, and PostgreSQL refused the NUL: the delivery stayed leased and the
+  // accepted message was sent again when the lease ran out.
+  w.zone.set('nul\u0000mx.oddmx.example', 'A', ['127.0.0.1']);
+  w.zone.set('oddmx.example', 'MX', [
+    { exchange: 'nul\u0000mx.oddmx.example', priority: 0 },
+    { exchange: 'mx.sink.test', priority: 10 },
+  ]);
+  const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'x@oddmx.example' }) });
+  const email = await waitForStatus(res.body.emailId, 'DELIVERED');
+  t.is(email.emailEvents.find((e: any) => e.status === 'DELIVERED').data.mxHost, 'mx.sink.test');
+  const rows = await w.t0.app.store.db.selectFrom('deliveries').select(['state', 'mx_host', 'lease_owner']).where('email_id', '=', res.body.emailId).execute();
+  t.deepEqual(rows, [{ state: 'delivered', mx_host: 'mx.sink.test', lease_owner: null }]);
+});
+
 test.serial('inReplyToId threads the reply with In-Reply-To and References', async (t) => {
   const first = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'thread@example.net', subject: 'First' }) });
   await waitForStatus(first.body.emailId, 'DELIVERED');

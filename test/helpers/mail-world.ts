@@ -10,7 +10,7 @@ import { toNodeStyleResolver } from '../../src/lib/dns/node-style-resolver.js';
 import { startDnsZone, type DnsZone } from './dns-zone.js';
 import { startSmtpSink, type SmtpSink, type SinkBehaviour } from './smtp-sink.js';
 import { testCert } from './test-keys.js';
-import { dropDataDirDatabase, startTestApp, TEST_DNS_TIMEOUT_MS, type TestApp } from './test-app.js';
+import { dropDataDirDatabase, startTestApp, TEST_DNS_TIMEOUT_MS, type TestApp, type TestAppOptions } from './test-app.js';
 import { addVerifiedDomain } from './domain-fixtures.js';
 
 export interface MailWorld {
@@ -49,7 +49,9 @@ function sharedCert() {
  * A sending world: a DNS zone, an SMTP sink as the MX of example.net / example.org, and a
  * Posthorn app with a verified sending domain, delivering to the sink's port.
  */
-export async function startMailWorld(opts: { clock?: Clock; sink?: Partial<SinkBehaviour>; overrides?: DeepPartial<Config>; domain?: string; logger?: Logger } = {}): Promise<MailWorld> {
+export async function startMailWorld(
+  opts: { clock?: Clock; sink?: Partial<SinkBehaviour>; overrides?: DeepPartial<Config>; domain?: string; logger?: Logger; resolver?: TestAppOptions['resolver'] } = {},
+): Promise<MailWorld> {
   const zone = await startDnsZone();
   // One certificate for both sink host names, so a single CA file trusts either MX.
   const cert = await sharedCert();
@@ -67,7 +69,7 @@ export async function startMailWorld(opts: { clock?: Clock; sink?: Partial<SinkB
     ...(extra ?? {}),
     outbound: { port: sink.port, caFile, signingWorkers: 1, ...(opts.overrides?.outbound ?? {}), ...(extra?.outbound ?? {}) },
   });
-  let t0 = await startTestApp({ zone, clock: opts.clock, overrides: baseOverrides(), logger: opts.logger });
+  let t0 = await startTestApp({ zone, clock: opts.clock, overrides: baseOverrides(), logger: opts.logger, resolver: opts.resolver });
   const domain = await addVerifiedDomain(t0, opts.domain ?? 'sender.dev');
   const resolver = toNodeStyleResolver(createDnsClient({ servers: [zone.server], timeoutMs: TEST_DNS_TIMEOUT_MS, tries: 2 }));
   const world: MailWorld = {
@@ -95,7 +97,7 @@ export async function startMailWorld(opts: { clock?: Clock; sink?: Partial<SinkB
       const dataDir = t0.dataDir;
       const key = t0.key;
       await t0.stop();
-      t0 = await startTestApp({ zone, clock: opts.clock, dataDir, overrides: baseOverrides(extra), logger: opts.logger });
+      t0 = await startTestApp({ zone, clock: opts.clock, dataDir, overrides: baseOverrides(extra), logger: opts.logger, resolver: opts.resolver });
       (t0 as { key: string }).key = key;
     },
     async startSecondSink(domain: string, behaviour?: Partial<SinkBehaviour> & { size?: number }) {

@@ -20,6 +20,13 @@
  * for negativeTtlSeconds, authoritative negatives (NXDOMAIN/NODATA) a little
  * longer, as RFC 2308 allows. Concurrent lookups of one name share one query.
  *
+ * An MX target must be a host name (RFC 5321 §2.3.5: letters, digits and hyphens; underscores
+ * too, as Postfix allows). A label on the wire may hold any octet (RFC 2181 §11), so a hostile
+ * or broken zone can name a "host" with a NUL, CRLF or 8-bit bytes in it: such a target is
+ * skipped like one that does not resolve, and named JSON-escaped in the reason. Used, it would be
+ * connected to and stored in the row and the events, and PostgreSQL cannot store a NUL: the
+ * results write fails, the delivery stays leased, and the accepted message goes out again.
+ *
  * On top of that, the finished answer for a domain (hosts in preference order with their
  * addresses) is memoized for as long as every cached record it was built from is still
  * the same fresh cache entry: the delivery engine asks for every transaction, and
@@ -83,6 +90,14 @@ const MAX_TTL_SECONDS = 24 * 60 * 60;
  */
 const MAX_MX_HOSTS = 10;
 const MS_PER_SECOND = 1000;
+/** RFC 1035 §2.3.4 sizes; a label of letters, digits, hyphens and underscores (RFC 5321 §2.3.5, plus the underscore). */
+const MAX_HOST_OCTETS = 253;
+const HOST_LABEL = /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/;
+
+/** A name an MX may point at: a host name as RFC 5321 §2.3.5 spells one (lowercase, no final dot). */
+function isHostName(name: string): boolean {
+  return name.length > 0 && name.length <= MAX_HOST_OCTETS && name.split('.').every((label) => HOST_LABEL.test(label));
+}
 
 type RecordType = 'MX' | 'A' | 'AAAA';
 /** An MX host as resolved, before the per-call shuffle of equal preferences. */
@@ -262,13 +277,14 @@ export function createMxResolver(
     }
     const ordered = [...bestPriority.entries()]
       .map(([host, priority]) => ({ host, priority }))
-      .sort((a, b) => a.priority - b.priority)
-      .slice(0, MAX_MX_HOSTS);
+      .sort((a, b) => a.priority - b.priority);
+    const notHosts = ordered.filter((mx) => !isHostName(mx.host));
+    const hosts = ordered.filter((mx) => isHostName(mx.host)).slice(0, MAX_MX_HOSTS);
 
-    const resolved = await Promise.all(ordered.map(async (mx) => ({ ...mx, found: await addressesOf(mx.host, used) })));
+    const resolved = await Promise.all(hosts.map(async (mx) => ({ ...mx, found: await addressesOf(mx.host, used) })));
     const usable = resolved.filter((r) => r.found.addresses.length > 0);
     if (usable.length === 0) {
-      const why = resolved.map((r) => `${r.host}: ${r.found.failure}`).join('; ');
+      const why = [...resolved.map((r) => `${r.host}: ${r.found.failure}`), ...notHosts.slice(0, MAX_MX_HOSTS).map((r) => `${JSON.stringify(r.host)}: not a host name (RFC 5321 2.3.5)`)].join('; ');
       throw new MxLookupError(domain, `none of the MX hosts resolved (${why})`, false);
     }
     return usable.map((r) => ({ host: r.host, priority: r.priority, addresses: r.found.addresses, dnssec: mxAuthenticated && r.found.authenticated }));

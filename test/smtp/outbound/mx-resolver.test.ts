@@ -128,6 +128,25 @@ test('an MX host that does not resolve is skipped; when none resolves the failur
   await rejects(t, mx.resolve('allbad.test'), false, /none of the MX hosts resolved/);
 });
 
+test('an MX target that is no host name (a NUL, CRLF, a space or a raw 8-bit octet in a label) is skipped and named escaped; alone it is temporary (RFC 5321 2.3.5)', async (t) => {
+  const { zone, mx } = await world(t);
+  const odd = ['nul\u0000byte.odd.test', 'crlf\r\nrcpt.odd.test', 'a space.odd.test', 'd\u00fcsseldorf.odd.test'];
+  for (const name of odd) setHost(zone, name, ['192.0.2.60']);
+  setHost(zone, 'ok.odd.test', ['192.0.2.61']);
+  setHost(zone, 'under_score.odd.test', ['192.0.2.62']);
+  zone.set('odd.test', 'MX', [...odd.map((exchange) => ({ exchange, priority: 5 })), { exchange: 'ok.odd.test', priority: 10 }, { exchange: 'under_score.odd.test', priority: 20 }]);
+  t.deepEqual(
+    (await mx.resolve('odd.test')).map((h) => h.host),
+    ['ok.odd.test', 'under_score.odd.test'],
+  );
+  zone.set('onlyodd.test', 'MX', odd.map((exchange) => ({ exchange, priority: 5 })));
+  const err = await t.throwsAsync(mx.resolve('onlyodd.test'), { instanceOf: MxLookupError });
+  t.false(err!.permanent);
+  t.regex(err!.message, /none of the MX hosts resolved .*not a host name/);
+  t.false(/[\u0000\r\n]/.test(err!.message), err!.message);
+  t.true(err!.message.includes('"nul\\u0000byte.odd.test"'), err!.message);
+});
+
 test('answers are cached for their TTL by the injected clock', async (t) => {
   const { zone, clock, mx } = await world(t);
   zone.set('cached.test', 'MX', [{ exchange: 'mx.cached.test', priority: 10 }], 60);
