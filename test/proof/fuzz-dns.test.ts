@@ -38,7 +38,7 @@ import { remoteMessage } from './helpers/inbound-message.js';
 
 const clock = new ManualClock(Date.UTC(2026, 5, 1, 8, 0, 0));
 /** Per attempt, two attempts: a silent or garbled answer costs this twice. */
-const DNS_TIMEOUT_MS = 150;
+const DNS_TIMEOUT_MS = 300;
 const FUZZ = 'fuzz-dns.dev';
 const MAX_RESPONSE_CHARS = 2000;
 const BATCHES = 25;
