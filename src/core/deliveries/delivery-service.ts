@@ -48,7 +48,7 @@ const MAX_RESPONSE_CHARS = 2000;
  * answer with a megabyte, or with NUL bytes (which PostgreSQL cannot store in text: the whole
  * results write failed, and the delivery stayed leased until it was attempted again, an accepted
  * message sent twice): 2,000 characters at most, cut between code points, never inside a
- * surrogate pair, and U+FFFD for NUL, as for received mail (lib/nul-text.ts).
+ * surrogate pair, and U+FFFD for NUL or half a pair, as for received mail (lib/nul-text.ts).
  */
 export function storedResponse(response: string): string {
   const clean = replaceUnstorable(response);

@@ -67,7 +67,7 @@ function parseMxPattern(raw: string): string {
   const value = raw.toLowerCase().replace(/\.$/, '');
   const host = value.startsWith('*.') ? value.slice(2) : value;
   const labels = host.split('.');
-  if (labels.length < 2 || !labels.every((l) => LABEL.test(l))) throw new StsPolicyError(`mx: "${raw}" is not a host name pattern`);
+  if (labels.length < 2 || !labels.every((l) => LABEL.test(l))) throw new StsPolicyError(`mx: ${JSON.stringify(raw.slice(0, 80))} is not a host name pattern`);
   return value;
 }
 

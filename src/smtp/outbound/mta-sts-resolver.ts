@@ -22,6 +22,7 @@
 import type { Clock } from '../../lib/clock.js';
 import { DnsError, type DnsResolver } from '../../lib/dns/dns-client.js';
 import type { Logger } from '../../lib/logger.js';
+import { replaceUnstorable } from '../../lib/nul-text.js';
 import type { StoredStsPolicy } from '../../core/tls-reports/sts-policy-cache.js';
 import { resolveWebhookTarget, WebhookUrlError } from '../../core/webhooks/url-policy.js';
 import { HttpsRequestError, httpsRequest } from './https-client.js';
@@ -172,7 +173,8 @@ export function createMtaStsResolver(opts: MtaStsResolverOptions): MtaStsResolve
     const nowMs = opts.clock.nowMs();
     const policy: ActiveStsPolicy = { ...fetched, id, fetchedAtMs: nowMs, expiresAtMs: nowMs + fetched.maxAgeSeconds * MS_PER_SECOND };
     try {
-      await opts.store.put({ domain, policyId: id, body: fetched.lines.join('\r\n') + '\r\n', fetchedAtMs: nowMs, expiresAtMs: policy.expiresAtMs });
+      // A field it does not define may hold a NUL, which PostgreSQL cannot store (lib/nul-text.ts).
+      await opts.store.put({ domain, policyId: id, body: replaceUnstorable(fetched.lines.join('\r\n') + '\r\n'), fetchedAtMs: nowMs, expiresAtMs: policy.expiresAtMs });
     } catch (err) {
       log.warn({ domain, err }, 'storing an MTA-STS policy failed; it is kept in memory');
     }

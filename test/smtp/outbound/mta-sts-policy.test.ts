@@ -40,6 +40,8 @@ test('policy: a malformed one is invalid, saying why', (t) => {
   bad('version: STSv1\nmode: enforce\nmax_age: 86400\n', /mx: at least one/);
   bad('version: STSv1\nmode: enforce\nmx: *.*.example\nmax_age: 86400\n', /mx/);
   bad('version: STSv1\nmode: enforce\nmx: mx_1.example\nmax_age: 86400\n', /mx/);
+  // The reason quotes the value escaped: it goes into delivery events, which must hold no NUL.
+  bad('version: STSv1\nmode: enforce\nmx: a\0b.example\nmax_age: 86400\n', /^mx: "a\\u0000b\.example" is not a host name pattern$/);
   bad('<html>oops</html>\n', /key: value/);
   bad('version: STSv1\nmode:\nmx: a.example\nmax_age: 1\n', /empty/);
 });

@@ -15,7 +15,7 @@ import { startPolicyServer, stsPolicyText, type PolicyServer } from '../../helpe
 import { createTestCa, selfSignedLeaf, type TestCa } from '../../helpers/test-ca.js';
 import { until } from '../../helpers/until.js';
 
-const DOMAINS = ['a.test', 'b.test', 'c.test', 'd.test', 'e.test', 'f.test', 'g.test', 'h.test', 'i.test', 'j.test', 'k.test'];
+const DOMAINS = ['a.test', 'b.test', 'c.test', 'd.test', 'e.test', 'f.test', 'g.test', 'h.test', 'i.test', 'j.test', 'k.test', 'l.test'];
 let zone: DnsZone;
 let ca: TestCa;
 let server: PolicyServer;
@@ -212,4 +212,17 @@ test.serial('a policy host on a private address is not fetched (SSRF): a failed 
   // With the switch on (as for a policy host on the local network) the same policy is fetched.
   const allowed = resolverFor({ allowPrivate: true });
   t.like((await allowed.sts.lookup('i.test')).policy, { mode: 'enforce', mx: ['mx.i.test'] });
+});
+
+test.serial('a policy whose extension field holds NUL is used, and stored with U+FFFD in its place, as both stores keep text', async (t) => {
+  // RFC 8461 3.2 lets a policy carry fields it does not define; PostgreSQL cannot store a NUL.
+  zone.set('_mta-sts.l.test', 'TXT', ['v=STSv1; id=1;']);
+  server.setPolicy('l.test', `${stsPolicyText('enforce', ['mx.l.test'])}x-note: a\0b\r\n`);
+  const { sts, store, clock } = resolverFor();
+  t.like((await sts.lookup('l.test')).policy, { mode: 'enforce', mx: ['mx.l.test'] });
+  const body = store.get('l.test')?.body ?? '';
+  t.false(body.includes('\0'), JSON.stringify(body));
+  t.regex(body, /x-note: a\uFFFDb/);
+  // A restart reads the stored policy back.
+  t.like((await resolverFor({ store, clock }).sts.lookup('l.test')).policy, { mode: 'enforce', mx: ['mx.l.test'] });
 });
