@@ -98,7 +98,10 @@ test.serial('a daily cron run a node stopped partway is carried on by a live nod
   const first: number = finished.find((l) => l.node === 'node-d').result.made.withoutRua;
   t.true(first < domains.length && first % 8 === 0, `node-d stopped after whole batches: ${first} of ${domains.length}`);
   const [left] = await db.selectFrom('job_runs').selectAll().where('job', '=', 'tls-reports').execute();
-  t.like(left, { node: 'node-d', finished_at: null });
+  // Unfinished and node-d's, unless a live node's heartbeat (every 2 s of real time, not the
+  // test's clock) has seen node-d leave and carried the run on already.
+  if (left!.node === 'node-d') t.is(left!.finished_at, null);
+  else t.like(takenUp[0], { job: 'tls-reports', from: 'node-d', node: left!.node });
 
   // node-d has left: the live nodes' next sweeps see it gone, and one of them carries the run on.
   await Promise.all([a.app.cluster!.sweepNow(), b.app.cluster!.sweepNow()]);
