@@ -39,11 +39,13 @@ export function nulPath(value: unknown, path: string): string | undefined {
   return pathOf(value, path, (s) => s.includes('\u0000'));
 }
 
+/** Any surrogate: a cheap scan before the exact one, which looks around each. */
+const ANY_SURROGATE = /[\uD800-\uDFFF]/;
 const UNPAIRED_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Where a value holds an unpaired surrogate, as a field path ('' for the value itself), or undefined. */
 export function unpairedSurrogatePath(value: unknown, path: string): string | undefined {
-  return pathOf(value, path, (s) => UNPAIRED_SURROGATE.test(s));
+  return pathOf(value, path, (s) => ANY_SURROGATE.test(s) && UNPAIRED_SURROGATE.test(s));
 }
 
 /** The 400 message for a value with an unpaired surrogate at `where`. */
@@ -56,8 +58,6 @@ export function nulMessage(where: string): string {
   return `${where}: must not contain the NUL character (U+0000)`;
 }
 
-/** Any surrogate: a cheap scan before the exact one, which looks around each. */
-const ANY_SURROGATE = /[\uD800-\uDFFF]/;
 const UNPAIRED_SURROGATES = new RegExp(UNPAIRED_SURROGATE.source, 'g');
 
 /** A string with each NUL and each unpaired surrogate replaced by U+FFFD. */
@@ -81,4 +81,11 @@ export function replaceUnstorable<T>(value: T): T {
     return out as T;
   }
   return value;
+}
+
+/** The first `max` UTF-16 units of `text`, one fewer where the cut would leave half a surrogate pair. */
+export function sliceWhole(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const last = text.charCodeAt(max - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
 }

@@ -11,7 +11,7 @@ import { retryDelayMs } from './retry-schedule.js';
 import { bounceSubType } from './bounce-sub-type.js';
 import { emailBusEvent } from '../emails/email-bus-event.js';
 import { badRequest, notFound } from '../errors.js';
-import { replaceUnstorable } from '../../lib/nul-text.js';
+import { replaceUnstorable, sliceWhole } from '../../lib/nul-text.js';
 import type { OutcomeSample } from '../metrics/metrics.js';
 
 import type { AttemptResult, AttemptTrace, DeliveryGroup, RecipientView } from './delivery-types.js';
@@ -52,11 +52,7 @@ const MAX_RESPONSE_CHARS = 2000;
  */
 export function storedResponse(response: string): string {
   const clean = replaceUnstorable(response);
-  if (clean.length <= MAX_RESPONSE_CHARS) return clean;
-  let cut = MAX_RESPONSE_CHARS - 1;
-  const last = clean.charCodeAt(cut - 1);
-  if (last >= 0xd800 && last <= 0xdbff) cut--;
-  return `${clean.slice(0, cut)}…`;
+  return clean.length <= MAX_RESPONSE_CHARS ? clean : `${sliceWhole(clean, MAX_RESPONSE_CHARS - 1)}…`;
 }
 
 /** How often expired leases are looked for. */

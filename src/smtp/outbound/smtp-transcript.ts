@@ -1,6 +1,7 @@
 import tls from 'node:tls';
 import type SMTPConnection from 'nodemailer/lib/smtp-connection';
 import type { SessionTls } from '../../core/deliveries/delivery-service.js';
+import { sliceWhole } from '../../lib/nul-text.js';
 
 /*
  * What an outbound SMTP session said, for the operator's trace of an attempt. nodemailer's
@@ -74,14 +75,8 @@ export class SmtpTranscript {
   private add(who: 'C' | 'S' | 'I', text: string): void {
     const part = this.inTransaction ? this.current : this.opening;
     if (part.length >= MAX_LINES_PER_PART) return;
-    part.push([this.now(), who, text.length > MAX_LINE_CHARS ? `${cutLine(text)}...` : text]);
+    part.push([this.now(), who, text.length > MAX_LINE_CHARS ? `${sliceWhole(text, MAX_LINE_CHARS)}...` : text]);
   }
-}
-
-/** The first MAX_LINE_CHARS of a line, one fewer where the cut would split a surrogate pair (a lone half is no text). */
-function cutLine(text: string): string {
-  const last = text.charCodeAt(MAX_LINE_CHARS - 1);
-  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? MAX_LINE_CHARS - 1 : MAX_LINE_CHARS);
 }
 
 function formatArgs(message: string, args: unknown[]): string {
