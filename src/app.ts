@@ -13,7 +13,7 @@ import { createSettingsRepository } from './store/repositories/settings-reposito
 import type { RouteDef } from './api/route-types.js';
 import { createAdminHealth } from './core/operators/admin-health.js';
 import { JobMonitor } from './core/operators/job-monitor.js';
-import { openStoreOf } from './composition/store-opening.js';
+import { applicationNameOf, openStoreOf } from './composition/store-opening.js';
 import { listenerStatesOf, type Listeners } from './composition/listener-states.js';
 import { wireCoreServices } from './composition/core-services-wiring.js';
 import { closingOnFailure } from './composition/close-on-failure.js';
@@ -98,6 +98,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     {
       backgroundCheckpoints: opts.backgroundCheckpoints ?? true,
       serveLock: opts.serveLock,
+      applicationName: applicationNameOf(config),
       onCheckpointError: (message) => {
         jobs.failed('wal-checkpoint', message);
         logger.warn({ err: message }, 'WAL checkpoint failed; retried at the next interval');

@@ -1,4 +1,3 @@
-import { hostname as osHostname } from 'node:os';
 import type { Config } from '../config/defaults.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
@@ -77,6 +76,7 @@ import { createContactImportService } from '../core/contacts/contact-import-serv
 import { createOverviewService } from '../core/overview/overview-service.js';
 import { createPort25Watch } from '../core/operators/port25-watch.js';
 import { wireTransportSecurity } from './transport-security-wiring.js';
+import { nodeIdOf } from './store-opening.js';
 import { createConnectionPermits } from '../core/cluster/connection-permits.js';
 import { BodyIntake } from '../lib/body-intake.js';
 
@@ -160,7 +160,7 @@ export function wireCoreServices(o: {
   // One node per SQLite file; with PostgreSQL any number of nodes share the store
   // (architecture.md, Growing past one server): the node's id owns its leases, the rate limit
   // is counted in the store, cron runs and connection counts are the cluster's.
-  const nodeId = config.cluster.nodeName || `${osHostname()}:${process.pid}`;
+  const nodeId = nodeIdOf(config);
   const clusterRepo = store.kind === 'postgres' ? createClusterRepository(store.db) : undefined;
   const cronRuns = createCronRuns({ repo: createJobRunsRepository(store.db), clock, node: nodeId, cluster: store.kind === 'postgres' });
   const rateLimiter =

@@ -1,3 +1,4 @@
+import { hostname as osHostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Config } from '../config/defaults.js';
 import { createLogger, type Logger } from '../lib/logger.js';
@@ -17,6 +18,20 @@ const storeFile = (config: Config) => join(resolve(config.dataDir), 'posthorn.db
 /** Where a configuration keeps its data: PostgreSQL at store.url, or SQLite in the data directory. */
 export function storeSettings(config: Config): StoreSettings {
   return { url: config.store.url, file: storeFile(config), durability: config.store.durability, poolMax: config.store.pool.max, connectTimeoutMs: config.store.pool.connectTimeoutMs };
+}
+
+/** This node's id in the cluster (its leases, health, logs): cluster.nodeName, or <hostname>:<pid>. */
+export function nodeIdOf(config: Config): string {
+  return config.cluster.nodeName || `${osHostname()}:${process.pid}`;
+}
+
+/**
+ * The application_name of this node's PostgreSQL connections (pg_stat_activity): "posthorn "
+ * and the node's id, so an operator can tell the nodes' sessions apart (and end one node's).
+ * PostgreSQL keeps 63 bytes of it.
+ */
+export function applicationNameOf(config: Config): string {
+  return `posthorn ${nodeIdOf(config)}`.slice(0, 63);
 }
 
 /** Pauses between attempts to reach a PostgreSQL store that is down at start: 1 s, doubling to 30 s. */

@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
 import test from 'ava';
+import pg from 'pg';
 import { pino } from 'pino';
 import { createApp } from '../../src/app.js';
 import { ManualClock } from '../../src/lib/clock.js';
@@ -61,6 +62,18 @@ test.serial('both nodes see each other; /health names the node and the members',
     t.is(h.status, 200);
     t.is(h.body.node, name);
     t.deepEqual(h.body.cluster, ['node-a', 'node-b']);
+  }
+});
+
+test.serial('each node names its PostgreSQL sessions "posthorn <node>" (pg_stat_activity), so an operator can tell them apart', async (t) => {
+  // Both pools hold connections now (the apps started and answered).
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  try {
+    const names = (await admin.query<{ name: string }>('select distinct application_name as name from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() order by 1')).rows.map((r) => r.name);
+    t.deepEqual(names, ['posthorn node-a', 'posthorn node-b']);
+  } finally {
+    await admin.end();
   }
 });
 
