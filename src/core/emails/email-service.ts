@@ -61,6 +61,10 @@ export interface RenderedTemplate {
   text: string;
 }
 
+/** Tries at once to give up a failed request's idempotency key, then pauses (ms) between background tries. */
+const KEY_RELEASE_TRIES_NOW = 3;
+const KEY_RELEASE_PAUSES_MS = [1000, 2000, 5000, 10_000, 30_000, 60_000, 60_000, 60_000];
+
 export interface EmailServiceDeps {
   emails: EmailsRepository;
   idempotency: IdempotencyRepository;
@@ -299,7 +303,16 @@ export function createEmailService(deps: EmailServiceDeps) {
     if (key === undefined) return fn(undefined);
     if (key.length < 1 || key.length > 256) throw badRequest('Idempotency-Key: must be 1 to 256 characters');
     const bodyHash = createHash('sha256').update(canonicalJson(opts.rawBody ?? null)).digest('hex');
-    const begin = await deps.idempotency.begin(ctx.teamId, key, bodyHash, clock.nowMs(), IDEMPOTENCY_TTL_MS);
+    // This request's claim of the key: a failure may leave the claim's fate unknown (the
+    // connection was cut as it committed), and giving it up must not take another request's.
+    const token = randomString(16);
+    let begin: Awaited<ReturnType<IdempotencyRepository['begin']>>;
+    try {
+      begin = await deps.idempotency.begin(ctx.teamId, key, bodyHash, clock.nowMs(), IDEMPOTENCY_TTL_MS, token);
+    } catch (err) {
+      await giveUpKey(ctx.teamId, key, token);
+      throw err;
+    }
     if (begin.kind === 'replay') {
       const response = JSON.parse(begin.responseJson) as T;
       // Keys are the team's: a key bound to a domain gets a replay only of sends from its own
@@ -325,9 +338,28 @@ export function createEmailService(deps: EmailServiceDeps) {
     try {
       return await fn({ teamId: ctx.teamId, key });
     } catch (err) {
-      await deps.idempotency.abandon(ctx.teamId, key);
+      await giveUpKey(ctx.teamId, key, token);
       throw err;
     }
+  }
+
+  /**
+   * Gives up a failed request's claim of its key, so the client's retry can send. A store that
+   * failed the request may fail this too (a cut connection: the pool opens a new one for the
+   * next try); left in flight, the key would answer 409 until the process restarts. Tried
+   * again at once, then in the background with a growing pause; the request's own error is
+   * what its client gets.
+   */
+  async function giveUpKey(teamId: number, key: string, token: string): Promise<void> {
+    const attempt = () => deps.idempotency.abandon(teamId, key, token).then(() => true, () => false);
+    for (let i = 0; i < KEY_RELEASE_TRIES_NOW; i++) if (await attempt()) return;
+    deps.logger?.warn({ event: 'idempotency.release_failed', teamId }, 'an Idempotency-Key of a failed request could not be given up; retrying in the background');
+    void (async () => {
+      for (const pauseMs of KEY_RELEASE_PAUSES_MS) {
+        await new Promise((resolve) => setTimeout(resolve, pauseMs).unref());
+        if (await attempt()) return;
+      }
+    })();
   }
 
   function toListItem(r: EmailRow) {

@@ -19,11 +19,11 @@ export function createIdempotencyRepository(db: Db, opts: { owner?: string } = {
      * request that died with the process are released at startup (releaseInFlight), or, in a
      * cluster, when its node is found dead.
      */
-    async begin(teamId: number, key: string, bodyHash: string, nowMs: number, ttlMs: number): Promise<IdempotencyBegin> {
+    async begin(teamId: number, key: string, bodyHash: string, nowMs: number, ttlMs: number, token?: string): Promise<IdempotencyBegin> {
       for (let round = 0; round < BEGIN_ROUNDS; round++) {
         const inserted = await db
           .insertInto('idempotency_keys')
-          .values({ team_id: teamId, key, body_hash: bodyHash, state: 'in_flight', response_json: null, created_at: nowMs, owner: opts.owner ?? null })
+          .values({ team_id: teamId, key, body_hash: bodyHash, state: 'in_flight', response_json: null, created_at: nowMs, owner: opts.owner ?? null, token: token ?? null })
           .onConflict((oc) => oc.columns(['team_id', 'key']).doNothing())
           .executeTakeFirst();
         if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) > 0) return { kind: 'started' };
@@ -40,9 +40,15 @@ export function createIdempotencyRepository(db: Db, opts: { owner?: string } = {
       }
       return { kind: 'conflict', reason: 'in_flight' };
     },
-    /** A failed request is not remembered: the client may retry with the same key. */
-    async abandon(teamId: number, key: string): Promise<void> {
-      await db.deleteFrom('idempotency_keys').where('team_id', '=', teamId).where('key', '=', key).where('state', '=', 'in_flight').execute();
+    /**
+     * A failed request is not remembered: the client may retry with the same key. With its
+     * token, only the request's own claim goes (it may not know whether its claim was stored:
+     * the claim of another request with the key stays).
+     */
+    async abandon(teamId: number, key: string, token?: string): Promise<void> {
+      let q = db.deleteFrom('idempotency_keys').where('team_id', '=', teamId).where('key', '=', key).where('state', '=', 'in_flight');
+      if (token !== undefined) q = q.where('token', '=', token);
+      await q.execute();
     },
     /**
      * Drops every in-flight entry. Only for startup: a request can not outlive the process

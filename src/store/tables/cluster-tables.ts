@@ -58,6 +58,8 @@ export interface CampaignBatchLeaseColumns {
 /** The node whose request holds an in-flight idempotency key (released when that node is gone). */
 export interface IdempotencyOwnerColumns {
   owner: Optional<string>;
+  /** The request holding the key while in flight: it gives up its own claim only. */
+  token: Optional<string>;
 }
 
 /** Traffic shaping's message rate per (source, rollup), shared by the nodes (GCRA). */
