@@ -291,7 +291,7 @@ export class WebhookDispatcher {
     else this.failing.add(call.webhookId);
     this.onAttempt?.(attemptLabel(outcome));
     try {
-      const next = await this.outbox.recordAttempt(call, request ?? { url: call.url, headers: {}, body: call.body }, outcome);
+      const next = await this.outbox.recordAttempt(call, request ?? { url: call.url, headers: {}, body: call.body }, outcome, () => this.running);
       if (next !== null) this.noteDue(call.webhookId, next);
     } catch (err) {
       // The lease expires and the call is attempted again: at-least-once, never lost. Noted

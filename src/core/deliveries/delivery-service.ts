@@ -11,6 +11,7 @@ import { retryDelayMs } from './retry-schedule.js';
 import { bounceSubType } from './bounce-sub-type.js';
 import { emailBusEvent } from '../emails/email-bus-event.js';
 import { badRequest, notFound } from '../errors.js';
+import { retryOnConnectionLoss } from '../connection-retry.js';
 import { replaceUnstorable, sliceWhole } from '../../lib/nul-text.js';
 import type { OutcomeSample } from '../metrics/metrics.js';
 
@@ -533,12 +534,15 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
     /**
      * Records one attempt: per-recipient state, status events (latestStatus moves forward
      * only), hard-bounce suppressions, retries on the schedule, FAILED past the give-up
-     * age; then announces the events. `attemptStartedAt` is the start of an attempt in which a
+     * age; then announces the events. `goOn` says whether a write that lost its store
+     * connection is still worth trying again (the engine: not once it is stopping). `attemptStartedAt` is the start of an attempt in which a
      * remote server took part, and stamps SENT if the email has none yet; null when no server
      * did (architecture.md, Decisions: email status).
      */
-    async complete(group: DeliveryGroup, attemptStartedAt: Date | null, results: AttemptResult[], traces: readonly AttemptTrace[] = []): Promise<void> {
-      await recordResults([{ group, results, traces }], attemptStartedAt);
+    async complete(group: DeliveryGroup, attemptStartedAt: Date | null, results: AttemptResult[], traces: readonly AttemptTrace[] = [], goOn?: () => boolean): Promise<void> {
+      // A write cut off from the store is tried again while the leases are still ours: given
+      // up, they would run out and the message go to the MX again (core/connection-retry.ts).
+      await retryOnConnectionLoss(() => recordResults([{ group, results, traces }], attemptStartedAt), goOn);
     },
   };
   return service;

@@ -6,6 +6,7 @@ import type { ClaimedCall, NewWebhookEvent, WebhookRow, WebhooksRepository } fro
 import type { BusEvent } from '../events.js';
 import { resolveWebhookTarget, type PinnedTarget } from './url-policy.js';
 import { webhookRetryDelayMs } from './webhook-retry.js';
+import { retryOnConnectionLoss } from '../connection-retry.js';
 import { signWebhookBody, SIGNATURE_HEADER, TIMESTAMP_HEADER, USESEND_SIGNATURE_HEADER, USESEND_TIMESTAMP_HEADER } from './webhook-signature.js';
 
 // The webhook outbox: which endpoints an event goes to, the outbox rows written inside the
@@ -190,7 +191,7 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps) {
      * refused address) is retried on the table until the 6th attempt, then abandoned.
      * Returns when the next attempt is due, or null when the call is finished.
      */
-    async recordAttempt(call: ClaimedCall, request: SignedRequest, outcome: AttemptOutcome): Promise<number | null> {
+    async recordAttempt(call: ClaimedCall, request: SignedRequest, outcome: AttemptOutcome, goOn?: () => boolean): Promise<number | null> {
       const attempt = call.attempts + 1;
       const succeeded = acknowledged(outcome);
       let error = outcome.error;
@@ -205,7 +206,9 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps) {
       const nextAttemptAt = delay === null ? null : nowMs + delay;
       const state = succeeded ? 'delivered' : nextAttemptAt === null ? 'failed' : 'pending';
       const nowIso = new Date(nowMs).toISOString();
-      const recorded = await webhooks.recordAttempt(
+      // Tried again on a new connection when the store's was cut: given up, the call would be
+      // posted again after its lease, an attempt the endpoint got with none on record.
+      const recorded = await retryOnConnectionLoss(() => webhooks.recordAttempt(
         {
           callId: call.id,
           owner: deps.owner,
@@ -232,7 +235,7 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps) {
           },
         },
         nowIso,
-      );
+      ), goOn);
       if (recorded && !succeeded) {
         // The host only: a webhook URL may carry a token in its path or query.
         let host: string | null = null;

@@ -404,9 +404,10 @@ export class DeliveryEngine {
 
   private async record(group: DeliveryGroup, started: Date | null, results: AttemptResult[], traces: AttemptTrace[]): Promise<void> {
     try {
-      await this.options.deliveries.complete(group, started, results, traces);
+      await this.options.deliveries.complete(group, started, results, traces, () => this.running);
     } catch (err) {
-      // The lease expires and the deliveries are attempted again: at-least-once, never lost.
+      // The lease expires and the deliveries are attempted again: at-least-once, never lost
+      // (a write that lost its store connection was tried again first).
       this.options.logger.error({ err, emailId: group.email.id }, 'recording delivery results failed');
     }
   }

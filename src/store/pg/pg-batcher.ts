@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { clientExec, withTxWrites, type PgExec } from './pg-exec.js';
 import { isConnectionFailure } from '../store-errors.js';
+import { commitOutcome, CURRENT_XID_SQL } from './pg-commit-outcome.js';
 
 /*
  * PostgreSQL's group commit (the counterpart of store/group-commit.ts). Writes of one kind that
@@ -10,7 +11,9 @@ import { isConnectionFailure } from '../store-errors.js';
  * - A batch starts at the next turn of the event loop (or after coalesceMs for background work)
  *   while fewer than maxConcurrent batches of that kind are in flight; otherwise writes wait for
  *   one to finish and go together in the next: the busier the store, the bigger the batches.
- * - Each caller is answered after the COMMIT, so "accepted" still means "stored".
+ * - Each caller is answered after the COMMIT, so "accepted" still means "stored"; a COMMIT
+ *   whose connection was cut before it answered is looked up (pg-commit-outcome.ts), so a
+ *   write that was stored is never answered "not stored".
  * - When a batch fails, each of its writes is retried in a transaction of its own, so a failing
  *   write (a duplicate campaign recipient) fails alone. When the store itself is unreachable,
  *   every write of the batch fails at once with that error.
@@ -43,14 +46,20 @@ export function createPgBatcher<I, R>(pool: pg.Pool, run: BatchRun<I, R>, opts: 
   async function inTransaction(items: I[]): Promise<R[]> {
     const client = await pool.connect();
     let broken: unknown;
+    let xid: string | undefined;
+    let results: R[] | undefined;
     try {
-      await client.query('begin');
+      // The transaction's id comes with BEGIN (one round trip): a COMMIT cut off from its
+      // answer is looked up by it (pg-commit-outcome.ts).
+      const begun = (await client.query(`begin; ${CURRENT_XID_SQL}`)) as unknown as pg.QueryResult<{ x: string }>[];
+      xid = begun[1]?.rows[0]?.x;
       const exec = clientExec(client);
-      const results = await withTxWrites(exec, () => run(exec, items));
+      results = await withTxWrites(exec, () => run(exec, items));
       await client.query('commit');
       return results;
     } catch (err) {
       broken = isConnectionFailure(err) ? err : undefined;
+      if (broken && results && xid && (await commitOutcome(pool, xid))) return results;
       await client.query('rollback').catch((e: unknown) => (broken ??= e));
       throw err;
     } finally {

@@ -1,4 +1,4 @@
-import { Kysely, PostgresDialect } from 'kysely';
+import { CompiledQuery, Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Database } from '../tables/database.js';
 import { ParenthesizeRawPlugin } from '../parenthesize-raw-plugin.js';
@@ -10,6 +10,8 @@ import { PG_OVERRIDES } from './pg-overrides.js';
 import { registerPgPool } from './pg-context.js';
 import { PG_LOWER_COLLATION } from '../unicode-lower.js';
 import { PgStoreUnsupportedError, redactDatabaseUrl } from './pg-url.js';
+import { commitOutcome, CURRENT_XID_SQL } from './pg-commit-outcome.js';
+import { isConnectionFailure } from '../store-errors.js';
 
 export interface PgStoreOptions {
   /** postgres://user:password@host:port/database */
@@ -109,12 +111,24 @@ export async function openPgStore(opts: PgStoreOptions): Promise<PgStore> {
   registerPgPool(db, pool);
   const dialect: PgDialect = {
     overrides: PG_OVERRIDES,
-    transact: (kdb, fn) =>
-      kdb.transaction().execute((trx) => {
-        // Code that asks which engine it runs on gets the same answer from the transaction.
-        registerPgDialect(trx, dialect);
-        return withTxWrites(kyselyExec(trx), () => fn(trx));
-      }),
+    transact: async (kdb, fn) => {
+      let xid: string | undefined;
+      let done: { result: unknown } | undefined;
+      try {
+        return await kdb.transaction().execute(async (trx) => {
+          // Code that asks which engine it runs on gets the same answer from the transaction.
+          registerPgDialect(trx, dialect);
+          // Its id, to learn the fate of a COMMIT whose answer a cut connection lost (pg-commit-outcome.ts).
+          xid = (await trx.executeQuery<{ x: string }>(CompiledQuery.raw(CURRENT_XID_SQL))).rows[0]?.x;
+          const result = await withTxWrites(kyselyExec(trx), () => fn(trx));
+          done = { result };
+          return result;
+        });
+      } catch (err) {
+        if (done && xid && isConnectionFailure(err) && (await commitOutcome(pool, xid))) return done.result as never;
+        throw err;
+      }
+    },
   };
   registerPgDialect(db, dialect);
   let closed = false;
