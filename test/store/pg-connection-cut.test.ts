@@ -1,0 +1,93 @@
+import test from 'ava';
+import pg from 'pg';
+import { ManualClock } from '../../src/lib/clock.js';
+import { createTestDatabase, dropTestDatabase, pgAdminUrl } from '../helpers/pg-databases.js';
+import { sendBody, startMailWorld, type MailWorld } from '../helpers/mail-world.js';
+import { startWebhookReceiver } from '../webhooks/webhook-receiver.js';
+
+// PostgreSQL (whatever POSTHORN_TEST_STORE says): the write that records what was done outside
+// (a message the MX accepted, a webhook call the endpoint answered) loses its connection (the
+// session ended by pg_terminate_backend while it waits on a lock another session holds). It is
+// written again on a new connection: nothing goes out a second time when its lease runs out.
+// Found by test/proof/pg-connection-loss.
+
+let url: string;
+let w: MailWorld;
+let client: pg.Client;
+let admin: pg.Client;
+const clock = new ManualClock(Date.UTC(2026, 10, 29, 9, 0, 0));
+
+test.before(async () => {
+  url = await createTestDatabase();
+  w = await startMailWorld({ clock, overrides: { store: { url }, webhooks: { allowPrivate: true } } });
+  client = new pg.Client({ connectionString: url });
+  await client.connect();
+  admin = new pg.Client({ connectionString: await pgAdminUrl() });
+  await admin.connect();
+});
+test.after.always(async () => {
+  await admin?.end();
+  await client?.end();
+  await w?.close();
+  if (url) await dropTestDatabase(url);
+});
+
+/** The pid of the app's session waiting for a lock in a statement on `table` (the write under test). */
+async function waiter(table: string): Promise<number> {
+  for (;;) {
+    const r = await client.query<{ pid: number }>(
+      `select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and wait_event_type = 'Lock' and position($1 in query) > 0`,
+      [table],
+    );
+    if (r.rows[0]) return r.rows[0].pid;
+  }
+}
+
+/** Holds `table` from writes while `during` runs, ends the first session that waits on it, then lets go. */
+async function cutTheWriteTo(table: string, during: () => void): Promise<void> {
+  const holder = new pg.Client({ connectionString: url });
+  await holder.connect();
+  try {
+    await holder.query('begin');
+    await holder.query(`lock table ${table} in share mode`);
+    during();
+    await admin.query('select pg_terminate_backend($1)', [await waiter(table)]);
+    await holder.query('rollback');
+  } finally {
+    await holder.end();
+  }
+}
+
+test.serial('a delivery result whose write loses its connection is written again: the message goes to the MX once', async (t) => {
+  const leaseMs = w.t0.config.outbound.leaseMs;
+  let sending!: Promise<{ status: number; body: any }>;
+  // Attempt traces are written by the results' write alone (in its statement with the status events).
+  await cutTheWriteTo('delivery_attempts', () => {
+    sending = w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'result-cut@example.net', subject: 'result cut' }) });
+  });
+  const sent = await sending;
+  t.is(sent.status, 200, JSON.stringify(sent.body));
+  await w.settle();
+  clock.advance(leaseMs + 60_000);
+  await w.settle();
+  t.is(w.sink.messages.filter((m) => m.rcptTo.includes('result-cut@example.net')).length, 1, 'sent once');
+  t.is((await w.t0.request('GET', `/v1/emails/${sent.body.emailId}`)).body.latestStatus, 'DELIVERED');
+});
+
+test.serial('a webhook attempt whose record loses its connection is recorded again: the endpoint is called once, as on record', async (t) => {
+  const hook = await startWebhookReceiver();
+  t.teardown(() => hook.close());
+  const created = await w.t0.request('POST', '/v1/webhooks', { body: { url: hook.url, eventTypes: ['contact.created'] } });
+  t.is(created.status, 200, JSON.stringify(created.body));
+  const book = (await w.t0.request('POST', '/v1/contactBooks', { body: { name: 'Cut' } })).body.id as string;
+  await cutTheWriteTo('webhook_attempts', () => {
+    void w.t0.request('POST', `/v1/contactBooks/${book}/contacts`, { body: { email: 'hook-cut@example.net' } });
+  });
+  await w.t0.app.webhookDispatcher.whenIdle();
+  clock.advance(10 * 60_000);
+  await w.t0.app.webhookDispatcher.whenIdle();
+  const attempts = (await client.query<{ n: number }>('select count(*)::int as n from webhook_attempts where webhook_id = $1', [created.body.id])).rows[0]!.n;
+  t.is(hook.calls.length, 1, 'called once');
+  t.is(attempts, 1, 'one attempt on record');
+  t.is((await client.query("select state from webhook_calls where webhook_id = $1", [created.body.id])).rows[0].state, 'delivered');
+});
