@@ -11,8 +11,10 @@ import type pg from 'pg';
  * progress" is waited out briefly.
  */
 
-/** The transaction id as text, read in the transaction (it assigns one if none yet). */
+/** The transaction id as text, read in the transaction (it assigns one if none yet: for work that writes anyway). */
 export const CURRENT_XID_SQL = 'select txid_current()::text as x';
+/** The transaction id as text, or null when it has written nothing (assigning one would make its commit flush the WAL). */
+export const ASSIGNED_XID_SQL = 'select txid_current_if_assigned()::text as x';
 
 /** How long a transaction still "in progress" after its session was cut is waited for, in ms. */
 const IN_PROGRESS_WAIT_MS = 2000;

@@ -10,7 +10,7 @@ import { PG_OVERRIDES } from './pg-overrides.js';
 import { registerPgPool } from './pg-context.js';
 import { PG_LOWER_COLLATION } from '../unicode-lower.js';
 import { PgStoreUnsupportedError, redactDatabaseUrl } from './pg-url.js';
-import { commitOutcome, CURRENT_XID_SQL } from './pg-commit-outcome.js';
+import { ASSIGNED_XID_SQL, commitOutcome } from './pg-commit-outcome.js';
 import { isConnectionFailure } from '../store-errors.js';
 
 export interface PgStoreOptions {
@@ -118,9 +118,10 @@ export async function openPgStore(opts: PgStoreOptions): Promise<PgStore> {
         return await kdb.transaction().execute(async (trx) => {
           // Code that asks which engine it runs on gets the same answer from the transaction.
           registerPgDialect(trx, dialect);
-          // Its id, to learn the fate of a COMMIT whose answer a cut connection lost (pg-commit-outcome.ts).
-          xid = (await trx.executeQuery<{ x: string }>(CompiledQuery.raw(CURRENT_XID_SQL))).rows[0]?.x;
           const result = await withTxWrites(kyselyExec(trx), () => fn(trx));
+          // Its id, if it wrote (read-only work gets none and has nothing to lose), to learn
+          // the fate of a COMMIT whose answer a cut connection lost (pg-commit-outcome.ts).
+          xid = (await trx.executeQuery<{ x: string | null }>(CompiledQuery.raw(ASSIGNED_XID_SQL))).rows[0]?.x ?? undefined;
           done = { result };
           return result;
         });

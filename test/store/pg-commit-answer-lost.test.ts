@@ -1,0 +1,53 @@
+import test from 'ava';
+import pg from 'pg';
+import { ManualClock } from '../../src/lib/clock.js';
+import { createTestDatabase, dropTestDatabase } from '../helpers/pg-databases.js';
+import { sendBody, startMailWorld, type MailWorld } from '../helpers/mail-world.js';
+import { startCommitCutter, type CommitCutter } from '../helpers/pg-commit-cutter.js';
+
+// PostgreSQL (whatever POSTHORN_TEST_STORE says): the connection is cut after the server has
+// committed a write and before its answer reaches Posthorn (a proxy drops the COMMIT's reply).
+// The write is stored, so the request must say so: a 500 "not stored" would make the client's
+// retry send a second email, or report a failure for a change that was made. The outcome is
+// looked up by the transaction's id (store/pg/pg-commit-outcome.ts), for the group commit and
+// for the store's transactions alike.
+
+let url: string;
+let cutter: CommitCutter;
+let w: MailWorld;
+let client: pg.Client;
+const clock = new ManualClock(Date.UTC(2026, 10, 29, 9, 0, 0));
+
+test.before(async () => {
+  url = await createTestDatabase();
+  cutter = await startCommitCutter(url);
+  w = await startMailWorld({ clock, overrides: { store: { url: cutter.url } } });
+  client = new pg.Client({ connectionString: url });
+  await client.connect();
+});
+test.after.always(async () => {
+  await client?.end();
+  await w?.close();
+  await cutter?.close();
+  if (url) await dropTestDatabase(url);
+});
+
+test.serial('a send whose COMMIT answer is lost is answered 200: it was stored, once', async (t) => {
+  const cut = cutter.arm('insert into emails (');
+  const sent = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'lost-answer@example.net', subject: 'lost answer' }) });
+  await cut;
+  t.is(sent.status, 200, JSON.stringify(sent.body));
+  const rows = (await client.query<{ id: string }>("select id from emails where subject = 'lost answer'")).rows;
+  t.deepEqual(rows.map((r) => r.id), [sent.body.emailId]);
+  await w.settle();
+  t.is(w.sink.messages.filter((m) => m.rcptTo.includes('lost-answer@example.net')).length, 1);
+});
+
+test.serial('a change made in a transaction whose COMMIT answer is lost is answered as done', async (t) => {
+  const book = (await w.t0.request('POST', '/v1/contactBooks', { body: { name: 'Lost answer' } })).body.id as string;
+  const cut = cutter.arm('delete from "contact_books"');
+  const deleted = await w.t0.request('DELETE', `/v1/contactBooks/${book}`);
+  await cut;
+  t.is(deleted.status, 200, JSON.stringify(deleted.body));
+  t.is((await client.query('select 1 from contact_books where id = $1', [book])).rowCount, 0);
+});
