@@ -21,7 +21,7 @@ const clock = new ManualClock(Date.UTC(2026, 10, 29, 9, 0, 0));
 test.before(async () => {
   url = await createTestDatabase();
   cutter = await startCommitCutter(url);
-  w = await startMailWorld({ clock, overrides: { store: { url: cutter.url } } });
+  w = await startMailWorld({ clock, overrides: { store: { url: cutter.url }, webhooks: { allowPrivate: true } } });
   client = new pg.Client({ connectionString: url });
   await client.connect();
 });
@@ -50,4 +50,13 @@ test.serial('a change made in a transaction whose COMMIT answer is lost is answe
   await cut;
   t.is(deleted.status, 200, JSON.stringify(deleted.body));
   t.is((await client.query('select 1 from contact_books where id = $1', [book])).rowCount, 0);
+});
+
+test.serial('an API create in a repository transaction whose COMMIT answer is lost is answered 200, and made once', async (t) => {
+  const cut = cutter.arm('insert into "webhooks"');
+  const created = await w.t0.request('POST', '/v1/webhooks', { body: { url: 'http://127.0.0.1:9/lost-answer', eventTypes: ['email.delivered'] } });
+  t.is(created.status, 200, JSON.stringify(created.body));
+  await cut;
+  const rows = (await client.query<{ id: string }>("select id from webhooks where url = 'http://127.0.0.1:9/lost-answer'")).rows;
+  t.deepEqual(rows.map((r) => r.id), [created.body.id]);
 });

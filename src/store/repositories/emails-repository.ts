@@ -266,7 +266,7 @@ export function createEmailsRepository(db: Db) {
      */
     async markSent(emailIds: string[], at: string, sentRank: number): Promise<string[]> {
       if (!emailIds.length) return [];
-      const rows = await db.transaction().execute(async (trx) => {
+      const rows = await transact(db, async (trx) => {
         const updated = await trx
           .updateTable('emails')
           .set({ sent_at: at, updated_at: at })
@@ -285,7 +285,7 @@ export function createEmailsRepository(db: Db) {
 
     /** Reschedules only while SCHEDULED and not being attempted (checked in the same statement). */
     async reschedule(teamId: number, id: string, scheduledAt: string, dueMs: number, nowIso: string): Promise<boolean> {
-      return db.transaction().execute(async (trx) => {
+      return transact(db, async (trx) => {
         const res = await trx
           .updateTable('emails')
           .set({ scheduled_at: scheduledAt, updated_at: nowIso })

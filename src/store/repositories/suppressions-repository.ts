@@ -1,7 +1,7 @@
 import { sql, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
-import { withDialect } from '../store-context.js';
+import { withDialect, transact } from '../store-context.js';
 import type { SuppressionsTable } from '../tables/database.js';
 
 export type SuppressionRow = Selectable<SuppressionsTable>;
@@ -40,7 +40,7 @@ export function createSuppressionsRepository(db: Db) {
     async addMany(teamId: number, emails: string[], reason: SuppressionReason, source: string | null, nowIso: string): Promise<number> {
       if (!emails.length) return 0;
       let added = 0;
-      await db.transaction().execute(async (trx) => {
+      await transact(db, async (trx) => {
         // In one order for every request: on PostgreSQL two requests inserting the same new
         // addresses in different orders would each wait for a row the other inserted (a deadlock).
         for (const email of [...new Set(emails)].sort()) {

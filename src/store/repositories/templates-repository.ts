@@ -1,4 +1,5 @@
 import type { Selectable } from 'kysely';
+import { transact } from '../store-context.js';
 import type { Db } from '../db.js';
 import { containsIgnoringCase } from './text-search-sql.js';
 import type { TemplatesTable, TemplateVersionsTable } from '../tables/database.js';
@@ -13,7 +14,7 @@ export function createTemplatesRepository(db: Db) {
       await db.insertInto('templates').values(row).execute();
     },
     async insertMany(rows: TemplatesTable[], versions: TemplateVersionsTable[]): Promise<void> {
-      await db.transaction().execute(async (trx) => {
+      await transact(db, async (trx) => {
         for (const r of rows) await trx.insertInto('templates').values(r).execute();
         for (const v of versions) await trx.insertInto('template_versions').values(v).execute();
       });
@@ -46,7 +47,7 @@ export function createTemplatesRepository(db: Db) {
     },
     /** Freezes the draft as the next version and makes it the sending one, atomically. */
     async publish(t: TemplateRow, nowIso: string): Promise<number> {
-      return db.transaction().execute(async (trx) => {
+      return transact(db, async (trx) => {
         // The template's row first: on PostgreSQL a concurrent publish of the same template waits
         // here until this one commits, then reads the version it wrote (two reading the same
         // latest number would collide on the version key). SQLite runs one transaction at a time.

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
-import { isPostgres, withDialect } from '../store-context.js';
+import { isPostgres, withDialect, transact } from '../store-context.js';
 import type { WebhookAttemptsTable, WebhooksTable } from '../tables/database.js';
 
 export type WebhookRow = Selectable<WebhooksTable>;
@@ -112,7 +112,7 @@ export function createWebhooksRepository(db: Db) {
 
     /** Adds the endpoint unless its team already has maxPerTeam of them (false then). */
     async insert(row: WebhookRow, maxPerTeam: number): Promise<boolean> {
-      return db.transaction().execute(async (trx) => {
+      return transact(db, async (trx) => {
         // The team's row first, so two creates on PostgreSQL count one after the other (NO KEY
         // UPDATE: the foreign key checks of the team's other writes do not wait for it). SQLite
         // runs one transaction at a time.
@@ -219,7 +219,7 @@ export function createWebhooksRepository(db: Db) {
      * may write: if the call is gone (endpoint deleted) or the lease was lost, nothing is recorded.
      */
     async recordAttempt(w: AttemptWrite, nowIso: string): Promise<boolean> {
-      return db.transaction().execute(async (trx) => {
+      return transact(db, async (trx) => {
         // PostgreSQL: the endpoint's row first (FOR KEY SHARE, what the attempt's foreign key
         // check takes anyway), then the call's: the order a delete of the endpoint takes them
         // in. The other order deadlocked with such a delete, which failed. SQLite runs one
