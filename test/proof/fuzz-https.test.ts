@@ -48,6 +48,8 @@ const STS_BATCHES = 30;
 const REPORT_BATCHES = 15;
 const HOOK_HOSTS = ['hook-a.hostile.test', 'hook-b.hostile.test'];
 const stsDomains = (n: number) => [`f${n}.sts.test`, `c${n}.sts.test`];
+/** Policy and report hosts the good certificate names: batches beyond them (while shrinking) are skipped. */
+const NAME_SLOTS = 8;
 const reportDomain = (n: number) => `r${n}.rpt.test`;
 
 let w: TlsWorld;
@@ -70,8 +72,8 @@ test.before(async () => {
   await new Promise<void>((resolve) => trap.listen(0, '127.0.0.1', () => resolve()));
   const trapPort = (trap.address() as net.AddressInfo).port;
   trapUrls = [`http://127.0.0.1:${trapPort}/followed`, `https://trap.hostile.test:${trapPort}/followed`, `http://trap.hostile.test:${trapPort}/`, 'http://169.254.169.254/latest/meta-data/'];
-  const policyHosts = Array.from({ length: STS_BATCHES }, (_, n) => stsDomains(n)).flat();
-  const reportHosts = Array.from({ length: REPORT_BATCHES }, (_, n) => reportDomain(n));
+  const policyHosts = Array.from({ length: STS_BATCHES * NAME_SLOTS }, (_, n) => stsDomains(n)).flat();
+  const reportHosts = Array.from({ length: REPORT_BATCHES * NAME_SLOTS }, (_, n) => reportDomain(n));
   w = await startTlsWorld({
     clock,
     policyDomains: ['unused.test'],
@@ -260,6 +262,9 @@ interface StsSent {
   kind: 'fresh' | 'cached';
   emailId: string;
   rcpt: string;
+  /** Exchanges and connections of the hostile server before this batch's mail. */
+  fromExchange: number;
+  fromConnection: number;
 }
 const stsSent: StsSent[] = [];
 
@@ -285,8 +290,8 @@ async function stsProblems(mine: StsSent[]): Promise<string[]> {
   for (const s of mine) {
     const where = `${s.kind} ${s.domain}`;
     const host = `mta-sts.${s.domain}`;
-    const exchanges = hostile.exchanges.filter((x) => x.host === host);
-    const conns = hostile.connections.filter((c) => c.sni === host);
+    const exchanges = hostile.exchanges.slice(s.fromExchange).filter((x) => x.host === host);
+    const conns = hostile.connections.slice(s.fromConnection).filter((c) => c.sni === host);
     const said = () => `answers ${exchanges.map((x) => show(x.answer)).join(' | ') || '(none)'}; connections ${conns.map((c) => `${c.tls}${c.handshake ? '' : ' no-handshake'}`).join(', ')}`;
     const stored = await storedPolicy(s.domain);
     const adopted = stored && stored.id === String(s.n) ? stored.policy : null;
@@ -333,24 +338,27 @@ test.serial('MTA-STS against a hostile policy host: adopted only from a good ans
   const batch = fc.array(answer({ use: 'policy', redirects: trapUrls, policy: policyText(policyMx) }), { minLength: 1, maxLength: 3 });
   const property = fc.asyncProperty(batch.map((b) => Object.assign(b, { [fc.toStringMethod]: () => describe(b) })), async (answers) => {
     const i = n++;
+    fc.pre(i < STS_BATCHES * NAME_SLOTS);
     const [fresh, cached] = stsDomains(i) as [string, string];
-    // The cached domain first gets a good enforce policy listing mx1 only.
+    // The cached domain first gets a good enforce policy listing mx1 only. MX records live 0 s, so the move below is seen at once.
     hostile.setAnswers([wellBehaved(200, ENFORCE_MX1)]);
-    w.setMx(cached, [w.mx1.host]);
+    w.zone.set(cached, 'MX', [{ exchange: w.mx1.host, priority: 10 }], 0);
     w.zone.set(`_mta-sts.${cached}`, 'TXT', ['v=STSv1; id=a;'], 0);
     await send(`setup@${cached}`);
     await w.settle();
     if ((await storedPolicy(cached))?.id !== 'a') throw new Error(`setup: ${cached} has no cached policy`);
     // Then its MX moves to mx2, it announces a new id, and the policy host turns hostile.
-    w.setMx(cached, [mx2.host]);
+    w.zone.set(cached, 'MX', [{ exchange: mx2.host, priority: 10 }], 0);
     w.zone.set(`_mta-sts.${cached}`, 'TXT', [`v=STSv1; id=${i};`], 0);
     w.setMx(fresh, [w.mx1.host]);
     w.zone.set(`_mta-sts.${fresh}`, 'TXT', [`v=STSv1; id=${i};`], 0);
     hostile.setAnswers(answers);
     const mine: StsSent[] = [];
+    const fromExchange = hostile.exchanges.length;
+    const fromConnection = hostile.connections.length;
     for (const [domain, kind] of [[fresh, 'fresh'], [cached, 'cached']] as const) {
       const rcpt = `m${i}@${domain}`;
-      mine.push({ n: i, domain, kind, rcpt, emailId: await send(rcpt) });
+      mine.push({ n: i, domain, kind, rcpt, emailId: await send(rcpt), fromExchange, fromConnection });
     }
     await w.settle();
     stsSent.push(...mine);
@@ -415,6 +423,7 @@ test.serial('TLS-RPT POSTs to a hostile collector: one connection per attempt, s
   const batch = fc.array(answer({ use: 'report', redirects: trapUrls }), { minLength: 1, maxLength: 3 });
   const property = fc.asyncProperty(batch.map((b) => Object.assign(b, { [fc.toStringMethod]: () => describe(b) })), async (answers) => {
     const i = n++;
+    fc.pre(i < REPORT_BATCHES * NAME_SLOTS);
     const domain = reportDomain(i);
     w.setMx(domain, [w.mx1.host]);
     w.zone.set(`_smtp._tls.${domain}`, 'TXT', [`v=TLSRPTv1; rua=https://reports.${domain}:${hostile.httpsPort}/tlsrpt`]);
