@@ -42,6 +42,8 @@ export interface Answer {
   /** The body as served, when finite (how large a policy really was). */
   bodyBytes?: number;
   contentType?: string | null;
+  /** In the log: the length of `bytes`, which keeps only their start (a log of megabyte answers would be the memory the proof measures). */
+  size?: number;
 }
 
 export interface Exchange {
@@ -109,7 +111,9 @@ export async function startHostileHttp(): Promise<HostileHttp> {
     s.on('error', () => {});
   }
 
-  function serve(sock: net.Socket, conn: Connection, first: Answer): void {
+  function serve(sock: net.Socket, conn: Connection, first: Answer, raw: net.Socket = sock): void {
+    // A TLS socket cannot send a TCP reset itself: the socket under it does.
+    const reset = () => (raw.destroyed ? sock.destroy() : raw.resetAndDestroy());
     let buffered = Buffer.alloc(0);
     let wake: (() => void) | null = null;
     let gone = false;
@@ -142,7 +146,7 @@ export async function startHostileHttp(): Promise<HostileHttp> {
     async function answer(a: Answer, ex: Exchange): Promise<boolean> {
       if (a.action === 'hang') return false;
       if (a.action === 'reset') {
-        sock.resetAndDestroy();
+        reset();
         return false;
       }
       if (a.action === 'close') {
@@ -190,7 +194,7 @@ export async function startHostileHttp(): Promise<HostileHttp> {
         return false;
       }
       if (a.after === 'reset') {
-        sock.resetAndDestroy();
+        reset();
         return false;
       }
       return true;
@@ -216,7 +220,8 @@ export async function startHostileHttp(): Promise<HostileHttp> {
         const length = Number(headers['content-length'] ?? 0) || 0;
         const current: Answer = a ?? take();
         a = null;
-        const ex: Exchange = { conn: conn.id, tls: conn.tls, sni: conn.sni, method, path, host: (headers.host ?? '').replace(/:\d+$/, '').toLowerCase(), headers, answer: current, outOfStep, written: 0, clientWent: false, streamCapped: false };
+        const logged: Answer = { ...current, bytes: Buffer.from(current.bytes.subarray(0, 200)), size: current.bytes.length };
+        const ex: Exchange = { conn: conn.id, tls: conn.tls, sni: conn.sni, method, path, host: (headers.host ?? '').replace(/:\d+$/, '').toLowerCase(), headers, answer: logged, outOfStep, written: 0, clientWent: false, streamCapped: false };
         conn.exchanges.push(ex);
         exchanges.push(ex);
         const readBody = async () => {
@@ -275,7 +280,7 @@ export async function startHostileHttp(): Promise<HostileHttp> {
     s.once('secure', () => {
       conn.handshake = true;
     });
-    serve(s, conn, first);
+    serve(s, conn, first, raw);
   });
 
   const listen = (server: net.Server) =>

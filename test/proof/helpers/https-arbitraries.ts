@@ -286,3 +286,14 @@ export function wellBehaved(status: number, body: string, contentType = 'text/pl
     contentType,
   };
 }
+
+/**
+ * Policy answers: most of the hostile kind, but enough plain good ones (a policy, honest framing,
+ * a media type of either verdict) that adoption itself is tried, not only refusal.
+ */
+export function policyAnswer(opts: AnswerOptions & { policy: fc.Arbitrary<string> }): fc.Arbitrary<Answer> {
+  const plain = fc
+    .record({ policy: opts.policy, contentType: fc.constantFrom('text/plain', 'text/plain; charset=utf-8', 'TEXT/PLAIN', 'text/plain;charset=us-ascii', 'text/html', 'application/octet-stream') })
+    .map(({ policy, contentType: ct }) => wellBehaved(200, policy, ct));
+  return fc.oneof({ weight: 2, arbitrary: plain }, { weight: 3, arbitrary: answer(opts) });
+}
