@@ -45,7 +45,7 @@ const MAX_POLICY_BYTES = 64 * 1024;
 const REPORT_RETRY_MINUTES = [5, 30, 120, 360, 720];
 const HOOK_BATCHES = 60;
 const STS_BATCHES = 60;
-const REPORT_BATCHES = 30;
+const REPORT_BATCHES = 20;
 const HOOK_HOSTS = ['hook-a.hostile.test', 'hook-b.hostile.test'];
 const stsDomains = (n: number) => [`f${n}.sts.test`, `c${n}.sts.test`];
 /** Policy and report hosts the good certificate names: batches beyond them (while shrinking) are skipped. */
