@@ -96,6 +96,12 @@ export function postPinned(target: PinnedTarget, headers: Record<string, string>
       return;
     }
     req.on('error', (err) => finish({ status: null, body: null, error: controller.signal.aborted ? timeoutMessage() : err.message }));
+    // A 101 goes to 'upgrade' listeners only, never to the response callback: without this one
+    // node:http closed the socket and the attempt never ended (no error, no abort after close).
+    req.on('upgrade', (res, socket) => {
+      socket.destroy();
+      finish({ status: null, body: null, error: `answered HTTP ${res.statusCode ?? 101} (switching protocols): not an answer to a webhook` });
+    });
     req.end(payload);
   });
 }

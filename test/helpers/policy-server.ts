@@ -32,8 +32,8 @@ export interface PolicyServer {
   /** Serves `policy` for https://mta-sts.<domain>/.well-known/mta-sts.txt; a string is text/plain with 200. */
   setPolicy(domain: string, policy: string | PolicyResponse): void;
   removePolicy(domain: string): void;
-  /** The status POSTs are answered with (default 200). */
-  setPostStatus(status: number): void;
+  /** The status POSTs are answered with (default 200), and the body (default "ok"). */
+  setPostStatus(status: number, body?: string): void;
   waitForPosts(n: number, timeoutMs?: number): Promise<ReceivedPost[]>;
   close(): Promise<void>;
 }
@@ -48,6 +48,7 @@ export async function startPolicyServer(tls: { key: string; cert: string }): Pro
   const posts: ReceivedPost[] = [];
   const events = new EventEmitter();
   let postStatus = 200;
+  let postBody = 'ok';
   const server = https.createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
     const host = String(req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
     const chunks: Buffer[] = [];
@@ -56,7 +57,7 @@ export async function startPolicyServer(tls: { key: string; cert: string }): Pro
       if (req.method === 'POST') {
         posts.push({ host, path: req.url ?? '', contentType: String(req.headers['content-type'] ?? ''), body: Buffer.concat(chunks) });
         events.emit('post');
-        res.writeHead(postStatus, { 'content-type': 'text/plain' }).end('ok');
+        res.writeHead(postStatus, { 'content-type': 'text/plain' }).end(postBody);
         return;
       }
       fetches.push(host);
@@ -86,8 +87,9 @@ export async function startPolicyServer(tls: { key: string; cert: string }): Pro
     removePolicy(domain) {
       policies.delete(domain.toLowerCase());
     },
-    setPostStatus(status) {
+    setPostStatus(status, body = 'ok') {
       postStatus = status;
+      postBody = body;
     },
     async waitForPosts(n, timeoutMs = 10_000) {
       const ac = new AbortController();

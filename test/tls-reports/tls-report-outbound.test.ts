@@ -170,3 +170,20 @@ test.serial('delivering a report is not itself counted for a report', async (t) 
   const rows = await w.t0.app.store.db.selectFrom('tls_session_counts').select(['policy_domain', 'day']).execute();
   t.deepEqual(rows, []);
 });
+
+test.serial('a collector that answers 200 with a body past the 4 KB read is sent: the report is not posted again', async (t) => {
+  // The POST's answer is read up to 4 KB; a longer one failed the attempt as "too large", and
+  // the report went again, up to six times, to a collector that had taken it each time.
+  w.policy.setPostStatus(200, 'accepted '.repeat(2000));
+  await send('big-answer@b.rpt.test');
+  await w.t0.app.tlsReports.flushCounts();
+  const posts = w.policy.posts.length;
+  clock.set(Date.parse('2026-11-22T02:00:00Z'));
+  await w.t0.app.tlsReports.runNow();
+  const { deliveries } = await w.t0.app.tlsReports.history();
+  t.like(deliveries.find((d) => d.policy_domain === 'b.rpt.test' && d.day === '2026-11-21'), { state: 'sent', attempts: 1, last_error: null });
+  clock.advance(24 * 3_600_000);
+  await w.t0.app.tlsReports.runNow();
+  t.is(w.policy.posts.length, posts + 1, 'posted once');
+  w.policy.setPostStatus(200);
+});

@@ -1,4 +1,5 @@
 import { rmSync } from 'node:fs';
+import net from 'node:net';
 import test from 'ava';
 import { UseSend } from 'usesend-js';
 import { ManualClock } from '../../src/lib/clock.js';
@@ -204,6 +205,68 @@ test.serial('a redirect, a timeout and a refused connection are failures; bodies
   t.regex(refused.error, /ECONNREFUSED/);
   t.truthy(refused.nextAttemptAt);
   await t0.request('DELETE', `/v1/webhooks/${gone.id}`);
+});
+
+/** A raw endpoint answering every request with `answer` once its head is read; the connections it took. */
+async function rawEndpoint(answer: string): Promise<{ url: string; requests: () => number; close(): Promise<void> }> {
+  let requests = 0;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+    s.on('error', () => {});
+    let head = '';
+    s.on('data', (c: Buffer) => {
+      head += c.toString('latin1');
+      if (head.includes('\r\n\r\n')) {
+        head = '';
+        requests++;
+        s.write(answer);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/hook`,
+    requests: () => requests,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+test.serial('a 101 Switching Protocols answer is a failed attempt, recorded, and the call is retried', async (t) => {
+  // node:http hands a 101 to an 'upgrade' listener and never to the response callback: without
+  // one the attempt never ended, its call stayed in flight in memory and was never retried.
+  const endpoint = await rawEndpoint('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
+  const hook = (await t0.request('POST', '/v1/webhooks', { body: { url: endpoint.url, eventTypes: ['contact.created'] } })).body;
+  await emit('contact.created', { id: 'c_101' });
+  await settle();
+  const [first] = await attempts(hook.id);
+  t.is(first?.status, 'FAILED');
+  t.regex(first?.error ?? '', /101/);
+  t.truthy(first?.nextAttemptAt);
+  await advancePastRetry(1);
+  t.is(endpoint.requests(), 2, 'retried on the table');
+  t.is((await attempts(hook.id)).length, 2);
+  await t0.request('DELETE', `/v1/webhooks/${hook.id}`);
+  await endpoint.close();
+});
+
+test.serial("a redirect's Location is named in the error cut short: a server's header does not make the stored error grow", async (t) => {
+  const location = `http://elsewhere.example/${'l'.repeat(12_000)}`;
+  const endpoint = await rawEndpoint(`HTTP/1.1 302 Found\r\nLocation: ${location}\r\nContent-Length: 0\r\n\r\n`);
+  const hook = (await t0.request('POST', '/v1/webhooks', { body: { url: endpoint.url, eventTypes: ['contact.updated'] } })).body;
+  await emit('contact.updated', { id: 'c_302' });
+  await settle();
+  const [first] = await attempts(hook.id);
+  t.is(first?.status, 'FAILED');
+  t.is(first?.response?.status, 302);
+  t.true(first?.error.startsWith(`redirects are not followed: HTTP 302 to ${location.slice(0, 100)}`), first?.error.slice(0, 200));
+  t.true(first?.error.length <= 600, `${first?.error.length} characters`);
+  await t0.request('DELETE', `/v1/webhooks/${hook.id}`);
+  await endpoint.close();
 });
 
 test.serial('a rotated secret signs the next delivery at once, retries of older events included', async (t) => {

@@ -2,6 +2,7 @@ import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import type { DnsResolver } from '../../lib/dns/dns-client.js';
 import { newId } from '../../lib/ids.js';
+import { sliceWhole } from '../../lib/nul-text.js';
 import type { ClaimedCall, NewWebhookEvent, WebhookRow, WebhooksRepository } from '../../store/repositories/webhooks-repository.js';
 import type { BusEvent } from '../events.js';
 import { resolveWebhookTarget, type PinnedTarget } from './url-policy.js';
@@ -18,6 +19,8 @@ export type { ClaimedCall };
 /** Response bodies are kept up to 4 KB (architecture.md, Decisions: webhooks). */
 export const MAX_RESPONSE_BODY_BYTES = 4096;
 const USER_AGENT = 'Posthorn-Webhook/1.0';
+/** Of a redirect's Location, the error names this much: the receiver's header may be 16 KB long. */
+const MAX_LOCATION_CHARS = 500;
 
 /** What one HTTP attempt produced (a value, not an exception: architecture.md, House rules 5). */
 export interface AttemptOutcome {
@@ -198,7 +201,7 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps) {
       if (!succeeded && error === null && outcome.status !== null) {
         error =
           outcome.status >= 300 && outcome.status < 400
-            ? `redirects are not followed: HTTP ${outcome.status}${outcome.location ? ` to ${outcome.location}` : ''}`
+            ? `redirects are not followed: HTTP ${outcome.status}${outcome.location ? ` to ${sliceWhole(outcome.location, MAX_LOCATION_CHARS)}${outcome.location.length > MAX_LOCATION_CHARS ? '...' : ''}` : ''}`
             : `HTTP ${outcome.status}: only a 2xx response acknowledges a delivery`;
       }
       const delay = succeeded ? null : webhookRetryDelayMs(attempt);

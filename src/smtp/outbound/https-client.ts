@@ -6,7 +6,8 @@
  *   `lookup`), never the system resolver, while SNI, Host and the certificate check use the name;
  * - the certificate is PKIX-validated against the system CAs plus outbound.caFile, TLS 1.2+;
  * - redirects are never followed (node:https does not) and no HTTP cache exists;
- * - one deadline bounds connect, headers and body, and the body is cut at a size limit.
+ * - one deadline bounds connect, headers and body, and the body is bounded: past its limit the
+ *   request fails, or (overflow 'cut') the answer is what was read.
  */
 import https from 'node:https';
 import net, { type LookupFunction } from 'node:net';
@@ -34,6 +35,11 @@ export interface HttpsRequestOptions {
   body?: Buffer;
   timeoutMs: number;
   maxBodyBytes: number;
+  /**
+   * A body past maxBodyBytes: 'fail' (a policy that large is no policy), or 'cut': the answer
+   * with what was read, the rest left unread (a report POST needs only the status).
+   */
+  overflow?: 'fail' | 'cut';
   /** From httpsCaList(); undefined: Node's bundled roots. */
   ca?: (string | Buffer)[];
 }
@@ -95,21 +101,28 @@ export function httpsRequest(opts: HttpsRequestOptions): Promise<HttpsResponse> 
       (res) => {
         const chunks: Buffer[] = [];
         let size = 0;
+        const answer = (): HttpsResponse => ({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), body: Buffer.concat(chunks).subarray(0, opts.maxBodyBytes) });
         res.on('data', (chunk: Buffer) => {
           size += chunk.length;
           if (size > opts.maxBodyBytes) {
-            finish(new HttpsRequestError('too-large', `response body larger than ${opts.maxBodyBytes} bytes`));
+            if (opts.overflow === 'cut') {
+              chunks.push(chunk);
+              finish(null, answer());
+            } else finish(new HttpsRequestError('too-large', `response body larger than ${opts.maxBodyBytes} bytes`));
             res.destroy();
             return;
           }
           chunks.push(chunk);
         });
-        res.on('end', () =>
-          finish(null, { status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), body: Buffer.concat(chunks) }),
-        );
+        res.on('end', () => finish(null, answer()));
         res.on('error', (err) => finish(new HttpsRequestError('network', err.message)));
       },
     );
+    // A 101 goes to 'upgrade' listeners only: without one the request would wait out its deadline.
+    req.on('upgrade', (res, socket) => {
+      socket.destroy();
+      finish(new HttpsRequestError('network', `answered HTTP ${res.statusCode ?? 101} (switching protocols)`));
+    });
     req.on('error', (err: NodeJS.ErrnoException) => {
       const code = err.code ?? '';
       const kind: HttpsFailureKind = TLS_VERIFY_CODES.test(code) || /certificate|self.signed|altname/i.test(err.message) ? 'tls' : 'network';

@@ -95,6 +95,9 @@ export function createTlsReportSender(opts: TlsReportSenderOptions) {
         body: gz,
         timeoutMs: opts.https.timeoutMs,
         maxBodyBytes: MAX_RESPONSE_BYTES,
+        // The status is the answer: a collector that took the report and says so
+        // at length has still taken it, and must not get it again.
+        overflow: 'cut',
         ...(opts.https.ca ? { ca: opts.https.ca } : {}),
       });
       if (res.status >= 200 && res.status < 300) return { ok: true };
