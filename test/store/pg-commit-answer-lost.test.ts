@@ -4,6 +4,7 @@ import { ManualClock } from '../../src/lib/clock.js';
 import { createTestDatabase, dropTestDatabase } from '../helpers/pg-databases.js';
 import { sendBody, startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 import { startCommitCutter, type CommitCutter } from '../helpers/pg-commit-cutter.js';
+import { createTlsReportsRepository } from '../../src/store/repositories/tls-reports-repository.js';
 
 // PostgreSQL (whatever POSTHORN_TEST_STORE says): the connection is cut after the server has
 // committed a write and before its answer reaches Posthorn (a proxy drops the COMMIT's reply).
@@ -59,4 +60,13 @@ test.serial('an API create in a repository transaction whose COMMIT answer is lo
   await cut;
   const rows = (await client.query<{ id: string }>("select id from webhooks where url = 'http://127.0.0.1:9/lost-answer'")).rows;
   t.deepEqual(rows.map((r) => r.id), [created.body.id]);
+});
+
+test.serial('counts added in a transaction whose COMMIT answer is lost are added once: the failure is not put back for the next flush', async (t) => {
+  const repo = createTlsReportsRepository(w.t0.app.store.db);
+  const row = { policy_domain: 'lost-answer.example', day: '2026-11-29', policy_key: 'k', policy_type: 'sts', policy_json: '{}', result: 'success', sending_ip: '127.0.0.1', mx_host: 'mx.lost-answer.example', receiving_ip: '127.0.0.1', reason_code: '', count: 3 };
+  const cut = cutter.arm('insert into "tls_session_counts"');
+  await t.notThrowsAsync(repo.addCounts([row]));
+  await cut;
+  t.is((await client.query<{ count: number }>("select count::int as count from tls_session_counts where policy_domain = 'lost-answer.example'")).rows[0]?.count, 3);
 });

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { transact } from '../store-context.js';
 import type { Database } from '../tables/database.js';
 import { ZERO_COUNTERS, type AnalyticsRepository, type EngagementHit, type StatCounters, type StatDelta } from '../repositories/analytics-repository.js';
 import { kyselyExec, openTxWrites, type PgExec, type TxWriteKind } from './pg-exec.js';
@@ -73,7 +74,7 @@ export function pgAnalytics(db: Kysely<Database>): Partial<AnalyticsRepository> 
     },
     async apply(deltas: StatDelta[], hits: EngagementHit[]): Promise<void> {
       if (!deltas.length && !hits.length) return;
-      await db.transaction().execute((trx) => writeRollups(kyselyExec(trx), deltas, hits));
+      await transact(db, (trx) => writeRollups(kyselyExec(trx), deltas, hits));
     },
   };
 }

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
-import { withDialect } from '../store-context.js';
+import { withDialect, transact } from '../store-context.js';
 
 export interface StatCounters {
   sent: number;
@@ -66,7 +66,7 @@ export function createAnalyticsRepository(db: Db) {
      */
     async apply(deltas: StatDelta[], hits: EngagementHit[]): Promise<void> {
       if (!deltas.length && !hits.length) return;
-      await db.transaction().execute(async (trx) => {
+      await transact(db, async (trx) => {
         const rows = new Map<string, StatDelta>();
         const add = (d: StatDelta) => {
           const key = `${d.teamId}|${d.domainId}|${d.day}`;

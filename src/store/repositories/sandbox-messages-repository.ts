@@ -1,4 +1,5 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
+import { transact } from '../store-context.js';
 import type { Db } from '../db.js';
 import type { SandboxMessagesTable } from '../tables/database.js';
 import { storedBytes, withinBytes, type ChunkLimit } from './content-chunks.js';
@@ -17,7 +18,7 @@ export function createSandboxMessagesRepository(db: Db) {
   return {
     /** The row and its raw bytes in one transaction. */
     async insert(row: Insertable<SandboxMessagesTable>, raw: Buffer): Promise<void> {
-      await db.transaction().execute(async (trx) => {
+      await transact(db, async (trx) => {
         await trx.insertInto('sandbox_messages').values(row).execute();
         await trx.insertInto('sandbox_message_raw').values({ sandbox_message_id: row.id, raw }).execute();
       });

@@ -1,6 +1,6 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db.js';
-import { isPostgres } from '../store-context.js';
+import { isPostgres, transact } from '../store-context.js';
 import type { TlsReportDeliveriesTable, TlsSessionCountsTable } from '../tables/database.js';
 
 export type TlsSessionCountRow = Selectable<TlsSessionCountsTable>;
@@ -30,7 +30,7 @@ export function createTlsReportsRepository(db: Db) {
       if (!rows.length) return;
       const keyOf = (r: TlsSessionCountRow) => [r.policy_domain, r.day, r.policy_key, r.result, r.sending_ip, r.mx_host, r.receiving_ip, r.reason_code].join('\u0000');
       const sorted = rows.map((r) => [keyOf(r), r] as const).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-      await db.transaction().execute(async (trx) => {
+      await transact(db, async (trx) => {
         for (const [, r] of sorted) {
           await trx
             .insertInto('tls_session_counts')
