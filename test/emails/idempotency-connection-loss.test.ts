@@ -3,6 +3,7 @@ import pg from 'pg';
 import { ManualClock } from '../../src/lib/clock.js';
 import { createTestDatabase, dropTestDatabase, pgAdminUrl } from '../helpers/pg-databases.js';
 import { sendBody, startMailWorld, type MailWorld } from '../helpers/mail-world.js';
+import { lockWaiter } from '../helpers/pg-sessions.js';
 
 // PostgreSQL (whatever POSTHORN_TEST_STORE says): a keyed send whose connections are ended under
 // it (pg_terminate_backend: an operator, a failover, a proxy) answers 500 "not stored, retry
@@ -32,14 +33,6 @@ test.after.always(async () => {
   if (url) await dropTestDatabase(url);
 });
 
-/** Resolves with the pid of the node's session that waits for a lock (the request under test). */
-async function waiter(): Promise<number> {
-  for (;;) {
-    const r = await client.query<{ pid: number }>(`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and wait_event_type = 'Lock'`);
-    if (r.rows[0]) return r.rows[0].pid;
-  }
-}
-
 test.serial('a keyed send whose write and whose key release both lose their connection: 500, and the retry with the key sends it once', async (t) => {
   const key = 'cut-twice';
   const body = sendBody(w, { to: 'cut@example.net', subject: 'cut twice' });
@@ -50,11 +43,11 @@ test.serial('a keyed send whose write and whose key release both lose their conn
   await holder.query('begin');
   await holder.query('lock table emails in share mode');
   const answer = w.t0.request('POST', '/v1/emails', { body, headers: { 'Idempotency-Key': key } });
-  const writing = await waiter();
+  const writing = await lockWaiter(client);
   // Hold the key's row too, so that giving the key up waits as well; then cut the write.
   await holder.query('select 1 from idempotency_keys where key = $1 for update', [key]);
   await admin.query('select pg_terminate_backend($1)', [writing]);
-  const releasing = await waiter();
+  const releasing = await lockWaiter(client);
   t.not(releasing, writing);
   await admin.query('select pg_terminate_backend($1)', [releasing]);
   await holder.query('rollback');

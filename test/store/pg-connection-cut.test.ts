@@ -3,6 +3,7 @@ import pg from 'pg';
 import { ManualClock } from '../../src/lib/clock.js';
 import { createTestDatabase, dropTestDatabase, pgAdminUrl } from '../helpers/pg-databases.js';
 import { sendBody, startMailWorld, type MailWorld } from '../helpers/mail-world.js';
+import { lockWaiter } from '../helpers/pg-sessions.js';
 import { startWebhookReceiver } from '../webhooks/webhook-receiver.js';
 
 // PostgreSQL (whatever POSTHORN_TEST_STORE says): the write that records what was done outside
@@ -32,17 +33,6 @@ test.after.always(async () => {
   if (url) await dropTestDatabase(url);
 });
 
-/** The pid of the app's session waiting for a lock in a statement on `table` (the write under test). */
-async function waiter(table: string): Promise<number> {
-  for (;;) {
-    const r = await client.query<{ pid: number }>(
-      `select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and wait_event_type = 'Lock' and position($1 in query) > 0`,
-      [table],
-    );
-    if (r.rows[0]) return r.rows[0].pid;
-  }
-}
-
 /** Holds `table` from writes while `during` runs, ends the first session that waits on it, then lets go. */
 async function cutTheWriteTo(table: string, during: () => void): Promise<void> {
   const holder = new pg.Client({ connectionString: url });
@@ -51,7 +41,7 @@ async function cutTheWriteTo(table: string, during: () => void): Promise<void> {
     await holder.query('begin');
     await holder.query(`lock table ${table} in share mode`);
     during();
-    await admin.query('select pg_terminate_backend($1)', [await waiter(table)]);
+    await admin.query('select pg_terminate_backend($1)', [await lockWaiter(client, table)]);
     await holder.query('rollback');
   } finally {
     await holder.end();
