@@ -1,9 +1,8 @@
 import test from 'ava';
 import pg from 'pg';
 import { ManualClock } from '../../src/lib/clock.js';
-import { createTestDatabase, dropTestDatabase, pgAdminUrl } from '../helpers/pg-databases.js';
-import { sendBody, startMailWorld, type MailWorld } from '../helpers/mail-world.js';
-import { lockWaiter } from '../helpers/pg-sessions.js';
+import { sendBody, type MailWorld } from '../helpers/mail-world.js';
+import { lockWaiter, startPgCutWorld, type PgCutWorld } from '../helpers/pg-sessions.js';
 
 // PostgreSQL (whatever POSTHORN_TEST_STORE says): a keyed send whose connections are ended under
 // it (pg_terminate_backend: an operator, a failover, a proxy) answers 500 "not stored, retry
@@ -12,25 +11,19 @@ import { lockWaiter } from '../helpers/pg-sessions.js';
 // Found by test/proof/pg-connection-loss (the retry was answered 409 "still in progress" for as
 // long as the node ran).
 
-let url: string;
+let world: PgCutWorld;
 let w: MailWorld;
 let client: pg.Client;
 let admin: pg.Client;
+let url: string;
 const clock = new ManualClock(Date.UTC(2026, 10, 29, 9, 0, 0));
 
 test.before(async () => {
-  url = await createTestDatabase();
-  w = await startMailWorld({ clock, overrides: { store: { url } } });
-  client = new pg.Client({ connectionString: url });
-  await client.connect();
-  admin = new pg.Client({ connectionString: await pgAdminUrl() });
-  await admin.connect();
+  world = await startPgCutWorld(clock);
+  ({ w, client, admin, url } = world);
 });
 test.after.always(async () => {
-  await admin?.end();
-  await client?.end();
-  await w?.close();
-  if (url) await dropTestDatabase(url);
+  await world?.close();
 });
 
 test.serial('a keyed send whose write and whose key release both lose their connection: 500, and the retry with the key sends it once', async (t) => {

@@ -1,9 +1,8 @@
 import test from 'ava';
 import pg from 'pg';
 import { ManualClock } from '../../src/lib/clock.js';
-import { createTestDatabase, dropTestDatabase, pgAdminUrl } from '../helpers/pg-databases.js';
-import { sendBody, startMailWorld, type MailWorld } from '../helpers/mail-world.js';
-import { lockWaiter } from '../helpers/pg-sessions.js';
+import { sendBody, type MailWorld } from '../helpers/mail-world.js';
+import { lockWaiter, startPgCutWorld, type PgCutWorld } from '../helpers/pg-sessions.js';
 import { startWebhookReceiver } from '../webhooks/webhook-receiver.js';
 
 // PostgreSQL (whatever POSTHORN_TEST_STORE says): the write that records what was done outside
@@ -12,25 +11,19 @@ import { startWebhookReceiver } from '../webhooks/webhook-receiver.js';
 // written again on a new connection: nothing goes out a second time when its lease runs out.
 // Found by test/proof/pg-connection-loss.
 
-let url: string;
+let world: PgCutWorld;
 let w: MailWorld;
 let client: pg.Client;
 let admin: pg.Client;
+let url: string;
 const clock = new ManualClock(Date.UTC(2026, 10, 29, 9, 0, 0));
 
 test.before(async () => {
-  url = await createTestDatabase();
-  w = await startMailWorld({ clock, overrides: { store: { url }, webhooks: { allowPrivate: true } } });
-  client = new pg.Client({ connectionString: url });
-  await client.connect();
-  admin = new pg.Client({ connectionString: await pgAdminUrl() });
-  await admin.connect();
+  world = await startPgCutWorld(clock, { webhooks: { allowPrivate: true } });
+  ({ w, client, admin, url } = world);
 });
 test.after.always(async () => {
-  await admin?.end();
-  await client?.end();
-  await w?.close();
-  if (url) await dropTestDatabase(url);
+  await world?.close();
 });
 
 /** Holds `table` from writes while `during` runs, ends the first session that waits on it, then lets go. */
