@@ -74,3 +74,27 @@ test.serial('a webhook attempt whose record loses its connection is recorded aga
   t.is(attempts, 1, 'one attempt on record');
   t.is((await client.query("select state from webhook_calls where webhook_id = $1", [created.body.id])).rows[0].state, 'delivered');
 });
+
+test.serial("a campaign's count whose write loses its connection is written again: the campaign counts the delivery", async (t) => {
+  const book = (await w.t0.request('POST', '/v1/contactBooks', { body: { name: 'Count cut' } })).body.id as string;
+  t.is((await w.t0.request('POST', `/v1/contactBooks/${book}/contacts`, { body: { email: 'count-cut@example.net' } })).status, 200);
+  const created = await w.t0.request('POST', '/v1/campaigns', {
+    body: { name: 'Count cut', from: `News <news@${w.domain.name}>`, subject: 'Count', contactBookId: book, html: '<p>Count</p>', sendNow: true },
+  });
+  t.is(created.status, 200, JSON.stringify(created.body));
+  await w.t0.app.runCampaigns();
+  await w.settle();
+  const campaign = async () => (await w.t0.request('GET', `/v1/campaigns/${created.body.id}`)).body;
+  t.is((await campaign()).delivered, 1);
+  // The delivery's count undone, then its event again: counting it waits on the lock and its
+  // session is ended.
+  const rec = (await client.query<{ email_id: string; contact_id: string }>('select email_id, contact_id from campaign_recipients where campaign_id = $1', [created.body.id])).rows[0]!;
+  await client.query("update campaign_recipients set counted = '' where campaign_id = $1", [created.body.id]);
+  await client.query('update campaigns set delivered = 0 where id = $1', [created.body.id]);
+  const events = w.t0.app.services.events;
+  await cutTheWriteTo('campaign_recipients', () =>
+    events.emit({ type: 'email.delivered', teamId: w.t0.teamId, domainId: w.domain.id, occurredAt: clock.now().toISOString(), data: { id: rec.email_id, campaignId: created.body.id, contactId: rec.contact_id } }),
+  );
+  await events.settled();
+  t.is((await campaign()).delivered, 1);
+});

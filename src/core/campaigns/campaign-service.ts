@@ -16,6 +16,7 @@ import type { BusEvent, EventBus } from '../events.js';
 import { personalizeCampaign, renderCampaignBody, withUnsubscribeLink } from './campaign-content.js';
 import { signUnsubscribeToken, verifyUnsubscribeToken } from './unsubscribe-token.js';
 import { isStorageFailure, isUniqueViolation } from '../../store/store-errors.js';
+import { retryOnConnectionLoss } from '../connection-retry.js';
 
 export const DEFAULT_BATCH_SIZE = 500;
 export const MAX_BATCH_SIZE = 100_000;
@@ -453,15 +454,18 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       const status = COUNTED[event.type];
       const emailId = event.data.id;
       if (!status || !event.data.campaignId || typeof emailId !== 'string') return;
-      await campaigns.countStatus(emailId, status);
+      // Each write counts or unsubscribes once however often it runs, so one whose store
+      // connection was cut is tried again (core/connection-retry.ts): given up, the count would
+      // stay missing until a restart recounts.
+      await retryOnConnectionLoss(() => campaigns.countStatus(emailId, status));
       const hard = event.type === 'email.bounced' && (event.data.bounce as { type?: string } | undefined)?.type === 'Permanent';
-      if (hard) await campaigns.countStatus(emailId, 'hard_bounced');
+      if (hard) await retryOnConnectionLoss(() => campaigns.countStatus(emailId, 'hard_bounced'));
       // A campaign contact whose mailbox is gone, or who complained, is unsubscribed from the
       // book too, so no later campaign tries them again (suppression covers sends as well).
       const contactId = event.data.contactId;
       if (typeof contactId !== 'string') return;
-      if (hard) await deps.contacts.unsubscribe(event.teamId, contactId, 'BOUNCED');
-      if (event.type === 'email.complained') await deps.contacts.unsubscribe(event.teamId, contactId, 'COMPLAINED');
+      if (hard) await retryOnConnectionLoss(() => deps.contacts.unsubscribe(event.teamId, contactId, 'BOUNCED'));
+      if (event.type === 'email.complained') await retryOnConnectionLoss(() => deps.contacts.unsubscribe(event.teamId, contactId, 'COMPLAINED'));
     },
 
     /** At startup on SQLite (one node per database file): a batch lease left behind belonged to a dead process. */
