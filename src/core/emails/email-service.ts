@@ -61,8 +61,12 @@ export interface RenderedTemplate {
   text: string;
 }
 
-/** Tries at once to give up a failed request's idempotency key, then pauses (ms) between background tries. */
-const KEY_RELEASE_TRIES_NOW = 3;
+/**
+ * Giving up a failed request's idempotency key: tried before the request is answered, again after
+ * each of these pauses (ms; a cut connection's pool hands out its other dead sessions first),
+ * then in the background after each of the longer ones.
+ */
+const KEY_RELEASE_NOW_PAUSES_MS = [50, 200];
 const KEY_RELEASE_PAUSES_MS = [1000, 2000, 5000, 10_000, 30_000, 60_000, 60_000, 60_000];
 
 export interface EmailServiceDeps {
@@ -347,12 +351,16 @@ export function createEmailService(deps: EmailServiceDeps) {
    * Gives up a failed request's claim of its key, so the client's retry can send. A store that
    * failed the request may fail this too (a cut connection: the pool opens a new one for the
    * next try); left in flight, the key would answer 409 until the process restarts. Tried
-   * again at once, then in the background with a growing pause; the request's own error is
-   * what its client gets.
+   * again after short pauses before the request is answered, then in the background with a
+   * growing pause; the request's own error is what its client gets.
    */
   async function giveUpKey(teamId: number, key: string, token: string): Promise<void> {
     const attempt = () => deps.idempotency.abandon(teamId, key, token).then(() => true, () => false);
-    for (let i = 0; i < KEY_RELEASE_TRIES_NOW; i++) if (await attempt()) return;
+    if (await attempt()) return;
+    for (const pauseMs of KEY_RELEASE_NOW_PAUSES_MS) {
+      await new Promise((resolve) => setTimeout(resolve, pauseMs));
+      if (await attempt()) return;
+    }
     deps.logger?.warn({ event: 'idempotency.release_failed', teamId }, 'an Idempotency-Key of a failed request could not be given up; retrying in the background');
     void (async () => {
       for (const pauseMs of KEY_RELEASE_PAUSES_MS) {
