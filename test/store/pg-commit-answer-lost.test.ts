@@ -70,3 +70,13 @@ test.serial('counts added in a transaction whose COMMIT answer is lost are added
   await cut;
   t.is((await client.query<{ count: number }>("select count::int as count from tls_session_counts where policy_domain = 'lost-answer.example'")).rows[0]?.count, 3);
 });
+
+test.serial('a webhook test event whose COMMIT answer is lost is answered 200, and stored once (a retry would send a second one)', async (t) => {
+  const hook = (await w.t0.request('POST', '/v1/webhooks', { body: { url: 'http://127.0.0.1:9/lost-test-event', eventTypes: ['email.delivered'] } })).body.id as string;
+  const cut = cutter.arm('insert into "webhook_calls"');
+  const sent = await w.t0.request('POST', `/v1/webhooks/${hook}/test`);
+  await cut;
+  t.is(sent.status, 200, JSON.stringify(sent.body));
+  const rows = (await client.query<{ id: string }>("select e.id from webhook_events e join webhook_calls c on c.event_id = e.id where c.webhook_id = $1 and e.type = 'webhook.test'", [hook])).rows;
+  t.is(rows.length, 1);
+});

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../tables/database.js';
 import type { NewWebhookEvent, OutboxPick, WebhookRow, WebhooksRepository } from '../repositories/webhooks-repository.js';
 import { openTxWrites, type PgExec, type TxWriteKind } from './pg-exec.js';
+import { transact } from '../store-context.js';
 
 /*
  * The webhook outbox on PostgreSQL. The transactional handler (core/webhooks/webhook-outbox.ts)
@@ -58,7 +59,8 @@ export function pgWebhooks(db: Kysely<Database>): Partial<WebhooksRepository> {
     },
 
     async enqueueForOneEndpoint(event: NewWebhookEvent, webhookId: string, dueMs: number): Promise<boolean> {
-      return db.transaction().execute(async (trx) => {
+      // transact(): a COMMIT whose answer is lost is looked up, so the API does not answer 500 for a stored test event.
+      return transact(db, async (trx) => {
         // Locked like the outbox's endpoints: one being deleted is gone (false), not a foreign key error.
         const exists = await trx.selectFrom('webhooks').select('id').where('id', '=', webhookId).forKeyShare().executeTakeFirst();
         if (!exists) return false;
