@@ -118,7 +118,7 @@ async function serve(opts: NodeOptions): Promise<void> {
       submission: { host: '127.0.0.1', port: 0 },
       dns: { servers: [opts.dnsServer] },
       rateLimit: { perSecond: 1_000_000 },
-      outbound: { port: opts.sinkPort, ...(opts.signingWorkers !== undefined ? { signingWorkers: opts.signingWorkers } : {}) },
+      outbound: { port: opts.sinkPort, allowLoopbackMx: true, ...(opts.signingWorkers !== undefined ? { signingWorkers: opts.signingWorkers } : {}) },
     },
   });
   const app = await createApp({ config, resolver: createDnsClient({ servers: [opts.dnsServer], timeoutMs: 1000, tries: 1 }) });

@@ -41,7 +41,7 @@ async function main() {
   // The engine starts paused: phase 1 measures acceptance alone.
   const bench = await startBenchApp('bench-sender.com', {
     rateLimit: { perSecond: 1_000_000 },
-    outbound: { port: sink.port, ...(workers ? { signingWorkers: Number(workers) } : {}) },
+    outbound: { port: sink.port, allowLoopbackMx: true, ...(workers ? { signingWorkers: Number(workers) } : {}) },
   });
   const { app, zone, teamId } = bench;
   setRecipientDomains(zone, mx);

@@ -121,7 +121,7 @@ async function realistic() {
   const workers = process.env.BENCH_SIGNING_WORKERS;
   const bench = await startBenchApp('bench-sender.com', {
     rateLimit: { perSecond: 1_000_000 },
-    outbound: { port: sink.port, ...(workers ? { signingWorkers: Number(workers) } : {}) },
+    outbound: { port: sink.port, allowLoopbackMx: true, ...(workers ? { signingWorkers: Number(workers) } : {}) },
     store: { durability: DURABILITY },
   });
   const { app, zone, teamId } = bench;

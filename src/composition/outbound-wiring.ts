@@ -86,7 +86,7 @@ export function wireOutbound(deps: OutboundDeps) {
     traces: config.outbound.traces.enabled,
     ...(relay ? {} : { onConnectOutcome: (o) => deps.port25.record(o) }),
   });
-  const mx = createMxResolver(resolver, clock);
+  const mx = createMxResolver(resolver, clock, { allowLoopback: config.outbound.allowLoopbackMx });
   // With a relay it is the relay that meets the MX hosts and their policies.
   const transport =
     relay || !pool

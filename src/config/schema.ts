@@ -307,6 +307,10 @@ export const configSchema = z
     outbound: z
       .object({
         port: key(port.min(1).default(25), { doc: "Destination port on recipients' MX hosts (25; only tests and special setups change it).", env: 'POSTHORN_OUTBOUND_PORT' }),
+        allowLoopbackMx: key(z.boolean().default(false), {
+          doc: "Deliver to MX hosts that resolve to this host's loopback or \"this host\" addresses (127.0.0.0/8, ::1, 0.0.0.0/8). Refused by default, as mail that would loop back: the recipient's DNS chooses those addresses, and a local MTA usually relays anything from loopback. For tests and labs whose MX is on this machine; a relay (outbound.relay) on loopback needs no such setting.",
+          env: 'POSTHORN_OUTBOUND_ALLOW_LOOPBACK_MX',
+        }),
         maxAgeHours: key(z.number().positive().default(72), { doc: 'A message still undelivered this many hours after it was due is FAILED.' }),
         caFile: key(z.string().default(''), { doc: 'PEM file of extra CA certificates trusted for ENFORCED TLS, MTA-STS and TLS report posts (besides the system store).' }),
         maxConnectionsPerHost: key(z.number().int().positive().default(10), { doc: 'Concurrent SMTP connections to one destination host.' }),

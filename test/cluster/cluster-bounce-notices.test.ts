@@ -23,7 +23,7 @@ test.before(async () => {
   const overrides = { store: { url }, submission: { bounceNotices: true } };
   w = await startMailWorld({ clock, overrides: { ...overrides, cluster: { nodeName: 'node-a' } } });
   a = w.t0;
-  b = await startTestApp({ zone: w.zone, clock, overrides: { ...overrides, cluster: { nodeName: 'node-b' }, outbound: { port: w.sink.port, signingWorkers: 1 } } });
+  b = await startTestApp({ zone: w.zone, clock, overrides: { ...overrides, cluster: { nodeName: 'node-b' }, outbound: { port: w.sink.port, allowLoopbackMx: true, signingWorkers: 1 } } });
   senderMx = await w.startSecondSink('sender.dev');
   // Each recipient's MX holds its DATA until let go, then refuses it.
   for (const name of ['one', 'two'] as const) {

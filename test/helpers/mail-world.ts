@@ -67,7 +67,7 @@ export async function startMailWorld(
   const baseOverrides = (extra?: DeepPartial<Config>): DeepPartial<Config> => ({
     ...(opts.overrides ?? {}),
     ...(extra ?? {}),
-    outbound: { port: sink.port, caFile, signingWorkers: 1, ...(opts.overrides?.outbound ?? {}), ...(extra?.outbound ?? {}) },
+    outbound: { port: sink.port, allowLoopbackMx: true, caFile, signingWorkers: 1, ...(opts.overrides?.outbound ?? {}), ...(extra?.outbound ?? {}) },
   });
   let t0 = await startTestApp({ zone, clock: opts.clock, overrides: baseOverrides(), logger: opts.logger, resolver: opts.resolver });
   const domain = await addVerifiedDomain(t0, opts.domain ?? 'sender.dev');

@@ -100,6 +100,7 @@ export async function startTlsWorld(opts: { clock?: Clock; policyDomains: string
     ...(extra ?? {}),
     outbound: {
       port: smtpPort,
+      allowLoopbackMx: true,
       caFile,
       signingWorkers: 1,
       ...(opts.overrides?.outbound ?? {}),

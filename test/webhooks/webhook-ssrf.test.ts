@@ -1,5 +1,6 @@
 import test from 'ava';
-import { blockedAddressReason, ipv6Bytes } from '../../src/core/webhooks/url-policy.js';
+import { blockedAddressReason } from '../../src/core/webhooks/url-policy.js';
+import { ipv6Bytes } from '../../src/lib/ip-ranges.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.js';
 

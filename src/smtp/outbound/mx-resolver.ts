@@ -27,6 +27,12 @@
  * connected to and stored in the row and the events, and PostgreSQL cannot store a NUL: the
  * results write fails, the delivery stays leased, and the accepted message goes out again.
  *
+ * Addresses where no remote mail server can be (loopback, "this host" 0.0.0.0/8, the unspecified
+ * address, multicast, reserved) are dropped unless allowLoopback: the recipient's DNS chooses
+ * them, a local MTA commonly relays anything from loopback, and "MX 0 localhost" is an old way to
+ * say "no mail". A domain whose hosts all resolve only to such addresses fails permanently, as
+ * Postfix bounces mail that "loops back to myself" (it would never reach a remote server).
+ *
  * On top of that, the finished answer for a domain (hosts in preference order with their
  * addresses) is memoized for as long as every cached record it was built from is still
  * the same fresh cache entry: the delivery engine asks for every transaction, and
@@ -35,6 +41,7 @@
 import type { DnsAnswer, DnsResolver } from '../../lib/dns/dns-client.js';
 import { DnsError } from '../../lib/dns/dns-client.js';
 import type { Clock } from '../../lib/clock.js';
+import { rangeReason, type AddressRange } from '../../lib/ip-ranges.js';
 
 export interface MxHost {
   host: string;
@@ -72,7 +79,22 @@ export interface MxResolverOptions {
   negativeTtlSeconds?: number;
   /** For tests that want a fixed order of equal-preference hosts; default Math.random. */
   random?: () => number;
+  /** Connect to MX addresses on this host (loopback, 0.0.0.0/8): tests and labs; default false. */
+  allowLoopback?: boolean;
 }
+
+/** Where no remote mail server can be: connecting there reaches this host or nothing. */
+const LOCAL_V4: readonly AddressRange[] = [
+  ['0.0.0.0', 8, 'a "this host" address'], // RFC 1122; Linux connects 0.0.0.0 to the local host
+  ['127.0.0.0', 8, 'a loopback address'],
+  ['224.0.0.0', 4, 'a multicast address'],
+  ['240.0.0.0', 4, 'a reserved or broadcast address'],
+];
+const LOCAL_V6: readonly AddressRange[] = [
+  ['::', 128, 'the unspecified address'],
+  ['::1', 128, 'a loopback address'],
+  ['ff00::', 8, 'a multicast address'],
+];
 
 const DEFAULT_MAX_CACHE_ENTRIES = 10_000;
 const DEFAULT_NEGATIVE_TTL_SECONDS = 30;
@@ -177,6 +199,8 @@ interface HostAddresses {
   failure?: string;
   /** A lookup failed in a way that may succeed later. */
   temporary: boolean;
+  /** It resolved, but only to addresses on this host (see LOCAL_V4): none left to use. */
+  local: boolean;
 }
 
 export function createMxResolver(
@@ -193,6 +217,7 @@ export function createMxResolver(
     throw new RangeError(`createMxResolver: negativeTtlSeconds must be >= 0, got ${negativeTtlSeconds}`);
   }
   const random = opts.random ?? Math.random;
+  const allowLoopback = opts.allowLoopback === true;
   const inFlight = new Map<string, Promise<DnsAnswer<unknown>>>();
 
   function query(type: RecordType, name: string): Promise<DnsAnswer<unknown>> {
@@ -250,14 +275,20 @@ export function createMxResolver(
     const temporary = failures.some((e) => !(e instanceof DnsError) || e.temporary);
     const answers = [v4, v6].filter((r): r is PromiseFulfilledResult<DnsAnswer<string>> => r.status === 'fulfilled');
     const authenticated = answers.length > 0 && answers.every((a) => a.value.authenticated === true);
-    const result: HostAddresses = { addresses: [...new Set(addresses)], authenticated, temporary };
-    if (addresses.length === 0) result.failure = failures.map(describe).join('; ') || 'no addresses';
+    const unique = [...new Set(addresses)];
+    const kept = allowLoopback ? unique : unique.filter((a) => rangeReason(a, LOCAL_V4, LOCAL_V6) === null);
+    const result: HostAddresses = { addresses: kept, authenticated, temporary, local: unique.length > 0 && kept.length === 0 };
+    if (result.local) {
+      const first = unique[0]!;
+      result.failure = `resolves only to addresses on this host (${first} is ${rangeReason(first, LOCAL_V4, LOCAL_V6)}); mail there would loop back (outbound.allowLoopbackMx allows it)`;
+    } else if (kept.length === 0) result.failure = failures.map(describe).join('; ') || 'no addresses';
     return result;
   }
 
   async function implicitMx(domain: string, used: string[], mxDenialAuthenticated: boolean): Promise<UsableHost[]> {
     const found = await addressesOf(domain, used);
     if (found.addresses.length > 0) return [{ host: domain, priority: 0, addresses: found.addresses, dnssec: mxDenialAuthenticated && found.authenticated }];
+    if (found.local) throw new MxLookupError(domain, `no MX records, and the domain ${found.failure}`, true);
     // RFC 5321 §5.1: an unusable implicit MX "MUST be reported as an error".
     if (found.temporary) throw new MxLookupError(domain, `no MX records and the address lookup failed: ${found.failure}`, false);
     throw new MxLookupError(domain, 'no MX records and no A/AAAA records: the domain has no mail server', true);
@@ -285,6 +316,8 @@ export function createMxResolver(
     const usable = resolved.filter((r) => r.found.addresses.length > 0);
     if (usable.length === 0) {
       const why = [...resolved.map((r) => `${r.host}: ${r.found.failure}`), ...notHosts.slice(0, MAX_MX_HOSTS).map((r) => `${JSON.stringify(r.host)}: not a host name (RFC 5321 2.3.5)`)].join('; ');
+      // Every host named only this one: it will not change by waiting (a half-migrated zone fails on some host's lookup instead).
+      if (notHosts.length === 0 && resolved.every((r) => r.found.local)) throw new MxLookupError(domain, `every MX host resolves only to addresses on this host (${why})`, true);
       throw new MxLookupError(domain, `none of the MX hosts resolved (${why})`, false);
     }
     return usable.map((r) => ({ host: r.host, priority: r.priority, addresses: r.found.addresses, dnssec: mxAuthenticated && r.found.authenticated }));

@@ -22,6 +22,7 @@ export function loopbackEnv(o: { dataDir: string; dnsServer: string; sinkPort: n
     POSTHORN_HOSTNAME: o.hostname ?? 'mx.posthorn-proof.test',
     POSTHORN_DNS_SERVERS: o.dnsServer,
     POSTHORN_OUTBOUND_PORT: String(o.sinkPort),
+    POSTHORN_OUTBOUND_ALLOW_LOOPBACK_MX: 'true',
     POSTHORN_LOG_LEVEL: 'info',
     ...extra,
   };

@@ -241,3 +241,45 @@ test('a remembered answer ends with the first of its records to expire, a host a
   t.deepEqual((await mx.resolve('memo.test'))[0]!.addresses, ['192.0.2.111']);
   t.is(zone.queryCount, afterFirst + 1, 'only the expired A record was asked again');
 });
+
+test('addresses on this host are dropped: a domain whose every MX is loopback, 0.0.0.0 or multicast bounces; allowLoopback keeps them', async (t) => {
+  const { zone, mx } = await world(t);
+  // "MX 0 localhost" and friends: each form of a local address, IPv4-mapped IPv6 included.
+  zone.set('loops.test', 'MX', [
+    { exchange: 'localhost.loops.test', priority: 10 },
+    { exchange: 'zero.loops.test', priority: 20 },
+    { exchange: 'six.loops.test', priority: 30 },
+  ]);
+  setHost(zone, 'localhost.loops.test', ['127.0.0.1']);
+  setHost(zone, 'zero.loops.test', ['0.0.0.0', '239.1.2.3']);
+  setHost(zone, 'six.loops.test', [], ['::1', '::ffff:127.0.0.2', '::']);
+  await rejects(t, mx.resolve('loops.test'), true, /every MX host resolves only to addresses on this host \(localhost\.loops\.test: resolves only to addresses on this host \(127\.0\.0\.1 is a loopback address\).*outbound\.allowLoopbackMx/);
+
+  // A host with a public address as well keeps that one only; other hosts are unaffected.
+  zone.set('mixed.test', 'MX', [
+    { exchange: 'half.mixed.test', priority: 10 },
+    { exchange: 'lo.mixed.test', priority: 20 },
+  ]);
+  setHost(zone, 'half.mixed.test', ['127.0.0.1', '192.0.2.50'], ['::1', '2001:db8::50']);
+  setHost(zone, 'lo.mixed.test', ['127.0.0.9']);
+  t.deepEqual(await mx.resolve('mixed.test'), [{ host: 'half.mixed.test', priority: 10, addresses: ['192.0.2.50', '2001:db8::50'], dnssec: false }]);
+
+  // The implicit MX (no MX records) is judged the same way.
+  zone.set('self.test', 'TXT', ['v=spf1 -all']);
+  setHost(zone, 'self.test', ['127.0.0.1']);
+  await rejects(t, mx.resolve('self.test'), true, /no MX records, and the domain resolves only to addresses on this host/);
+
+  // A loopback host beside one that cannot be resolved right now: temporary, the zone may be half-migrated.
+  zone.set('partly.test', 'MX', [
+    { exchange: 'lo.partly.test', priority: 10 },
+    { exchange: 'gone.partly.test', priority: 20 },
+  ]);
+  setHost(zone, 'lo.partly.test', ['127.0.0.1']);
+  zone.set('gone.partly.test', 'TXT', ['nothing here']);
+  await rejects(t, mx.resolve('partly.test'), false, /none of the MX hosts resolved/);
+
+  const other = await world(t, { allowLoopback: true });
+  other.zone.set('loops.test', 'MX', [{ exchange: 'localhost.loops.test', priority: 10 }]);
+  setHost(other.zone, 'localhost.loops.test', ['127.0.0.1']);
+  t.deepEqual(await other.mx.resolve('loops.test'), [{ host: 'localhost.loops.test', priority: 10, addresses: ['127.0.0.1'], dnssec: false }]);
+});
