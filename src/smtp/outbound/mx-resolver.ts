@@ -288,7 +288,8 @@ export function createMxResolver(
   async function implicitMx(domain: string, used: string[], mxDenialAuthenticated: boolean): Promise<UsableHost[]> {
     const found = await addressesOf(domain, used);
     if (found.addresses.length > 0) return [{ host: domain, priority: 0, addresses: found.addresses, dnssec: mxDenialAuthenticated && found.authenticated }];
-    if (found.local) throw new MxLookupError(domain, `no MX records, and the domain ${found.failure}`, true);
+    // Permanent only when no lookup failed: a failed AAAA lookup may yet give a public address.
+    if (found.local && !found.temporary) throw new MxLookupError(domain, `no MX records, and the domain ${found.failure}`, true);
     // RFC 5321 §5.1: an unusable implicit MX "MUST be reported as an error".
     if (found.temporary) throw new MxLookupError(domain, `no MX records and the address lookup failed: ${found.failure}`, false);
     throw new MxLookupError(domain, 'no MX records and no A/AAAA records: the domain has no mail server', true);
@@ -317,7 +318,7 @@ export function createMxResolver(
     if (usable.length === 0) {
       const why = [...resolved.map((r) => `${r.host}: ${r.found.failure}`), ...notHosts.slice(0, MAX_MX_HOSTS).map((r) => `${JSON.stringify(r.host)}: not a host name (RFC 5321 2.3.5)`)].join('; ');
       // Every host named only this one: it will not change by waiting (a half-migrated zone fails on some host's lookup instead).
-      if (notHosts.length === 0 && resolved.every((r) => r.found.local)) throw new MxLookupError(domain, `every MX host resolves only to addresses on this host (${why})`, true);
+      if (notHosts.length === 0 && resolved.every((r) => r.found.local && !r.found.temporary)) throw new MxLookupError(domain, `every MX host resolves only to addresses on this host (${why})`, true);
       throw new MxLookupError(domain, `none of the MX hosts resolved (${why})`, false);
     }
     return usable.map((r) => ({ host: r.host, priority: r.priority, addresses: r.found.addresses, dnssec: mxAuthenticated && r.found.authenticated }));

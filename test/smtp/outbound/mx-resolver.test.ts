@@ -6,7 +6,7 @@
 import test from 'ava';
 import type { ExecutionContext } from 'ava';
 import { ManualClock } from '../../../src/lib/clock.js';
-import { createDnsClient } from '../../../src/lib/dns/dns-client.js';
+import { createDnsClient, DnsError } from '../../../src/lib/dns/dns-client.js';
 import { createMxResolver, MxLookupError } from '../../../src/smtp/outbound/mx-resolver.js';
 import type { MxResolverOptions } from '../../../src/smtp/outbound/mx-resolver.js';
 import { startDnsZone } from '../../helpers/dns-zone.js';
@@ -277,6 +277,17 @@ test('addresses on this host are dropped: a domain whose every MX is loopback, 0
   setHost(zone, 'lo.partly.test', ['127.0.0.1']);
   zone.set('gone.partly.test', 'TXT', ['nothing here']);
   await rejects(t, mx.resolve('partly.test'), false, /none of the MX hosts resolved/);
+
+  // Loopback by A while the AAAA lookup fails for now: the AAAA may yet be a public address.
+  const flaky = await world(t);
+  const dns = createDnsClient({ servers: [flaky.zone.server], timeoutMs: DNS_TIMEOUT_MS, tries: 1 });
+  const failingAaaa = createMxResolver({ ...dns, resolve6: async (name: string) => Promise.reject(new DnsError('SERVFAIL', name, 'AAAA')) }, flaky.clock);
+  flaky.zone.set('v6-later.test', 'MX', [{ exchange: 'mx.v6-later.test', priority: 10 }]);
+  setHost(flaky.zone, 'mx.v6-later.test', ['127.0.0.1']);
+  await rejects(t, failingAaaa.resolve('v6-later.test'), false, /none of the MX hosts resolved \(mx\.v6-later\.test: resolves only to addresses on this host/);
+  flaky.zone.set('implicit-v6-later.test', 'TXT', ['v=spf1 -all']);
+  setHost(flaky.zone, 'implicit-v6-later.test', ['127.0.0.1']);
+  await rejects(t, failingAaaa.resolve('implicit-v6-later.test'), false, /no MX records and the address lookup failed: resolves only to addresses on this host/);
 
   const other = await world(t, { allowLoopback: true });
   other.zone.set('loops.test', 'MX', [{ exchange: 'localhost.loops.test', priority: 10 }]);
