@@ -1,0 +1,201 @@
+import { Writable } from 'node:stream';
+import test from 'ava';
+import fc from 'fast-check';
+import { pino } from 'pino';
+import type { BusEvent } from '../../src/core/events.js';
+import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
+import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
+import { repositoriesOf } from '../helpers/repositories.js';
+import { collectEvents } from '../inbound/helpers/inbound-world.js';
+import { smtpSend, type SendResult } from '../inbound/helpers/smtp-client.js';
+import { baseSeed, fcParams } from './helpers/fuzz-config.js';
+import { watchProcess } from './helpers/http-probe.js';
+import { describeReport, reportMessage, reportShape, resolveReport, type ConcreteReport, type ReportShape } from './helpers/report-arbitraries.js';
+import { expectedOutcome, type EventStatus, type Expectation } from './helpers/report-oracle.js';
+import { freshScenario, GROUPED_DOMAIN, type ReportTeam, type Scenario } from './helpers/report-world.js';
+
+// Bounces (RFC 3464 DSNs) and complaints (RFC 5965 ARF) are unauthenticated: every recipient
+// of an email sees its return path, Message-ID and To/Cc. fast-check forges reports against two
+// teams' freshly delivered email (one recipient; To + Cc at two domains; two recipients grouped
+// in one transaction by a shaping rule, with a Cc): sent to a copy's return path, a
+// co-recipient's, the other team's, plain bounces@, the complaint address or a forged one (wrong
+// tag, unknown token, the other team's token at this host); naming the covered recipient, a
+// co-recipient, the other team's, a stranger or nobody; quoting one copy's evidence or
+// another's. An oracle written from docs/inbound.md (report-oracle.ts) says exactly which
+// delivery gets which event and which recipient is suppressed in which team, and the run checks
+// it both ways through the API and the store: what must change did, and nothing else did (no
+// other team, no recipient the evidence does not cover). Every RCPT gets what the docs say
+// (550 5.1.1 for a forged return path), every accepted report 250 and a row in inbound_reports,
+// no reply is a local error, nothing is logged as an error, nothing escapes unhandled.
+
+const RUNS = 40;
+const STATUSES: EventStatus[] = ['BOUNCED', 'DELIVERY_DELAYED', 'COMPLAINED'];
+const BUS_TYPES: Record<EventStatus, string> = { BOUNCED: 'email.bounced', DELIVERY_DELAYED: 'email.delivery_delayed', COMPLAINED: 'email.complained' };
+
+let w: MailWorld;
+let teams: ReportTeam[];
+let busEvents: BusEvent[];
+let watch: ReturnType<typeof watchProcess>;
+const errorLines: string[] = [];
+
+test.before(async () => {
+  watch = watchProcess();
+  const logger = pino({ level: 'error' }, new Writable({ write: (chunk: Buffer, _enc, done) => (errorLines.push(chunk.toString('utf8')), done()) }));
+  w = await startMailWorld({ logger, overrides: { outbound: { shaping: [{ domain: GROUPED_DOMAIN, maxRecipientsPerTransaction: 2 }] } as never } });
+  w.addRecipientDomain(GROUPED_DOMAIN);
+  const teamB = await w.t0.app.services.teams.create('Team B');
+  const keyB = (await w.t0.app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
+  await addVerifiedDomain(w.t0, 'rival.dev', keyB);
+  teams = [
+    { teamId: w.t0.teamId, key: w.t0.key, domainName: w.domain.name },
+    { teamId: teamB, key: keyB, domainName: 'rival.dev' },
+  ];
+  busEvents = collectEvents(w, Object.values(BUS_TYPES));
+});
+test.after.always(async () => {
+  watch?.stop();
+  await w?.close();
+});
+
+/** One observable change: an event on an email, a delivery's state, a suppression in a team. */
+interface Change {
+  team: number;
+  recipient: string;
+  what: string;
+}
+
+/** Every change the report made to the scenario, read back through the API and the store. */
+async function observe(s: Scenario, extraAddresses: string[]): Promise<Change[]> {
+  const changes: Change[] = [];
+  const repos = repositoriesOf(w.t0.app);
+  for (const e of s.emails) {
+    const got = await w.t0.request('GET', `/v1/emails/${e.id}`, { key: s.teams[e.team]!.key });
+    if (got.status !== 200) throw new Error(`GET ${e.id}: ${got.status}`);
+    for (const ev of got.body.emailEvents as { status: string; data?: { recipient?: string } }[]) {
+      if (STATUSES.includes(ev.status as EventStatus)) changes.push({ team: e.team, recipient: String(ev.data?.recipient).toLowerCase(), what: `${ev.status} event on ${e.id}` });
+    }
+    for (const row of await repos.deliveries.listForEmail(e.id)) {
+      if (row.state !== 'delivered') changes.push({ team: e.team, recipient: row.recipient.toLowerCase(), what: `delivery of ${e.id} ${row.state}` });
+    }
+  }
+  const addresses = new Set([...s.emails.flatMap((e) => e.recipients), ...extraAddresses.map((a) => a.toLowerCase())]);
+  for (const [ti, team] of s.teams.entries()) {
+    for (const address of addresses) {
+      const row = await repos.suppressions.get(team.teamId, address);
+      if (row) changes.push({ team: ti, recipient: address, what: `suppressed ${row.reason}` });
+    }
+  }
+  return changes;
+}
+
+function expectedChanges(x: Expectation): Change[] {
+  const e = x.effect;
+  if (!e) return [];
+  const out: Change[] = [{ team: e.team, recipient: e.recipient, what: `${e.event} event on ${e.emailId}` }];
+  if (e.delivery !== 'delivered') out.push({ team: e.team, recipient: e.recipient, what: `delivery of ${e.emailId} ${e.delivery}` });
+  if (e.suppression) out.push({ team: e.team, recipient: e.recipient, what: `suppressed ${e.suppression}` });
+  return out;
+}
+
+const key = (c: Change) => `${c.team}|${c.recipient}|${c.what}`;
+
+/** What is wrong with the outcome of one report, each problem labelled with the rule it breaks. */
+function problems(x: Expectation, res: SendResult, observed: Change[], bus: BusEvent[], stored: { before: number; after: { id: number; rcpt_to_json: string } | undefined }): string[] {
+  const out: string[] = [];
+  const lower = (l: string[]) => l.map((a) => a.toLowerCase()).sort();
+  // (3) refusals exactly where the docs say, with 550 5.1.1
+  if (JSON.stringify(lower(res.rejected)) !== JSON.stringify(lower(x.refused))) out.push(`RCPT: refused ${JSON.stringify(res.rejected)}, the docs refuse ${JSON.stringify(x.refused)}`);
+  for (const e of res.rcptErrors) if (!/^550 5\.1\.1 /.test(e)) out.push(`RCPT: a refusal is not 550 5.1.1: ${e}`);
+  // (4) accepted: 250 and kept; (5) never a local error
+  if (/4\.3\.0|^451|^5\d\d 5\.3\./.test(res.response)) out.push(`a local error: ${res.response}`);
+  if (x.accepted.length) {
+    if (!res.ok || !/^250 /.test(res.response)) out.push(`accepted recipients ${JSON.stringify(x.accepted)} but the message got ${res.response}`);
+    if (!stored.after || stored.after.id <= stored.before) out.push('accepted, but no new row in inbound_reports');
+    else if (JSON.stringify(lower(JSON.parse(stored.after.rcpt_to_json))) !== JSON.stringify(lower(x.accepted))) out.push(`inbound_reports row for ${stored.after.rcpt_to_json}, accepted ${JSON.stringify(x.accepted)}`);
+  } else {
+    if (res.ok) out.push(`every recipient should be refused, the message got ${res.response}`);
+    if (stored.after && stored.after.id > stored.before) out.push('nothing accepted, yet a report was stored');
+  }
+  // (1), (2) and the exact effect
+  const expected = expectedChanges(x);
+  const want = new Set(expected.map(key));
+  const got = new Set(observed.map(key));
+  for (const c of observed) {
+    if (want.has(key(c))) continue;
+    const rule = x.scope && c.team !== x.scope.team ? 'INVARIANT 1: changed the OTHER team' : !x.scope || !x.scope.covered.includes(c.recipient) ? 'INVARIANT 2: changed a recipient the evidence does not cover' : 'changed a covered recipient the docs leave alone';
+    out.push(`${rule}: team ${c.team} ${c.recipient}: ${c.what}`);
+  }
+  for (const c of expected) if (!got.has(key(c))) out.push(`MISSING: team ${c.team} ${c.recipient}: ${c.what}`);
+  // the webhook events match the recorded ones
+  const busWant = x.effect ? [`${BUS_TYPES[x.effect.event]}|${x.effect.emailId}|${x.effect.recipient}`] : [];
+  const busGot = bus.map((e) => `${e.type}|${e.data.id}|${String(e.data.recipient).toLowerCase()}`);
+  if (JSON.stringify(busGot) !== JSON.stringify(busWant)) out.push(`bus events ${JSON.stringify(busGot)}, expected ${JSON.stringify(busWant)}`);
+  return out;
+}
+
+const stats = { runs: 0, refusedAll: 0, acted: 0, noEffect: 0, byEvent: {} as Record<string, number>, linkedOtherTeam: 0, grouped: 0 };
+
+async function runOne(shape: ReportShape, serial: number): Promise<void> {
+  const s = await freshScenario(w, teams, `${serial}x${Math.random().toString(36).slice(2, 7)}`);
+  const report: ConcreteReport = resolveReport(s, shape);
+  const x = expectedOutcome(s, report);
+  const [before] = await w.t0.app.inbound.reportsRepo.latest(1);
+  const busBefore = busEvents.length;
+  const res = await smtpSend({ port: w.t0.app.listeners.inbound!.port, from: report.kind === 'dsn' ? '' : 'feedback@arf.fuzz.test', to: report.rcptTo, raw: reportMessage(report, serial) });
+  const [after] = await w.t0.app.inbound.reportsRepo.latest(1);
+  const observed = await observe(s, report.names);
+  const bad = problems(x, res, observed, busEvents.slice(busBefore), { before: Number(before?.id ?? 0), after: after && { id: Number(after.id), rcpt_to_json: after.rcpt_to_json } });
+  stats.runs++;
+  if (!x.accepted.length) stats.refusedAll++;
+  else if (x.effect) {
+    stats.acted++;
+    stats.byEvent[x.effect.event] = (stats.byEvent[x.effect.event] ?? 0) + 1;
+    if (x.effect.team !== shape.anchor.team) stats.linkedOtherTeam++;
+    if (x.scope && x.scope.covered.length > 1) stats.grouped++;
+  } else stats.noEffect++;
+  if (bad.length) {
+    throw new Error(
+      `${bad.join('\n')}\n  reply: ${res.response} ${JSON.stringify(res.rcptErrors)}\n  oracle: ${x.why.join('; ')}\n  report: ${describeReport(report)}\n  observed: ${JSON.stringify(observed)}`,
+    );
+  }
+}
+
+// Always run, whatever the seed: the cases the docs spell out.
+const anchorShape = (over: Partial<ReportShape>): ReportShape => ({
+  kind: 'dsn',
+  anchor: { team: 0, email: 1, transaction: 0 },
+  target: 'anchor',
+  alsoComplaint: false,
+  names: ['anchor'],
+  returnPath: 'none',
+  originalMailFrom: 'none',
+  header: 'anchor',
+  messageId: 'anchor',
+  redactTo: false,
+  headersOnly: false,
+  status: 'dead',
+  feedback: 'abuse',
+  ...over,
+});
+const EXAMPLES: [ReportShape][] = [
+  [anchorShape({})], // a genuine dead-mailbox DSN bounces and suppresses its recipient
+  [anchorShape({ names: ['co'] })], // naming the co-recipient changes nothing
+  [anchorShape({ kind: 'arf', target: 'complaint', originalMailFrom: 'anchor', names: ['anchor'] })], // a genuine complaint
+  [anchorShape({ kind: 'arf', target: 'complaint', originalMailFrom: 'sibling', names: ['anchor'] })], // a co-recipient's complaint about the anchor
+  [anchorShape({ anchor: { team: 1, email: 2, transaction: 0 }, names: ['anchor-mate'] })], // the domain tag covers both grouped recipients
+  [anchorShape({ target: 'plain', header: 'other-team', messageId: 'other-team', anchor: { team: 0, email: 0, transaction: 0 } })], // team A's bounces@ cannot reach team B
+  [anchorShape({ target: 'cross-token' })], // the other team's token at this host: 550 5.1.1
+  [anchorShape({ target: 'untagged', anchor: { team: 1, email: 0, transaction: 0 }, names: ['redacted'] })], // an untagged token covers a one-recipient email
+];
+
+test.serial('forged and genuine DSN and ARF reports change exactly what their evidence covers, in its own team only', async (t) => {
+  let serial = 0;
+  const property = fc.asyncProperty(reportShape, async (shape) => runOne(shape, ++serial));
+  const details = await fc.check(property, { ...fcParams('inbound reports', RUNS), examples: EXAMPLES });
+  const error = (details.errorInstance as Error | undefined)?.message ?? '';
+  t.false(details.failed, `seed ${details.seed}, path "${details.counterexamplePath}", counterexample ${JSON.stringify(details.counterexample)}:\n${error.slice(0, 6000)}`);
+  t.log(`base seed ${baseSeed()}: ${JSON.stringify(stats)}`);
+  t.deepEqual(errorLines, [], 'nothing logged as an error');
+  t.deepEqual(watch.problems, [], 'no unhandled rejection or exception');
+  t.is((await w.t0.request('GET', '/health')).status, 200);
+});
