@@ -122,7 +122,13 @@ function problems(x: Expectation, res: SendResult, observed: Change[], bus: BusE
   const got = new Set(observed.map(key));
   for (const c of observed) {
     if (want.has(key(c))) continue;
-    const rule = x.scope && c.team !== x.scope.team ? 'INVARIANT 1: changed the OTHER team' : !x.scope || !x.scope.covered.includes(c.recipient) ? 'INVARIANT 2: changed a recipient the evidence does not cover' : 'changed a covered recipient the docs leave alone';
+    const rule = !x.scope
+      ? 'changed something though the docs give this report no effect'
+      : c.team !== x.scope.team
+        ? 'INVARIANT 1: changed the OTHER team'
+        : !x.scope.covered.includes(c.recipient)
+          ? 'INVARIANT 2: changed a recipient the evidence does not cover'
+          : 'changed a covered recipient the docs leave alone';
     out.push(`${rule}: team ${c.team} ${c.recipient}: ${c.what}`);
   }
   for (const c of expected) if (!got.has(key(c))) out.push(`MISSING: team ${c.team} ${c.recipient}: ${c.what}`);
@@ -133,7 +139,7 @@ function problems(x: Expectation, res: SendResult, observed: Change[], bus: BusE
   return out;
 }
 
-const stats = { runs: 0, refusedAll: 0, acted: 0, noEffect: 0, byEvent: {} as Record<string, number>, linkedOtherTeam: 0, grouped: 0 };
+const stats = { runs: 0, refusedAll: 0, acted: 0, noEffect: 0, byEvent: {} as Record<string, number>, linkedOtherTeam: 0, grouped: 0, linkedBy: {} as Record<string, number> };
 
 async function runOne(shape: ReportShape, serial: number): Promise<void> {
   const s = await freshScenario(w, teams, `${serial}x${Math.random().toString(36).slice(2, 7)}`);
@@ -146,6 +152,7 @@ async function runOne(shape: ReportShape, serial: number): Promise<void> {
   const observed = await observe(s, report.names);
   const bad = problems(x, res, observed, busEvents.slice(busBefore), { before: Number(before?.id ?? 0), after: after && { id: Number(after.id), rcpt_to_json: after.rcpt_to_json } });
   stats.runs++;
+  if (x.scope) stats.linkedBy[x.scope.by] = (stats.linkedBy[x.scope.by] ?? 0) + 1;
   if (!x.accepted.length) stats.refusedAll++;
   else if (x.effect) {
     stats.acted++;
@@ -185,6 +192,7 @@ const EXAMPLES: [ReportShape][] = [
   [anchorShape({ anchor: { team: 1, email: 2, transaction: 0 }, names: ['anchor-mate'] })], // the domain tag covers both grouped recipients
   [anchorShape({ target: 'plain', header: 'other-team', messageId: 'other-team', anchor: { team: 0, email: 0, transaction: 0 } })], // team A's bounces@ cannot reach team B
   [anchorShape({ target: 'cross-token' })], // the other team's token at this host: 550 5.1.1
+  [anchorShape({ kind: 'arf', target: 'complaint', names: ['anchor'] })], // our header cannot act on a two-recipient email
   [anchorShape({ target: 'untagged', anchor: { team: 1, email: 0, transaction: 0 }, names: ['redacted'] })], // an untagged token covers a one-recipient email
 ];
 

@@ -62,12 +62,18 @@ export interface ReportShape {
 export const reportShape: fc.Arbitrary<ReportShape> = fc.record({
   kind: fc.constantFrom('dsn' as const, 'arf' as const),
   anchor: fc.record({ team: fc.integer({ min: 0, max: 1 }), email: fc.integer({ min: 0, max: 2 }), transaction: fc.integer({ min: 0, max: 2 }) }),
-  // genuine return paths more often than the rest: they are where effects happen
-  target: fc.oneof({ weight: 3, arbitrary: fc.constant<TargetKind>('anchor') }, { weight: 8, arbitrary: fc.constantFrom(...TARGETS) }),
+  // genuine return paths more often than the rest (they are where effects happen), and the
+  // complaint address and plain bounces@, where only the evidence inside links the report
+  target: fc.oneof(
+    { weight: 3, arbitrary: fc.constant<TargetKind>('anchor') },
+    { weight: 3, arbitrary: fc.constantFrom<TargetKind>('complaint', 'plain') },
+    { weight: 8, arbitrary: fc.constantFrom(...TARGETS) },
+  ),
   alsoComplaint: fc.boolean(),
   names: fc.array(fc.oneof({ weight: 2, arbitrary: fc.constant<NameKind>('anchor') }, { weight: 5, arbitrary: fc.constantFrom(...NAMES) }), { minLength: 0, maxLength: 2 }),
-  returnPath: fc.constantFrom(...QUOTED_RETURN_PATHS),
-  originalMailFrom: fc.constantFrom(...QUOTED_RETURN_PATHS),
+  // often none, so that the evidence every copy carries (header, Message-ID) links the report
+  returnPath: fc.oneof({ weight: 1, arbitrary: fc.constant<QuotedReturnPath>('none') }, { weight: 1, arbitrary: fc.constantFrom(...QUOTED_RETURN_PATHS) }),
+  originalMailFrom: fc.oneof({ weight: 1, arbitrary: fc.constant<QuotedReturnPath>('none') }, { weight: 1, arbitrary: fc.constantFrom(...QUOTED_RETURN_PATHS) }),
   header: fc.constantFrom(...EMAIL_EVIDENCE),
   messageId: fc.constantFrom(...EMAIL_EVIDENCE),
   redactTo: fc.boolean(),

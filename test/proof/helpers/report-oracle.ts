@@ -40,7 +40,7 @@ export interface Expectation {
   refused: string[];
   effect: Effect | null;
   /** The email the report is linked to and the recipients its evidence covers, when it acts. */
-  scope: { team: number; emailId: string; covered: string[] } | null;
+  scope: { team: number; emailId: string; covered: string[]; by: string } | null;
   /** How the oracle got there, for failure messages. */
   why: string[];
 }
@@ -120,7 +120,7 @@ export function expectedOutcome(s: Scenario, r: ConcreteReport): Expectation {
   if (!linked) return none('linked to no email of the scenario');
   const { email } = linked;
   const covered = linked.transaction ? linked.transaction.rcptTo : email.recipients.length === 1 ? email.recipients : [];
-  scope = { team: email.team, emailId: email.id, covered };
+  scope = { team: email.team, emailId: email.id, covered, by: linked.by.startsWith('the quoted') ? 'quoted return path' : linked.by };
   why.push(`linked to ${email.id} (team ${email.team}) by ${linked.by}; covers [${covered}]`);
 
   const names = r.names.map((n) => n.toLowerCase());
