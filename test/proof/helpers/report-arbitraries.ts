@@ -47,6 +47,8 @@ export interface ReportShape {
   alsoComplaint: boolean;
   /** DSN: Final-Recipient, then Original-Recipient; ARF: the Original-Rcpt-To fields. Empty: absent. */
   names: NameKind[];
+  /** DSN: a second recipient block, naming this one (null: one block; 'none': without Final-Recipient). */
+  secondBlock: NameKind | 'none' | null;
   /** The returned original's Return-Path field (RFC 5321 4.4). */
   returnPath: QuotedReturnPath;
   /** ARF Original-Mail-From. */
@@ -61,7 +63,8 @@ export interface ReportShape {
 
 export const reportShape: fc.Arbitrary<ReportShape> = fc.record({
   kind: fc.constantFrom('dsn' as const, 'arf' as const),
-  anchor: fc.record({ team: fc.integer({ min: 0, max: 1 }), email: fc.integer({ min: 0, max: 2 }), transaction: fc.integer({ min: 0, max: 2 }) }),
+  // the grouped email (2) twice as often: its domain tag is the one transaction covering two
+  anchor: fc.record({ team: fc.integer({ min: 0, max: 1 }), email: fc.constantFrom(0, 1, 2, 2), transaction: fc.integer({ min: 0, max: 2 }) }),
   // genuine return paths more often than the rest (they are where effects happen), and the
   // complaint address and plain bounces@, where only the evidence inside links the report
   target: fc.oneof(
@@ -72,6 +75,7 @@ export const reportShape: fc.Arbitrary<ReportShape> = fc.record({
   alsoComplaint: fc.boolean(),
   names: fc.array(fc.oneof({ weight: 2, arbitrary: fc.constant<NameKind>('anchor') }, { weight: 5, arbitrary: fc.constantFrom(...NAMES) }), { minLength: 0, maxLength: 2 }),
   // often none, so that the evidence every copy carries (header, Message-ID) links the report
+  secondBlock: fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom<NameKind | 'none'>(...NAMES, 'none') }),
   returnPath: fc.oneof({ weight: 1, arbitrary: fc.constant<QuotedReturnPath>('none') }, { weight: 1, arbitrary: fc.constantFrom(...QUOTED_RETURN_PATHS) }),
   originalMailFrom: fc.oneof({ weight: 1, arbitrary: fc.constant<QuotedReturnPath>('none') }, { weight: 1, arbitrary: fc.constantFrom(...QUOTED_RETURN_PATHS) }),
   header: fc.constantFrom(...EMAIL_EVIDENCE),
@@ -88,6 +92,8 @@ export interface ConcreteReport {
   rcptTo: string[];
   /** DSN: [Final-Recipient, Original-Recipient]; ARF: Original-Rcpt-To. */
   names: string[];
+  /** DSN: a second recipient block's Final-Recipient ('' for a block without one), or null. */
+  secondBlock: string | null;
   originalMailFrom: string | null;
   returnPath: string | null;
   header: string | null;
@@ -190,6 +196,7 @@ export function resolveReport(s: Scenario, shape: ReportShape): ConcreteReport {
     kind: shape.kind,
     rcptTo: shape.alsoComplaint && target !== COMPLAINT_ADDRESS ? [target, COMPLAINT_ADDRESS] : [target],
     names: shape.names.map(nameFor),
+    secondBlock: shape.kind !== 'dsn' || shape.secondBlock === null ? null : shape.secondBlock === 'none' ? '' : nameFor(shape.secondBlock, 2),
     originalMailFrom: shape.kind === 'arf' ? returnPathFor(shape.originalMailFrom) : null,
     returnPath: returnPathFor(shape.returnPath),
     header: header === 'unknown' ? `em_Unknown${s.nonce}` : (header?.id ?? null),
@@ -247,6 +254,9 @@ export function reportMessage(r: ConcreteReport, serial: number): Buffer {
       `Diagnostic-Code: ${st.diagnostic(finalRecipient ?? 'unknown')}`,
       ...(st.action === 'delayed' ? ['Will-Retry-Until: Thu, 15 Jan 2026 10:11:37 +0000'] : []),
       '',
+      ...(r.secondBlock === null
+        ? []
+        : [...(r.secondBlock ? [`Final-Recipient: rfc822; ${r.secondBlock}`] : []), `Action: ${st.action}`, `Status: ${st.status}`, `Diagnostic-Code: ${st.diagnostic(r.secondBlock || 'unknown')}`, '']),
     ];
   } else {
     head = ['From: Feedback <feedback@arf.fuzz.test>', 'Subject: FW: abuse report', `Content-Type: multipart/report; report-type=feedback-report; boundary="${boundary}"`];

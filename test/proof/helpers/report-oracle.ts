@@ -38,7 +38,8 @@ export interface Effect {
 export interface Expectation {
   accepted: string[];
   refused: string[];
-  effect: Effect | null;
+  /** In the order the report gives them (a DSN's recipient blocks). */
+  effects: Effect[];
   /** The email the report is linked to and the recipients its evidence covers, when it acts. */
   scope: { team: number; emailId: string; covered: string[]; by: string } | null;
   /** How the oracle got there, for failure messages. */
@@ -93,7 +94,7 @@ export function expectedOutcome(s: Scenario, r: ConcreteReport): Expectation {
     routes.push(meaning);
   }
   let scope: Expectation['scope'] = null;
-  const none = (reason: string): Expectation => ({ accepted, refused, effect: null, scope, why: [...why, reason] });
+  const none = (reason: string): Expectation => ({ accepted, refused, effects: [], scope, why: [...why, reason] });
   if (!accepted.length) return none('every recipient refused: nothing sent');
   const toReturnPath = routes.length > 0;
   if (r.kind === 'dsn' && !toReturnPath) return none('a DSN only at the complaint address is kept, not applied');
@@ -123,27 +124,32 @@ export function expectedOutcome(s: Scenario, r: ConcreteReport): Expectation {
   scope = { team: email.team, emailId: email.id, covered, by: linked.by.startsWith('the quoted') ? 'quoted return path' : linked.by };
   why.push(`linked to ${email.id} (team ${email.team}) by ${linked.by}; covers [${covered}]`);
 
-  const names = r.names.map((n) => n.toLowerCase());
-  let recipient = names.find((n) => covered.includes(n));
-  if (!recipient) {
-    if (names.some((n) => email.recipients.includes(n))) return none('names another recipient of the email');
-    if (covered.length !== 1) return none('names no covered recipient, and not exactly one is covered');
-    recipient = covered[0]!;
-  }
-  why.push(`the recipient is ${recipient}`);
-  const base = { team: email.team, emailId: email.id, recipient };
+  /** The covered recipient a block or report names, or (without an @) why none. */
+  const recipientOf = (named: string[]): string => {
+    const names = named.map((n) => n.toLowerCase());
+    const hit = names.find((n) => covered.includes(n));
+    if (hit) return hit;
+    if (names.some((n) => email.recipients.includes(n))) return 'names another recipient of the email';
+    if (covered.length !== 1) return 'names no covered recipient, and not exactly one is covered';
+    return covered[0]!;
+  };
+  const effects: Effect[] = [];
+  const add = (named: string[], make: (recipient: string) => Omit<Effect, 'team' | 'emailId' | 'recipient'>) => {
+    const recipient = recipientOf(named);
+    if (!recipient.includes('@')) return why.push(recipient);
+    why.push(`the recipient is ${recipient}`);
+    effects.push({ team: email.team, emailId: email.id, recipient, ...make(recipient) });
+  };
   if (r.kind === 'dsn') {
-    switch (r.status) {
-      case 'dead':
-        return { accepted, refused, why, scope, effect: { ...base, event: 'BOUNCED', delivery: 'bounced', suppression: 'HARD_BOUNCE' } };
-      case 'policy':
-        return { accepted, refused, why, scope, effect: { ...base, event: 'BOUNCED', delivery: 'bounced', suppression: null } };
-      case 'delayed':
-        return { accepted, refused, why, scope, effect: { ...base, event: 'DELIVERY_DELAYED', delivery: 'delivered', suppression: null } };
-      case 'delivered':
-        return none('a success notice');
+    // one recipient block: Final-Recipient and Original-Recipient; a second block on its own
+    const blocks = [r.names.slice(0, 2), ...(r.secondBlock === null ? [] : [r.secondBlock ? [r.secondBlock] : []])];
+    for (const named of blocks) {
+      if (r.status === 'dead') add(named, () => ({ event: 'BOUNCED', delivery: 'bounced', suppression: 'HARD_BOUNCE' }));
+      else if (r.status === 'policy') add(named, () => ({ event: 'BOUNCED', delivery: 'bounced', suppression: null }));
+      else if (r.status === 'delayed') add(named, () => ({ event: 'DELIVERY_DELAYED', delivery: 'delivered', suppression: null }));
+      else why.push('a success notice');
     }
-  }
-  if (r.feedback === 'not-spam') return none('not-spam feedback is only kept');
-  return { accepted, refused, why, scope, effect: { ...base, event: 'COMPLAINED', delivery: 'delivered', suppression: 'COMPLAINT' } };
+  } else if (r.feedback === 'not-spam') why.push('not-spam feedback is only kept');
+  else add(r.names, () => ({ event: 'COMPLAINED', delivery: 'delivered', suppression: 'COMPLAINT' }));
+  return { accepted, refused, why, scope, effects };
 }
