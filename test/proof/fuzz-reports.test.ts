@@ -98,9 +98,33 @@ function expectedChanges(x: Expectation): Change[] {
 
 const key = (c: Change) => `${c.team}|${c.recipient}|${c.what}`;
 
+/**
+ * Counts over the whole store (every run's email, not only this scenario's): report events,
+ * bounced deliveries, and each team's suppressions. A report reaching mail outside the
+ * scenario shows in their change.
+ */
+async function storeTotals(): Promise<number[]> {
+  const db = w.t0.app.store.db;
+  const events = await db.selectFrom('email_events').select((eb) => eb.fn.countAll().as('n')).where('status', 'in', STATUSES).executeTakeFirstOrThrow();
+  const bounced = await db.selectFrom('deliveries').select((eb) => eb.fn.countAll().as('n')).where('state', '=', 'bounced').executeTakeFirstOrThrow();
+  const suppressed = await Promise.all(teams.map((t) => db.selectFrom('suppressions').select((eb) => eb.fn.countAll().as('n')).where('team_id', '=', t.teamId).executeTakeFirstOrThrow()));
+  return [events, bounced, ...suppressed].map((r) => Number(r.n));
+}
+
+function expectedTotals(x: Expectation): number[] {
+  const distinct = (l: string[]) => new Set(l).size;
+  return [
+    x.effects.length,
+    distinct(x.effects.filter((e) => e.delivery === 'bounced').map((e) => `${e.emailId}|${e.recipient}`)),
+    ...teams.map((_, ti) => distinct(x.effects.filter((e) => e.team === ti && e.suppression).map((e) => e.recipient))),
+  ];
+}
+
 /** What is wrong with the outcome of one report, each problem labelled with the rule it breaks. */
-function problems(x: Expectation, res: SendResult, observed: Change[], bus: BusEvent[], stored: { before: number; after: { id: number; rcpt_to_json: string } | undefined }): string[] {
+function problems(x: Expectation, res: SendResult, observed: Change[], bus: BusEvent[], stored: { before: number; after: { id: number; rcpt_to_json: string } | undefined }, totals: number[]): string[] {
   const out: string[] = [];
+  const wantTotals = expectedTotals(x);
+  if (JSON.stringify(totals) !== JSON.stringify(wantTotals)) out.push(`over the whole store, [events, bounced deliveries, suppressions per team] grew by ${JSON.stringify(totals)}, the docs give ${JSON.stringify(wantTotals)}`);
   const lower = (l: string[]) => l.map((a) => a.toLowerCase()).sort();
   // (3) refusals exactly where the docs say, with 550 5.1.1
   if (JSON.stringify(lower(res.rejected)) !== JSON.stringify(lower(x.refused))) out.push(`RCPT: refused ${JSON.stringify(res.rejected)}, the docs refuse ${JSON.stringify(x.refused)}`);
@@ -152,11 +176,13 @@ async function runOne(shape: ReportShape, serial: number): Promise<void> {
   const report: ConcreteReport = resolveReport(s, shape);
   const x = expectedOutcome(s, report);
   const [before] = await w.t0.app.inbound.reportsRepo.latest(1);
+  const totalsBefore = await storeTotals();
   const busBefore = busEvents.length;
   const res = await smtpSend({ port: w.t0.app.listeners.inbound!.port, from: report.kind === 'dsn' ? '' : 'feedback@arf.fuzz.test', to: report.rcptTo, raw: reportMessage(report, serial) });
   const [after] = await w.t0.app.inbound.reportsRepo.latest(1);
   const observed = await observe(s, report.names);
-  const bad = problems(x, res, observed, busEvents.slice(busBefore), { before: Number(before?.id ?? 0), after: after && { id: Number(after.id), rcpt_to_json: after.rcpt_to_json } });
+  const totals = (await storeTotals()).map((n, i) => n - totalsBefore[i]!);
+  const bad = problems(x, res, observed, busEvents.slice(busBefore), { before: Number(before?.id ?? 0), after: after && { id: Number(after.id), rcpt_to_json: after.rcpt_to_json } }, totals);
   stats.runs++;
   if (x.scope) stats.linkedBy[x.scope.by] = (stats.linkedBy[x.scope.by] ?? 0) + 1;
   if (!x.accepted.length) stats.refusedAll++;
