@@ -8,7 +8,7 @@ import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 import { repositoriesOf } from '../helpers/repositories.js';
 import { collectEvents } from '../inbound/helpers/inbound-world.js';
 import { smtpSend, type SendResult } from '../inbound/helpers/smtp-client.js';
-import { baseSeed, fcParams } from './helpers/fuzz-config.js';
+import { baseSeed, fcParams, runsFor } from './helpers/fuzz-config.js';
 import { watchProcess } from './helpers/http-probe.js';
 import { describeReport, reportMessage, reportShape, resolveReport, type ConcreteReport, type ReportShape } from './helpers/report-arbitraries.js';
 import { expectedOutcome, type EventStatus, type Expectation } from './helpers/report-oracle.js';
@@ -230,6 +230,8 @@ const EXAMPLES: [ReportShape][] = [
 ];
 
 test.serial('forged and genuine DSN and ARF reports change exactly what their evidence covers, in its own team only', async (t) => {
+  // ~0.2 s a report alone, up to several times that in a loaded full run (one test: ava's idle timeout would cut it)
+  t.timeout(60_000 + runsFor(RUNS) * 1_500);
   let serial = 0;
   const property = fc.asyncProperty(reportShape, async (shape) => runOne(shape, ++serial));
   const details = await fc.check(property, { ...fcParams('inbound reports', RUNS), examples: EXAMPLES });
