@@ -172,7 +172,7 @@ function problems(x: Expectation, res: SendResult, observed: Change[], bus: BusE
 const stats = { runs: 0, refusedAll: 0, acted: 0, noEffect: 0, byEvent: {} as Record<string, number>, linkedOtherTeam: 0, grouped: 0, linkedBy: {} as Record<string, number> };
 
 async function runOne(shape: ReportShape, serial: number): Promise<void> {
-  const s = await freshScenario(w, teams, `${serial}x${Math.random().toString(36).slice(2, 7)}`);
+  const s = await freshScenario(w, teams, `r${serial}`);
   const report: ConcreteReport = resolveReport(s, shape);
   const x = expectedOutcome(s, report);
   const [before] = await w.t0.app.inbound.reportsRepo.latest(1);
