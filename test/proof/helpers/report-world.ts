@@ -1,0 +1,95 @@
+// The world the report fuzz (fuzz-reports.test.ts) forges reports against: two teams, each
+// with three fresh emails per run, delivered to the sink, and every SMTP transaction that
+// carried them (its return path, its recipients, the bytes the recipients got).
+
+import type { MailWorld } from '../../helpers/mail-world.js';
+
+/** The recipient domain a shaping rule groups two per transaction (docs/inbound.md: the domain tag). */
+export const GROUPED_DOMAIN = 'grouped.test';
+
+export interface ReportTeam {
+  teamId: number;
+  key: string;
+  /** Sending domain; its return-path host is `bounces.<name>`. */
+  domainName: string;
+}
+
+/** One SMTP transaction as the sink saw it. */
+export interface Transaction {
+  team: number;
+  emailId: string;
+  mailFrom: string;
+  /** Lower-cased, as deliveries are compared. */
+  rcptTo: string[];
+  raw: Buffer;
+}
+
+export interface ScenarioEmail {
+  team: number;
+  /** 0: one recipient; 1: To + Cc at two domains; 2: two at the grouped domain (one transaction) + Cc. */
+  index: number;
+  id: string;
+  messageId: string;
+  /** Every recipient, lower-cased. */
+  recipients: string[];
+  transactions: Transaction[];
+}
+
+export interface Scenario {
+  nonce: string;
+  teams: ReportTeam[];
+  /** emails[team * 3 + index]. */
+  emails: ScenarioEmail[];
+}
+
+/** The recipients of one team's three emails; team 0's and team 1's first email go to the same address. */
+function plan(team: number, nonce: string): { to: string[]; cc?: string[] }[] {
+  const p = team === 0 ? 'a' : 'b';
+  return [
+    { to: [`solo-${nonce}@example.net`] },
+    { to: [`${p}-p1-${nonce}@example.org`], cc: [`${p}-p2-${nonce}@example.net`] },
+    { to: [`${p}-g1-${nonce}@${GROUPED_DOMAIN}`, `${p}-g2-${nonce}@${GROUPED_DOMAIN}`], cc: [`${p}-g3-${nonce}@example.org`] },
+  ];
+}
+
+/** Sends both teams' three emails, waits until every recipient is DELIVERED, and reads the transactions. */
+export async function freshScenario(w: MailWorld, teams: ReportTeam[], nonce: string): Promise<Scenario> {
+  const before = w.sink.messages.length;
+  const sent: { team: number; index: number; id: string; recipients: string[] }[] = [];
+  await Promise.all(
+    teams.flatMap((team, ti) =>
+      plan(ti, nonce).map(async (r, index) => {
+        const body = { from: `Fuzz <news@${team.domainName}>`, to: r.to, ...(r.cc ? { cc: r.cc } : {}), subject: `Report fuzz ${nonce} ${ti}/${index}`, text: 'Hello' };
+        const res = await w.t0.request('POST', '/v1/emails', { body, key: team.key });
+        if (res.status !== 200) throw new Error(`send failed: ${JSON.stringify(res.body)}`);
+        sent.push({ team: ti, index, id: res.body.emailId, recipients: [...r.to, ...(r.cc ?? [])].map((a) => a.toLowerCase()) });
+      }),
+    ),
+  );
+  for (let i = 0; ; i++) {
+    await w.settle();
+    const states = await Promise.all(sent.map((s) => w.t0.request('GET', `/v1/emails/${s.id}`, { key: teams[s.team]!.key })));
+    if (states.every((r) => r.body.latestStatus === 'DELIVERED')) break;
+    if (i > 100) throw new Error(`not delivered: ${JSON.stringify(states.map((r) => r.body.latestStatus))}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const messages = w.sink.messages.slice(before);
+  const emails: ScenarioEmail[] = [];
+  for (const s of sent.sort((a, b) => a.team * 3 + a.index - (b.team * 3 + b.index))) {
+    const transactions = messages
+      .filter((m) => m.raw.toString('latin1').includes(s.id))
+      .map((m) => ({ team: s.team, emailId: s.id, mailFrom: m.mailFrom, rcptTo: m.rcptTo.map((a) => a.toLowerCase()).sort(), raw: m.raw }))
+      .sort((a, b) => (a.rcptTo[0]! < b.rcptTo[0]! ? -1 : 1));
+    const carried = transactions.flatMap((t) => t.rcptTo).sort();
+    if (JSON.stringify(carried) !== JSON.stringify([...s.recipients].sort())) throw new Error(`transactions of ${s.id} carried ${carried}, not ${s.recipients}`);
+    const messageId = /^Message-ID:[ \t]*(<[^>\r\n]+>)/im.exec(headerBlock(transactions[0]!.raw.toString('latin1')))?.[1];
+    if (!messageId) throw new Error(`no Message-ID in ${s.id}`);
+    emails.push({ team: s.team, index: s.index, id: s.id, messageId, recipients: s.recipients, transactions });
+  }
+  return { nonce, teams, emails };
+}
+
+export function headerBlock(text: string): string {
+  const end = text.search(/\r?\n\r?\n/);
+  return end < 0 ? text : text.slice(0, end);
+}
