@@ -199,7 +199,7 @@ interface HostAddresses {
   failure?: string;
   /** A lookup failed in a way that may succeed later. */
   temporary: boolean;
-  /** It resolved, but only to addresses on this host (see LOCAL_V4): none left to use. */
+  /** It resolved, but only to addresses in LOCAL_V4/LOCAL_V6: none left to use. */
   local: boolean;
 }
 
@@ -280,7 +280,7 @@ export function createMxResolver(
     const result: HostAddresses = { addresses: kept, authenticated, temporary, local: unique.length > 0 && kept.length === 0 };
     if (result.local) {
       const first = unique[0]!;
-      result.failure = `resolves only to addresses on this host (${first} is ${rangeReason(first, LOCAL_V4, LOCAL_V6)}); mail there would loop back (outbound.allowLoopbackMx allows it)`;
+      result.failure = `resolves only to loopback or unroutable addresses (${first} is ${rangeReason(first, LOCAL_V4, LOCAL_V6)}); mail there would loop back (outbound.allowLoopbackMx allows it)`;
     } else if (kept.length === 0) result.failure = failures.map(describe).join('; ') || 'no addresses';
     return result;
   }
@@ -318,7 +318,7 @@ export function createMxResolver(
     if (usable.length === 0) {
       const why = [...resolved.map((r) => `${r.host}: ${r.found.failure}`), ...notHosts.slice(0, MAX_MX_HOSTS).map((r) => `${JSON.stringify(r.host)}: not a host name (RFC 5321 2.3.5)`)].join('; ');
       // Every host named only this one: it will not change by waiting (a half-migrated zone fails on some host's lookup instead).
-      if (notHosts.length === 0 && resolved.every((r) => r.found.local && !r.found.temporary)) throw new MxLookupError(domain, `every MX host resolves only to addresses on this host (${why})`, true);
+      if (notHosts.length === 0 && resolved.every((r) => r.found.local && !r.found.temporary)) throw new MxLookupError(domain, `every MX host resolves only to loopback or unroutable addresses (${why})`, true);
       throw new MxLookupError(domain, `none of the MX hosts resolved (${why})`, false);
     }
     return usable.map((r) => ({ host: r.host, priority: r.priority, addresses: r.found.addresses, dnssec: mxAuthenticated && r.found.authenticated }));

@@ -253,7 +253,7 @@ test('addresses on this host are dropped: a domain whose every MX is loopback, 0
   setHost(zone, 'localhost.loops.test', ['127.0.0.1']);
   setHost(zone, 'zero.loops.test', ['0.0.0.0', '239.1.2.3']);
   setHost(zone, 'six.loops.test', [], ['::1', '::ffff:127.0.0.2', '::']);
-  await rejects(t, mx.resolve('loops.test'), true, /every MX host resolves only to addresses on this host \(localhost\.loops\.test: resolves only to addresses on this host \(127\.0\.0\.1 is a loopback address\).*outbound\.allowLoopbackMx/);
+  await rejects(t, mx.resolve('loops.test'), true, /every MX host resolves only to loopback or unroutable addresses \(localhost\.loops\.test: resolves only to loopback or unroutable addresses \(127\.0\.0\.1 is a loopback address\).*outbound\.allowLoopbackMx/);
 
   // A host with a public address as well keeps that one only; other hosts are unaffected.
   zone.set('mixed.test', 'MX', [
@@ -267,7 +267,7 @@ test('addresses on this host are dropped: a domain whose every MX is loopback, 0
   // The implicit MX (no MX records) is judged the same way.
   zone.set('self.test', 'TXT', ['v=spf1 -all']);
   setHost(zone, 'self.test', ['127.0.0.1']);
-  await rejects(t, mx.resolve('self.test'), true, /no MX records, and the domain resolves only to addresses on this host/);
+  await rejects(t, mx.resolve('self.test'), true, /no MX records, and the domain resolves only to loopback or unroutable addresses/);
 
   // A loopback host beside one that cannot be resolved right now: temporary, the zone may be half-migrated.
   zone.set('partly.test', 'MX', [
@@ -284,10 +284,10 @@ test('addresses on this host are dropped: a domain whose every MX is loopback, 0
   const failingAaaa = createMxResolver({ ...dns, resolve6: async (name: string) => Promise.reject(new DnsError('SERVFAIL', name, 'AAAA')) }, flaky.clock);
   flaky.zone.set('v6-later.test', 'MX', [{ exchange: 'mx.v6-later.test', priority: 10 }]);
   setHost(flaky.zone, 'mx.v6-later.test', ['127.0.0.1']);
-  await rejects(t, failingAaaa.resolve('v6-later.test'), false, /none of the MX hosts resolved \(mx\.v6-later\.test: resolves only to addresses on this host/);
+  await rejects(t, failingAaaa.resolve('v6-later.test'), false, /none of the MX hosts resolved \(mx\.v6-later\.test: resolves only to loopback or unroutable addresses/);
   flaky.zone.set('implicit-v6-later.test', 'TXT', ['v=spf1 -all']);
   setHost(flaky.zone, 'implicit-v6-later.test', ['127.0.0.1']);
-  await rejects(t, failingAaaa.resolve('implicit-v6-later.test'), false, /no MX records and the address lookup failed: resolves only to addresses on this host/);
+  await rejects(t, failingAaaa.resolve('implicit-v6-later.test'), false, /no MX records and the address lookup failed: resolves only to loopback or unroutable addresses/);
 
   const other = await world(t, { allowLoopback: true });
   other.zone.set('loops.test', 'MX', [{ exchange: 'localhost.loops.test', priority: 10 }]);
