@@ -70,8 +70,9 @@ export async function freshScenario(w: MailWorld, teams: ReportTeam[], nonce: st
     await w.settle();
     const states = await Promise.all(sent.map((s) => w.t0.request('GET', `/v1/emails/${s.id}`, { key: teams[s.team]!.key })));
     if (states.every((r) => r.body.latestStatus === 'DELIVERED')) break;
-    if (i > 100) throw new Error(`not delivered: ${JSON.stringify(states.map((r) => r.body.latestStatus))}`);
-    await new Promise((r) => setTimeout(r, 20));
+    if (i > 1000) throw new Error(`not delivered: ${JSON.stringify(states.map((r) => r.body.latestStatus))}`);
+    // No fixed sleep: settle() above waits for the engine; this only yields a turn between tries.
+    await new Promise((r) => setImmediate(r));
   }
   const messages = w.sink.messages.slice(before);
   const emails: ScenarioEmail[] = [];
