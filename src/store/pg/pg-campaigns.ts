@@ -3,6 +3,7 @@ import type { Database } from '../tables/database.js';
 import { COUNTED_STATUSES, HARD_BOUNCED, type CampaignsRepository, type CountedStatus } from '../repositories/campaigns-repository.js';
 import { pgPoolOf } from './pg-context.js';
 import { clientExec } from './pg-exec.js';
+import { transact } from '../store-context.js';
 
 /*
  * Campaign counters on PostgreSQL. Several nodes may count the same email's statuses at once
@@ -58,7 +59,7 @@ export function pgCampaigns(db: Kysely<Database>): Partial<CampaignsRepository> 
         const reached = [...r.reached, ...(r.hard ? [HARD_BOUNCED] : [])];
         const missing = reached.map((s) => s.toLowerCase() as CountedStatus).filter((s) => COUNTED_STATUSES.includes(s) && !counted.includes(s));
         if (!missing.length) continue;
-        await db.transaction().execute(async (trx) => {
+        added += await transact(db, async (trx) => {
           // Compare-and-set: a live counter that moved the list meanwhile wins, and this row is left to it.
           const moved = await trx
             .updateTable('campaign_recipients')
@@ -67,12 +68,12 @@ export function pgCampaigns(db: Kysely<Database>): Partial<CampaignsRepository> 
             .where('contact_id', '=', r.contact_id)
             .where('counted', '=', r.counted)
             .executeTakeFirst();
-          if (moved.numUpdatedRows === 0n) return;
+          if (moved.numUpdatedRows === 0n) return 0;
           for (const s of missing) {
             const col = checkStatus(s);
             await sql`update campaigns set ${sql.ref(col)} = ${sql.ref(col)} + 1 where id = ${r.campaign_id}`.execute(trx);
           }
-          added += missing.length;
+          return missing.length;
         });
       }
       const lastRow = rows[rows.length - 1];

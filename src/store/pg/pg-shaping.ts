@@ -111,7 +111,7 @@ export function pgShaping(db: Kysely<Database>): Partial<ShapingRepository> {
     },
 
     async putHold(row: ShapingHoldRow): Promise<void> {
-      await db.transaction().execute(async (trx) => {
+      await transact(db, async (trx) => {
         // Nodes replacing the same hold at once would each delete the old row and insert their
         // own (neither sees the other's insert): two holds, and lifting one leaves the other.
         await sql`select pg_advisory_xact_lock(hashtext(${`hold:${row.source}\n${row.rollup}\n${row.kind}`}))`.execute(trx);

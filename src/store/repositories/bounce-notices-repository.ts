@@ -1,7 +1,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
-import { isPostgres, withDialect } from '../store-context.js';
+import { isPostgres, transact, withDialect } from '../store-context.js';
 import type { BounceNoticeRecipientsTable } from '../tables/database.js';
 
 export type BounceNoticeRecipientRow = Selectable<BounceNoticeRecipientsTable>;
@@ -83,7 +83,7 @@ export function createBounceNoticesRepository(db: Db) {
      * first, so two nodes never split an email's rows between them.
      */
     async claimReady(owner: string, nowMs: number, leaseMs: number, maxWaitMs: number, limit: number): Promise<ClaimedBounceNotice[]> {
-      return db.transaction().execute(async (trx) => {
+      return transact(db, async (trx) => {
         const picked = await sql<{ email_id: string }>`
           select b.email_id from bounce_notice_recipients b
           where b.next_attempt_at <= ${nowMs} and (b.lease_until is null or b.lease_until <= ${nowMs})

@@ -1,5 +1,6 @@
 import { sql, type Expression, type ExpressionBuilder, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from '../db.js';
+import { transact } from '../store-context.js';
 import type { ClusterNodesTable } from '../tables/cluster-tables.js';
 import type { Database } from '../tables/database.js';
 
@@ -111,7 +112,7 @@ export function createClusterRepository(db: Db) {
   return {
     /** Taken shared: a node that joins while a sweep runs is live for it, or joins after it (releaseDeadOwners). */
     async heartbeat(node: NodeBeat, nowMs: number): Promise<void> {
-      await db.transaction().execute(async (trx) => {
+      await transact(db, async (trx) => {
         await sql`select pg_advisory_xact_lock_shared(${SWEEP_LOCK})`.execute(trx);
         await writeBeat(trx, node, nowMs);
       });
@@ -123,7 +124,7 @@ export function createClusterRepository(db: Db) {
      * per name: two processes starting at once under one name would both find it free.
      */
     async join(node: NodeBeat, nowMs: number, free: (existing: ClusterNodeRow | undefined) => boolean): Promise<ClusterNodeRow | undefined> {
-      return db.transaction().execute(async (trx) => {
+      return transact(db, async (trx) => {
         await sql`select pg_advisory_xact_lock_shared(${SWEEP_LOCK})`.execute(trx);
         await sql`select pg_advisory_xact_lock(hashtext(${`node:${node.id}`}))`.execute(trx);
         const existing = await trx.selectFrom('cluster_nodes').selectAll().where('id', '=', node.id).executeTakeFirst();
@@ -145,7 +146,7 @@ export function createClusterRepository(db: Db) {
      * (a restart) keeps its membership and its sessions.
      */
     async leave(node: { id: string; hostname: string; pid: number }): Promise<void> {
-      await db.transaction().execute(async (trx) => {
+      await transact(db, async (trx) => {
         const left = await trx.deleteFrom('cluster_nodes').where('id', '=', node.id).where('hostname', '=', node.hostname).where('pid', '=', node.pid).executeTakeFirst();
         if (Number(left.numDeletedRows)) await trx.deleteFrom('connection_leases').where('node', '=', node.id).execute();
       });
@@ -172,7 +173,7 @@ export function createClusterRepository(db: Db) {
      * have it freed, and sent a second time.
      */
     async releaseDeadOwners(sinceMs: number, self: string): Promise<{ live: string[]; freed: SweepCounts }> {
-      return db.transaction().execute(async (trx) => {
+      return transact(db, async (trx) => {
         await sql`select pg_advisory_xact_lock(${SWEEP_LOCK})`.execute(trx);
         // Every node's heartbeat waits while this runs: a row it cannot have (held by a node
         // frozen mid-transaction) ends the sweep, retried later, long before they look dead.
@@ -228,7 +229,7 @@ export function createClusterRepository(db: Db) {
      * nodes never both take the last one.
      */
     async acquireConnection(hostKey: string, node: string, limit: number, nowMs: number, untilMs: number): Promise<boolean> {
-      return db.transaction().execute(async (trx) => {
+      return transact(db, async (trx) => {
         await sql`select pg_advisory_xact_lock(hashtext(${`conn:${hostKey}`}))`.execute(trx);
         const rows = await trx.selectFrom('connection_leases').select(['node', 'count', 'until_ms', 'waiting_until']).where('host_key', '=', hostKey).execute();
         let total = 0;
@@ -267,7 +268,7 @@ export function createClusterRepository(db: Db) {
      */
     async setConnections(node: string, held: ReadonlyMap<string, number>, untilMs: number, nowMs = Date.now()): Promise<void> {
       const open = [...held].filter(([, n]) => n > 0);
-      await db.transaction().execute(async (trx) => {
+      await transact(db, async (trx) => {
         // Keys it holds nothing of go, unless it is waiting for one there.
         let gone = trx
           .deleteFrom('connection_leases')

@@ -45,7 +45,7 @@ export function createSandboxMessagesRepository(db: Db) {
      * range holds only what is left to delete.
      */
     async purgeBefore(beforeIso: string, limit: ChunkLimit): Promise<number> {
-      return db.transaction().execute(async (trx) => {
+      return transact(db, async (trx) => {
         const rows = await trx
           .selectFrom('sandbox_messages as m')
           .leftJoin('sandbox_message_raw as r', 'r.sandbox_message_id', 'm.id')

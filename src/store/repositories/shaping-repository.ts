@@ -1,7 +1,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
-import { withDialect } from '../store-context.js';
+import { transact, withDialect } from '../store-context.js';
 import type { ShapingHoldsTable } from '../tables/shaping-tables.js';
 
 /*
@@ -100,7 +100,7 @@ export function createShapingRepository(db: Db) {
      */
     async takeWarmup(source: string, rollup: string, day: string, n: number, budget: number): Promise<{ took: boolean; used: number }> {
       if (n > budget) return { took: false, used: await warmupUsed(source, rollup, day) };
-      return db.transaction().execute(async (trx) => {
+      return transact(db, async (trx) => {
         const taken = await trx
           .insertInto('warmup_usage')
           .values({ source, rollup, day, used: n })
@@ -124,7 +124,7 @@ export function createShapingRepository(db: Db) {
      * (source, rollup) per call.
      */
     async takeSlots(requests: readonly SlotRequest[], nowMs: number): Promise<SlotAnswer[]> {
-      return db.transaction().execute(async (trx) => {
+      return transact(db, async (trx) => {
         const out: SlotAnswer[] = [];
         for (const r of requests) {
           const row = await trx.selectFrom('shaping_rates').select('tat_ms').where('source', '=', r.source).where('rollup', '=', r.rollup).executeTakeFirst();

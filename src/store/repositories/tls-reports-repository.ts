@@ -69,7 +69,7 @@ export function createTlsReportsRepository(db: Db) {
      * made of, in one transaction. False when that day was already reported (the primary key).
      */
     async insertReport(r: NewTlsReport): Promise<boolean> {
-      return db.transaction().execute(async (trx) => {
+      return transact(db, async (trx) => {
         const inserted = await trx
           .insertInto('tls_reports_out')
           .values({ policy_domain: r.policyDomain, day: r.day, report_id: r.reportId, state: r.state, rua_json: JSON.stringify(r.rua), report_json: r.reportJson, created_at: r.createdAt })

@@ -268,7 +268,7 @@ export function createWebhooksRepository(db: Db) {
 
     /** Retention: finished calls, their attempts and unreferenced events older than the cut-off. */
     async prune(beforeIso: string): Promise<number> {
-      return db.transaction().execute(async (trx) => {
+      return transact(db, async (trx) => {
         const attempts = await trx.deleteFrom('webhook_attempts').where('created_at', '<', beforeIso).executeTakeFirst();
         await trx.deleteFrom('webhook_calls').where('state', '!=', 'pending').where('updated_at', '<', beforeIso).execute();
         await trx
