@@ -17,7 +17,9 @@ const COMPLAINTS = 'complaints@mx.posthorn.test';
 let serial = 0;
 
 test.before(async () => {
-  w = await startMailWorld();
+  // One transaction carries both recipients at grouped.test: its return path covers the two.
+  w = await startMailWorld({ overrides: { outbound: { shaping: [{ domain: 'grouped.test', maxRecipientsPerTransaction: 2 }] } as never } });
+  w.addRecipientDomain('grouped.test');
   inboundPort = w.t0.app.listeners.inbound!.port;
   events = collectEvents(w, ['email.bounced', 'email.complained', 'email.delivery_delayed']);
 });
@@ -230,4 +232,22 @@ test.serial('reports for two copies of one email, interleaved, each change their
   t.is((await delivery(email.id, 'right@example.org')).state, 'bounced');
   t.is(await suppression('left@example.net'), 'HARD_BOUNCE');
   t.is(await suppression('right@example.org'), 'COMPLAINT');
+});
+
+test.serial('DSNs naming the same two copies in opposite orders, at once, are all taken and bounce each copy once', async (t) => {
+  const email = await sendAndDeliver(w, { to: ['one@grouped.test', 'two@grouped.test'], subject: 'Grouped' });
+  const copy = copyFor(email.id, 'one@grouped.test');
+  t.deepEqual(copy.rcptTo.sort(), ['one@grouped.test', 'two@grouped.test'], 'one transaction for both');
+  const both = (first: string, second: string) => {
+    const dsn = fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: copy.mailFrom, RECIPIENT: first, ORIGINAL: copy.raw.toString() }).toString();
+    const block = `Final-Recipient: rfc822; ${second}\r\nAction: failed\r\nStatus: 5.1.1\r\nDiagnostic-Code: smtp; 550 5.1.1 <${second}>: User unknown\r\n\r\n`;
+    // a second recipient block after the first one
+    return fresh(Buffer.from(dsn.replace(/(User unknown in virtual mailbox table\r\n\r\n)/, `$1${block}`)));
+  };
+  const sends = Array.from({ length: 6 }, (_, i) => smtpSend({ port: inboundPort, from: '', to: [copy.mailFrom], raw: i % 2 ? both('one@grouped.test', 'two@grouped.test') : both('two@grouped.test', 'one@grouped.test') }));
+  const results = await Promise.all(sends);
+  t.deepEqual(results.map((r) => r.response.slice(0, 3)), Array(6).fill('250'), 'no report failed (a deadlock between two would answer 451)');
+  t.deepEqual((await statuses(email.id)).events.map((e) => `${e.status} ${e.recipient}`).sort(), ['BOUNCED one@grouped.test', 'BOUNCED two@grouped.test']);
+  t.is((await delivery(email.id, 'one@grouped.test')).state, 'bounced');
+  t.is((await delivery(email.id, 'two@grouped.test')).state, 'bounced');
 });

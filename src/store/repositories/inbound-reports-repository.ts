@@ -53,10 +53,12 @@ export function createInboundReportsRepository(db: Db) {
           return { id: existing.id, duplicate: true, applied: [] };
         }
         const applied: number[] = [];
+        // Two reports about one delivery at once: on PostgreSQL the second waits here for the
+        // first's commit and then sees its events (SQLite runs one transaction at a time). The
+        // rows are locked in id order, so two reports about the same deliveries never deadlock.
+        const ids = [...new Set(effects.steps.map((step) => step.deliveryId))];
+        if (ids.length && isPostgres(db)) await trx.selectFrom('deliveries').select('id').where('id', 'in', ids).orderBy('id').forUpdate().execute();
         for (const [i, step] of effects.steps.entries()) {
-          // Two reports about one delivery at once: on PostgreSQL the second waits for the
-          // first's commit here and then sees its event (SQLite runs one transaction at a time).
-          if (isPostgres(db)) await trx.selectFrom('deliveries').select('id').where('id', '=', step.deliveryId).forUpdate().execute();
           const earlier = await trx.selectFrom('email_events').select('data_json').where('email_id', '=', step.event.emailId).where('status', '=', step.unless).execute();
           const recipient = step.recipient.toLowerCase();
           if (earlier.some((e) => recipientOf(e.data_json) === recipient)) continue;
