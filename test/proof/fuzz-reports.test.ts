@@ -35,7 +35,7 @@ import { freshScenario, GROUPED_DOMAIN, GROUPED_IDN_DOMAIN, IDN_DOMAINS, type Re
 // inbound_reports (a retry: none), no reply is a local error, nothing is logged as an error,
 // nothing escapes unhandled.
 
-const RUNS = 105;
+const RUNS = 96;
 const STATUSES: EventStatus[] = ['BOUNCED', 'DELIVERY_DELAYED', 'COMPLAINED'];
 const BUS_TYPES: Record<EventStatus, string> = { BOUNCED: 'email.bounced', DELIVERY_DELAYED: 'email.delivery_delayed', COMPLAINED: 'email.complained' };
 
