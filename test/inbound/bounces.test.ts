@@ -233,6 +233,20 @@ test.serial('a DSN to the upper-cased return path of mail to an internationalise
   t.is((await deliveryRows(email.id))[0]!.state, 'bounced');
 });
 
+test.serial('a DSN naming a co-recipient at an internationalised domain in RFC 6533 escapes names that recipient: it changes nothing', async (t) => {
+  w.addRecipientDomain('xn--bcher-kva.example');
+  const email = await sendAndDeliver(w, { to: ['leser@example.net', 'Kundin@Bücher.example'], subject: 'IDN co-recipient' });
+  const first = copyFor(email.id, 'leser@example.net');
+  const dsn = fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: first.mailFrom, RECIPIENT: 'kundin@xn--bcher-kva.example', ORIGINAL: first.raw.toString() });
+  // RFC 6533 3: a utf-8 address in a message/delivery-status part, its non-ASCII characters escaped.
+  const named = Buffer.from(dsn.toString().replace('Final-Recipient: rfc822; kundin@xn--bcher-kva.example', 'Final-Recipient: utf-8; KUNDIN@B\\x{DC}CHER.EXAMPLE').replace(/^Original-Recipient: .*\r\n/m, ''));
+  t.true((await smtpSend({ port: inboundPort, from: '', to: [first.mailFrom], raw: named })).ok);
+  const rows = await deliveryRows(email.id);
+  t.deepEqual(rows.map((r) => r.state), ['delivered', 'delivered'], 'another recipient of the email is named: the return path of leser@ cannot speak for it');
+  t.is(await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'leser@example.net'), undefined);
+  t.is(await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'kundin@xn--bcher-kva.example'), undefined);
+});
+
 test.serial('a DSN whose diagnostic holds a NUL character is taken (250), its text stored with U+FFFD in its place, on either store', async (t) => {
   const email = await sendAndDeliver(w, { to: 'nul@example.net', subject: 'NUL bounce' });
   const dsn = fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: email.returnPath, RECIPIENT: 'nul@example.net', ORIGINAL: email.raw.toString() });

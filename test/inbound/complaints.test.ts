@@ -107,6 +107,27 @@ test.serial('a "not-spam" feedback report is kept but is not a complaint', async
   t.is(report!.kind, 'feedback');
 });
 
+test.serial('an "auth-failure" report (RFC 6591) is about our authentication, not the recipient: kept, no event, no suppression', async (t) => {
+  const email = await sendAndDeliver(w, { to: 'checked@example.net', subject: 'DKIM check' });
+  const raw = fixture('yahoo-arf-abuse.eml', {
+    REPORT_TO: COMPLAINTS,
+    SUBJECT: email.subject,
+    RETURN_PATH: email.returnPath,
+    RECIPIENT: 'checked@example.net',
+    ORIGINAL: email.raw.toString(),
+  });
+  const authFailure = Buffer.from(raw.toString().replace('Feedback-Type: abuse', 'Feedback-Type: Auth-Failure\r\nAuth-Failure: dkim\r\nDKIM-Domain: sender.dev\r\nDKIM-Selector: posthorn'));
+  const before = events.length;
+  t.true((await smtpSend({ port: inboundPort, from: 'feedback@arf.mail.yahoo.com', to: [COMPLAINTS], raw: authFailure })).ok);
+  const got = await w.t0.request('GET', `/v1/emails/${email.id}`);
+  t.is(got.body.latestStatus, 'DELIVERED');
+  t.false(got.body.emailEvents.some((e: any) => e.status === 'COMPLAINED'));
+  t.is(events.length, before, 'no email.complained webhook');
+  t.is(await repositoriesOf(w.t0.app).suppressions.get(w.t0.teamId, 'checked@example.net'), undefined);
+  const [report] = await w.t0.app.inbound.reportsRepo.listForEmail(email.id);
+  t.is(report!.kind, 'feedback');
+});
+
 test.serial('anything else at the complaint address is accepted and kept as unparsed, never crashing', async (t) => {
   const human = 'From: Someone <someone@example.com>\r\nTo: complaints@mx.posthorn.test\r\nSubject: please stop\r\n\r\nPlease stop emailing me.\r\n';
   const res = await smtpSend({ port: inboundPort, from: 'someone@example.com', to: [COMPLAINTS.toUpperCase()], raw: human });

@@ -105,6 +105,21 @@ test('a base64-encoded delivery-status part (seen from some gateways) is decoded
   t.like(r.recipients[0], { finalRecipient: 'alice@example.net', status: '5.2.2', hardBounce: false, category: 'mailbox-full' });
 });
 
+test('an internationalised recipient: a utf-8 address as UTF-8 or with RFC 6533 \\x{HEX} escapes reads as the same address', async (t) => {
+  const base = fixture('postfix-dsn-user-unknown.eml', { RETURN_PATH: RP, RECIPIENT: 'kunde@bücher.example', ORIGINAL }).toString();
+  const escaped = base
+    .replace('Final-Recipient: rfc822; kunde@bücher.example', 'Final-Recipient: utf-8; KUNDE@B\\x{DC}CHER.example')
+    .replace('Original-Recipient: rfc822;kunde@bücher.example', 'Original-Recipient: UTF-8;kunde@b\\x{fc}cher.example\\x{}\\x{D800}\\x{110000}');
+  const r = await parse(Buffer.from(escaped));
+  t.is(r.recipients[0]!.finalRecipient, 'KUNDE@BÜCHER.example');
+  t.is(r.recipients[0]!.originalRecipient, 'kunde@bücher.example\\x{}\\x{D800}\\x{110000}', 'what is not a character is left as written');
+  const raw = await parse(Buffer.from(base.replace('Final-Recipient: rfc822;', 'Final-Recipient: utf-8;')));
+  t.is(raw.recipients[0]!.finalRecipient, 'kunde@bücher.example');
+  // Only a utf-8 address has escapes (an rfc822 one is ASCII).
+  const rfc822 = await parse(Buffer.from(base.replace('Final-Recipient: rfc822; kunde@bücher.example', 'Final-Recipient: rfc822; kunde\\x{FC}@example.net')));
+  t.is(rfc822.recipients[0]!.finalRecipient, 'kunde\\x{FC}@example.net');
+});
+
 test('garbage comes out as "other" or an empty report, never an exception', async (t) => {
   const inputs = [
     Buffer.alloc(0),

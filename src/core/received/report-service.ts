@@ -1,8 +1,8 @@
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
-import type { DeliveriesRepository, DeliveryRow, ReportDeliveryUpdate, StatusEventWrite } from '../../store/repositories/deliveries-repository.js';
+import type { DeliveriesRepository, DeliveryRow, StatusEventWrite } from '../../store/repositories/deliveries-repository.js';
 import type { EmailRow, EmailsRepository } from '../../store/repositories/emails-repository.js';
-import type { InboundReportsRepository, ReportEffects } from '../../store/repositories/inbound-reports-repository.js';
+import type { InboundReportsRepository, ReportEffects, ReportStep } from '../../store/repositories/inbound-reports-repository.js';
 import type { InboundReportKind } from '../../store/tables/database.js';
 import { addressKey } from '../emails/addresses.js';
 import { statusEventType, statusRank, type EmailStatus } from '../emails/email-status.js';
@@ -25,8 +25,14 @@ import { messageDigest, transactionKey } from './transaction-key.js';
 // deliveries, status events and suppressions are stored in the same transaction as the
 // report itself, before the SMTP 250. A report the sender sends again (it retried after our
 // 451, or our 250 was lost) is recognised by its transaction key and changes nothing twice.
+// Another report about the same copy records only news (docs/inbound.md, Several reports about
+// one copy): each event is a webhook and a count, and a recipient bounces and complains once.
 
-/** RFC 5965 7.3 feedback types that mean "the recipient does not want this mail". */
+/**
+ * RFC 5965 7.3 feedback types that mean "this mail is unwanted or harmful to the recipient"
+ * ('' : a report without the field). not-spam (RFC 6430) and auth-failure (RFC 6591, about our
+ * authentication, not the recipient's wish) are not among them.
+ */
 const COMPLAINT_TYPES = new Set(['abuse', 'fraud', 'virus', 'other', '']);
 
 type LinkedBy = 'verp' | 'report' | 'header' | 'message-id';
@@ -146,7 +152,7 @@ export function createReportService(deps: ReportServiceDeps) {
   }
 
   function planDsn(email: EmailRow, scope: Scope, report: ParsedReport, nowIso: string) {
-    const effects: ReportEffects = { deliveries: [], events: [], suppressions: [] };
+    const effects: ReportEffects = { steps: [] };
     const announce: Announcement[] = [];
     for (const r of report.recipients) {
       if (r.action !== 'failed' && r.action !== 'delayed') continue; // delivered/relayed/expanded: success notices
@@ -157,22 +163,33 @@ export function createReportService(deps: ReportServiceDeps) {
       const response = r.diagnosticCode ?? (r.status ? `status ${r.status}` : `action ${r.action}`);
       const reporter = report.reportingMta ? ` (reported by ${report.reportingMta})` : '';
       const base = { recipient, smtpCode: r.smtpCode, response, source: 'dsn', dsn: dsnData(r, report.reportingMta) };
+      // A copy bounces once, and a bounce is final: a failed or delayed block about a copy that
+      // has bounced (an earlier report, the remote's reply during delivery) is only kept.
       if (r.action === 'failed') {
         const data = {
           ...base,
           bounce: { type: r.hardBounce ? 'Permanent' : 'Transient', subType: bounceSubType({ category: r.category, response }), category: r.category, message: response },
         };
-        effects.events.push(event(email.id, 'BOUNCED', data, nowIso));
+        effects.steps.push({
+          deliveryId: delivery.id,
+          recipient,
+          unless: 'BOUNCED',
+          event: event(email.id, 'BOUNCED', data, nowIso),
+          delivery: { state: 'bounced', fromStates: ['delivered'], code: r.smtpCode, response: `DSN${reporter}: ${response}`, at: nowIso },
+          ...(r.hardBounce ? { suppression: { teamId: email.team_id, email: addressKey(recipient), reason: 'HARD_BOUNCE', source: email.id, at: nowIso } } : {}),
+        });
         announce.push({ status: 'BOUNCED', data });
-        effects.deliveries.push(deliveryUpdate(delivery, { state: 'bounced', fromStates: ['delivered'], code: r.smtpCode, response: `DSN${reporter}: ${response}`, at: nowIso }));
-        if (r.hardBounce) {
-          effects.suppressions.push({ teamId: email.team_id, email: addressKey(delivery.recipient), reason: 'HARD_BOUNCE', source: email.id, at: nowIso });
-        }
       } else {
+        // Each delay notice is news (remotes warn more than once), until the copy bounces.
         const data = { ...base, willRetryUntil: r.willRetryUntil };
-        effects.events.push(event(email.id, 'DELIVERY_DELAYED', data, nowIso));
+        effects.steps.push({
+          deliveryId: delivery.id,
+          recipient,
+          unless: 'BOUNCED',
+          event: event(email.id, 'DELIVERY_DELAYED', data, nowIso),
+          delivery: { code: r.smtpCode, response: `delayed DSN${reporter}: ${response}`, at: nowIso },
+        });
         announce.push({ status: 'DELIVERY_DELAYED', data });
-        effects.deliveries.push(deliveryUpdate(delivery, { code: r.smtpCode, response: `delayed DSN${reporter}: ${response}`, at: nowIso }));
       }
     }
     return { effects, announce, kind: dsnKind(report) };
@@ -183,7 +200,7 @@ export function createReportService(deps: ReportServiceDeps) {
   }
 
   function planComplaint(email: EmailRow, scope: Scope, report: ParsedReport, nowIso: string) {
-    const effects: ReportEffects = { deliveries: [], events: [], suppressions: [] };
+    const effects: ReportEffects = { steps: [] };
     const announce: Announcement[] = [];
     const fb = report.feedback!;
     if (!COMPLAINT_TYPES.has(fb.feedbackType)) {
@@ -213,19 +230,22 @@ export function createReportService(deps: ReportServiceDeps) {
         reportedRecipients: fb.originalRcptTo,
       },
     };
-    effects.events.push(event(email.id, 'COMPLAINED', data, nowIso));
+    // A recipient complains about an email once: a later complaint of theirs about it is only
+    // kept. Only the recipient that complained is suppressed (architecture.md, Decisions: suppressions).
+    const step: ReportStep = {
+      deliveryId: delivery.id,
+      recipient,
+      unless: 'COMPLAINED',
+      event: event(email.id, 'COMPLAINED', data, nowIso),
+      suppression: { teamId: email.team_id, email: addressKey(recipient), reason: 'COMPLAINT', source: email.id, at: nowIso },
+    };
+    effects.steps.push(step);
     announce.push({ status: 'COMPLAINED', data });
-    // Only the recipient that complained is suppressed (architecture.md, Decisions: suppressions).
-    effects.suppressions.push({ teamId: email.team_id, email: addressKey(recipient), reason: 'COMPLAINT', source: email.id, at: nowIso });
     return { effects, announce, kind: 'complaint' as const };
   }
 
   function event(emailId: string, status: Exclude<EmailStatus, 'SCHEDULED'>, data: unknown, at: string): StatusEventWrite {
     return { emailId, status, rank: statusRank(status), data, at };
-  }
-
-  function deliveryUpdate(d: DeliveryRow, u: Omit<ReportDeliveryUpdate, 'id'>): ReportDeliveryUpdate {
-    return { id: d.id, ...u };
   }
 
   return {
@@ -235,7 +255,7 @@ export function createReportService(deps: ReportServiceDeps) {
       const { report, envelope } = intake;
       const linked = report.type === 'other' ? null : await link(intake);
       let plan: { effects: ReportEffects; announce: Announcement[]; kind: InboundReportKind } = {
-        effects: { deliveries: [], events: [], suppressions: [] },
+        effects: { steps: [] },
         announce: [],
         kind: 'unparsed',
       };
@@ -265,8 +285,10 @@ export function createReportService(deps: ReportServiceDeps) {
         feedback: report.feedback,
         original: report.original,
       };
-      // bounced / complained events: their webhook outbox rows commit with the report's effects.
-      const announced = linked ? plan.announce.map((a) => emailBusEvent(statusEventType(a.status), linked.email, a.status, nowIso, a.data)) : [];
+      // The steps that were news, and only they, are announced: their webhook outbox rows
+      // commit with the report's effects.
+      const announcements = linked ? plan.announce.map((a) => emailBusEvent(statusEventType(a.status), linked.email, a.status, nowIso, a.data)) : [];
+      let announced: typeof announcements = [];
       const dedupeKey = transactionKey(envelope.mailFrom, intake.routes.map((r) => r.address), messageDigest(intake.raw));
       const { id: reportId, duplicate } = await deps.reports.record(
         {
@@ -283,7 +305,10 @@ export function createReportService(deps: ReportServiceDeps) {
           dedupe_key: dedupeKey,
         },
         plan.effects,
-        () => deps.events.inTransaction(announced),
+        (applied) => {
+          announced = applied.map((i) => announcements[i]!);
+          deps.events.inTransaction(announced);
+        },
       );
       if (duplicate) {
         deps.logger.info({ reportId, rcptTo: envelope.rcptTo }, 'inbound report already recorded from an earlier attempt of this message; nothing recorded again');

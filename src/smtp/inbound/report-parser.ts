@@ -16,12 +16,26 @@ const DSN_TYPES = new Set(['message/delivery-status', 'message/global-delivery-s
 const ORIGINAL_TYPES = new Set(['message/rfc822', 'message/global', 'text/rfc822-headers', 'message/global-headers', 'message/rfc822-headers']);
 const ARF_TYPE = 'message/feedback-report';
 
-/** "rfc822; user@host" (RFC 3464 2.3.2) or "<user@host>" to the bare address. */
+/**
+ * "rfc822; user@host" (RFC 3464 2.3.2) or "<user@host>" to the bare address. A "utf-8" address
+ * (RFC 6533 3) may write a character as \x{HEX}, its code point: it is that character, so that
+ * `b\x{FC}cher.example` names the same mailbox as `bücher.example` and `xn--bcher-kva.example`.
+ */
 function addressField(value: string | undefined): string | null {
   if (!value) return null;
   const semi = value.indexOf(';');
-  const address = (semi >= 0 ? value.slice(semi + 1) : value).trim().replace(/^<|>$/g, '').trim();
+  let address = (semi >= 0 ? value.slice(semi + 1) : value).trim().replace(/^<|>$/g, '').trim();
+  if (semi >= 0 && value.slice(0, semi).trim().toLowerCase() === 'utf-8') address = address.replace(EMBEDDED_UNICODE_CHAR, unicodeChar);
   return address.includes('@') ? address : null;
+}
+
+/** RFC 6533 3 EmbeddedUnicodeChar: "\x{" HEXPOINT "}". */
+const EMBEDDED_UNICODE_CHAR = /\\x\{([0-9A-Fa-f]{1,6})\}/g;
+
+/** The character of a code point, or the escape as written when it names none (a surrogate, past U+10FFFF). */
+function unicodeChar(escape: string, hex: string): string {
+  const cp = parseInt(hex, 16);
+  return cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ? escape : String.fromCodePoint(cp);
 }
 
 /** "dns; mx.example.net" to "mx.example.net". */

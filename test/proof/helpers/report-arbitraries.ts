@@ -3,7 +3,12 @@
 // its transactions): where it is sent, whom it names and which evidence it quotes, each from the
 // anchor itself, a co-recipient, another email of the team, the other team, or made up. The
 // shape is resolved against the run's fresh scenario into concrete addresses and bytes.
+//
+// A run is a sequence of reports against one scenario (runShape): after the first, each is
+// about the same copy, another copy of the same email, or anything, or is the previous report
+// again, as a new message (resent) or as the very same bytes (retried).
 
+import { domainToUnicode } from 'node:url';
 import fc from 'fast-check';
 import { headerBlock, type Scenario, type ScenarioEmail, type Transaction } from './report-world.js';
 
@@ -33,11 +38,15 @@ const QUOTED_RETURN_PATHS = ['anchor', 'sibling', 'other-email', 'other-team', '
 type QuotedReturnPath = (typeof QUOTED_RETURN_PATHS)[number];
 const EMAIL_EVIDENCE = ['anchor', 'other-email', 'other-team', 'unknown', 'none'] as const;
 type EmailEvidence = (typeof EMAIL_EVIDENCE)[number];
-const NAMES = ['anchor', 'anchor-mate', 'anchor-upper', 'co', 'same-team', 'other-team', 'random', 'redacted'] as const;
+// `-unicode`: the domain in U-labels, upper-cased (the send and the envelope have A-labels, or
+// the send had U-labels in another case); `-xtext`: RFC 6533's `utf-8;` address with
+// \x{HEX} for each non-ASCII character (a DSN only; an ARF gets the `-unicode` spelling).
+const NAMES = ['anchor', 'anchor-mate', 'anchor-upper', 'anchor-unicode', 'anchor-xtext', 'mate-unicode', 'co', 'co-unicode', 'co-xtext', 'same-team', 'other-team', 'random', 'redacted'] as const;
 type NameKind = (typeof NAMES)[number];
 
 export type DsnStatus = 'dead' | 'policy' | 'delayed' | 'delivered';
-export type FeedbackType = 'abuse' | 'fraud' | 'virus' | 'other' | 'not-spam';
+/** 'none': a report without the Feedback-Type field. */
+export type FeedbackType = 'abuse' | 'fraud' | 'virus' | 'other' | 'not-spam' | 'auth-failure' | 'none';
 
 export interface ReportShape {
   kind: 'dsn' | 'arf';
@@ -59,6 +68,8 @@ export interface ReportShape {
   headersOnly: boolean;
   status: DsnStatus;
   feedback: FeedbackType;
+  /** The Feedback-Type value upper-cased. */
+  shoutFeedback: boolean;
 }
 
 export const reportShape: fc.Arbitrary<ReportShape> = fc.record({
@@ -83,8 +94,54 @@ export const reportShape: fc.Arbitrary<ReportShape> = fc.record({
   redactTo: fc.boolean(),
   headersOnly: fc.boolean(),
   status: fc.constantFrom<DsnStatus>('dead', 'policy', 'delayed', 'delivered'),
-  feedback: fc.constantFrom<FeedbackType>('abuse', 'fraud', 'virus', 'other', 'not-spam'),
+  feedback: fc.constantFrom<FeedbackType>('abuse', 'fraud', 'virus', 'other', 'not-spam', 'auth-failure', 'none'),
+  shoutFeedback: fc.boolean(),
 });
+
+/** How a report after the first relates to the one before it. */
+export type Follow = 'same-copy' | 'other-copy' | 'any' | 'resent' | 'retried';
+
+export interface RunShape {
+  /** The scenario's IDN form (report-world.ts). */
+  idn: boolean;
+  first: ReportShape;
+  then: { follow: Follow; report: ReportShape }[];
+}
+
+// Most reports of a sequence stay on the copy the one before was about, so that bounces,
+// delays and complaints meet (docs/inbound.md, Several reports about one copy).
+export const runShape: fc.Arbitrary<RunShape> = fc.record({
+  idn: fc.boolean(),
+  first: reportShape,
+  then: fc.array(
+    fc.record({
+      follow: fc.oneof(
+        { weight: 4, arbitrary: fc.constant<Follow>('same-copy') },
+        { weight: 1, arbitrary: fc.constantFrom<Follow>('other-copy', 'any', 'resent', 'retried') },
+      ),
+      report: reportShape,
+    }),
+    { minLength: 0, maxLength: 2 },
+  ),
+});
+
+/** The report shapes of a run in order, each later one placed as its `follow` says (retried: the previous one, sent again as is). */
+export function reportsOf(run: RunShape): { shape: ReportShape; retried: boolean }[] {
+  const out = [{ shape: run.first, retried: false }];
+  for (const { follow, report } of run.then) {
+    const prev = out[out.length - 1]!.shape;
+    const shape: ReportShape =
+      follow === 'resent' || follow === 'retried'
+        ? prev
+        : follow === 'same-copy'
+          ? { ...report, anchor: prev.anchor }
+          : follow === 'other-copy'
+            ? { ...report, anchor: { ...prev.anchor, transaction: prev.anchor.transaction + 1 } }
+            : report;
+    out.push({ shape, retried: follow === 'retried' });
+  }
+  return out;
+}
 
 /** A report with every address and piece of evidence spelled out. */
 export interface ConcreteReport {
@@ -102,6 +159,7 @@ export interface ConcreteReport {
   headersOnly: boolean;
   status: DsnStatus;
   feedback: FeedbackType;
+  shoutFeedback: boolean;
   /** The copy whose bytes are quoted as the original (its evidence fields replaced). */
   base: Transaction;
 }
@@ -167,8 +225,10 @@ export function resolveReport(s: Scenario, shape: ReportShape): ConcreteReport {
     return kind === 'anchor' ? anchorEmail : kind === 'other-email' ? otherEmail : kind === 'other-team' ? otherTeamEmail : kind === 'unknown' ? 'unknown' : null;
   }
 
+  const co = anchorEmail.recipients.find((r) => !anchor.rcptTo.includes(r));
   function nameFor(kind: NameKind, i: number): string {
     const random = `stranger-${s.nonce}-${i}@example.com`;
+    const xtext = (a: string) => (shape.kind === 'dsn' ? rfc6533(unicodeForm(a)) : unicodeForm(a));
     switch (kind) {
       case 'anchor':
         return anchor.rcptTo[0]!;
@@ -176,8 +236,18 @@ export function resolveReport(s: Scenario, shape: ReportShape): ConcreteReport {
         return anchor.rcptTo[1] ?? anchor.rcptTo[0]!;
       case 'anchor-upper':
         return anchor.rcptTo[0]!.toUpperCase();
+      case 'anchor-unicode':
+        return unicodeForm(anchor.rcptTo[0]!);
+      case 'anchor-xtext':
+        return xtext(anchor.rcptTo[0]!);
+      case 'mate-unicode':
+        return unicodeForm(anchor.rcptTo[1] ?? anchor.rcptTo[0]!);
       case 'co':
-        return anchorEmail.recipients.find((r) => !anchor.rcptTo.includes(r)) ?? random;
+        return co ?? random;
+      case 'co-unicode':
+        return co ? unicodeForm(co) : random;
+      case 'co-xtext':
+        return co ? xtext(co) : random;
       case 'same-team':
         return otherEmail.recipients[0]!;
       case 'other-team':
@@ -205,9 +275,26 @@ export function resolveReport(s: Scenario, shape: ReportShape): ConcreteReport {
     headersOnly: shape.headersOnly,
     status: shape.status,
     feedback: shape.feedback,
+    shoutFeedback: shape.shoutFeedback,
     base: anchor,
   };
 }
+
+/** An address with its domain in U-labels, upper-cased: `SOLO-R1@BÜCHER.EXAMPLE`. */
+export function unicodeForm(address: string): string {
+  const at = address.lastIndexOf('@');
+  return `${address.slice(0, at)}@${domainToUnicode(address.slice(at + 1)) || address.slice(at + 1)}`.toUpperCase();
+}
+
+/** RFC 6533 3 utf-8-addr-xtext: each non-ASCII character (and `\`, `+`, `=`) as \x{HEX}. */
+export function rfc6533(address: string): string {
+  return [...address].map((c) => (/[\x21-\x2a\x2c-\x3c\x3e-\x5b\x5d-\x7e]/.test(c) ? c : `\\x{${c.codePointAt(0)!.toString(16).toUpperCase()}}`)).join('');
+}
+
+/** Text with non-ASCII characters as their UTF-8 bytes, one latin1 character each (the report is built as latin1). */
+const utf8 = (text: string) => Buffer.from(text, 'utf8').toString('latin1');
+/** RFC 3464 2.3.2 / RFC 6533 3: an address with non-ASCII characters, or their \x{} escapes, is of type utf-8. */
+const addressType = (address: string) => (/[^\x00-\x7f]|\\x\{/.test(address) ? 'utf-8' : 'rfc822');
 
 /** The anchor copy with its evidence fields replaced as the report says (a folded field is one field). */
 function original(r: ConcreteReport): string {
@@ -246,28 +333,34 @@ export function reportMessage(r: ConcreteReport, serial: number): Buffer {
       'Reporting-MTA: dns; mx1.fuzz.test',
       `Arrival-Date: Mon, 12 Jan 2026 10:15:01 +0000`,
       '',
-      ...(finalRecipient ? [`Final-Recipient: rfc822; ${finalRecipient}`] : []),
-      ...(originalRecipient ? [`Original-Recipient: rfc822;${originalRecipient}`] : []),
+      ...(finalRecipient ? [`Final-Recipient: ${addressType(finalRecipient)}; ${utf8(finalRecipient)}`] : []),
+      ...(originalRecipient ? [`Original-Recipient: ${addressType(originalRecipient)};${utf8(originalRecipient)}`] : []),
       `Action: ${st.action}`,
       `Status: ${st.status}`,
       'Remote-MTA: dns; mailstore1.fuzz.test',
-      `Diagnostic-Code: ${st.diagnostic(finalRecipient ?? 'unknown')}`,
+      `Diagnostic-Code: ${utf8(st.diagnostic(finalRecipient ?? 'unknown'))}`,
       ...(st.action === 'delayed' ? ['Will-Retry-Until: Thu, 15 Jan 2026 10:11:37 +0000'] : []),
       '',
       ...(r.secondBlock === null
         ? []
-        : [...(r.secondBlock ? [`Final-Recipient: rfc822; ${r.secondBlock}`] : []), `Action: ${st.action}`, `Status: ${st.status}`, `Diagnostic-Code: ${st.diagnostic(r.secondBlock || 'unknown')}`, '']),
+        : [
+            ...(r.secondBlock ? [`Final-Recipient: ${addressType(r.secondBlock)}; ${utf8(r.secondBlock)}`] : []),
+            `Action: ${st.action}`,
+            `Status: ${st.status}`,
+            `Diagnostic-Code: ${utf8(st.diagnostic(r.secondBlock || 'unknown'))}`,
+            '',
+          ]),
     ];
   } else {
     head = ['From: Feedback <feedback@arf.fuzz.test>', 'Subject: FW: abuse report', `Content-Type: multipart/report; report-type=feedback-report; boundary="${boundary}"`];
     machine = [
       'Content-Type: message/feedback-report',
       '',
-      `Feedback-Type: ${r.feedback}`,
+      ...(r.feedback === 'none' ? [] : [`Feedback-Type: ${r.shoutFeedback ? r.feedback.toUpperCase() : r.feedback}`]),
       'User-Agent: Fuzz-Feedback/1.0',
       'Version: 1',
       ...(r.originalMailFrom ? [`Original-Mail-From: <${r.originalMailFrom}>`] : []),
-      ...r.names.map((n) => `Original-Rcpt-To: <${n}>`),
+      ...r.names.map((n) => `Original-Rcpt-To: <${utf8(n)}>`),
       'Arrival-Date: Mon, 12 Jan 2026 16:31:07 +0000',
       'Source-IP: 203.0.113.25',
       '',

@@ -1,6 +1,8 @@
 // What a report must do, read from docs/inbound.md ("Bounces", "Which recipients a report may
-// change", "Complaints") and nothing of Posthorn's code: it knows the scenario only as the sink
-// saw it (each transaction's return path and recipients) and the API told it (ids, Message-IDs).
+// change", "Complaints", "Several reports about one copy") and docs/outbound.md
+// ("Internationalised addresses"), and nothing of Posthorn's code: it knows the scenario only as
+// the sink saw it (each transaction's return path and recipients) and the API told it (ids,
+// Message-IDs), and what the run's earlier reports did (History).
 //
 // - RCPT: the complaint address, plain bounces@ and a return path whose token names an email of
 //   that return-path domain (with a tag, the tag of one of its transactions) are accepted; any
@@ -15,13 +17,20 @@
 //   an email with one recipient only.
 // - The recipient: a covered one the report names; naming another recipient of the email
 //   changes nothing; naming nobody of the email (rewritten, redacted, absent) means the covered
-//   recipient when there is exactly one.
+//   recipient when there is exactly one. A mailbox is one however it is written: any case, its
+//   domain in U-labels or A-labels, a DSN's utf-8 address with RFC 6533 \x{HEX} escapes.
 // - Effects: a failed 5.1.1 bounces the delivery and suppresses (HARD_BOUNCE); a failed 5.7.1
 //   bounces without suppressing; delayed records DELIVERY_DELAYED only; a success notice nothing.
-//   abuse, fraud, virus, other: COMPLAINED and a COMPLAINT suppression; not-spam nothing.
+//   abuse, fraud, virus, other and a missing Feedback-Type (any case): COMPLAINED and a COMPLAINT
+//   suppression; not-spam and auth-failure nothing.
+// - Only news: a copy bounces once and the bounce is final (a failed or delayed block about a
+//   bounced copy records nothing); a recipient complains about an email once. A report that
+//   records nothing suppresses nothing; an address already suppressed keeps its first reason.
+// - The same bytes from the same sender to the same recipients again (a retry) are taken once:
+//   250, no second report, nothing recorded.
 
 import { COMPLAINT_ADDRESS, type ConcreteReport } from './report-arbitraries.js';
-import type { Scenario, ScenarioEmail, Transaction } from './report-world.js';
+import { mailboxKey, type Scenario, type ScenarioEmail, type Transaction } from './report-world.js';
 
 export type EventStatus = 'BOUNCED' | 'DELIVERY_DELAYED' | 'COMPLAINED';
 
@@ -32,8 +41,49 @@ export interface Effect {
   event: EventStatus;
   /** The delivery's state afterwards. */
   delivery: 'delivered' | 'bounced';
+  /** The suppression this effect asks for (the address keeps an earlier one's reason). */
   suppression: 'HARD_BOUNCE' | 'COMPLAINT' | null;
 }
+
+/** What the run's reports have recorded so far: the effects in order, and the suppressions with their first reason. */
+export class History {
+  readonly effects: Effect[] = [];
+  readonly suppressions = new Map<string, { team: number; recipient: string; reason: 'HARD_BOUNCE' | 'COMPLAINT' }>();
+
+  has(event: EventStatus, emailId: string, recipient: string): boolean {
+    return this.effects.some((e) => e.event === event && e.emailId === emailId && e.recipient === recipient);
+  }
+
+  /** Records a report's effects; returns the suppressions they added (not those already there). */
+  record(effects: Effect[]): { team: number; recipient: string }[] {
+    const added: { team: number; recipient: string }[] = [];
+    for (const e of effects) {
+      this.effects.push(e);
+      const key = `${e.team}|${e.recipient}`;
+      if (e.suppression && !this.suppressions.has(key)) {
+        this.suppressions.set(key, { team: e.team, recipient: e.recipient, reason: e.suppression });
+        added.push({ team: e.team, recipient: e.recipient });
+      }
+    }
+    return added;
+  }
+
+  bounced(emailId: string, recipient: string): boolean {
+    return this.has('BOUNCED', emailId, recipient);
+  }
+}
+
+/** RFC 6533 3: `\x{HEX}` in a utf-8 address is that character. */
+function unescaped(address: string): string {
+  return address.replace(/\\x\{([0-9A-Fa-f]{1,6})\}/g, (_, hex: string) => String.fromCodePoint(parseInt(hex, 16)));
+}
+
+/** A name as a report gives it, as the mailbox it names (lower-cased, A-labels). */
+export function namedMailbox(name: string): string {
+  return name.includes('@') ? mailboxKey(unescaped(name)) : name.toLowerCase();
+}
+
+const COMPLAINT_TYPES = ['abuse', 'fraud', 'virus', 'other', 'none'];
 
 export interface Expectation {
   accepted: string[];
@@ -73,7 +123,7 @@ export function returnPathMeaning(s: Scenario, address: string): ReturnPathMeani
   return transaction ? { kind: 'token', team, email, transaction } : { kind: 'refused' };
 }
 
-export function expectedOutcome(s: Scenario, r: ConcreteReport): Expectation {
+export function expectedOutcome(s: Scenario, r: ConcreteReport, history: History): Expectation {
   const why: string[] = [];
   const accepted: string[] = [];
   const refused: string[] = [];
@@ -126,7 +176,7 @@ export function expectedOutcome(s: Scenario, r: ConcreteReport): Expectation {
 
   /** The covered recipient a block or report names, or (without an @) why none. */
   const recipientOf = (named: string[]): string => {
-    const names = named.map((n) => n.toLowerCase());
+    const names = named.map(namedMailbox);
     const hit = names.find((n) => covered.includes(n));
     if (hit) return hit;
     if (names.some((n) => email.recipients.includes(n))) return 'names another recipient of the email';
@@ -134,22 +184,27 @@ export function expectedOutcome(s: Scenario, r: ConcreteReport): Expectation {
     return covered[0]!;
   };
   const effects: Effect[] = [];
-  const add = (named: string[], make: (recipient: string) => Omit<Effect, 'team' | 'emailId' | 'recipient'>) => {
+  /** Whether the history so far, with this report's effects before this one, already has it. */
+  const recorded = (event: EventStatus, recipient: string) => history.has(event, email.id, recipient) || effects.some((e) => e.event === event && e.recipient === recipient);
+  const add = (named: string[], event: EventStatus, make: () => Omit<Effect, 'team' | 'emailId' | 'recipient' | 'event'>) => {
     const recipient = recipientOf(named);
     if (!recipient.includes('@')) return why.push(recipient);
+    // A copy bounces once and the bounce is final; a recipient complains about an email once.
+    if (event !== 'COMPLAINED' && recorded('BOUNCED', recipient)) return why.push(`${recipient}: its copy has bounced, nothing recorded`);
+    if (event === 'COMPLAINED' && recorded('COMPLAINED', recipient)) return why.push(`${recipient} has complained about it already, nothing recorded`);
     why.push(`the recipient is ${recipient}`);
-    effects.push({ team: email.team, emailId: email.id, recipient, ...make(recipient) });
+    effects.push({ team: email.team, emailId: email.id, recipient, event, ...make() });
   };
   if (r.kind === 'dsn') {
     // one recipient block: Final-Recipient and Original-Recipient; a second block on its own
     const blocks = [r.names.slice(0, 2), ...(r.secondBlock === null ? [] : [r.secondBlock ? [r.secondBlock] : []])];
     for (const named of blocks) {
-      if (r.status === 'dead') add(named, () => ({ event: 'BOUNCED', delivery: 'bounced', suppression: 'HARD_BOUNCE' }));
-      else if (r.status === 'policy') add(named, () => ({ event: 'BOUNCED', delivery: 'bounced', suppression: null }));
-      else if (r.status === 'delayed') add(named, () => ({ event: 'DELIVERY_DELAYED', delivery: 'delivered', suppression: null }));
+      if (r.status === 'dead') add(named, 'BOUNCED', () => ({ delivery: 'bounced', suppression: 'HARD_BOUNCE' }));
+      else if (r.status === 'policy') add(named, 'BOUNCED', () => ({ delivery: 'bounced', suppression: null }));
+      else if (r.status === 'delayed') add(named, 'DELIVERY_DELAYED', () => ({ delivery: 'delivered', suppression: null }));
       else why.push('a success notice');
     }
-  } else if (r.feedback === 'not-spam') why.push('not-spam feedback is only kept');
-  else add(r.names, () => ({ event: 'COMPLAINED', delivery: 'delivered', suppression: 'COMPLAINT' }));
+  } else if (!COMPLAINT_TYPES.includes(r.feedback)) why.push(`${r.feedback} feedback is only kept`);
+  else add(r.names, 'COMPLAINED', () => ({ delivery: 'delivered', suppression: 'COMPLAINT' }));
   return { accepted, refused, why, scope, effects };
 }
