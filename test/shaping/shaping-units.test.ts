@@ -92,6 +92,17 @@ test('rollups: a domain rule first, then the longest MX suffix with a rule, else
   t.deepEqual(rules.limits('ip1', 'small.example'), {});
 });
 
+test('a rule for an IDN domain or MX suffix applies however it was written: U-labels, A-labels, any case', (t) => {
+  const rules = new ShapingRules([
+    { domain: 'Bücher.example', messageRate: '1/s' },
+    { mx: 'mail.Bücher-host.example', connectionLimit: 3 },
+  ]);
+  t.is(rules.rollupOf('xn--bcher-kva.example', 'mx.elsewhere.example'), 'xn--bcher-kva.example');
+  t.like(rules.limits('ip1', 'xn--bcher-kva.example'), { messageRate: { count: 1, perMs: 1000 } });
+  t.is(rules.rollupOf('shop.example', 'in.mail.xn--bcher-host-9db.example'), 'mail.xn--bcher-host-9db.example');
+  t.like(rules.limits('ip1', 'mail.xn--bcher-host-9db.example'), { connectionLimit: 3 });
+});
+
 test('the built-in reply rules know the providers\u2019 replies, and nothing else', (t) => {
   const rules = BUILTIN_REPLY_RULES.map((r, i) => compileReplyRule(r, `r${i}`));
   const match = (rollup: string, code: number, text: string) => matchReply(rules, rollup, code, text);

@@ -1,4 +1,5 @@
 import { parseDuration, parseRate, type MessageRate } from '../../lib/rate-spec.js';
+import { asciiDomain } from '../emails/addresses.js';
 
 /*
  * Traffic-shaping rules (docs/outbound.md, "Traffic shaping"): which rollup a destination
@@ -110,7 +111,7 @@ export function compileReplyRule(r: ReplyRuleSpec, where: string): CompiledReply
   if (r.messageRate !== undefined && !rate) throw new Error(`${where}.messageRate: not a rate such as "10/min"`);
   if (r.action === 'throttle' && !rate) throw new Error(`${where}.messageRate: a throttle needs a rate`);
   return {
-    ...(r.rollup ? { rollup: r.rollup.toLowerCase() } : {}),
+    ...(r.rollup ? { rollup: ruleName(r.rollup) } : {}),
     ...(r.code !== undefined ? { code: r.code } : {}),
     ...(r.enhancedCode ? { enhancedCode: r.enhancedCode } : {}),
     ...(r.text ? { text: new RegExp(r.text, 'i') } : {}),
@@ -138,6 +139,11 @@ export function matchReply(rules: readonly CompiledReplyRule[], rollup: string, 
 
 const endsWithLabel = (host: string, suffix: string) => host === suffix || host.endsWith(`.${suffix}`);
 
+/** A rule's domain or MX suffix as DNS has it ("Bücher.example" is "xn--bcher-kva.example"). */
+function ruleName(name: string): string {
+  return asciiDomain(name) || name.toLowerCase();
+}
+
 /** Resolves rollups and the limits of each (source, rollup), cached. */
 export class ShapingRules {
   private readonly domainRules = new Map<string, ShapingRuleSpec[]>();
@@ -149,8 +155,9 @@ export class ShapingRules {
 
   constructor(rules: readonly ShapingRuleSpec[]) {
     for (const r of rules) {
-      if (r.domain) push(this.domainRules, r.domain.toLowerCase(), r);
-      else if (r.mx) push(this.mxRules, r.mx.toLowerCase().replace(/^\.+|\.+$/g, ''), r);
+      // Rollups are compared with stored recipient domains and MX names: lowercased, A-labels.
+      if (r.domain) push(this.domainRules, ruleName(r.domain), r);
+      else if (r.mx) push(this.mxRules, ruleName(r.mx.replace(/^\.+|\.+$/g, '')), r);
     }
     this.mxSuffixes = [...this.mxRules.keys()].sort((a, b) => b.length - a.length);
   }
