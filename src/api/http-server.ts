@@ -174,10 +174,16 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
     // like in a body (lib/nul-text.ts).
     const ownPage = deps.ownNulPages?.some((prefix) => ctx.path.toLowerCase() === prefix || ctx.path.toLowerCase().startsWith(`${prefix}/`));
     if (ownPage) return next();
-    if (ctx.path.includes('%00')) throw new AppError('NOT_FOUND', `nothing is found at a path with the NUL character (U+0000): ${ctx.path}`);
+    if (ctx.path.includes('%00')) {
+      await countUnrouted(ctx, deps);
+      throw new AppError('NOT_FOUND', `nothing is found at a path with the NUL character (U+0000): ${ctx.path}`);
+    }
     if (ctx.querystring.toLowerCase().includes('%00')) {
       const where = nulPath(ctx.query, '');
-      if (where !== undefined) throw new AppError('BAD_REQUEST', nulMessage(where));
+      if (where !== undefined) {
+        await countUnrouted(ctx, deps);
+        throw new AppError('BAD_REQUEST', nulMessage(where));
+      }
     }
     return next();
   });
@@ -190,13 +196,7 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
   app.use(router.routes());
   // Nothing matched: 405 if the path exists with other methods, else 404 (spec, Errors).
   app.use(async (ctx) => {
-    // These requests count against the rate limit and carry its headers too (spec, Limits:
-    // "all requests", "every response") when they come with a valid key; a bad key still
-    // gets the 404 or 405, since the route is what is wrong.
-    if (API_PREFIXES.some((prefix) => ctx.path.startsWith(`${prefix}/`)) && ctx.get('authorization')) {
-      const auth = await deps.apiKeys.authenticate(bearerToken(ctx)).catch(() => null);
-      if (auth) await applyRateLimit(ctx, auth, deps);
-    }
+    await countUnrouted(ctx, deps);
     const match = router.match(ctx.path, ctx.method);
     if (match.path.length > 0 && !match.route) {
       const allowed = new Set(match.path.flatMap((layer) => layer.methods).filter((m) => m !== 'HEAD'));
@@ -206,6 +206,18 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
     throw new AppError('NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`);
   });
   return app;
+}
+
+/**
+ * A request refused before any route takes it (no such route, a wrong method, a NUL character)
+ * counts against the rate limit and carries its headers too (spec, Limits: "all requests",
+ * "every response") when it comes with a valid key; a bad key still gets the refusal, since the
+ * request is what is wrong.
+ */
+async function countUnrouted(ctx: Context, deps: HttpServerDeps): Promise<void> {
+  if (!API_PREFIXES.some((prefix) => ctx.path.startsWith(`${prefix}/`)) || !ctx.get('authorization')) return;
+  const auth = await deps.apiKeys.authenticate(bearerToken(ctx)).catch(() => null);
+  if (auth) await applyRateLimit(ctx, auth, deps);
 }
 
 /** '/v1/emails' for '/v1/emails/em_1' (lowercased, as the routers match case-insensitively); undefined outside the API prefixes. */

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { cliCommand, existingTeam, parseIntOption, withApp } from './cli-context.js';
 import { sendBodySchema } from '../core/emails/send-schema.js';
 import { AppError, badRequest } from '../core/errors.js';
-import { plainIssues } from '../core/plain-issues.js';
+import { issuePath, plainIssues } from '../core/plain-issues.js';
 import { sendFields } from '../core/emails/send-fields.js';
 import { domainOf, parseMailbox } from '../core/emails/addresses.js';
 
@@ -26,7 +26,7 @@ export function registerSend(program: Command): void {
       if (opts.team !== undefined) parseIntOption(opts.team as string, '--team');
       const body = { from: opts.from, to: opts.to, subject: opts.subject, text: opts.text, html: opts.html, cc: opts.cc, bcc: opts.bcc, scheduledAt: opts.scheduledAt, tags: opts.tag };
       const parsed = sendBodySchema.safeParse(body, plainIssues);
-      if (!parsed.success) throw badRequest(`${parsed.error.issues[0]!.path.join('.')}: ${parsed.error.issues[0]!.message}`);
+      if (!parsed.success) throw badRequest(`${issuePath(parsed.error.issues[0]!.path)}: ${parsed.error.issues[0]!.message}`);
       sendFields(parsed.data, { subject: parsed.data.subject, html: parsed.data.html ?? null, text: parsed.data.text ?? null }, new Date());
       await withApp(cmd, async (app) => {
         const first = opts.team !== undefined ? undefined : (await app.services.teams.list())[0];

@@ -83,3 +83,13 @@ export function plainIssueMessage(issue: Issue): string | undefined {
 
 /** The safeParse options that word every issue plainly. */
 export const plainIssues = { error: plainIssueMessage } as const;
+
+/**
+ * Where a schema issue is, written as the API's own checks write it: `to`, `attachments[0].filename`,
+ * `[2].cc` for a batch item (a list place in brackets, a key after a dot); '' at the top.
+ */
+export function issuePath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const key of path) out += typeof key === 'number' ? `[${key}]` : `${out === '' ? '' : '.'}${String(key)}`;
+  return out;
+}

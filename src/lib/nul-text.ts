@@ -18,7 +18,7 @@ function pathOf(value: unknown, path: string, bad: (s: string) => boolean): stri
   if (typeof value === 'string') return bad(value) ? path : undefined;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = pathOf(value[i], path ? `${path}.${i}` : String(i), bad);
+      const found = pathOf(value[i], `${path}[${i}]`, bad); // a list place in brackets, as every field path the API names
       if (found !== undefined) return found;
     }
     return undefined;

@@ -199,9 +199,9 @@ test('bulk add: valid rows written, invalid rows reported, duplicates merged, ex
   t.is(res.body.updated, 1);
   t.is(typeof res.body.message, 'string');
   t.deepEqual(res.body.errors.map((e: any) => e.index), [1, 3, 5]);
-  t.regex(res.body.errors[0].message, /^1\.email: /);
+  t.regex(res.body.errors[0].message, /^\[1\]\.email: /);
   t.is(res.body.errors[0].email, 'broken');
-  t.regex(res.body.errors[1].message, /^3\.email: /);
+  t.regex(res.body.errors[1].message, /^\[3\]\.email: /);
   const list = (await t0.request('GET', path(book))).body;
   t.is(list.length, 3);
   const byEmail = Object.fromEntries(list.map((c: any) => [c.email, c]));

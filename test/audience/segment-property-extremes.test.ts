@@ -50,7 +50,7 @@ test('an unpaired surrogate in a JSON body is refused with a 400 naming the fiel
   const cases: [string, string, string, RegExp][] = [
     ['POST', `/v1/contactBooks/${bookId}/contacts`, '{"email":"lone@example.org","properties":{"s":"a\\ud800b"}}', /^properties\.s: .*unpaired surrogate/],
     ['POST', `/v1/contactBooks/${bookId}/contacts`, '{"email":"lone2@example.org","firstName":"\\udc00"}', /^firstName: .*unpaired surrogate/],
-    ['POST', `/v1/contactBooks/${bookId}/contacts/bulk`, '[{"email":"lone3@example.org","properties":{"x":"\\uDBFF"}}]', /^0\.properties\.x: .*unpaired surrogate/],
+    ['POST', `/v1/contactBooks/${bookId}/contacts/bulk`, '[{"email":"lone3@example.org","properties":{"x":"\\uDBFF"}}]', /^\[0\]\.properties\.x: .*unpaired surrogate/],
     ['POST', '/v1/suppressions', '{"email":"lone4@example.org","source":"\\ud83d"}', /^source: .*unpaired surrogate/],
   ];
   for (const [method, path, rawBody, message] of cases) {

@@ -281,7 +281,7 @@ test('path ids are integers 1..2147483647; missing domains are 404; delete twice
   t.is((await t0.request('POST', '/v1/domains', { body: { name: 'short-lived.com', region: 'r' } })).status, 200);
 });
 
-test('a key bound to a domain sees only it: other domains are 404 to read and 403 to change', async (t) => {
+test('a key bound to a domain sees only it: other domains are 404 to read and 403 to change (verify included)', async (t) => {
   const mine = (await t0.request('POST', '/v1/domains', { body: { name: 'bound-a.com', region: 'r' } })).body;
   const other = (await t0.request('POST', '/v1/domains', { body: { name: 'bound-b.com', region: 'r' } })).body;
   const key = (await t0.request('POST', '/v1/apiKeys', { body: { name: 'bound', domainId: mine.id } })).body.token;
@@ -289,7 +289,7 @@ test('a key bound to a domain sees only it: other domains are 404 to read and 40
   t.deepEqual(list.map((d: any) => d.id), [mine.id]);
   t.is((await t0.request('GET', `/v1/domains/${mine.id}`, { key })).status, 200);
   t.is((await t0.request('GET', `/v1/domains/${other.id}`, { key })).status, 404);
-  t.is((await t0.request('PUT', `/v1/domains/${other.id}/verify`, { key })).status, 404);
+  t.is((await t0.request('PUT', `/v1/domains/${other.id}/verify`, { key })).status, 403);
   t.is((await t0.request('PATCH', `/v1/domains/${other.id}`, { key, body: { openTracking: true } })).status, 403);
   t.is((await t0.request('DELETE', `/v1/domains/${other.id}`, { key })).status, 403);
   t.is((await t0.request('POST', '/v1/domains', { key, body: { name: 'bound-c.com', region: 'r' } })).status, 403);

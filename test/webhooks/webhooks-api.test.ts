@@ -60,7 +60,7 @@ test.serial('bad input is a 400 naming the field, never a 500', async (t) => {
   const cases: [unknown, RegExp][] = [
     [{ eventTypes: ['email.sent'] }, /^url:/],
     [{ url: receiver.url }, /^eventTypes:/],
-    [{ url: receiver.url, eventTypes: ['email.nope'] }, /^eventTypes\.0: must be one of/],
+    [{ url: receiver.url, eventTypes: ['email.nope'] }, /^eventTypes\[0\]: must be one of/],
     [{ url: receiver.url, eventTypes: 'email.sent' }, /^eventTypes:/],
     [{ url: 'ftp://example.com/x', eventTypes: [] }, /^url: only http and https/],
     [{ url: 'not a url', eventTypes: [] }, /^url: must be an absolute http or https URL/],
@@ -68,7 +68,7 @@ test.serial('bad input is a 400 naming the field, never a 500', async (t) => {
     [{ url: `http://example.com/${'x'.repeat(2100)}`, eventTypes: [] }, /^url:/],
     [{ url: 'http://nowhere.invalid/hook', eventTypes: [] }, /^url: the host nowhere\.invalid does not resolve/],
     [{ url: receiver.url, eventTypes: [], domainIds: [987654] }, /^domainIds\[0\]: domain 987654 does not exist/],
-    [{ url: receiver.url, eventTypes: [], domainIds: ['1'] }, /^domainIds\.0:/],
+    [{ url: receiver.url, eventTypes: [], domainIds: ['1'] }, /^domainIds\[0\]:/],
     [{ url: receiver.url, eventTypes: [], description: 'x'.repeat(501) }, /^description:/],
     [{ url: receiver.url, eventTypes: [], secret: 'mine' }, /secret/],
   ];
@@ -85,7 +85,7 @@ test.serial('bad input is a 400 naming the field, never a 500', async (t) => {
   for (const [body, message] of [
     [{ rotateSecret: 'yes' }, /^rotateSecret:/],
     [{ url: 'gopher://x' }, /^url:/],
-    [{ eventTypes: ['nope'] }, /^eventTypes\.0:/],
+    [{ eventTypes: ['nope'] }, /^eventTypes\[0\]:/],
     [{ status: 'PAUSED' }, /status/],
   ] as [unknown, RegExp][]) {
     const res = await t0.request('PATCH', `/v1/webhooks/${made.id}`, { body });

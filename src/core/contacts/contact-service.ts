@@ -8,7 +8,7 @@ import type { ContactChanges, ContactRow, ContactsRepository, ContactsStore } fr
 import type { ContactsTable } from '../../store/tables/database.js';
 import type { FilterGroup } from '../../store/repositories/contact-filter-sql.js';
 import type { DomainService } from '../domains/domain-service.js';
-import { plainIssues } from '../plain-issues.js';
+import { issuePath, plainIssues } from '../plain-issues.js';
 import type { EmailService, SendContext } from '../emails/email-service.js';
 import { badRequest, notFound, notUnique } from '../errors.js';
 import type { BusEvent, ContactEventType, EventBus } from '../events.js';
@@ -480,12 +480,12 @@ export function createContactService(deps: ContactServiceDeps) {
         const parsed = contactCreateSchema.safeParse(raw, plainIssues);
         if (!parsed.success) {
           const issue = parsed.error.issues[0]!;
-          errors.push({ index, email: rawEmail, message: `${[index, ...issue.path].join('.')}: ${issue.message}` });
+          errors.push({ index, email: rawEmail, message: `${issuePath([index, ...issue.path])}: ${issue.message}` });
           return;
         }
         const email = addressOrNull(parsed.data.email);
         if (!email) {
-          errors.push({ index, email: rawEmail, message: `${index}.email: "${parsed.data.email}" is not a valid email address` });
+          errors.push({ index, email: rawEmail, message: `[${index}].email: "${parsed.data.email}" is not a valid email address` });
           return;
         }
         const { firstName, lastName, properties, subscribed } = parsed.data;

@@ -387,9 +387,13 @@ export function createDomainService(deps: DomainServiceDeps) {
       return view(await load(scope, id));
     },
 
-    /** PUT /domains/{id}/verify: checks DNS now and reports the outcome. */
+    /**
+     * PUT /domains/{id}/verify: checks DNS now and reports the outcome. A write (it moves the
+     * status and announces domain.verified), so a key bound to another domain is 403 (spec,
+     * Domains: "403 if the key lacks access").
+     */
     async verify(scope: DomainScope, id: number): Promise<{ message: string; domain: DomainView }> {
-      const d = await runCheck(await load(scope, id));
+      const d = await runCheck(await loadForWrite(scope, id));
       if (!d) throw notFound(`domain ${id} not found`);
       const message =
         d.status === 'SUCCESS'

@@ -4,7 +4,7 @@ import { addressKey, formatMailbox } from '../../core/emails/addresses.js';
 import { ENGINE_OWNED_HEADERS } from '../../core/emails/email-headers.js';
 import { sendBodySchema, type SendInput } from '../../core/emails/send-schema.js';
 import { badRequest } from '../../core/errors.js';
-import { plainIssues } from '../../core/plain-issues.js';
+import { issuePath, plainIssues } from '../../core/plain-issues.js';
 import { nulMessage, nulPath, unpairedSurrogateMessage, unpairedSurrogatePath } from '../../lib/nul-text.js';
 import { formatMailboxes, headerFields, mailboxes } from '../parsed-mail.js';
 
@@ -110,7 +110,7 @@ export function messageToSendInput(parsed: ParsedMail, envelope: SubmissionEnvel
   const checked = sendBodySchema.safeParse(body, plainIssues);
   if (!checked.success) {
     const issue = checked.error.issues[0]!;
-    throw badRequest(`${issue.path.join('.') || 'message'}: ${issue.message}`);
+    throw badRequest(`${issuePath(issue.path) || 'message'}: ${issue.message}`);
   }
   return checked.data;
 }

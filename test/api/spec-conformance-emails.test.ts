@@ -1,0 +1,112 @@
+import test from 'ava';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
+
+// Probes of the spec's Emails endpoints (send body, Errors: 400 naming the field) and of the
+// email and campaign state rules (States and transitions) that the feature suites leave out.
+// Sends are scheduled far ahead or go to a domain with no MX: nothing reaches a network.
+
+let t0: TestApp;
+let from: string;
+test.before(async () => {
+  t0 = await startTestApp();
+  from = `States <hello@${(await addVerifiedDomain(t0, 'states.dev')).name}>`;
+});
+test.after.always(async () => {
+  await t0?.close();
+});
+
+const LATER = '2099-01-01T00:00:00.000Z';
+const send = (extra: Record<string, unknown> = {}) => ({ from, to: 'someone@example.net', subject: 'States', text: 'Hello', scheduledAt: LATER, ...extra });
+
+test('Send body: text, html and inReplyToId take null ("string or null"), and replyTo, cc and bcc a string or a list', async (t) => {
+  const bodies = [
+    send({ text: null, html: '<p>Hello</p>' }),
+    send({ html: null }),
+    send({ inReplyToId: null }),
+    send({ replyTo: 'reply@example.net', cc: ['a@example.net', 'b@example.net'], bcc: 'c@example.net' }),
+  ];
+  for (const body of bodies) {
+    const res = await t0.request('POST', '/v1/emails', { body });
+    t.is(res.status, 200, `${JSON.stringify(body)}: ${JSON.stringify(res.body)}`);
+  }
+  const both = await t0.request('POST', '/v1/emails', { body: send({ text: null, html: null }) });
+  t.is(both.status, 400);
+  t.is(both.body.error.code, 'BAD_REQUEST');
+});
+
+test('Errors, BAD_REQUEST: a bad field of a batch item is named by its place in the batch, as [i].field, whichever check finds it', async (t) => {
+  const cases: [unknown[], RegExp][] = [
+    [[send(), send({ from: undefined })], /^\[1\]\.from: is required/],
+    [[send(), send(), send({ cc: 5 })], /^\[2\]\.cc: /],
+    [[send({ tags: ['ok', ''] })], /^\[0\]\.tags\[1\]: /],
+    [[send(), send({ to: 'not-an-address' })], /^\[1\]\.to: /],
+    [[send({ attachments: [{ filename: 'a.txt', content: 'eA==' }, { content: 'eA==' }] })], /^\[0\]\.attachments\[1\]\.filename: is required/],
+  ];
+  for (const [body, message] of cases) {
+    const res = await t0.request('POST', '/v1/emails/batch', { body });
+    t.is(res.status, 400);
+    t.is(res.body.error.code, 'BAD_REQUEST');
+    t.regex(res.body.error.message, message);
+  }
+  // A single send names the field alone, list places in brackets.
+  const single = await t0.request('POST', '/v1/emails', { body: send({ attachments: [{ content: 'eA==' }] }) });
+  t.regex(single.body.error.message, /^attachments\[0\]\.filename: is required/);
+});
+
+test('Email status: PATCH and cancel apply only to a scheduled email; a queued or cancelled one is 400 naming its status, a missing one 404', async (t) => {
+  // No MX for this domain: the email is accepted as QUEUED and bounces, never SCHEDULED.
+  const now = await t0.request('POST', '/v1/emails', { body: send({ to: 'x@no-mx.invalid', scheduledAt: undefined }) });
+  t.is(now.status, 200);
+  const cancelNow = await t0.request('POST', `/v1/emails/${now.body.emailId}/cancel`);
+  t.is(cancelNow.status, 400);
+  t.is(cancelNow.body.error.code, 'BAD_REQUEST');
+  t.regex(cancelNow.body.error.message, /only a scheduled email can be cancelled/);
+  const patchNow = await t0.request('PATCH', `/v1/emails/${now.body.emailId}`, { body: { scheduledAt: LATER } });
+  t.is(patchNow.status, 400);
+  t.regex(patchNow.body.error.message, /only a scheduled email can be rescheduled/);
+
+  const later = await t0.request('POST', '/v1/emails', { body: send() });
+  t.is((await t0.request('GET', `/v1/emails/${later.body.emailId}`)).body.latestStatus, 'SCHEDULED');
+  t.deepEqual((await t0.request('POST', `/v1/emails/${later.body.emailId}/cancel`)).body, { emailId: later.body.emailId });
+  const cancelled = await t0.request('GET', `/v1/emails/${later.body.emailId}`);
+  t.is(cancelled.body.latestStatus, 'CANCELLED');
+  const patchCancelled = await t0.request('PATCH', `/v1/emails/${later.body.emailId}`, { body: { scheduledAt: LATER } });
+  t.is(patchCancelled.status, 400);
+  t.regex(patchCancelled.body.error.message, /is CANCELLED; only a scheduled email can be rescheduled/);
+  t.is((await t0.request('GET', `/v1/emails/${later.body.emailId}`)).body.latestStatus, 'CANCELLED', 'still cancelled');
+
+  for (const [method, path, body] of [['PATCH', '/v1/emails/em_missing', { scheduledAt: LATER }], ['POST', '/v1/emails/em_missing/cancel', undefined]] as const) {
+    const res = await t0.request(method, path, body ? { body } : {});
+    t.is(res.status, 404, path);
+    t.is(res.body.error.code, 'NOT_FOUND');
+  }
+});
+
+test('Campaign status: pause applies to a running campaign only (a scheduled one is 400); a deleted campaign is 404 to every operation', async (t) => {
+  const book = (await t0.request('POST', '/v1/contactBooks', { body: { name: 'Campaign states' } })).body.id;
+  await t0.request('POST', `/v1/contactBooks/${book}/contacts`, { body: { email: 'reader@example.net' } });
+  const c = (await t0.request('POST', '/v1/campaigns', { body: { name: 'States', from, subject: 's', contactBookId: book, html: '<p>x</p>' } })).body;
+  t.is((await t0.request('POST', `/v1/campaigns/${c.id}/schedule`, { body: { scheduledAt: LATER } })).status, 200);
+  const pause = await t0.request('POST', `/v1/campaigns/${c.id}/pause`);
+  t.is(pause.status, 400);
+  t.is(pause.body.error.code, 'BAD_REQUEST');
+  t.regex(pause.body.error.message, /SCHEDULED; only a running campaign can be paused/);
+  const resume = await t0.request('POST', `/v1/campaigns/${c.id}/resume`);
+  t.is(resume.status, 400);
+  t.regex(resume.body.error.message, /only a paused campaign can be resumed/);
+  t.is((await t0.request('DELETE', `/v1/campaigns/${c.id}`)).status, 200);
+  const ops: [string, string, unknown?][] = [
+    ['GET', ''],
+    ['PATCH', '', { name: 'x' }],
+    ['POST', '/schedule', {}],
+    ['POST', '/pause'],
+    ['POST', '/resume'],
+    ['DELETE', ''],
+  ];
+  for (const [method, suffix, body] of ops) {
+    const res = await t0.request(method, `/v1/campaigns/${c.id}${suffix}`, body === undefined ? {} : { body });
+    t.is(res.status, 404, `${method} ${suffix}`);
+    t.is(res.body.error.code, 'NOT_FOUND');
+  }
+});
