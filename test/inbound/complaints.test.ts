@@ -89,15 +89,14 @@ test.serial('an ARF report sent to the return path is a complaint too', async (t
   t.is(report!.linked_by, 'verp');
 });
 
+/** Yahoo's abuse report about `email`'s copy to `recipient`, sent to the complaint address. */
+function arfAbout(email: { subject: string; returnPath: string; raw: Buffer }, recipient: string): Buffer {
+  return fixture('yahoo-arf-abuse.eml', { REPORT_TO: COMPLAINTS, SUBJECT: email.subject, RETURN_PATH: email.returnPath, RECIPIENT: recipient, ORIGINAL: email.raw.toString() });
+}
+
 test.serial('a "not-spam" feedback report is kept but is not a complaint', async (t) => {
   const email = await sendAndDeliver(w, { to: 'fan@example.net', subject: 'You will like this' });
-  const raw = fixture('yahoo-arf-abuse.eml', {
-    REPORT_TO: COMPLAINTS,
-    SUBJECT: email.subject,
-    RETURN_PATH: email.returnPath,
-    RECIPIENT: 'fan@example.net',
-    ORIGINAL: email.raw.toString(),
-  });
+  const raw = arfAbout(email, 'fan@example.net');
   const notSpam = Buffer.from(raw.toString().replace('Feedback-Type: abuse', 'Feedback-Type: not-spam'));
   t.true((await smtpSend({ port: inboundPort, from: 'feedback@arf.mail.yahoo.com', to: [COMPLAINTS], raw: notSpam })).ok);
   const got = await w.t0.request('GET', `/v1/emails/${email.id}`);
@@ -109,13 +108,7 @@ test.serial('a "not-spam" feedback report is kept but is not a complaint', async
 
 test.serial('an "auth-failure" report (RFC 6591) is about our authentication, not the recipient: kept, no event, no suppression', async (t) => {
   const email = await sendAndDeliver(w, { to: 'checked@example.net', subject: 'DKIM check' });
-  const raw = fixture('yahoo-arf-abuse.eml', {
-    REPORT_TO: COMPLAINTS,
-    SUBJECT: email.subject,
-    RETURN_PATH: email.returnPath,
-    RECIPIENT: 'checked@example.net',
-    ORIGINAL: email.raw.toString(),
-  });
+  const raw = arfAbout(email, 'checked@example.net');
   const authFailure = Buffer.from(raw.toString().replace('Feedback-Type: abuse', 'Feedback-Type: Auth-Failure\r\nAuth-Failure: dkim\r\nDKIM-Domain: sender.dev\r\nDKIM-Selector: posthorn'));
   const before = events.length;
   t.true((await smtpSend({ port: inboundPort, from: 'feedback@arf.mail.yahoo.com', to: [COMPLAINTS], raw: authFailure })).ok);

@@ -1,9 +1,9 @@
 import test from 'ava';
 import pg from 'pg';
 import { ManualClock } from '../../src/lib/clock.js';
-import { createTestDatabase, dropTestDatabase } from '../helpers/pg-databases.js';
-import { sendBody, startMailWorld, type MailWorld } from '../helpers/mail-world.js';
-import { startCommitCutter, type CommitCutter } from '../helpers/pg-commit-cutter.js';
+import { startCommitCutWorld, type CommitCutWorld } from '../helpers/commit-cut-world.js';
+import { sendBody, type MailWorld } from '../helpers/mail-world.js';
+import type { CommitCutter } from '../helpers/pg-commit-cutter.js';
 import { createBounceNoticesRepository } from '../../src/store/repositories/bounce-notices-repository.js';
 import { createCampaignsRepository } from '../../src/store/repositories/campaigns-repository.js';
 import { createClusterRepository } from '../../src/store/repositories/cluster-repository.js';
@@ -19,26 +19,20 @@ import { createTlsReportsRepository } from '../../src/store/repositories/tls-rep
 // Each cut is armed with a value only the call under test sends, never the app's own jobs.
 
 const NODE = 'node-lost';
-let url: string;
-let cutter: CommitCutter;
+let cw: CommitCutWorld;
 let w: MailWorld;
+let cutter: CommitCutter;
 let client: pg.Client;
 const clock = new ManualClock(Date.UTC(2026, 10, 29, 9, 0, 0));
 /** Far past the world's clock: rows due then are never the app's own jobs' to take. */
 const FAR_MS = Date.UTC(2099, 0, 1);
 
 test.before(async () => {
-  url = await createTestDatabase();
-  cutter = await startCommitCutter(url);
-  w = await startMailWorld({ clock, overrides: { store: { url: cutter.url }, cluster: { nodeName: NODE }, campaigns: { batchWindowSeconds: 60 } } });
-  client = new pg.Client({ connectionString: url });
-  await client.connect();
+  cw = await startCommitCutWorld(clock, { cluster: { nodeName: NODE }, campaigns: { batchWindowSeconds: 60 } });
+  ({ w, cutter, client } = cw);
 });
 test.after.always(async () => {
-  await client?.end();
-  await w?.close();
-  await cutter?.close();
-  if (url) await dropTestDatabase(url);
+  await cw?.close();
 });
 
 const db = () => w.t0.app.store.db;

@@ -1,9 +1,9 @@
 import test from 'ava';
 import pg from 'pg';
 import { ManualClock } from '../../src/lib/clock.js';
-import { createTestDatabase, dropTestDatabase } from '../helpers/pg-databases.js';
-import { sendBody, startMailWorld, type MailWorld } from '../helpers/mail-world.js';
-import { startCommitCutter, type CommitCutter } from '../helpers/pg-commit-cutter.js';
+import { startCommitCutWorld, type CommitCutWorld } from '../helpers/commit-cut-world.js';
+import { sendBody, type MailWorld } from '../helpers/mail-world.js';
+import type { CommitCutter } from '../helpers/pg-commit-cutter.js';
 import { createTlsReportsRepository } from '../../src/store/repositories/tls-reports-repository.js';
 
 // PostgreSQL (whatever POSTHORN_TEST_STORE says): the connection is cut after the server has
@@ -13,24 +13,18 @@ import { createTlsReportsRepository } from '../../src/store/repositories/tls-rep
 // looked up by the transaction's id (store/pg/pg-commit-outcome.ts), for the group commit and
 // for the store's transactions alike.
 
-let url: string;
-let cutter: CommitCutter;
+let cw: CommitCutWorld;
 let w: MailWorld;
+let cutter: CommitCutter;
 let client: pg.Client;
 const clock = new ManualClock(Date.UTC(2026, 10, 29, 9, 0, 0));
 
 test.before(async () => {
-  url = await createTestDatabase();
-  cutter = await startCommitCutter(url);
-  w = await startMailWorld({ clock, overrides: { store: { url: cutter.url }, webhooks: { allowPrivate: true } } });
-  client = new pg.Client({ connectionString: url });
-  await client.connect();
+  cw = await startCommitCutWorld(clock, { webhooks: { allowPrivate: true } });
+  ({ w, cutter, client } = cw);
 });
 test.after.always(async () => {
-  await client?.end();
-  await w?.close();
-  await cutter?.close();
-  if (url) await dropTestDatabase(url);
+  await cw?.close();
 });
 
 test.serial('a send whose COMMIT answer is lost is answered 200: it was stored, once', async (t) => {
