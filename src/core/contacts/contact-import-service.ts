@@ -109,8 +109,8 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
           updated += result.updated;
           for (const e of result.errors) {
             const row = valid[e.index]!;
-            // bulkAdd names the field by the request index ("3.email: ..."); the line says where.
-            refuse({ line: row.line, email: row.email, message: e.message.replace(/^\d+\.?/, '') || e.message });
+            // bulkAdd names the field by the request index ("[3].email: ..."); the line says where.
+            refuse({ line: row.line, email: row.email, message: e.message.replace(/^\[\d+\]\.?/, '') || e.message });
           }
         } catch (err) {
           // The store failing (full, out of reach, busy) is not the file's fault: the run stops and carries on from this chunk.
