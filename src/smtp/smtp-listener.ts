@@ -3,11 +3,26 @@ import type { SMTPServer, SMTPServerDataStream } from 'smtp-server';
 import type { BodyIntake } from '../lib/body-intake.js';
 import type { SpooledBody } from '../lib/body-spool.js';
 import type { Logger } from '../lib/logger.js';
+import type { PemKeyPair } from '../lib/tls-cert.js';
 
 // Lifecycle shared by the inbound and submission listeners: listen, count in-flight message
 // handling, and a graceful close that lets every message already being stored finish (so a
 // 250 is never promised for something we did not keep, and nothing kept is answered 421 and
 // sent again) before telling idle clients 421.
+
+/** What every SMTP listener (inbound, submission) is started with. */
+export interface SmtpListenerOptions {
+  /** Bounds the memory of messages being received, parsed and stored (intakeMemoryMb), with the API's bodies. */
+  intake: BodyIntake;
+  host: string;
+  port: number;
+  hostname: string;
+  tls: PemKeyPair;
+  maxMessageBytes: number;
+  maxConnections: number;
+  maxRecipients: number;
+  logger: Logger;
+}
 
 /** Idle time allowed between client commands (RFC 5321 4.5.3.2.7: at least 5 minutes). */
 export const SMTP_SERVER_TIMEOUT_MS = 5 * 60_000;

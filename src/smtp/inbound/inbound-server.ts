@@ -1,9 +1,6 @@
 import type { DNSResolver } from 'mailauth';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
-import type { BodyIntake } from '../../lib/body-intake.js';
 import type { Clock } from '../../lib/clock.js';
-import type { Logger } from '../../lib/logger.js';
-import type { PemKeyPair } from '../../lib/tls-cert.js';
 import type { InboundRoute, InboundRouter } from '../../core/received/inbound-router.js';
 import type { InboundEnvelope } from '../../core/received/inbound-types.js';
 import type { ReceivedEmailService } from '../../core/received/received-email-service.js';
@@ -12,7 +9,7 @@ import type { ReceivedTlsReportService } from '../../core/tls-reports/received-t
 import type { DomainRecord } from '../../core/domains/domain-service.js';
 import { AppError } from '../../core/errors.js';
 import { smtpError, toSmtpError } from '../smtp-errors.js';
-import { receiveMessage, SMTP_SERVER_TIMEOUT_MS, SmtpListener } from '../smtp-listener.js';
+import { receiveMessage, SMTP_SERVER_TIMEOUT_MS, SmtpListener, type SmtpListenerOptions } from '../smtp-listener.js';
 import { parseMessage } from '../parsed-mail.js';
 import { parseReport } from './report-parser.js';
 import { buildReceivedMessage, plainIp } from './received-message.js';
@@ -24,23 +21,13 @@ import { verifyReporterSignature } from './tls-report-signature.js';
 // is never an open relay. Whatever is accepted is stored before the 250 (architecture.md, The process: nothing
 // accepted lives only in memory); a local failure answers 451 so the sender keeps the message.
 
-export interface InboundServerOptions {
-  /** Bounds the memory of messages being received, parsed and stored (intakeMemoryMb), with the API's bodies. */
-  intake: BodyIntake;
-  host: string;
-  port: number;
-  hostname: string;
-  tls: PemKeyPair;
-  maxMessageBytes: number;
-  maxConnections: number;
-  maxRecipients: number;
+export interface InboundServerOptions extends SmtpListenerOptions {
   router: InboundRouter;
   reports: ReportService;
   received: ReceivedEmailService;
   /** mailauth-style resolver over Posthorn's DNS client (never the system resolver). */
   resolver: DNSResolver;
   clock: Clock;
-  logger: Logger;
   /** Unsubscribes the contact a campaign unsubscribe token names (mailto List-Unsubscribe). */
   unsubscribe?: (token: string) => Promise<boolean>;
   /** Told the kind of each message taken (bounce, complaint, received, unsubscribe), for metrics. */

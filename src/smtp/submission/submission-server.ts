@@ -1,14 +1,11 @@
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
-import type { BodyIntake } from '../../lib/body-intake.js';
 import type { AuthContext, ApiKeyService } from '../../core/api-keys/api-key-service.js';
 import type { EmailService } from '../../core/emails/email-service.js';
 import { AppError } from '../../core/errors.js';
 import type { RateLimiter } from '../../core/rate-limit/rate-limiter.js';
-import type { Logger } from '../../lib/logger.js';
-import type { PemKeyPair } from '../../lib/tls-cert.js';
 import { parseMessage } from '../parsed-mail.js';
 import { smtpError, toSmtpError } from '../smtp-errors.js';
-import { receiveMessage, SMTP_SERVER_TIMEOUT_MS, SmtpListener } from '../smtp-listener.js';
+import { receiveMessage, SMTP_SERVER_TIMEOUT_MS, SmtpListener, type SmtpListenerOptions } from '../smtp-listener.js';
 import { messageToSendInput } from './message-to-send-input.js';
 
 // Message submission (RFC 6409) on 587: STARTTLS (RFC 3207) before AUTH PLAIN/LOGIN
@@ -17,21 +14,11 @@ import { messageToSendInput } from './message-to-send-input.js';
 // suppression-checked, DKIM-signed and delivered exactly like an API send, and counts one
 // request against the team's rate limit.
 
-export interface SubmissionServerOptions {
-  /** Bounds the memory of messages being received, parsed and stored (intakeMemoryMb), with the API's bodies. */
-  intake: BodyIntake;
-  host: string;
-  port: number;
-  hostname: string;
-  tls: PemKeyPair;
-  maxMessageBytes: number;
-  maxConnections: number;
-  maxRecipients: number;
+export interface SubmissionServerOptions extends SmtpListenerOptions {
   apiKeys: ApiKeyService;
   emails: EmailService;
   rateLimiter: RateLimiter;
   defaultRateLimit: number;
-  logger: Logger;
 }
 
 /** What a session carries once authenticated: the key, so every message re-checks it. */
