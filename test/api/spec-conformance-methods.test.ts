@@ -30,6 +30,8 @@ test('a method a literal route does not serve is 405 METHOD_NOT_ALLOWED with its
     t.is(res.status, 405, `${method} ${path}: ${JSON.stringify(res.body)}`);
     t.is(res.body.error?.code, 'METHOD_NOT_ALLOWED', `${method} ${path}`);
     t.is(res.headers.get('allow'), allow, `${method} ${path}`);
+    // Limits: the rate-limit headers are on every response, this one included.
+    t.truthy(res.headers.get('x-ratelimit-limit'), `${method} ${path}`);
   }
   // The PUT wrote no contact; the served methods still work.
   t.deepEqual((await t0.request('GET', `${contacts}?emails=put-on-bulk@example.net`)).body, []);
