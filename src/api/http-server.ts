@@ -187,6 +187,21 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
     }
     return next();
   });
+  // A literal route beside a parameter route (/contacts/bulk beside /contacts/:contactId,
+  // /suppressions/bulk beside /suppressions/:email): a method the literal one does not serve is
+  // 405 for it (spec, Errors), not a read or an upsert of an id spelled "bulk".
+  const literals = literalSegments(mounts.flatMap(({ route, prefixes }) => prefixes.map((prefix) => prefix + route.path)));
+  app.use(async (ctx, next) => {
+    const path = ctx.path.toLowerCase();
+    if (!literals.has(path.slice(path.lastIndexOf('/') + 1))) return next();
+    const match = router.match(ctx.path, ctx.method);
+    const fewest = Math.min(...match.path.map((layer) => layer.paramNames.length));
+    const literal = match.path.filter((layer) => layer.paramNames.length === fewest);
+    if (literal.length === match.path.length || literal.some((layer) => layer.methods.includes(ctx.method))) return next();
+    await countUnrouted(ctx, deps);
+    ctx.set('Allow', [...new Set(literal.flatMap((layer) => layer.methods).filter((m) => m !== 'HEAD'))].join(', '));
+    throw new AppError('METHOD_NOT_ALLOWED', `method ${ctx.method} is not allowed on ${ctx.path}`);
+  });
   const dispatch = new Map([...segments].map(([key, r]) => [key, r.routes() as Koa.Middleware]));
   app.use((ctx, next) => {
     const key = segmentKey(ctx.path);
@@ -218,6 +233,18 @@ async function countUnrouted(ctx: Context, deps: HttpServerDeps): Promise<void> 
   if (!API_PREFIXES.some((prefix) => ctx.path.startsWith(`${prefix}/`)) || !ctx.get('authorization')) return;
   const auth = await deps.apiKeys.authenticate(bearerToken(ctx)).catch(() => null);
   if (auth) await applyRateLimit(ctx, auth, deps);
+}
+
+/** The last segments of route templates ending in a literal where another template has a parameter ("bulk", "batch"), lowercased. */
+function literalSegments(templates: string[]): Set<string> {
+  const withParam = new Set(templates.filter((path) => /\/:[A-Za-z]+$/.test(path)).map((path) => path.slice(0, path.lastIndexOf('/')).toLowerCase()));
+  const out = new Set<string>();
+  for (const path of templates) {
+    const at = path.lastIndexOf('/');
+    const last = path.slice(at + 1);
+    if (last !== '' && !last.startsWith(':') && withParam.has(path.slice(0, at).toLowerCase())) out.add(last.toLowerCase());
+  }
+  return out;
 }
 
 /** '/v1/emails' for '/v1/emails/em_1' (lowercased, as the routers match case-insensitively); undefined outside the API prefixes. */

@@ -161,10 +161,17 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       // Given HTML replaces the body, an editor draft included.
       const content = input.content !== undefined ? input.content : input.html ? null : current?.content;
       const html = input.html !== undefined ? input.html : content ? null : current?.html;
-      const rendered = renderCampaignBody({ content, html, previewText: input.previewText !== undefined ? input.previewText : current?.preview_text });
-      out.content = content ?? null;
-      out.html = content ? rendered.html : (html ?? null);
-      out.text_body = rendered.text;
+      if (content || html) {
+        const rendered = renderCampaignBody({ content, html, previewText: input.previewText !== undefined ? input.previewText : current?.preview_text });
+        out.content = content ?? null;
+        out.html = content ? rendered.html : (html ?? null);
+        out.text_body = rendered.text;
+      } else {
+        // A draft may go without a body until it is scheduled (schedule refuses it then).
+        out.content = null;
+        out.html = null;
+        out.text_body = null;
+      }
     }
     if (input.batchSize !== undefined) out.batch_size = input.batchSize;
     if (input.openTracking !== undefined) out.open_tracking = trackingColumn(input.openTracking);
@@ -312,7 +319,8 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     view,
 
     async create(scope: CampaignScope, input: CampaignInput) {
-      if (!input.content && !input.html) throw badRequest('content or html is required');
+      // A draft's body may come later by PATCH; one that is to go out needs it now.
+      if ((input.sendNow || input.scheduledAt) && !input.content && !input.html) throw badRequest('content or html is required to schedule a campaign');
       if (input.sendNow && input.scheduledAt) throw badRequest('sendNow: give either sendNow or scheduledAt, not both');
       const cols = await validate(scope, input);
       const now = clock.now().toISOString();

@@ -6,6 +6,7 @@ import {
   type FilterNode,
   type FilterOp,
 } from '../../store/repositories/contact-filter-sql.js';
+import { addressKey } from '../emails/addresses.js';
 import { badRequest } from '../errors.js';
 
 // The filter vocabulary is defined next to the SQL it compiles to; the API reads it from here.
@@ -112,6 +113,9 @@ class FilterValidator {
       throw badRequest(`${path}.field: must be email, firstName, lastName, subscribed, createdAt or properties.<name>`);
     }
     const lower = (s: string) => (field === 'email' ? s.toLowerCase() : s);
+    // A whole address is keyed as contacts store it (the domain in A-labels), so eq, neq and in
+    // match the address a contact was added with, however its domain was written.
+    const whole = (s: string) => (field === 'email' ? addressKey(s) : s);
 
     if (o === 'exists' || o === 'notExists') {
       if (value !== undefined && value !== null && value !== '') throw badRequest(`${path}.value: ${o} takes no value`);
@@ -122,7 +126,7 @@ class FilterValidator {
       if (value.length > MAX_IN_VALUES) throw badRequest(`${path}.value: in takes at most ${MAX_IN_VALUES} values`);
       this.inValues += value.length;
       if (this.inValues > MAX_FILTER_IN_VALUES) throw badRequest(`${path}.value: a filter holds at most ${MAX_FILTER_IN_VALUES} values in its in lists`);
-      const items = value.map((v, i) => lower(this.text(v, `${path}.value[${i}]`, isProperty)));
+      const items = value.map((v, i) => whole(this.text(v, `${path}.value[${i}]`, isProperty)));
       return { field, op: o, value: [...new Set(items)] };
     }
     if (ORDER_OPS.has(o) && isProperty) {
@@ -133,7 +137,7 @@ class FilterValidator {
     }
     const s = this.text(value, `${path}.value`, isProperty);
     if ((o === 'contains' || o === 'startsWith' || o === 'endsWith') && s === '') throw badRequest(`${path}.value: must not be empty`);
-    return { field, op: o, value: lower(s) };
+    return { field, op: o, value: o === 'eq' || o === 'neq' ? whole(s) : lower(s) };
   }
 
   private text(v: unknown, path: string, allowNumber: boolean): string {
