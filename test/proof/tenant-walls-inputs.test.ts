@@ -13,13 +13,15 @@ let keyB: string;
 const ids: Record<string, any> = {};
 
 const ADDRESSES = ['ann@example.net', 'x_y%z@example.net', 'zoe.case@example.net'];
+/** An address at an internationalised domain, kept with its domain in ASCII (xn--) form. */
+const IDN = 'bob@bücher.example';
 /** A quoted local part holding a backslash: a suppression entry, not a contact. */
 const BACKSLASHED = '"back\\\\slash"@example.net';
 
 async function fill(key: string) {
   const book = (await t0.request('POST', '/v1/contactBooks', { body: { name: 'book' }, key })).body.id as string;
   const contacts: Record<string, string> = {};
-  for (const email of ADDRESSES) {
+  for (const email of [...ADDRESSES, IDN]) {
     const res = await t0.request('POST', `/v1/contactBooks/${book}/contacts`, { body: { email }, key });
     if (res.status !== 200) throw new Error(JSON.stringify(res.body));
     contacts[email] = res.body.contactId;
@@ -120,5 +122,27 @@ test('an instant past 9999-12-31 (a date-time whose offset carries it into the y
       key: keyB,
     });
     t.is(seg.status, 400, `createdAt ${op}: ${JSON.stringify(seg.body)}`);
+  }
+});
+
+test('an address given as a filter is matched as contacts are stored: an internationalised domain in either form and any case finds the caller\'s contact only', async (t) => {
+  const bob = ids.b.contacts[IDN] as string;
+  for (const given of [IDN, 'Bob@BÜCHER.example', 'bob@xn--bcher-kva.example']) {
+    const listed = await t0.request('GET', `/v1/contactBooks/${ids.b.book}/contacts?emails=${encodeURIComponent(given)}`, { key: keyB });
+    t.is(listed.status, 200, JSON.stringify(listed.body));
+    t.deepEqual((listed.body as { id: string }[]).map((c) => c.id), [bob], `emails=${given}`);
+    for (const condition of [
+      { field: 'email', op: 'eq', value: given },
+      { field: 'email', op: 'in', value: [given, 'nobody@example.net'] },
+    ]) {
+      const seg = await t0.request('POST', '/v1/segments', { body: { name: 's', contactBookId: ids.b.book, filters: { match: 'all', conditions: [condition] } }, key: keyB });
+      t.is(seg.status, 200, JSON.stringify(seg.body));
+      const members = await t0.request('GET', `/v1/segments/${seg.body.id}/contacts?limit=100`, { key: keyB });
+      t.deepEqual((members.body.contacts as { id: string }[]).map((c) => c.id), [bob], JSON.stringify(condition));
+      // neq leaves out exactly that contact.
+      const neq = await t0.request('POST', '/v1/segments', { body: { name: 's', contactBookId: ids.b.book, filters: { match: 'all', conditions: [{ ...condition, op: 'neq', value: given }] } }, key: keyB });
+      const others = await t0.request('GET', `/v1/segments/${neq.body.id}/contacts?limit=100`, { key: keyB });
+      t.deepEqual((others.body.contacts as { id: string }[]).map((c) => c.id).sort(), Object.values(ids.b.contacts as Record<string, string>).filter((id) => id !== bob).sort(), `neq ${given}`);
+    }
   }
 });

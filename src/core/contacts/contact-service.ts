@@ -10,6 +10,7 @@ import type { FilterGroup } from '../../store/repositories/contact-filter-sql.js
 import type { DomainService } from '../domains/domain-service.js';
 import { issuePath, plainIssues } from '../plain-issues.js';
 import type { EmailService, SendContext } from '../emails/email-service.js';
+import { addressKey } from '../emails/addresses.js';
 import { badRequest, notFound, notUnique } from '../errors.js';
 import type { BusEvent, ContactEventType, EventBus } from '../events.js';
 import { resolveSender, type BookScope } from './contact-book-service.js';
@@ -398,7 +399,8 @@ export function createContactService(deps: ContactServiceDeps) {
       q: { emails?: string | string[]; ids?: string | string[]; offset: number; limit: number },
     ): Promise<ContactView[]> {
       await loadBook(scope.teamId, bookId);
-      const emails = listParam(q.emails)?.map((e) => e.toLowerCase());
+      // Looked up as contacts are stored (normalizeContactEmail): an IDN domain in either form.
+      const emails = listParam(q.emails)?.map((e) => addressKey(e));
       const ids = listParam(q.ids);
       if ((emails?.length ?? 0) > MAX_BULK_CONTACTS) throw badRequest(`emails: at most ${MAX_BULK_CONTACTS} addresses`);
       if ((ids?.length ?? 0) > MAX_BULK_CONTACTS) throw badRequest(`ids: at most ${MAX_BULK_CONTACTS} ids`);

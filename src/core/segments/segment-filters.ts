@@ -7,6 +7,7 @@ import {
   type FilterOp,
 } from '../../store/repositories/contact-filter-sql.js';
 import { badRequest } from '../errors.js';
+import { addressKey } from '../emails/addresses.js';
 
 // The filter vocabulary is defined next to the SQL it compiles to; the API reads it from here.
 export { FILTER_OPS, type FilterCondition, type FilterGroup, type FilterNode, type FilterOp };
@@ -113,6 +114,9 @@ class FilterValidator {
       throw badRequest(`${path}.field: must be email, firstName, lastName, subscribed, createdAt or properties.<name>`);
     }
     const lower = (s: string) => (field === 'email' ? s.toLowerCase() : s);
+    // A whole address is compared as contacts store it (normalizeContactEmail): lowercased, its
+    // domain in ASCII form, so "bob@bücher.example" finds "bob@xn--bcher-kva.example".
+    const whole = (s: string) => (field === 'email' ? addressKey(s) : s);
 
     if (o === 'exists' || o === 'notExists') {
       if (value !== undefined && value !== null && value !== '') throw badRequest(`${path}.value: ${o} takes no value`);
@@ -123,7 +127,7 @@ class FilterValidator {
       if (value.length > MAX_IN_VALUES) throw badRequest(`${path}.value: in takes at most ${MAX_IN_VALUES} values`);
       this.inValues += value.length;
       if (this.inValues > MAX_FILTER_IN_VALUES) throw badRequest(`${path}.value: a filter holds at most ${MAX_FILTER_IN_VALUES} values in its in lists`);
-      const items = value.map((v, i) => lower(this.text(v, `${path}.value[${i}]`, isProperty)));
+      const items = value.map((v, i) => whole(this.text(v, `${path}.value[${i}]`, isProperty)));
       return { field, op: o, value: [...new Set(items)] };
     }
     if (ORDER_OPS.has(o) && isProperty) {
@@ -134,7 +138,7 @@ class FilterValidator {
     }
     const s = this.text(value, `${path}.value`, isProperty);
     if ((o === 'contains' || o === 'startsWith' || o === 'endsWith') && s === '') throw badRequest(`${path}.value: must not be empty`);
-    return { field, op: o, value: lower(s) };
+    return { field, op: o, value: o === 'eq' || o === 'neq' ? whole(s) : lower(s) };
   }
 
   private text(v: unknown, path: string, allowNumber: boolean): string {
