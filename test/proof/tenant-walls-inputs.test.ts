@@ -1,6 +1,8 @@
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
+import { encodeIdCursor } from '../../src/core/id-cursor.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../webhooks/webhook-receiver.js';
 
 // More of the tenant walls tried with the caller's own inputs (tenant-walls.test.ts has the
 // searches by name, segment wildcards and the console's filters): suppression searches,
@@ -10,6 +12,7 @@ import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 
 let t0: TestApp;
 let keyB: string;
+let receiver: WebhookReceiver;
 const ids: Record<string, any> = {};
 
 const ADDRESSES = ['ann@example.net', 'x_y%z@example.net', 'zoe.case@example.net'];
@@ -32,7 +35,8 @@ async function fill(key: string) {
 }
 
 test.before(async () => {
-  t0 = await startTestApp();
+  t0 = await startTestApp({ overrides: { webhooks: { allowPrivate: true } } });
+  receiver = await startWebhookReceiver();
   const teamB = await t0.app.services.teams.create('Team B');
   keyB = (await t0.app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
   await addVerifiedDomain(t0, 'acme.dev');
@@ -46,6 +50,7 @@ test.before(async () => {
 });
 test.after.always(async () => {
   await t0?.close();
+  await receiver?.close();
 });
 
 test('suppression searches match the text literally, in any case, and only the caller\'s entries', async (t) => {
@@ -144,5 +149,40 @@ test('an address given as a filter is matched as contacts are stored: an interna
       const others = await t0.request('GET', `/v1/segments/${neq.body.id}/contacts?limit=100`, { key: keyB });
       t.deepEqual((others.body.contacts as { id: string }[]).map((c) => c.id).sort(), Object.values(ids.b.contacts as Record<string, string>).filter((id) => id !== bob).sort(), `neq ${given}`);
     }
+  }
+});
+
+test('a webhook attempts cursor is a position in the caller\'s own list: another team\'s cursor, a crafted one or another list\'s reads no other team\'s attempt', async (t) => {
+  const hookOf = async (key: string, n: number) => {
+    const made = await t0.request('POST', '/v1/webhooks', { body: { url: receiver.url, eventTypes: [] }, key });
+    t.is(made.status, 200, JSON.stringify(made.body));
+    const events: string[] = [];
+    for (let i = 0; i < n; i++) events.push((await t0.request('POST', `/v1/webhooks/${made.body.id}/test`, { key })).body.eventId);
+    return { id: made.body.id as string, events };
+  };
+  const before = receiver.calls.length;
+  const a = await hookOf(t0.key, 3);
+  const b = await hookOf(keyB, 2);
+  await receiver.waitFor(before + 5);
+  await t0.app.webhookDispatcher.whenIdle();
+  const attempts = async (key: string, hook: string, cursor?: string) => {
+    const res = await t0.request('GET', `/v1/webhooks/${hook}/attempts?limit=1${cursor === undefined ? '' : `&cursor=${encodeURIComponent(cursor)}`}`, { key });
+    return res;
+  };
+  // Team A's own cursor, after its newest attempt: on B's endpoint it is a position, nothing more.
+  const aCursor = (await attempts(t0.key, a.id)).body.nextCursor as string;
+  t.truthy(aCursor);
+  for (const cursor of [aCursor, encodeIdCursor('a', 999_999_999_999_999), encodeIdCursor('a', 1)]) {
+    const res = await attempts(keyB, b.id, cursor);
+    t.is(res.status, 200, JSON.stringify(res.body));
+    t.true((res.body.attempts as { eventId: string }[]).every((x) => b.events.includes(x.eventId)), `cursor ${cursor}: ${JSON.stringify(res.body)}`);
+  }
+  // B's cursor on A's endpoint: the endpoint is not there for B.
+  t.is((await attempts(keyB, a.id, aCursor)).status, 404);
+  // Another list's cursor (the operator's audit log, the queue) or a bare id: 400 naming it.
+  for (const cursor of [encodeIdCursor('u', 1), encodeIdCursor('q', 1), '1', '-1', encodeIdCursor('a', -1), encodeIdCursor('a', 1e16)]) {
+    const res = await attempts(keyB, b.id, cursor);
+    t.is(res.status, 400, `${cursor}: ${JSON.stringify(res.body)}`);
+    t.regex(res.body.error.message, /^cursor:/);
   }
 });
