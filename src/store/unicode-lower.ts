@@ -11,10 +11,8 @@ import type { StoreKind } from './store-context.js';
  *
  * SQLite: a function of ours, JavaScript's toLowerCase() (Unicode's full lowercase mapping,
  * locale-independent). PostgreSQL: lower() under ICU's root collation, the same mapping
- * (final sigma and the dotted capital I included). Text is composed (NFC) first, so a letter
- * typed as one code point finds it stored decomposed ("e" and U+0308, as some systems write
- * files), and final sigma becomes sigma after (FINAL_SIGMA below). Use it on both sides of a
- * comparison.
+ * (final sigma and the dotted capital I included). Then final sigma becomes sigma on both
+ * (FINAL_SIGMA below). Use it on both sides of a comparison.
  * Exact lookups (an email, an id) keep comparing as stored, on their indexes.
  */
 
@@ -36,7 +34,7 @@ export function registerUnicodeLower(sqlite: BetterSqlite3.Database): void {
   // Deterministic, so SQLite may evaluate it once for a constant. safeIntegers: a number (a JSON
   // property read by json_extract) passes through as the exact value SQLite gave, and LIKE or
   // instr() turn it into text as they would have.
-  sqlite.function(SQLITE_LOWER, { deterministic: true, safeIntegers: true }, (value: unknown) => (typeof value === 'string' ? value.normalize('NFC').toLowerCase().replaceAll(FINAL_SIGMA, SIGMA) : value));
+  sqlite.function(SQLITE_LOWER, { deterministic: true, safeIntegers: true }, (value: unknown) => (typeof value === 'string' ? value.toLowerCase().replaceAll(FINAL_SIGMA, SIGMA) : value));
 }
 
 /**
@@ -55,6 +53,6 @@ export function likeIgnoringCase(kind: StoreKind, value: Expression<unknown>, pa
 export function unicodeLower(kind: StoreKind, value: Expression<unknown> | string): RawBuilder<string> {
   const operand = typeof value === 'string' ? sql.val(value) : value;
   return kind === 'postgres'
-    ? sql<string>`replace(lower(normalize((${operand})::text, NFC) collate ${sql.id(PG_LOWER_COLLATION)}), ${sql.lit(FINAL_SIGMA)}, ${sql.lit(SIGMA)})`
+    ? sql<string>`replace(lower((${operand}) collate ${sql.id(PG_LOWER_COLLATION)}), ${sql.lit(FINAL_SIGMA)}, ${sql.lit(SIGMA)})`
     : sql<string>`${sql.raw(SQLITE_LOWER)}(${operand})`;
 }

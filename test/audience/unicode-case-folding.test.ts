@@ -15,7 +15,6 @@ import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 // - The dotted capital "İ" lowers to "i" plus a combining dot above, and "I" to "i" (the root
 //   locale, not Turkish rules): "istanbul" does not find "İstanbul".
 // - Accents are letters, not case: "emile" does not find "Émile".
-// - Text is compared in its composed form (NFC): "Zoë" typed finds "Zoe" + U+0308 as a file held it.
 // - The one context-dependent letter is folded: small final "ς" and "σ" are one letter, so a
 //   word's start ("ΚΑΣ", lowered "κας") finds the word ("ΚΑΣΤΡΟΣ", lowered "καστρος").
 
@@ -33,11 +32,9 @@ const PEOPLE: { label: string; firstName: string; lastName: string; city?: strin
   { label: 'ÖL_50%', firstName: 'Dora', lastName: 'ÖL_50%' },
   { label: 'ÖLX50', firstName: 'Ede', lastName: 'ÖLX50' },
   { label: 'ΚΑΣΤΡΟΣ', firstName: 'Ζωή', lastName: 'ΚΑΣΤΡΟΣ' },
-  // Decomposed (NFD), as files from some systems hold it: "e" then a combining diaeresis.
-  { label: 'Zoë NFD', firstName: 'Zoe\u0308', lastName: 'Noe\u0308l' },
 ];
 
-const TITLES = ['Émile welcome', 'ÉMILE promo', 'Emile plain', 'Grüße aus Köln', 'GRÜSSE', 'ΚΑΣΤΡΟΣ', 'Noe\u0308l sale'];
+const TITLES = ['Émile welcome', 'ÉMILE promo', 'Emile plain', 'Grüße aus Köln', 'GRÜSSE', 'ΚΑΣΤΡΟΣ'];
 const titleIds: Record<'templates' | 'campaigns', Record<string, string>> = { templates: {}, campaigns: {} };
 
 test.before(async () => {
@@ -89,12 +86,6 @@ const SEGMENT_CASES: [string, string, string, string[]][] = [
   ['lastName', 'contains', 'καστροσ', ['ΚΑΣΤΡΟΣ']],
   ['lastName', 'contains', 'κας', ['ΚΑΣΤΡΟΣ']],
   ['lastName', 'endsWith', 'ος', ['ΚΑΣΤΡΟΣ']],
-  // Composed and decomposed forms of a letter are one letter (both sides are NFC first), and
-  // its accent still counts.
-  ['firstName', 'contains', 'ZOË', ['Zoë NFD']],
-  ['lastName', 'startsWith', 'noë', ['Zoë NFD']],
-  ['firstName', 'eq', 'Zoe\u0308', ['Zoë NFD']],
-  ['firstName', 'contains', 'zoe', []],
   // LIKE's wildcards stay text after folding.
   ['lastName', 'startsWith', 'öl_', ['ÖL_50%']],
   ['lastName', 'endsWith', '0%', ['ÖL_50%']],
@@ -118,6 +109,5 @@ test('template and campaign searches ignore case in any alphabet', async (t) => 
     t.deepEqual(await search(what, 'grüße AUS köln'), ['Grüße aus Köln'], `${what}: grüße AUS köln`);
     t.deepEqual(await search(what, 'grüsse'), ['GRÜSSE'], `${what}: grüsse`);
     t.deepEqual(await search(what, 'ΚΑΣ'), ['ΚΑΣΤΡΟΣ'], `${what}: ΚΑΣ`);
-    t.deepEqual(await search(what, 'NOËL'), ['Noe\u0308l sale'], `${what}: NOËL`);
   }
 });
