@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { badRequest } from '../core/errors.js';
 import { plainIssues } from '../core/plain-issues.js';
-import { parseIsoDateTime } from '../lib/iso-date-time.js';
+import { hasFourDigitYear, parseIsoDateTime } from '../lib/iso-date-time.js';
 import { MAX_INT_ID } from '../core/int-id.js';
 
 // Path, query and header parameters, declared once per route (route-types.ts `request`):
@@ -147,6 +147,8 @@ export function dateTimeQuery(description: string): ParamDef<string | undefined>
   return single(z.string().meta({ format: 'date-time' }).optional(), description, (text, name) => {
     const at = parseIsoDateTime(text);
     if (!at) throw badRequest(`${name}: ${error}`);
+    // Compared as text with stored timestamps: "+010000-..." would sort before every date.
+    if (!hasFourDigitYear(at)) throw badRequest(`${name}: must be in the years 0000 to 9999 (UTC)`);
     return at.toISOString();
   });
 }

@@ -41,3 +41,18 @@ export function parseIsoDateTime(input: string): Date | null {
   utc.setUTCFullYear(year, month - 1, day);
   return new Date(utc.getTime() - offsetMinutes * 60_000);
 }
+
+/** The first and last instants whose toISOString() has a four-digit year (RFC 3339's years). */
+export const EARLIEST_ISO_MS = -62_167_219_200_000; // 0000-01-01T00:00:00.000Z (Date.UTC reads year 0 as 1900)
+export const LATEST_ISO_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+/**
+ * Whether `at` prints with a four-digit year, so its toISOString() orders as text among stored
+ * timestamps. An offset can carry a valid date-time past them ("9999-12-31T23:00:00-14:00" is in
+ * the year 10000, "+010000-..."), and "+" sorts before every digit: a bound past 9999 compared
+ * as text would come before every date instead of after.
+ */
+export function hasFourDigitYear(at: Date): boolean {
+  const ms = at.getTime();
+  return ms >= EARLIEST_ISO_MS && ms <= LATEST_ISO_MS;
+}

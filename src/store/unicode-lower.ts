@@ -11,9 +11,18 @@ import type { StoreKind } from './store-context.js';
  *
  * SQLite: a function of ours, JavaScript's toLowerCase() (Unicode's full lowercase mapping,
  * locale-independent). PostgreSQL: lower() under ICU's root collation, the same mapping
- * (final sigma and the dotted capital I included). Use it on both sides of a comparison.
+ * (final sigma and the dotted capital I included). Then final sigma becomes sigma on both
+ * (FINAL_SIGMA below). Use it on both sides of a comparison.
  * Exact lookups (an email, an id) keep comparing as stored, on their indexes.
  */
+
+/**
+ * Capital sigma lowers to "ς" at the end of a word and to "σ" elsewhere (both engines), so the
+ * start of a word, lowered alone, ended in "ς" and was not found in the word ("ΚΑΣ" in
+ * "ΚΑΣΤΡΟΣ"). The one letter whose lowercase depends on its neighbours is folded to one form.
+ */
+const FINAL_SIGMA = 'ς';
+const SIGMA = 'σ';
 
 /** The SQLite function's name. Never used in a schema object (index, view, trigger): other tools opening the file do not have it. */
 const SQLITE_LOWER = 'unicode_lower';
@@ -25,7 +34,7 @@ export function registerUnicodeLower(sqlite: BetterSqlite3.Database): void {
   // Deterministic, so SQLite may evaluate it once for a constant. safeIntegers: a number (a JSON
   // property read by json_extract) passes through as the exact value SQLite gave, and LIKE or
   // instr() turn it into text as they would have.
-  sqlite.function(SQLITE_LOWER, { deterministic: true, safeIntegers: true }, (value: unknown) => (typeof value === 'string' ? value.toLowerCase() : value));
+  sqlite.function(SQLITE_LOWER, { deterministic: true, safeIntegers: true }, (value: unknown) => (typeof value === 'string' ? value.toLowerCase().replaceAll(FINAL_SIGMA, SIGMA) : value));
 }
 
 /**
@@ -43,5 +52,7 @@ export function likeIgnoringCase(kind: StoreKind, value: Expression<unknown>, pa
 /** `value` lowered for a case-ignoring comparison on this engine. */
 export function unicodeLower(kind: StoreKind, value: Expression<unknown> | string): RawBuilder<string> {
   const operand = typeof value === 'string' ? sql.val(value) : value;
-  return kind === 'postgres' ? sql<string>`lower((${operand}) collate ${sql.id(PG_LOWER_COLLATION)})` : sql<string>`${sql.raw(SQLITE_LOWER)}(${operand})`;
+  return kind === 'postgres'
+    ? sql<string>`replace(lower((${operand}) collate ${sql.id(PG_LOWER_COLLATION)}), ${sql.lit(FINAL_SIGMA)}, ${sql.lit(SIGMA)})`
+    : sql<string>`${sql.raw(SQLITE_LOWER)}(${operand})`;
 }

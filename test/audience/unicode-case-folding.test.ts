@@ -15,6 +15,10 @@ import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 // - The dotted capital "İ" lowers to "i" plus a combining dot above, and "I" to "i" (the root
 //   locale, not Turkish rules): "istanbul" does not find "İstanbul".
 // - Accents are letters, not case: "emile" does not find "Émile".
+// - Text is compared in the form it was stored, composed or decomposed: no NFC on either side
+//   (normalize() on every row made a search on PostgreSQL about three times slower).
+// - The one context-dependent letter is folded: small final "ς" and "σ" are one letter, so a
+//   word's start ("ΚΑΣ", lowered "κας") finds the word ("ΚΑΣΤΡΟΣ", lowered "καστρος").
 
 let t0: TestApp;
 let bookId: string;
@@ -29,9 +33,10 @@ const PEOPLE: { label: string; firstName: string; lastName: string; city?: strin
   { label: 'İstanbul', firstName: 'Cem', lastName: 'İstanbul' },
   { label: 'ÖL_50%', firstName: 'Dora', lastName: 'ÖL_50%' },
   { label: 'ÖLX50', firstName: 'Ede', lastName: 'ÖLX50' },
+  { label: 'ΚΑΣΤΡΟΣ', firstName: 'Ζωή', lastName: 'ΚΑΣΤΡΟΣ' },
 ];
 
-const TITLES = ['Émile welcome', 'ÉMILE promo', 'Emile plain', 'Grüße aus Köln', 'GRÜSSE'];
+const TITLES = ['Émile welcome', 'ÉMILE promo', 'Emile plain', 'Grüße aus Köln', 'GRÜSSE', 'ΚΑΣΤΡΟΣ'];
 const titleIds: Record<'templates' | 'campaigns', Record<string, string>> = { templates: {}, campaigns: {} };
 
 test.before(async () => {
@@ -77,6 +82,12 @@ const SEGMENT_CASES: [string, string, string, string[]][] = [
   ['lastName', 'contains', 'strasse', ['STRASSE']],
   ['lastName', 'contains', 'istanbul', []],
   ['lastName', 'contains', 'İSTANBUL', ['İstanbul']],
+  // Sigma lowers to "ς" at the end of a word and "σ" elsewhere: the start of a word, in its own
+  // case, finds the word, and either small sigma finds either.
+  ['lastName', 'startsWith', 'ΚΑΣ', ['ΚΑΣΤΡΟΣ']],
+  ['lastName', 'contains', 'καστροσ', ['ΚΑΣΤΡΟΣ']],
+  ['lastName', 'contains', 'κας', ['ΚΑΣΤΡΟΣ']],
+  ['lastName', 'endsWith', 'ος', ['ΚΑΣΤΡΟΣ']],
   // LIKE's wildcards stay text after folding.
   ['lastName', 'startsWith', 'öl_', ['ÖL_50%']],
   ['lastName', 'endsWith', '0%', ['ÖL_50%']],
@@ -99,5 +110,6 @@ test('template and campaign searches ignore case in any alphabet', async (t) => 
     t.deepEqual(await search(what, 'ÉMILE'), ['ÉMILE promo', 'Émile welcome'].sort(), `${what}: ÉMILE`);
     t.deepEqual(await search(what, 'grüße AUS köln'), ['Grüße aus Köln'], `${what}: grüße AUS köln`);
     t.deepEqual(await search(what, 'grüsse'), ['GRÜSSE'], `${what}: grüsse`);
+    t.deepEqual(await search(what, 'ΚΑΣ'), ['ΚΑΣΤΡΟΣ'], `${what}: ΚΑΣ`);
   }
 });

@@ -1,13 +1,12 @@
 import { createRequire } from 'node:module';
 import type * as Chrono from 'chrono-node';
-import { parseIsoDateTime } from '../../lib/iso-date-time.js';
+import { LATEST_ISO_MS, parseIsoDateTime } from '../../lib/iso-date-time.js';
 import { badRequest } from '../errors.js';
 
 /** A time this far in the past is taken as "now" (clock skew between client and server). */
 export const PAST_TOLERANCE_MS = 5 * 60 * 1000;
 
 const ISO_LIKE = /^\d{4}-\d{2}-\d{2}/;
-const LATEST_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 /** Words around a recognised time that change nothing ("at noon tomorrow"). */
 const FILLER = new Set(['', 'at', 'on']);
 
@@ -40,7 +39,7 @@ export function parseScheduledAt(input: string, now: Date, field = 'scheduledAt'
     throw badRequest(`${field}: "${input}" is not an ISO 8601 date-time or a time in plain English such as "tomorrow 9am"`);
   }
   // RFC 3339 (and the API's date-time) has four-digit years; later instants print as "+010000-...".
-  if (at.getTime() > LATEST_MS) throw badRequest(`${field}: must be before the year 10000`);
+  if (at.getTime() > LATEST_ISO_MS) throw badRequest(`${field}: must be before the year 10000`);
   const delta = at.getTime() - now.getTime();
   if (delta < -PAST_TOLERANCE_MS) throw badRequest(`${field}: ${at.toISOString()} is in the past`);
   return delta <= 0 ? null : at;

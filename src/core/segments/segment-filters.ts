@@ -11,7 +11,7 @@ import { badRequest } from '../errors.js';
 
 // The filter vocabulary is defined next to the SQL it compiles to; the API reads it from here.
 export { FILTER_OPS, type FilterCondition, type FilterGroup, type FilterNode, type FilterOp };
-import { parseIsoDateTime } from '../../lib/iso-date-time.js';
+import { hasFourDigitYear, parseIsoDateTime } from '../../lib/iso-date-time.js';
 
 /*
  * Segment filters (architecture.md, Decisions: segments): {match: "all"|"any", conditions: [{field, op, value} | group]}.
@@ -101,6 +101,7 @@ class FilterValidator {
       if (!DATE_OPS.has(o)) throw badRequest(`${path}.op: createdAt supports ${[...DATE_OPS].join(', ')}`);
       const at = typeof value === 'string' ? parseIsoDateTime(value) : null;
       if (!at) throw badRequest(`${path}.value: createdAt is compared with an ISO 8601 date such as 2026-01-31 or 2026-01-31T09:00:00Z`);
+      if (!hasFourDigitYear(at)) throw badRequest(`${path}.value: createdAt is compared with an instant in the years 0000 to 9999 (UTC)`);
       // Stored timestamps are toISOString() output, so the normalised value compares as text.
       return { field, op: o, value: at.toISOString() };
     }

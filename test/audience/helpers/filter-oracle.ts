@@ -34,7 +34,8 @@ export interface Group {
 }
 
 const isGroup = (n: Cond | Group): n is Group => (n as Group).conditions !== undefined;
-const lower = (s: string) => s.toLowerCase();
+/** As store/unicode-lower.ts lowers: JavaScript's lowercase, the final sigma folded to sigma. */
+const lower = (s: string) => s.toLowerCase().replaceAll('ς', 'σ');
 
 function valueOf(c: OracleContact, field: string): string | number | null {
   switch (field) {
