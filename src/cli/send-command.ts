@@ -9,8 +9,8 @@ import { domainOf, parseMailbox } from '../core/emails/addresses.js';
 export function registerSend(program: Command): void {
   program
     .command('send')
-    .description('queue an email through the same path as the API (the running server delivers it)')
-    .requiredOption('--from <address>', 'sender, on a verified domain ("Name <a@b>" works)')
+    .description('queue an email through the same path as the API (the running server delivers it); prints the email\'s id')
+    .requiredOption('--from <address>', 'sender, on a verified domain of the team, or any of its domains with POSTHORN_SANDBOX=true (as for the server); "Name <a@b>" works')
     .requiredOption('--to <address...>', 'recipient(s)')
     .requiredOption('--subject <subject>', 'subject')
     .option('--text <text>', 'plain-text body')

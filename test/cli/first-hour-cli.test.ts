@@ -159,3 +159,9 @@ test('an admin command warns on stderr of a POSTHORN_ variable that is no settin
   const quiet = await cli({ POSTHORN_DATA_DIR: dataDir }, 'keys', 'list');
   t.notRegex(quiet.stderr, /warning/);
 });
+
+test('send --help says what the README says: the sender needs a verified domain, or sandbox mode for the CLI too', async (t) => {
+  const help = (await cli({}, 'send', '--help')).stdout.replace(/\s+/g, ' ');
+  t.regex(help, /--from <address> sender, on a verified domain of the team, or any of its domains with POSTHORN_SANDBOX=true \(as for the server\); "Name <a@b>" works/);
+  t.regex(help, /prints the email's id/);
+});
