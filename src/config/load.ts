@@ -3,6 +3,7 @@ import { parse as parseToml } from 'smol-toml';
 import { DEFAULT_CONFIG, type Config } from './defaults.js';
 import { configSchema } from './schema.js';
 import { configKeys, type KeyKind } from './config-keys.js';
+import { editDistance } from '../lib/edit-distance.js';
 
 export class ConfigError extends Error {}
 
@@ -52,19 +53,6 @@ export function unknownEnvNames(env: Env): { name: string; near?: string }[] {
       const near = ENV_NAMES.find((k) => editDistance(k, name) <= 2);
       return near ? { name, near } : { name };
     });
-}
-
-/** Edit distance with swapped neighbours as one edit ("prot" is one from "port"), for "did you mean". */
-function editDistance(a: string, b: string): number {
-  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
-    }
-  }
-  return d[a.length]![b.length]!;
 }
 
 export interface LoadOptions {
