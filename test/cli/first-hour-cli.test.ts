@@ -165,3 +165,13 @@ test('send --help says what the README says: the sender needs a verified domain,
   t.regex(help, /--from <address> sender, on a verified domain of the team, or any of its domains with POSTHORN_SANDBOX=true \(as for the server\); "Name <a@b>" works/);
   t.regex(help, /prints the email's id/);
 });
+
+test('the CLI words its refusals in its own options: send without a body, a console user for a team that does not exist', async (t) => {
+  const dataDir = tempDir(t, 'posthorn-cli-');
+  // No templateId option here: the API's "(or a templateId)" would send the user looking for one.
+  const noBody = await t.throwsAsync(cli({ POSTHORN_DATA_DIR: dataDir }, 'send', '--from', 'a@first-hour.dev', '--to', 'b@example.org', '--subject', 's'));
+  t.is((noBody as any).stderr.trim(), 'posthorn: --text or --html is required');
+  await cli({ POSTHORN_DATA_DIR: dataDir }, 'teams', 'create', '--name', 'One');
+  const noTeam = await t.throwsAsync(cli({ POSTHORN_DATA_DIR: dataDir }, 'users', 'create', '--email', 'x@example.org', '--team', '99'));
+  t.is((noTeam as any).stderr.trim(), 'posthorn: team 99 not found', 'as keys create and domains add say it');
+});
