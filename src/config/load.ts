@@ -4,6 +4,7 @@ import { DEFAULT_CONFIG, type Config } from './defaults.js';
 import { configSchema } from './schema.js';
 import { configKeys, type KeyKind } from './config-keys.js';
 import { editDistance } from '../lib/edit-distance.js';
+import { plainIssueMessage } from '../core/plain-issues.js';
 
 export class ConfigError extends Error {}
 
@@ -55,6 +56,12 @@ export function unknownEnvNames(env: Env): { name: string; near?: string }[] {
     });
 }
 
+/** The API's plain words ("must be at most 65535"), with TOML's names for its shapes. */
+function configIssueMessage(issue: Parameters<typeof plainIssueMessage>[0]): string | undefined {
+  if (issue.code === 'invalid_type' && issue.input !== undefined && (issue.expected === 'object' || issue.expected === 'record')) return 'must be a section (a [table] in TOML)';
+  return plainIssueMessage(issue);
+}
+
 export interface LoadOptions {
   configFile?: string;
   env?: Env;
@@ -88,7 +95,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     setPath(merged, spec.path, convert(spec.env, raw, spec.kind));
   }
   if (opts.overrides) merged = deepMerge(merged, opts.overrides as Record<string, unknown>);
-  const parsed = configSchema.safeParse(merged);
+  const parsed = configSchema.safeParse(merged, { error: configIssueMessage });
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => (i.code === 'unrecognized_keys' ? unknownKeys(i.path, i.keys) : `${settingName(i.path)}: ${i.message}`)).join('; ');
     throw new ConfigError(`invalid configuration: ${issues}`);
