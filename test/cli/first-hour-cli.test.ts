@@ -175,3 +175,13 @@ test('the CLI words its refusals in its own options: send without a body, a cons
   const noTeam = await t.throwsAsync(cli({ POSTHORN_DATA_DIR: dataDir }, 'users', 'create', '--email', 'x@example.org', '--team', '99'));
   t.is((noTeam as any).stderr.trim(), 'posthorn: team 99 not found', 'as keys create and domains add say it');
 });
+
+test('domains add prints the whole DKIM key last in its row, so the other records stay narrow on a terminal', async (t) => {
+  const out = (await cli({ POSTHORN_DATA_DIR: tempDir(t, 'posthorn-cli-'), POSTHORN_HOSTNAME: 'mx.example.com' }, 'domains', 'add', 'wide-key.dev')).stdout;
+  const rows = out.split('\n').filter((l) => /^(TXT|MX) /.test(l));
+  t.is(rows.length, 4);
+  const dkim = rows.find((l) => l.includes('._domainkey.'))!;
+  t.regex(dkim, /v=DKIM1; k=rsa; p=[A-Za-z0-9+/=]{300,}$/, 'the key whole, at the end of its line');
+  t.true(rows.filter((l) => l !== dkim).every((l) => l.length < 120), rows.join('\n'));
+  t.regex(out, /^type +name +priority +status +required +value$/m);
+});
