@@ -69,7 +69,7 @@ function parseCurl(words: string[]): Curl {
   return out;
 }
 
-test('the README quick start, run as written in sandbox mode, delivers an email to the capture mailbox', async (t) => {
+test.serial('the README quick start, run as written in sandbox mode, delivers an email to the capture mailbox', async (t) => {
   const tryIt = section('README.md', 'Try it: a delivered email in three commands (sandbox mode)');
   const block = fencedBlocks('README.md').find((b) => tryIt.includes(b.text) && b.text.includes('curl'));
   if (!block) return t.fail('no curl block in the README\'s Try it');
@@ -105,4 +105,24 @@ test('the README quick start, run as written in sandbox mode, delivers an email 
   t.regex(one.raw, /^DKIM-Signature: /m);
   t.is(one.parsed.subject, 'Hi');
   t.is((await t0.request('GET', `/v1/sandbox/messages/${sent.emailId}`)).status, 404);
+});
+
+test.serial('the README\'s verify step, run as written, answers as api.md says: the status and what is missing, then SUCCESS once the records are there', async (t) => {
+  const real = section('README.md', 'Sending for real');
+  const line = /`(curl -X PUT [^`]+\/verify)`/.exec(real)?.[1];
+  if (!line) return t.fail('no verify curl in Sending for real');
+  const curl = parseCurl(shellWords(line, { KEY: t0.key }));
+  const domains = (await t0.request('GET', '/v1/domains')).body;
+  t.is(domains[0]?.id, 1, 'the README names domain 1: the first one added');
+  const verify = async () => {
+    const res = await fetch(`${t0.baseUrl}${curl.path}`, { method: curl.method, headers: curl.headers });
+    t.is(res.status, 200);
+    return ((await res.json()) as { message: string }).message;
+  };
+  const api = section('docs/api.md', 'Domains');
+  t.true(api.includes('`Domain verified: all required DNS records were found`'));
+  t.regex(api, /`Domain\s+verification finished with status PENDING: \.\.\.`/);
+  t.regex(await verify(), /^Domain verification finished with status PENDING: .*DKIM TXT posthorn\._domainkey\.example\.com/);
+  for (const r of domains[0].dnsRecords) t0.zone.set(r.name, r.type, r.type === 'MX' ? [{ exchange: r.value, priority: Number(r.priority) }] : [r.value]);
+  t.is(await verify(), 'Domain verified: all required DNS records were found');
 });
