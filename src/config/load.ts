@@ -85,7 +85,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     try {
       fileValues = parseToml(text) as Record<string, unknown>;
     } catch (err) {
-      throw new ConfigError(`config file ${opts.configFile} is not valid TOML: ${tomlProblem(err)}`);
+      throw new ConfigError(`config file ${opts.configFile} is not valid TOML: ${tomlProblem(err, text)}`);
     }
     merged = deepMerge(merged, fileValues);
   }
@@ -118,9 +118,14 @@ export function loadConfig(opts: LoadOptions = {}): Config {
  * smol-toml's error as one line: its message carries an excerpt of the file with a caret under
  * the spot (raw bytes of the file on a terminal), replaced by the line and column it gives.
  */
-function tomlProblem(err: unknown): string {
+function tomlProblem(err: unknown, text: string): string {
   const { message, line, column } = err as Error & { line?: number; column?: number };
   const what = message.split('\n')[0]!.replace(/^Invalid TOML document: /, '');
+  // The parser meets the end of the line inside a string whose closing quote is missing, and
+  // names that newline as a control character.
+  if (/control characters are not allowed/.test(what) && line !== undefined && column !== undefined && column > (text.split(/\r?\n/)[line - 1]?.length ?? Infinity)) {
+    return `the string on line ${line} is not closed (its closing quote is missing)`;
+  }
   return line !== undefined && column !== undefined ? `${what} at line ${line}, column ${column}` : what;
 }
 

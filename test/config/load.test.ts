@@ -255,3 +255,15 @@ test('a POSTHORN_* variable that sets nothing is found, with the name it probabl
 test('a value out of range is refused in the plain words of the API\'s messages, not the validator\'s', (t) => {
   t.throws(() => loadConfig({ env: { POSTHORN_HTTP_PORT: '99999' } }), { instanceOf: ConfigError, message: 'invalid configuration: http.port (POSTHORN_HTTP_PORT): must be at most 65535' });
 });
+
+test('a string left open in the config file is named as that, not as the newline it ran into', (t) => {
+  const dir = tempDir(t, 'posthorn-cfg-');
+  writeFileSync(join(dir, 'open.toml'), 'hostname = "mail.example.com\nsandbox = true\n');
+  t.throws(() => loadConfig({ configFile: join(dir, 'open.toml'), env: {} }), {
+    instanceOf: ConfigError,
+    message: `config file ${join(dir, 'open.toml')} is not valid TOML: the string on line 1 is not closed (its closing quote is missing)`,
+  });
+  // A control character inside a line keeps the parser's words.
+  writeFileSync(join(dir, 'ctl.toml'), 'hostname = "mail\u0001.example.com"\n');
+  t.throws(() => loadConfig({ configFile: join(dir, 'ctl.toml'), env: {} }), { instanceOf: ConfigError, message: /control characters are not allowed in strings at line 1, column 17/ });
+});
