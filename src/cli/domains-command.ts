@@ -20,7 +20,7 @@ export function shortValue(value: string): string {
 
 function printRecords(records: { type: string; name: string; value: string; priority: string | null; status: string; recommended: boolean }[], full = true): void {
   printTable(
-    records.map((r) => ({ type: r.type, name: r.name, priority: r.priority ?? '', value: full ? r.value : shortValue(r.value), status: r.status, required: r.recommended ? 'recommended' : 'yes' })),
+    records.map((r) => ({ type: r.type, name: r.name, priority: r.priority ?? '', status: r.status, required: r.recommended ? 'recommended' : 'yes', value: full ? r.value : shortValue(r.value) })),
   );
   if (!full && records.some((r) => r.value.length > SHORT_VALUE_CHARS)) process.stdout.write('(long values shortened; --full prints them whole)\n');
 }

@@ -9,8 +9,8 @@ import { domainOf, parseMailbox } from '../core/emails/addresses.js';
 export function registerSend(program: Command): void {
   program
     .command('send')
-    .description('queue an email through the same path as the API (the running server delivers it)')
-    .requiredOption('--from <address>', 'sender, on a verified domain ("Name <a@b>" works)')
+    .description('queue an email through the same path as the API (the running server delivers it); prints the email\'s id')
+    .requiredOption('--from <address>', 'sender, on a verified domain of the team, or any of its domains with POSTHORN_SANDBOX=true (as for the server); "Name <a@b>" works')
     .requiredOption('--to <address...>', 'recipient(s)')
     .requiredOption('--subject <subject>', 'subject')
     .option('--text <text>', 'plain-text body')
@@ -25,6 +25,8 @@ export function registerSend(program: Command): void {
       // domain) is checked by the submit itself.
       if (opts.team !== undefined) parseIntOption(opts.team as string, '--team');
       const body = { from: opts.from, to: opts.to, subject: opts.subject, text: opts.text, html: opts.html, cc: opts.cc, bcc: opts.bcc, scheduledAt: opts.scheduledAt, tags: opts.tag };
+      // The API's wording names a templateId, which this command has no option for.
+      if (opts.text === undefined && opts.html === undefined) throw badRequest('--text or --html is required');
       const parsed = sendBodySchema.safeParse(body, plainIssues);
       if (!parsed.success) throw badRequest(`${issuePath(parsed.error.issues[0]!.path)}: ${parsed.error.issues[0]!.message}`);
       sendFields(parsed.data, { subject: parsed.data.subject, html: parsed.data.html ?? null, text: parsed.data.text ?? null }, new Date());

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { parseIntOption, printTable, withApp } from './cli-context.js';
+import { existingTeam, parseIntOption, printTable, withApp } from './cli-context.js';
 import { checkPassword, userEmail } from '../core/users/user-service.js';
 
 // Console users (docs/console.md, docs/operations.md). A password is generated and printed
@@ -29,6 +29,7 @@ export function registerUsers(program: Command): void {
       userEmail(opts.email);
       if (password !== undefined) checkPassword(password);
       await withApp(cmd, async (app) => {
+        await existingTeam(app, opts.team);
         const res = await app.services.users.create({ email: opts.email, teamId, operator: opts.operator ?? false, password }, 'cli');
         const role = res.user.operator ? 'operator' : 'team member';
         process.stdout.write(`created console user ${res.user.id} ${res.user.email} (${role}, team ${res.user.teamId})\n`);

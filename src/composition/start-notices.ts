@@ -1,5 +1,7 @@
 import type { Config } from '../config/defaults.js';
-import { isPublicUrlDerived } from '../config/load.js';
+import { join, resolve } from 'node:path';
+import { derivedPublicUrl, isPublicUrlDerived } from '../config/load.js';
+import { databaseUrlTarget } from '../store/pg/pg-url.js';
 import type { Logger } from '../lib/logger.js';
 import { isLocalAddress } from '../lib/local-addresses.js';
 import { isLocalHostname, localHostnameWarning } from '../core/domains/dns-records.js';
@@ -30,4 +32,20 @@ export function announceSettings(config: Config, logger: Logger, httpPort: numbe
       `publicUrl is not set: tracking, unsubscribe and confirmation links use ${config.publicUrl}${note}, derived from http.host and http.port; set publicUrl (POSTHORN_PUBLIC_URL) to the URL the world reaches`,
     );
   }
+}
+
+/**
+ * The last line of a start: where the API, the console and the data are. A later start prints
+ * no first key or console hint, and the listener lines name a bind address, not a URL to open.
+ */
+export function announceReady(config: Config, logger: Logger, httpPort: number): void {
+  // The URL to open on this machine: the public one when set, else the listener's real port.
+  const url = isPublicUrlDerived(config) ? derivedPublicUrl({ host: config.http.host, port: httpPort }) : config.publicUrl;
+  const dataDir = resolve(config.dataDir);
+  const store = config.store.url ? `PostgreSQL ${databaseUrlTarget(config.store.url)}` : `SQLite ${join(dataDir, 'posthorn.db')}`;
+  const consoleUrl = config.console.enabled ? `${url}/console` : null;
+  logger.info(
+    { event: 'serve.ready', url, console: consoleUrl, dataDir, store, sandbox: config.sandbox },
+    `Posthorn is running: API at ${url}/v1, ${consoleUrl ? `console at ${consoleUrl}` : 'console off'}, data in ${dataDir} (${store})`,
+  );
 }

@@ -19,7 +19,7 @@ import type { CoreServices } from './core-services-wiring.js';
 import type { ServerWiring } from './server-wiring.js';
 import type { ClusterWiring } from './cluster-wiring.js';
 import type { Scheduler } from './scheduler-wiring.js';
-import { announceSettings } from './start-notices.js';
+import { announceReady, announceSettings } from './start-notices.js';
 import { startSmtpListeners } from './smtp-listeners.js';
 import type { Listeners } from './listener-states.js';
 
@@ -146,5 +146,6 @@ export async function startApp(o: {
   const resumedImports = await contactImports.resume();
   if (resumedImports) logger.info({ resumed: resumedImports }, 'contact imports a previous run left unfinished carry on');
   scheduler.start();
+  announceReady(config, logger, http.port);
   return listeners;
 }

@@ -3,6 +3,8 @@ import { parse as parseToml } from 'smol-toml';
 import { DEFAULT_CONFIG, type Config } from './defaults.js';
 import { configSchema } from './schema.js';
 import { configKeys, type KeyKind } from './config-keys.js';
+import { editDistance } from '../lib/edit-distance.js';
+import { plainIssueMessage } from '../core/plain-issues.js';
 
 export class ConfigError extends Error {}
 
@@ -54,17 +56,10 @@ export function unknownEnvNames(env: Env): { name: string; near?: string }[] {
     });
 }
 
-/** Edit distance with swapped neighbours as one edit ("prot" is one from "port"), for "did you mean". */
-function editDistance(a: string, b: string): number {
-  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
-    }
-  }
-  return d[a.length]![b.length]!;
+/** The API's plain words ("must be at most 65535"), with TOML's names for its shapes. */
+function configIssueMessage(issue: Parameters<typeof plainIssueMessage>[0]): string | undefined {
+  if (issue.code === 'invalid_type' && issue.input !== undefined && (issue.expected === 'object' || issue.expected === 'record')) return 'must be a section (a [table] in TOML)';
+  return plainIssueMessage(issue);
 }
 
 export interface LoadOptions {
@@ -90,7 +85,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     try {
       fileValues = parseToml(text) as Record<string, unknown>;
     } catch (err) {
-      throw new ConfigError(`config file ${opts.configFile} is not valid TOML: ${tomlProblem(err)}`);
+      throw new ConfigError(`config file ${opts.configFile} is not valid TOML: ${tomlProblem(err, text)}`);
     }
     merged = deepMerge(merged, fileValues);
   }
@@ -100,7 +95,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     setPath(merged, spec.path, convert(spec.env, raw, spec.kind));
   }
   if (opts.overrides) merged = deepMerge(merged, opts.overrides as Record<string, unknown>);
-  const parsed = configSchema.safeParse(merged);
+  const parsed = configSchema.safeParse(merged, { error: configIssueMessage });
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => (i.code === 'unrecognized_keys' ? unknownKeys(i.path, i.keys) : `${settingName(i.path)}: ${i.message}`)).join('; ');
     throw new ConfigError(`invalid configuration: ${issues}`);
@@ -123,9 +118,14 @@ export function loadConfig(opts: LoadOptions = {}): Config {
  * smol-toml's error as one line: its message carries an excerpt of the file with a caret under
  * the spot (raw bytes of the file on a terminal), replaced by the line and column it gives.
  */
-function tomlProblem(err: unknown): string {
+function tomlProblem(err: unknown, text: string): string {
   const { message, line, column } = err as Error & { line?: number; column?: number };
   const what = message.split('\n')[0]!.replace(/^Invalid TOML document: /, '');
+  // The parser meets the end of the line inside a string whose closing quote is missing, and
+  // names that newline as a control character.
+  if (/control characters are not allowed/.test(what) && line !== undefined && column !== undefined && column > (text.split(/\r?\n/)[line - 1]?.length ?? Infinity)) {
+    return `the string on line ${line} is not closed (its closing quote is missing)`;
+  }
   return line !== undefined && column !== undefined ? `${what} at line ${line}, column ${column}` : what;
 }
 

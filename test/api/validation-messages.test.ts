@@ -21,6 +21,10 @@ const cases: [string, string, unknown, string][] = [
   ['POST', '/v1/domains', { name: 'plain.example.com', region: 'x'.repeat(65) }, 'region: must be at most 64 characters'],
   ['POST', '/v1/domains', { region: 'eu' }, 'name: is required'],
   ['POST', '/v1/domains', { name: 'plain.example.com', region: 'eu', regoin: 'eu' }, 'body: unknown field "regoin"'],
+  // A required field reported missing beside an unknown one is most often that field misspelt.
+  ['POST', '/v1/domains', { name: 'plain.example.com', regoin: 'eu' }, 'region: is required ("regoin" is not a field: did you mean "region"?)'],
+  ['POST', '/v1/emails', { from: 'a@b.example', too: 'c@d.example', subject: 's', text: 't' }, 'to: is required ("too" is not a field: did you mean "to"?)'],
+  ['POST', '/v1/emails/batch', [{ from: 'a@b.example', to: 'c@d.example', subject: 's', text: 't' }, { from: 'a@b.example', To: 'c@d.example', subject: 's', text: 't' }], '[1].to: is required ("To" is not a field: did you mean "to"?)'],
   ['POST', '/v1/domains', [], 'body: must be a JSON object'],
   ['PATCH', '/v1/domains/1', { tlsPolicy: 'STRICT' }, 'tlsPolicy: must be one of "OPPORTUNISTIC", "ENFORCED"'],
   ['PATCH', '/v1/domains/1', { clickTracking: 'yes' }, 'clickTracking: must be true or false'],

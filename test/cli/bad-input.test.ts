@@ -88,7 +88,7 @@ test('a command refused for its arguments changes nothing on disk: it makes no d
     [['domains', 'verify', 'example.com', '--team', '0'], /^posthorn: --team must be/],
     [['send', '--from', 'a@example.com', '--to', 'b@example.com', '--subject', 's', '--text', 't', '--scheduled-at', 'whenever'], /^posthorn: scheduledAt: "whenever" is not an ISO 8601 date-time/],
     [['send', '--from', 'a@example.com', '--to', 'not an address', '--subject', 's', '--text', 't'], /^posthorn: to\[0\]: "not an address" is not a single valid email address$/],
-    [['send', '--from', 'a@example.com', '--to', 'b@example.com', '--subject', 's'], /^posthorn: body: either text or html is required/],
+    [['send', '--from', 'a@example.com', '--to', 'b@example.com', '--subject', 's'], /^posthorn: --text or --html is required$/],
     [['send', '--from', 'a@example.com', '--to', 'b@example.com', '--subject', 's', '--text', 't', '--team', '0'], /^posthorn: --team must be/],
     [['queue', 'messages', '--cursor', 'bogus'], /^posthorn: cursor: not a cursor/],
     [['queue', 'messages', '--limit', '0'], /^posthorn: --limit must be/],

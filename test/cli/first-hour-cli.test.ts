@@ -159,3 +159,29 @@ test('an admin command warns on stderr of a POSTHORN_ variable that is no settin
   const quiet = await cli({ POSTHORN_DATA_DIR: dataDir }, 'keys', 'list');
   t.notRegex(quiet.stderr, /warning/);
 });
+
+test('send --help says what the README says: the sender needs a verified domain, or sandbox mode for the CLI too', async (t) => {
+  const help = (await cli({}, 'send', '--help')).stdout.replace(/\s+/g, ' ');
+  t.regex(help, /--from <address> sender, on a verified domain of the team, or any of its domains with POSTHORN_SANDBOX=true \(as for the server\); "Name <a@b>" works/);
+  t.regex(help, /prints the email's id/);
+});
+
+test('the CLI words its refusals in its own options: send without a body, a console user for a team that does not exist', async (t) => {
+  const dataDir = tempDir(t, 'posthorn-cli-');
+  // No templateId option here: the API's "(or a templateId)" would send the user looking for one.
+  const noBody = await t.throwsAsync(cli({ POSTHORN_DATA_DIR: dataDir }, 'send', '--from', 'a@first-hour.dev', '--to', 'b@example.org', '--subject', 's'));
+  t.is((noBody as any).stderr.trim(), 'posthorn: --text or --html is required');
+  await cli({ POSTHORN_DATA_DIR: dataDir }, 'teams', 'create', '--name', 'One');
+  const noTeam = await t.throwsAsync(cli({ POSTHORN_DATA_DIR: dataDir }, 'users', 'create', '--email', 'x@example.org', '--team', '99'));
+  t.is((noTeam as any).stderr.trim(), 'posthorn: team 99 not found', 'as keys create and domains add say it');
+});
+
+test('domains add prints the whole DKIM key last in its row, so the other records stay narrow on a terminal', async (t) => {
+  const out = (await cli({ POSTHORN_DATA_DIR: tempDir(t, 'posthorn-cli-'), POSTHORN_HOSTNAME: 'mx.example.com' }, 'domains', 'add', 'wide-key.dev')).stdout;
+  const rows = out.split('\n').filter((l) => /^(TXT|MX) /.test(l));
+  t.is(rows.length, 4);
+  const dkim = rows.find((l) => l.includes('._domainkey.'))!;
+  t.regex(dkim, /v=DKIM1; k=rsa; p=[A-Za-z0-9+/=]{300,}$/, 'the key whole, at the end of its line');
+  t.true(rows.filter((l) => l !== dkim).every((l) => l.length < 120), rows.join('\n'));
+  t.regex(out, /^type +name +priority +status +required +value$/m);
+});

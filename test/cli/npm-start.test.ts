@@ -87,7 +87,7 @@ test('SIGTERM to the PID of `npm start` stops Posthorn: no process of it remains
     // Ready once the listeners are up (stdout) and the first key was printed (stderr, after them).
     const check = () => {
       const port = /HTTP API listening on 127\.0\.0\.1:(\d+)/.exec(stdout)?.[1];
-      if (port && /SMTP listeners started/.test(stdout) && /ph_[0-9a-z]{12}_\S+\n/.test(stderr)) resolve(Number(port));
+      if (port && /"event":"serve\.ready"/.test(stdout) && /ph_[0-9a-z]{12}_\S+\n/.test(stderr)) resolve(Number(port));
     };
     npm.stdout.on('data', (d: Buffer) => {
       stdout += d.toString();
@@ -110,6 +110,10 @@ test('SIGTERM to the PID of `npm start` stops Posthorn: no process of it remains
     const jsonLines = stdout.split('\n').filter((l) => l.startsWith('{'));
     t.true(jsonLines.every((l) => !/ph_[0-9a-z]{12}_/.test(l)));
     t.regex(stderr, /Save it now; it is not shown again:\n\n {2}ph_[0-9a-z]{12}_\S+\n/);
+    // One line says where everything is: the API, the console and the data.
+    const readyLine = JSON.parse(stdout.split('\n').find((l) => l.includes('"event":"serve.ready"'))!);
+    t.like(readyLine, { level: 30, url: `http://127.0.0.1:${port}`, console: `http://127.0.0.1:${port}/console`, dataDir, store: `SQLite ${dataDir}/posthorn.db`, sandbox: false });
+    t.is(readyLine.msg, `Posthorn is running: API at http://127.0.0.1:${port}/v1, console at http://127.0.0.1:${port}/console, data in ${dataDir} (SQLite ${dataDir}/posthorn.db)`);
     t.regex(stdout, /"msg":"POSTHORN_LOG_LEVLE is set but is no setting of Posthorn, so it changes nothing \(did you mean POSTHORN_LOG_LEVEL\?\)"/);
 
     npm.kill('SIGTERM');

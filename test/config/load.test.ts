@@ -66,7 +66,7 @@ test('bad values are clear errors', (t) => {
   t.throws(() => loadConfig({ configFile: join(dir, 'bad.toml'), env: {} }), { instanceOf: ConfigError, message: /prot/ });
   // A section written as a value in the file, with a variable for a key inside it: the section is named.
   writeFileSync(join(dir, 'flat.toml'), 'outbound = 5\n');
-  t.throws(() => loadConfig({ configFile: join(dir, 'flat.toml'), env: { POSTHORN_OUTBOUND_PORT: '2525' } }), { instanceOf: ConfigError, message: /outbound: .*expected object/ });
+  t.throws(() => loadConfig({ configFile: join(dir, 'flat.toml'), env: { POSTHORN_OUTBOUND_PORT: '2525' } }), { instanceOf: ConfigError, message: /outbound: must be a section \(a \[table\] in TOML\)/ });
 });
 
 test('a mistyped key in the config file is named with its section and the key it probably meant', (t) => {
@@ -250,4 +250,20 @@ test('a POSTHORN_* variable that sets nothing is found, with the name it probabl
     { name: 'POSTHORN_SANBOX', near: 'POSTHORN_SANDBOX' },
   ]);
   t.deepEqual(unknownEnvNames({}), []);
+});
+
+test('a value out of range is refused in the plain words of the API\'s messages, not the validator\'s', (t) => {
+  t.throws(() => loadConfig({ env: { POSTHORN_HTTP_PORT: '99999' } }), { instanceOf: ConfigError, message: 'invalid configuration: http.port (POSTHORN_HTTP_PORT): must be at most 65535' });
+});
+
+test('a string left open in the config file is named as that, not as the newline it ran into', (t) => {
+  const dir = tempDir(t, 'posthorn-cfg-');
+  writeFileSync(join(dir, 'open.toml'), 'hostname = "mail.example.com\nsandbox = true\n');
+  t.throws(() => loadConfig({ configFile: join(dir, 'open.toml'), env: {} }), {
+    instanceOf: ConfigError,
+    message: `config file ${join(dir, 'open.toml')} is not valid TOML: the string on line 1 is not closed (its closing quote is missing)`,
+  });
+  // A control character inside a line keeps the parser's words.
+  writeFileSync(join(dir, 'ctl.toml'), 'hostname = "mail\u0001.example.com"\n');
+  t.throws(() => loadConfig({ configFile: join(dir, 'ctl.toml'), env: {} }), { instanceOf: ConfigError, message: /control characters are not allowed in strings at line 1, column 17/ });
 });

@@ -14,7 +14,8 @@ test.after.always(async () => {
 const b64 = Buffer.from('x').toString('base64');
 
 const badBodies: [string, Record<string, unknown>, RegExp][] = [
-  ['missing to', { to: undefined }, /to/],
+  // As a missing from is: the obvious mistake gets the plain words, not the accepted forms.
+  ['missing to', { to: undefined }, /^to: is required$/],
   ['empty to list', { to: [] }, /to/],
   ['bad recipient', { to: 'not-an-address' }, /to/],
   ['two addresses in one string', { to: 'a@example.net, b@example.net' }, /to/],

@@ -158,3 +158,14 @@ test('outside sandbox mode the routes are 404, and an unverified domain is refus
     await t0.close();
   }
 });
+
+test.serial('an email id where a sandbox message id goes is a 404 that says which id to use', async (t) => {
+  // The README's newcomer has the em_... id from the send in hand, not the sm_... one.
+  const sent = await w.t0.request('POST', '/v1/emails', { body: { from: 'hello@fresh-start.dev', to: 'erin@example.org', subject: 'which id', text: 'x' } });
+  await w.settle();
+  const res = await w.t0.request('GET', `/v1/sandbox/messages/${sent.body.emailId}`);
+  t.is(res.status, 404);
+  t.is(res.body.error.code, 'NOT_FOUND');
+  t.regex(res.body.error.message, new RegExp(`^${sent.body.emailId} is an email id, not a sandbox message id \\(sm_\\.\\.\\.\\): GET /v1/sandbox/messages lists the captured messages with their emailId`));
+  t.is((await w.t0.request('GET', '/v1/sandbox/messages/sm_nothing')).body.error.message, 'sandbox message sm_nothing not found');
+});

@@ -8,7 +8,8 @@ import { z } from 'zod';
 // refused by the service with its own message. The union's message replaces zod's bare
 // "Invalid input" for a list that is too long or holds a non-string.
 const address = z.string().min(1).max(1000);
-const addressList = z.union([address, z.array(address).max(100)], { error: 'must be an address or a list of at most 100 addresses' });
+// A field left out is "is required" (plain-issues.ts), like any other; these words are for a wrong one.
+const addressList = z.union([address, z.array(address).max(100)], { error: (issue) => (issue.input === undefined ? undefined : 'must be an address or a list of at most 100 addresses') });
 const scalar = z.union([z.string(), z.number(), z.boolean()]).transform((v) => String(v));
 
 export const MAX_ATTACHMENTS = 10;

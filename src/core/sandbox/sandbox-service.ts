@@ -96,7 +96,11 @@ export function createSandboxService(deps: SandboxServiceDeps) {
     async get(scope: SandboxScope, id: string) {
       ensureEnabled();
       const row = await deps.messages.findById(scope.teamId, id);
-      if (!row || (scope.domainId !== null && row.domain_id !== scope.domainId)) throw notFound(`sandbox message ${id} not found`);
+      if (!row || (scope.domainId !== null && row.domain_id !== scope.domainId)) {
+        // The id a send returns is the email's (em_...); its captured messages have their own.
+        if (id.startsWith('em_')) throw notFound(`${id} is an email id, not a sandbox message id (sm_...): GET /v1/sandbox/messages lists the captured messages with their emailId`);
+        throw notFound(`sandbox message ${id} not found`);
+      }
       const raw = (await deps.messages.raw(row.id)) ?? Buffer.alloc(0);
       return {
         ...listItem(row),
