@@ -402,6 +402,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
         id,
         { status: 'SCHEDULED', scheduled_at: resolveWhen(input.scheduledAt), batch_size: input.batchSize ?? c.batch_size, updated_at: clock.now().toISOString() },
         ['DRAFT', 'SCHEDULED'],
+        { withBody: true },
       );
       if (!updated) throw badRequest(`campaign ${id} changed state meanwhile`);
       return { success: true, campaign: view(updated) };

@@ -70,9 +70,11 @@ export function createCampaignsRepository(db: Db) {
       return { rows, total: Number(total.n) };
     },
     /** Updates only when the campaign is in one of `fromStatuses` (checked in the statement). */
-    async update(id: string, changes: CampaignChanges, fromStatuses?: CampaignStatus[]): Promise<CampaignRow | undefined> {
+    /** withBody: only while the campaign has a body (a draft may lose it by an update meanwhile). */
+    async update(id: string, changes: CampaignChanges, fromStatuses?: CampaignStatus[], opts: { withBody?: boolean } = {}): Promise<CampaignRow | undefined> {
       let q = db.updateTable('campaigns').set(changes).where('id', '=', id).where('deleted_at', 'is', null);
       if (fromStatuses) q = q.where('status', 'in', fromStatuses);
+      if (opts.withBody) q = q.where('html', 'is not', null);
       return q.returningAll().executeTakeFirst();
     },
     /** SCHEDULED -> RUNNING, only while its time has come: a schedule request may have just moved it on. */
