@@ -3,7 +3,7 @@ import { parse as parseToml } from 'smol-toml';
 import { DEFAULT_CONFIG, type Config } from './defaults.js';
 import { configSchema } from './schema.js';
 import { configKeys, type KeyKind } from './config-keys.js';
-import { editDistance } from '../lib/edit-distance.js';
+import { editDistance, typosOf } from '../lib/edit-distance.js';
 import { plainIssueMessage } from '../core/plain-issues.js';
 
 export class ConfigError extends Error {}
@@ -35,7 +35,7 @@ function unknownKeys(path: PropertyKey[], keys: string[]): string {
   const where = tables ? `[[${at.slice(0, -1).join('.')}]] number ${Number(path.at(-1)) + 1}` : at.length ? `[${at.join('.')}]` : 'the top level';
   return keys
     .map((key) => {
-      const near = known.find((k) => k.toLowerCase() === key.toLowerCase()) ?? known.find((k) => editDistance(k.toLowerCase(), key.toLowerCase()) <= Math.min(2, Math.max(1, Math.floor(key.length / 3))));
+      const near = known.find((k) => k.toLowerCase() === key.toLowerCase()) ?? typosOf(key, known)[0];
       return `unknown key "${key}" in ${where}${near ? ` (did you mean "${near}"?)` : ''}`;
     })
     .join('; ');
