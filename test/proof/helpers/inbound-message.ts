@@ -1,18 +1,15 @@
-import { generateKeyPairSync } from 'node:crypto';
-import { dkimSign } from 'mailauth/lib/dkim/sign.js';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import type { DnsZone } from '../../helpers/dns-zone.js';
+import { dkimSignAs } from '../../helpers/reporter-dkim.js';
 
 // A message as a well-run remote domain sends it: SPF for 127.0.0.1, DKIM-signed with a key
 // published in the test zone, DMARC p=none; with cc, Reply-To, HTML, an attachment and
 // threading headers, so every field of a received email has a value.
 
-const KEY = generateKeyPairSync('rsa', { modulusLength: 2048 });
 const SELECTOR = 'tour2026';
 
 export async function remoteMessage(zone: DnsZone, fromDomain: string, to: string): Promise<Buffer> {
   zone.set(fromDomain, 'TXT', ['v=spf1 ip4:127.0.0.1 -all']);
-  zone.set(`${SELECTOR}._domainkey.${fromDomain}`, 'TXT', [`v=DKIM1; k=rsa; p=${KEY.publicKey.export({ type: 'spki', format: 'der' }).toString('base64')}`]);
   zone.set(`_dmarc.${fromDomain}`, 'TXT', ['v=DMARC1; p=none']);
   const message = await new Promise<Buffer>((resolve, reject) =>
     new MailComposer({
@@ -32,10 +29,5 @@ export async function remoteMessage(zone: DnsZone, fromDomain: string, to: strin
       .compile()
       .build((err, msg) => (err ? reject(err) : resolve(msg))),
   );
-  const signed = await dkimSign(message, {
-    canonicalization: 'relaxed/relaxed',
-    signatureData: [{ signingDomain: fromDomain, selector: SELECTOR, privateKey: KEY.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() }],
-  } as Parameters<typeof dkimSign>[1]);
-  if (signed.errors.length) throw new Error(JSON.stringify(signed.errors));
-  return Buffer.concat([Buffer.from(signed.signatures), message]);
+  return dkimSignAs(zone, fromDomain, message, { selector: SELECTOR });
 }
