@@ -21,7 +21,7 @@ export function suppressionsRoutes(suppressions: SuppressionService): RouteDef[]
       access: 'full',
       tag,
       summary: 'List suppressed addresses, newest first (page envelope with key suppressions; search, reason).',
-      request: { query: { ...pageQueries(), search: searchQuery('Matches part of the address.'), reason: enumQuery(SUPPRESSION_REASONS, 'Only entries with this reason.') } },
+      request: { query: { ...pageQueries(), search: searchQuery('Matches part of the address, case ignored; a domain may be typed in Unicode or in A-labels (docs/api.md, Searching addresses).'), reason: enumQuery(SUPPRESSION_REASONS, 'Only entries with this reason.') } },
       response: pageEnvelopeSchema('suppressions', suppressionSchema),
       handler: async ({ auth, input: { query } }) => {
         const page = pageOf(query);

@@ -29,8 +29,10 @@ import { hasFourDigitYear, parseIsoDateTime } from '../../lib/iso-date-time.js';
  * text ops = eq, neq, contains, startsWith, endsWith, exists, notExists, in, gt, gte, lt, lte.
  * gt/gte/lt/lte with text order by code point (UTF-8 bytes) on both stores, whatever the
  * database's collation; a property holding a JSON number or boolean sorts before any text.
- * contains/startsWith/endsWith ignore case, in every alphabet (store/unicode-lower.ts); eq/in are
- * exact; neq also matches a missing value.
+ * contains/startsWith/endsWith ignore case, in every alphabet (store/unicode-lower.ts), and on
+ * email a domain typed in Unicode also matches its stored A-labels, as whole labels, when the
+ * filter runs (store/repositories/address-like-patterns.ts); eq/in are exact; neq also matches a
+ * missing value.
  */
 
 export const MAX_FILTER_DEPTH = 5;

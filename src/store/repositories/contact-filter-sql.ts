@@ -1,6 +1,7 @@
 import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool } from 'kysely';
 import type { Database } from '../tables/database.js';
 import { likeIgnoringCase } from '../unicode-lower.js';
+import { addressLikePatterns, likeLiteral, type AddressMatchOp } from './address-like-patterns.js';
 
 /*
  * Segment filters compiled to one SQL boolean expression over `contacts` (docs/architecture.md,
@@ -89,11 +90,6 @@ function pgJsonEquals(field: string, value: string | number): RawBuilder<SqlBool
   return sql<SqlBool>`((contacts.properties_json::jsonb -> ${key}) = ${json})`;
 }
 
-/** LIKE pattern with the user's text taken literally (used with ESCAPE '\'). */
-function likeLiteral(value: string): string {
-  return value.replace(/[\\%_]/g, (c) => `\\${c}`);
-}
-
 function scalar(field: string, value: FilterValue | undefined): string | number {
   if (field === 'subscribed') {
     if (typeof value !== 'boolean') throw new Error('segment filter: subscribed needs a boolean');
@@ -113,6 +109,17 @@ function text(value: FilterValue | undefined): string {
  * lowering leaves `%`, `_` and the backslash as they are, so the escapes hold).
  */
 const like = (col: Operand, pattern: string, dialect: Dialect) => likeIgnoringCase(dialect, col, pattern);
+
+const TEXT_PATTERN = { contains: (v: string) => `%${v}%`, startsWith: (v: string) => `${v}%`, endsWith: (v: string) => `%${v}` } as const;
+
+/**
+ * A text op's match. On email, an internationalised domain typed in Unicode also matches its
+ * stored A-labels (address-like-patterns.ts): any of a few patterns, one for an ASCII term.
+ */
+function textMatch(eb: ContactsEb, col: Operand, field: string, op: AddressMatchOp, value: string, dialect: Dialect): Expression<SqlBool> {
+  const patterns = field === 'email' ? addressLikePatterns(op, value) : [TEXT_PATTERN[op](likeLiteral(value))];
+  return patterns.length === 1 ? like(col, patterns[0]!, dialect) : eb.or(patterns.map((p) => like(col, p, dialect)));
+}
 
 // A stored property value that reads as a number: only digits, sign and decimal point, with
 // at least one digit. Without this guard CAST('abc' AS REAL) would compare as 0.
@@ -164,11 +171,9 @@ function condition(eb: ContactsEb, c: FilterCondition, dialect: Dialect): Expres
       if (pgProperty) return eb.or([eb(col, 'is', null), eb.not(pgJsonEquals(c.field, scalar(c.field, c.value)))]);
       return eb.or([eb(col, 'is', null), eb(col, '!=', scalar(c.field, c.value))]);
     case 'contains':
-      return like(col, `%${likeLiteral(text(c.value))}%`, dialect);
     case 'startsWith':
-      return like(col, `${likeLiteral(text(c.value))}%`, dialect);
     case 'endsWith':
-      return like(col, `%${likeLiteral(text(c.value))}`, dialect);
+      return textMatch(eb, col, c.field, c.op, text(c.value), dialect);
     case 'exists':
       return eb.and([eb(col, 'is not', null), eb(col, '!=', '')]);
     case 'notExists':
