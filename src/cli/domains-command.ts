@@ -25,6 +25,13 @@ function printRecords(records: { type: string; name: string; value: string; prio
   if (!full && records.some((r) => r.value.length > SHORT_VALUE_CHARS)) process.stdout.write('(long values shortened; --full prints them whole)\n');
 }
 
+/**
+ * `domains verify`'s exit status when the check ran but the domain is not verified (PENDING,
+ * FAILED, TEMPORARY_FAILURE): an answer a script or a deploy step acts on, apart from the 1 of
+ * an error (the check could not run) and 0 (verified).
+ */
+export const EXIT_NOT_VERIFIED = 2;
+
 export function registerDomains(program: Command): void {
   const domains = program.command('domains').description('manage sending domains');
   domains
@@ -82,10 +89,14 @@ export function registerDomains(program: Command): void {
     });
   domains
     .command('verify')
-    .description('check the DNS records of a domain now and print each record\'s status')
+    .description(`check the DNS records of a domain now and print each record's status; exits ${EXIT_NOT_VERIFIED} while the domain is not verified`)
     .argument('<nameOrId>')
     .option('--team <id>', 'team id, when several teams have the name')
     .option('--full', 'print every record value whole (the DKIM key is about 400 characters)')
+    .addHelpText(
+      'after',
+      `\nExit status:\n  0   verified (SUCCESS)\n  ${EXIT_NOT_VERIFIED}   checked, not verified: PENDING, FAILED or TEMPORARY_FAILURE (the reason is printed)\n  1   an error: the domain not found, the store out of reach, ... (78: an invalid configuration)\n`,
+    )
     .action(async (nameOrId: string, opts: { team?: string; full?: boolean }, cmd: Command) => {
       const teamId = teamOption(opts.team) ?? null;
       await withApp(cmd, async (app) => {
@@ -94,6 +105,7 @@ export function registerDomains(program: Command): void {
         const result = await app.services.domains.verify({ teamId: found.teamId, domainId: null }, found.id);
         process.stdout.write(`${result.domain.name}: ${result.domain.status}\n${result.message}\n\n`);
         printRecords(result.domain.dnsRecords, opts.full === true);
+        if (result.domain.status !== 'SUCCESS') process.exitCode = EXIT_NOT_VERIFIED;
       });
     });
 }

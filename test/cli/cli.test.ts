@@ -74,7 +74,19 @@ test('bad arguments exit non-zero with a message', async (t) => {
   t.regex((missing as any).stderr, /--name/);
 });
 
-test('domains add prints the records; verify checks them through the configured DNS servers', async (t) => {
+/** A run that may exit non-zero: its exit code and output, for the commands whose code is an answer. */
+async function runCode(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { env });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: unknown; stdout?: string; stderr?: string };
+    if (typeof e.code !== 'number') throw err;
+    return { code: e.code, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+test('domains add prints the records; verify checks them through the configured DNS servers and exits 2 until the domain is verified, then 0', async (t) => {
   const { startDnsZone } = await import('../helpers/dns-zone.js');
   const zone = await startDnsZone();
   const dataDir = tempDir(t, 'posthorn-cli-');
@@ -83,14 +95,22 @@ test('domains add prints the records; verify checks them through the configured 
     const added = (await run(process.execPath, [BIN, 'domains', 'add', 'cli-example.com'], { env })).stdout;
     t.regex(added, /posthorn\._domainkey\.cli-example\.com/);
     t.regex(added, /bounces\.cli-example\.com/);
-    const pending = (await run(process.execPath, [BIN, 'domains', 'verify', 'cli-example.com'], { env })).stdout;
-    t.regex(pending, /cli-example\.com: PENDING/);
+    // A deploy script asks `posthorn domains verify` whether the domain is ready: not yet is 2,
+    // with the reason still printed; an error (no such domain) stays 1.
+    const pending = await runCode(['domains', 'verify', 'cli-example.com'], env);
+    t.is(pending.code, 2, pending.stderr);
+    t.regex(pending.stdout, /^cli-example\.com: PENDING\nDomain verification finished with status PENDING: \S/);
+    t.is(pending.stderr, '');
+    const unknown = await runCode(['domains', 'verify', 'nowhere.example.com'], env);
+    t.is(unknown.code, 1);
+    t.regex(unknown.stderr, /^posthorn: domain nowhere\.example\.com not found\n$/);
     const dkim = /v=DKIM1; k=rsa; p=([A-Za-z0-9+/=]+)/.exec(added)![1]!;
     zone.set('posthorn._domainkey.cli-example.com', 'TXT', [`v=DKIM1; k=rsa; p=${dkim}`]);
     zone.set('bounces.cli-example.com', 'TXT', ['v=spf1 a:mx.cli.test ~all']);
     zone.set('bounces.cli-example.com', 'MX', [{ exchange: 'mx.cli.test', priority: 10 }]);
-    const ok = (await run(process.execPath, [BIN, 'domains', 'verify', '1'], { env })).stdout;
-    t.regex(ok, /cli-example\.com: SUCCESS/);
+    const ok = await runCode(['domains', 'verify', '1'], env);
+    t.is(ok.code, 0, ok.stderr);
+    t.regex(ok.stdout, /cli-example\.com: SUCCESS/);
     t.regex((await run(process.execPath, [BIN, 'domains', 'list'], { env })).stdout, /cli-example\.com\s+SUCCESS/);
   } finally {
     await zone.close();

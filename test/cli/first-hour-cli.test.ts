@@ -88,14 +88,15 @@ test('domains verify shows short record values, and --full the whole DKIM key', 
   t.teardown(() => zone.close());
   const env = { POSTHORN_DATA_DIR: tempDir(t, 'posthorn-cli-'), POSTHORN_DNS_SERVERS: zone.server, POSTHORN_HOSTNAME: 'mx.example.com' };
   await cli(env, 'domains', 'add', 'short-table.dev');
-  const short = (await cli(env, 'domains', 'verify', 'short-table.dev')).stdout;
+  // Not verified yet: exit 2 (domains verify --help), with the whole report on stdout.
+  const short = ((await t.throwsAsync(cli(env, 'domains', 'verify', 'short-table.dev'))) as any).stdout as string;
   t.regex(short, /^short-table\.dev: PENDING/);
   const rows = short.split('\n').filter((l) => l.startsWith('TXT') || l.startsWith('MX'));
   t.is(rows.length, 4);
   t.true(rows.every((l) => l.length < 160), rows.join('\n'));
   t.regex(short, /v=DKIM1; k=rsa; p=\S+…/);
   t.regex(short, /--full prints them whole/);
-  const full = (await cli(env, 'domains', 'verify', 'short-table.dev', '--full')).stdout;
+  const full = ((await t.throwsAsync(cli(env, 'domains', 'verify', 'short-table.dev', '--full'))) as any).stdout as string;
   const dkim = /v=DKIM1; k=rsa; p=([A-Za-z0-9+/=]+)/.exec(full)?.[1];
   t.true((dkim?.length ?? 0) > 300, 'the whole public key');
   t.false(full.includes('…'));
@@ -164,6 +165,13 @@ test('send --help says what the README says: the sender needs a verified domain,
   const help = (await cli({}, 'send', '--help')).stdout.replace(/\s+/g, ' ');
   t.regex(help, /--from <address> sender, on a verified domain of the team, or any of its domains with POSTHORN_SANDBOX=true \(as for the server\); "Name <a@b>" works/);
   t.regex(help, /prints the email's id/);
+});
+
+test('domains verify --help gives its exit codes, which a script acts on', async (t) => {
+  const help = (await cli({}, 'domains', 'verify', '--help')).stdout;
+  t.regex(help, /^ {2}0 +verified \(SUCCESS\)$/m);
+  t.regex(help, /^ {2}2 +checked, not verified: PENDING, FAILED or TEMPORARY_FAILURE/m);
+  t.regex(help, /^ {2}1 +an error/m);
 });
 
 test('the CLI words its refusals in its own options: send without a body, a console user for a team that does not exist', async (t) => {
