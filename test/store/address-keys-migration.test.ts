@@ -57,6 +57,7 @@ async function snapshot(db: Kysely<any>) {
     contacts: await q('select * from contacts order by id'),
     emails: await q('select id, contact_id from emails order by id'),
     recipients: await q('select campaign_id, contact_id, email_id, unsubscribed from campaign_recipients order by campaign_id, contact_id'),
+    aliases: await q('select id, contact_id from contact_aliases order by id'),
   };
 }
 
@@ -137,6 +138,8 @@ test('an upgrade keys Unicode domains of suppressions and contacts in A-labels, 
     after.recipients.map((r: any) => [r.campaign_id, r.contact_id, r.email_id, Number(r.unsubscribed)]),
     [['cp_1', 'ct_max_new', 'em_1', 1], ['cp_2', 'ct_max_new', 'em_3', 1]],
   );
+  // Links in mail already sent still name the merged contact: its id leads to the kept one.
+  t.deepEqual(after.aliases.map((r: any) => [r.id, r.contact_id]), [['ct_max_old', 'ct_max_new']]);
 
   // Idempotent: the migration run again on the keyed store changes nothing.
   const { up } = await import('../../src/store/migrations/20261129060000-address-keys.js');
@@ -144,13 +147,19 @@ test('an upgrade keys Unicode domains of suppressions and contacts in A-labels, 
   t.deepEqual(await snapshot(db), after);
 });
 
-test('after the upgrade an old suppression stops a send to either spelling, and the contacts API finds and updates the old contact', async (t) => {
+test('after the upgrade an old suppression stops a send to either spelling, the contacts API finds and updates the old contact, and a merged contact\'s unsubscribe link still works', async (t) => {
   const dir = tempDir(t, 'posthorn-address-keys-app-');
   const { db, url, close } = await storeBefore(t, dir);
   const team = await addTeam(db, 'one');
   await addSuppression(db, team, 'someone@bücher.example', 'HARD_BOUNCE', 'em_a', OLD);
   await addBook(db, team, 'cb_1');
   await addContact(db, { id: 'ct_ute', team, book: 'cb_1', email: 'ute@bücher.example', first: 'Ute' });
+  // Reached by a campaign under the old key, then made again under the new one.
+  await addContact(db, { id: 'ct_max_old', team, book: 'cb_1', email: 'max@bücher.example' });
+  await addContact(db, { id: 'ct_max_new', team, book: 'cb_1', email: 'max@xn--bcher-kva.example', at: NEW });
+  await sql`insert into campaigns (id, team_id, name, from_addr, subject, contact_book_id, status, batch_size, sent, created_at, updated_at)
+    values ('cp_1', ${team}, 'c', 'a@news.example', 's', 'cb_1', 'SENT', 10, 1, ${OLD}, ${OLD})`.execute(db);
+  await sql`insert into campaign_recipients (campaign_id, contact_id, email_id) values ('cp_1', 'ct_max_old', 'em_1')`.execute(db);
   await close();
 
   const t0 = await startTestApp({ dataDir: dir, overrides: { store: { url } } });
@@ -170,5 +179,17 @@ test('after the upgrade an old suppression stops a send to either spelling, and 
   t.is(upsert.status, 200, JSON.stringify(upsert.body));
   t.is(upsert.body.contactId, 'ct_ute', 'the same mailbox updates the contact instead of making a second one');
   const all = (await t0.request('GET', '/v1/contactBooks/cb_1/contacts')).body;
-  t.deepEqual(all.map((c: any) => [c.id, c.email, c.firstName, c.lastName]), [['ct_ute', 'ute@xn--bcher-kva.example', 'Ute', 'Muster']]);
+  t.deepEqual(all.map((c: any) => [c.id, c.email, c.firstName, c.lastName]).sort(), [
+    ['ct_max_new', 'max@xn--bcher-kva.example', null, null],
+    ['ct_ute', 'ute@xn--bcher-kva.example', 'Ute', 'Muster'],
+  ]);
+
+  // The link in the campaign's email names the contact merged away.
+  const link = new URL(t0.app.services.campaigns.unsubscribeUrl('cp_1', 'ct_max_old'));
+  const posted = await t0.request('POST', link.pathname, { key: null });
+  t.is(posted.status, 200);
+  t.regex(String(posted.body), /You are unsubscribed/);
+  const max = (await t0.request('GET', '/v1/contactBooks/cb_1/contacts/ct_max_new')).body;
+  t.false(max.subscribed);
+  t.is((await t0.request('GET', '/v1/campaigns/cp_1')).body.unsubscribed, 1, 'counted for the campaign that reached the mailbox');
 });

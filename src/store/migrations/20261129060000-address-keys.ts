@@ -17,6 +17,8 @@ import { sql, type Kysely } from 'kysely';
 //   if the other was (its reason), takes the names and properties it lacks from the other, and
 //   the earlier creation time; emails and campaign recipients of the other point at it (a
 //   campaign that reached both keeps the kept contact's row, unsubscribed if either was).
+//   Links in mail already sent (unsubscribe, double opt-in confirmation) name the other's id:
+//   contact_aliases leads that id to the kept contact.
 
 const ASCII = /^[\x00-\x7f]*$/;
 
@@ -156,6 +158,7 @@ async function keyContacts(db: Kysely<unknown>): Promise<void> {
     into.set(row.id, kept.id);
   }
   if (!into.size) return;
+  for (const [id, contactId] of into) await sql`insert into contact_aliases (id, contact_id) values (${id}, ${contactId})`.execute(db);
   // References first, the merged rows last: a run cut short in between is finished by the next
   // (the rows still there are merged again, which changes nothing more).
   await repoint(db, into);
@@ -165,6 +168,14 @@ async function keyContacts(db: Kysely<unknown>): Promise<void> {
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   const run = async (trx: Kysely<unknown>) => {
+    await trx.schema
+      .createTable('contact_aliases')
+      .ifNotExists()
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('contact_id', 'text', (c) => c.notNull().references('contacts.id').onDelete('cascade'))
+      .execute();
+    // Deleting a contact looks its aliases up (the cascade).
+    await trx.schema.createIndex('contact_aliases_contact').ifNotExists().on('contact_aliases').column('contact_id').execute();
     await keySuppressions(trx);
     await keyContacts(trx);
   };
