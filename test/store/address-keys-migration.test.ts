@@ -3,6 +3,7 @@ import test, { type ExecutionContext } from 'ava';
 import { Migrator, sql, type Kysely } from 'kysely';
 import { migrateToLatest } from '../../src/store/migrate.js';
 import { MIGRATIONS } from '../../src/store/migrations/index.js';
+import { signConfirmationToken } from '../../src/core/contacts/confirmation-token.js';
 import { openAppStore, type AppStore } from '../../src/store/open-store.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 import { createEmptyDatabase, dropTestDatabase, testStoreKind } from '../helpers/pg-databases.js';
@@ -147,7 +148,7 @@ test('an upgrade keys Unicode domains of suppressions and contacts in A-labels, 
   t.deepEqual(await snapshot(db), after);
 });
 
-test('after the upgrade an old suppression stops a send to either spelling, the contacts API finds and updates the old contact, and a merged contact\'s unsubscribe link still works', async (t) => {
+test('after the upgrade an old suppression stops a send to either spelling, the contacts API finds and updates the old contact, and a merged contact\'s unsubscribe and confirmation links still work', async (t) => {
   const dir = tempDir(t, 'posthorn-address-keys-app-');
   const { db, url, close } = await storeBefore(t, dir);
   const team = await addTeam(db, 'one');
@@ -160,9 +161,13 @@ test('after the upgrade an old suppression stops a send to either spelling, the 
   await sql`insert into campaigns (id, team_id, name, from_addr, subject, contact_book_id, status, batch_size, sent, created_at, updated_at)
     values ('cp_1', ${team}, 'c', 'a@news.example', 's', 'cb_1', 'SENT', 10, 1, ${OLD}, ${OLD})`.execute(db);
   await sql`insert into campaign_recipients (campaign_id, contact_id, email_id) values ('cp_1', 'ct_max_old', 'em_1')`.execute(db);
+  // Double opt-in pending under both keys: the confirmation mailed first names the old contact.
+  await addContact(db, { id: 'ct_patold', team, book: 'cb_1', email: 'pat@bücher.example', subscribed: 0 });
+  await addContact(db, { id: 'ct_patnew', team, book: 'cb_1', email: 'pat@xn--bcher-kva.example', subscribed: 0, at: NEW });
   await close();
 
-  const t0 = await startTestApp({ dataDir: dir, overrides: { store: { url } } });
+  const secret = 'address-keys-test-secret';
+  const t0 = await startTestApp({ dataDir: dir, overrides: { store: { url }, secret } });
   t.teardown(() => t0.close());
   t.is(t0.teamId, team);
   await addVerifiedDomain(t0, 'sender.dev');
@@ -181,6 +186,7 @@ test('after the upgrade an old suppression stops a send to either spelling, the 
   const all = (await t0.request('GET', '/v1/contactBooks/cb_1/contacts')).body;
   t.deepEqual(all.map((c: any) => [c.id, c.email, c.firstName, c.lastName]).sort(), [
     ['ct_max_new', 'max@xn--bcher-kva.example', null, null],
+    ['ct_patnew', 'pat@xn--bcher-kva.example', null, null],
     ['ct_ute', 'ute@xn--bcher-kva.example', 'Ute', 'Muster'],
   ]);
 
@@ -192,4 +198,9 @@ test('after the upgrade an old suppression stops a send to either spelling, the 
   const max = (await t0.request('GET', '/v1/contactBooks/cb_1/contacts/ct_max_new')).body;
   t.false(max.subscribed);
   t.is((await t0.request('GET', '/v1/campaigns/cp_1')).body.unsubscribed, 1, 'counted for the campaign that reached the mailbox');
+
+  const confirmed = await t0.request('POST', `/confirm/${signConfirmationToken(secret, 'ct_patold', Date.now() + 3_600_000)}`, { key: null });
+  t.is(confirmed.status, 200);
+  t.regex(String(confirmed.body), /Subscription confirmed/);
+  t.true((await t0.request('GET', '/v1/contactBooks/cb_1/contacts/ct_patnew')).body.subscribed);
 });
