@@ -14,7 +14,8 @@ import { sql, type Kysely } from 'kysely';
 // - suppressions: one row stays; it carries the reason, source and time of the earlier of the
 //   two, as a suppression keeps the reason it was first stopped for (suppression-service.ts).
 // - contacts: the row under the key stays (what lookups have found since). It is unsubscribed
-//   if the other was (its reason), takes the names and properties it lacks from the other, and
+//   if the other was (its reason; otherwise it keeps its own state, a pending double opt-in
+//   too: never subscribed by the merge), takes the names and properties it lacks from the other, and
 //   the earlier creation time; emails and campaign recipients of the other point at it (a
 //   campaign that reached both keeps the kept contact's row, unsubscribed if either was).
 //   Links in mail already sent (unsubscribe, double opt-in confirmation) name the other's id:
