@@ -514,7 +514,8 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       if (!c) return false;
       const contact = await deps.contacts.unsubscribe(c.team_id, parsed.contactId, 'UNSUBSCRIBED');
       if (!contact) return false;
-      await campaigns.countUnsubscribe(c.id, parsed.contactId);
+      // The contact's id, not the link's: a link may name a contact since merged into this one.
+      await campaigns.countUnsubscribe(c.id, contact.id);
       return true;
     },
 

@@ -44,4 +44,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261129010000-unpaired-surrogates': lazy(() => import('./20261129010000-unpaired-surrogates.js')),
   '20261129030000-idempotency-token': lazy(() => import('./20261129030000-idempotency-token.js')),
   '20261129050000-segment-email-keys': lazy(() => import('./20261129050000-segment-email-keys.js')),
+  '20261129060000-address-keys': lazy(() => import('./20261129060000-address-keys.js')),
 };

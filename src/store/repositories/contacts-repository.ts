@@ -24,6 +24,15 @@ function chunks<T>(items: T[], size: number): T[][] {
   return out;
 }
 
+/**
+ * The contact an id was merged into: contacts stored twice for one mailbox under two keys were
+ * merged by migration 20261129060000-address-keys, and links in mail sent before name the other.
+ * Asked only when no contact has the id, so the usual path costs nothing more.
+ */
+async function mergedInto(db: Executor, id: string): Promise<string | undefined> {
+  return (await db.selectFrom('contact_aliases').select('contact_id').where('id', '=', id).executeTakeFirst())?.contact_id;
+}
+
 function build(db: Executor) {
   return {
     async findById(book: BookKey, id: string): Promise<ContactRow | undefined> {
@@ -85,15 +94,23 @@ function build(db: Executor) {
       return { rows, total: Number(total.n) };
     },
 
-    /** Marks a contact unsubscribed with a reason (unsubscribe links, bounces, complaints). */
+    /**
+     * Marks a contact unsubscribed with a reason (unsubscribe links, bounces, complaints). The id
+     * may be one the contact was merged from (a link in mail sent before the merge).
+     */
     async unsubscribe(teamId: number, id: string, reason: string, nowIso: string): Promise<ContactRow | undefined> {
-      return db
-        .updateTable('contacts')
-        .set({ subscribed: 0, unsubscribe_reason: reason, updated_at: nowIso })
-        .where('team_id', '=', teamId)
-        .where('id', '=', id)
-        .returningAll()
-        .executeTakeFirst();
+      const mark = (contactId: string) =>
+        db
+          .updateTable('contacts')
+          .set({ subscribed: 0, unsubscribe_reason: reason, updated_at: nowIso })
+          .where('team_id', '=', teamId)
+          .where('id', '=', contactId)
+          .returningAll()
+          .executeTakeFirst();
+      const row = await mark(id);
+      if (row) return row;
+      const merged = await mergedInto(db, id);
+      return merged === undefined ? undefined : mark(merged);
     },
 
     /**
@@ -111,8 +128,13 @@ function build(db: Executor) {
         .executeTakeFirst();
     },
 
+    /** The contact of a link (double opt-in): the id may be one it was merged from, as for unsubscribe. */
     async findAnyBook(id: string): Promise<ContactRow | undefined> {
-      return db.selectFrom('contacts').selectAll().where('id', '=', id).executeTakeFirst();
+      const find = (contactId: string) => db.selectFrom('contacts').selectAll().where('id', '=', contactId).executeTakeFirst();
+      const row = await find(id);
+      if (row) return row;
+      const merged = await mergedInto(db, id);
+      return merged === undefined ? undefined : find(merged);
     },
   };
 }

@@ -256,6 +256,15 @@ export interface ContactsTable {
   updated_at: string;
 }
 
+/**
+ * The id of a contact merged into another (migration 20261129060000-address-keys): links in mail
+ * already sent name it, and lead to the contact it was merged into.
+ */
+export interface ContactAliasesTable {
+  id: string;
+  contact_id: string;
+}
+
 export interface SegmentsTable {
   id: string;
   team_id: number;
@@ -476,6 +485,7 @@ export interface Database {
   received_tls_reports: ReceivedTlsReportsTable;
   campaigns: CampaignsTable & CampaignBatchLeaseColumns;
   campaign_recipients: CampaignRecipientsTable;
+  contact_aliases: ContactAliasesTable;
   webhooks: WebhooksTable;
   webhook_events: WebhookEventsTable;
   webhook_calls: WebhookCallsTable;
