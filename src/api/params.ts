@@ -52,7 +52,18 @@ function single<S extends z.ZodType>(schema: S, description: string, decode?: De
   };
 }
 
-/** A repeatable query parameter: every value is decoded and checked; empty values are ignored. */
+/** At most this many values of a repeated query parameter (Node reads the first 1000 pairs of a query string only). */
+export const MAX_REPEATED_VALUES = 100;
+
+/**
+ * A filter given but naming nothing (`?domainId=`, `?emails=,,`) is refused: read as "no filter"
+ * it would select every row, the opposite of what was asked (docs/api.md, Lists that select rows).
+ */
+function emptyList(name: string): never {
+  throw badRequest(`${name}: is given but names nothing; leave the parameter out to not filter by it`);
+}
+
+/** A repeatable query parameter: every value is decoded and checked; a value given empty is a 400, never "no filter". */
 function repeatable<S extends z.ZodType>(item: S, description: string, decode?: Decode): ParamDef<z.output<S>[]> {
   const schema = z.array(item);
   return {
@@ -60,7 +71,9 @@ function repeatable<S extends z.ZodType>(item: S, description: string, decode?: 
     description,
     repeatable: true,
     parse(raw, name) {
-      const texts = (raw === undefined ? [] : Array.isArray(raw) ? raw : [raw]).filter((v) => v !== '');
+      const texts = raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
+      if (texts.some((v) => v === '')) emptyList(name);
+      if (texts.length > MAX_REPEATED_VALUES) throw badRequest(`${name}: at most ${MAX_REPEATED_VALUES} values`);
       return check(schema, decode ? texts.map((t) => decode(t, name)) : texts, name) as z.output<S>[];
     },
   };
@@ -139,6 +152,28 @@ export function intIdListQuery(description: string): ParamDef<number[]> {
 /** Repeatable strings, optionally with bounded length (?tag=a&tag=b). */
 export function stringListQuery(description: string, bounds?: { min: number; max: number; error: string }): ParamDef<string[]> {
   return repeatable(bounds ? z.string().min(bounds.min, { error: bounds.error }).max(bounds.max, { error: bounds.error }) : z.string(), description);
+}
+
+/**
+ * A comma-separated list, or the parameter repeated (?emails=a,b&emails=c): items trimmed,
+ * blanks between commas and duplicates dropped; undefined when absent. Given but naming nothing
+ * (`emails=`, `emails=,,`) is a 400, as is more than `max` items.
+ */
+export function commaListQuery(description: string, max: number, noun: string): ParamDef<string[] | undefined> {
+  const schema = z.array(z.string()).min(1).max(max).optional();
+  return {
+    schema,
+    description,
+    repeatable: true,
+    parse(raw, name) {
+      if (raw === undefined) return undefined;
+      const items = (Array.isArray(raw) ? raw : [raw]).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
+      if (!items.length) emptyList(name);
+      const unique = [...new Set(items)];
+      if (unique.length > max) throw badRequest(`${name}: at most ${max} ${noun}`);
+      return unique;
+    },
+  };
 }
 
 /** An optional instant: an ISO 8601 date-time (or date) that exists, normalised to ISO 8601 UTC. */
