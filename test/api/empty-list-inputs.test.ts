@@ -100,6 +100,14 @@ test('bulk bodies: an empty list is a 400 and changes nothing', async (t) => {
   isBadRequest(t, await t0.request('DELETE', `${contactsPath()}/bulk`, { body: { contactIds: [''] } }), /^contactIds\[0\]: /, 'contacts bulk delete [""]');
   isBadRequest(t, await t0.request('DELETE', `${contactsPath()}/bulk`, { body: {} }), /^contactIds: /, 'contacts bulk delete {}');
   t.deepEqual(idsOf(await t0.request('GET', contactsPath())), before);
+  // A bulk delete naming one contact twice deletes it once and counts it once.
+  const spare = (await t0.request('POST', '/v1/contactBooks', { body: { name: 'Spare' } })).body.id as string;
+  const gone = (await t0.request('POST', `/v1/contactBooks/${spare}/contacts`, { body: { email: 'gone@example.net' } })).body.contactId as string;
+  const kept = (await t0.request('POST', `/v1/contactBooks/${spare}/contacts`, { body: { email: 'kept@example.net' } })).body.contactId as string;
+  const twice = await t0.request('DELETE', `/v1/contactBooks/${spare}/contacts/bulk`, { body: { contactIds: [gone, gone, 'ct_nobody'] } });
+  t.deepEqual(twice.body, { success: true, count: 1 });
+  t.deepEqual(idsOf(await t0.request('GET', `/v1/contactBooks/${spare}/contacts`)), [kept]);
+  isBadRequest(t, await t0.request('DELETE', `/v1/contactBooks/${spare}/contacts/bulk`, { body: { contactIds: Array.from({ length: 1001 }, (_, i) => `ct_${i}`) } }), /^contactIds: at most 1000/, '1001 contact ids');
   isBadRequest(t, await t0.request('POST', '/v1/suppressions/bulk', { body: { emails: [] } }), /^emails: /, 'suppressions bulk []');
   isBadRequest(t, await t0.request('POST', '/v1/suppressions/bulk/remove', { body: { emails: [] } }), /^emails: /, 'suppressions bulk remove []');
   isBadRequest(t, await t0.request('POST', '/v1/emails/batch', { body: [] }), /^body: /, 'emails batch []');
@@ -124,6 +132,15 @@ test('segments: an empty in list is a 400 naming it (it could only match nothing
   isBadRequest(t, await seg([{ field: 'email', op: 'in', value: 'ann@example.net' }]), /^filters\.conditions\[0\]\.value: /, 'in a string');
   isBadRequest(t, await seg([{ field: 'email', op: 'notIn', value: [] }]), /^filters\.conditions\[0\]\.op: /, 'notIn');
   isBadRequest(t, await seg([{ field: 'email', op: 'in', value: ['ann@example.net', 7] }]), /^filters\.conditions\[0\]\.value\[1\]: /, 'a number in an email in list');
+  // Repeats count once, and an item that is no one's address finds no one, as in the contacts list's emails filter.
+  const mixed = await seg([{ field: 'email', op: 'in', value: ['ANN@example.net', 'ann@example.net', 'not an address', ''] }]);
+  t.is(mixed.status, 200, JSON.stringify(mixed.body));
+  t.deepEqual(mixed.body.filters.conditions[0].value, ['ann@example.net', 'not an address', '']);
+  const members = await t0.request('GET', `/v1/segments/${mixed.body.id}/contacts`);
+  t.deepEqual(
+    members.body.contacts.map((c: { id: string }) => c.id),
+    [contacts['ann@example.net']],
+  );
 });
 
 test('segments: 10 in lists of 1000 values (the limits) run on the store, email and property alike; one more value is a 400', async (t) => {
