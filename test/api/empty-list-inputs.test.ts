@@ -1,6 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { startTestApp, type TestApp, type TestResponse } from '../helpers/test-app.js';
 import { until } from '../helpers/until.js';
+import { ConsoleClient, consoleUser } from '../console/helpers/console-client.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks/webhook-receiver.js';
 
 // Empty and degenerate lists that select rows (docs/api.md, Lists that select rows): a list
@@ -189,4 +190,29 @@ test('webhooks: empty eventTypes and domainIds are a subscription to every event
   isBadRequest(t, await t0.request('POST', '/v1/webhooks', { body: { url: receiver.url, eventTypes: [''] } }), /^eventTypes\[0\]: /, 'a blank event type');
   isBadRequest(t, await t0.request('POST', '/v1/webhooks', { body: { url: receiver.url, eventTypes: ['email.sent', 'email.nope'] } }), /^eventTypes\[1\]: /, 'an unknown event type');
   isBadRequest(t, await t0.request('POST', '/v1/webhooks', { body: { url: receiver.url, eventTypes: [], domainIds: [0] } }), /^domainIds\[0\]: /, 'a domain id 0');
+});
+
+test('console segment builder: a condition with a value but no field, or an in list of only commas, is refused by name; nothing is saved', async (t) => {
+  await consoleUser(t0.app, 'lists@example.net', t0.teamId);
+  const c = new ConsoleClient(t0.baseUrl);
+  await c.signIn('lists@example.net');
+  const count = async () =>
+    ((await t0.request('GET', `/v1/segments?contactBookId=${book}&limit=100`)).body.segments as { name: string }[]).filter((x) => x.name === 'from the builder').length;
+  const before = await count();
+  const referer = '/console/segments';
+  for (const [row, message] of [
+    [{ field: '', prop: '', op: 'eq', value: 'ann@example.net' }, /^filters\.conditions\[0\]\.field: /],
+    [{ field: '', prop: 'plan', op: 'eq', value: '' }, /^filters\.conditions\[0\]\.field: /],
+    [{ field: 'email', prop: '', op: 'in', value: ' , ,' }, /^filters\.conditions\[0\]\.value: /],
+  ] as const) {
+    const res = await c.post('/console/segments', { name: 'from the builder', contactBookId: book, match: 'all', field: [row.field, ''], prop: [row.prop, ''], op: [row.op, 'eq'], value: [row.value, ''] }, { referer });
+    t.is(res.status, 303, JSON.stringify(row));
+    t.is(res.location, referer);
+    t.regex(c.flash(), message, JSON.stringify(row));
+  }
+  t.is(await count(), before);
+  // A blank row (the builder's spare one) is no condition; a filled one is.
+  const ok = await c.post('/console/segments', { name: 'from the builder', contactBookId: book, match: 'all', field: ['email', ''], prop: ['', ''], op: ['in', 'eq'], value: ['ann@example.net, bob@example.net,', ''] });
+  t.is(ok.status, 303);
+  t.is(await count(), before + 1);
 });
