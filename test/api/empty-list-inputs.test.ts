@@ -85,6 +85,33 @@ test('emails, received emails, TLS reports: a repeated filter given empty is a 4
   }
 });
 
+test('single-valued filters given empty are a 400 naming them too (the same domainId= as the lists); search, page and cursor given empty are as left out', async (t) => {
+  for (const [path, field] of [
+    ['/v1/analytics/email-time-series?domainId=', /^domainId: /],
+    ['/v1/analytics/reputation-metrics?domainId=', /^domainId: /],
+    ['/v1/emails?startDate=', /^startDate: /],
+    ['/v1/emails?endDate=', /^endDate: /],
+    ['/v1/campaigns?status=', /^status: /],
+    ['/v1/suppressions?reason=', /^reason: /],
+    ['/v1/segments?contactBookId=', /^contactBookId: /],
+  ] as const) {
+    isBadRequest(t, await t0.request('GET', path), field, path);
+  }
+  for (const path of ['/v1/suppressions?search=', '/v1/templates?search=&page=', `/v1/segments?contactBookId=${book}&page=`, '/v1/analytics/email-time-series?days=']) {
+    t.is((await t0.request('GET', path)).status, 200, path);
+  }
+  const op = (await t0.app.services.operatorKeys.create('lists')).token;
+  for (const [path, field] of [
+    ['/admin/v1/queue/messages?destination=', /^destination: /],
+    ['/admin/v1/queue/messages?campaignId=', /^campaignId: /],
+    ['/admin/v1/queue/messages?teamId=', /^teamId: /],
+    ['/admin/v1/queue/messages?state=', /^state: /],
+  ] as const) {
+    isBadRequest(t, await t0.request('GET', path, { key: op }), field, path);
+  }
+  t.is((await t0.request('GET', '/admin/v1/queue/messages?cursor=', { key: op })).status, 200);
+});
+
 test('emails list: more than 100 domainId or tag values is a 400 naming the parameter', async (t) => {
   const repeated = (name: string, n: number) => Array.from({ length: n }, (_, i) => `${name}=${i + 1}`).join('&');
   isBadRequest(t, await t0.request('GET', `/v1/emails?${repeated('domainId', 101)}`), /^domainId: at most 100/, '101 domainId');
