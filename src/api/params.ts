@@ -71,18 +71,22 @@ function emptyFilter(name: string): never {
   throw badRequest(`${name}: is empty; leave the parameter out not to filter by it`);
 }
 
-/** A repeatable query parameter: every value is decoded and checked; a value given empty is a 400, never "no filter". */
-function repeatable<S extends z.ZodType>(item: S, description: string, decode?: Decode): ParamDef<z.output<S>[]> {
-  const schema = z.array(item);
+/**
+ * A repeatable query parameter: undefined when absent; every value is decoded and checked, and
+ * a value given empty is a 400, never "no filter".
+ */
+function repeatable<S extends z.ZodType>(item: S, description: string, decode?: Decode): ParamDef<z.output<S>[] | undefined> {
+  const schema = z.array(item).optional();
   return {
     schema,
     description,
     repeatable: true,
     parse(raw, name) {
-      const texts = raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];
+      if (raw === undefined) return undefined;
+      const texts = Array.isArray(raw) ? raw : [raw];
       if (texts.some((v) => v === '')) emptyFilter(name);
       if (texts.length > MAX_REPEATED_VALUES) throw badRequest(`${name}: at most ${MAX_REPEATED_VALUES} values`);
-      return check(schema, decode ? texts.map((t) => decode(t, name)) : texts, name) as z.output<S>[];
+      return check(schema, decode ? texts.map((t) => decode(t, name)) : texts, name) as z.output<S>[] | undefined;
     },
   };
 }
@@ -153,12 +157,12 @@ export function intIdQuery(description: string): ParamDef<number | undefined> {
 }
 
 /** Repeatable integer ids (?domainId=1&domainId=2). */
-export function intIdListQuery(description: string): ParamDef<number[]> {
+export function intIdListQuery(description: string): ParamDef<number[] | undefined> {
   return repeatable(intIdSchema, description, integer(INT_ID_MESSAGE));
 }
 
 /** Repeatable strings, optionally with bounded length (?tag=a&tag=b). */
-export function stringListQuery(description: string, bounds?: { min: number; max: number; error: string }): ParamDef<string[]> {
+export function stringListQuery(description: string, bounds?: { min: number; max: number; error: string }): ParamDef<string[] | undefined> {
   return repeatable(bounds ? z.string().min(bounds.min, { error: bounds.error }).max(bounds.max, { error: bounds.error }) : z.string(), description);
 }
 

@@ -1,6 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { startTestApp, type TestApp, type TestResponse } from '../helpers/test-app.js';
 import { until } from '../helpers/until.js';
+import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 import { ConsoleClient, consoleUser } from '../console/helpers/console-client.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks/webhook-receiver.js';
 
@@ -242,4 +243,20 @@ test('console segment builder: a condition with a value but no field, or an in l
   const ok = await c.post('/console/segments', { name: 'from the builder', contactBookId: book, match: 'all', field: ['email', ''], prop: ['', ''], op: ['in', 'eq'], value: ['ann@example.net, bob@example.net,', ''] });
   t.is(ok.status, 303);
   t.is(await count(), before + 1);
+});
+
+test('below the API: an empty list handed to a service or repository matches nothing, never every row', async (t) => {
+  const domain = await addVerifiedDomain(t0, 'empty-lists.dev');
+  const sent = await t0.request('POST', '/v1/emails', { body: { from: 'a@empty-lists.dev', to: 'b@example.com', subject: 's', text: 't', tags: ['x'], scheduledAt: 'in 2 days' } });
+  t.is(sent.status, 200, JSON.stringify(sent.body));
+  const ctx = { teamId: t0.teamId, domainId: null, apiKeyId: null };
+  const { emails, contacts: contactService } = t0.app.services;
+  const page = { offset: 0, limit: 50 };
+  t.true((await emails.list(ctx, { ...page })).count >= 1, 'no filter: the email is listed');
+  t.is((await emails.list(ctx, { ...page, domainIds: [domain.id] })).count, 1);
+  t.is((await emails.list(ctx, { ...page, domainIds: [] })).count, 0);
+  t.is((await emails.list(ctx, { ...page, tags: [] })).count, 0);
+  const scope = { teamId: t0.teamId, domainId: null };
+  await t.throwsAsync(() => contactService.list(scope, book, { ...page, emails: [] }), { message: /^emails: / });
+  await t.throwsAsync(() => contactService.list(scope, book, { ...page, ids: [] }), { message: /^ids: / });
 });
