@@ -390,13 +390,13 @@ export function createContactService(deps: ContactServiceDeps) {
     async list(
       scope: BookScope,
       bookId: string,
-      // Already split, trimmed, non-empty and bounded (the API's commaListQuery): an empty list
-      // here would be read as no filter at all.
+      // Split, trimmed and deduplicated by the API (commaListQuery). Absent: no filter. Empty:
+      // refused here too, since no caller asking for "these contacts" means "all of them".
       q: { emails?: string[]; ids?: string[]; offset: number; limit: number },
     ): Promise<ContactView[]> {
       await loadBook(scope.teamId, bookId);
       for (const [name, list] of [['emails', q.emails], ['ids', q.ids]] as const) {
-        if (list?.length === 0) throw badRequest(`${name}: is given but names nothing; leave the parameter out to not filter by it`);
+        if (list?.length === 0) throw badRequest(`${name}: is empty; leave the parameter out not to filter by it`);
         if ((list?.length ?? 0) > MAX_BULK_CONTACTS) throw badRequest(`${name}: at most ${MAX_BULK_CONTACTS} ${name === 'emails' ? 'addresses' : 'contact ids'}`);
       }
       // Keyed as addresses are stored (lowercased, the domain in A-labels), not validated: an
