@@ -39,29 +39,54 @@ function check(schema: z.ZodType, value: unknown, name: string): unknown {
   throw badRequest(`${name}: ${result.error.issues[0]!.message}`);
 }
 
-/** A single-valued parameter: given at most once; an empty value counts as absent unless emptyIsValue. */
-function single<S extends z.ZodType>(schema: S, description: string, decode?: Decode, emptyIsValue = false): ParamDef<z.output<S>> {
+/**
+ * What a parameter given empty (`?name=`) is: absent (page, limit, search, cursor), a value
+ * checked like any other (headers), or refused (filters: docs/api.md, Lists that select rows).
+ */
+type Empty = 'absent' | 'value' | 'refused';
+
+/** A single-valued parameter: given at most once; an empty value is as `empty` says. */
+function single<S extends z.ZodType>(schema: S, description: string, decode?: Decode, empty: Empty = 'absent'): ParamDef<z.output<S>> {
   return {
     schema,
     description,
     parse(raw, name) {
       if (Array.isArray(raw)) throw badRequest(`${name}: must be given once`);
-      const text = raw === '' && !emptyIsValue ? undefined : raw;
+      if (raw === '' && empty === 'refused') emptyFilter(name);
+      const text = raw === '' && empty === 'absent' ? undefined : raw;
       return check(schema, text === undefined || !decode ? text : decode(text, name), name) as z.output<S>;
     },
   };
 }
 
-/** A repeatable query parameter: every value is decoded and checked; empty values are ignored. */
-function repeatable<S extends z.ZodType>(item: S, description: string, decode?: Decode): ParamDef<z.output<S>[]> {
-  const schema = z.array(item);
+/** At most this many values of a repeated query parameter (Node reads the first 1000 pairs of a query string only). */
+export const MAX_REPEATED_VALUES = 100;
+
+/**
+ * A filter given but naming nothing (`?domainId=`, `?emails=,,`, `?status=`) is refused: read as
+ * "no filter" it would select every row, the opposite of what was asked (docs/api.md, Lists that
+ * select rows).
+ */
+function emptyFilter(name: string): never {
+  throw badRequest(`${name}: is empty; leave the parameter out not to filter by it`);
+}
+
+/**
+ * A repeatable query parameter: undefined when absent; every value is decoded and checked, and
+ * a value given empty is a 400, never "no filter".
+ */
+function repeatable<S extends z.ZodType>(item: S, description: string, decode?: Decode): ParamDef<z.output<S>[] | undefined> {
+  const schema = z.array(item).optional();
   return {
     schema,
     description,
     repeatable: true,
     parse(raw, name) {
-      const texts = (raw === undefined ? [] : Array.isArray(raw) ? raw : [raw]).filter((v) => v !== '');
-      return check(schema, decode ? texts.map((t) => decode(t, name)) : texts, name) as z.output<S>[];
+      if (raw === undefined) return undefined;
+      const texts = Array.isArray(raw) ? raw : [raw];
+      if (texts.some((v) => v === '')) emptyFilter(name);
+      if (texts.length > MAX_REPEATED_VALUES) throw badRequest(`${name}: at most ${MAX_REPEATED_VALUES} values`);
+      return check(schema, decode ? texts.map((t) => decode(t, name)) : texts, name) as z.output<S>[] | undefined;
     },
   };
 }
@@ -113,7 +138,7 @@ export function pageQueries(defaultLimit = 25, maxLimit = 100) {
 
 /** An optional value from a closed set. */
 export function enumQuery<const T extends readonly [string, ...string[]]>(values: T, description: string): ParamDef<T[number] | undefined> {
-  return single(z.enum(values, { error: `must be one of ${values.join(', ')}` }).optional(), description);
+  return single(z.enum(values, { error: `must be one of ${values.join(', ')}` }).optional(), description, undefined, 'refused');
 }
 
 /** The free-text `search` parameter, trimmed; blank is absent. */
@@ -121,36 +146,59 @@ export function searchQuery(description: string, maxLength = 320): ParamDef<stri
   return single(z.string().max(maxLength, { error: `at most ${maxLength} characters` }).optional(), description, (text) => text.trim() || undefined);
 }
 
-/** An optional free-text value (ids, cursors). */
-export function textQuery(description: string, maxLength = 1000): ParamDef<string | undefined> {
-  return single(z.string().max(maxLength, { error: `at most ${maxLength} characters` }).optional(), description);
+/** An optional free-text value: a cursor (empty: the first page), or with `filter` an id to filter by (empty: 400). */
+export function textQuery(description: string, maxLength = 1000, opts: { filter?: boolean } = {}): ParamDef<string | undefined> {
+  return single(z.string().max(maxLength, { error: `at most ${maxLength} characters` }).optional(), description, undefined, opts.filter ? 'refused' : 'absent');
 }
 
 /** An optional integer id (e.g. ?domainId=3). */
 export function intIdQuery(description: string): ParamDef<number | undefined> {
-  return single(intIdSchema.optional(), description, integer(INT_ID_MESSAGE));
+  return single(intIdSchema.optional(), description, integer(INT_ID_MESSAGE), 'refused');
 }
 
 /** Repeatable integer ids (?domainId=1&domainId=2). */
-export function intIdListQuery(description: string): ParamDef<number[]> {
+export function intIdListQuery(description: string): ParamDef<number[] | undefined> {
   return repeatable(intIdSchema, description, integer(INT_ID_MESSAGE));
 }
 
 /** Repeatable strings, optionally with bounded length (?tag=a&tag=b). */
-export function stringListQuery(description: string, bounds?: { min: number; max: number; error: string }): ParamDef<string[]> {
+export function stringListQuery(description: string, bounds?: { min: number; max: number; error: string }): ParamDef<string[] | undefined> {
   return repeatable(bounds ? z.string().min(bounds.min, { error: bounds.error }).max(bounds.max, { error: bounds.error }) : z.string(), description);
+}
+
+/**
+ * A comma-separated list, or the parameter repeated (?emails=a,b&emails=c): items trimmed,
+ * blanks between commas and duplicates dropped; undefined when absent. Given but naming nothing
+ * (`emails=`, `emails=,,`) is a 400, as is more than `max` items.
+ */
+export function commaListQuery(description: string, max: number, noun: string): ParamDef<string[] | undefined> {
+  const schema = z.array(z.string()).min(1).max(max).optional();
+  return {
+    schema,
+    description,
+    repeatable: true,
+    parse(raw, name) {
+      if (raw === undefined) return undefined;
+      const items = (Array.isArray(raw) ? raw : [raw]).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
+      if (!items.length) emptyFilter(name);
+      const unique = [...new Set(items)];
+      if (unique.length > max) throw badRequest(`${name}: at most ${max} ${noun}`);
+      return unique;
+    },
+  };
 }
 
 /** An optional instant: an ISO 8601 date-time (or date) that exists, normalised to ISO 8601 UTC. */
 export function dateTimeQuery(description: string): ParamDef<string | undefined> {
   const error = 'must be an ISO 8601 date-time such as 2026-01-31T09:00:00Z';
-  return single(z.string().meta({ format: 'date-time' }).optional(), description, (text, name) => {
+  const parse = (text: string, name: string) => {
     const at = parseIsoDateTime(text);
     if (!at) throw badRequest(`${name}: ${error}`);
     // Compared as text with stored timestamps: "+010000-..." would sort before every date.
     if (!hasFourDigitYear(at)) throw badRequest(`${name}: must be in the years 0000 to 9999 (UTC)`);
     return at.toISOString();
-  });
+  };
+  return single(z.string().meta({ format: 'date-time' }).optional(), description, parse, 'refused');
 }
 
 /** An optional integer from a closed set, with a default (e.g. days=7|30). */
@@ -168,5 +216,5 @@ export function intChoiceQuery<const T extends readonly [number, ...number[]]>(v
  */
 export function textHeader(description: string, opts: { min: number; max: number }): ParamDef<string | undefined> {
   const error = `must be ${opts.min} to ${opts.max} characters`;
-  return single(z.string().min(opts.min, { error }).max(opts.max, { error }).optional(), description, undefined, true);
+  return single(z.string().min(opts.min, { error }).max(opts.max, { error }).optional(), description, undefined, 'value');
 }

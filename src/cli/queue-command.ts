@@ -31,6 +31,9 @@ const hasSelector = (opts: SelectorOptions) => opts.destination !== undefined ||
 function checkSelector(opts: SelectorOptions, required?: string): void {
   if (required && !hasSelector(opts)) throw new Error(`give at least one of ${required}`);
   if (opts.team !== undefined) parseIntOption(opts.team, '--team');
+  // Given empty, a selector names nothing to act on: refused, as the API refuses it.
+  if (opts.campaign !== undefined && !opts.campaign.trim()) throw new Error('--campaign: is empty');
+  if (opts.email?.some((id) => !id.trim())) throw new Error('--email: an email id is empty');
   if (opts.destination !== undefined) parseSelector({ destination: opts.destination });
 }
 

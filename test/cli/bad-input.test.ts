@@ -190,6 +190,12 @@ test('queue: a delivery id with a selector is refused and nothing is made due; s
   await refused(t, dataDir, ['queue', 'retry'], /give at least one of --destination, --team, --campaign or --email/);
   await refused(t, dataDir, ['queue', 'suspend', '--minutes', '5', '--reason', 'r'], /give at least one of --destination, --team or --campaign/);
   await refused(t, dataDir, ['queue', 'suspend', '--minutes', '0x10', '--reason', 'r', '--destination', 'example.com'], /--minutes must be a number of minutes, got "0x10"/);
+  // A selector given empty selects nothing to act on: refused by name, never read as "all" or as "none, 0 done".
+  await refused(t, dataDir, ['queue', 'bounce', '--email', '', '--reason', 'r'], /^posthorn: --email: an email id is empty/);
+  await refused(t, dataDir, ['queue', 'bounce', '--email', 'em_x', ' ', '--reason', 'r'], /^posthorn: --email: an email id is empty/);
+  await refused(t, dataDir, ['queue', 'bounce', '--campaign', ' ', '--reason', 'r'], /^posthorn: --campaign: is empty/);
+  await refused(t, dataDir, ['queue', 'retry', '--destination', ''], /destination: must be a domain name/);
+  t.deepEqual(JSON.parse(await ok(t, dataDir, ['queue', 'messages', '--json'])).messages, before.messages);
   t.deepEqual(JSON.parse(await ok(t, dataDir, ['queue', '--json'])).suspensions, []);
 });
 

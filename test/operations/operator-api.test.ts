@@ -104,6 +104,11 @@ test.serial('validation: a selector is required, minutes and reasons are checked
     ['POST', '/queue/suspensions', { destination: 'a.example', minutes: 5, reason: 'x', extra: 1 }, /extra/],
     ['POST', '/queue/retry', {}, /at least one of destination/],
     ['POST', '/queue/retry', { emailIds: [] }, /^emailIds: /],
+    // Selectors given blank select nothing to act on: refused by name, never "all", never "0 done".
+    ['POST', '/queue/retry', { emailIds: ['em_x', ' '] }, /^emailIds\[1\]: /],
+    ['POST', '/queue/retry', { destination: ' ' }, /^destination: /],
+    ['POST', '/queue/bounce', { campaignId: ' ', reason: 'x' }, /^campaignId: /],
+    ['POST', '/queue/suspensions', { campaignId: ' ', minutes: 5, reason: 'x' }, /^campaignId: /],
     ['POST', '/queue/bounce', { destination: 'a.example' }, /^reason: /],
     ['GET', '/queue/messages?state=lost', undefined, /^state: /],
     ['GET', '/queue/messages?cursor=zzz', undefined, /^cursor: /],

@@ -72,9 +72,9 @@ export function operatorRoutes(deps: OperatorRouteDeps): RouteDef[] {
       summary: 'The queued deliveries behind the summary, filtered, oldest first.',
       request: {
         query: {
-          destination: textQuery('Only deliveries to this recipient domain.', 253),
+          destination: textQuery('Only deliveries to this recipient domain.', 253, { filter: true }),
           teamId: intIdQuery('Only this team.'),
-          campaignId: textQuery('Only this campaign.', 100),
+          campaignId: textQuery('Only this campaign.', 100, { filter: true }),
           state: enumQuery(QUEUE_STATES, 'Only deliveries in this state.'),
           limit: limitQuery(50, 500),
           cursor,

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { contactCreateSchema, contactPatchSchema } from '../../core/contacts/contact-schema.js';
 import { bulkDeleteSchema, MAX_BULK_CONTACTS, type ConfirmationState, type ContactService } from '../../core/contacts/contact-service.js';
 import { escapeHtml } from '../../render/html-escape.js';
-import { pageQueries, stringListQuery, stringPath } from '../params.js';
+import { commaListQuery, pageQueries, stringPath } from '../params.js';
 import { pageOf } from '../pagination.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
 import { bulkCountSchema } from '../schemas/common-schemas.js';
@@ -19,7 +19,8 @@ export function contactsRoutes(contacts: ContactService): RouteDef[] {
   const tag = 'Contacts';
   const bookParams = { contactBookId: contactBookIdParam };
   const params = { contactBookId: contactBookIdParam, contactId: stringPath('Contact id.') };
-  const list = (what: string) => stringListQuery(`Only these ${what}: comma-separated, or the parameter repeated (at most ${MAX_BULK_CONTACTS}).`);
+  const list = (what: string) =>
+    commaListQuery(`Only these ${what}: comma-separated, or the parameter repeated (1 to ${MAX_BULK_CONTACTS}; given empty is 400).`, MAX_BULK_CONTACTS, what);
   return [
     defineRoute({
       method: 'POST',

@@ -17,7 +17,7 @@ export function segmentsRoutes(segments: SegmentService): RouteDef[] {
       access: 'full',
       tag,
       summary: 'List segments, newest first (page envelope with key segments; optional contactBookId filter).',
-      request: { query: { ...pageQueries(), contactBookId: textQuery('Only segments of this contact book.', 100) } },
+      request: { query: { ...pageQueries(), contactBookId: textQuery('Only segments of this contact book.', 100, { filter: true }) } },
       response: pageEnvelopeSchema('segments', segmentSchema),
       handler: async ({ auth, input: { query } }) => {
         const page = pageOf(query);

@@ -38,6 +38,13 @@ function rowsOf(filters: FilterGroup): Row[] | null {
   });
 }
 
+/** The index a builder row gets among the conditions (blank rows are none). */
+function conditionsBefore(fields: string[], props: string[], values: string[], row: number): number {
+  let n = 0;
+  for (let i = 0; i < row; i++) if (fields[i] || (values[i] ?? '').trim() || (props[i] ?? '').trim()) n++;
+  return n;
+}
+
 /** The builder's form as a filter for core to validate (it names the bad condition). */
 function filtersFrom(f: URLSearchParams): unknown {
   if (f.get('mode') === 'json') {
@@ -49,9 +56,12 @@ function filtersFrom(f: URLSearchParams): unknown {
   }
   const [fields, props, ops, values] = [f.getAll('field'), f.getAll('prop'), f.getAll('op'), f.getAll('value')];
   const conditions = fields.flatMap((name, i) => {
-    if (!name) return [];
-    const op = ops[i] ?? 'eq';
     const raw = (values[i] ?? '').trim();
+    // A row left blank is the builder's spare one. A row with a value but no field is a
+    // mistake: dropped, it would widen the segment (to the whole book, were it the only one).
+    if (!name && !raw && !(props[i] ?? '').trim()) return [];
+    if (!name) throw badRequest(`filters.conditions[${conditionsBefore(fields, props, values, i)}].field: choose a field for this condition`);
+    const op = ops[i] ?? 'eq';
     const fieldName = name === 'property' ? `properties.${(props[i] ?? '').trim()}` : name;
     if (op === 'exists' || op === 'notExists') return [{ field: fieldName, op }];
     if (op === 'in') return [{ field: fieldName, op, value: raw.split(',').map((v) => v.trim()).filter(Boolean) }];

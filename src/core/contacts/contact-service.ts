@@ -153,12 +153,6 @@ function isUniqueViolation(err: unknown): boolean {
   return isStoreUniqueViolation(err, 'contacts');
 }
 
-function listParam(raw: string | string[] | undefined): string[] | undefined {
-  if (raw === undefined) return undefined;
-  const items = (Array.isArray(raw) ? raw : [raw]).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
-  return items.length ? [...new Set(items)] : undefined;
-}
-
 export type ConfirmationState =
   | { state: 'invalid' }
   | { state: 'expired' }
@@ -396,16 +390,19 @@ export function createContactService(deps: ContactServiceDeps) {
     async list(
       scope: BookScope,
       bookId: string,
-      q: { emails?: string | string[]; ids?: string | string[]; offset: number; limit: number },
+      // Split, trimmed and deduplicated by the API (commaListQuery). Absent: no filter. Empty:
+      // refused here too, since no caller asking for "these contacts" means "all of them".
+      q: { emails?: string[]; ids?: string[]; offset: number; limit: number },
     ): Promise<ContactView[]> {
       await loadBook(scope.teamId, bookId);
+      for (const [name, list] of [['emails', q.emails], ['ids', q.ids]] as const) {
+        if (list?.length === 0) throw badRequest(`${name}: is empty; leave the parameter out not to filter by it`);
+        if ((list?.length ?? 0) > MAX_BULK_CONTACTS) throw badRequest(`${name}: at most ${MAX_BULK_CONTACTS} ${name === 'emails' ? 'addresses' : 'contact ids'}`);
+      }
       // Keyed as addresses are stored (lowercased, the domain in A-labels), not validated: an
       // address nobody has finds nobody.
-      const emails = listParam(q.emails)?.map(addressKey);
-      const ids = listParam(q.ids);
-      if ((emails?.length ?? 0) > MAX_BULK_CONTACTS) throw badRequest(`emails: at most ${MAX_BULK_CONTACTS} addresses`);
-      if ((ids?.length ?? 0) > MAX_BULK_CONTACTS) throw badRequest(`ids: at most ${MAX_BULK_CONTACTS} ids`);
-      return (await contacts.list({ teamId: scope.teamId, bookId }, { emails, ids, offset: q.offset, limit: q.limit })).map(contactView);
+      const emails = q.emails?.map(addressKey);
+      return (await contacts.list({ teamId: scope.teamId, bookId }, { emails, ids: q.ids, offset: q.offset, limit: q.limit })).map(contactView);
     },
 
     /**

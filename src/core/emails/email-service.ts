@@ -491,6 +491,8 @@ export function createEmailService(deps: EmailServiceDeps) {
     },
 
     async list(ctx: SendContext, q: EmailListQuery) {
+      // Absent filters do not filter; an empty one names nothing, so nothing matches.
+      if (q.domainIds?.length === 0 || q.tags?.length === 0) return { data: [], count: 0 };
       let domainIds = q.domainIds;
       if (ctx.domainId !== null) {
         // A key bound to a domain sees only that domain's emails.

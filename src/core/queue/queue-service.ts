@@ -93,9 +93,14 @@ export function parseSelector(input: { destination?: string; teamId?: number; ca
     sel.destination = d;
   }
   if (input.teamId !== undefined) sel.teamId = input.teamId;
-  if (input.campaignId !== undefined) sel.campaignId = input.campaignId;
+  if (input.campaignId !== undefined) {
+    if (!input.campaignId.trim()) throw badRequest('campaignId: must not be empty');
+    sel.campaignId = input.campaignId;
+  }
   if (input.emailIds !== undefined) {
     if (input.emailIds.length === 0) throw badRequest('emailIds: must not be empty');
+    const blank = input.emailIds.findIndex((id) => !id.trim());
+    if (blank >= 0) throw badRequest(`emailIds[${blank}]: must not be empty`);
     sel.emailIds = [...new Set(input.emailIds)];
   }
   if (Object.keys(sel).length === 0) throw badRequest('give at least one of destination, teamId, campaignId or emailIds');

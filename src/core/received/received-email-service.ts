@@ -139,6 +139,8 @@ export function createReceivedEmailService(deps: ReceivedEmailServiceDeps) {
     },
 
     async list(scope: ReceivedScope, q: { offset: number; limit: number; domainIds?: number[] }) {
+      // Absent: every domain the scope sees; empty: none (an empty filter never means all).
+      if (q.domainIds?.length === 0) return { items: [], total: 0 };
       let domainIds = q.domainIds;
       if (scope.domainId !== null) {
         if (domainIds?.length && !domainIds.includes(scope.domainId)) return { items: [], total: 0 };

@@ -165,9 +165,10 @@ export function createReceivedTlsReportService(deps: { repo: ReceivedTlsReportsR
       return inserted ? id : null;
     },
 
-    /** Newest first; `domainIds` empty means every domain the scope sees. */
-    async list(scope: ReceivedTlsReportScope, opts: { offset: number; limit: number; domainIds: number[] }) {
-      let domainIds: number[] | null = opts.domainIds.length ? opts.domainIds : null;
+    /** Newest first; `domainIds` absent means every domain the scope sees, and empty none. */
+    async list(scope: ReceivedTlsReportScope, opts: { offset: number; limit: number; domainIds?: number[] }) {
+      if (opts.domainIds?.length === 0) return { items: [], total: 0 };
+      let domainIds: number[] | null = opts.domainIds ?? null;
       if (scope.domainId !== null) {
         if (domainIds && !domainIds.includes(scope.domainId)) return { items: [], total: 0 };
         domainIds = [scope.domainId];

@@ -211,9 +211,11 @@ export function createEmailsRepository(db: Db) {
      */
     async listPage(f: EmailListFilter): Promise<{ page: { id: string; bodyChars: number }[]; count: number }> {
       let q = db.selectFrom('emails').where('team_id', '=', f.teamId);
-      if (f.domainIds?.length) q = q.where('domain_id', 'in', f.domainIds);
+      // An empty list matches nothing (never every row, never `in ()`).
+      if (f.domainIds) q = q.where('domain_id', 'in', f.domainIds.length ? f.domainIds : [-1]);
       if (f.startDate) q = q.where('created_at', '>=', f.startDate);
       if (f.endDate) q = q.where('created_at', '<=', f.endDate);
+      if (f.tags?.length === 0) q = q.where(sql<boolean>`false`);
       if (f.tags?.length) {
         const tags = [...new Set(f.tags)];
         // AND semantics: the email carries every requested tag.

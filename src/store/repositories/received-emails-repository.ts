@@ -69,7 +69,8 @@ export function createReceivedEmailsRepository(db: Db) {
 
     async list(f: ReceivedListFilter): Promise<{ rows: ReceivedEmailRow[]; total: number }> {
       let q = db.selectFrom('received_emails').where('team_id', '=', f.teamId);
-      if (f.domainIds?.length) q = q.where('domain_id', 'in', f.domainIds);
+      // An empty list matches nothing (never every row, never `in ()`).
+      if (f.domainIds) q = q.where('domain_id', 'in', f.domainIds.length ? f.domainIds : [-1]);
       const [rows, total] = await Promise.all([
         q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
         q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
