@@ -1,5 +1,5 @@
-import { domainToASCII } from 'node:url';
 import { sql, type Kysely } from 'kysely';
+import { addressKey } from './address-key-2026-11-29.js';
 
 // Frozen: never edit a migration that has shipped; add a new one.
 // An email condition's eq, neq and in values are keyed as contacts store addresses (trimmed,
@@ -8,18 +8,6 @@ import { sql, type Kysely } from 'kysely';
 // Unicode matched no contact ("ute@bücher.example" against "ute@xn--bcher-kva.example"). Keyed
 // here as a filter saved now is: segments, and the snapshots of campaigns started from one. Only
 // JSON holding a non-ASCII character can need it (JSON.stringify writes such characters as they are).
-
-const ASCII = /^[\x00-\x7f]*$/;
-
-/** addressKey (core/emails/addresses.ts) as of this migration. */
-function addressKey(address: string): string {
-  const key = address.trim().toLowerCase();
-  if (ASCII.test(key)) return key;
-  const at = key.lastIndexOf('@');
-  if (at < 0) return key;
-  const domain = key.slice(at + 1);
-  return `${key.slice(0, at)}@${(ASCII.test(domain) ? domain : domainToASCII(domain)) || domain}`;
-}
 
 type Node = { conditions?: Node[]; field?: unknown; op?: unknown; value?: unknown };
 

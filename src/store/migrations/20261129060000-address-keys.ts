@@ -1,5 +1,5 @@
-import { domainToASCII } from 'node:url';
 import { sql, type Kysely } from 'kysely';
+import { addressKey } from './address-key-2026-11-29.js';
 
 // Frozen: never edit a migration that has shipped; add a new one.
 // Suppressions and contacts are keyed trimmed, lowercased and with the domain in A-labels
@@ -20,18 +20,6 @@ import { sql, type Kysely } from 'kysely';
 //   campaign that reached both keeps the kept contact's row, unsubscribed if either was).
 //   Links in mail already sent (unsubscribe, double opt-in confirmation) name the other's id:
 //   contact_aliases leads that id to the kept contact.
-
-const ASCII = /^[\x00-\x7f]*$/;
-
-/** addressKey (core/emails/addresses.ts) as of this migration. */
-function addressKey(address: string): string {
-  const key = address.trim().toLowerCase();
-  if (ASCII.test(key)) return key;
-  const at = key.lastIndexOf('@');
-  if (at < 0) return key;
-  const domain = key.slice(at + 1);
-  return `${key.slice(0, at)}@${(ASCII.test(domain) ? domain : domainToASCII(domain)) || domain}`;
-}
 
 /** Rows of the table whose email holds a non-ASCII character (characters and bytes differ), oldest first. */
 async function nonAscii<T>(db: Kysely<unknown>, table: string, columns: string, order: string): Promise<T[]> {
