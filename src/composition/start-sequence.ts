@@ -101,7 +101,7 @@ export async function startApp(o: {
     logger.info({ event: 'cluster.join', node: nodeId, freed }, `joined the cluster as ${nodeId}`);
   } else {
     const releasedKeys = await emails.releaseInFlightKeys();
-    if (releasedKeys) logger.info({ released: releasedKeys }, 'released idempotency keys left in flight by a previous run');
+    if (releasedKeys) logger.info({ event: 'serve.recovered', left: 'idempotency_keys', count: releasedKeys }, 'released idempotency keys left in flight by a previous run');
     await domains.clearChecksLeftBehind();
   }
   const http = (started.http = await listenHttp(koa, config.http.host, config.http.port));
@@ -128,10 +128,10 @@ export async function startApp(o: {
     submission: { apiKeys, emails, rateLimiter, defaultRateLimit: config.rateLimit.perSecond },
   }));
   const recounted = await campaigns.recoverCounts();
-  if (recounted) logger.info({ recounted }, 'campaign counters a previous run left behind were counted');
+  if (recounted) logger.info({ event: 'serve.recovered', left: 'campaign_counts', count: recounted }, 'campaign counters a previous run left behind were counted');
   if (!cluster) {
     const released = await deliveries.releaseStaleLeases();
-    if (released) logger.info({ released }, 'released delivery leases left by a previous run');
+    if (released) logger.info({ event: 'serve.recovered', left: 'delivery_leases', count: released }, 'released delivery leases left by a previous run');
     await campaigns.releaseStaleBatches();
   }
   tlsCounter.start();
@@ -139,12 +139,12 @@ export async function startApp(o: {
   core.startEngine();
   if (!cluster) {
     const releasedCalls = await webhookOutbox.releaseStaleLeases();
-    if (releasedCalls) logger.info({ released: releasedCalls }, 'released webhook call leases left by a previous run');
+    if (releasedCalls) logger.info({ event: 'serve.recovered', left: 'webhook_leases', count: releasedCalls }, 'released webhook call leases left by a previous run');
   }
   webhookDispatcher.start();
   await core.bounceNotices?.start(); // what a previous run left is sent now
   const resumedImports = await contactImports.resume();
-  if (resumedImports) logger.info({ resumed: resumedImports }, 'contact imports a previous run left unfinished carry on');
+  if (resumedImports) logger.info({ event: 'serve.recovered', left: 'contact_imports', count: resumedImports }, 'contact imports a previous run left unfinished carry on');
   scheduler.start();
   announceReady(config, logger, http.port);
   return listeners;

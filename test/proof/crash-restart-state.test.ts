@@ -2,6 +2,8 @@ import test from 'ava';
 import { sql } from 'kysely';
 import { ManualClock } from '../../src/lib/clock.js';
 import { createIdempotencyRepository } from '../../src/store/repositories/idempotency-repository.js';
+import { capturedLog } from '../helpers/captured-log.js';
+import { testStoreKind } from '../helpers/pg-databases.js';
 import { sendBody, startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 
 // What a SIGKILL leaves behind, set up exactly (crash-sigkill.test.ts finds these states by
@@ -9,9 +11,12 @@ import { sendBody, startMailWorld, type MailWorld } from '../helpers/mail-world.
 // killed at that instant leaves it, then the app is restarted on the same data dir.
 
 const clock = new ManualClock(Date.UTC(2026, 4, 4, 8, 0, 0));
+const log = capturedLog();
+/** What the starts since `from` (an index into the log) said they took up (operations.md, serve.recovered). */
+const recovered = (from: number) => log.lines.slice(from).filter((l) => l.event === 'serve.recovered').map((l) => ({ left: l.left, count: l.count }));
 let w: MailWorld;
 test.before(async () => {
-  w = await startMailWorld({ clock });
+  w = await startMailWorld({ clock, logger: log.logger });
 });
 test.after.always(async () => {
   await w?.close();
@@ -26,7 +31,11 @@ test.serial('an Idempotency-Key whose request died with the process is usable at
   const meanwhile = await w.t0.request('POST', '/v1/emails', { body, headers });
   t.is(meanwhile.status, 409, 'in the same process the key is (correctly) still in flight');
 
+  const before = log.lines.length;
   await w.restart();
+  // One node on SQLite says serve.recovered; a PostgreSQL node frees its earlier life's keys as it joins.
+  if (testStoreKind() === 'sqlite') t.deepEqual(recovered(before), [{ left: 'idempotency_keys', count: 1 }], 'the start says what it released');
+  else t.is(log.lines.slice(before).find((l) => l.event === 'cluster.join')?.freed.idempotencyKeys, 1, 'the start says what it released');
   const retried = await w.t0.request('POST', '/v1/emails', { body, headers });
   t.is(retried.status, 200, 'the retry after the restart is served, not told to wait for a request that can not finish');
   const replay = await w.t0.request('POST', '/v1/emails', { body, headers });
@@ -62,8 +71,12 @@ test.serial('campaign counts a killed process never made are made at the next st
   await sql`update campaigns set sent = 2, delivered = 1 where id = ${id}`.execute(db);
   t.like(await get(), { sent: 2, delivered: 1 }, 'the state a kill leaves');
 
+  let before = log.lines.length;
   await w.restart();
   t.like(await get(), { status: 'SENT', total: 3, sent: 3, delivered: 3, opened: 0, bounced: 0 }, 'recounted from the stored events');
+  t.deepEqual(recovered(before), [{ left: 'campaign_counts', count: 3 }], 'the start says what it counted');
+  before = log.lines.length;
   await w.restart();
   t.like(await get(), { sent: 3, delivered: 3 }, 'a further restart counts nothing twice');
+  t.deepEqual(recovered(before), [], 'and says nothing of it');
 });
