@@ -248,6 +248,53 @@ test('console segment builder: a condition with a value but no field, or an in l
   t.is(await count(), before + 1);
 });
 
+test('console segment builder: a filter that holds the whole book is saved only when the form says so', async (t) => {
+  await consoleUser(t0.app, 'whole-book@example.net', t0.teamId);
+  const c = new ConsoleClient(t0.baseUrl);
+  await c.signIn('whole-book@example.net');
+  const named = async (name: string) =>
+    ((await t0.request('GET', `/v1/segments?contactBookId=${book}&limit=100`)).body.segments as { id: string; name: string; filters: unknown }[]).filter((x) => x.name === name);
+  const referer = '/console/segments';
+  const blank = { field: [''], prop: [''], op: ['eq'], value: [''] };
+  const refused = /^filters: no condition narrows this segment, so it holds every contact of the book/;
+  // Removing the last row, or a JSON filter whose only branch is empty, would be the whole book.
+  for (const [label, form] of [
+    ['builder, all of no rows', { match: 'all', ...blank }],
+    ['json, all of none', { mode: 'json', filtersJson: '{"match":"all","conditions":[]}' }],
+    ['json, any of (all of none)', { mode: 'json', filtersJson: '{"match":"any","conditions":[{"field":"email","op":"eq","value":"x@example.net"},{"match":"all","conditions":[]}]}' }],
+  ] as const) {
+    const res = await c.post('/console/segments', { name: 'whole book', contactBookId: book, ...form }, { referer });
+    t.is(res.status, 303, label);
+    t.is(res.location, referer, label);
+    t.regex(c.flash(), refused, label);
+  }
+  t.deepEqual(await named('whole book'), []);
+  // "any" of none holds no one, and all of (any of none) too: nothing to confirm.
+  for (const filtersJson of ['{"match":"any","conditions":[]}', '{"match":"all","conditions":[{"match":"any","conditions":[]}]}']) {
+    const res = await c.post('/console/segments', { name: 'no one', contactBookId: book, mode: 'json', filtersJson });
+    t.is(res.status, 303, filtersJson);
+    t.regex(String(res.location), /^\/console\/segments\/sg_/, filtersJson);
+  }
+  // Ticked, it is saved, and its page shows the box ticked and every contact.
+  const saved = await c.post('/console/segments', { name: 'whole book', contactBookId: book, match: 'all', everyone: 'on', ...blank });
+  t.regex(String(saved.location), /^\/console\/segments\/sg_/);
+  const [segment] = await named('whole book');
+  t.deepEqual(segment?.filters, { match: 'all', conditions: [] });
+  const page = await c.get(String(saved.location));
+  t.regex(page.text, /<input id="[^"]*" type="checkbox" name="everyone" value="on" checked>/);
+  for (const email of Object.keys(contacts)) t.true(page.text.includes(email), email);
+  // Saving it again without the tick is refused and leaves it as it was; with a condition, the tick does not matter.
+  const untick = await c.post(String(saved.location), { name: 'whole book', contactBookId: book, segmentId: segment!.id, match: 'all', ...blank }, { referer: String(saved.location) });
+  t.regex(c.flash(), refused);
+  t.is(untick.location, String(saved.location));
+  t.deepEqual((await named('whole book'))[0]?.filters, { match: 'all', conditions: [] });
+  const narrowed = await c.post(String(saved.location), { name: 'whole book', contactBookId: book, segmentId: segment!.id, match: 'all', everyone: 'on', field: ['email', ''], prop: ['', ''], op: ['eq', 'eq'], value: ['ann@example.net', ''] });
+  t.is(narrowed.status, 303);
+  t.deepEqual((await named('whole book'))[0]?.filters, { match: 'all', conditions: [{ field: 'email', op: 'eq', value: 'ann@example.net' }] });
+  const after = await c.get(String(saved.location));
+  t.regex(after.text, /<input id="[^"]*" type="checkbox" name="everyone" value="on">/);
+});
+
 test('below the API: an empty list handed to a service or repository matches nothing, never every row', async (t) => {
   const domain = await addVerifiedDomain(t0, 'empty-lists.dev');
   const sent = await t0.request('POST', '/v1/emails', { body: { from: 'a@empty-lists.dev', to: 'b@example.com', subject: 's', text: 't', tags: ['x'], scheduledAt: 'in 2 days' } });

@@ -7,7 +7,7 @@ import { field, parseWith, scopeOf, type ConsoleContext } from '../console-conte
 import { isSecure, redirectWithFlash } from '../console-responses.js';
 import { html, queryString, seg, type SafeHtml } from '../html.js';
 import { ListQuery } from '../list-filters.js';
-import { actionButton, csrfField, input, pager, renderPage, section, select, table, textarea, time } from '../layout.js';
+import { actionButton, checkbox, csrfField, input, pager, renderPage, section, select, table, textarea, time } from '../layout.js';
 
 // Segments: a filter builder over a book's contacts that shows the live member count (the
 // count comes from segments.preview, the same validation and SQL as the saved segment).
@@ -43,6 +43,28 @@ function conditionsBefore(fields: string[], props: string[], values: string[], r
   let n = 0;
   for (let i = 0; i < row; i++) if (fields[i] || (values[i] ?? '').trim() || (props[i] ?? '').trim()) n++;
   return n;
+}
+
+/** True when a filter holds every contact whatever its fields: `all` of none, `any` of such a group. */
+function holdsEveryone(node: unknown): boolean {
+  if (!node || typeof node !== 'object' || !Array.isArray((node as FilterGroup).conditions)) return false;
+  const g = node as FilterGroup;
+  if (g.match === 'any') return g.conditions.some(holdsEveryone);
+  return g.match === 'all' && g.conditions.every(holdsEveryone);
+}
+
+const EVERYONE_LABEL = 'Every contact of the book, when no condition narrows it';
+
+/**
+ * The builder's filter, refused when it would hold the whole book and the form does not say so:
+ * removing the last row is easy, and a campaign to that segment mails everyone.
+ */
+function savedFilters(f: URLSearchParams): unknown {
+  const filters = filtersFrom(f);
+  if (holdsEveryone(filters) && !f.has('everyone')) {
+    throw badRequest(`filters: no condition narrows this segment, so it holds every contact of the book. Add a condition, or tick "${EVERYONE_LABEL}" to save it so`);
+  }
+  return filters;
 }
 
 /** The builder's form as a filter for core to validate (it names the bad condition). */
@@ -93,6 +115,8 @@ export function segmentsPages(r: Router, d: PageDeps): void {
     rows: Row[] | null;
     json: string;
     count?: { total: number } | { error: string };
+    /** The segment is saved, or was posted, as the whole book on purpose. */
+    everyone: boolean;
   }
 
   function builder(ctx: ConsoleContext, s: BuilderState, bookName: string): SafeHtml {
@@ -110,6 +134,7 @@ ${select({ name: 'match', label: 'Match', value: s.match, options: [['all', 'all
 <ol class="conditions">${[...s.rows!, empty].map((row, i) => conditionRow(row, i))}</ol>
 <template id="condition-template">${conditionRow(empty, 'new')}</template>
 <button type="button" class="btn small secondary add-condition">Add condition</button></fieldset>`}
+${checkbox({ name: 'everyone', label: EVERYONE_LABEL, checked: s.everyone })}
 <p class="count-line"><output id="segment-count" aria-live="polite" class="${s.count && 'error' in s.count ? 'error' : ''}">${count}</output></p>
 <div class="button-row"><button type="submit" class="btn primary">Save segment</button>
 <button type="submit" class="btn secondary" formaction="/console/segments/preview">Count members</button></div></form>`;
@@ -150,7 +175,7 @@ ${pager('/console/segments', { ...p, total: list.total })}`,
       title: 'New segment',
       nav: 'segments',
       crumbs: [['Segments', '/console/segments']],
-      body: section('Filter', builder(ctx, { action: '/console/segments', name: '', bookId: book.id, match: 'all', rows, json: '', count: await preview(ctx, book.id, { match: 'all', conditions: [{ field: 'subscribed', op: 'eq', value: true }] }) }, `${book.name}`)),
+      body: section('Filter', builder(ctx, { action: '/console/segments', name: '', bookId: book.id, match: 'all', rows, json: '', everyone: false, count: await preview(ctx, book.id, { match: 'all', conditions: [{ field: 'subscribed', op: 'eq', value: true }] }) }, `${book.name}`)),
     });
   });
 
@@ -178,12 +203,12 @@ ${pager('/console/segments', { ...p, total: list.total })}`,
       title: segmentId ? 'Edit segment' : 'New segment',
       nav: 'segments',
       crumbs: [['Segments', '/console/segments']],
-      body: section('Filter', builder(ctx, { action: segmentId ? `/console/segments/${seg(segmentId)}` : '/console/segments', segmentId: segmentId || undefined, name: field(ctx, 'name'), bookId: book.id, match: f.get('match') === 'any' ? 'any' : 'all', rows, json: f.get('filtersJson') ?? '', count }, `${book.name}`)),
+      body: section('Filter', builder(ctx, { action: segmentId ? `/console/segments/${seg(segmentId)}` : '/console/segments', segmentId: segmentId || undefined, name: field(ctx, 'name'), bookId: book.id, match: f.get('match') === 'any' ? 'any' : 'all', rows, json: f.get('filtersJson') ?? '', everyone: f.has('everyone'), count }, `${book.name}`)),
     });
   });
 
   route(r, 'post', '/segments', async (ctx) => {
-    const body = parseWith(segmentCreateSchema, { name: field(ctx, 'name'), contactBookId: field(ctx, 'contactBookId'), filters: filtersFrom(ctx.state.console.form) });
+    const body = parseWith(segmentCreateSchema, { name: field(ctx, 'name'), contactBookId: field(ctx, 'contactBookId'), filters: savedFilters(ctx.state.console.form) });
     const created = await segments.create(scopeOf(ctx).teamId, body);
     redirectWithFlash(ctx, secure, `/console/segments/${seg(created.id)}`, { kind: 'ok', text: `Segment ${created.name} saved.` });
   });
@@ -196,7 +221,7 @@ ${pager('/console/segments', { ...p, total: list.total })}`,
     const p = q.page();
     const members = await segments.contacts(scope.teamId, s.id, { offset: p.offset, limit: p.limit });
     const rows = q.raw('mode') === 'json' ? null : rowsOf(s.filters);
-    const form = builder(ctx, { action: `/console/segments/${seg(s.id)}`, segmentId: s.id, name: s.name, bookId: s.contactBookId, match: s.filters.match, rows, json: JSON.stringify(s.filters, null, 2), count: { total: members.total } }, book ? `${book.name}` : 'a deleted book');
+    const form = builder(ctx, { action: `/console/segments/${seg(s.id)}`, segmentId: s.id, name: s.name, bookId: s.contactBookId, match: s.filters.match, rows, json: JSON.stringify(s.filters, null, 2), everyone: holdsEveryone(s.filters), count: { total: members.total } }, book ? `${book.name}` : 'a deleted book');
     renderPage(ctx, d.assets, {
       title: s.name,
       nav: 'segments',
@@ -210,7 +235,7 @@ ${pager(`/console/segments/${seg(s.id)}`, { ...p, total: members.total })}`)}`,
   });
 
   route(r, 'post', '/segments/:id', async (ctx) => {
-    const updated = await segments.update(scopeOf(ctx).teamId, ctx.params.id!, { name: field(ctx, 'name'), filters: filtersFrom(ctx.state.console.form) });
+    const updated = await segments.update(scopeOf(ctx).teamId, ctx.params.id!, { name: field(ctx, 'name'), filters: savedFilters(ctx.state.console.form) });
     redirectWithFlash(ctx, secure, `/console/segments/${seg(updated.id)}`, { kind: 'ok', text: 'Segment saved.' });
   });
 
