@@ -1,5 +1,6 @@
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { twoTeams } from '../helpers/two-teams.js';
 import { startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.js';
 
 let t0: TestApp;
@@ -121,8 +122,7 @@ test.serial('SENDING keys may not manage webhooks; another team cannot see them'
   t.is(res.body.error.code, 'FORBIDDEN');
 
   const made = (await create({ url: receiver.url, eventTypes: [] })).body;
-  const otherTeam = await t0.app.services.teams.create('Other team');
-  const otherKey = (await t0.app.services.apiKeys.create(otherTeam, { name: 'o', permission: 'FULL' })).token;
+  const otherKey = (await twoTeams(t0)).b.key;
   t.is((await t0.request('GET', `/v1/webhooks/${made.id}`, { key: otherKey })).status, 404);
   t.is((await t0.request('DELETE', `/v1/webhooks/${made.id}`, { key: otherKey })).status, 404);
   const theirs = await t0.request('GET', '/v1/webhooks', { key: otherKey });
