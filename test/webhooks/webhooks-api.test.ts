@@ -200,8 +200,7 @@ test.serial('test send delivers webhook.test to that endpoint only, whatever its
 // The per-team limit holds under concurrent creates: on PostgreSQL every request counted the
 // team's endpoints before any of them inserted, so a burst went past the limit.
 test.serial('a team has at most 100 endpoints, also when creates arrive at once', async (t) => {
-  const team = await t0.app.services.teams.create('Many endpoints');
-  const key = (await t0.app.services.apiKeys.create(team, { name: 'k', permission: 'FULL' })).token;
+  const key = (await twoTeams(t0, { b: { name: 'Many endpoints' } })).b.key;
   for (let i = 0; i < 98; i++) t.is((await create({ url: receiver.url, eventTypes: [] }, key)).status, 200);
   const burst = await Promise.all(Array.from({ length: 8 }, () => create({ url: receiver.url, eventTypes: [] }, key)));
   t.deepEqual(burst.map((r) => r.status).sort(), [200, 200, 400, 400, 400, 400, 400, 400], JSON.stringify(burst.map((r) => r.body.error?.message)));
