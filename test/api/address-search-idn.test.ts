@@ -1,6 +1,7 @@
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
-import { ConsoleClient, consoleUser } from '../console/helpers/console-client.js';
+import { ConsoleClient } from '../console/helpers/console-client.js';
+import { twoTeams } from '../helpers/two-teams.js';
 
 // Searches of addresses whose domain is internationalised (docs/api.md, "Searching addresses"):
 // addresses are stored with the domain in A-labels, and a search that writes the domain in
@@ -36,9 +37,7 @@ async function fill(key: string, extra: string[] = []): Promise<string> {
 
 test.before(async () => {
   t0 = await startTestApp();
-  const teamB = await t0.app.services.teams.create('Team B');
-  keyB = (await t0.app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
-  await consoleUser(t0.app, 'b@b.example', teamB);
+  keyB = (await twoTeams(t0, { b: { consoleUser: 'b@b.example' } })).b.key;
   books.a = await fill(t0.key, [ONLY_A]);
   books.b = await fill(keyB);
 });

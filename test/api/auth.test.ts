@@ -1,5 +1,6 @@
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { twoTeams } from '../helpers/two-teams.js';
 
 let t0: TestApp;
 test.before(async () => {
@@ -74,11 +75,10 @@ test('api key creation validates its body', async (t) => {
 });
 
 test('a key of another team cannot revoke this team\'s keys', async (t) => {
-  const otherTeam = await t0.app.services.teams.create('Other');
-  const other = await t0.app.services.apiKeys.create(otherTeam, { name: 'other' });
+  const other = (await twoTeams(t0)).b.key;
   const mine = await t0.request('POST', '/v1/apiKeys', { body: { name: 'mine' } });
-  const res = await t0.request('DELETE', `/v1/apiKeys/${mine.body.id}`, { key: other.token });
+  const res = await t0.request('DELETE', `/v1/apiKeys/${mine.body.id}`, { key: other });
   t.is(res.status, 404);
-  const list = await t0.request('GET', '/v1/apiKeys', { key: other.token });
+  const list = await t0.request('GET', '/v1/apiKeys', { key: other });
   t.false(list.body.some((k: any) => k.id === mine.body.id));
 });

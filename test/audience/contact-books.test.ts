@@ -2,6 +2,7 @@ import test from 'ava';
 import type { BusEvent } from '../../src/core/events.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
+import { twoTeams } from '../helpers/two-teams.js';
 
 let t0: TestApp;
 let domain: any;
@@ -112,8 +113,7 @@ test('doubleOptInFrom must be on a verified domain of the team', async (t) => {
   t.is(res.status, 400);
   t.regex(res.body.error.message, /^doubleOptInFrom: .*not verified/);
   // Another team's verified domain is not ours.
-  const otherTeam = await t0.app.services.teams.create('Other');
-  const otherKey = (await t0.app.services.apiKeys.create(otherTeam, { name: 'k', permission: 'FULL' })).token;
+  const otherKey = (await twoTeams(t0)).b.key;
   const foreign = await create({ name: 'x', doubleOptInFrom: `hi@${domain.name}` }, otherKey);
   t.is(foreign.status, 400);
   // A verified domain of the team is accepted on create and on PATCH.
@@ -189,8 +189,7 @@ test('delete removes the book, its contacts (each announced) and segments; a sec
 
 test('books are per team; SENDING keys and missing keys are refused', async (t) => {
   const b = (await create({ name: 'Mine' })).body;
-  const otherTeam = await t0.app.services.teams.create('Stranger');
-  const otherKey = (await t0.app.services.apiKeys.create(otherTeam, { name: 'k', permission: 'FULL' })).token;
+  const otherKey = (await twoTeams(t0, { b: { name: 'Stranger' } })).b.key;
   t.is((await t0.request('GET', `/v1/contactBooks/${b.id}`, { key: otherKey })).status, 404);
   t.is((await t0.request('PATCH', `/v1/contactBooks/${b.id}`, { key: otherKey, body: { name: 'x' } })).status, 404);
   t.is((await t0.request('DELETE', `/v1/contactBooks/${b.id}`, { key: otherKey })).status, 404);

@@ -2,6 +2,7 @@ import test from 'ava';
 import { UseSend } from 'usesend-js';
 import type { BusEvent } from '../../src/core/events.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { twoTeams } from '../helpers/two-teams.js';
 
 let t0: TestApp;
 const events: BusEvent[] = [];
@@ -300,8 +301,7 @@ test('bulk delete: {contactIds} 1..1000 as a DELETE body; unknown ids are not co
 test('other teams cannot see or touch contacts', async (t) => {
   const book = await newBook();
   const id = (await t0.request('POST', path(book), { body: { email: 'private@example.com' } })).body.contactId;
-  const team = await t0.app.services.teams.create('Intruder');
-  const key = (await t0.app.services.apiKeys.create(team, { name: 'k', permission: 'FULL' })).token;
+  const key = (await twoTeams(t0, { b: { name: 'Intruder' } })).b.key;
   t.is((await t0.request('GET', path(book), { key })).status, 404);
   t.is((await t0.request('GET', path(book, `/${id}`), { key })).status, 404);
   t.is((await t0.request('PATCH', path(book, `/${id}`), { key, body: { firstName: 'x' } })).status, 404);

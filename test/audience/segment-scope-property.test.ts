@@ -1,7 +1,7 @@
 import test from 'ava';
 import fc from 'fast-check';
 import { ManualClock } from '../../src/lib/clock.js';
-import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
+import { twoTeams } from '../helpers/two-teams.js';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 import { createIcuTestDatabase, dropTestDatabase, testStoreKind } from '../helpers/pg-databases.js';
 import { contactSet, filterTreeArb, matches, propertyParams, PROPERTY_KEYS, TYPED_PROPERTY_VALUES, type Group, type OracleContact } from './helpers/filter-oracle.js';
@@ -45,9 +45,7 @@ test.before(async () => {
   icuUrl = testStoreKind() === 'postgres' ? await createIcuTestDatabase() : undefined;
   w = await startMailWorld({ clock, overrides: { rateLimit: { perSecond: 1_000_000 }, campaigns: { batchWindowSeconds: 60 }, ...(icuUrl ? { store: { url: icuUrl } } : {}) } });
   const app = w.t0.app;
-  const teamB = await app.services.teams.create('team b');
-  keyB = (await app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
-  await addVerifiedDomain(w.t0, 'bee-mail.dev', keyB);
+  keyB = (await twoTeams(w.t0, { b: { domains: ['bee-mail.dev'] } })).b.key;
   const keyA = w.t0.key;
 
   const a1 = (await must(keyA, 'POST', '/v1/contactBooks', { name: 'A one' })).id;

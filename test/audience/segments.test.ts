@@ -3,6 +3,7 @@ import { ManualClock } from '../../src/lib/clock.js';
 import { parseSegmentFilters } from '../../src/core/segments/segment-filters.js';
 import { contactsInBook } from '../../src/store/repositories/contacts-scope.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { twoTeams } from '../helpers/two-teams.js';
 
 const T0 = Date.UTC(2026, 2, 1, 12, 0, 0);
 const DAY = 24 * 3600_000;
@@ -321,8 +322,7 @@ test.serial('segment contacts are paginated and evaluated at request time', asyn
 
 test('segments belong to their team', async (t) => {
   const id = await segment(one('email', 'exists'));
-  const team = await t0.app.services.teams.create('Other');
-  const key = (await t0.app.services.apiKeys.create(team, { name: 'k', permission: 'FULL' })).token;
+  const key = (await twoTeams(t0)).b.key;
   t.is((await t0.request('GET', `/v1/segments/${id}`, { key })).status, 404);
   t.is((await t0.request('GET', `/v1/segments/${id}/contacts`, { key })).status, 404);
   t.is((await t0.request('DELETE', `/v1/segments/${id}`, { key })).status, 404);

@@ -1,6 +1,7 @@
 import { repositoriesOf } from '../helpers/repositories.js';
 import test from 'ava';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
+import { twoTeams } from '../helpers/two-teams.js';
 
 // The suppression endpoints, and the send path honouring the list (including a removed hard
 // bounce being attempted again).
@@ -145,8 +146,7 @@ test.serial('sends honour the list; removing a hard bounce lets the address be a
 
 test.serial('suppressions are per team and need a FULL key', async (t) => {
   await req('POST', '/v1/suppressions', { email: 'mine@team.dev' });
-  const team = await w.t0.app.services.teams.create('Other');
-  const key = (await w.t0.app.services.apiKeys.create(team, { name: 'k', permission: 'FULL' })).token;
+  const key = (await twoTeams(w.t0)).b.key;
   t.is((await req('GET', '/v1/suppressions/mine@team.dev', undefined, key)).status, 404);
   t.is((await req('DELETE', '/v1/suppressions/mine@team.dev', undefined, key)).status, 404);
   t.is((await req('GET', '/v1/suppressions?search=team.dev', undefined, key)).body.total, 0);
@@ -161,8 +161,7 @@ test.serial('suppressions are per team and need a FULL key', async (t) => {
 // request inserted in its own order, so two of them waited on each other's rows: a deadlock,
 // and all but one answered 500.
 test.serial('concurrent bulk adds of the same addresses in different orders all succeed', async (t) => {
-  const team = await w.t0.app.services.teams.create('Racing imports');
-  const key = (await w.t0.app.services.apiKeys.create(team, { name: 'k', permission: 'FULL' })).token;
+  const key = (await twoTeams(w.t0, { b: { name: 'Racing imports' } })).b.key;
   const emails = Array.from({ length: 300 }, (_, i) => `racer${i}@bulk.dev`);
   const orders = [emails, [...emails].reverse(), [...emails.slice(150), ...emails.slice(0, 150)], [...emails.slice(75).reverse(), ...emails.slice(0, 75)]];
   const results = await Promise.all(orders.map((list) => req('POST', '/v1/suppressions/bulk', { emails: list }, key)));

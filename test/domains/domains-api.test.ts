@@ -4,6 +4,7 @@ import { ManualClock } from '../../src/lib/clock.js';
 import type { BusEvent } from '../../src/core/events.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { addVerifiedDomain, publishRecords } from '../helpers/domain-fixtures.js';
+import { twoTeams } from '../helpers/two-teams.js';
 
 let t0: TestApp;
 const clock = new ManualClock(Date.UTC(2026, 10, 22, 9, 0, 0));
@@ -298,8 +299,7 @@ test('a key bound to a domain sees only it: other domains are 404 to read and 40
 
 test('another team cannot see or touch the domain', async (t) => {
   const d = (await t0.request('POST', '/v1/domains', { body: { name: 'private-team.com', region: 'r' } })).body;
-  const team = await t0.app.services.teams.create('Intruders');
-  const key = (await t0.app.services.apiKeys.create(team, { name: 'x' })).token;
+  const key = (await twoTeams(t0, { b: { name: 'Intruders' } })).b.key;
   t.is((await t0.request('GET', `/v1/domains/${d.id}`, { key })).status, 404);
   t.is((await t0.request('PATCH', `/v1/domains/${d.id}`, { key, body: { openTracking: true } })).status, 404);
   t.is((await t0.request('DELETE', `/v1/domains/${d.id}`, { key })).status, 404);

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { claimBatchWorld } from './helpers/claim-batch-world.js';
 import type { WebhookReceiver } from '../webhooks/webhook-receiver.js';
-import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
+import { twoTeams } from '../helpers/two-teams.js';
 
 // One claim that finds many groups whose sending domain was deleted (two teams' mail): every
 // row ends REJECTED with its event and its webhook, on its own team's endpoint, in one store
@@ -14,14 +14,13 @@ const B_EMAILS = 5;
 
 test('many groups rejected in one claim: all REJECTED with their events and webhooks, per team, in one write', async (t) => {
   const { w, hookA, hookB } = world;
-  const teamB = await w.t0.app.services.teams.create('Team B');
-  const keyB = (await w.t0.app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
+  const { a, b } = await twoTeams(w.t0, { a: { domains: ['gone-a.dev'] }, b: { domains: ['gone-b.dev'] } });
+  const keyB = b.key;
+  const [goneA, goneB] = [a.domains[0]!, b.domains[0]!];
   for (const [url, key] of [[hookA.url, w.t0.key], [hookB.url, keyB]] as const) {
     const hook = await w.t0.request('POST', '/v1/webhooks', { body: { url, eventTypes: ['email.rejected'] }, key });
     t.is(hook.status, 200, JSON.stringify(hook.body));
   }
-  const goneA = await addVerifiedDomain(w.t0, 'gone-a.dev');
-  const goneB = await addVerifiedDomain(w.t0, 'gone-b.dev', keyB);
   await w.t0.app.engine.stop();
 
   const send = async (body: Record<string, unknown>, key: string) => {

@@ -1,5 +1,6 @@
 import test from 'ava';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
+import { twoTeams } from '../helpers/two-teams.js';
 
 let w: MailWorld;
 test.before(async () => {
@@ -117,8 +118,7 @@ test('403 for a from-domain that is not verified, not the team\'s, or outside th
   res = await w.t0.request('POST', '/v1/emails', { key: bound, body: sendBody(w) });
   t.is(res.status, 403);
   t.regex(res.body.error.message, /only send from domain/);
-  const otherTeam = await w.t0.app.services.teams.create('Other');
-  const otherKey = (await w.t0.app.services.apiKeys.create(otherTeam, { name: 'o' })).token;
+  const otherKey = (await twoTeams(w.t0)).b.key;
   res = await w.t0.request('POST', '/v1/emails', { key: otherKey, body: sendBody(w) });
   t.is(res.status, 403);
 });

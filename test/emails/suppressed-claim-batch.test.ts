@@ -1,7 +1,7 @@
 import test from 'ava';
 import { claimBatchWorld } from './helpers/claim-batch-world.js';
 import type { WebhookReceiver } from '../webhooks/webhook-receiver.js';
-import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
+import { twoTeams } from '../helpers/two-teams.js';
 
 // One claim that finds many groups whose recipients were suppressed after acceptance (two
 // teams' mail): every email ends SUPPRESSED with its events and webhooks, on its own team's
@@ -16,10 +16,9 @@ const B_EMAILS = 5;
 test('many groups suppressed in one claim: all SUPPRESSED with their events and webhooks, per team, in one write', async (t) => {
   const { w, hookA, hookB } = world;
   const app = w.t0.app;
-  const teamB = await app.services.teams.create('Team B');
-  const keyB = (await app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
-  const domainB = 'bee-mail.dev';
-  await addVerifiedDomain(w.t0, domainB, keyB);
+  const { b } = await twoTeams(w.t0, { b: { domains: ['bee-mail.dev'] } });
+  const keyB = b.key;
+  const domainB = b.domains[0]!.name;
   for (const [url, key] of [[hookA.url, w.t0.key], [hookB.url, keyB]] as const) {
     const hook = await w.t0.request('POST', '/v1/webhooks', { body: { url, eventTypes: ['email.suppressed'] }, key });
     t.is(hook.status, 200, JSON.stringify(hook.body));

@@ -2,6 +2,7 @@ import { repositoriesOf } from '../helpers/repositories.js';
 import test from 'ava';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
+import { twoTeams } from '../helpers/two-teams.js';
 import { fixture, smtpSend } from './helpers/smtp-client.js';
 import { collectEvents, quotedHeaders, sendAndDeliver } from './helpers/inbound-world.js';
 import type { BusEvent } from '../../src/core/events.js';
@@ -185,9 +186,8 @@ test.serial('unknown return-path mailboxes and another domain\'s VERP token are 
 
 test.serial('a DSN to a tokenless return path and the complaint address together cannot bounce another team\'s email', async (t) => {
   // Team B sends and delivers; its Message-ID and headers are known to every recipient.
-  const teamB = await w.t0.app.services.teams.create('Team B');
-  const keyB = (await w.t0.app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
-  await addVerifiedDomain(w.t0, 'victim.dev', keyB);
+  const { b } = await twoTeams(w.t0, { b: { domains: ['victim.dev'] } });
+  const [teamB, keyB] = [b.teamId, b.key];
   const before = w.sink.messages.length;
   const sent = await w.t0.request('POST', '/v1/emails', { key: keyB, body: { from: 'news@victim.dev', to: 'reader@example.net', subject: 'Team B news', text: 'x' } });
   t.is(sent.status, 200);

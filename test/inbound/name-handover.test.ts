@@ -4,6 +4,7 @@ import { ManualClock } from '../../src/lib/clock.js';
 import { parseStsPolicy } from '../../src/smtp/outbound/mta-sts-policy.js';
 import { publishRecords } from '../helpers/domain-fixtures.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { twoTeams } from '../helpers/two-teams.js';
 import { smtpSend } from './helpers/smtp-client.js';
 
 // A name several teams added: who gets its mail and serves its MTA-STS policy when none of them
@@ -20,8 +21,7 @@ let keyB: string;
 test.before(async () => {
   t0 = await startTestApp({ clock });
   port = t0.app.listeners.inbound!.port;
-  const teamB = await t0.app.services.teams.create('Other team');
-  keyB = (await t0.app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
+  keyB = (await twoTeams(t0)).b.key;
 });
 test.after.always(async () => {
   await t0?.close();

@@ -4,6 +4,7 @@ import type { BusEvent } from '../../src/core/events.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 import { dkimSignAs } from '../helpers/reporter-dkim.js';
+import { twoTeams } from '../helpers/two-teams.js';
 import { smtpSend } from './helpers/smtp-client.js';
 
 // Mail for receiving domains: refused until receiving is on, stored before the 250 with
@@ -173,10 +174,9 @@ test.serial('keys: SENDING is refused, a domain-bound key sees only its domain, 
   t.is((await t0.request('GET', `/v1/receivedEmails/${inboxMail.id}/raw`, { key: bound.token })).status, 404);
   t.is((await t0.request('GET', `/v1/receivedEmails?domainId=${inbox.id}`, { key: bound.token })).body.total, 0);
 
-  const otherTeam = await t0.app.services.teams.create('Other team');
-  const stranger = await t0.app.services.apiKeys.create(otherTeam, { name: 'stranger', permission: 'FULL' });
-  t.is((await t0.request('GET', '/v1/receivedEmails', { key: stranger.token })).body.total, 0);
-  t.is((await t0.request('GET', `/v1/receivedEmails/${inboxMail.id}`, { key: stranger.token })).status, 404);
+  const stranger = (await twoTeams(t0)).b.key;
+  t.is((await t0.request('GET', '/v1/receivedEmails', { key: stranger })).body.total, 0);
+  t.is((await t0.request('GET', `/v1/receivedEmails/${inboxMail.id}`, { key: stranger })).status, 404);
   t.is((await t0.request('GET', '/v1/receivedEmails/re_doesnotexist', {})).status, 404);
   t.is((await t0.request('GET', '/v1/receivedEmails?limit=1000')).status, 400);
   t.is((await t0.request('GET', '/v1/receivedEmails?domainId=abc')).status, 400);
@@ -196,9 +196,8 @@ test.serial('a domain name that changed teams: only the team that verified it no
   // own DKIM key replaced A's in the zone. A's re-check finds its records gone.
   const before = await addVerifiedDomain(t0, 'handover.dev');
   await setReceiving(before, true);
-  const teamB = await t0.app.services.teams.create('New owner');
-  const keyB = (await t0.app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
-  const after = await addVerifiedDomain(t0, 'handover.dev', keyB);
+  const { b } = await twoTeams(t0, { b: { name: 'New owner', domains: ['handover.dev'] } });
+  const [keyB, after] = [b.key, b.domains[0]!];
   t.is((await t0.request('PATCH', `/v1/domains/${after.id}`, { key: keyB, body: { receiving: true } })).status, 200);
   await t0.request('PUT', `/v1/domains/${before.id}/verify`);
   t.not((await t0.request('GET', `/v1/domains/${before.id}`)).body.status, 'SUCCESS');

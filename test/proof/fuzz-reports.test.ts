@@ -4,9 +4,9 @@ import test from 'ava';
 import fc from 'fast-check';
 import { pino } from 'pino';
 import type { BusEvent } from '../../src/core/events.js';
-import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 import { repositoriesOf } from '../helpers/repositories.js';
+import { twoTeams } from '../helpers/two-teams.js';
 import { collectEvents } from '../inbound/helpers/inbound-world.js';
 import { smtpSend, type SendResult } from '../inbound/helpers/smtp-client.js';
 import { baseSeed, fcParams, runsFor } from './helpers/fuzz-config.js';
@@ -53,12 +53,10 @@ test.before(async () => {
   w = await startMailWorld({ logger, overrides: { outbound: { shaping } as never } });
   w.addRecipientDomain(GROUPED_DOMAIN);
   for (const d of IDN_DOMAINS) w.addRecipientDomain(domainToASCII(d));
-  const teamB = await w.t0.app.services.teams.create('Team B');
-  const keyB = (await w.t0.app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
-  await addVerifiedDomain(w.t0, 'rival.dev', keyB);
+  const { a, b } = await twoTeams(w.t0, { b: { domains: ['rival.dev'] } });
   teams = [
-    { teamId: w.t0.teamId, key: w.t0.key, domainName: w.domain.name },
-    { teamId: teamB, key: keyB, domainName: 'rival.dev' },
+    { teamId: a.teamId, key: a.key, domainName: w.domain.name },
+    { teamId: b.teamId, key: b.key, domainName: b.domains[0]!.name },
   ];
   busEvents = collectEvents(w, Object.values(BUS_TYPES));
 });

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
-import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
-import { ConsoleClient, consoleUser } from '../console/helpers/console-client.js';
+import { twoTeams } from '../helpers/two-teams.js';
+import { ConsoleClient } from '../console/helpers/console-client.js';
 
 // The tenant walls tried through the console and list filters (tenant-walls-inputs.test.ts has
 // the API's hostile inputs): the console's own query strings, its forms naming another team's
@@ -29,11 +29,7 @@ async function fill(key: string) {
 
 test.before(async () => {
   t0 = await startTestApp();
-  const teamB = await t0.app.services.teams.create('Team B');
-  keyB = (await t0.app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
-  await consoleUser(t0.app, 'b@b.example', teamB);
-  await addVerifiedDomain(t0, 'acme.dev');
-  await addVerifiedDomain(t0, 'bolt.dev', keyB);
+  keyB = (await twoTeams(t0, { a: { domains: ['acme.dev'] }, b: { consoleUser: 'b@b.example', domains: ['bolt.dev'] } })).b.key;
   ids.a = await fill(t0.key);
   ids.b = await fill(keyB);
   // Team A alone holds one more contact and suppression: a count that reaches past B shows it.

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
-import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
+import { twoTeams } from '../helpers/two-teams.js';
 import { encodeIdCursor } from '../../src/core/id-cursor.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks/webhook-receiver.js';
 
@@ -37,10 +37,7 @@ async function fill(key: string) {
 test.before(async () => {
   t0 = await startTestApp({ overrides: { webhooks: { allowPrivate: true } } });
   receiver = await startWebhookReceiver();
-  const teamB = await t0.app.services.teams.create('Team B');
-  keyB = (await t0.app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
-  await addVerifiedDomain(t0, 'acme.dev');
-  await addVerifiedDomain(t0, 'bolt.dev', keyB);
+  keyB = (await twoTeams(t0, { a: { domains: ['acme.dev'] }, b: { domains: ['bolt.dev'] } })).b.key;
   ids.a = await fill(t0.key);
   ids.b = await fill(keyB);
   for (const key of [t0.key, keyB]) {

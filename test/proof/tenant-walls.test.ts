@@ -1,7 +1,7 @@
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
-import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
-import { ConsoleClient, consoleUser } from '../console/helpers/console-client.js';
+import { twoTeams } from '../helpers/two-teams.js';
+import { ConsoleClient } from '../console/helpers/console-client.js';
 
 // The tenant walls tried with the caller's own inputs (tenant-isolation.test.ts aims other
 // teams' ids at every route): searches, filters and segments whose text is hostile or
@@ -38,13 +38,9 @@ async function fill(key: string, domain: string) {
 
 test.before(async () => {
   t0 = await startTestApp();
-  const teamB = await t0.app.services.teams.create('Team B');
-  keyB = (await t0.app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
-  await consoleUser(t0.app, 'b@b.example', teamB);
-  await addVerifiedDomain(t0, 'acme.dev');
-  const b1 = await addVerifiedDomain(t0, 'bolt.dev', keyB);
-  await addVerifiedDomain(t0, 'bolt-two.dev', keyB);
-  boundB = (await t0.app.services.apiKeys.create(teamB, { name: 'bound', permission: 'FULL', domainId: b1.id })).token;
+  const { b } = await twoTeams(t0, { a: { domains: ['acme.dev'] }, b: { consoleUser: 'b@b.example', domains: ['bolt.dev', 'bolt-two.dev'] } });
+  keyB = b.key;
+  boundB = (await t0.app.services.apiKeys.create(b.teamId, { name: 'bound', permission: 'FULL', domainId: b.domains[0]!.id })).token;
   ids.a = await fill(t0.key, 'acme.dev');
   ids.b = await fill(keyB, 'bolt.dev');
 });

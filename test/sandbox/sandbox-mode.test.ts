@@ -1,6 +1,7 @@
 import test from 'ava';
 import { SINK_HOST, startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 import { startTestApp } from '../helpers/test-app.js';
+import { twoTeams } from '../helpers/two-teams.js';
 import { startWebhookReceiver, verifySignature, type WebhookReceiver } from '../webhooks/webhook-receiver.js';
 
 // Sandbox mode end to end: a domain that never verified sends; the message goes through the
@@ -110,8 +111,7 @@ test.serial('a never-verified domain sends: DELIVERED to the capture mailbox thr
 test.serial('the capture mailbox is the team\'s: another team and a key bound to another domain see none of it', async (t) => {
   const mine = (await w.t0.request('GET', '/v1/sandbox/messages')).body.messages;
   t.true(mine.length > 0);
-  const other = await w.t0.app.services.teams.create('Other team');
-  const otherKey = (await w.t0.app.services.apiKeys.create(other, { name: 'other', permission: 'FULL' })).token;
+  const otherKey = (await twoTeams(w.t0)).b.key;
   const theirs = (await w.t0.request('GET', '/v1/sandbox/messages', { key: otherKey })).body;
   t.deepEqual([theirs.messages, theirs.total], [[], 0]);
   t.is((await w.t0.request('GET', `/v1/sandbox/messages/${mine[0].id}`, { key: otherKey })).status, 404);

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { simpleParser } from 'mailparser';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
+import { twoTeams } from '../helpers/two-teams.js';
 
 let w: MailWorld;
 test.before(async () => {
@@ -135,8 +136,7 @@ test('sending with a template: published version, variables substituted and esca
 
 test('another team cannot read or change templates', async (t) => {
   const tpl = (await w.t0.request('POST', '/v1/templates', { body: { name: 'Private', subject: 's' } })).body;
-  const team = await w.t0.app.services.teams.create('Intruder');
-  const key = (await w.t0.app.services.apiKeys.create(team, { name: 'k' })).token;
+  const key = (await twoTeams(w.t0, { b: { name: 'Intruder' } })).b.key;
   t.is((await w.t0.request('GET', `/v1/templates/${tpl.id}`, { key })).status, 404);
   t.is((await w.t0.request('PATCH', `/v1/templates/${tpl.id}`, { key, body: { name: 'x' } })).status, 404);
   t.is((await w.t0.request('DELETE', `/v1/templates/${tpl.id}`, { key })).status, 404);

@@ -13,6 +13,7 @@ import { parseStsPolicy } from '../../src/smtp/outbound/mta-sts-policy.js';
 import { addVerifiedDomain, publishRecords } from '../helpers/domain-fixtures.js';
 import { dkimSignAs } from '../helpers/reporter-dkim.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { twoTeams } from '../helpers/two-teams.js';
 import { smtpSend } from '../inbound/helpers/smtp-client.js';
 
 let t0: TestApp;
@@ -259,8 +260,7 @@ test.serial('a report without a passing DKIM signature of the reporting domain i
 });
 
 test.serial("another team sees none of it; a key bound to another domain neither", async (t) => {
-  const teamB = await t0.app.services.teams.create('B');
-  const keyB = (await t0.app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
+  const keyB = (await twoTeams(t0)).b.key;
   const list = (await t0.request('GET', '/v1/tlsReports')).body.tlsReports;
   t.is((await t0.request('GET', '/v1/tlsReports', { key: keyB })).body.total, 0);
   t.is((await t0.request('GET', `/v1/tlsReports/${list[0].id}`, { key: keyB })).status, 404);
@@ -276,9 +276,8 @@ test.serial('a domain name that changed teams: the policy served for it is the v
   // to team B, whose own DKIM key replaced A's in the zone (the MX still points here for both).
   const before = await addVerifiedDomain(t0, 'handover.dev');
   t.is((await t0.request('PATCH', `/v1/domains/${before.id}`, { body: { receiving: true, mtaStsMode: 'enforce' } })).status, 200);
-  const teamB = await t0.app.services.teams.create('New owner');
-  const keyB = (await t0.app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
-  const after = await addVerifiedDomain(t0, 'handover.dev', keyB);
+  const { b } = await twoTeams(t0, { b: { name: 'New owner', domains: ['handover.dev'] } });
+  const [keyB, after] = [b.key, b.domains[0]!];
   t.is((await t0.request('PATCH', `/v1/domains/${after.id}`, { key: keyB, body: { receiving: true } })).status, 200);
   publishRecords(t0, (await t0.request('GET', `/v1/domains/${after.id}`, { key: keyB })).body);
   await t0.request('PUT', `/v1/domains/${after.id}/verify`, { key: keyB });

@@ -2,6 +2,7 @@ import { request as httpRequest } from 'node:http';
 import test from 'ava';
 import { simpleParser } from 'mailparser';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
+import { twoTeams } from '../helpers/two-teams.js';
 
 // Which host may serve which tracked link, when the shared tracking host (POSTHORN_PUBLIC_URL)
 // sits under a domain name that any team can add: another team naming that host as its own
@@ -49,8 +50,7 @@ test.serial('another team naming the shared tracking host as its tracking domain
   // Team B adds the shared host's parent domain (unverified: any team can add any name) and
   // names the shared host as its tracking domain; it is even "verified" if that host is a CNAME
   // to this server.
-  const teamB = await w.t0.app.services.teams.create('B');
-  const keyB = (await w.t0.app.services.apiKeys.create(teamB, { name: 'b', permission: 'FULL' })).token;
+  const keyB = (await twoTeams(w.t0)).b.key;
   const domainB = await w.t0.request('POST', '/v1/domains', { key: keyB, body: { name: 'mailhost.dev', region: 'us-east-1' } });
   t.is(domainB.status, 200);
   const patched = await w.t0.request('PATCH', `/v1/domains/${domainB.body.id}`, { key: keyB, body: { trackingDomain: 'links', clickTracking: true } });
@@ -75,8 +75,7 @@ test.serial('another team naming the shared tracking host as its tracking domain
 test.serial('another team naming a team’s own tracking host as its tracking domain does not take it away', async (t) => {
   // Team C adds team A's domain name (any team may) and claims A's tracking host: A's claim
   // stands, and A's links on it still redirect.
-  const teamC = await w.t0.app.services.teams.create('C');
-  const keyC = (await w.t0.app.services.apiKeys.create(teamC, { name: 'c', permission: 'FULL' })).token;
+  const keyC = (await twoTeams(w.t0, { b: { name: 'Team C' } })).b.key;
   const own = await w.t0.request('PATCH', `/v1/domains/${w.domain.id}`, { body: { trackingDomain: 'go' } });
   t.is(own.body.trackingDomain, `go.${w.domain.name}`);
   w.zone.set(`go.${w.domain.name}`, 'CNAME', ['mx.posthorn.test']);

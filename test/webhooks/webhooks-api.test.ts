@@ -1,5 +1,6 @@
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { twoTeams } from '../helpers/two-teams.js';
 import { startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.js';
 
 let t0: TestApp;
@@ -121,8 +122,7 @@ test.serial('SENDING keys may not manage webhooks; another team cannot see them'
   t.is(res.body.error.code, 'FORBIDDEN');
 
   const made = (await create({ url: receiver.url, eventTypes: [] })).body;
-  const otherTeam = await t0.app.services.teams.create('Other team');
-  const otherKey = (await t0.app.services.apiKeys.create(otherTeam, { name: 'o', permission: 'FULL' })).token;
+  const otherKey = (await twoTeams(t0)).b.key;
   t.is((await t0.request('GET', `/v1/webhooks/${made.id}`, { key: otherKey })).status, 404);
   t.is((await t0.request('DELETE', `/v1/webhooks/${made.id}`, { key: otherKey })).status, 404);
   const theirs = await t0.request('GET', '/v1/webhooks', { key: otherKey });
@@ -200,8 +200,7 @@ test.serial('test send delivers webhook.test to that endpoint only, whatever its
 // The per-team limit holds under concurrent creates: on PostgreSQL every request counted the
 // team's endpoints before any of them inserted, so a burst went past the limit.
 test.serial('a team has at most 100 endpoints, also when creates arrive at once', async (t) => {
-  const team = await t0.app.services.teams.create('Many endpoints');
-  const key = (await t0.app.services.apiKeys.create(team, { name: 'k', permission: 'FULL' })).token;
+  const key = (await twoTeams(t0, { b: { name: 'Many endpoints' } })).b.key;
   for (let i = 0; i < 98; i++) t.is((await create({ url: receiver.url, eventTypes: [] }, key)).status, 200);
   const burst = await Promise.all(Array.from({ length: 8 }, () => create({ url: receiver.url, eventTypes: [] }, key)));
   t.deepEqual(burst.map((r) => r.status).sort(), [200, 200, 400, 400, 400, 400, 400, 400], JSON.stringify(burst.map((r) => r.body.error?.message)));
