@@ -58,10 +58,11 @@ async function snapshot(db: Kysely<any>) {
     warmup: await q('select source, rollup, day, used from warmup_usage order by source, rollup, day'),
     rates: await q('select source, rollup, tat_ms from shaping_rates order by source, rollup'),
     policies: await q('select domain, policy_id from mta_sts_policies order by domain'),
+    counts: await q('select policy_domain, day, result, mx_host, count from tls_session_counts order by policy_domain, day, result, mx_host'),
   };
 }
 
-test('an upgrade keys the domain of waiting deliveries and of shaping state in A-labels; final rows stay; a second run changes nothing', async (t) => {
+test('an upgrade keys the domain of waiting deliveries, shaping state, cached MTA-STS policies and unreported TLS counts in A-labels; final rows stay; a second run changes nothing', async (t) => {
   const { db } = await storeBefore(t, tempDir(t, 'posthorn-delivery-keys-'));
   const team = Number((await sql<{ id: number }>`insert into teams (name, created_at, updated_at) values ('one', ${OLD}, ${OLD}) returning id`.execute(db)).rows[0]!.id);
   await sql`insert into emails (id, team_id, from_addr, to_json, subject, message_id, latest_status, status_rank, created_at, updated_at)
@@ -89,6 +90,15 @@ test('an upgrade keys the domain of waiting deliveries and of shaping state in A
     ('ip1', 'bücher.example', 5000), ('ip1', ${A_LABEL}, 4000), ('ip2', 'bücher.example', 100)`.execute(db);
   await sql`insert into mta_sts_policies (domain, policy_id, body, fetched_at, expires_at) values
     ('bücher.example', 'old', 'x', 1, 2), ('münchen.example', 'm', 'x', 1, 2), (${'xn--bcher-kva.example'}, 'new', 'x', 3, 4)`.execute(db);
+  const count = (domain: string, day: string, result: string, mx: string, n: number) =>
+    sql`insert into tls_session_counts (policy_domain, day, policy_key, policy_type, policy_json, result, sending_ip, mx_host, receiving_ip, reason_code, count)
+      values (${domain}, ${day}, 'k', 'no-policy-found', '{}', ${result}, '', ${mx}, '', '', ${n})`.execute(db);
+  await count('bücher.example', '2026-11-28', 'success', '', 3);
+  await count(A_LABEL, '2026-11-28', 'success', '', 4);
+  await count('bücher.example', '2026-11-28', 'certificate-expired', 'mx.b.example', 1);
+  // The A-label's report for 11-27 is made: counts under the Unicode name that day stay.
+  await count('bücher.example', '2026-11-27', 'success', '', 2);
+  await sql`insert into tls_reports_out (policy_domain, day, report_id, state, rua_json, created_at) values (${A_LABEL}, '2026-11-27', 'r1', 'no-rua', '[]', ${OLD})`.execute(db);
 
   await migrateToLatest(db);
   const after = await snapshot(db);
@@ -111,6 +121,14 @@ test('an upgrade keys the domain of waiting deliveries and of shaping state in A
   t.deepEqual(after.rates.map((r: any) => [r.source, r.rollup, r.tat_ms]), [['ip1', A_LABEL, 5000], ['ip2', A_LABEL, 100]]);
   // A cached policy under the A-label (what lookups found since) stays; another is renamed.
   t.deepEqual(after.policies.map((p: any) => [p.domain, p.policy_id]), [[A_LABEL, 'new'], ['xn--mnchen-3ya.example', 'm']]);
+  t.deepEqual(
+    after.counts.map((c: any) => [c.policy_domain, c.day, c.result, c.count]),
+    [
+      ['bücher.example', '2026-11-27', 'success', 2],
+      [A_LABEL, '2026-11-28', 'certificate-expired', 1],
+      [A_LABEL, '2026-11-28', 'success', 7],
+    ],
+  );
 
   const { up } = await import('../../src/store/migrations/20261129070000-delivery-domain-keys.js');
   await up(db);

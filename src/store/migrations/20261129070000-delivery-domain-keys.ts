@@ -20,6 +20,9 @@ import { addressWithDomainKey, domainKey } from './address-key-2026-11-29.js';
 //   (never faster than either allowed).
 // - mta_sts_policies: renamed; a policy already cached under the A-label stays (what lookups
 //   found since) and the other is dropped (a cache: fetched again when it is wanted).
+// - tls_session_counts not yet reported: under the A-label policy domain, counts of one key
+//   added up, so a day makes one TLS report for the domain. A day whose A-label report is made
+//   already keeps them as they are (moved, they would never be reported). Reports made stay.
 // Queue suspensions need nothing: their destination has been ASCII-only since they exist.
 // Rows that need it hold a non-ASCII character (characters and bytes differ); a run again finds none.
 
@@ -89,6 +92,38 @@ async function keyRates(db: Kysely<unknown>): Promise<void> {
   }
 }
 
+interface SessionCount {
+  policy_domain: string;
+  day: string;
+  policy_key: string;
+  result: string;
+  sending_ip: string;
+  mx_host: string;
+  receiving_ip: string;
+  reason_code: string;
+  count: number;
+}
+
+async function keySessionCounts(db: Kysely<unknown>): Promise<void> {
+  const columns = 'policy_domain, day, policy_key, result, sending_ip, mx_host, receiving_ip, reason_code, count';
+  for (const c of await nonAscii<SessionCount>(db, 'tls_session_counts', columns, 'policy_domain')) {
+    const domain = domainKey(c.policy_domain);
+    if (domain === c.policy_domain) continue;
+    // The A-label's report for that day is made: moved there, the counts would never be reported.
+    if ((await sql`select day from tls_reports_out where policy_domain = ${domain} and day = ${c.day}`.execute(db)).rows.length) continue;
+    const same = (name: string) =>
+      sql`policy_domain = ${name} and day = ${c.day} and policy_key = ${c.policy_key} and result = ${c.result} and sending_ip = ${c.sending_ip}
+        and mx_host = ${c.mx_host} and receiving_ip = ${c.receiving_ip} and reason_code = ${c.reason_code}`;
+    const kept = (await sql<{ count: number }>`select count from tls_session_counts where ${same(domain)}`.execute(db)).rows[0];
+    if (!kept) {
+      await sql`update tls_session_counts set policy_domain = ${domain} where ${same(c.policy_domain)}`.execute(db);
+      continue;
+    }
+    await sql`update tls_session_counts set count = ${Number(kept.count) + Number(c.count)} where ${same(domain)}`.execute(db);
+    await sql`delete from tls_session_counts where ${same(c.policy_domain)}`.execute(db);
+  }
+}
+
 async function keyPolicies(db: Kysely<unknown>): Promise<void> {
   for (const p of await nonAscii<{ domain: string }>(db, 'mta_sts_policies', 'domain', 'domain')) {
     const domain = domainKey(p.domain);
@@ -106,6 +141,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     await keyWarmup(trx);
     await keyRates(trx);
     await keyPolicies(trx);
+    await keySessionCounts(trx);
   };
   // PostgreSQL runs each migration in a transaction already; SQLite does not.
   if (db.isTransaction) await run(db);
