@@ -135,6 +135,31 @@ test('an upgrade keys the domain of waiting deliveries, shaping state, cached MT
   t.deepEqual(await snapshot(db), after);
 });
 
+test('a queue larger than a batch is keyed whole, rows between and after the matches untouched, none lost', async (t) => {
+  const { db } = await storeBefore(t, tempDir(t, 'posthorn-delivery-keys-batch-'));
+  const team = Number((await sql<{ id: number }>`insert into teams (name, created_at, updated_at) values ('one', ${OLD}, ${OLD}) returning id`.execute(db)).rows[0]!.id);
+  await sql`insert into emails (id, team_id, from_addr, to_json, subject, message_id, latest_status, status_rank, created_at, updated_at)
+    values ('em_1', ${team}, 'a@news.example', '[]', 's', '<em_1@x.com>', 'QUEUED', 0, ${OLD}, ${OLD})`.execute(db);
+  // 1,300 Unicode rows (more than two batches of 500) among ASCII ones and final ones.
+  const values = [];
+  for (let i = 0; i < 1700; i++) {
+    const [recipient, domain, state] = i % 17 === 0 ? [`a${i}@example.net`, 'example.net', 'queued'] : i % 19 === 0 ? [`d${i}@bücher.example`, 'bücher.example', 'bounced'] : i < 1400 ? [`u${i}@bücher.example`, 'bücher.example', 'queued'] : [`p${i}@example.org`, 'example.org', 'queued'];
+    values.push(sql`('em_1', ${team}, ${recipient}, ${domain}, 'to', ${state}, 0, 1000, 1000, ${OLD})`);
+  }
+  for (let i = 0; i < values.length; i += 200) {
+    await sql`insert into deliveries (email_id, team_id, recipient, rcpt_domain, kind, state, attempts, next_attempt_at, due_since, updated_at) values ${sql.join(values.slice(i, i + 200))}`.execute(db);
+  }
+  const before = (await sql<any>`select id, recipient, rcpt_domain, state from deliveries order by id`.execute(db)).rows;
+
+  await migrateToLatest(db);
+  const after = (await sql<any>`select id, recipient, rcpt_domain, state from deliveries order by id`.execute(db)).rows;
+  const expected = before.map((r: any) =>
+    r.state === 'queued' && r.rcpt_domain === 'bücher.example' ? { ...r, recipient: r.recipient.replace('bücher.example', A_LABEL), rcpt_domain: A_LABEL } : r,
+  );
+  t.deepEqual(after, expected);
+  t.true(expected.filter((r: any) => r.rcpt_domain === A_LABEL).length > 1000);
+});
+
 test('after the upgrade an operator suspension of the A-label destination holds a delivery queued with a Unicode domain, and on resume it goes to the A-label domain\'s MX', async (t) => {
   const dir = tempDir(t, 'posthorn-delivery-keys-app-');
   const { url, close } = await storeBefore(t, dir);
