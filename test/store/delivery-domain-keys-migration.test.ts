@@ -19,8 +19,9 @@ import { tempDir } from '../helpers/temp-dir.js';
 // domain in Unicode ("bücher.example") in rcpt_domain and in the recipient. Everything that
 // matches a destination compares the A-label form: an operator's suspension of
 // xn--bcher-kva.example did not hold such a delivery, the queue listed it under another
-// destination, and shaping state made from it was keyed apart. An upgrade re-keys what is
-// still waiting; final rows stay as they were sent.
+// destination, shaping state made from it was keyed apart, and its RCPT TO named the Unicode
+// domain (refused locally by a server without SMTPUTF8). An upgrade re-keys what is still
+// waiting; final rows stay as they were sent.
 
 const BEFORE = '20261129060000-address-keys';
 const OLD = '2026-11-20T09:00:00.000Z';
@@ -177,7 +178,6 @@ test('after the upgrade an operator suspension of the A-label destination holds 
   const caFile = join(caDir, 'sink-ca.pem');
   writeFileSync(caFile, sink.ca);
   zone.set('mx.sink.test', 'A', ['127.0.0.1']);
-  // Only the A-label name has an MX: a lookup of the Unicode name finds nothing.
   zone.set(A_LABEL, 'MX', [{ exchange: 'mx.sink.test', priority: 10 }]);
   const overrides = { store: { url }, outbound: { port: sink.port, allowLoopbackMx: true, caFile, signingWorkers: 1 } };
   const start = () => startTestApp({ dataDir: dir, zone, overrides });

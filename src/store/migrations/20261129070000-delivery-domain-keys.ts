@@ -4,11 +4,12 @@ import { addressWithDomainKey, domainKey } from './address-key-2026-11-29.js';
 // Frozen: never edit a migration that has shipped; add a new one.
 // Since 2026-11-25 a recipient's domain is kept in A-labels ("xn--bcher-kva.example"), and every
 // match by destination compares that form: the delivery claim's suspensions and shaping, the
-// operator's queue (summary, messages, suspend, retry, bounce), MX lookups and the grouping of
-// recipients into one transaction. A delivery queued before then and still waiting holds the
-// domain in Unicode (only lowercased) in rcpt_domain and in its recipient: an operator's
-// suspension of the A-label name did not hold it, and shaping state made from it (replies'
-// holds, warm-up usage, rates) and the MTA-STS policy cached for it were keyed apart.
+// operator's queue (summary, messages, suspend, retry, bounce) and the grouping of recipients
+// into one transaction. A delivery queued before then and still waiting holds the domain in
+// Unicode (only lowercased) in rcpt_domain and in its recipient: an operator's suspension of the
+// A-label name did not hold it, shaping state made from it (replies' holds, warm-up usage,
+// rates), the MTA-STS policy cached for it and its TLS counts were keyed apart, and its RCPT TO
+// named the Unicode domain, which a server without SMTPUTF8 never got (refused locally, 553 5.6.7).
 //
 // Keyed here as a row stored now is:
 // - deliveries still queued: rcpt_domain and the recipient's domain (a non-ASCII local part
