@@ -45,4 +45,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261129030000-idempotency-token': lazy(() => import('./20261129030000-idempotency-token.js')),
   '20261129050000-segment-email-keys': lazy(() => import('./20261129050000-segment-email-keys.js')),
   '20261129060000-address-keys': lazy(() => import('./20261129060000-address-keys.js')),
+  '20261129070000-delivery-domain-keys': lazy(() => import('./20261129070000-delivery-domain-keys.js')),
 };
