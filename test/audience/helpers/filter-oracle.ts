@@ -135,8 +135,14 @@ export const IDN_LABELS: Readonly<Record<string, string>> = {
   münchen: 'xn--mnchen-3ya',
   例え: 'xn--r8jz45g',
   テスト: 'xn--zckzah',
+  // Devanagari: vowel signs and the virama are combining marks (\p{M}).
+  उदाहरण: 'xn--p1b6ci4b4b3a',
+  परीक्षा: 'xn--11b5bs3a9aj6g',
+  // bücher typed decomposed (u and a combining diaeresis): IDNA normalises it to NFC first.
+  'bu\u0308cher': 'xn--bcher-kva',
 };
-const UNICODE_OF: Record<string, string> = Object.fromEntries(Object.entries(IDN_LABELS).map(([u, a]) => [a, u]));
+/** An A-label's Unicode label, the first (composed) spelling the table gives. */
+const UNICODE_OF: Record<string, string> = Object.fromEntries(Object.entries(IDN_LABELS).reverse().map(([u, a]) => [a, u]));
 const isAscii = (s: string) => /^[\x00-\x7f]*$/.test(s);
 /** What a domain can be written with: letters, marks, digits, hyphens and dots (no '%', '_' or space). */
 const DOMAIN_TEXT = /^[\p{L}\p{M}\p{N}.-]+$/u;
@@ -251,6 +257,8 @@ export const RECIPIENT_DOMAINS = [
   'münchen.example',
   'shop.MÜNCHEN.example',
   '例え.テスト',
+  'उदाहरण.परीक्षा',
+  'bu\u0308cher.example',
 ];
 /** The stored domains: each generated domain keyed by the oracle's own table. */
 export const STORED_DOMAINS = [...new Set(RECIPIENT_DOMAINS.map((d) => storedAddress(`@${d}`)!.slice(1)))];
@@ -285,6 +293,11 @@ const EMAIL_TERMS = [
   '.テスト',
   'テスト',
   '.xn--zckzah',
+  'उदाहरण.परीक्षा',
+  '@उदाहरण',
+  'परीक्षा',
+  '.परीक्षा',
+  'bu\u0308cher.example',
   '%bücher.example',
   'bü_her.example',
   '@bücher.%',
