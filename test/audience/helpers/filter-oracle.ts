@@ -138,30 +138,34 @@ export const IDN_LABELS: Readonly<Record<string, string>> = {
   // Devanagari: vowel signs and the virama are combining marks (\p{M}).
   उदाहरण: 'xn--p1b6ci4b4b3a',
   परीक्षा: 'xn--11b5bs3a9aj6g',
-  // bücher typed decomposed (u and a combining diaeresis): IDNA normalises it to NFC first.
-  'bu\u0308cher': 'xn--bcher-kva',
 };
-/** An A-label's Unicode label, the first (composed) spelling the table gives. */
-const UNICODE_OF: Record<string, string> = Object.fromEntries(Object.entries(IDN_LABELS).reverse().map(([u, a]) => [a, u]));
+const UNICODE_OF: Record<string, string> = Object.fromEntries(Object.entries(IDN_LABELS).map(([u, a]) => [a, u]));
 const isAscii = (s: string) => /^[\x00-\x7f]*$/.test(s);
 /** What a domain can be written with: letters, marks, digits, hyphens and dots (no '%', '_' or space). */
-const DOMAIN_TEXT = /^[\p{L}\p{M}\p{N}.-]+$/u;
+const DOMAIN_TEXT = /^[\p{L}\p{M}\p{N}.\u3002\uff0e\uff61-]+$/u;
 
 /**
  * A label's A-label: itself when ASCII, from the table when known, else null. An unknown label's
  * A-label is no label of any generated domain (the conversion is one to one), so null stands
  * for "matches no stored label".
  */
-const aLabel = (label: string): string | null => (isAscii(label) ? label : (IDN_LABELS[label] ?? null));
+const aLabel = (label: string): string | null => {
+  if (isAscii(label)) return label;
+  // Read as IDNA maps a label (UTS #46): width and composition do not count, nor case.
+  const mapped = label.normalize('NFKC').toLowerCase();
+  return isAscii(mapped) ? mapped : (IDN_LABELS[mapped] ?? null);
+};
+/** The label separators a search term may use (UTS #46): the full stop, and the ideographic and full-width ones. */
+const DOTS = /[.\u3002\uff0e\uff61]/;
 
 /** The address as the store keys it: lowercased, the domain in A-labels; null when no generated address can have that key. */
 export function storedAddress(address: string): string | null {
   const key = address.trim().toLowerCase();
   const at = key.lastIndexOf('@');
   if (at < 0 || isAscii(key.slice(at + 1))) return key;
-  // A non-ASCII domain holding what no domain can is no generated contact's.
-  if (!DOMAIN_TEXT.test(key.slice(at + 1))) return null;
-  const labels = key.slice(at + 1).split('.').map(aLabel);
+  // A non-ASCII domain holding what no domain can, or ending in a label of digits, is no contact's.
+  if (!DOMAIN_TEXT.test(key.slice(at + 1)) || /(?:^|[.\u3002\uff0e\uff61])[0-9]+[.\u3002\uff0e\uff61]?$/.test(key.slice(at + 1))) return null;
+  const labels = key.slice(at + 1).split(DOTS).map(aLabel);
   return labels.includes(null) ? null : `${key.slice(0, at + 1)}${labels.join('.')}`;
 }
 
@@ -185,11 +189,11 @@ function emailSearch(op: 'contains' | 'startsWith' | 'endsWith', stored: string,
   if (textSearch(op, v, term)) return true;
   if (isAscii(term)) return false;
   const at = term.lastIndexOf('@');
-  if (at < 0 && (op === 'startsWith' || !term.includes('.'))) return false;
+  if (at < 0 && (op === 'startsWith' || !DOTS.test(term))) return false;
   const prefix = term.slice(0, at + 1);
   const domain = term.slice(at + 1);
   if (isAscii(domain) || !DOMAIN_TEXT.test(domain)) return false;
-  const labels = domain.split('.');
+  const labels = domain.split(DOTS);
   const converted = labels.map(aLabel);
   if (converted.includes(null)) return false;
   const body = prefix + converted.join('.');
@@ -256,6 +260,8 @@ export const RECIPIENT_DOMAINS = [
   'mail.bücher.example',
   'münchen.example',
   'shop.MÜNCHEN.example',
+  // A label of digits after an IDN label: 'münchen.2026' reads as a domain's start, not an IPv4 address.
+  'münchen.2026.example',
   '例え.テスト',
   'उदाहरण.परीक्षा',
   'bu\u0308cher.example',
@@ -286,6 +292,10 @@ const EMAIL_TERMS = [
   'münchen.example',
   '.münchen.example',
   'shop.münchen',
+  'münchen.2026',
+  '@münchen.20',
+  'münchen.2026.',
+  '.münchen.2026.example',
   'ünchen.example',
   '例え.テスト',
   '@例え',
@@ -298,6 +308,14 @@ const EMAIL_TERMS = [
   'परीक्षा',
   '.परीक्षा',
   'bu\u0308cher.example',
+  // Other spellings IDNA reads as the same labels: the ideographic and full-width stops, full-width letters.
+  '例え。テスト',
+  '@例え。テスト',
+  '例え。',
+  'bücher．example',
+  'ＢÜＣＨＥＲ.example',
+  '@ｍüｎｃｈｅｎ',
+  'ｅｘａｍｐｌｅ.net',
   '%bücher.example',
   'bü_her.example',
   '@bücher.%',
