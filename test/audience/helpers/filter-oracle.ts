@@ -191,7 +191,8 @@ function emailSearch(op: 'contains' | 'startsWith' | 'endsWith', stored: string,
   const at = term.lastIndexOf('@');
   if (at < 0 && (op === 'startsWith' || !DOTS.test(term))) return false;
   const prefix = term.slice(0, at + 1);
-  const domain = term.slice(at + 1);
+  // The domain as IDNA sees it: lowercased, a final sigma kept (it is another label than σ's).
+  const domain = rawTerm.toLowerCase().slice(at + 1);
   if (isAscii(domain) || !DOMAIN_TEXT.test(domain)) return false;
   const labels = domain.split(DOTS);
   const converted = labels.map(aLabel);
