@@ -15,7 +15,7 @@ let keyB: string;
 const books: Record<'a' | 'b', string> = { a: '', b: '' };
 
 /** Written in Unicode; stored with the domain in A-labels. */
-const ADDRESSES = ['ute@bücher.example', 'max@büchershop.example', 'ann@mail.bücher.example', '"jürgen"@example.net', 'x_y%z@example.net', 'plain@example.net'];
+const ADDRESSES = ['ute@bücher.example', 'max@büchershop.example', 'ann@mail.bücher.example', '"jürgen"@example.net', 'x_y%z@example.net', 'plain@example.net', 'eva@münchen.2026.example'];
 const STORED: Record<string, string> = {
   ute: 'ute@xn--bcher-kva.example',
   max: 'max@xn--bchershop-q9a.example',
@@ -23,6 +23,7 @@ const STORED: Record<string, string> = {
   jürgen: '"jürgen"@example.net',
   xyz: 'x_y%z@example.net',
   plain: 'plain@example.net',
+  eva: 'eva@xn--mnchen-3ya.2026.example',
 };
 const ONLY_A = 'only-a@bücher.example';
 
@@ -65,6 +66,11 @@ const CONTAINS: [string, string[]][] = [
   ['.bücher.example', ['ann']],
   ['mail.bücher', ['ann']],
   ['büchershop.example', ['max']],
+  // A domain typed up to a label of digits is still a domain (no IPv4 address).
+  ['münchen.2026', ['eva']],
+  ['@münchen.20', ['eva']],
+  ['münchen.2026.', ['eva']],
+  ['@münchen.2026.example', ['eva']],
   // A bare word is a fragment of a label: matched as typed only.
   ['bücher', []],
   ['@büch', []],

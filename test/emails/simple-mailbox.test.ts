@@ -76,3 +76,12 @@ test('anything else goes to the full parse, with its answers and errors', (t) =>
   t.throws(() => parseMailbox('a@b.123', 'from'), { message: 'from: "a@b.123" is not a valid email address' });
   t.throws(() => parseMailbox('Evil <x@evil.com> <victim@example.net>', 'to'), { message: /to: .* is not a single valid email address/ });
 });
+
+test('a domain whose labels hold combining marks is an address: Devanagari vowel signs, a decomposed ü', (t) => {
+  // उदाहरण.परीक्षा is IANA's Hindi test domain; its vowel signs and virama are marks (\p{M}), not letters.
+  t.deepEqual(parseMailbox('ute@उदाहरण.परीक्षा', 'to'), { name: '', address: 'ute@xn--p1b6ci4b4b3a.xn--11b5bs3a9aj6g' });
+  t.deepEqual(parseMailbox('Ute <ute@bu\u0308cher.example>', 'to'), { name: 'Ute', address: 'ute@xn--bcher-kva.example' });
+  // A label may not begin with a mark (IDNA), nor be only one.
+  t.throws(() => parseMailbox('ute@\u0308bcher.example', 'to'), { message: /is not a valid email address/ });
+  t.throws(() => parseMailbox('ute@\u094d.example', 'to'), { message: /is not a valid email address/ });
+});

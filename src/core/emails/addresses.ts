@@ -9,9 +9,11 @@ export interface Mailbox {
 }
 
 // Pragmatic RFC 5321 mailbox check: a dot-atom or quoted local part, and a domain of
-// LDH labels (or an IDN already in A-labels / Unicode letters).
+// LDH labels (or an IDN already in A-labels / Unicode letters and marks: the vowel signs of
+// Devanagari and many scripts are marks, as is the diaeresis of a decomposed ü; one leading a
+// label is refused by the IDNA conversion below).
 const LOCAL = /^(?:[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*|"(?:[^"\\\r\n]|\\.)+")$/;
-const DOMAIN_LABEL = /^(?!-)[\p{L}\p{N}-]{1,63}(?<!-)$/u;
+const DOMAIN_LABEL = /^(?!-)[\p{L}\p{M}\p{N}-]{1,63}(?<!-)$/u;
 const NOT_PRINTABLE = /(?![ \t])[\p{C}\p{Z}]/u;
 
 const ASCII = /^[\x00-\x7f]*$/;

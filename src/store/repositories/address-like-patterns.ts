@@ -34,7 +34,7 @@ const DOTS = /[.\u3002\uff0e\uff61]/g;
 const HAS_DOT = /[.\u3002\uff0e\uff61]/;
 /** What a domain may be written with: letters, marks, digits, hyphens and separators. */
 const DOMAIN_TEXT = /^[\p{L}\p{M}\p{N}.\u3002\uff0e\uff61-]+$/u;
-const A_LABELS = /^[a-z0-9.-]+$/;
+const A_LABEL = /^[a-z0-9-]+$/;
 
 /** LIKE pattern text with the user's text taken literally (used with ESCAPE '\'). */
 export function likeLiteral(value: string): string {
@@ -53,13 +53,16 @@ export function addressLikePatterns(op: AddressMatchOp, term: string): string[] 
   const domain = term.slice(at + 1);
   if (ASCII.test(domain) || !DOMAIN_TEXT.test(domain)) return [typed];
   const labels = domain.split(DOTS);
-  // The conversion addressKey makes (lowercased, UTS #46 mapped); a label it refuses, or one
-  // read as something else (full-width digits alone are an IPv4 address to it), leaves the term as typed.
-  const ascii = domainToASCII(domain);
-  if (!A_LABELS.test(ascii) || ascii.split('.').length !== labels.length) return [typed];
   const converted = (label: string) => !ASCII.test(label);
+  // Each Unicode label converted on its own, as addressKey converts it (lowercased, UTS #46
+  // mapped); an ASCII label is taken as typed. Not the domain as a whole: a term is often an
+  // unfinished domain, and one ending in digits ('münchen.2026') is an IPv4 address to
+  // domainToASCII, which refuses it. A label it refuses, or reads as something else (full-width
+  // digits alone are an IPv4 address to it), leaves the term as typed.
+  const ascii = labels.map((label) => (converted(label) ? domainToASCII(label) : label.toLowerCase()));
+  if (ascii.some((a, i) => converted(labels[i]!) && !A_LABEL.test(a))) return [typed];
   const starts = at < 0 && converted(labels[0]!) ? ['%@', '%.'] : [OPEN[op]];
   const ends = op !== 'endsWith' && converted(labels[labels.length - 1]!) ? ['.%', ''] : [CLOSE[op]];
-  const body = likeLiteral(term.slice(0, at + 1) + ascii);
+  const body = likeLiteral(term.slice(0, at + 1) + ascii.join('.'));
   return [...new Set([typed, ...starts.flatMap((s) => ends.map((e) => `${s}${body}${e}`))])];
 }
