@@ -1,5 +1,6 @@
 import test from 'ava';
 import { addressLikePatterns } from '../../src/store/repositories/address-like-patterns.js';
+import { addressKey } from '../../src/core/emails/addresses.js';
 
 // The patterns behind the address searches (address-search-idn.test.ts runs them through HTTP
 // on both stores): an ASCII term is the one pattern it always was, and a domain in Unicode adds
@@ -48,4 +49,13 @@ test('what cannot be a whole label stays as typed only', (t) => {
   ] as const) {
     t.is(addressLikePatterns(op, term).length, 1, `${op} ${term}`);
   }
+});
+
+test('the Greek final sigma in a domain: a capital is σ in a key and in a term, and ς is another domain (docs/api.md)', (t) => {
+  t.is(addressKey('ann@ΕΛΛΆΣ.example'), 'ann@xn--hxarsa5b.example');
+  t.is(addressKey('ann@ελλάσ.example'), 'ann@xn--hxarsa5b.example');
+  t.is(addressKey('ann@ελλάς.example'), 'ann@xn--hxarsa0b.example');
+  t.true(addressLikePatterns('contains', '@ΕΛΛΆΣ.example').includes('%@xn--hxarsa5b.example%'));
+  t.true(addressLikePatterns('endsWith', '@ελλάς.example').includes('%@xn--hxarsa0b.example'));
+  t.false(addressLikePatterns('endsWith', '@ελλάς.example').includes('%@xn--hxarsa5b.example'));
 });
