@@ -234,3 +234,63 @@ test('after the upgrade an operator suspension of the A-label destination holds 
   const events = (await t0.request('GET', `/v1/emails/${emailId}`)).body.emailEvents.map((e: any) => e.status);
   t.deepEqual(events, ['QUEUED', 'SENT', 'DELIVERED']);
 });
+
+test('an email queued before 2026-11-25 to one mailbox in both spellings (two rows then) is sent once after the upgrade, and both rows end (one transaction for the domain)', async (t) => {
+  const dir = tempDir(t, 'posthorn-delivery-keys-twice-');
+  const { url, close } = await storeBefore(t, dir);
+  await close();
+
+  const zone = await startDnsZone();
+  t.teardown(() => zone.close());
+  const cert = await testCert({ hostnames: ['mx.sink.test'], ips: ['127.0.0.1'] });
+  const sink = await startSmtpSink({ hostname: 'mx.sink.test', cert, smtputf8: false });
+  t.teardown(() => sink.close());
+  const caDir = mkdtempSync(join(tmpdir(), 'posthorn-ca-'));
+  t.teardown(() => rmSync(caDir, { recursive: true, force: true }));
+  const caFile = join(caDir, 'sink-ca.pem');
+  writeFileSync(caFile, sink.ca);
+  zone.set('mx.sink.test', 'A', ['127.0.0.1']);
+  zone.set(A_LABEL, 'MX', [{ exchange: 'mx.sink.test', priority: 10 }]);
+  // A rule that puts the domain's recipients in one transaction: both rows go in one envelope.
+  const overrides = { store: { url }, outbound: { port: sink.port, allowLoopbackMx: true, caFile, signingWorkers: 1, shaping: [{ domain: A_LABEL, maxRecipientsPerTransaction: 10 }] } };
+  const start = () => startTestApp({ dataDir: dir, zone, overrides: overrides as never });
+
+  let t0: TestApp = await start();
+  t.teardown(() => t0.close());
+  const op = (await t0.app.services.operatorKeys.create('ops')).token;
+  const admin = async (method: string, path: string, body?: unknown) => {
+    const res = await t0.request(method, `/admin/v1${path}`, { key: op, body });
+    t.is(res.status, 200, `${method} ${path}: ${JSON.stringify(res.body)}`);
+    return res.body;
+  };
+  const teamHold = await admin('POST', '/queue/suspensions', { teamId: t0.teamId, minutes: 60, reason: 'until the test is ready' });
+  await addVerifiedDomain(t0, 'sender.dev');
+  const sent = await t0.request('POST', '/v1/emails', { body: { from: 'hello@sender.dev', to: 'ute@bücher.example', cc: `ute@${A_LABEL}`, subject: 'Hi', text: 'Hi' } });
+  t.is(sent.status, 200, JSON.stringify(sent.body));
+  const emailId = sent.body.emailId;
+  await t0.stop();
+
+  // Before 2026-11-25 the two spellings were two rows: one as typed in Unicode, one in A-labels.
+  const store = await openStore(dir, url);
+  const db = store.db as Kysely<any>;
+  const one = (await sql<any>`select * from deliveries where email_id = ${emailId}`.execute(db)).rows;
+  t.is(one.length, 1);
+  await sql`update deliveries set recipient = 'ute@bücher.example', rcpt_domain = 'bücher.example' where id = ${one[0].id}`.execute(db);
+  await sql`insert into deliveries (email_id, team_id, recipient, rcpt_domain, kind, state, attempts, next_attempt_at, due_since, updated_at)
+    values (${emailId}, ${one[0].team_id}, ${`ute@${A_LABEL}`}, ${A_LABEL}, 'cc', 'queued', 0, ${one[0].next_attempt_at}, ${one[0].due_since}, ${one[0].updated_at})`.execute(db);
+  const names = Object.keys(MIGRATIONS).sort();
+  const later = names.slice(names.indexOf(BEFORE) + 1);
+  if (later.length) await sql`delete from kysely_migration where name in (${sql.join(later)})`.execute(db);
+  await store.close();
+
+  t0 = await start();
+  await admin('DELETE', `/queue/suspensions/${teamHold.id}`);
+  t0.app.engine.wake();
+  await sink.waitForMessages(1);
+  await t0.app.engine.whenIdle();
+  await t0.app.services.events.settled();
+  const kept = await repositoriesOf(t0.app).deliveries.listForEmail(emailId);
+  t.deepEqual(kept.map((r) => [r.recipient, r.state]), [[`ute@${A_LABEL}`, 'delivered'], [`ute@${A_LABEL}`, 'delivered']]);
+  t.is(sink.messages.length, 1, 'one mailbox, one copy');
+  t.deepEqual(sink.messages[0]!.rcptTo, ['ute@bücher.example']);
+});

@@ -459,8 +459,11 @@ export class DeliveryEngine {
     plan: Extract<ShapingPlan, { kind: 'send' }> | undefined,
   ): Promise<{ results: AttemptResult[]; reachedServer: boolean; noHost?: boolean } | 'not-attempted'> {
     const domain = group.domain!;
-    const idsByRecipient = new Map(group.deliveries.map((d) => [d.recipient, d.id]));
-    const recipients = group.deliveries.map((d) => d.recipient);
+    // Two rows of one email may name one mailbox (queued before domains were kept in A-labels,
+    // one in each spelling, keyed alike on upgrade): it gets one RCPT TO, its reply ends both.
+    const idsByRecipient = new Map<string, number[]>();
+    for (const d of group.deliveries) idsByRecipient.set(d.recipient, [...(idsByRecipient.get(d.recipient) ?? []), d.id]);
+    const recipients = [...idsByRecipient.keys()];
     // VERP return path (architecture.md, Decisions: return path): a DSN to it names the email and
     // this transaction's recipient (its recipient domain when it carries several) even if the
     // body is rewritten.
@@ -472,8 +475,8 @@ export class DeliveryEngine {
     const defer = (response: string, mxHost: string | null = null) =>
       group.deliveries.map((d) => ({ deliveryId: d.id, outcome: 'deferred' as const, response, mxHost, ...tlsOf(verdicts.at(-1)), ...(source ? { source } : {}) }));
     const fromTransaction = (res: TransactionResult, host: string): AttemptResult[] =>
-      res.recipients.map((r) => ({
-        deliveryId: idsByRecipient.get(r.recipient)!,
+      res.recipients.flatMap((r) => (idsByRecipient.get(r.recipient) ?? []).map((deliveryId) => ({
+        deliveryId,
         outcome: r.outcome,
         code: r.code,
         response: r.response,
@@ -483,7 +486,7 @@ export class DeliveryEngine {
         retryAfterMs: r.retryAfterMs,
         ...(r.category ? { category: r.category } : {}),
         ...(source ? { source } : {}),
-      }));
+      })));
     const shaping = plan ? shapingOf(plan) : {};
 
     // A transaction that began on any host tried (even one that then failed the session) makes it SENT.
