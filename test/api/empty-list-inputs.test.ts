@@ -262,6 +262,9 @@ test('console segment builder: a filter that holds the whole book is saved only 
     ['builder, all of no rows', { match: 'all', ...blank }],
     ['json, all of none', { mode: 'json', filtersJson: '{"match":"all","conditions":[]}' }],
     ['json, any of (all of none)', { mode: 'json', filtersJson: '{"match":"any","conditions":[{"field":"email","op":"eq","value":"x@example.net"},{"match":"all","conditions":[]}]}' }],
+    // A group without "match" is "all" to core.
+    ['json, none without match', { mode: 'json', filtersJson: '{"conditions":[]}' }],
+    ['json, any of (none without match)', { mode: 'json', filtersJson: '{"match":"any","conditions":[{"field":"email","op":"eq","value":"x@example.net"},{"conditions":[]}]}' }],
   ] as const) {
     const res = await c.post('/console/segments', { name: 'whole book', contactBookId: book, ...form }, { referer });
     t.is(res.status, 303, label);

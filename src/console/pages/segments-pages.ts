@@ -45,12 +45,16 @@ function conditionsBefore(fields: string[], props: string[], values: string[], r
   return n;
 }
 
-/** True when a filter holds every contact whatever its fields: `all` of none, `any` of such a group. */
+/**
+ * True when a filter holds every contact whatever its fields: `all` of none, `any` of such a
+ * group. A group without `match` is `all`, as core reads it.
+ */
 function holdsEveryone(node: unknown): boolean {
   if (!node || typeof node !== 'object' || !Array.isArray((node as FilterGroup).conditions)) return false;
   const g = node as FilterGroup;
-  if (g.match === 'any') return g.conditions.some(holdsEveryone);
-  return g.match === 'all' && g.conditions.every(holdsEveryone);
+  const match: unknown = g.match ?? 'all';
+  if (match === 'any') return g.conditions.some(holdsEveryone);
+  return match === 'all' && g.conditions.every(holdsEveryone);
 }
 
 const EVERYONE_LABEL = 'Every contact of the book, when no condition narrows it';
