@@ -15,7 +15,7 @@ let keyB: string;
 const books: Record<'a' | 'b', string> = { a: '', b: '' };
 
 /** Written in Unicode; stored with the domain in A-labels. */
-const ADDRESSES = ['ute@bücher.example', 'max@büchershop.example', 'ann@mail.bücher.example', '"jürgen"@example.net', 'x_y%z@example.net', 'plain@example.net', 'eva@münchen.2026.example'];
+const ADDRESSES = ['ute@bücher.example', 'max@büchershop.example', 'ann@mail.bücher.example', '"jürgen"@example.net', 'x_y%z@example.net', 'plain@example.net', 'eva@münchen.2026.example', 'eli@example.ΕΛΛΆΣ'];
 const STORED: Record<string, string> = {
   ute: 'ute@xn--bcher-kva.example',
   max: 'max@xn--bchershop-q9a.example',
@@ -24,6 +24,8 @@ const STORED: Record<string, string> = {
   xyz: 'x_y%z@example.net',
   plain: 'plain@example.net',
   eva: 'eva@xn--mnchen-3ya.2026.example',
+  // A capital Σ is σ, also where it ends the domain (toLowerCase would make it ς there).
+  eli: 'eli@example.xn--hxarsa5b',
 };
 const ONLY_A = 'only-a@bücher.example';
 
@@ -71,6 +73,10 @@ const CONTAINS: [string, string[]][] = [
   ['@münchen.20', ['eva']],
   ['münchen.2026.', ['eva']],
   ['@münchen.2026.example', ['eva']],
+  // A capital Σ ending the term is σ; a typed ς is another letter, so another domain.
+  ['@example.ΕΛΛΆΣ', ['eli']],
+  ['example.ελλάσ', ['eli']],
+  ['example.ελλάς', []],
   // A bare word is a fragment of a label: matched as typed only.
   ['bücher', []],
   ['@büch', []],

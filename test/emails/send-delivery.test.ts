@@ -151,6 +151,11 @@ test.serial('an internationalised domain is one domain however it is written: A-
   const again = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'leser@xn--bcher-kva.example' }) });
   t.is((await w.t0.request('GET', `/v1/emails/${again.body.emailId}`)).body.latestStatus, 'SUPPRESSED');
   await w.t0.request('DELETE', '/v1/suppressions/leser@xn--bcher-kva.example');
+  // A capital Σ ending the domain is σ in the envelope and in the suppression key alike.
+  t.is((await w.t0.request('POST', '/v1/suppressions', { body: { email: 'ute@example.ΕΛΛΆΣ' } })).status, 200);
+  const sigma = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'ute@example.ΕΛΛΆΣ' }) });
+  t.is(sigma.status, 200, JSON.stringify(sigma.body));
+  t.is((await w.t0.request('GET', `/v1/emails/${sigma.body.emailId}`)).body.latestStatus, 'SUPPRESSED');
   // A domain that is no valid IDN is refused at the API.
   const bad = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'x@b\u00fccher-.example' }) });
   t.is(bad.status, 400);

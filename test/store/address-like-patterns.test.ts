@@ -1,6 +1,6 @@
 import test from 'ava';
 import { addressLikePatterns } from '../../src/store/repositories/address-like-patterns.js';
-import { addressKey } from '../../src/core/emails/addresses.js';
+import { addressKey, normalizeAddress } from '../../src/core/emails/addresses.js';
 
 // The patterns behind the address searches (address-search-idn.test.ts runs them through HTTP
 // on both stores): an ASCII term is the one pattern it always was, and a domain in Unicode adds
@@ -58,4 +58,14 @@ test('the Greek final sigma in a domain: a capital is σ in a key and in a term,
   t.true(addressLikePatterns('contains', '@ΕΛΛΆΣ.example').includes('%@xn--hxarsa5b.example%'));
   t.true(addressLikePatterns('endsWith', '@ελλάς.example').includes('%@xn--hxarsa0b.example'));
   t.false(addressLikePatterns('endsWith', '@ελλάς.example').includes('%@xn--hxarsa5b.example'));
+  // A capital Σ ending a word (before a hyphen, or at the domain's end) is σ too: JavaScript's
+  // toLowerCase makes it ς there, IDNA (and the envelope, normalizeAddress) does not.
+  for (const [address, key] of [
+    ['ann@example.ΕΛΛΆΣ', 'ann@example.xn--hxarsa5b'],
+    ['ann@ΑΣ-Β.example', 'ann@xn----ylbe0e.example'],
+  ] as const) {
+    t.is(addressKey(address), key, address);
+    t.is(addressKey(normalizeAddress(address)), key, address);
+  }
+  t.true(addressLikePatterns('endsWith', '@example.ΕΛΛΆΣ').includes('%@example.xn--hxarsa5b'));
 });

@@ -10,7 +10,7 @@ import type { FilterGroup } from '../../store/repositories/contact-filter-sql.js
 import type { DomainService } from '../domains/domain-service.js';
 import { issuePath, plainIssues } from '../plain-issues.js';
 import type { EmailService, SendContext } from '../emails/email-service.js';
-import { addressKey } from '../emails/addresses.js';
+import { addressKey, lowerAddressTerm } from '../emails/addresses.js';
 import { badRequest, notFound, notUnique } from '../errors.js';
 import type { BusEvent, ContactEventType, EventBus } from '../events.js';
 import { resolveSender, type BookScope } from './contact-book-service.js';
@@ -413,7 +413,7 @@ export function createContactService(deps: ContactServiceDeps) {
       await loadBook(scope.teamId, bookId);
       const term = q.search?.trim().slice(0, 200) ?? '';
       const filter: FilterGroup = term
-        ? { match: 'any', conditions: [{ field: 'email', op: 'contains', value: term.toLowerCase() }, { field: 'firstName', op: 'contains', value: term }, { field: 'lastName', op: 'contains', value: term }] }
+        ? { match: 'any', conditions: [{ field: 'email', op: 'contains', value: lowerAddressTerm(term) }, { field: 'firstName', op: 'contains', value: term }, { field: 'lastName', op: 'contains', value: term }] }
         : { match: 'all', conditions: [] };
       const { rows, total } = await contacts.listMatching({ teamId: scope.teamId, bookId }, filter, { offset: q.offset, limit: q.limit });
       return { items: rows.map(contactView), total };

@@ -55,10 +55,26 @@ export function normalizeAddress(address: string): string {
 
 /** Key used for suppression and contact matching: trimmed, fully lowercased, the domain in A-labels. */
 export function addressKey(address: string): string {
-  const key = address.trim().toLowerCase();
+  const trimmed = address.trim();
+  const key = trimmed.toLowerCase();
   if (ASCII.test(key)) return key;
-  const at = key.lastIndexOf('@');
-  return at < 0 ? key : `${key.slice(0, at)}@${asciiDomain(key.slice(at + 1)) || key.slice(at + 1)}`;
+  const at = trimmed.lastIndexOf('@');
+  if (at < 0) return key;
+  // The domain converted as typed, as asciiDomain converts the envelope's: lowercased first,
+  // a capital Σ ending a word would be a final ς (toLowerCase's one rule by context), which
+  // IDNA keeps as another letter, so the key would name another domain than the mail goes to.
+  const domain = trimmed.slice(at + 1);
+  return `${trimmed.slice(0, at).toLowerCase()}@${asciiDomain(domain) || domain.toLowerCase()}`;
+}
+
+/**
+ * A term that searches stored addresses, lowercased as addressKey keys them: in the domain (what
+ * follows the last `@`, or the whole term without one) a capital Σ is σ wherever it stands, as
+ * IDNA maps it; toLowerCase makes it ς at a word's end, which is another domain's letter.
+ */
+export function lowerAddressTerm(term: string): string {
+  const at = term.lastIndexOf('@');
+  return `${term.slice(0, at + 1)}${term.slice(at + 1).replaceAll('Σ', 'σ')}`.toLowerCase();
 }
 
 export function domainOf(address: string): string {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Clock } from '../../lib/clock.js';
 import type { SuppressionReason, SuppressionRow, SuppressionsRepository } from '../../store/repositories/suppressions-repository.js';
-import { addressKey, isValidAddress } from '../emails/addresses.js';
+import { addressKey, isValidAddress, lowerAddressTerm } from '../emails/addresses.js';
 import { badRequest, notFound } from '../errors.js';
 
 /*
@@ -48,7 +48,7 @@ export function createSuppressionService(deps: { suppressions: SuppressionsRepos
 
   return {
     async list(teamId: number, q: { search?: string; reason?: SuppressionReason; offset: number; limit: number }): Promise<{ items: SuppressionView[]; total: number }> {
-      const search = q.search?.trim().toLowerCase() || undefined;
+      const search = lowerAddressTerm(q.search?.trim() ?? '') || undefined;
       const { rows, total } = await suppressions.list(teamId, { ...q, search });
       return { items: rows.map(view), total };
     },

@@ -160,7 +160,9 @@ const DOTS = /[.\u3002\uff0e\uff61]/;
 
 /** The address as the store keys it: lowercased, the domain in A-labels; null when no generated address can have that key. */
 export function storedAddress(address: string): string | null {
-  const key = address.trim().toLowerCase();
+  // A capital Σ in the domain is σ (IDNA maps it so; toLowerCase would make a final one ς).
+  const trimmed = address.trim();
+  const key = `${trimmed.slice(0, trimmed.lastIndexOf('@') + 1)}${trimmed.slice(trimmed.lastIndexOf('@') + 1).replaceAll('Σ', 'σ')}`.toLowerCase();
   const at = key.lastIndexOf('@');
   if (at < 0 || isAscii(key.slice(at + 1))) return key;
   // A non-ASCII domain holding what no domain can, or ending in a label of digits, is no contact's.
@@ -191,8 +193,9 @@ function emailSearch(op: 'contains' | 'startsWith' | 'endsWith', stored: string,
   const at = term.lastIndexOf('@');
   if (at < 0 && (op === 'startsWith' || !DOTS.test(term))) return false;
   const prefix = term.slice(0, at + 1);
-  // The domain as IDNA sees it: lowercased, a final sigma kept (it is another label than σ's).
-  const domain = rawTerm.toLowerCase().slice(at + 1);
+  // The domain as IDNA sees it: lowercased, a typed final sigma kept (it is another label than
+  // σ's), a capital Σ mapped to σ wherever it stands.
+  const domain = rawTerm.replaceAll('Σ', 'σ').toLowerCase().slice(at + 1);
   if (isAscii(domain) || !DOMAIN_TEXT.test(domain)) return false;
   const labels = domain.split(DOTS);
   const converted = labels.map(aLabel);
