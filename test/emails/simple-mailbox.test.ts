@@ -85,3 +85,15 @@ test('a domain whose labels hold combining marks is an address: Devanagari vowel
   t.throws(() => parseMailbox('ute@\u0308bcher.example', 'to'), { message: /is not a valid email address/ });
   t.throws(() => parseMailbox('ute@\u094d.example', 'to'), { message: /is not a valid email address/ });
 });
+
+test('a domain whose A-label form is longer than DNS allows is refused, as its ASCII form would be', (t) => {
+  // 60 ideographs are a 66-octet A-label: DNS refuses the name (RFC 1035 2.3.4), so the mail
+  // could only be deferred until it is given up.
+  t.throws(() => parseMailbox(`ute@${'例'.repeat(60)}.example`, 'to'), { message: /is not a valid email address/ });
+  t.throws(() => parseMailbox(`ute@${'a'.repeat(64)}.example`, 'to'), { message: /is not a valid email address/ });
+  // Five labels of 45 ideographs (an address of 241 characters): each A-label fits, the whole
+  // name (over 253 octets) does not.
+  t.throws(() => parseMailbox(`ute@${Array(5).fill('例'.repeat(45)).join('.')}.example`, 'to'), { message: /is not a valid email address/ });
+  // Five of 40 (216 characters) is a 242-octet name, which fits.
+  t.is(parseMailbox(`ute@${Array(5).fill('例'.repeat(40)).join('.')}.example`, 'to').address.length, 246);
+});

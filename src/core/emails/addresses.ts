@@ -39,7 +39,10 @@ export function isValidAddress(address: string): boolean {
   // before any JavaScript white space, so a U+2028 or U+00A0 there began a header line of its
   // own ('"c\u2028X-Injected: 1"@example.org' wrote a line "\u2028X-Injected: 1...").
   if (NOT_PRINTABLE.test(local)) return false;
-  if (asciiDomain(domain) === '') return false;
+  const ascii = asciiDomain(domain);
+  if (ascii === '') return false;
+  // The name DNS and RCPT TO get (RFC 1035 2.3.4): an A-label is longer than its Unicode form.
+  if (ascii.length > 253 || ascii.split('.').some((l) => l.length > 63) || local.length + 1 + ascii.length > 254) return false;
   const labels = domain.split('.');
   return labels.length >= 2 && labels.every((l) => DOMAIN_LABEL.test(l)) && !/^\d+$/.test(labels[labels.length - 1]!);
 }
