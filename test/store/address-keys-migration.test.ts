@@ -1,13 +1,10 @@
-import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
-import { Migrator, sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { migrateToLatest } from '../../src/store/migrate.js';
-import { MIGRATIONS } from '../../src/store/migrations/index.js';
 import { signConfirmationToken } from '../../src/core/contacts/confirmation-token.js';
-import { openAppStore, type AppStore } from '../../src/store/open-store.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
-import { createEmptyDatabase, dropTestDatabase, testStoreKind } from '../helpers/pg-databases.js';
 import { startTestApp } from '../helpers/test-app.js';
+import { storeAtMigration } from '../helpers/store-at-migration.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 // Suppressions and contacts stored before addresses were keyed with the domain in A-labels hold
@@ -19,25 +16,7 @@ const BEFORE = '20261129050000-segment-email-keys';
 const OLD = '2026-11-20T09:00:00.000Z';
 const NEW = '2026-11-27T09:00:00.000Z';
 
-/** A store (in `dir`, as an app there opens it) migrated to just before the re-keying. */
-async function storeBefore(t: ExecutionContext, dir: string): Promise<{ db: Kysely<any>; url: string; close: () => Promise<void> }> {
-  const pg = testStoreKind() === 'postgres';
-  const url = pg ? await createEmptyDatabase() : '';
-  const store: AppStore = await openAppStore({ url, file: join(dir, 'posthorn.db'), durability: 'normal', poolMax: 2, connectTimeoutMs: 5000 });
-  let open = true;
-  const close = async () => {
-    if (open) await store.close();
-    open = false;
-  };
-  // Registered first, so it runs after an app's teardown (ava runs them in reverse order).
-  t.teardown(async () => {
-    await close();
-    if (pg) await dropTestDatabase(url);
-  });
-  const res = await new Migrator({ db: store.db, provider: { getMigrations: async () => MIGRATIONS } }).migrateTo(BEFORE);
-  t.falsy(res.error);
-  return { db: store.db as Kysely<any>, url, close };
-}
+const storeBefore = (t: ExecutionContext, dir: string) => storeAtMigration(t, dir, BEFORE);
 
 async function addTeam(db: Kysely<any>, name: string): Promise<number> {
   return Number((await sql<{ id: number }>`insert into teams (name, created_at, updated_at) values (${name}, ${OLD}, ${OLD}) returning id`.execute(db)).rows[0]!.id);

@@ -2,17 +2,16 @@ import { join } from 'node:path';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import test, { type ExecutionContext } from 'ava';
-import { Migrator, sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { migrateToLatest } from '../../src/store/migrate.js';
 import { MIGRATIONS } from '../../src/store/migrations/index.js';
-import { openAppStore, type AppStore } from '../../src/store/open-store.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 import { startDnsZone } from '../helpers/dns-zone.js';
-import { createEmptyDatabase, dropTestDatabase, testStoreKind } from '../helpers/pg-databases.js';
 import { startSmtpSink } from '../helpers/smtp-sink.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { testCert } from '../helpers/test-keys.js';
 import { repositoriesOf } from '../helpers/repositories.js';
+import { storeAtMigration, openStoreIn } from '../helpers/store-at-migration.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 // Deliveries queued before domains were kept in A-labels (2026-11-25) hold the recipient's
@@ -27,28 +26,54 @@ const BEFORE = '20261129060000-address-keys';
 const OLD = '2026-11-20T09:00:00.000Z';
 const A_LABEL = 'xn--bcher-kva.example';
 
-async function openStore(dir: string, url: string): Promise<AppStore> {
-  return openAppStore({ url, file: join(dir, 'posthorn.db'), durability: 'normal', poolMax: 2, connectTimeoutMs: 5000 });
+const storeBefore = (t: ExecutionContext, dir: string) => storeAtMigration(t, dir, BEFORE);
+
+/**
+ * An app in the test's world makes an email (its content, its verified sending domain) while a
+ * suspension of the whole team keeps it waiting, then stops; `world.t0` is the app now running
+ * (a test starts the next one there), which the operator's `admin` calls reach.
+ */
+async function emailHeld(t: ExecutionContext, start: () => Promise<TestApp>, recipients: { to: string; cc?: string }) {
+  const world = { t0: await start() };
+  t.teardown(() => world.t0.close());
+  const op = (await world.t0.app.services.operatorKeys.create('ops')).token;
+  const admin = async (method: string, path: string, body?: unknown) => {
+    const res = await world.t0.request(method, `/admin/v1${path}`, { key: op, body });
+    t.is(res.status, 200, `${method} ${path}: ${JSON.stringify(res.body)}`);
+    return res.body;
+  };
+  const teamHold = await admin('POST', '/queue/suspensions', { teamId: world.t0.teamId, minutes: 60, reason: 'until the test is ready' });
+  await addVerifiedDomain(world.t0, 'sender.dev');
+  const sent = await world.t0.request('POST', '/v1/emails', { body: { from: 'hello@sender.dev', ...recipients, subject: 'Hi', text: 'Hi' } });
+  t.is(sent.status, 200, JSON.stringify(sent.body));
+  await world.t0.stop();
+  return { world, admin, teamHold, emailId: sent.body.emailId as string };
 }
 
-/** A store (in `dir`, as an app there opens it) migrated to just before the re-keying. */
-async function storeBefore(t: ExecutionContext, dir: string): Promise<{ db: Kysely<any>; url: string; close: () => Promise<void> }> {
-  const pg = testStoreKind() === 'postgres';
-  const url = pg ? await createEmptyDatabase() : '';
-  const store = await openStore(dir, url);
-  let open = true;
-  const close = async () => {
-    if (open) await store.close();
-    open = false;
-  };
-  // Registered first, so it runs after an app's teardown (ava runs them in reverse order).
-  t.teardown(async () => {
-    await close();
-    if (pg) await dropTestDatabase(url);
-  });
-  const res = await new Migrator({ db: store.db, provider: { getMigrations: async () => MIGRATIONS } }).migrateTo(BEFORE);
-  t.falsy(res.error);
-  return { db: store.db as Kysely<any>, url, close };
+/** The store back at BEFORE: the migrations after it run again at the next start. */
+async function forgetMigrationsAfterBefore(db: Kysely<any>): Promise<void> {
+  const names = Object.keys(MIGRATIONS).sort();
+  const later = names.slice(names.indexOf(BEFORE) + 1);
+  if (later.length) await sql`delete from kysely_migration where name in (${sql.join(later)})`.execute(db);
+}
+
+/**
+ * The A-label domain's MX: a sink without SMTPUTF8, so a recipient is only sent when it is all
+ * ASCII (a Unicode domain is refused locally) and what it takes went into RCPT TO in A-labels.
+ */
+async function sinkWorld(t: ExecutionContext) {
+  const zone = await startDnsZone();
+  t.teardown(() => zone.close());
+  const cert = await testCert({ hostnames: ['mx.sink.test'], ips: ['127.0.0.1'] });
+  const sink = await startSmtpSink({ hostname: 'mx.sink.test', cert, smtputf8: false });
+  t.teardown(() => sink.close());
+  const caDir = mkdtempSync(join(tmpdir(), 'posthorn-ca-'));
+  t.teardown(() => rmSync(caDir, { recursive: true, force: true }));
+  const caFile = join(caDir, 'sink-ca.pem');
+  writeFileSync(caFile, sink.ca);
+  zone.set('mx.sink.test', 'A', ['127.0.0.1']);
+  zone.set(A_LABEL, 'MX', [{ exchange: 'mx.sink.test', priority: 10 }]);
+  return { zone, sink, caFile };
 }
 
 async function snapshot(db: Kysely<any>) {
@@ -166,50 +191,23 @@ test('after the upgrade an operator suspension of the A-label destination holds 
   const { url, close } = await storeBefore(t, dir);
   await close();
 
-  const zone = await startDnsZone();
-  t.teardown(() => zone.close());
-  const cert = await testCert({ hostnames: ['mx.sink.test'], ips: ['127.0.0.1'] });
-  // Without SMTPUTF8 a recipient is only sent when it is all ASCII (a Unicode domain is refused
-  // locally): what the sink takes went into RCPT TO in A-labels.
-  const sink = await startSmtpSink({ hostname: 'mx.sink.test', cert, smtputf8: false });
-  t.teardown(() => sink.close());
-  const caDir = mkdtempSync(join(tmpdir(), 'posthorn-ca-'));
-  t.teardown(() => rmSync(caDir, { recursive: true, force: true }));
-  const caFile = join(caDir, 'sink-ca.pem');
-  writeFileSync(caFile, sink.ca);
-  zone.set('mx.sink.test', 'A', ['127.0.0.1']);
-  zone.set(A_LABEL, 'MX', [{ exchange: 'mx.sink.test', priority: 10 }]);
+  const { zone, sink, caFile } = await sinkWorld(t);
   const overrides = { store: { url }, outbound: { port: sink.port, allowLoopbackMx: true, caFile, signingWorkers: 1 } };
   const start = () => startTestApp({ dataDir: dir, zone, overrides });
 
   // An app makes the email (its content, its verified sending domain) while a suspension of the
   // whole team keeps it waiting; the row is then put back as a store from before 2026-11-25
   // held it, and the store back at the migration before the re-keying.
-  let t0: TestApp = await start();
-  t.teardown(() => t0.close());
-  const op = (await t0.app.services.operatorKeys.create('ops')).token;
-  const admin = async (method: string, path: string, body?: unknown) => {
-    const res = await t0.request(method, `/admin/v1${path}`, { key: op, body });
-    t.is(res.status, 200, `${method} ${path}: ${JSON.stringify(res.body)}`);
-    return res.body;
-  };
-  const teamHold = await admin('POST', '/queue/suspensions', { teamId: t0.teamId, minutes: 60, reason: 'until the test is ready' });
-  await addVerifiedDomain(t0, 'sender.dev');
-  const sent = await t0.request('POST', '/v1/emails', { body: { from: 'hello@sender.dev', to: 'user@bücher.example', subject: 'Hi', text: 'Hi' } });
-  t.is(sent.status, 200, JSON.stringify(sent.body));
-  const emailId = sent.body.emailId;
-  await t0.stop();
+  const { world, admin, teamHold, emailId } = await emailHeld(t, start, { to: 'user@bücher.example' });
 
-  const store = await openStore(dir, url);
+  const store = await openStoreIn(dir, url);
   const db = store.db as Kysely<any>;
   const rows = await sql`update deliveries set recipient = 'user@bücher.example', rcpt_domain = 'bücher.example' where email_id = ${emailId} and rcpt_domain = ${A_LABEL}`.execute(db);
   t.is(Number(rows.numAffectedRows), 1);
-  const names = Object.keys(MIGRATIONS).sort();
-  const later = names.slice(names.indexOf(BEFORE) + 1);
-  if (later.length) await sql`delete from kysely_migration where name in (${sql.join(later)})`.execute(db);
+  await forgetMigrationsAfterBefore(db);
   await store.close();
 
-  t0 = await start();
+  const t0 = (world.t0 = await start());
   t.is((await admin('GET', '/queue/messages')).messages.length, 1);
   const hold = await admin('POST', '/queue/suspensions', { destination: A_LABEL, minutes: 60, reason: 'provider asked us to slow down' });
   await admin('DELETE', `/queue/suspensions/${teamHold.id}`);
@@ -240,50 +238,25 @@ test('an email queued before 2026-11-25 to one mailbox in both spellings (two ro
   const { url, close } = await storeBefore(t, dir);
   await close();
 
-  const zone = await startDnsZone();
-  t.teardown(() => zone.close());
-  const cert = await testCert({ hostnames: ['mx.sink.test'], ips: ['127.0.0.1'] });
-  const sink = await startSmtpSink({ hostname: 'mx.sink.test', cert, smtputf8: false });
-  t.teardown(() => sink.close());
-  const caDir = mkdtempSync(join(tmpdir(), 'posthorn-ca-'));
-  t.teardown(() => rmSync(caDir, { recursive: true, force: true }));
-  const caFile = join(caDir, 'sink-ca.pem');
-  writeFileSync(caFile, sink.ca);
-  zone.set('mx.sink.test', 'A', ['127.0.0.1']);
-  zone.set(A_LABEL, 'MX', [{ exchange: 'mx.sink.test', priority: 10 }]);
+  const { zone, sink, caFile } = await sinkWorld(t);
   // A rule that puts the domain's recipients in one transaction: both rows go in one envelope.
   const overrides = { store: { url }, outbound: { port: sink.port, allowLoopbackMx: true, caFile, signingWorkers: 1, shaping: [{ domain: A_LABEL, maxRecipientsPerTransaction: 10 }] } };
   const start = () => startTestApp({ dataDir: dir, zone, overrides: overrides as never });
 
-  let t0: TestApp = await start();
-  t.teardown(() => t0.close());
-  const op = (await t0.app.services.operatorKeys.create('ops')).token;
-  const admin = async (method: string, path: string, body?: unknown) => {
-    const res = await t0.request(method, `/admin/v1${path}`, { key: op, body });
-    t.is(res.status, 200, `${method} ${path}: ${JSON.stringify(res.body)}`);
-    return res.body;
-  };
-  const teamHold = await admin('POST', '/queue/suspensions', { teamId: t0.teamId, minutes: 60, reason: 'until the test is ready' });
-  await addVerifiedDomain(t0, 'sender.dev');
-  const sent = await t0.request('POST', '/v1/emails', { body: { from: 'hello@sender.dev', to: 'ute@bücher.example', cc: `ute@${A_LABEL}`, subject: 'Hi', text: 'Hi' } });
-  t.is(sent.status, 200, JSON.stringify(sent.body));
-  const emailId = sent.body.emailId;
-  await t0.stop();
+  const { world, admin, teamHold, emailId } = await emailHeld(t, start, { to: 'ute@bücher.example', cc: `ute@${A_LABEL}` });
 
   // Before 2026-11-25 the two spellings were two rows: one as typed in Unicode, one in A-labels.
-  const store = await openStore(dir, url);
+  const store = await openStoreIn(dir, url);
   const db = store.db as Kysely<any>;
   const one = (await sql<any>`select * from deliveries where email_id = ${emailId}`.execute(db)).rows;
   t.is(one.length, 1);
   await sql`update deliveries set recipient = 'ute@bücher.example', rcpt_domain = 'bücher.example' where id = ${one[0].id}`.execute(db);
   await sql`insert into deliveries (email_id, team_id, recipient, rcpt_domain, kind, state, attempts, next_attempt_at, due_since, updated_at)
     values (${emailId}, ${one[0].team_id}, ${`ute@${A_LABEL}`}, ${A_LABEL}, 'cc', 'queued', 0, ${one[0].next_attempt_at}, ${one[0].due_since}, ${one[0].updated_at})`.execute(db);
-  const names = Object.keys(MIGRATIONS).sort();
-  const later = names.slice(names.indexOf(BEFORE) + 1);
-  if (later.length) await sql`delete from kysely_migration where name in (${sql.join(later)})`.execute(db);
+  await forgetMigrationsAfterBefore(db);
   await store.close();
 
-  t0 = await start();
+  const t0 = (world.t0 = await start());
   await admin('DELETE', `/queue/suspensions/${teamHold.id}`);
   t0.app.engine.wake();
   await sink.waitForMessages(1);
