@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { domainToASCII } from 'node:url';
 import type * as Tldts from 'tldts';
 import { badRequest } from '../errors.js';
 
@@ -10,10 +11,14 @@ const parse: typeof Tldts.parse = (url, options) => (tldts ??= createRequire(imp
 
 /**
  * A sending domain must be a registrable domain (example.com, example.co.uk) or a
- * subdomain of one (news.example.com). Returns the lowercased name and its subdomain part.
+ * subdomain of one (news.example.com). Returns the lowercased name, an IDN in A-labels (the
+ * form DNS, the envelope and every address key use: "bücher.example" is
+ * "xn--bcher-kva.example"), and its subdomain part.
  */
 export function normalizeDomainName(input: string): { name: string; subdomain: string | null } {
-  const name = input.trim().toLowerCase().replace(/\.$/, '');
+  const trimmed = input.trim().replace(/\.$/, '');
+  const name = asciiHost(trimmed);
+  if (trimmed && !name) throw badRequest(`name: "${input}" is not a valid domain name`);
   if (!name || name.length > 253) throw badRequest('name: must be a domain name of at most 253 characters');
   const labels = name.split('.');
   if (labels.length < 2 || !labels.every((l) => LABEL.test(l))) throw badRequest(`name: "${input}" is not a valid domain name`);
@@ -22,6 +27,11 @@ export function normalizeDomainName(input: string): { name: string; subdomain: s
     throw badRequest(`name: "${input}" is not a registrable domain or a subdomain of one`);
   }
   return { name, subdomain: parsed.subdomain || null };
+}
+
+/** Lowercased, a name with a non-ASCII label in A-labels; '' when it is no valid IDN. */
+export function asciiHost(name: string): string {
+  return /^[\x00-\x7f]*$/.test(name) ? name.toLowerCase() : domainToASCII(name);
 }
 
 /** Whether host equals name or is below it (both already lowercased, no trailing dot). */

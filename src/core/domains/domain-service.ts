@@ -10,7 +10,7 @@ import { isIntId } from '../int-id.js';
 import type { BusEvent, EventBus, DomainEventType } from '../events.js';
 import type { AuditService, OperatorActor } from '../operators/audit-service.js';
 import { buildDnsRecords, isLocalHostname, localHostnameWarning, servedStsPolicy, type DnsRecordView } from './dns-records.js';
-import { canonicalHost, isSameOrSubdomain, normalizeDomainName } from './domain-names.js';
+import { asciiHost, canonicalHost, isSameOrSubdomain, normalizeDomainName } from './domain-names.js';
 import { checkDomainDns, type RecordCheck } from './domain-verifier.js';
 import { receivingOwners } from './name-owners.js';
 import { isUniqueViolation } from '../../store/store-errors.js';
@@ -501,8 +501,8 @@ export function createDomainService(deps: DomainServiceDeps) {
         const d = await domains.findByIdAnyTeam(Number(idOrName));
         return d && (teamId === null || d.teamId === teamId) ? d : undefined;
       }
-      const name = canonicalHost(idOrName);
-      const all = await domains.findAllByName(name);
+      const name = asciiHost(canonicalHost(idOrName));
+      const all = name ? await domains.findAllByName(name) : [];
       return all.find((d) => teamId === null || d.teamId === teamId);
     },
 
