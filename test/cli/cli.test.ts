@@ -112,6 +112,14 @@ test('domains add prints the records; verify checks them through the configured 
     t.is(ok.code, 0, ok.stderr);
     t.regex(ok.stdout, /cli-example\.com: SUCCESS/);
     t.regex((await run(process.execPath, [BIN, 'domains', 'list'], { env })).stdout, /cli-example\.com\s+SUCCESS/);
+    // A name typed in Unicode is the domain in A-labels: added, its records and a verify by either spelling.
+    const idn = (await run(process.execPath, [BIN, 'domains', 'add', 'Bücher-CLI.com'], { env })).stdout;
+    t.regex(idn, /posthorn\._domainkey\.xn--bcher-cli-q9a\.com/);
+    for (const name of ['bücher-cli.com', 'xn--bcher-cli-q9a.com']) {
+      const byName = await runCode(['domains', 'verify', name], env);
+      t.is(byName.code, 2, `${name}: ${byName.stderr}`);
+      t.regex(byName.stdout, /^xn--bcher-cli-q9a\.com: PENDING\n/);
+    }
   } finally {
     await zone.close();
   }
