@@ -179,10 +179,13 @@ test.serial('campaigns: the progress section keeps refreshing after the last bat
   const created = await c.post('/console/campaigns', { name: 'Live', from: 'News <news@acts.dev>', contactBookId: book, segmentId: '', templateId: '', subject: 'Live' });
   const id = idIn(created.location, 'campaigns');
   const liveAttr = async () => /<div id="live-campaign"(?: data-live="(\d+)")?>/.exec((await c.get(`/console/campaigns/${id}`)).text)?.[1];
-  const set = (v: { status: 'RUNNING' | 'SENT'; sent: number; delivered: number; bounced: number }) => t0.app.store.db.updateTable('campaigns').set(v).where('id', '=', id).execute();
+  const set = (v: { status: 'RUNNING' | 'SENT'; sent: number; delivered: number; bounced: number }) => t0.app.store.db.updateTable('campaigns').set({ total: 10, ...v }).where('id', '=', id).execute();
   t.is(await liveAttr(), undefined, 'a draft does not refresh');
   await set({ status: 'RUNNING', sent: 4, delivered: 0, bounced: 0 });
   t.is(await liveAttr(), '1500');
+  // Every batch queued, none of it sent yet (a busy queue): 0 of 0 delivered is not settled.
+  await set({ status: 'SENT', sent: 0, delivered: 0, bounced: 0 });
+  t.is(await liveAttr(), '5000', 'SENT before the first email.sent still refreshes');
   // Every batch queued: the counters still move until each email is delivered or bounced.
   await set({ status: 'SENT', sent: 10, delivered: 6, bounced: 1 });
   t.is(await liveAttr(), '5000');

@@ -85,9 +85,11 @@ ${table('Campaigns', ['Campaign', 'Status', 'Sent', 'Delivered', 'Updated'], lis
   route(r, 'get', '/campaigns/:id', async (ctx) => {
     const x = await campaigns.get(scopeOf(ctx), ctx.params.id!);
     const base = `/console/campaigns/${seg(x.id)}`;
-    // Sent is not settled: the counters move until its mail is delivered or bounced, so the
-    // section keeps refreshing, more slowly (a recipient that fails or is held never settles it).
-    const delivering = x.status === 'SENT' && x.delivered + x.bounced < x.sent;
+    // Sent is not settled: the counters move until its mail is sent and then delivered or
+    // bounced, so the section keeps refreshing, more slowly (a recipient that fails, is held or
+    // suppressed never settles it). SENT comes when the last batch is queued, often before the
+    // first message is: with nothing sent yet, 0 of 0 delivered is no end.
+    const delivering = x.status === 'SENT' && (x.sent < x.total || x.delivered + x.bounced < x.sent);
     const live = x.status === 'RUNNING' || x.status === 'SCHEDULED' ? '1500' : delivering ? '5000' : '';
     const actions = html`${x.status === 'RUNNING' ? actionButton(ctx, `${base}/pause`, 'Pause') : ''}${x.status === 'PAUSED' ? actionButton(ctx, `${base}/resume`, 'Resume', { kind: 'primary' }) : ''}`;
     const counters = html`<div id="live-campaign"${live ? html` data-live="${live}"` : ''}>${section('Progress', html`${definitionList([
