@@ -183,3 +183,32 @@ test('after the upgrade an old suppression stops a send to either spelling, the 
   t.regex(String(confirmed.body), /Subscription confirmed/);
   t.true((await t0.request('GET', '/v1/contactBooks/cb_1/contacts/ct_patnew')).body.subscribed);
 });
+
+test('an alias goes with the contact it leads to: once the kept contact is deleted, a link naming the merged one reaches nobody, also not a contact made again for the mailbox', async (t) => {
+  const dir = tempDir(t, 'posthorn-address-keys-delete-');
+  const { db, url, close } = await storeBefore(t, dir);
+  const team = await addTeam(db, 'one');
+  await addBook(db, team, 'cb_1');
+  await addContact(db, { id: 'ct_max_old', team, book: 'cb_1', email: 'max@bücher.example' });
+  await addContact(db, { id: 'ct_max_new', team, book: 'cb_1', email: 'max@xn--bcher-kva.example', at: NEW });
+  await sql`insert into campaigns (id, team_id, name, from_addr, subject, contact_book_id, status, batch_size, sent, created_at, updated_at)
+    values ('cp_1', ${team}, 'c', 'a@news.example', 's', 'cb_1', 'SENT', 10, 1, ${OLD}, ${OLD})`.execute(db);
+  await close();
+
+  const secret = 'address-keys-test-secret';
+  const t0 = await startTestApp({ dataDir: dir, overrides: { store: { url }, secret } });
+  t.teardown(() => t0.close());
+  const aliases = async () => (await sql`select id, contact_id from contact_aliases`.execute(t0.app.store.db as Kysely<any>)).rows;
+  t.deepEqual(await aliases(), [{ id: 'ct_max_old', contact_id: 'ct_max_new' }]);
+
+  t.is((await t0.request('DELETE', '/v1/contactBooks/cb_1/contacts/ct_max_new')).status, 200);
+  t.deepEqual(await aliases(), []);
+  const again = await t0.request('POST', '/v1/contactBooks/cb_1/contacts', { body: { email: 'max@bücher.example' } });
+  t.is(again.status, 200, JSON.stringify(again.body));
+
+  const link = new URL(t0.app.services.campaigns.unsubscribeUrl('cp_1', 'ct_max_old'));
+  t.is((await t0.request('POST', link.pathname, { key: null })).status, 400);
+  t.true((await t0.request('GET', `/v1/contactBooks/cb_1/contacts/${again.body.contactId}`)).body.subscribed);
+  const confirmed = await t0.request('POST', `/confirm/${signConfirmationToken(secret, 'ct_max_old', Date.now() + 3_600_000)}`, { key: null });
+  t.notRegex(String(confirmed.body), /Subscription confirmed/);
+});
