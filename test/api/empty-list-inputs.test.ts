@@ -164,6 +164,9 @@ test('segments: an empty in list is a 400 naming it (it could only match nothing
   isBadRequest(t, await seg([{ field: 'email', op: 'in', value: 'ann@example.net' }]), /^filters\.conditions\[0\]\.value: /, 'in a string');
   isBadRequest(t, await seg([{ field: 'email', op: 'notIn', value: [] }]), /^filters\.conditions\[0\]\.op: /, 'notIn');
   isBadRequest(t, await seg([{ field: 'email', op: 'in', value: ['ann@example.net', 7] }]), /^filters\.conditions\[0\]\.value\[1\]: /, 'a number in an email in list');
+  // Every contact has an address: email neq a blank one would be the whole book, as contains '' would.
+  isBadRequest(t, await seg([{ field: 'email', op: 'neq', value: '' }]), /^filters\.conditions\[0\]\.value: /, 'email neq ""');
+  isBadRequest(t, await seg([{ field: 'email', op: 'neq', value: '  ' }]), /^filters\.conditions\[0\]\.value: /, 'email neq "  "');
   // Repeats count once, and an item that is no one's address finds no one, as in the contacts list's emails filter.
   const mixed = await seg([{ field: 'email', op: 'in', value: ['ANN@example.net', 'ann@example.net', 'not an address', ''] }]);
   t.is(mixed.status, 200, JSON.stringify(mixed.body));
