@@ -71,6 +71,9 @@ test('contacts list: more than 1000 emails or ids is a 400 naming the parameter;
   t.deepEqual(idsOf(atLimit), [contacts['cy@example.net']!]);
   const emails = Array.from({ length: 1001 }, (_, i) => `${i}@e.x`).join(',');
   isBadRequest(t, await t0.request('GET', `${contactsPath()}?emails=${emails}`), /^emails: at most 1000/, '1001 emails');
+  // Repeated past Node's 1000 query pairs, the rest would be dropped unread: a 400, never a quietly shorter list.
+  const repeated = Array.from({ length: 1100 }, (_, i) => `ids=c${i}`).join('&');
+  isBadRequest(t, await t0.request('GET', `${contactsPath()}?${repeated}&ids=${contacts['cy@example.net']}`), /^ids: at most 1000/, '1101 ids, repeated');
   // 1000 ordinary addresses pass Node's 16 KB for the request line and headers: refused before any route, not a crash.
   const long = Array.from({ length: 1000 }, (_, i) => `someone.${i}@example.net`).join(',');
   t.is((await t0.request('GET', `${contactsPath()}?emails=${long}`)).status, 431);
