@@ -71,6 +71,9 @@ test('contacts list: more than 1000 emails or ids is a 400 naming the parameter;
   t.deepEqual(idsOf(atLimit), [contacts['cy@example.net']!]);
   const emails = Array.from({ length: 1001 }, (_, i) => `${i}@e.x`).join(',');
   isBadRequest(t, await t0.request('GET', `${contactsPath()}?emails=${emails}`), /^emails: at most 1000/, '1001 emails');
+  // Repeated past Node's 1000 query pairs, the rest would be dropped unread: a 400, never a quietly shorter list.
+  const repeated = Array.from({ length: 1100 }, (_, i) => `ids=c${i}`).join('&');
+  isBadRequest(t, await t0.request('GET', `${contactsPath()}?${repeated}&ids=${contacts['cy@example.net']}`), /^ids: at most 1000/, '1101 ids, repeated');
   // 1000 ordinary addresses pass Node's 16 KB for the request line and headers: refused before any route, not a crash.
   const long = Array.from({ length: 1000 }, (_, i) => `someone.${i}@example.net`).join(',');
   t.is((await t0.request('GET', `${contactsPath()}?emails=${long}`)).status, 431);
@@ -164,6 +167,9 @@ test('segments: an empty in list is a 400 naming it (it could only match nothing
   isBadRequest(t, await seg([{ field: 'email', op: 'in', value: 'ann@example.net' }]), /^filters\.conditions\[0\]\.value: /, 'in a string');
   isBadRequest(t, await seg([{ field: 'email', op: 'notIn', value: [] }]), /^filters\.conditions\[0\]\.op: /, 'notIn');
   isBadRequest(t, await seg([{ field: 'email', op: 'in', value: ['ann@example.net', 7] }]), /^filters\.conditions\[0\]\.value\[1\]: /, 'a number in an email in list');
+  // Every contact has an address: email neq a blank one would be the whole book, as contains '' would.
+  isBadRequest(t, await seg([{ field: 'email', op: 'neq', value: '' }]), /^filters\.conditions\[0\]\.value: /, 'email neq ""');
+  isBadRequest(t, await seg([{ field: 'email', op: 'neq', value: '  ' }]), /^filters\.conditions\[0\]\.value: /, 'email neq "  "');
   // Repeats count once, and an item that is no one's address finds no one, as in the contacts list's emails filter.
   const mixed = await seg([{ field: 'email', op: 'in', value: ['ANN@example.net', 'ann@example.net', 'not an address', ''] }]);
   t.is(mixed.status, 200, JSON.stringify(mixed.body));

@@ -2,6 +2,7 @@ import test, { type ExecutionContext } from 'ava';
 import { sql, type Kysely } from 'kysely';
 import { migrateToLatest } from '../../src/store/migrate.js';
 import { signConfirmationToken } from '../../src/core/contacts/confirmation-token.js';
+import { canonicalJson } from '../../src/lib/canonical-json.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 import { startTestApp } from '../helpers/test-app.js';
 import { storeAtMigration } from '../helpers/store-at-migration.js';
@@ -112,6 +113,9 @@ test('an upgrade keys Unicode domains of suppressions and contacts in A-labels, 
   const max = contacts.ct_max_new;
   t.like(max, { email: 'max@xn--bcher-kva.example', first_name: 'Max', last_name: 'Muster', subscribed: 0, unsubscribe_reason: 'UNSUBSCRIBED', created_at: OLD });
   t.deepEqual(JSON.parse(max.properties_json), { plan: 'free', city: 'Köln' });
+  // Stored as every write stores properties (canonical JSON, keys sorted): otherwise a later
+  // import of the same properties reads as a change (contact.updated, updated_at moved).
+  t.is(max.properties_json, canonicalJson({ plan: 'free', city: 'Köln' }));
   // What pointed at the old contact points at the one kept; a campaign that reached both keeps one row.
   t.deepEqual(after.emails.map((r: any) => [r.id, r.contact_id]), [['em_1', 'ct_max_new'], ['em_2', 'ct_max_new'], ['em_3', 'ct_max_new']]);
   t.deepEqual(
@@ -182,4 +186,33 @@ test('after the upgrade an old suppression stops a send to either spelling, the 
   t.is(confirmed.status, 200);
   t.regex(String(confirmed.body), /Subscription confirmed/);
   t.true((await t0.request('GET', '/v1/contactBooks/cb_1/contacts/ct_patnew')).body.subscribed);
+});
+
+test('an alias goes with the contact it leads to: once the kept contact is deleted, a link naming the merged one reaches nobody, also not a contact made again for the mailbox', async (t) => {
+  const dir = tempDir(t, 'posthorn-address-keys-delete-');
+  const { db, url, close } = await storeBefore(t, dir);
+  const team = await addTeam(db, 'one');
+  await addBook(db, team, 'cb_1');
+  await addContact(db, { id: 'ct_max_old', team, book: 'cb_1', email: 'max@bücher.example' });
+  await addContact(db, { id: 'ct_max_new', team, book: 'cb_1', email: 'max@xn--bcher-kva.example', at: NEW });
+  await sql`insert into campaigns (id, team_id, name, from_addr, subject, contact_book_id, status, batch_size, sent, created_at, updated_at)
+    values ('cp_1', ${team}, 'c', 'a@news.example', 's', 'cb_1', 'SENT', 10, 1, ${OLD}, ${OLD})`.execute(db);
+  await close();
+
+  const secret = 'address-keys-test-secret';
+  const t0 = await startTestApp({ dataDir: dir, overrides: { store: { url }, secret } });
+  t.teardown(() => t0.close());
+  const aliases = async () => (await sql`select id, contact_id from contact_aliases`.execute(t0.app.store.db as Kysely<any>)).rows;
+  t.deepEqual(await aliases(), [{ id: 'ct_max_old', contact_id: 'ct_max_new' }]);
+
+  t.is((await t0.request('DELETE', '/v1/contactBooks/cb_1/contacts/ct_max_new')).status, 200);
+  t.deepEqual(await aliases(), []);
+  const again = await t0.request('POST', '/v1/contactBooks/cb_1/contacts', { body: { email: 'max@bücher.example' } });
+  t.is(again.status, 200, JSON.stringify(again.body));
+
+  const link = new URL(t0.app.services.campaigns.unsubscribeUrl('cp_1', 'ct_max_old'));
+  t.is((await t0.request('POST', link.pathname, { key: null })).status, 400);
+  t.true((await t0.request('GET', `/v1/contactBooks/cb_1/contacts/${again.body.contactId}`)).body.subscribed);
+  const confirmed = await t0.request('POST', `/confirm/${signConfirmationToken(secret, 'ct_max_old', Date.now() + 3_600_000)}`, { key: null });
+  t.notRegex(String(confirmed.body), /Subscription confirmed/);
 });

@@ -140,6 +140,8 @@ class FilterValidator {
     }
     const s = this.text(value, `${path}.value`, isProperty);
     if ((o === 'contains' || o === 'startsWith' || o === 'endsWith') && s === '') throw badRequest(`${path}.value: must not be empty`);
+    // Every contact has an address, so email neq a blank one (keyed: trimmed) holds the whole book.
+    if (o === 'neq' && field === 'email' && whole(s) === '') throw badRequest(`${path}.value: must not be empty`);
     return { field, op: o, value: o === 'eq' || o === 'neq' ? whole(s) : lower(s) };
   }
 
