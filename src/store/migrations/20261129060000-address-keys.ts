@@ -74,20 +74,6 @@ function propertiesOf(json: string): Record<string, unknown> | undefined {
   }
 }
 
-/**
- * JSON with object keys sorted, as every write stores properties (lib/canonical-json.ts, copied
- * here as it was): another order would read as a change at the next import of the same properties.
- */
-function canonical(value: unknown): string {
-  const sorted = (v: unknown): unknown =>
-    Array.isArray(v)
-      ? v.map((x) => (x === undefined ? null : sorted(x)))
-      : v !== null && typeof v === 'object'
-        ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted((v as Record<string, unknown>)[k])]))
-        : v;
-  return JSON.stringify(sorted(value));
-}
-
 /** The kept contact with what the merged one adds; unchanged fields as they were. */
 function merged(kept: Contact, gone: Contact, nowIso: string): Contact {
   const keptProps = propertiesOf(kept.properties_json);
@@ -99,7 +85,7 @@ function merged(kept: Contact, gone: Contact, nowIso: string): Contact {
     last_name: kept.last_name || gone.last_name,
     subscribed: unsubscribed ? 0 : Number(kept.subscribed),
     unsubscribe_reason: unsubscribed ? gone.unsubscribe_reason : kept.unsubscribe_reason,
-    properties_json: keptProps && goneProps ? canonical({ ...goneProps, ...keptProps }) : kept.properties_json,
+    properties_json: keptProps && goneProps ? JSON.stringify({ ...goneProps, ...keptProps }) : kept.properties_json,
     created_at: gone.created_at < kept.created_at ? gone.created_at : kept.created_at,
     updated_at: nowIso,
   };
