@@ -67,56 +67,41 @@ export function postPinned(target: PinnedTarget, headers: Record<string, string>
       signal: controller.signal,
       ...(https_ && !net.isIP(target.hostname) ? { servername: target.hostname } : {}),
     };
-    let answered = false;
-    const send = () => {
-      let req: http.ClientRequest;
-      try {
-        req = (https_ ? https : http).request(options, (res) => {
-          answered = true;
-          const chunks: Buffer[] = [];
-          let size = 0;
-          const done = (error: string | null) => {
-            const text = Buffer.concat(chunks).subarray(0, opts.maxBodyBytes).toString('utf8');
-            finish({ status: res.statusCode ?? null, body: text, error, location: res.headers.location ?? null });
-          };
-          res.on('data', (chunk: Buffer) => {
-            if (size < opts.maxBodyBytes) {
-              chunks.push(chunk);
-              size += chunk.length;
-            }
-            if (size >= opts.maxBodyBytes) {
-              // Enough kept: stop reading rather than let a receiver stream at us forever.
-              done(null);
-              res.destroy();
-            }
-          });
-          res.on('end', () => done(null));
-          res.on('error', (err) => done(controller.signal.aborted ? timeoutMessage() : `response: ${err.message}`));
-          res.on('close', () => done(controller.signal.aborted ? timeoutMessage() : res.complete ? null : 'the connection closed before the response was complete'));
+    let req: http.ClientRequest;
+    try {
+      req = (https_ ? https : http).request(options, (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        const done = (error: string | null) => {
+          const text = Buffer.concat(chunks).subarray(0, opts.maxBodyBytes).toString('utf8');
+          finish({ status: res.statusCode ?? null, body: text, error, location: res.headers.location ?? null });
+        };
+        res.on('data', (chunk: Buffer) => {
+          if (size < opts.maxBodyBytes) {
+            chunks.push(chunk);
+            size += chunk.length;
+          }
+          if (size >= opts.maxBodyBytes) {
+            // Enough kept: stop reading rather than let a receiver stream at us forever.
+            done(null);
+            res.destroy();
+          }
         });
-      } catch (err) {
-        finish({ status: null, body: null, error: (err as Error).message });
-        return;
-      }
-      req.on('error', (err) => {
-        // A kept-alive socket the endpoint closed while it idled, met before any answer: the
-        // endpoint did not take the POST. Sent again on another socket (each stale one is
-        // destroyed, so this ends); a new connection's reset is the attempt's failure.
-        const code = (err as NodeJS.ErrnoException).code;
-        if (req.reusedSocket && !answered && !controller.signal.aborted && (code === 'ECONNRESET' || code === 'EPIPE')) {
-          send();
-          return;
-        }
-        finish({ status: null, body: null, error: controller.signal.aborted ? timeoutMessage() : err.message });
+        res.on('end', () => done(null));
+        res.on('error', (err) => done(controller.signal.aborted ? timeoutMessage() : `response: ${err.message}`));
+        res.on('close', () => done(controller.signal.aborted ? timeoutMessage() : res.complete ? null : 'the connection closed before the response was complete'));
       });
-      // A 101 goes to 'upgrade' listeners only, never to the response callback: without this one
-      // node:http closed the socket and the attempt never ended (no error, no abort after close).
-      req.on('upgrade', (res, socket) => {
-        socket.destroy();
-        finish({ status: null, body: null, error: `answered HTTP ${res.statusCode ?? 101} (switching protocols): not an answer to a webhook` });
-      });
-      req.end(payload);
-    };
-    send();
+    } catch (err) {
+      finish({ status: null, body: null, error: (err as Error).message });
+      return;
+    }
+    req.on('error', (err) => finish({ status: null, body: null, error: controller.signal.aborted ? timeoutMessage() : err.message }));
+    // A 101 goes to 'upgrade' listeners only, never to the response callback: without this one
+    // node:http closed the socket and the attempt never ended (no error, no abort after close).
+    req.on('upgrade', (res, socket) => {
+      socket.destroy();
+      finish({ status: null, body: null, error: `answered HTTP ${res.statusCode ?? 101} (switching protocols): not an answer to a webhook` });
+    });
+    req.end(payload);
   });
 }
