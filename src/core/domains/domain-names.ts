@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
-import { domainToASCII } from 'node:url';
 import type * as Tldts from 'tldts';
+import { asciiDomain } from '../emails/addresses.js';
 import { badRequest } from '../errors.js';
 
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
@@ -17,7 +17,7 @@ const parse: typeof Tldts.parse = (url, options) => (tldts ??= createRequire(imp
  */
 export function normalizeDomainName(input: string): { name: string; subdomain: string | null } {
   const trimmed = input.trim().replace(/\.$/, '');
-  const name = asciiHost(trimmed);
+  const name = asciiDomain(trimmed);
   if (trimmed && !name) throw badRequest(`name: "${input}" is not a valid domain name`);
   if (!name || name.length > 253) throw badRequest('name: must be a domain name of at most 253 characters');
   const labels = name.split('.');
@@ -27,11 +27,6 @@ export function normalizeDomainName(input: string): { name: string; subdomain: s
     throw badRequest(`name: "${input}" is not a registrable domain or a subdomain of one`);
   }
   return { name, subdomain: parsed.subdomain || null };
-}
-
-/** Lowercased, a name with a non-ASCII label in A-labels; '' when it is no valid IDN. */
-export function asciiHost(name: string): string {
-  return /^[\x00-\x7f]*$/.test(name) ? name.toLowerCase() : domainToASCII(name);
 }
 
 /** Whether host equals name or is below it (both already lowercased, no trailing dot). */

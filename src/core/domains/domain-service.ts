@@ -10,7 +10,8 @@ import { isIntId } from '../int-id.js';
 import type { BusEvent, EventBus, DomainEventType } from '../events.js';
 import type { AuditService, OperatorActor } from '../operators/audit-service.js';
 import { buildDnsRecords, isLocalHostname, localHostnameWarning, servedStsPolicy, type DnsRecordView } from './dns-records.js';
-import { asciiHost, canonicalHost, isSameOrSubdomain, normalizeDomainName } from './domain-names.js';
+import { canonicalHost, isSameOrSubdomain, normalizeDomainName } from './domain-names.js';
+import { asciiDomain } from '../emails/addresses.js';
 import { checkDomainDns, type RecordCheck } from './domain-verifier.js';
 import { receivingOwners } from './name-owners.js';
 import { isUniqueViolation } from '../../store/store-errors.js';
@@ -501,7 +502,7 @@ export function createDomainService(deps: DomainServiceDeps) {
         const d = await domains.findByIdAnyTeam(Number(idOrName));
         return d && (teamId === null || d.teamId === teamId) ? d : undefined;
       }
-      const name = asciiHost(canonicalHost(idOrName));
+      const name = asciiDomain(canonicalHost(idOrName));
       const all = name ? await domains.findAllByName(name) : [];
       return all.find((d) => teamId === null || d.teamId === teamId);
     },
