@@ -166,6 +166,24 @@ test.serial('a suspension holds matching mail without attempting it, survives a 
   t.deepEqual((await must('GET', '/queue/suspensions')).suspensions, []);
 });
 
+test.serial('a new suspension counts as held at once only the queued mail it holds, not mail another suspension holds', async (t) => {
+  // With the engine stopped nothing parks held mail at a claim, so mail of the first suspension
+  // is still due when the second one is made.
+  await w.t0.app.engine.stop();
+  t.teardown(() => w.t0.app.engine.start());
+  const first = await must('POST', '/queue/suspensions', { destination: 'held.example', minutes: 60, reason: 'first' });
+  t.is(first.parked, 0);
+  await send('p1@held.example');
+  await send('p2@other.example');
+  await send('p3@other.example');
+  const second = await must('POST', '/queue/suspensions', { destination: 'other.example', minutes: 60, reason: 'second' });
+  t.is(second.parked, 2, 'the two to other.example, not the one to held.example');
+  for (const s of [first, second]) await must('DELETE', `/queue/suspensions/${s.id}`);
+  w.t0.app.engine.start();
+  await w.settle();
+  t.deepEqual(['p1@held.example', 'p2@other.example', 'p3@other.example'].map(sentTo), [1, 1, 1]);
+});
+
 test.serial('a suspension that runs out releases its mail by itself (the injected clock moves past it)', async (t) => {
   await must('POST', '/queue/suspensions', { destination: 'held.example', minutes: 5, reason: 'short hold' });
   const id = await send('c@held.example');

@@ -131,7 +131,7 @@ export const suspendBody = z
     reason: z.string().trim().min(1).max(500),
   })
   .meta({ description: 'At least one of destination, teamId and campaignId.' });
-export const createdSuspensionSchema = suspensionSchema.extend({ parked: count.meta({ description: 'Queued deliveries held at once.' }) });
+export const createdSuspensionSchema = suspensionSchema.extend({ parked: count.meta({ description: 'Queued deliveries this suspension held at once (mail another suspension already held is not counted).' }) });
 
 export const retryBody = z
   .strictObject({ ...selectorFields, emailIds: z.array(z.string().min(1).max(100)).min(1).max(1000).optional() })

@@ -118,6 +118,8 @@ export function pgQueue(db: Kysely<Database>): Partial<QueueRepository> {
 
     async insertSuspension(row: SuspensionRow, nowMs: number, inTransaction?: (parked: number) => void): Promise<number> {
       return transact(db, async (trx) => {
+        // What other suspensions already hold is parked first, so the count is this one's alone.
+        await kyselyExec(trx).run(PARK_HELD_SQL, [nowMs]);
         await trx.insertInto('queue_suspensions').values(row).execute();
         const parked = await kyselyExec(trx).run(PARK_HELD_SQL, [nowMs]);
         inTransaction?.(parked);

@@ -173,8 +173,10 @@ export function createQueueRepository(db: Db) {
 
     /** Returns how many rows it parked; `inTransaction` runs inside the same write (see retryNow). */
     async insertSuspension(row: SuspensionRow, nowMs: number, inTransaction?: (parked: number) => void): Promise<number> {
-      // Held rows due now are parked at the end of the suspension at once (see parkHeld).
+      // Held rows due now are parked at the end of the suspension at once (see parkHeld). Those
+      // other suspensions already hold are parked first, so the count is this one's alone.
       return sync.write(() => {
+        parkHeldSync(sync.sqlite, nowMs);
         sync.sqlite
           .prepare('insert into queue_suspensions (id, destination, team_id, campaign_id, reason, until_ms, created_by, created_at) values (?, ?, ?, ?, ?, ?, ?, ?)')
           .run(row.id, row.destination, row.team_id, row.campaign_id, row.reason, row.until_ms, row.created_by, row.created_at);
