@@ -174,23 +174,40 @@ test.serial('campaigns: a draft from a template, scheduled for later, sent in ba
   t.regex((await c.get(`/console/campaigns/${id}`)).text, /id="live-campaign" data-live=/);
 });
 
-test.serial('campaigns: the progress section keeps refreshing after the last batch while the mail is still being delivered', async (t) => {
+test.serial('campaigns: the progress section keeps refreshing while any of the mail is on its way, and stops when the rest ended without being sent', async (t) => {
+  // The destination is held so that the engine leaves the emails queued; the test moves them.
+  await c.post('/console/operator/queue/suspensions', { destination: 'live.example', minutes: '30', reason: 'hold for the test' });
   const book = (await t0.request('POST', '/v1/contactBooks', { body: { name: 'Live book' } })).body.id;
+  await t0.request('POST', `/v1/contactBooks/${book}/contacts/bulk`, { body: [1, 2, 3].map((i) => ({ email: `l${i}@live.example` })) });
   const created = await c.post('/console/campaigns', { name: 'Live', from: 'News <news@acts.dev>', contactBookId: book, segmentId: '', templateId: '', subject: 'Live' });
   const id = idIn(created.location, 'campaigns');
   const liveAttr = async () => /<div id="live-campaign"(?: data-live="(\d+)")?>/.exec((await c.get(`/console/campaigns/${id}`)).text)?.[1];
-  const set = (v: { status: 'RUNNING' | 'SENT'; sent: number; delivered: number; bounced: number }) => t0.app.store.db.updateTable('campaigns').set({ total: 10, ...v }).where('id', '=', id).execute();
   t.is(await liveAttr(), undefined, 'a draft does not refresh');
-  await set({ status: 'RUNNING', sent: 4, delivered: 0, bounced: 0 });
-  t.is(await liveAttr(), '1500');
-  // Every batch queued, none of it sent yet (a busy queue): 0 of 0 delivered is not settled.
-  await set({ status: 'SENT', sent: 0, delivered: 0, bounced: 0 });
+  await c.post(`/console/campaigns/${id}/schedule`, { scheduledAt: '', batchSize: '100' });
+  t.is(await liveAttr(), '1500', 'scheduled to start now');
+  await t0.app.runCampaigns();
+  const camp = (await t0.request('GET', `/v1/campaigns/${id}`)).body;
+  t.deepEqual([camp.status, camp.total, camp.sent], ['SENT', 3, 0]);
+  // Every batch queued, none of it sent yet: 0 of 0 delivered is not settled.
   t.is(await liveAttr(), '5000', 'SENT before the first email.sent still refreshes');
-  // Every batch queued: the counters still move until each email is delivered or bounced.
-  await set({ status: 'SENT', sent: 10, delivered: 6, bounced: 1 });
+  const db = t0.app.store.db;
+  const settle = async (to: string, status: 'DELIVERED' | 'BOUNCED' | 'FAILED') => {
+    const rows = await db.selectFrom('campaign_recipients').innerJoin('emails', 'emails.id', 'campaign_recipients.email_id').select('emails.id').where('campaign_recipients.campaign_id', '=', id).where('emails.to_json', 'like', `%${to}%`).execute();
+    t.is(rows.length, 1);
+    await db.updateTable('emails').set({ latest_status: status }).where('id', '=', rows[0]!.id).execute();
+  };
+  // One delivered, two still queued: still moving.
+  await settle('l1@', 'DELIVERED');
+  await db.updateTable('campaigns').set({ sent: 1, delivered: 1 }).where('id', '=', id).execute();
   t.is(await liveAttr(), '5000');
-  await set({ status: 'SENT', sent: 10, delivered: 9, bounced: 1 });
+  // The second bounced and the third was given up unsent (as an operator can, or a rejection):
+  // 2 of 3 sent is the end, and the page stops asking.
+  await settle('l2@', 'BOUNCED');
+  await settle('l3@', 'FAILED');
+  await db.updateTable('campaigns').set({ sent: 2, delivered: 1, bounced: 1 }).where('id', '=', id).execute();
   t.is(await liveAttr(), undefined, 'settled: no more refreshing');
+  const hold = (await t0.app.services.queue.listSuspensions()).find((x) => x.destination === 'live.example')!;
+  await c.post(`/console/operator/queue/suspensions/${hold.id}/resume`);
 });
 
 test.serial('suppressions: add, search, remove', async (t) => {

@@ -86,10 +86,10 @@ ${table('Campaigns', ['Campaign', 'Status', 'Sent', 'Delivered', 'Updated'], lis
     const x = await campaigns.get(scopeOf(ctx), ctx.params.id!);
     const base = `/console/campaigns/${seg(x.id)}`;
     // Sent is not settled: the counters move until its mail is sent and then delivered or
-    // bounced, so the section keeps refreshing, more slowly (a recipient that fails, is held or
-    // suppressed never settles it). SENT comes when the last batch is queued, often before the
-    // first message is: with nothing sent yet, 0 of 0 delivered is no end.
-    const delivering = x.status === 'SENT' && (x.sent < x.total || x.delivered + x.bounced < x.sent);
+    // bounced, so the section keeps refreshing, more slowly, while any of its email is on its
+    // way (a suppressed or failed recipient never counts as sent, so the counters alone would
+    // never settle). SENT comes when the last batch is queued, often before the first message is.
+    const delivering = await campaigns.stillDelivering(scopeOf(ctx), x.id);
     const live = x.status === 'RUNNING' || x.status === 'SCHEDULED' ? '1500' : delivering ? '5000' : '';
     const actions = html`${x.status === 'RUNNING' ? actionButton(ctx, `${base}/pause`, 'Pause') : ''}${x.status === 'PAUSED' ? actionButton(ctx, `${base}/resume`, 'Resume', { kind: 'primary' }) : ''}`;
     const counters = html`<div id="live-campaign"${live ? html` data-live="${live}"` : ''}>${section('Progress', html`${definitionList([

@@ -376,6 +376,16 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       return view(await load(scope, id));
     },
 
+    /**
+     * Whether a SENT campaign's counters can still move: some recipient is neither sent nor
+     * settled, and some email of it is still on its way (a suppressed or failed one never is).
+     */
+    async stillDelivering(scope: CampaignScope, id: string): Promise<boolean> {
+      const c = await load(scope, id);
+      if (c.status !== 'SENT' || (c.sent >= c.total && c.delivered + c.bounced >= c.sent)) return false;
+      return campaigns.hasEmailsUnderway(c.id);
+    },
+
     async update(scope: CampaignScope, id: string, patch: Partial<CampaignInput>) {
       const c = await load(scope, id);
       if (c.status !== 'DRAFT') throw badRequest(`campaign ${id} is ${c.status}; only a draft can be updated`);

@@ -154,6 +154,18 @@ export function createCampaignsRepository(db: Db) {
       const r = await db.selectFrom('campaign_recipients').select((eb) => eb.fn.countAll<number>().as('n')).where('campaign_id', '=', campaignId).executeTakeFirstOrThrow();
       return Number(r.n);
     },
+    /** Whether any email of the campaign is still on its way (not yet delivered, bounced or ended otherwise). */
+    async hasEmailsUnderway(campaignId: string): Promise<boolean> {
+      const r = await db
+        .selectFrom('campaign_recipients')
+        .innerJoin('emails', 'emails.id', 'campaign_recipients.email_id')
+        .select('campaign_recipients.email_id')
+        .where('campaign_recipients.campaign_id', '=', campaignId)
+        .where('emails.latest_status', 'in', ['SCHEDULED', 'QUEUED', 'SENT', 'DELIVERY_DELAYED'])
+        .limit(1)
+        .executeTakeFirst();
+      return r !== undefined;
+    },
     /** Counts a status of a campaign email once; returns whether it counted. */
     async countStatus(emailId: string, status: CountedStatus): Promise<boolean> {
       return sync.write(() => {
