@@ -19,7 +19,8 @@ import { databaseUrlTarget, PgStoreUnsupportedError, redactDatabaseUrl } from '.
  *   PostgreSQL transaction: a failed copy leaves the target as empty as it was.
  * - Columns are copied by name; the rowid column PostgreSQL has for the tables whose order
  *   relies on SQLite's rowid (pg-schema-plugin.ts) gets the source's rowid. Sequences are set
- *   past the largest id copied, so new rows do not collide.
+ *   past the largest id copied and the largest SQLite ever gave (sqlite_sequence: a deleted
+ *   row's id is never given again there), so new rows neither collide nor reuse an id.
  * - At the end every table is counted on both sides.
  */
 
@@ -157,6 +158,14 @@ async function copyTables(sqlite: BetterSqlite3.Database, pool: pg.Pool, opts: {
   }
 }
 
+/** The AUTOINCREMENT column of `table` and the largest id SQLite gave it (sqlite_sequence), if it has one. */
+function autoincrementGiven(sqlite: BetterSqlite3.Database, table: string): { column: string; seq: number } | null {
+  if (!sqlite.prepare("select 1 from sqlite_master where type = 'table' and name = 'sqlite_sequence'").get()) return null;
+  const row = sqlite.prepare('select seq from sqlite_sequence where name = ?').get(table) as { seq: number } | undefined;
+  const pk = (sqlite.prepare(`pragma table_info(${quote(table)})`).all() as { name: string; pk: number }[]).filter((c) => c.pk > 0);
+  return row && pk.length === 1 ? { column: pk[0]!.name, seq: Number(row.seq) } : null;
+}
+
 async function copyTable(sqlite: BetterSqlite3.Database, client: pg.PoolClient, table: string, total: number, onProgress?: (p: CopyProgress) => void): Promise<void> {
   const columns = await targetColumns(client, table);
   const sourceColumns = new Set((sqlite.prepare(`pragma table_info(${quote(table)})`).all() as { name: string }[]).map((c) => c.name));
@@ -188,9 +197,12 @@ async function copyTable(sqlite: BetterSqlite3.Database, client: pg.PoolClient, 
     done += rows.length;
     onProgress?.({ table, copied: done, total });
   }
-  // New rows take ids after the copied ones.
+  // New rows take ids after the copied ones, and after every id SQLite ever gave: AUTOINCREMENT
+  // never gives a deleted row's id again (a revoked API key's id stays on the emails it sent).
+  const given = autoincrementGiven(sqlite, table);
   for (const c of columns) {
     if (!c.serial) continue;
-    await client.query(`select setval($1, coalesce((select max(${quote(c.name)}) from ${quote(table)}), 0) + 1, false)`, [c.serial]);
+    const floor = given && c.name === given.column ? given.seq : 0;
+    await client.query(`select setval($1, greatest(coalesce((select max(${quote(c.name)}) from ${quote(table)}), 0), $2::bigint) + 1, false)`, [c.serial, floor]);
   }
 }
