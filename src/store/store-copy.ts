@@ -77,19 +77,31 @@ function quote(identifier: string): string {
   return `"${identifier.replace(/"/g, '""')}"`;
 }
 
-async function targetColumns(client: pg.PoolClient, table: string): Promise<{ name: string; serial: string | null }[]> {
-  const res = await client.query<{ column_name: string; seq: string | null }>(
-    `select column_name, case when column_default like 'nextval(%' then pg_get_serial_sequence($1, column_name) end as seq
+interface TargetColumn {
+  name: string;
+  serial: string | null;
+  integer: boolean;
+}
+
+async function targetColumns(client: pg.PoolClient, table: string): Promise<TargetColumn[]> {
+  const res = await client.query<{ column_name: string; seq: string | null; data_type: string }>(
+    `select column_name, data_type, case when column_default like 'nextval(%' then pg_get_serial_sequence($1, column_name) end as seq
      from information_schema.columns where table_schema = current_schema() and table_name = $1 order by ordinal_position`,
     [table],
   );
-  return res.rows.map((r) => ({ name: r.column_name, serial: r.seq }));
+  return res.rows.map((r) => ({ name: r.column_name, serial: r.seq, integer: ['bigint', 'integer', 'smallint'].includes(r.data_type) }));
 }
 
-/** A text value PostgreSQL cannot store; named, so the operator can find the row. */
-function checkValue(table: string, column: string, rowid: number, value: unknown): unknown {
+/**
+ * A value as PostgreSQL can store it. SQLite keeps a fraction in an integer column (its type is
+ * an affinity): the shaper's times for a rate such as 3/s are 333.3 ms apart. PostgreSQL's
+ * shaper rounds them to the millisecond; so does the copy, where bigint would refuse the row.
+ * A text value PostgreSQL cannot store is named, so the operator can find the row.
+ */
+function checkValue(table: string, column: TargetColumn, rowid: number, value: unknown): unknown {
+  if (column.integer && typeof value === 'number' && !Number.isInteger(value) && Number.isFinite(value)) return Math.round(value);
   if (typeof value === 'string' && value.includes('\u0000')) {
-    throw new CopyRefused(`table ${table}, row ${rowid}, column ${column} contains the NUL character, which PostgreSQL cannot store in text; remove it from the row and copy again`);
+    throw new CopyRefused(`table ${table}, row ${rowid}, column ${column.name} contains the NUL character, which PostgreSQL cannot store in text; remove it from the row and copy again`);
   }
   return value;
 }
@@ -187,7 +199,7 @@ async function copyTable(sqlite: BetterSqlite3.Database, client: pg.PoolClient, 
     const params: unknown[] = [];
     const tuples = rows.map((row) => {
       const marks = copied.map((c) => {
-        params.push(checkValue(table, c.name, row.__rowid as number, row[c.name]));
+        params.push(checkValue(table, c, row.__rowid as number, row[c.name]));
         return `$${params.length}`;
       });
       return `(${marks.join(', ')})`;

@@ -8,6 +8,8 @@ import { startMailWorld, sendBody } from '../helpers/mail-world.js';
 import { createEmptyDatabase, dropTestDatabase } from '../helpers/pg-databases.js';
 import { startTestApp } from '../helpers/test-app.js';
 import { acquireServeLock } from '../../src/store/serve-lock.js';
+import { openStore } from '../../src/store/db.js';
+import { createShapingRepository } from '../../src/store/repositories/shaping-repository.js';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 
@@ -229,5 +231,36 @@ test('store copy moves each id sequence past the ids SQLite ever gave, deleted r
     t.true(res.body.id > gone, `new key ${res.body.id}, revoked ${gone}`);
   } finally {
     await copy.stop();
+  }
+});
+
+test('store copy carries a fractional millisecond SQLite stored in an integer column (a rate of 3/s spaces slots 333.3 ms apart) instead of failing on it', async (t) => {
+  t.timeout(120_000);
+  const source = await startTestApp({ overrides: { store: { url: '' } } });
+  const dataDir = source.dataDir;
+  await source.stop();
+  const url = await createEmptyDatabase();
+  t.teardown(async () => {
+    await source.close();
+    await dropTestDatabase(url);
+  });
+  // The SQLite shaper's own write for a source limited to 3 messages a second: SQLite keeps the
+  // theoretical arrival time as the REAL it was given (INTEGER affinity keeps a fraction).
+  const store = openStore(join(dataDir, 'posthorn.db'));
+  const nowMs = Date.UTC(2026, 10, 29, 9, 0, 0);
+  await createShapingRepository(store.db).takeSlots([{ source: 'default', rollup: 'gmail.com', spacingMs: 1000 / 3 }], nowMs);
+  const stored = store.sqlite.prepare("select tat_ms, typeof(tat_ms) as type from shaping_rates where rollup = 'gmail.com'").get() as { tat_ms: number; type: string };
+  await store.close();
+  t.is(stored.type, 'real');
+
+  const { stdout } = await storeCopy(dataDir, url);
+  t.regex(stdout, /every table verified/);
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const row = (await client.query("select tat_ms from shaping_rates where rollup = 'gmail.com'")).rows[0];
+    t.is(Number(row.tat_ms), Math.round(stored.tat_ms));
+  } finally {
+    await client.end();
   }
 });
