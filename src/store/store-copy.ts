@@ -19,7 +19,8 @@ import { databaseUrlTarget, PgStoreUnsupportedError, redactDatabaseUrl } from '.
  *   PostgreSQL transaction: a failed copy leaves the target as empty as it was.
  * - Columns are copied by name; the rowid column PostgreSQL has for the tables whose order
  *   relies on SQLite's rowid (pg-schema-plugin.ts) gets the source's rowid. Sequences are set
- *   past the largest id copied, so new rows do not collide.
+ *   past the largest id copied and the largest SQLite ever gave (sqlite_sequence: a deleted
+ *   row's id is never given again there), so new rows neither collide nor reuse an id.
  * - At the end every table is counted on both sides.
  */
 
@@ -76,19 +77,31 @@ function quote(identifier: string): string {
   return `"${identifier.replace(/"/g, '""')}"`;
 }
 
-async function targetColumns(client: pg.PoolClient, table: string): Promise<{ name: string; serial: string | null }[]> {
-  const res = await client.query<{ column_name: string; seq: string | null }>(
-    `select column_name, case when column_default like 'nextval(%' then pg_get_serial_sequence($1, column_name) end as seq
+interface TargetColumn {
+  name: string;
+  serial: string | null;
+  integer: boolean;
+}
+
+async function targetColumns(client: pg.PoolClient, table: string): Promise<TargetColumn[]> {
+  const res = await client.query<{ column_name: string; seq: string | null; data_type: string }>(
+    `select column_name, data_type, case when column_default like 'nextval(%' then pg_get_serial_sequence($1, column_name) end as seq
      from information_schema.columns where table_schema = current_schema() and table_name = $1 order by ordinal_position`,
     [table],
   );
-  return res.rows.map((r) => ({ name: r.column_name, serial: r.seq }));
+  return res.rows.map((r) => ({ name: r.column_name, serial: r.seq, integer: ['bigint', 'integer', 'smallint'].includes(r.data_type) }));
 }
 
-/** A text value PostgreSQL cannot store; named, so the operator can find the row. */
-function checkValue(table: string, column: string, rowid: number, value: unknown): unknown {
+/**
+ * A value as PostgreSQL can store it. SQLite keeps a fraction in an integer column (its type is
+ * an affinity): the shaper's times for a rate such as 3/s are 333.3 ms apart. PostgreSQL's
+ * shaper rounds them to the millisecond; so does the copy, where bigint would refuse the row.
+ * A text value PostgreSQL cannot store is named, so the operator can find the row.
+ */
+function checkValue(table: string, column: TargetColumn, rowid: number, value: unknown): unknown {
+  if (column.integer && typeof value === 'number' && !Number.isInteger(value) && Number.isFinite(value)) return Math.round(value);
   if (typeof value === 'string' && value.includes('\u0000')) {
-    throw new CopyRefused(`table ${table}, row ${rowid}, column ${column} contains the NUL character, which PostgreSQL cannot store in text; remove it from the row and copy again`);
+    throw new CopyRefused(`table ${table}, row ${rowid}, column ${column.name} contains the NUL character, which PostgreSQL cannot store in text; remove it from the row and copy again`);
   }
   return value;
 }
@@ -157,6 +170,14 @@ async function copyTables(sqlite: BetterSqlite3.Database, pool: pg.Pool, opts: {
   }
 }
 
+/** The AUTOINCREMENT column of `table` and the largest id SQLite gave it (sqlite_sequence), if it has one. */
+function autoincrementGiven(sqlite: BetterSqlite3.Database, table: string): { column: string; seq: number } | null {
+  if (!sqlite.prepare("select 1 from sqlite_master where type = 'table' and name = 'sqlite_sequence'").get()) return null;
+  const row = sqlite.prepare('select seq from sqlite_sequence where name = ?').get(table) as { seq: number } | undefined;
+  const pk = (sqlite.prepare(`pragma table_info(${quote(table)})`).all() as { name: string; pk: number }[]).filter((c) => c.pk > 0);
+  return row && pk.length === 1 ? { column: pk[0]!.name, seq: Number(row.seq) } : null;
+}
+
 async function copyTable(sqlite: BetterSqlite3.Database, client: pg.PoolClient, table: string, total: number, onProgress?: (p: CopyProgress) => void): Promise<void> {
   const columns = await targetColumns(client, table);
   const sourceColumns = new Set((sqlite.prepare(`pragma table_info(${quote(table)})`).all() as { name: string }[]).map((c) => c.name));
@@ -178,7 +199,7 @@ async function copyTable(sqlite: BetterSqlite3.Database, client: pg.PoolClient, 
     const params: unknown[] = [];
     const tuples = rows.map((row) => {
       const marks = copied.map((c) => {
-        params.push(checkValue(table, c.name, row.__rowid as number, row[c.name]));
+        params.push(checkValue(table, c, row.__rowid as number, row[c.name]));
         return `$${params.length}`;
       });
       return `(${marks.join(', ')})`;
@@ -188,9 +209,12 @@ async function copyTable(sqlite: BetterSqlite3.Database, client: pg.PoolClient, 
     done += rows.length;
     onProgress?.({ table, copied: done, total });
   }
-  // New rows take ids after the copied ones.
+  // New rows take ids after the copied ones, and after every id SQLite ever gave: AUTOINCREMENT
+  // never gives a deleted row's id again (a revoked API key's id stays on the emails it sent).
+  const given = autoincrementGiven(sqlite, table);
   for (const c of columns) {
     if (!c.serial) continue;
-    await client.query(`select setval($1, coalesce((select max(${quote(c.name)}) from ${quote(table)}), 0) + 1, false)`, [c.serial]);
+    const floor = given && c.name === given.column ? given.seq : 0;
+    await client.query(`select setval($1, greatest(coalesce((select max(${quote(c.name)}) from ${quote(table)}), 0), $2::bigint) + 1, false)`, [c.serial, floor]);
   }
 }

@@ -8,6 +8,10 @@ import { startMailWorld, sendBody } from '../helpers/mail-world.js';
 import { createEmptyDatabase, dropTestDatabase } from '../helpers/pg-databases.js';
 import { startTestApp } from '../helpers/test-app.js';
 import { acquireServeLock } from '../../src/store/serve-lock.js';
+import { openStore } from '../../src/store/db.js';
+import { createShapingRepository } from '../../src/store/repositories/shaping-repository.js';
+import Database from 'better-sqlite3';
+import { join } from 'node:path';
 
 // `posthorn store copy --to postgres://...` moves a SQLite installation to PostgreSQL. The
 // installation is filled through the real API (a verified domain, emails delivered to the MX,
@@ -179,4 +183,84 @@ test('store copy refuses a data directory a running posthorn serve holds, and co
 
   // Stopped: the copy runs (into the same database: the refused copy wrote nothing there).
   t.regex((await storeCopy(dataDir, url)).stdout, /every table verified/);
+});
+
+test('store copy moves each id sequence past the ids SQLite ever gave, deleted rows included: a new row never takes a deleted one\'s id', async (t) => {
+  t.timeout(120_000);
+  const source = await startTestApp({ overrides: { store: { url: '' } } });
+  const url = await createEmptyDatabase();
+  t.teardown(async () => {
+    await source.close();
+    await dropTestDatabase(url);
+  });
+  const created = async (name: string) => {
+    const res = await source.request('POST', '/v1/apiKeys', { body: { name, permission: 'SENDING' } });
+    t.is(res.status, 200);
+    return res.body.id as number;
+  };
+  await created('kept');
+  const gone = await created('revoked');
+  // The newest key is deleted: SQLite's AUTOINCREMENT never gives its id again.
+  t.is((await source.request('DELETE', `/v1/apiKeys/${gone}`)).status, 200);
+  const dataDir = source.dataDir;
+  await source.stop();
+  const sqlite = new Database(join(dataDir, 'posthorn.db'), { readonly: true });
+  const given = sqlite.prepare('select name, seq from sqlite_sequence where seq > 0').all() as { name: string; seq: number }[];
+  sqlite.close();
+  t.true(given.some((g) => g.name === 'api_keys' && g.seq === gone));
+
+  t.regex((await storeCopy(dataDir, url)).stdout, /every table verified/);
+  // Every sequence starts after the largest id SQLite gave in its table, not the largest left.
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    for (const g of given) {
+      const seq = (await client.query<{ s: string | null }>(`select pg_get_serial_sequence($1, 'id') as s`, [g.name])).rows[0]!.s;
+      if (!seq) continue;
+      const { last_value: last, is_called: called } = (await client.query<{ last_value: string; is_called: boolean }>(`select last_value, is_called from ${seq}`)).rows[0]!;
+      t.true(Number(last) + (called ? 1 : 0) > g.seq, `${g.name}: next id ${Number(last) + (called ? 1 : 0)}, SQLite gave up to ${g.seq}`);
+    }
+  } finally {
+    await client.end();
+  }
+  // Through the API: the first key made on PostgreSQL does not take the revoked key's id.
+  const copy = await startTestApp({ dataDir, overrides: { store: { url } } });
+  try {
+    const res = await copy.request('POST', '/v1/apiKeys', { key: source.key, body: { name: 'after the move', permission: 'SENDING' } });
+    t.is(res.status, 200);
+    t.true(res.body.id > gone, `new key ${res.body.id}, revoked ${gone}`);
+  } finally {
+    await copy.stop();
+  }
+});
+
+test('store copy carries a fractional millisecond SQLite stored in an integer column (a rate of 3/s spaces slots 333.3 ms apart) instead of failing on it', async (t) => {
+  t.timeout(120_000);
+  const source = await startTestApp({ overrides: { store: { url: '' } } });
+  const dataDir = source.dataDir;
+  await source.stop();
+  const url = await createEmptyDatabase();
+  t.teardown(async () => {
+    await source.close();
+    await dropTestDatabase(url);
+  });
+  // The SQLite shaper's own write for a source limited to 3 messages a second: SQLite keeps the
+  // theoretical arrival time as the REAL it was given (INTEGER affinity keeps a fraction).
+  const store = openStore(join(dataDir, 'posthorn.db'));
+  const nowMs = Date.UTC(2026, 10, 29, 9, 0, 0);
+  await createShapingRepository(store.db).takeSlots([{ source: 'default', rollup: 'gmail.com', spacingMs: 1000 / 3 }], nowMs);
+  const stored = store.sqlite.prepare("select tat_ms, typeof(tat_ms) as type from shaping_rates where rollup = 'gmail.com'").get() as { tat_ms: number; type: string };
+  await store.close();
+  t.is(stored.type, 'real');
+
+  const { stdout } = await storeCopy(dataDir, url);
+  t.regex(stdout, /every table verified/);
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const row = (await client.query("select tat_ms from shaping_rates where rollup = 'gmail.com'")).rows[0];
+    t.is(Number(row.tat_ms), Math.round(stored.tat_ms));
+  } finally {
+    await client.end();
+  }
 });
