@@ -115,3 +115,30 @@ test('a throttle reply lowers the rate of that (source, rollup) for its duration
   const audit = (await w.t0.request('GET', '/admin/v1/audit', { key: op })).body.entries;
   t.true(audit.some((e: any) => e.action === 'queue.shaping.resume'));
 });
+
+test('a throttle holds its rate only for its duration: a backlog parked past its end goes when it ends, not at the throttled slots', async (t) => {
+  const clock = new ManualClock(T0);
+  const rule = { code: 451, text: 'slow down', action: 'throttle', messageRate: '1/min', duration: '5m', reason: 'asked to slow down' };
+  const w = await startMailWorld({ clock, overrides: { rateLimit: { perSecond: 1_000_000 }, outbound: { replyRules: [rule] } as never } });
+  t.teardown(() => w.close());
+  let throttling = true;
+  const mx2 = await w.startSecondSink('slowish.example', { onRcpt: () => (throttling ? { code: 451, message: '4.7.1 slow down please' } : undefined) });
+  await send(w, 'first@slowish.example');
+  await w.settle();
+  throttling = false;
+  for (let i = 0; i < 10; i++) await send(w, `u${i}@slowish.example`);
+  await w.settle();
+  // 1/min while the throttle lasts: one now, the others a minute apart, none past its end.
+  t.is(mx2.messages.length, 1);
+  const parked = (await w.t0.app.services.queue.messages({ destination: 'slowish.example', state: 'suspended' }, 100)).messages;
+  t.is(parked.length, 9);
+  const end = T0 + 5 * 60_000;
+  t.true(parked.every((m) => Date.parse(m.nextAttemptAt!) <= end), parked.map((m) => m.nextAttemptAt).join(' '));
+  // The throttle ends: what it still held goes at once (no rate is configured for the rollup).
+  clock.set(end);
+  await w.settle();
+  clock.advance(60_000); // the first one's retry
+  await w.settle();
+  t.is(mx2.messages.length, 11);
+  t.is((await w.t0.app.services.queue.messages({ destination: 'slowish.example' }, 100)).messages.length, 0);
+});

@@ -239,7 +239,11 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
       let best: { c: Candidate; slot: number } | undefined;
       for (const c of e.waiting) {
         const last = lastParked.get(c.key);
-        const slot = Math.ceil(Math.max(tat.get(c.key) ?? now, last === undefined ? now : last + c.spacing!));
+        let slot = Math.ceil(Math.max(tat.get(c.key) ?? now, last === undefined ? now : last + c.spacing!));
+        // A throttle's rate lasts until its end: what would wait past it goes then, at the
+        // rate in force after it (not at the throttled slots, hours after the throttle ended).
+        const throttle = holds.get(c.key)?.throttle;
+        if (throttle && throttle.until_ms > now && rateOf(c.key, c.limits, now) === throttle.rate) slot = Math.min(slot, throttle.until_ms);
         if (!best || slot < best.slot) best = { c, slot };
       }
       lastParked.set(best!.c.key, best!.slot);
