@@ -348,16 +348,23 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
       // A hold already running at least as long (the other transactions of the same backlog meet the same reply).
       if (current && current.until_ms >= until - 1000) return current;
       const reply = text.length > 300 ? `${text.slice(0, 299)}…` : text;
-      const row: ShapingHoldRow = {
-        id: newId('sh'),
-        source,
-        rollup,
-        kind: rule.action,
-        message_rate: rule.messageRate?.text ?? null,
-        reason: rule.reason ? `${rule.reason}: ${reply}` : reply,
-        until_ms: until,
-        created_at: new Date(now).toISOString(),
-      };
+      const messageRate = rule.messageRate?.text ?? null;
+      // The same hold still in force (same kind and rate) is extended, keeping its id and reason:
+      // the mail it parked carries that reason, and lifting it must find all of it (a provider's
+      // replies differ in a tracking id), and an operator must find it under the id they saw.
+      const same = current && current.until_ms > now && current.message_rate === messageRate ? current : undefined;
+      const row: ShapingHoldRow = same
+        ? { id: same.id, source, rollup, kind: same.kind, message_rate: same.message_rate, reason: same.reason, until_ms: until, created_at: same.created_at }
+        : {
+            id: newId('sh'),
+            source,
+            rollup,
+            kind: rule.action,
+            message_rate: messageRate,
+            reason: rule.reason ? `${rule.reason}: ${reply}` : reply,
+            until_ms: until,
+            created_at: new Date(now).toISOString(),
+          };
       await repo.putHold(row);
       const h = holds.get(key) ?? {};
       if (row.kind === 'suspend') h.suspend = row;
