@@ -112,6 +112,7 @@ test('the built-in reply rules know the providers\u2019 replies, and nothing els
   t.like(match('yahoodns.net', 421, '421 4.7.0 [TSS04] Messages from 192.0.2.1 temporarily deferred due to unexpected volume or user complaints - 4.16.55.1'), { action: 'suspend' });
   t.like(match('small.example', 421, '421 4.7.0 Too many connections from your host'), { action: 'throttle' });
   t.like(match('small.example', 421, '421 Rate limit exceeded, slow down'), { action: 'throttle' });
+  t.like(match('outlook.com', 421, '421 4.3.2 The maximum number of concurrent server connections has exceeded a limit, closing transmission channel'), { action: 'throttle' });
   t.is(match('small.example', 450, '450 4.2.1 Mailbox busy, try again'), undefined);
   t.is(match('small.example', 550, '550 5.1.1 User unknown'), undefined);
   t.is(match('small.example', 451, '451 4.3.0 Temporary lookup failure'), undefined);
