@@ -102,6 +102,25 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
   let usage = new Map<string, number>();
   let usageDay = '';
   let lastRefreshMs = -Infinity;
+  /**
+   * Holds put or ended here while a read of the store's holds is under way. The read may answer
+   * with what the store had before (PostgreSQL: another connection): these are applied over it,
+   * or a suspension a provider just asked for would be forgotten until the next read.
+   */
+  const reads = new Set<{ put: ShapingHoldRow[]; ended: Set<string> }>();
+
+  async function readHolds(now: number): Promise<void> {
+    const changes = { put: [] as ShapingHoldRow[], ended: new Set<string>() };
+    reads.add(changes);
+    let rows: ShapingHoldRow[];
+    try {
+      rows = await repo.activeHolds(now);
+    } finally {
+      reads.delete(changes);
+    }
+    const replaced = (r: ShapingHoldRow) => changes.put.some((p) => p.source === r.source && p.rollup === r.rollup && p.kind === r.kind);
+    setHolds([...rows.filter((r) => !changes.ended.has(r.id) && !replaced(r)), ...changes.put.filter((p) => !changes.ended.has(p.id))]);
+  }
 
   function setHolds(rows: readonly ShapingHoldRow[]): void {
     const next = new Map<string, Holds>();
@@ -268,7 +287,7 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
     /** Reads the holds and today's warm-up usage from the store (at start). */
     async load(): Promise<void> {
       const now = clock.nowMs();
-      setHolds(await repo.activeHolds(now));
+      await readHolds(now);
       if (warming) await loadUsage(utcDay(now));
       lastRefreshMs = now;
     },
@@ -278,7 +297,7 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
       const now = clock.nowMs();
       if (now - lastRefreshMs < HOLDS_REFRESH_MS && now >= lastRefreshMs) return;
       lastRefreshMs = now;
-      setHolds(await repo.activeHolds(now));
+      await readHolds(now);
     },
 
     /** Whether `name` is a configured pool (the default one included). */
@@ -366,6 +385,7 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
             created_at: new Date(now).toISOString(),
           };
       await repo.putHold(row);
+      for (const r of reads) r.put.push(row);
       const h = holds.get(key) ?? {};
       if (row.kind === 'suspend') h.suspend = row;
       else h.throttle = { ...row, rate: rule.messageRate! };
@@ -384,6 +404,7 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
     async endHold(id: string, release?: { dueMs: number; nowIso: string }, inTransaction?: (ended: ShapingHoldRow) => void): Promise<ShapingHoldRow | undefined> {
       const ended = await repo.endHold(id, clock.nowMs(), release && { ...release, reasonOf: holdReason }, inTransaction);
       if (ended) {
+        for (const r of reads) r.ended.add(id);
         const h = holds.get(keyOf(ended.source, ended.rollup));
         if (h?.[ended.kind]?.id === id) delete h[ended.kind];
       }
