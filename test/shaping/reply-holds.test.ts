@@ -2,6 +2,7 @@ import test from 'ava';
 import { ManualClock } from '../../src/lib/clock.js';
 import { HOLDS_REFRESH_MS } from '../../src/core/shaping/traffic-shaper.js';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
+import { until } from '../helpers/until.js';
 
 // Automation from replies: a provider's "slow down" reply suspends or throttles that
 // (source, rollup) for a while; the rest of its backlog waits without attempts, everything else
@@ -114,4 +115,80 @@ test('a throttle reply lowers the rate of that (source, rollup) for its duration
   t.is((await w.t0.request('DELETE', `/admin/v1/queue/shaping-holds/${hold.id}`, { key: op })).status, 404);
   const audit = (await w.t0.request('GET', '/admin/v1/audit', { key: op })).body.entries;
   t.true(audit.some((e: any) => e.action === 'queue.shaping.resume'));
+});
+
+test('a throttle holds its rate only for its duration: a backlog parked past its end goes when it ends, not at the throttled slots', async (t) => {
+  const clock = new ManualClock(T0);
+  const rule = { code: 451, text: 'slow down', action: 'throttle', messageRate: '1/min', duration: '5m', reason: 'asked to slow down' };
+  const w = await startMailWorld({ clock, overrides: { rateLimit: { perSecond: 1_000_000 }, outbound: { replyRules: [rule] } as never } });
+  t.teardown(() => w.close());
+  let throttling = true;
+  const mx2 = await w.startSecondSink('slowish.example', { onRcpt: () => (throttling ? { code: 451, message: '4.7.1 slow down please' } : undefined) });
+  await send(w, 'first@slowish.example');
+  await w.settle();
+  throttling = false;
+  for (let i = 0; i < 10; i++) await send(w, `u${i}@slowish.example`);
+  await w.settle();
+  // 1/min while the throttle lasts: one now, the others a minute apart, none past its end.
+  t.is(mx2.messages.length, 1);
+  const parked = (await w.t0.app.services.queue.messages({ destination: 'slowish.example', state: 'suspended' }, 100)).messages;
+  t.is(parked.length, 9);
+  const end = T0 + 5 * 60_000;
+  t.true(parked.every((m) => Date.parse(m.nextAttemptAt!) <= end), parked.map((m) => m.nextAttemptAt).join(' '));
+  // The throttle ends: what it still held goes at once (no rate is configured for the rollup).
+  clock.set(end);
+  await w.settle();
+  clock.advance(60_000); // the first one's retry
+  await w.settle();
+  t.is(mx2.messages.length, 11);
+  t.is((await w.t0.app.services.queue.messages({ destination: 'slowish.example' }, 100)).messages.length, 0);
+});
+
+test('a later matching reply extends the hold in force, same id: lifting it releases everything it held (Gmail-style replies differ in their tracking id)', async (t) => {
+  const clock = new ManualClock(T0);
+  const replyRules = [{ enhancedCode: '4.7.28', action: 'suspend', duration: '30m', reason: 'unusual rate' }];
+  const w = await startMailWorld({ clock, overrides: { rateLimit: { perSecond: 1_000_000 }, outbound: { replyRules } as never } });
+  t.teardown(() => w.close());
+  let refusing = true;
+  let n = 0;
+  const gmail421 = () => ({ code: 421, message: `${GMAIL_421} ${++n}x2f3a-4b8f5b2c5d1si${n}.${n} - gsmtp` });
+  let letDataGo!: () => void;
+  const dataHeld = new Promise<void>((r) => (letDataGo = r));
+  let holding = 0;
+  const mx2 = await w.startSecondSink('gmailish.example', {
+    onRcpt: (a) => (refusing && a.startsWith('a@') ? gmail421() : undefined),
+    holdData: () => (holding++ === 0 ? dataHeld : Promise.resolve()),
+    onData: () => (refusing ? gmail421() : undefined),
+  });
+  const op = (await w.t0.app.services.operatorKeys.create('ops')).token;
+  const holds = async () => (await w.t0.app.services.queue.summary()).shaping.holds.filter((h) => h.rollup === 'gmailish.example');
+  const stateOf = async (id: string) => (await w.t0.app.services.queue.messages({ destination: 'gmailish.example' }, 100)).messages.find((m) => m.emailId === id)?.state;
+
+  // b's transaction is at DATA, its reply not in yet; a's RCPT reply suspends the rollup.
+  const b = await send(w, 'b@gmailish.example');
+  await until(() => holding > 0);
+  await send(w, 'a@gmailish.example');
+  for (let h = await holds(); h.length === 0; h = await holds()) await new Promise((r) => setImmediate(r));
+  const first = (await holds())[0]!;
+  // The backlog is parked under it.
+  const held = [await send(w, 'c@gmailish.example'), await send(w, 'd@gmailish.example')];
+  for (const id of held) while ((await stateOf(id)) !== 'suspended') await new Promise((r) => setImmediate(r));
+
+  // 5 s later b's DATA gets the same refusal (another tracking id): the hold runs from now.
+  clock.advance(5000);
+  letDataGo();
+  while ((await stateOf(b)) !== 'deferred') await new Promise((r) => setImmediate(r));
+  await w.settle();
+  const now = await holds();
+  t.is(now.length, 1);
+  t.is(now[0]!.id, first.id, 'the same hold, extended');
+  t.is(now[0]!.until, new Date(T0 + 5000 + 30 * 60_000).toISOString());
+
+  // Lifting it releases what it held, whenever it was parked.
+  refusing = false;
+  t.is((await w.t0.request('DELETE', `/admin/v1/queue/shaping-holds/${first.id}`, { key: op })).status, 200);
+  if (w.t0.app.store.kind === 'postgres') clock.advance(HOLDS_REFRESH_MS + 1000);
+  await w.settle();
+  const delivered = mx2.messages.flatMap((m) => m.rcptTo);
+  t.true(delivered.includes('c@gmailish.example') && delivered.includes('d@gmailish.example'), delivered.join(' '));
 });

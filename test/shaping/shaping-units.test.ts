@@ -112,6 +112,7 @@ test('the built-in reply rules know the providers\u2019 replies, and nothing els
   t.like(match('yahoodns.net', 421, '421 4.7.0 [TSS04] Messages from 192.0.2.1 temporarily deferred due to unexpected volume or user complaints - 4.16.55.1'), { action: 'suspend' });
   t.like(match('small.example', 421, '421 4.7.0 Too many connections from your host'), { action: 'throttle' });
   t.like(match('small.example', 421, '421 Rate limit exceeded, slow down'), { action: 'throttle' });
+  t.like(match('outlook.com', 421, '421 4.3.2 The maximum number of concurrent server connections has exceeded a limit, closing transmission channel'), { action: 'throttle' });
   t.is(match('small.example', 450, '450 4.2.1 Mailbox busy, try again'), undefined);
   t.is(match('small.example', 550, '550 5.1.1 User unknown'), undefined);
   t.is(match('small.example', 451, '451 4.3.0 Temporary lookup failure'), undefined);
@@ -266,4 +267,32 @@ test('the configuration refuses bad shaping settings, naming the key', (t) => {
   t.throws(() => loadConfig({ env: { POSTHORN_OUTBOUND_SOURCES: '[{' } }), { message: /POSTHORN_OUTBOUND_SOURCES must be a JSON array of tables/ });
   const ok = loadConfig({ env: { POSTHORN_OUTBOUND_SOURCES: '[{"name":"ip1","localAddress":"192.0.2.10","warmup":{"start":"2026-12-01"}}]' } });
   t.deepEqual(ok.outbound.sources, [{ name: 'ip1', localAddress: '192.0.2.10', ehloName: '', warmup: { start: '2026-12-01', schedule: 'standard' } }]);
+});
+
+test('a hold put while the holds are being read back is not forgotten when the (older) read lands; one lifted meanwhile stays lifted', async (t) => {
+  const { s, clock, repo } = shaper();
+  await s.load();
+  // A read of the holds that answers with what the store had when it began (PostgreSQL: another
+  // connection, answering after a write on a third has committed).
+  let gate!: () => void;
+  const read = repo.activeHolds;
+  repo.activeHolds = async (now) => {
+    const snapshot = await read(now);
+    await new Promise<void>((r) => (gate = r));
+    return snapshot;
+  };
+  clock.advance(6000);
+  const refreshing = s.maybeRefresh();
+  const hold = (await s.observeReply('default', 'x.example', 421, '421 4.7.28 unusual rate'))!;
+  t.like(s.plan(null, 'x.example', undefined, 1), { kind: 'hold', why: 'suspended' });
+  gate();
+  await refreshing;
+  t.like(s.plan(null, 'x.example', undefined, 1), { kind: 'hold', why: 'suspended' }, 'still held after the read');
+
+  clock.advance(6000);
+  const again = s.maybeRefresh();
+  t.truthy(await s.endHold(hold.id));
+  gate();
+  await again;
+  t.like(s.plan(null, 'x.example', undefined, 1), { kind: 'send' }, 'still lifted after the read');
 });

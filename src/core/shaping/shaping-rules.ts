@@ -88,8 +88,9 @@ export const BUILTIN_REPLY_RULES: readonly ReplyRuleSpec[] = [
   { text: '\\[?TS(S0[1-9]|0[1-9])\\]?', action: 'suspend', duration: '1h', reason: 'Yahoo: temporarily deferred for volume or complaints (TSS04)' },
   // Apple iCloud: "421 4.7.0 [CS01] Message rejected due to local policy" and "too much mail".
   { rollup: 'icloud.com', text: '\\[CS0[1-9]\\]|too much mail', action: 'suspend', duration: '30m', reason: 'iCloud: deferred by local policy' },
-  // Anyone: "421 Too many connections", "421 4.7.0 Rate limit exceeded", "slow down".
-  { code: 421, text: 'too many (connections|concurrent|messages|sessions)|rate.?limit|throttl|slow down|too fast', action: 'throttle', messageRate: '30/min', duration: '15m', reason: 'rate limited by the destination' },
+  // Anyone: "421 Too many connections", "421 4.7.0 Rate limit exceeded", "slow down"; Exchange:
+  // "421 4.3.2 The maximum number of concurrent server connections has exceeded a limit".
+  { code: 421, text: 'too many (connections|concurrent|messages|sessions)|concurrent (server )?connections|rate.?limit|throttl|slow down|too fast', action: 'throttle', messageRate: '30/min', duration: '15m', reason: 'rate limited by the destination' },
 ];
 
 /** A reply rule ready to match. */

@@ -102,6 +102,25 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
   let usage = new Map<string, number>();
   let usageDay = '';
   let lastRefreshMs = -Infinity;
+  /**
+   * Holds put or ended here while a read of the store's holds is under way. The read may answer
+   * with what the store had before (PostgreSQL: another connection): these are applied over it,
+   * or a suspension a provider just asked for would be forgotten until the next read.
+   */
+  const reads = new Set<{ put: ShapingHoldRow[]; ended: Set<string> }>();
+
+  async function readHolds(now: number): Promise<void> {
+    const changes = { put: [] as ShapingHoldRow[], ended: new Set<string>() };
+    reads.add(changes);
+    let rows: ShapingHoldRow[];
+    try {
+      rows = await repo.activeHolds(now);
+    } finally {
+      reads.delete(changes);
+    }
+    const replaced = (r: ShapingHoldRow) => changes.put.some((p) => p.source === r.source && p.rollup === r.rollup && p.kind === r.kind);
+    setHolds([...rows.filter((r) => !changes.ended.has(r.id) && !replaced(r)), ...changes.put.filter((p) => !changes.ended.has(p.id))]);
+  }
 
   function setHolds(rows: readonly ShapingHoldRow[]): void {
     const next = new Map<string, Holds>();
@@ -239,7 +258,11 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
       let best: { c: Candidate; slot: number } | undefined;
       for (const c of e.waiting) {
         const last = lastParked.get(c.key);
-        const slot = Math.ceil(Math.max(tat.get(c.key) ?? now, last === undefined ? now : last + c.spacing!));
+        let slot = Math.ceil(Math.max(tat.get(c.key) ?? now, last === undefined ? now : last + c.spacing!));
+        // A throttle's rate lasts until its end: what would wait past it goes then, at the
+        // rate in force after it (not at the throttled slots, hours after the throttle ended).
+        const throttle = holds.get(c.key)?.throttle;
+        if (throttle && throttle.until_ms > now && rateOf(c.key, c.limits, now) === throttle.rate) slot = Math.min(slot, throttle.until_ms);
         if (!best || slot < best.slot) best = { c, slot };
       }
       lastParked.set(best!.c.key, best!.slot);
@@ -264,7 +287,7 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
     /** Reads the holds and today's warm-up usage from the store (at start). */
     async load(): Promise<void> {
       const now = clock.nowMs();
-      setHolds(await repo.activeHolds(now));
+      await readHolds(now);
       if (warming) await loadUsage(utcDay(now));
       lastRefreshMs = now;
     },
@@ -274,7 +297,7 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
       const now = clock.nowMs();
       if (now - lastRefreshMs < HOLDS_REFRESH_MS && now >= lastRefreshMs) return;
       lastRefreshMs = now;
-      setHolds(await repo.activeHolds(now));
+      await readHolds(now);
     },
 
     /** Whether `name` is a configured pool (the default one included). */
@@ -344,17 +367,25 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
       // A hold already running at least as long (the other transactions of the same backlog meet the same reply).
       if (current && current.until_ms >= until - 1000) return current;
       const reply = text.length > 300 ? `${text.slice(0, 299)}…` : text;
-      const row: ShapingHoldRow = {
-        id: newId('sh'),
-        source,
-        rollup,
-        kind: rule.action,
-        message_rate: rule.messageRate?.text ?? null,
-        reason: rule.reason ? `${rule.reason}: ${reply}` : reply,
-        until_ms: until,
-        created_at: new Date(now).toISOString(),
-      };
+      const messageRate = rule.messageRate?.text ?? null;
+      // The same hold still in force (same kind and rate) is extended, keeping its id and reason:
+      // the mail it parked carries that reason, and lifting it must find all of it (a provider's
+      // replies differ in a tracking id), and an operator must find it under the id they saw.
+      const same = current && current.until_ms > now && current.message_rate === messageRate ? current : undefined;
+      const row: ShapingHoldRow = same
+        ? { id: same.id, source, rollup, kind: same.kind, message_rate: same.message_rate, reason: same.reason, until_ms: until, created_at: same.created_at }
+        : {
+            id: newId('sh'),
+            source,
+            rollup,
+            kind: rule.action,
+            message_rate: messageRate,
+            reason: rule.reason ? `${rule.reason}: ${reply}` : reply,
+            until_ms: until,
+            created_at: new Date(now).toISOString(),
+          };
       await repo.putHold(row);
+      for (const r of reads) r.put.push(row);
       const h = holds.get(key) ?? {};
       if (row.kind === 'suspend') h.suspend = row;
       else h.throttle = { ...row, rate: rule.messageRate! };
@@ -373,6 +404,7 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
     async endHold(id: string, release?: { dueMs: number; nowIso: string }, inTransaction?: (ended: ShapingHoldRow) => void): Promise<ShapingHoldRow | undefined> {
       const ended = await repo.endHold(id, clock.nowMs(), release && { ...release, reasonOf: holdReason }, inTransaction);
       if (ended) {
+        for (const r of reads) r.ended.add(id);
         const h = holds.get(keyOf(ended.source, ended.rollup));
         if (h?.[ended.kind]?.id === id) delete h[ended.kind];
       }
