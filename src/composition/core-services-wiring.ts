@@ -189,6 +189,7 @@ export function wireCoreServices(o: {
     onQueued: () => server?.engine.wake(),
     onAccepted: (count) => server?.metrics.accepted(count),
     logger,
+    sandbox: config.sandbox,
   });
   const deliveries = createDeliveryService({
     deliveries: deliveriesRepo,

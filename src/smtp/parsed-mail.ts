@@ -7,6 +7,26 @@ import { formatMailbox } from '../core/emails/addresses.js';
 const PARSE_TIMEOUT_MS = 30_000;
 
 /**
+ * Largest HTML body a text is made from when a message has no text part. The conversion runs on
+ * the event loop, in time linear in the HTML but slow (about a second per 200 KB of nested
+ * markup): without a bound, a 25 MB HTML body from any server on port 25 stalled the whole
+ * process for minutes. Mail's HTML is far smaller (clients clip it past ~100 KB).
+ */
+export const HTML_TO_TEXT_MAX_CHARS = 256 * 1024;
+
+/** The text of an HTML-only message as mailparser would make it, or undefined when too large or unreadable to convert. */
+async function textOfHtml(html: string): Promise<string | undefined> {
+  if (html.length > HTML_TO_TEXT_MAX_CHARS) return undefined;
+  try {
+    const { htmlToText } = await import('html-to-text');
+    return htmlToText(html);
+  } catch {
+    // Nesting too deep for the converter: the rest of the message is still read.
+    return undefined;
+  }
+}
+
+/**
  * Parses a message; null when mailparser gives up or takes too long. Malformed MIME is
  * ordinary on a public port and must never take the listener down.
  */
@@ -21,7 +41,14 @@ export async function parseMessage(raw: Buffer, opts: { skipHtmlToText?: boolean
     // being merged into the text body, so bounces can be read field by field.
     // Loaded with the first message parsed (inbound, submission, the sandbox): ~24 MB a sender-only server never needs.
     const { simpleParser } = await import('mailparser');
-    return await Promise.race([simpleParser(raw, { keepDeliveryStatus: true, skipHtmlToText: opts.skipHtmlToText }), timeout]);
+    // mailparser's own HTML-to-text has no bound, and HTML it cannot convert fails the whole
+    // message (subject, addresses, attachments): the text of an HTML-only message is made here.
+    const parsed = await Promise.race([simpleParser(raw, { keepDeliveryStatus: true, skipHtmlToText: true }), timeout]);
+    if (parsed && !opts.skipHtmlToText && !parsed.text && typeof parsed.html === 'string') {
+      // mailparser leaves '' there: none when it cannot be made.
+      parsed.text = await textOfHtml(parsed.html);
+    }
+    return parsed;
   } catch {
     return null;
   } finally {

@@ -84,6 +84,8 @@ export interface EmailServiceDeps {
   onAccepted?: (count: number) => void;
   /** One info line per accepted email (docs/operations.md, Logs). */
   logger?: Logger;
+  /** config.sandbox of this process: kept on each email, so a server in sandbox mode captures only what was accepted in it. */
+  sandbox?: boolean;
 }
 
 interface Prepared {
@@ -240,6 +242,7 @@ export function createEmailService(deps: EmailServiceDeps) {
       open_tracking: trackingColumn(input.openTracking),
       click_tracking: trackingColumn(input.clickTracking),
       submitted_by: opts.submittedBy ?? null,
+      accepted_in_sandbox: deps.sandbox ? 1 : 0,
       latest_status: status,
       status_rank: statusRank(status),
       sent_at: null,

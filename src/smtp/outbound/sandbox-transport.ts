@@ -23,6 +23,14 @@ export function createSandboxTransport(deps: { sandbox: Pick<SandboxService, 'ca
       const local = refusedLocally(req);
       const rcptTo = [...new Set(req.recipients.filter((r) => !local.has(r)).map((r) => r.trim()))];
       if (rcptTo.length === 0) return { ...base, recipients: req.recipients.map((r) => local.get(r)!) };
+      if (email.accepted_in_sandbox === 0) {
+        // Real mail, accepted before sandbox mode was turned on: captured, it would read DELIVERED
+        // while its recipients never get it. It waits (retried like a 451) for a server without
+        // sandbox mode, which sends it.
+        const response = '451 4.3.2 held: accepted outside sandbox mode, so the sandbox does not capture it; a server without sandbox mode sends it';
+        const held = (recipient: string): RecipientResult => ({ recipient, outcome: 'deferred', code: 451, response, hardBounce: false });
+        return { ...base, recipients: req.recipients.map((r) => local.get(r) ?? held(r)) };
+      }
       let id: string;
       try {
         const parsed = await parseMessage(req.message, { skipHtmlToText: true });

@@ -47,4 +47,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261129060000-address-keys': lazy(() => import('./20261129060000-address-keys.js')),
   '20261129070000-delivery-domain-keys': lazy(() => import('./20261129070000-delivery-domain-keys.js')),
   '20261129080000-merged-contact-properties': lazy(() => import('./20261129080000-merged-contact-properties.js')),
+  '20261129090000-accepted-in-sandbox': lazy(() => import('./20261129090000-accepted-in-sandbox.js')),
 };

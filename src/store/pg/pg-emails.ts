@@ -19,7 +19,7 @@ interface AcceptCall {
   inTransaction?: () => void;
 }
 
-const INT_COLUMNS = new Set<keyof EmailsTable>(['team_id', 'domain_id', 'api_key_id', 'open_tracking', 'click_tracking', 'status_rank']);
+const INT_COLUMNS = new Set<keyof EmailsTable>(['team_id', 'domain_id', 'api_key_id', 'open_tracking', 'click_tracking', 'accepted_in_sandbox', 'status_rank']);
 const EMAIL_TYPES = EMAIL_COLUMNS.map((c) => (INT_COLUMNS.has(c) ? 'bigint[]' : 'text[]'));
 
 /** Parameters $1.. in order: campaign recipients (3), emails (one per column), tags (3), deliveries (8), events (4), idempotency (3). */

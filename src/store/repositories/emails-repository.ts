@@ -68,7 +68,7 @@ export async function insertEventAndBump(trx: Executor, e: { emailId: string; st
 export const EMAIL_COLUMNS = [
   'id', 'team_id', 'domain_id', 'api_key_id', 'from_addr', 'to_json', 'cc_json', 'bcc_json', 'reply_to_json', 'subject',
   'text_body', 'html_body', 'headers_json', 'attachments_json', 'tags_json', 'template_id', 'campaign_id', 'contact_id',
-  'in_reply_to', 'references_json', 'message_id', 'scheduled_at', 'open_tracking', 'click_tracking', 'submitted_by', 'latest_status', 'status_rank', 'sent_at',
+  'in_reply_to', 'references_json', 'message_id', 'scheduled_at', 'open_tracking', 'click_tracking', 'submitted_by', 'accepted_in_sandbox', 'latest_status', 'status_rank', 'sent_at',
   'created_at', 'updated_at',
 ] as const satisfies readonly (keyof EmailsTable)[];
 /**

@@ -134,6 +134,8 @@ export interface EmailsTable {
   click_tracking: number | null;
   /** The envelope sender (MAIL FROM) of mail submitted by SMTP ('' for <>); null for every other send. */
   submitted_by: string | null;
+  /** 1 when a process in sandbox mode accepted it, 0 when one without; null before this was kept (captured in sandbox mode). */
+  accepted_in_sandbox: number | null;
   latest_status: string;
   status_rank: number;
   sent_at: string | null;
