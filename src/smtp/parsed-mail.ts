@@ -1,5 +1,6 @@
 import type { AddressObject, EmailAddress, HeaderLines, ParsedMail } from 'mailparser';
 import { formatMailbox } from '../core/emails/addresses.js';
+import { HTML_TO_TEXT_MAX_CHARS } from '../render/html-to-plain-text.js';
 
 // Small helpers over mailparser's result, shared by the inbound and submission listeners.
 
@@ -7,14 +8,9 @@ import { formatMailbox } from '../core/emails/addresses.js';
 const PARSE_TIMEOUT_MS = 30_000;
 
 /**
- * Largest HTML body a text is made from when a message has no text part. The conversion runs on
- * the event loop, in time linear in the HTML but slow (about a second per 200 KB of nested
- * markup): without a bound, a 25 MB HTML body from any server on port 25 stalled the whole
- * process for minutes. Mail's HTML is far smaller (clients clip it past ~100 KB).
+ * The text of an HTML-only message as mailparser would make it, or undefined when too large or
+ * unreadable to convert: on port 25 any server could otherwise hold up the process for minutes.
  */
-export const HTML_TO_TEXT_MAX_CHARS = 256 * 1024;
-
-/** The text of an HTML-only message as mailparser would make it, or undefined when too large or unreadable to convert. */
 async function textOfHtml(html: string): Promise<string | undefined> {
   if (html.length > HTML_TO_TEXT_MAX_CHARS) return undefined;
   try {

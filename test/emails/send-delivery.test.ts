@@ -198,3 +198,52 @@ test.serial('inReplyToId threads the reply with In-Reply-To and References', asy
   const bad = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { inReplyToId: 'em_doesnotexist' }) });
   t.is(bad.status, 400);
 });
+
+/** The one message the sink received for this recipient, parsed, with its MIME parts' types. */
+async function receivedBy(recipient: string) {
+  const m = w.sink.messages.find((x) => x.rcptTo.includes(recipient))!;
+  // mailparser's own HTML-to-text would make a text of the HTML (or fail on the deep one)
+  const parsed = await simpleParser(m.raw, { skipHtmlToText: true });
+  const types = [...m.raw.toString('latin1').matchAll(/^Content-Type: ([\w/-]+)/gim)].map((x) => x[1]!.toLowerCase());
+  return { raw: m.raw, parsed, types };
+}
+
+test.serial('an HTML-only send gets a plain-text alternative made from its HTML as given: the links are the original ones, not the tracked ones', async (t) => {
+  const res = await w.t0.request('POST', '/v1/emails', {
+    body: sendBody(w, { to: 'htmlonly@example.net', text: undefined, html: '<p>Hi <b>there</b>, <a href="https://example.com/docs">read this</a></p>', clickTracking: true, openTracking: true }),
+  });
+  t.is(res.status, 200);
+  await waitForStatus(res.body.emailId, 'DELIVERED');
+  const { raw, parsed, types } = await receivedBy('htmlonly@example.net');
+  t.is(await w.dkimStatus(raw), 'pass');
+  t.true(types.includes('text/plain'));
+  t.regex(parsed.text ?? '', /Hi there, read this \[https:\/\/example\.com\/docs\]/);
+  t.regex(String(parsed.html), /\/t\/c\//, 'the HTML links are tracked');
+});
+
+test.serial('an HTML-only send whose HTML is over the conversion bound is delivered HTML-only, its HTML whole', async (t) => {
+  // Ordinary paragraphs, just over 256 KB: the conversion would hold up the whole process.
+  const html = `<p>Paragraph of ordinary newsletter text, nothing special in it.</p>`.repeat(Math.ceil((256 * 1024) / 66) + 10);
+  t.true(html.length > 256 * 1024);
+  const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'bightml@example.net', text: undefined, html }) });
+  t.is(res.status, 200);
+  await waitForStatus(res.body.emailId, 'DELIVERED');
+  const { raw, parsed, types } = await receivedBy('bightml@example.net');
+  t.is(await w.dkimStatus(raw), 'pass');
+  t.false(types.includes('text/plain'), 'no text part');
+  t.falsy(parsed.text);
+  t.is(String(parsed.html).trimEnd(), html);
+});
+
+test.serial('an HTML-only send nested too deeply for the converter is delivered HTML-only (not deferred, not refused)', async (t) => {
+  const depth = 20_000;
+  const html = `${'<div>'.repeat(depth)}deep${'</div>'.repeat(depth)}`;
+  const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'deephtml@example.net', text: undefined, html }) });
+  t.is(res.status, 200);
+  const email = await waitForStatus(res.body.emailId, 'DELIVERED');
+  t.false(email.emailEvents.some((e: any) => e.status === 'DELIVERY_DELAYED'), 'never deferred');
+  const { raw, parsed, types } = await receivedBy('deephtml@example.net');
+  t.is(await w.dkimStatus(raw), 'pass');
+  t.false(types.includes('text/plain'), 'no text part');
+  t.regex(String(parsed.html), /deep/);
+});

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { parseEditorDocument } from '../../src/render/editor-document.js';
 import { renderEditorHtml } from '../../src/render/editor-html-renderer.js';
-import { htmlToPlainText } from '../../src/render/html-to-plain-text.js';
+import { HTML_TO_TEXT_MAX_CHARS, htmlToPlainText, plainTextAlternative } from '../../src/render/html-to-plain-text.js';
 import { KITCHEN_SINK_JSON } from './helpers/fixtures.js';
 
 test('links are shown as text [url]', (t) => {
@@ -53,4 +53,13 @@ test('rendered editor email: preheader skipped, structure kept', (t) => {
 test('empty and non-html input', (t) => {
   t.is(htmlToPlainText(''), '');
   t.is(htmlToPlainText('just words'), 'just words');
+});
+
+test('plainTextAlternative: HTML up to HTML_TO_TEXT_MAX_CHARS is converted, larger or too deeply nested HTML has none', (t) => {
+  const at = `<p>${'a'.repeat(HTML_TO_TEXT_MAX_CHARS - 7)}</p>`;
+  t.is(at.length, HTML_TO_TEXT_MAX_CHARS);
+  t.truthy(plainTextAlternative(at));
+  t.is(plainTextAlternative(`${at} `), undefined);
+  t.is(plainTextAlternative(`${'<div>'.repeat(20_000)}deep${'</div>'.repeat(20_000)}`), undefined);
+  t.is(plainTextAlternative('<p>Fish &amp; chips</p>'), 'Fish & chips');
 });

@@ -22,6 +22,7 @@ export interface DkimSigner {
   /**
    * Builds the MIME message (nodemailer) and signs it, both off the main thread: composing
    * costs about as much CPU as signing, and the delivery engine's thread is the bottleneck.
+   * An HTML-only message's plain-text alternative (`textFromHtml`) is made there too.
    */
   composeAndSign(input: ComposeInput, key: DkimKey): Promise<Buffer>;
   close(): Promise<void>;
@@ -79,7 +80,7 @@ const closedError = () => new Error('DKIM signer is closed');
 
 /** What a compose job copies into the worker, roughly: bodies and attachments (base64 text). */
 function inputBytes(input: ComposeInput): number {
-  let n = (input?.text?.length ?? 0) + (input?.html?.length ?? 0);
+  let n = (input?.text?.length ?? 0) + (input?.html?.length ?? 0) + (input?.textFromHtml?.length ?? 0);
   for (const a of input?.attachments ?? []) n += a?.content?.length ?? 0;
   return n;
 }

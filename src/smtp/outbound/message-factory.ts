@@ -1,6 +1,6 @@
 import type { DomainRecord } from '../../core/domains/domain-service.js';
 import type { EmailBody, EmailHead } from '../../core/deliveries/delivery-service.js';
-import { htmlToPlainText } from '../../render/html-to-plain-text.js';
+import { HTML_TO_TEXT_MAX_CHARS } from '../../render/html-to-plain-text.js';
 import type { DkimSigner } from './dkim-signer.js';
 
 /** Rewrites the HTML of one email before it is composed (open pixel, click links). */
@@ -17,9 +17,11 @@ export function createMessageFactory(opts: { signer: DkimSigner; transformHtml?:
     async build(email, body, domain) {
       let html = body.html_body;
       if (html && opts.transformHtml) html = await opts.transformHtml(html, email, domain);
-      // An HTML-only message gets a plain-text alternative: better for accessibility,
-      // text-only clients and spam scoring.
-      const text = body.text_body ?? (html ? htmlToPlainText(body.html_body!) : null);
+      // An HTML-only message gets a plain-text alternative (accessibility, text-only clients,
+      // spam scoring), made from the HTML as given (the links as written, not tracked) by the
+      // composer: in a signing worker, as the conversion is slow. HTML over the bound goes
+      // HTML-only without being handed over twice.
+      const textFromHtml = body.text_body == null && body.html_body && body.html_body.length <= HTML_TO_TEXT_MAX_CHARS ? body.html_body : null;
       const headers: Record<string, string> = {
         ...(email.headers_json ? (JSON.parse(email.headers_json) as Record<string, string>) : {}),
         'X-Posthorn-Email-ID': email.id,
@@ -30,7 +32,8 @@ export function createMessageFactory(opts: { signer: DkimSigner; transformHtml?:
         cc: list(email.cc_json),
         replyTo: list(email.reply_to_json),
         subject: email.subject,
-        text,
+        text: body.text_body,
+        textFromHtml,
         html,
         headers,
         attachments: body.attachments_json ? (JSON.parse(body.attachments_json) as { filename: string; content: string }[]) : [],

@@ -6,6 +6,7 @@ import MailComposer from 'nodemailer/lib/mail-composer';
 import type { MailComposerAttachment } from 'nodemailer/lib/mail-composer';
 import { detectMimeType } from 'nodemailer/lib/mime-funcs';
 import { COMPOSER_OWNED_HEADERS } from '../../core/emails/email-headers.js';
+import { plainTextAlternative } from '../../render/html-to-plain-text.js';
 import { installHeaderKeyMemo } from './header-key-memo.js';
 import { serializeMimeTree } from './mime-serializer.js';
 
@@ -21,6 +22,13 @@ export interface ComposeInput {
   subject: string;
   text?: string | null;
   html?: string | null;
+  /**
+   * Without `text`: the HTML a plain-text alternative is made from, here and not by the caller
+   * because composing runs in a signing worker, off the main thread. The HTML as given, before
+   * tracking rewrote its links. Over HTML_TO_TEXT_MAX_CHARS, or unreadable to the converter, the
+   * message goes HTML-only.
+   */
+  textFromHtml?: string | null;
   /** Custom headers, already validated upstream (no CR/LF). Engine-set ones (List-Unsubscribe...) come here too. */
   headers: Record<string, string>;
   attachments: { filename: string; content: string /* base64 */; contentType?: string }[];
@@ -49,13 +57,14 @@ export function contentTypeForFilename(filename: string): string {
 /** Composes the message. Rejects input that would produce an invalid message; never writes a Bcc header. */
 export async function composeMessage(input: ComposeInput): Promise<Buffer> {
   const headerCase = checkCustomHeaders(input.headers);
+  const text = input.text ?? (input.textFromHtml ? plainTextAlternative(input.textFromHtml) : undefined);
   const composer = new MailComposer({
     from: input.from,
     to: nonEmpty(input.to),
     cc: nonEmpty(input.cc),
     replyTo: nonEmpty(input.replyTo),
     subject: input.subject,
-    text: input.text ? crlf(input.text) : undefined,
+    text: text ? crlf(text) : undefined,
     html: input.html ? crlf(input.html) : undefined,
     headers: input.headers,
     attachments: input.attachments.map(toAttachment),

@@ -142,6 +142,19 @@ test('without oversigning, the signature is byte-identical to mailauth dkimSign(
   t.is(ours + '\r\n', theirs.signatures);
 });
 
+for (const workers of [0, 1]) {
+  test(`workers: ${workers} - composeAndSign makes an HTML-only message's text from textFromHtml, and goes HTML-only when the converter fails`, async (t) => {
+    const signer = signerFor(t, workers);
+    const input = (html: string) => ({ from: 'hi@acme.test', to: ['bob@example.com'], cc: [], replyTo: [], subject: 's', html, textFromHtml: html, headers: {}, attachments: [], messageId: `<t${workers}@acme.test>`, date: new Date() });
+    const ordinary = await signer.composeAndSign(input('<p>Hello <b>there</b></p>'), KEY);
+    await assertVerdict(t, ordinary, 'pass');
+    t.regex(ordinary.toString('latin1'), /Content-Type: text\/plain[\s\S]*Hello there/);
+    const deep = await signer.composeAndSign(input(`${'<div>'.repeat(20_000)}deep${'</div>'.repeat(20_000)}`), KEY);
+    await assertVerdict(t, deep, 'pass');
+    t.false(deep.toString('latin1').includes('text/plain'));
+  });
+}
+
 test('composed message (attachments, non-ASCII headers) signs and verifies end to end', async (t) => {
   const signer = signerFor(t, 1);
   const message = await composeMessage({

@@ -2,6 +2,7 @@ import test from 'ava';
 import { simpleParser } from 'mailparser';
 import type { AddressObject, ParsedMail } from 'mailparser';
 import { COMPOSER_OWNED_HEADERS, ENGINE_OWNED_HEADERS } from '../../../src/core/emails/email-headers.js';
+import { HTML_TO_TEXT_MAX_CHARS } from '../../../src/render/html-to-plain-text.js';
 import { composeMessage, contentTypeForFilename, crlfBuffer, type ComposeInput } from '../../../src/smtp/outbound/mime-builder.js';
 
 const PDF_BYTES = Buffer.concat([Buffer.from('%PDF-1.4\n'), Buffer.from(Array.from({ length: 3000 }, (_, i) => (i * 37) % 256))]);
@@ -118,6 +119,26 @@ test('html only: no plain-text part is invented', async (t) => {
   t.is((parsed.html || '').trimEnd(), '<p>Hello <b>Bob</b>,</p><p>your invoice is attached. ✓</p>');
   // (mailparser derives parsed.text from the html itself, so the raw message is what tells)
   t.false(message.toString().includes('text/plain'));
+});
+
+test('html only with textFromHtml: the plain-text alternative is made from that HTML; given text wins', async (t) => {
+  const message = await composeMessage(baseInput({ text: null, attachments: [], html: '<p>Tracked <a href="https://t.example/c/1">link</a></p>', textFromHtml: '<p>Original <a href="https://acme.com/x">link</a></p>' }));
+  const parsed = await simpleParser(message, { skipHtmlToText: true });
+  t.is(parsed.text?.trimEnd(), 'Original link [https://acme.com/x]');
+  t.regex(String(parsed.html), /Tracked/);
+  const given = await simpleParser(await composeMessage(baseInput({ attachments: [], textFromHtml: '<p>Ignored</p>' })), { skipHtmlToText: true });
+  t.regex(given.text ?? '', /your invoice is attached/);
+  t.notRegex(given.text ?? '', /Ignored/);
+});
+
+test('textFromHtml over HTML_TO_TEXT_MAX_CHARS, or nested too deeply for the converter: HTML-only, not a failure', async (t) => {
+  const big = '<p>words</p>'.repeat(Math.floor(HTML_TO_TEXT_MAX_CHARS / 12) + 1);
+  const deep = `${'<div>'.repeat(20_000)}deep${'</div>'.repeat(20_000)}`;
+  for (const html of [big, deep]) {
+    const message = await composeMessage(baseInput({ text: null, attachments: [], html, textFromHtml: html }));
+    t.false(message.toString('latin1').includes('text/plain'));
+    t.regex(message.toString('latin1'), /^Content-Type: text\/html/m);
+  }
 });
 
 test('empty cc, reply-to and references produce no header at all', async (t) => {
