@@ -414,3 +414,32 @@ test.serial('PATCH html on a draft written as editor content replaces the body; 
   t.notRegex(String(sent.html), /Body/);
   t.regex(String(sent.text), /The new body/);
 });
+
+test.serial('a campaign given HTML over the conversion bound, or nested too deeply for the converter, is taken and sent HTML-only (its footer link in the HTML)', async (t) => {
+  const big = '<p>Paragraph of ordinary newsletter text, nothing special in it.</p>'.repeat(Math.ceil((256 * 1024) / 66) + 10);
+  const deep = `${'<div>'.repeat(20_000)}deep${'</div>'.repeat(20_000)}`;
+  const cases = [
+    ['bigcampaign@example.net', big],
+    ['deepcampaign@example.net', deep],
+  ] as const;
+  for (const [email, html] of cases) {
+    const bookId = await book(`HTML-only ${email}`, [{ email }]);
+    // Taken on create and on update alike (not a 500).
+    const c = await campaign(bookId, { content: undefined, html: '<p>draft</p>' });
+    const patched = await w.t0.request('PATCH', `/v1/campaigns/${c.id}`, { body: { html } });
+    t.is(patched.status, 200, email);
+    const created = await w.t0.request('POST', '/v1/campaigns', {
+      body: { name: 'Big', from: `news@${w.domain.name}`, subject: 'S', contactBookId: bookId, html },
+    });
+    t.is(created.status, 200, email);
+    t.true((await w.t0.request('POST', `/v1/campaigns/${c.id}/schedule`, { body: {} })).body.success);
+    await run();
+    const sent = sentTo(email.split('@')[0]! + '@');
+    t.is(sent.length, 1, email);
+    const raw = sent[0]!.raw;
+    t.is(await w.dkimStatus(raw), 'pass');
+    t.false(raw.toString('latin1').includes('text/plain'), `${email}: no text part`);
+    const parsed = await simpleParser(raw, { skipHtmlToText: true });
+    t.regex(String(parsed.html), /http:\/\/posthorn\.test\/unsubscribe\//, 'the footer link is in the HTML');
+  }
+});

@@ -1,7 +1,7 @@
 import { parseEditorDocument } from '../../render/editor-document.js';
 import { renderEditorHtml } from '../../render/editor-html-renderer.js';
 import { renderEditorText } from '../../render/editor-text-renderer.js';
-import { htmlToPlainText } from '../../render/html-to-plain-text.js';
+import { plainTextAlternative } from '../../render/html-to-plain-text.js';
 import { RenderError } from '../../render/render-error.js';
 import { substituteVariables } from '../../render/variables.js';
 import { badRequest } from '../errors.js';
@@ -11,10 +11,15 @@ export const UNSUBSCRIBE_VARIABLE = 'unsubscribeUrl';
 const LEGACY_UNSUBSCRIBE = /\{\{\s*(?:usesend|unsend)_unsubscribe_url\s*\}\}/gi;
 const HAS_UNSUBSCRIBE = /\{\{\s*unsubscribeUrl\s*(?:,[^}]*)?\}\}/i;
 
-/** Renders a campaign body once (from editor content or given HTML); the footer is added when missing. */
-export function renderCampaignBody(input: { content?: string | null; html?: string | null; previewText?: string | null }): { html: string; text: string } {
+/**
+ * Renders a campaign body once (from editor content or given HTML); the footer is added when
+ * missing. Given HTML has a text only when it can be made (plainTextAlternative: at most
+ * HTML_TO_TEXT_MAX_CHARS, on this request's thread, and readable to the converter): null
+ * otherwise, and the campaign goes out HTML-only, its footer link in the HTML.
+ */
+export function renderCampaignBody(input: { content?: string | null; html?: string | null; previewText?: string | null }): { html: string; text: string | null } {
   let html: string;
-  let text: string;
+  let text: string | undefined;
   if (input.content) {
     try {
       const doc = parseEditorDocument(input.content);
@@ -26,10 +31,11 @@ export function renderCampaignBody(input: { content?: string | null; html?: stri
     }
   } else if (input.html) {
     html = input.html;
-    text = htmlToPlainText(input.html);
+    text = plainTextAlternative(input.html);
   } else {
     throw badRequest('content or html is required');
   }
+  if (text === undefined) return { html: withUnsubscribeLink(html), text: null };
   text = text.replace(LEGACY_UNSUBSCRIBE, '{{unsubscribeUrl}}');
   if (!HAS_UNSUBSCRIBE.test(text)) text = `${text.trimEnd()}\n\n--\nUnsubscribe: {{unsubscribeUrl}}\n`;
   return { html: withUnsubscribeLink(html), text };

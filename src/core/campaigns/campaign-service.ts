@@ -246,7 +246,8 @@ export function createCampaignService(deps: CampaignServiceDeps) {
             to: contact.email,
             subject: personal.subject,
             html: personal.html,
-            text: personal.text,
+            // None when the campaign's HTML had none made (too large, unreadable): HTML-only.
+            text: personal.text || undefined,
             replyTo: list(JSON.parse(c.reply_to_json) as string[]).length ? (JSON.parse(c.reply_to_json) as string[]) : undefined,
             cc: (JSON.parse(c.cc_json) as string[]).length ? (JSON.parse(c.cc_json) as string[]) : undefined,
             bcc: (JSON.parse(c.bcc_json) as string[]).length ? (JSON.parse(c.bcc_json) as string[]) : undefined,
