@@ -72,12 +72,17 @@ export async function checkSpf(resolver: DnsResolver, d: DomainRecord, hostname:
   if (spf.length > 1) return { status: 'FAILED', problem: `SPF TXT ${host}: more than one v=spf1 record (RFC 7208 4.5 makes that a permerror)` };
   const want = canonicalHost(hostname);
   const terms = spf[0]!.trim().split(/\s+/).slice(1).map((t) => t.toLowerCase());
-  const authorises = terms.some((t) => {
+  // Mechanisms are evaluated in order and none after "all" ever is (RFC 7208 5.1): ours after
+  // "~all" authorises nothing, and receivers softfail every message.
+  const end = terms.findIndex((t) => /^[-+~?]?all$/.test(t));
+  const evaluated = end < 0 ? terms : terms.slice(0, end);
+  const authorises = evaluated.some((t) => {
     const m = /^[+]?(a|include|mx|exists):(.+)$/.exec(t);
     if (m) return canonicalHost(m[2]!.split('/')[0]!) === want;
-    return t === 'mx' || t === '+mx'; // the MX we ask for at this host points at us
-  });
-  return authorises ? ok : { status: 'FAILED', problem: `SPF TXT ${host}: the record does not authorise ${hostname} (add a:${hostname})` };
+    return /^[+]?mx(\/[\d/]*)?$/.test(t); // the MX we ask for at this host points at us
+  }) || (end >= 0 && /^[+]?all$/.test(terms[end]!));
+  const add = end < 0 ? `add a:${hostname}` : `add a:${hostname} before its "${terms[end]}": nothing after it is evaluated`;
+  return authorises ? ok : { status: 'FAILED', problem: `SPF TXT ${host}: the record does not authorise ${hostname} (${add})` };
 }
 
 async function checkMxTo(resolver: DnsResolver, host: string, hostname: string, what: string): Promise<RecordCheck> {
