@@ -1,6 +1,6 @@
 import test from 'ava';
 import { createDnsClient } from '../../src/lib/dns/dns-client.js';
-import { checkSpf } from '../../src/core/domains/domain-verifier.js';
+import { checkCname, checkSpf } from '../../src/core/domains/domain-verifier.js';
 import type { DomainRecord } from '../../src/store/repositories/domains-repository.js';
 import { startDnsZone, type DnsZone } from '../helpers/dns-zone.js';
 import { TEST_DNS_TIMEOUT_MS } from '../helpers/test-app.js';
@@ -37,4 +37,20 @@ test('SPF: mechanisms after "all" are never evaluated (RFC 7208 5.1), so ours th
   }
   // The reason says what to change.
   t.regex((await checkSpf(resolver, domain('after-softfail.example'), HOST)).problem!, /add a:mx\.posthorn\.test before its "~all"/);
+});
+test('CNAME: a chain that ends at the server reaches it; one that ends elsewhere does not', async (t) => {
+  zone.set('t.chain.example', 'CNAME', ['alias.chain.example.']);
+  zone.set('alias.chain.example', 'CNAME', ['Edge.Chain.Example']);
+  zone.set('edge.chain.example', 'CNAME', ['MX.POSTHORN.TEST.']);
+  t.is((await checkCname(resolver, 't.chain.example', HOST)).status, 'SUCCESS');
+
+  zone.set('u.chain.example', 'CNAME', ['other.chain.example']);
+  zone.set('other.chain.example', 'CNAME', ['elsewhere.example.net']);
+  const off = await checkCname(resolver, 'u.chain.example', HOST);
+  t.is(off.status, 'FAILED');
+
+  // A loop is read as not pointing at the server, not as a crash.
+  zone.set('l1.chain.example', 'CNAME', ['l2.chain.example']);
+  zone.set('l2.chain.example', 'CNAME', ['l1.chain.example']);
+  t.is((await checkCname(resolver, 'l1.chain.example', HOST)).status, 'FAILED');
 });

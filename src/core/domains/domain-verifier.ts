@@ -101,12 +101,29 @@ export async function checkDmarc(resolver: DnsResolver, d: DomainRecord): Promis
   return res.records.some((r) => /^v=DMARC1\s*(;|$)/i.test(r.trim())) ? ok : { status: 'PENDING', problem: `DMARC TXT ${host}: no v=DMARC1 record` };
 }
 
+/** Hops of a CNAME chain followed before it is taken as not reaching the server. */
+const MAX_CNAME_HOPS = 8;
+
+/**
+ * The host's CNAME, followed along a chain (a CNAME query answers only its own name's record):
+ * a chain that ends at the server brings requests for the host to it as well as a direct one.
+ */
 export async function checkCname(resolver: DnsResolver, host: string, hostname: string): Promise<RecordCheck> {
-  const res = await lookup(async () => (await resolver.resolveCname(host)).records, `CNAME ${host}`);
-  if (isCheck(res)) return res;
-  return res.records.some((c) => canonicalHost(c) === canonicalHost(hostname))
-    ? ok
-    : { status: 'FAILED', problem: `CNAME ${host}: does not point at ${hostname}` };
+  const want = canonicalHost(hostname);
+  const wrong: RecordCheck = { status: 'FAILED', problem: `CNAME ${host}: does not point at ${hostname}` };
+  const seen = new Set<string>([canonicalHost(host)]);
+  let current = host;
+  for (let hop = 0; hop < MAX_CNAME_HOPS; hop++) {
+    const res = await lookup(async () => (await resolver.resolveCname(current)).records, `CNAME ${current}`);
+    if (isCheck(res)) return hop > 0 && res.status === 'PENDING' ? wrong : res; // the chain ends at a name that is no alias
+    const targets = res.records.map(canonicalHost);
+    if (targets.includes(want)) return ok;
+    const next = targets[0];
+    if (next === undefined || seen.has(next)) return wrong;
+    seen.add(next);
+    current = next;
+  }
+  return wrong;
 }
 
 /** RFC 8461 3.1: exactly one v=STSv1 record, with the id of the policy we serve. */
