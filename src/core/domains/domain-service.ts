@@ -9,7 +9,7 @@ import { AppError, badRequest, forbidden, notFound, notUnique } from '../errors.
 import { isIntId } from '../int-id.js';
 import type { BusEvent, EventBus, DomainEventType } from '../events.js';
 import type { AuditService, OperatorActor } from '../operators/audit-service.js';
-import { buildDnsRecords, isLocalHostname, localHostnameWarning, servedStsPolicy, type DnsRecordView } from './dns-records.js';
+import { bounceHost, buildDnsRecords, dkimHost, isLocalHostname, mtaStsPolicyHost, mtaStsTxtHost, tlsRptHost, localHostnameWarning, servedStsPolicy, type DnsRecordView } from './dns-records.js';
 import { canonicalHost, isSameOrSubdomain, normalizeDomainName } from './domain-names.js';
 import { asciiDomain } from '../emails/addresses.js';
 import { checkDomainDns, type RecordCheck } from './domain-verifier.js';
@@ -224,6 +224,16 @@ export function createDomainService(deps: DomainServiceDeps) {
     return full;
   }
 
+  /** What each host a domain asks records for puts before its name (receiving's included). */
+  const recordHostPrefixes = () => [
+    dkimHost({ dkimSelector: deps.dkimSelector, name: '' }),
+    bounceHost({ bounceLabel: deps.bounceLabel, name: '' }),
+    mtaStsTxtHost({ name: '' }),
+    mtaStsPolicyHost({ name: '' }),
+    tlsRptHost({ name: '' }),
+    '_dmarc.',
+  ];
+
   /** The settings a DNS check depends on that a PATCH can change. */
   const checkedSettings = (d: DomainRecord) => `${d.trackingDomain ?? ''}\u0000${d.receiving}`;
 
@@ -328,6 +338,10 @@ export function createDomainService(deps: DomainServiceDeps) {
     async create(scope: DomainScope, input: { name: string; region: string }): Promise<DomainView> {
       if (scope.domainId !== null) throw forbidden('an API key restricted to one domain cannot add domains');
       const { name, subdomain } = normalizeDomainName(input.name);
+      // Every host the domain asks records for is a DNS name too (at most 253 characters): a
+      // longer one could never be published, and the domain would wait for it to the end.
+      const room = 253 - Math.max(...recordHostPrefixes().map((p) => p.length));
+      if (name.length > room) throw badRequest(`name: must be at most ${room} characters, so that every host to publish records at (${dkimHost({ dkimSelector: deps.dkimSelector, name: '<name>' })} the longest) is a DNS name`);
       if (await domains.findByName(scope.teamId, name)) throw notUnique(`domain ${name} already exists in this team`);
       const { publicKeyDer, privateKeyPem } = await (deps.dkimKeyPair ?? generateDkimKeyPair)();
       const now = clock.now().toISOString();
