@@ -496,7 +496,6 @@ export function createDomainService(deps: DomainServiceDeps) {
       return domains.clearVerifying();
     },
 
-    /** For the CLI: find by id or name within a team (or any team when teamId is null). */
     /**
      * Operator: the egress pool of a domain's mail (null or "default": its team's). Returns the
      * domain as changed, undefined when there is no such domain.
@@ -511,6 +510,7 @@ export function createDomainService(deps: DomainServiceDeps) {
       return d && { id: d.id, name: d.name, teamId: d.teamId, pool: d.pool };
     },
 
+    /** For the CLI: find by id or name within a team (or any team when teamId is null: 400 if several hold the name). */
     async findForCli(teamId: number | null, idOrName: string): Promise<DomainRecord | undefined> {
       if (/^\d+$/.test(idOrName)) {
         const d = await domains.findByIdAnyTeam(Number(idOrName));
@@ -518,6 +518,9 @@ export function createDomainService(deps: DomainServiceDeps) {
       }
       const name = asciiDomain(canonicalHost(idOrName));
       const all = name ? await domains.findAllByName(name) : [];
+      // Several teams may hold a name: without a team, acting on one of them would be a guess.
+      const teams = [...new Set(all.map((d) => d.teamId))];
+      if (teamId === null && teams.length > 1) throw badRequest(`${name} is a domain of several teams (${teams.join(', ')}): pass --team with the one meant, or give the domain's id`);
       return all.find((d) => teamId === null || d.teamId === teamId);
     },
 
