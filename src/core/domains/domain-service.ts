@@ -513,7 +513,8 @@ export function createDomainService(deps: DomainServiceDeps) {
     /** For the CLI: find by id or name within a team (or any team when teamId is null: 400 if several hold the name). */
     async findForCli(teamId: number | null, idOrName: string): Promise<DomainRecord | undefined> {
       if (/^\d+$/.test(idOrName)) {
-        const d = await domains.findByIdAnyTeam(Number(idOrName));
+        // Past the ids' range is no domain (PostgreSQL would refuse the number itself).
+        const d = isIntId(Number(idOrName)) ? await domains.findByIdAnyTeam(Number(idOrName)) : undefined;
         return d && (teamId === null || d.teamId === teamId) ? d : undefined;
       }
       const name = asciiDomain(canonicalHost(idOrName));
