@@ -250,11 +250,13 @@ test('a domain name several teams hold needs --team: verify and set-pool never p
   await ok(t, dataDir, ['domains', 'set-pool', '1', 'default']);
 });
 
-test('a domain id past the integer range is not found, never a database error', async (t) => {
+test('a domain or console user id past the integer range is not found, never a database error', async (t) => {
   const dataDir = tempDir(t, 'posthorn-bad-input-');
   await ok(t, dataDir, ['teams', 'create', '--name', 'Acme']);
   for (const id of ['2147483648', '99999999999999999999']) {
     await refused(t, dataDir, ['domains', 'verify', id], new RegExp(`^posthorn: domain ${id} not found$`));
     await refused(t, dataDir, ['domains', 'set-pool', id, 'default'], new RegExp(`^posthorn: domain ${id} not found$`));
+    await refused(t, dataDir, ['users', 'delete', id], new RegExp(`^posthorn: console user ${id} not found$`));
+    await refused(t, dataDir, ['users', 'reset-password', id], new RegExp(`^posthorn: console user ${id} not found$`));
   }
 });
