@@ -53,4 +53,8 @@ test('CNAME: a chain that ends at the server reaches it; one that ends elsewhere
   zone.set('l1.chain.example', 'CNAME', ['l2.chain.example']);
   zone.set('l2.chain.example', 'CNAME', ['l1.chain.example']);
   t.is((await checkCname(resolver, 'l1.chain.example', HOST)).status, 'FAILED');
+  // So is a chain that ends at the root.
+  zone.set('r.chain.example', 'CNAME', ['root.chain.example']);
+  zone.set('root.chain.example', 'CNAME', ['.']);
+  t.is((await checkCname(resolver, 'r.chain.example', HOST)).status, 'FAILED');
 });

@@ -119,7 +119,7 @@ export async function checkCname(resolver: DnsResolver, host: string, hostname: 
     const targets = res.records.map(canonicalHost);
     if (targets.includes(want)) return ok;
     const next = targets[0];
-    if (next === undefined || seen.has(next)) return wrong;
+    if (!next || seen.has(next)) return wrong; // none, the root, or a loop
     seen.add(next);
     current = next;
   }
