@@ -81,7 +81,7 @@ export async function checkSpf(resolver: DnsResolver, d: DomainRecord, hostname:
     if (m) return canonicalHost(m[2]!.split('/')[0]!) === want;
     return /^[+]?mx(\/[\d/]*)?$/.test(t); // the MX we ask for at this host points at us
   }) || (end >= 0 && /^[+]?all$/.test(terms[end]!));
-  const add = end < 0 ? `add a:${hostname}` : `add a:${hostname} before its "${terms[end]}": nothing after it is evaluated`;
+  const add = end < 0 ? `add a:${hostname}` : `add a:${hostname} before its "${terms[end]}"${end < terms.length - 1 ? ': nothing after it is evaluated' : ''}`;
   return authorises ? ok : { status: 'FAILED', problem: `SPF TXT ${host}: the record does not authorise ${hostname} (${add})` };
 }
 
