@@ -294,6 +294,29 @@ test.serial("a campaign's segment filters its own book only: a book change that 
   t.is(sentTo('sf').length, 0);
 });
 
+test.serial('a second unsubscribe of an unsubscribed contact (a click after the one-click POST) changes nothing and announces nothing', async (t) => {
+  const bookId = await book('Unsub twice', [{ email: 'ut1@example.net' }]);
+  await campaign(bookId, { sendNow: true });
+  await run();
+  const path = new URL(/List-Unsubscribe: <([^>]+)>/.exec(sentTo('ut1@')[0]!.raw.toString().replace(/\r\n[ \t]+/g, ' '))![1]!).pathname;
+  const seen: string[] = [];
+  const off = w.t0.app.services.events.on('contact.updated', (e) => {
+    seen.push(String(e.data.id));
+  });
+  t.teardown(() => off?.());
+  t.is((await w.t0.request('POST', path, { key: null })).status, 200);
+  const contact = () => w.t0.request('GET', `/v1/contactBooks/${bookId}/contacts`).then((r) => r.body[0]);
+  const first = await contact();
+  t.like(first, { subscribed: false, unsubscribeReason: 'UNSUBSCRIBED' });
+  t.is(seen.length, 1);
+  clock.advance(60_000);
+  const again = await w.t0.request('POST', path, { key: null });
+  t.is(again.status, 200, 'still the page that says so');
+  t.regex(String(again.body), /You are unsubscribed/);
+  t.is(seen.length, 1, 'no contact.updated for a write that changed nothing');
+  t.is((await contact()).updatedAt, first.updatedAt);
+});
+
 test.serial('unsubscribe links keep working after the campaign is deleted (link, one-click POST and mailto)', async (t) => {
   const { createTransport } = await import('nodemailer');
   const bookId = await book('Deleted later', [{ email: 'dl1@example.net' }, { email: 'dl2@example.net' }, { email: 'dl3@example.net' }]);
