@@ -317,6 +317,21 @@ test.serial('a second unsubscribe of an unsubscribed contact (a click after the 
   t.is((await contact()).updatedAt, first.updatedAt);
 });
 
+test.serial('the unsubscribe page posts back to the address it was opened at, also under a publicUrl with a path (behind a proxy)', async (t) => {
+  const bookId = await book('Unsub prefix', [{ email: 'up1@example.net' }]);
+  await campaign(bookId, { sendNow: true });
+  await run();
+  const path = new URL(/List-Unsubscribe: <([^>]+)>/.exec(sentTo('up1@')[0]!.raw.toString().replace(/\r\n[ \t]+/g, ' '))![1]!).pathname;
+  const page = String((await w.t0.request('GET', path, { key: null })).body);
+  const form = /<form\b[^>]*>/.exec(page)![0];
+  const action = /\saction="([^"]*)"/.exec(form)?.[1]?.replace(/&amp;/g, '&');
+  // POSTHORN_PUBLIC_URL may carry a path ("https://example.com/mail", a proxy taking it off):
+  // the browser resolves the form's target against the page's address, which has that path.
+  for (const opened of [`http://posthorn.test${path}`, `https://example.com/mail${path}`]) {
+    t.is(new URL(action ?? '', opened).href, opened, `opened at ${opened}`);
+  }
+});
+
 test.serial('unsubscribe links keep working after the campaign is deleted (link, one-click POST and mailto)', async (t) => {
   const { createTransport } = await import('nodemailer');
   const bookId = await book('Deleted later', [{ email: 'dl1@example.net' }, { email: 'dl2@example.net' }, { email: 'dl3@example.net' }]);
