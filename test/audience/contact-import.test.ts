@@ -33,6 +33,14 @@ test('CSV to contacts: known columns by their usual names, the rest as propertie
   t.throws(() => contactsFromCsv(''), { message: /is empty/ });
 });
 
+test('CSV to contacts: a row of empty cells (a spreadsheet saves the rows it once formatted as ",,,") is no row, not a refused one', (t) => {
+  const rows = contactsFromCsv('email,firstName,plan\r\na@example.org,Ann,pro\r\n,,\r\n , ,\r\nb@example.org,,\r\n,,\r\n,,\r\n');
+  t.deepEqual(rows, [
+    { line: 2, email: 'a@example.org', body: { email: 'a@example.org', firstName: 'Ann', properties: { plan: 'pro' } } },
+    { line: 5, email: 'b@example.org', body: { email: 'b@example.org' } },
+  ]);
+});
+
 test('CSV export: every property a column, formulas defused, and it reads back as the same contacts', (t) => {
   const contacts: ContactView[] = [
     { id: 'ct_1', email: 'a@example.org', firstName: '=HYPERLINK("x")', lastName: 'O"Neil, Jr', subscribed: true, unsubscribeReason: null, properties: { plan: 'pro' }, contactBookId: 'cb', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '' },

@@ -132,7 +132,9 @@ export function contactsFromCsv(text: string): CsvContactRow[] {
   if (Buffer.byteLength(text) > MAX_CSV_BYTES) throw badRequest(`file: at most ${MAX_CSV_BYTES / 1024 / 1024} MB`);
   const { records, error } = parseCsv(text);
   if (records.length === 0) throw badRequest('file: is empty; the first line must name the columns, one of them email');
-  const [header, ...rows] = records;
+  const [header, ...filled] = records;
+  // A row of empty cells is no row: spreadsheets save the rows once formatted as ",,,".
+  const rows = filled.filter((r) => r.fields.some((f) => f.trim() !== ''));
   const columns = header!.fields.map(columnOf);
   if (!columns.some((c) => c.kind === 'email')) throw badRequest('file: the first line must name the columns, and one of them must be email');
   const seen = new Set<string>();
