@@ -332,6 +332,30 @@ test.serial('the unsubscribe page posts back to the address it was opened at, al
   }
 });
 
+test.serial('an unsubscribe link of a contact deleted since unsubscribes the address if it is in the book again, and says unsubscribed if it is not', async (t) => {
+  const bookId = await book('Deleted contact', [{ email: 'dc1@example.net' }, { email: 'dc2@example.net' }]);
+  const c = await campaign(bookId, { sendNow: true });
+  await run();
+  const path = (prefix: string) => new URL(/List-Unsubscribe: <([^>]+)>/.exec(sentTo(prefix)[0]!.raw.toString().replace(/\r\n[ \t]+/g, ' '))![1]!).pathname;
+  const contacts = async () => (await w.t0.request('GET', `/v1/contactBooks/${bookId}/contacts`)).body as any[];
+  for (const x of await contacts()) t.is((await w.t0.request('DELETE', `/v1/contactBooks/${bookId}/contacts/${x.id}`)).status, 200);
+  // dc1 is imported again (a new contact, a new id); dc2 stays deleted.
+  t.is((await w.t0.request('POST', `/v1/contactBooks/${bookId}/contacts`, { body: { email: 'dc1@example.net' } })).status, 200);
+  const one = await w.t0.request('POST', path('dc1@'), { key: null });
+  t.is(one.status, 200);
+  t.regex(String(one.body), /You are unsubscribed/);
+  t.like((await contacts()).find((x) => x.email === 'dc1@example.net'), { subscribed: false, unsubscribeReason: 'UNSUBSCRIBED' });
+  t.is((await get(c.id)).unsubscribed, 1);
+  // A mail client's one-click POST for an address no longer in the book: nothing is sent to it, so it is unsubscribed.
+  const two = await fetch(`${w.t0.baseUrl}${path('dc2@')}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'List-Unsubscribe=One-Click' });
+  t.is(two.status, 200);
+  t.is((await contacts()).length, 1);
+  // The next campaign to the book reaches neither.
+  await campaign(bookId, { sendNow: true });
+  await run();
+  t.is(sentTo('dc').length, 2);
+});
+
 test.serial('unsubscribe links keep working after the campaign is deleted (link, one-click POST and mailto)', async (t) => {
   const { createTransport } = await import('nodemailer');
   const bookId = await book('Deleted later', [{ email: 'dl1@example.net' }, { email: 'dl2@example.net' }, { email: 'dl3@example.net' }]);

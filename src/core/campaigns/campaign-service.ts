@@ -523,9 +523,18 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       const c = await campaigns.findByIdAnyTeam(parsed.campaignId);
       if (!c) return false;
       const contact = await deps.contacts.unsubscribe(c.team_id, parsed.contactId, 'UNSUBSCRIBED');
-      if (!contact) return false;
-      // The contact's id, not the link's: a link may name a contact since merged into this one.
-      await campaigns.countUnsubscribe(c.id, contact.id);
+      if (contact) {
+        // The contact's id, not the link's: a link may name a contact since merged into this one.
+        await campaigns.countUnsubscribe(c.id, contact.id);
+        return true;
+      }
+      // The contact was deleted since. Its address may be in the book again (imported anew, under
+      // another id): that contact is the person who clicked. If it is not, nothing goes to the
+      // address from this book any more, which is what the reader asked for.
+      const address = await campaigns.recipientAddress(c.id, parsed.contactId);
+      if (address === undefined) return false;
+      const again = await deps.contacts.findInBook(c.team_id, c.contact_book_id, address);
+      if (again && (await deps.contacts.unsubscribe(c.team_id, again.id, 'UNSUBSCRIBED'))) await campaigns.countUnsubscribe(c.id, parsed.contactId);
       return true;
     },
 

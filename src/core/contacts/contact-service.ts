@@ -563,6 +563,13 @@ export function createContactService(deps: ContactServiceDeps) {
       return row && contactView(row);
     },
 
+    /** A book's contact at an address (an unsubscribe link whose contact was deleted since). */
+    async findInBook(teamId: number, bookId: string, address: string): Promise<ContactView | undefined> {
+      const email = addressOrNull(address);
+      const row = email === null ? undefined : await contacts.findByEmail({ teamId, bookId }, email);
+      return row && contactView(row);
+    },
+
     /** GET on a confirmation link: what the page should say. Changes nothing (link scanners fetch it). */
     async confirmationState(token: string): Promise<ConfirmationState> {
       return (await resolveToken(token)).state;

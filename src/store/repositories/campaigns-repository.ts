@@ -211,6 +211,17 @@ export function createCampaignsRepository(db: Db) {
     async recipient(campaignId: string, contactId: string) {
       return db.selectFrom('campaign_recipients').selectAll().where('campaign_id', '=', campaignId).where('contact_id', '=', contactId).executeTakeFirst();
     },
+    /** The address a campaign's email to a contact went to (the recipient row outlives the contact). */
+    async recipientAddress(campaignId: string, contactId: string): Promise<string | undefined> {
+      const row = await db
+        .selectFrom('campaign_recipients')
+        .innerJoin('emails', 'emails.id', 'campaign_recipients.email_id')
+        .select('emails.to_json')
+        .where('campaign_recipients.campaign_id', '=', campaignId)
+        .where('campaign_recipients.contact_id', '=', contactId)
+        .executeTakeFirst();
+      return row ? (JSON.parse(row.to_json) as string[])[0] : undefined;
+    },
     /** Counts an unsubscribe once per recipient. */
     async countUnsubscribe(campaignId: string, contactId: string): Promise<boolean> {
       return sync.write(() => {
