@@ -26,7 +26,7 @@ export function unsubscribeRoutes(campaigns: CampaignService) {
         'Unsubscribe',
         // No action attribute: the form posts back to the page's own address, which keeps the
         // path of a publicUrl such as https://example.com/mail (a root-relative one would lose it).
-        `<p>Stop receiving emails like “${escapeHtml(state.campaign.subject)}”?</p>
+        `<p>Stop receiving emails like “${escapeHtml(state.subject)}”?</p>
 <form method="post"><button type="submit" style="background:#111827;color:#fff;border:0;border-radius:6px;padding:10px 20px;font-size:15px;cursor:pointer;">Unsubscribe</button></form>`,
       );
     });

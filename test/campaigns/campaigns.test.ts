@@ -356,6 +356,18 @@ test.serial('an unsubscribe link of a contact deleted since unsubscribes the add
   t.is(sentTo('dc').length, 2);
 });
 
+test.serial('the unsubscribe page names the subject the reader got, not the campaign\'s template with its {{placeholders}}', async (t) => {
+  const bookId = await book('Unsub subject', [{ email: 'us1@example.net', firstName: 'Ann & Bo' }, { email: 'us2@example.net' }]);
+  await campaign(bookId, { sendNow: true });
+  await run();
+  const path = (prefix: string) => new URL(/List-Unsubscribe: <([^>]+)>/.exec(sentTo(prefix)[0]!.raw.toString().replace(/\r\n[ \t]+/g, ' '))![1]!).pathname;
+  const ann = String((await w.t0.request('GET', path('us1@'), { key: null })).body);
+  t.true(ann.includes('“Hello Ann &amp; Bo”'), ann);
+  const other = String((await w.t0.request('GET', path('us2@'), { key: null })).body);
+  t.true(other.includes('“Hello friend”'));
+  t.false(other.includes('{{'));
+});
+
 test.serial('unsubscribe links keep working after the campaign is deleted (link, one-click POST and mailto)', async (t) => {
   const { createTransport } = await import('nodemailer');
   const bookId = await book('Deleted later', [{ email: 'dl1@example.net' }, { email: 'dl2@example.net' }, { email: 'dl3@example.net' }]);
