@@ -110,3 +110,40 @@ test('a campaign scheduled and run in sandbox mode is captured, as before', asyn
     await w.close();
   }
 });
+
+test('a campaign resumed in sandbox mode sends its rest as sandbox mail (captured); an older campaign without the mark sends as the running process', async (t) => {
+  const clock = new ManualClock(Date.UTC(2026, 10, 22, 8, 0, 0));
+  const w = await startMailWorld({ clock });
+  try {
+    const res = await w.t0.request('POST', '/v1/campaigns', {
+      body: { name: 'Two', from: `News <news@${w.domain.name}>`, subject: 'Hello', contactBookId: await bookOf(w, ['fay@example.net', 'gus@example.net']), html: '<p>Hi {{unsubscribeUrl}}</p>', sendNow: true, batchSize: 1 },
+    });
+    t.is(res.status, 200, JSON.stringify(res.body));
+    const id = res.body.id as string;
+    while ((await emailsOf(w, id)).length < 1) await w.t0.app.runCampaigns();
+    await w.settle();
+    t.is(w.sink.messages.length, 1, 'the first batch is real mail');
+    t.is((await w.t0.request('POST', `/v1/campaigns/${id}/pause`)).status, 200);
+    await w.restart({ sandbox: true });
+    t.is((await w.t0.request('POST', `/v1/campaigns/${id}/resume`)).status, 200);
+    // One contact a batch, a batch a window: the last batch finds nobody left and marks it SENT.
+    while ((await campaignOf(w, id)).status === 'RUNNING') {
+      clock.advance(60_000);
+      await w.t0.app.runCampaigns();
+    }
+    await w.settle();
+    t.is((await campaignOf(w, id)).status, 'SENT');
+    t.is(w.sink.messages.length, 1, 'the rest is not sent for real');
+    t.is((await w.t0.request('GET', '/v1/sandbox/messages')).body.total, 1, 'the rest is captured');
+    t.is((await campaignOf(w, id)).delivered, 2);
+
+    // A campaign from before the mark was kept (null): captured by a server in sandbox mode, as before.
+    const old = await scheduledCampaign(w, clock, await bookOf(w, ['hal@example.net']));
+    await w.t0.app.store.db.updateTable('campaigns').set({ accepted_in_sandbox: null }).where('id', '=', old.id).execute();
+    clock.advance(HOUR + 1000);
+    t.is(await runBatches(w, old.id), 'SENT');
+    t.is((await w.t0.request('GET', '/v1/sandbox/messages')).body.total, 2);
+  } finally {
+    await w.close();
+  }
+});
