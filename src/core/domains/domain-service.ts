@@ -528,11 +528,15 @@ export function createDomainService(deps: DomainServiceDeps) {
     runCheck,
 
     /** The domain a team may send from, or the reason it may not (architecture.md, Decisions: errors). */
-    async sendingDomain(scope: DomainScope, name: string): Promise<DomainRecord> {
+    /**
+     * acceptedInSandbox false: mail accepted outside sandbox mode (a campaign scheduled there)
+     * needs a verified domain on a server in sandbox mode too, as it would have when accepted.
+     */
+    async sendingDomain(scope: DomainScope, name: string, opts: { acceptedInSandbox?: boolean } = {}): Promise<DomainRecord> {
       const d = await domains.findByName(scope.teamId, canonicalHost(name));
       if (!d) throw new AppError('FORBIDDEN', `domain ${name} is not a domain of this team: add and verify it first`);
       if (scope.domainId !== null && scope.domainId !== d.id) throw forbidden(`this API key may only send from domain ${scope.domainId}`);
-      if (d.status !== 'SUCCESS' && !deps.sandbox) throw forbidden(notVerifiedMessage(d));
+      if (d.status !== 'SUCCESS' && !(deps.sandbox && opts.acceptedInSandbox !== false)) throw forbidden(notVerifiedMessage(d));
       return d;
     },
 
