@@ -31,6 +31,8 @@ function memoryRepo(): ShapingRepository & { holds: ShapingHoldRow[]; usage: Map
       return i >= 0 ? holds.splice(i, 1)[0] : undefined;
     },
     pruneHolds: async () => 0,
+    // No queue here: the mail parked is taken to wait at its slot.
+    stillParked: async (slots) => slots.map((s) => s.id),
     warmupUsage: async (day) => [...usage].filter(([k]) => k.endsWith(`|${day}`)).map(([k, used]) => ({ source: k.split('|')[0]!, rollup: k.split('|')[1]!, used })),
     addWarmupUsage: async (source, rollup, day, n) => void usage.set(`${source}|${rollup}|${day}`, (usage.get(`${source}|${rollup}|${day}`) ?? 0) + n),
     pruneWarmupUsage: async () => 0,

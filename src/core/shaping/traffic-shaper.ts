@@ -165,6 +165,29 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
     return peek ? holes[0] : holes.shift();
   }
 
+  /** How many of the earliest parked slots ahead each check against the store reads. */
+  const SLOTS_CHECKED = 5_000;
+
+  /**
+   * Gives back the slots whose mail no longer waits there: bounced, purged or cancelled while
+   * parked, or retried and parked again by another node (any node may do these). Read from the
+   * store with the holds, so a rate idles at such a slot for at most HOLDS_REFRESH_MS of parking.
+   */
+  async function checkSlots(now: number): Promise<void> {
+    const ahead: { id: number; atMs: number }[] = [];
+    for (const [id, p] of parkedSlot) {
+      if (p.slot > now) ahead.push({ id, atMs: p.slot });
+      if (ahead.length >= SLOTS_CHECKED) break;
+    }
+    if (!ahead.length) return;
+    const kept = new Set(await repo.stillParked(ahead));
+    // Parked again here while the store was read: that slot is its own.
+    unpark(
+      ahead.filter((a) => !kept.has(a.id) && parkedSlot.get(a.id)?.slot === a.atMs).map((a) => a.id),
+      clock.nowMs(),
+    );
+  }
+
   /** Forgets slots long past (mail bounced or purged while parked, or claimed by another node). */
   function pruneSlots(now: number): void {
     for (const [id, p] of parkedSlot) if (p.slot < now - 60_000) unpark([id], now);
@@ -382,6 +405,11 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
       lastRefreshMs = now;
       pruneSlots(now);
       await readHolds(now);
+      try {
+        await checkSlots(now);
+      } catch (err) {
+        deps.logger.warn({ err }, 'checking the parked rate slots against the queue failed; tried again at the next refresh');
+      }
     },
 
     /** Whether `name` is a configured pool (the default one included). */
