@@ -181,7 +181,8 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
     }
     if (!ahead.length) return;
     const kept = new Set(await repo.stillParked(ahead));
-    // Parked again here while the store was read: that slot is its own.
+    // Parked again here while the store was read: that slot is its own. (Mail whose park is
+    // not written yet is still leased, so the store keeps it.)
     unpark(
       ahead.filter((a) => !kept.has(a.id) && parkedSlot.get(a.id)?.slot === a.atMs).map((a) => a.id),
       clock.nowMs(),
@@ -369,8 +370,9 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
         if (throttle && throttle.until_ms > now && rateOf(c.key, c.limits, now) === throttle.rate) slot = Math.min(slot, throttle.until_ms);
         if (!best || slot < best.slot) best = { c, slot, hole: slot === hole };
       }
+      // A hole is before the last slot given: that one stays the last.
       if (best!.hole) takeHole(best!.c.key, tat.get(best!.c.key) ?? now, best!.c.spacing!, false);
-      else lastParked.set(best!.c.key, Math.max(lastParked.get(best!.c.key) ?? -Infinity, best!.slot));
+      else lastParked.set(best!.c.key, best!.slot);
       parkAt(best!.c.key, best!.slot, deliveryIds);
       const rate = rateOf(best!.c.key, best!.c.limits, now)!;
       const throttled = holds.get(best!.c.key)?.throttle;
