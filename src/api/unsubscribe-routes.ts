@@ -24,8 +24,10 @@ export function unsubscribeRoutes(campaigns: CampaignService) {
       }
       ctx.body = page(
         'Unsubscribe',
-        `<p>Stop receiving emails like “${escapeHtml(state.campaign.subject)}”?</p>
-<form method="post" action="/unsubscribe/${encodeURIComponent(ctx.params.token!)}"><button type="submit" style="background:#111827;color:#fff;border:0;border-radius:6px;padding:10px 20px;font-size:15px;cursor:pointer;">Unsubscribe</button></form>`,
+        // No action attribute: the form posts back to the page's own address, which keeps the
+        // path of a publicUrl such as https://example.com/mail (a root-relative one would lose it).
+        `<p>Stop receiving emails like “${escapeHtml(state.subject)}”?</p>
+<form method="post"><button type="submit" style="background:#111827;color:#fff;border:0;border-radius:6px;padding:10px 20px;font-size:15px;cursor:pointer;">Unsubscribe</button></form>`,
       );
     });
     router.post('/unsubscribe/:token', async (ctx) => {

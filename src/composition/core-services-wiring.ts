@@ -259,6 +259,7 @@ export function wireCoreServices(o: {
     // Due times are whole milliseconds in the store (a bigint on PostgreSQL); the setting takes fractions.
     batchWindowMs: Math.round(config.campaigns.batchWindowSeconds * 1000),
     owner: nodeId,
+    sandbox: config.sandbox,
   });
   // Campaign counters follow the status events of campaign emails.
   events.on('*', (e) => (e.type.startsWith('email.') ? campaigns.onEmailEvent(e) : undefined));

@@ -77,6 +77,25 @@ export async function readForm(ctx: Context, limit = FORM_LIMIT_BYTES): Promise<
   throw badRequest(`unsupported form encoding "${type}"`);
 }
 
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/**
+ * An uploaded text file (a CSV): UTF-16 when a BOM says so (Excel's "Unicode Text"), else UTF-8,
+ * a BOM kept for the reader. Bytes that are not UTF-8 (Excel's default CSV is Windows-1252) are
+ * refused: read as U+FFFD, every "Müller" would be stored as "M\uFFFDller" without a word.
+ */
+function fileText(bytes: Buffer): string {
+  if (bytes[0] === 0xff && bytes[1] === 0xfe) return '\uFEFF' + new TextDecoder('utf-16le').decode(bytes.subarray(2));
+  if (bytes[0] === 0xfe && bytes[1] === 0xff) return '\uFEFF' + new TextDecoder('utf-16be').decode(bytes.subarray(2));
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    const lossy = bytes.toString('utf8');
+    const line = lossy.slice(0, lossy.indexOf('\uFFFD')).split('\n').length;
+    throw badRequest(`file: is not UTF-8 text (line ${line}); save it as "CSV UTF-8" and upload it again`);
+  }
+}
+
 /** RFC 7578: parts separated by --boundary, each with headers, a blank line and content. */
 export function parseMultipart(body: Buffer, boundary: string): FormBody {
   const fields = new URLSearchParams();
@@ -104,7 +123,7 @@ export function parseMultipart(body: Buffer, boundary: string): FormBody {
           continue;
         }
         if (file) throw badRequest('one file per upload');
-        file = { name: filename.replace(/^.*[\\/]/, ''), text: content.toString('utf8') };
+        file = { name: filename.replace(/^.*[\\/]/, ''), text: fileText(content) };
       } else fields.append(name, content.toString('utf8'));
     }
     pos = next + 2;

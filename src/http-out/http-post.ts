@@ -68,8 +68,10 @@ export function postPinned(target: PinnedTarget, headers: Record<string, string>
       ...(https_ && !net.isIP(target.hostname) ? { servername: target.hostname } : {}),
     };
     let req: http.ClientRequest;
+    let answer: http.IncomingMessage | undefined;
     try {
       req = (https_ ? https : http).request(options, (res) => {
+        answer = res;
         const chunks: Buffer[] = [];
         let size = 0;
         const done = (error: string | null) => {
@@ -95,7 +97,13 @@ export function postPinned(target: PinnedTarget, headers: Record<string, string>
       finish({ status: null, body: null, error: (err as Error).message });
       return;
     }
-    req.on('error', (err) => finish({ status: null, body: null, error: controller.signal.aborted ? timeoutMessage() : err.message }));
+    req.on('error', (err) => {
+      // Bytes after a complete answer (a 204 sent with a chunked terminator, a length that lies
+      // short) are a parse error of the connection, not of the answer: it counts, settled by
+      // the answer's own end or close; node:http does not reuse the connection.
+      if (answer?.complete && !controller.signal.aborted) return;
+      finish({ status: null, body: null, error: controller.signal.aborted ? timeoutMessage() : err.message });
+    });
     // A 101 goes to 'upgrade' listeners only, never to the response callback: without this one
     // node:http closed the socket and the attempt never ended (no error, no abort after close).
     req.on('upgrade', (res, socket) => {

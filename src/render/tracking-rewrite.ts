@@ -11,8 +11,24 @@ export interface TrackingRewrite {
 
 /** An opening <a> tag; quoted attribute values may contain ">". */
 const A_TAG = /<a\b(?:[^>"']|"[^"]*"|'[^']*')*>/gi;
-/** The href attribute inside a tag, with its value double-, single- or un-quoted. */
-const HREF_ATTR = /(\shref\s*=\s*)(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))/i;
+/**
+ * One attribute of a tag from where the last one ended (HTML's tokenizer: a name, then maybe "="
+ * and a value double-, single- or un-quoted). Read one after another, so " href=" inside another
+ * attribute's value (a personalised title) is never taken for the link.
+ */
+const ATTRIBUTE = /[\s/]*([^\s/>][^\s/>=]*)(?:(\s*=\s*)(?:"([^"]*)"|'([^']*)'|([^\s>]*)))?/y;
+
+/** The tag's href attribute (the first, as browsers read it): where it starts, its name and "=", its value. */
+function hrefOf(tag: string): { start: number; end: number; head: string; value: string } | undefined {
+  ATTRIBUTE.lastIndex = 2; // after "<a" or "<A"
+  for (let m = ATTRIBUTE.exec(tag); m; m = ATTRIBUTE.exec(tag)) {
+    if (m[1]!.toLowerCase() !== 'href') continue;
+    if (m[2] === undefined) return undefined;
+    const start = m.index + m[0].length - m[0].trimStart().length;
+    return { start, end: m.index + m[0].length, head: m[1]! + m[2], value: m[3] ?? m[4] ?? m[5] ?? '' };
+  }
+  return undefined;
+}
 /** Authors can keep one link untracked. */
 const NO_TRACK_ATTR = /\sdata-posthorn-notrack\b/i;
 const BODY_END = /<\/body\s*>/gi;
@@ -37,14 +53,13 @@ export function encodeAttribute(value: string): string {
 export function rewriteLinks(html: string, rewrite: (url: string) => string | undefined): string {
   return html.replace(A_TAG, (tag) => {
     if (NO_TRACK_ATTR.test(tag)) return tag;
-    const m = HREF_ATTR.exec(tag);
-    if (!m) return tag;
-    const raw = m[2] ?? m[3] ?? m[4] ?? '';
-    const url = decodeAttribute(raw).trim();
+    const href = hrefOf(tag);
+    if (!href) return tag;
+    const url = decodeAttribute(href.value).trim();
     if (!/^https?:\/\//i.test(url)) return tag; // mailto:, tel:, #anchors, relative: not ours to track
     const tracked = rewrite(url);
     if (tracked === undefined) return tag;
-    return tag.slice(0, m.index) + `${m[1]}"${encodeAttribute(tracked)}"` + tag.slice(m.index + m[0].length);
+    return tag.slice(0, href.start) + `${href.head}"${encodeAttribute(tracked)}"` + tag.slice(href.end);
   });
 }
 

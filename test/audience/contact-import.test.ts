@@ -33,19 +33,37 @@ test('CSV to contacts: known columns by their usual names, the rest as propertie
   t.throws(() => contactsFromCsv(''), { message: /is empty/ });
 });
 
+test('CSV to contacts: a row of empty cells (a spreadsheet saves the rows it once formatted as ",,,") is no row, not a refused one', (t) => {
+  const rows = contactsFromCsv('email,firstName,plan\r\na@example.org,Ann,pro\r\n,,\r\n , ,\r\nb@example.org,,\r\n,,\r\n,,\r\n');
+  t.deepEqual(rows, [
+    { line: 2, email: 'a@example.org', body: { email: 'a@example.org', firstName: 'Ann', properties: { plan: 'pro' } } },
+    { line: 5, email: 'b@example.org', body: { email: 'b@example.org' } },
+  ]);
+});
+
 test('CSV export: every property a column, formulas defused, and it reads back as the same contacts', (t) => {
   const contacts: ContactView[] = [
     { id: 'ct_1', email: 'a@example.org', firstName: '=HYPERLINK("x")', lastName: 'O"Neil, Jr', subscribed: true, unsubscribeReason: null, properties: { plan: 'pro' }, contactBookId: 'cb', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '' },
     { id: 'ct_2', email: 'b@example.org', firstName: null, lastName: null, subscribed: false, unsubscribeReason: 'UNSUBSCRIBED' as const, properties: { city: 'Oslo' }, contactBookId: 'cb', createdAt: '2026-01-02T00:00:00.000Z', updatedAt: '' },
+    // A local part may begin with "-" or "+", a phone number with "+", a balance with "-"; and a
+    // value may itself begin with the apostrophe the export puts before a formula.
+    { id: 'ct_3', email: '-jo@example.org', firstName: "'=not a formula", lastName: '@home', subscribed: true, unsubscribeReason: null, properties: { city: "''+x", phone: '+49 30 1234', plan: '-5' }, contactBookId: 'cb', createdAt: '2026-01-03T00:00:00.000Z', updatedAt: '' },
   ];
-  const csv = contactsCsvHeader(['city', 'plan']) + contactsCsvLines(contacts, ['city', 'plan']);
-  t.is(csv.split('\r\n')[0], 'email,firstName,lastName,subscribed,unsubscribeReason,createdAt,city,plan');
+  const csv = contactsCsvHeader(['city', 'phone', 'plan']) + contactsCsvLines(contacts, ['city', 'phone', 'plan']);
+  t.is(csv.split('\r\n')[0], 'email,firstName,lastName,subscribed,unsubscribeReason,createdAt,city,phone,plan');
   t.true(csv.includes(`'=HYPERLINK(""x"")`));
+  t.true(csv.includes(`'-jo@example.org,''=not a formula,'@home,`));
+  t.true(csv.includes(`,'''+x,'+49 30 1234,'-5`));
   const back = contactsFromCsv(csv);
   t.deepEqual(back.map((r) => ('body' in r ? r.body : r)), [
-    { email: 'a@example.org', firstName: `'=HYPERLINK("x")`, lastName: 'O"Neil, Jr', subscribed: true, properties: { plan: 'pro' } },
+    { email: 'a@example.org', firstName: '=HYPERLINK("x")', lastName: 'O"Neil, Jr', subscribed: true, properties: { plan: 'pro' } },
     { email: 'b@example.org', subscribed: false, properties: { city: 'Oslo' } },
+    { email: '-jo@example.org', firstName: "'=not a formula", lastName: '@home', subscribed: true, properties: { city: "''+x", phone: '+49 30 1234', plan: '-5' } },
   ]);
+  t.is(back[2]!.email, '-jo@example.org', 'a refused row names the address as written');
+  // A property key may begin with "-" too: its header cell is defused and read back as the key.
+  const keyed = contactsCsvHeader(['-note']) + contactsCsvLines([{ ...contacts[1]!, properties: { '-note': 'x' } }], ['-note']);
+  t.like(contactsFromCsv(keyed)[0], { body: { email: 'b@example.org', subscribed: false, properties: { '-note': 'x' } } });
 });
 
 test('an import a stopped process left half done carries on at the next start, and nobody is added twice', async (t) => {

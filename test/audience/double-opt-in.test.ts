@@ -138,6 +138,13 @@ test.serial('a contact who unsubscribed is never subscribed by the link; a delet
   t.is(res.status, 409);
   t.regex(res.html, /unsubscribed/);
   t.like(await getContact(bookId, id), { subscribed: false, unsubscribeReason: 'UNSUBSCRIBED' });
+  // Signing up again sends no new link to an address that unsubscribed (only a PATCH subscribes
+  // it again), so the page must not send the reader there.
+  const before = w.sink.messages.length;
+  t.is((await w.t0.request('POST', contactsPath(bookId), { body: { email: 'changed-mind@example.net' } })).status, 200);
+  await w.settle();
+  t.false(w.sink.messages.slice(before).some((m) => m.rcptTo.includes('changed-mind@example.net')));
+  t.notRegex(res.html, /sign up again/i);
   await w.t0.request('DELETE', contactsPath(bookId, `/${id}`));
   t.is((await page('GET', path)).status, 404);
 });

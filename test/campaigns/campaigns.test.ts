@@ -294,6 +294,80 @@ test.serial("a campaign's segment filters its own book only: a book change that 
   t.is(sentTo('sf').length, 0);
 });
 
+test.serial('a second unsubscribe of an unsubscribed contact (a click after the one-click POST) changes nothing and announces nothing', async (t) => {
+  const bookId = await book('Unsub twice', [{ email: 'ut1@example.net' }]);
+  await campaign(bookId, { sendNow: true });
+  await run();
+  const path = new URL(/List-Unsubscribe: <([^>]+)>/.exec(sentTo('ut1@')[0]!.raw.toString().replace(/\r\n[ \t]+/g, ' '))![1]!).pathname;
+  const seen: string[] = [];
+  const off = w.t0.app.services.events.on('contact.updated', (e) => {
+    seen.push(String(e.data.id));
+  });
+  t.teardown(() => off?.());
+  t.is((await w.t0.request('POST', path, { key: null })).status, 200);
+  const contact = () => w.t0.request('GET', `/v1/contactBooks/${bookId}/contacts`).then((r) => r.body[0]);
+  const first = await contact();
+  t.like(first, { subscribed: false, unsubscribeReason: 'UNSUBSCRIBED' });
+  t.is(seen.length, 1);
+  clock.advance(60_000);
+  const again = await w.t0.request('POST', path, { key: null });
+  t.is(again.status, 200, 'still the page that says so');
+  t.regex(String(again.body), /You are unsubscribed/);
+  t.is(seen.length, 1, 'no contact.updated for a write that changed nothing');
+  t.is((await contact()).updatedAt, first.updatedAt);
+});
+
+test.serial('the unsubscribe page posts back to the address it was opened at, also under a publicUrl with a path (behind a proxy)', async (t) => {
+  const bookId = await book('Unsub prefix', [{ email: 'up1@example.net' }]);
+  await campaign(bookId, { sendNow: true });
+  await run();
+  const path = new URL(/List-Unsubscribe: <([^>]+)>/.exec(sentTo('up1@')[0]!.raw.toString().replace(/\r\n[ \t]+/g, ' '))![1]!).pathname;
+  const page = String((await w.t0.request('GET', path, { key: null })).body);
+  const form = /<form\b[^>]*>/.exec(page)![0];
+  const action = /\saction="([^"]*)"/.exec(form)?.[1]?.replace(/&amp;/g, '&');
+  // POSTHORN_PUBLIC_URL may carry a path ("https://example.com/mail", a proxy taking it off):
+  // the browser resolves the form's target against the page's address, which has that path.
+  for (const opened of [`http://posthorn.test${path}`, `https://example.com/mail${path}`]) {
+    t.is(new URL(action ?? '', opened).href, opened, `opened at ${opened}`);
+  }
+});
+
+test.serial('an unsubscribe link of a contact deleted since unsubscribes the address if it is in the book again, and says unsubscribed if it is not', async (t) => {
+  const bookId = await book('Deleted contact', [{ email: 'dc1@example.net' }, { email: 'dc2@example.net' }]);
+  const c = await campaign(bookId, { sendNow: true });
+  await run();
+  const path = (prefix: string) => new URL(/List-Unsubscribe: <([^>]+)>/.exec(sentTo(prefix)[0]!.raw.toString().replace(/\r\n[ \t]+/g, ' '))![1]!).pathname;
+  const contacts = async () => (await w.t0.request('GET', `/v1/contactBooks/${bookId}/contacts`)).body as any[];
+  for (const x of await contacts()) t.is((await w.t0.request('DELETE', `/v1/contactBooks/${bookId}/contacts/${x.id}`)).status, 200);
+  // dc1 is imported again (a new contact, a new id); dc2 stays deleted.
+  t.is((await w.t0.request('POST', `/v1/contactBooks/${bookId}/contacts`, { body: { email: 'dc1@example.net' } })).status, 200);
+  const one = await w.t0.request('POST', path('dc1@'), { key: null });
+  t.is(one.status, 200);
+  t.regex(String(one.body), /You are unsubscribed/);
+  t.like((await contacts()).find((x) => x.email === 'dc1@example.net'), { subscribed: false, unsubscribeReason: 'UNSUBSCRIBED' });
+  t.is((await get(c.id)).unsubscribed, 1);
+  // A mail client's one-click POST for an address no longer in the book: nothing is sent to it, so it is unsubscribed.
+  const two = await fetch(`${w.t0.baseUrl}${path('dc2@')}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'List-Unsubscribe=One-Click' });
+  t.is(two.status, 200);
+  t.is((await contacts()).length, 1);
+  // The next campaign to the book reaches neither.
+  await campaign(bookId, { sendNow: true });
+  await run();
+  t.is(sentTo('dc').length, 2);
+});
+
+test.serial('the unsubscribe page names the subject the reader got, not the campaign\'s template with its {{placeholders}}', async (t) => {
+  const bookId = await book('Unsub subject', [{ email: 'us1@example.net', firstName: 'Ann & Bo' }, { email: 'us2@example.net' }]);
+  await campaign(bookId, { sendNow: true });
+  await run();
+  const path = (prefix: string) => new URL(/List-Unsubscribe: <([^>]+)>/.exec(sentTo(prefix)[0]!.raw.toString().replace(/\r\n[ \t]+/g, ' '))![1]!).pathname;
+  const ann = String((await w.t0.request('GET', path('us1@'), { key: null })).body);
+  t.true(ann.includes('“Hello Ann &amp; Bo”'), ann);
+  const other = String((await w.t0.request('GET', path('us2@'), { key: null })).body);
+  t.true(other.includes('“Hello friend”'));
+  t.false(other.includes('{{'));
+});
+
 test.serial('unsubscribe links keep working after the campaign is deleted (link, one-click POST and mailto)', async (t) => {
   const { createTransport } = await import('nodemailer');
   const bookId = await book('Deleted later', [{ email: 'dl1@example.net' }, { email: 'dl2@example.net' }, { email: 'dl3@example.net' }]);

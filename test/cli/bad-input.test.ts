@@ -236,3 +236,27 @@ test('a config file with a TOML syntax error is named in one line, with where', 
   writeFileSync(file, 'hostname = "mail.example.com"\n[http\nport = 3000\n');
   await refused(t, dir, ['--config', file, 'config', 'print'], new RegExp(`config file ${file} is not valid TOML: .* at line 2, column 6`), { code: 78 });
 });
+
+test('a domain name several teams hold needs --team: verify and set-pool never pick one of them', async (t) => {
+  const dataDir = tempDir(t, 'posthorn-bad-input-');
+  await ok(t, dataDir, ['teams', 'create', '--name', 'Acme']);
+  await ok(t, dataDir, ['teams', 'create', '--name', 'Other']);
+  await ok(t, dataDir, ['domains', 'add', 'shared-name.dev', '--team', '1']);
+  await ok(t, dataDir, ['domains', 'add', 'shared-name.dev', '--team', '2']);
+  await refused(t, dataDir, ['domains', 'verify', 'shared-name.dev'], /shared-name\.dev is a domain of several teams \(1, 2\): pass --team/);
+  await refused(t, dataDir, ['domains', 'set-pool', 'shared-name.dev', 'default'], /pass --team/);
+  // Named, each team's is found; an id needs no team.
+  t.regex(await cli(dataDir, ['domains', 'verify', 'shared-name.dev', '--team', '2']).then((r) => r.stdout), /^shared-name\.dev: /);
+  await ok(t, dataDir, ['domains', 'set-pool', '1', 'default']);
+});
+
+test('a domain or console user id past the integer range is not found, never a database error', async (t) => {
+  const dataDir = tempDir(t, 'posthorn-bad-input-');
+  await ok(t, dataDir, ['teams', 'create', '--name', 'Acme']);
+  for (const id of ['2147483648', '99999999999999999999']) {
+    await refused(t, dataDir, ['domains', 'verify', id], new RegExp(`^posthorn: domain ${id} not found$`));
+    await refused(t, dataDir, ['domains', 'set-pool', id, 'default'], new RegExp(`^posthorn: domain ${id} not found$`));
+    await refused(t, dataDir, ['users', 'delete', id], new RegExp(`^posthorn: console user ${id} not found$`));
+    await refused(t, dataDir, ['users', 'reset-password', id], new RegExp(`^posthorn: console user ${id} not found$`));
+  }
+});

@@ -28,6 +28,20 @@ test('multipart forms: fields and one file, an empty file input, names with path
   t.throws(() => parseMultipart(Buffer.from('--b\r\nContent-Disposition: form-data; name="x"\r\n\r\nno end'), 'b'), { message: /not closed/ });
 });
 
+test('an uploaded file is read as UTF-8 (a BOM names UTF-16), and a file in another encoding is refused, never imported as U+FFFD', (t) => {
+  const upload = (content: Buffer) =>
+    Buffer.concat([Buffer.from('--b\r\nContent-Disposition: form-data; name="file"; filename="list.csv"\r\n\r\n'), content, Buffer.from('\r\n--b--\r\n')]);
+  // Excel's "CSV (Comma delimited)" on Windows writes Windows-1252: "Müller" is M, 0xFC, ller.
+  const latin = Buffer.from('email,lastName\r\nm@example.org,M\xfcller\r\nn@example.org,N\r\n', 'latin1');
+  t.throws(() => parseMultipart(upload(latin), 'b'), { message: /^file: is not UTF-8 text \(line 2\)/ });
+  // Excel's "Unicode Text" is UTF-16LE with a BOM (and tabs); UTF-8 with a BOM keeps its BOM for the CSV reader.
+  const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('email\tlastName\r\nm@example.org\tMüller\r\n', 'utf16le')]);
+  t.is(parseMultipart(upload(utf16), 'b').file?.text, '\uFEFFemail\tlastName\r\nm@example.org\tMüller\r\n');
+  const utf16be = Buffer.from('\uFEFFemail\r\n', 'utf16le').swap16();
+  t.is(parseMultipart(upload(utf16be), 'b').file?.text, '\uFEFFemail\r\n');
+  t.is(parseMultipart(upload(Buffer.from('\uFEFFemail\r\nm@example.org,Müller\r\n')), 'b').file?.text, '\uFEFFemail\r\nm@example.org,Müller\r\n');
+});
+
 test('after sign-in only console paths of this site are followed', (t) => {
   t.is(safeNext('/console/emails?x=1'), '/console/emails?x=1');
   for (const bad of ['//evil.example', 'https://evil.example/console', '/\\evil.example', '/consolation', '/console/\\evil', null, undefined]) t.is(safeNext(bad), '/console', String(bad));

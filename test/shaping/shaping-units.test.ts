@@ -31,6 +31,8 @@ function memoryRepo(): ShapingRepository & { holds: ShapingHoldRow[]; usage: Map
       return i >= 0 ? holds.splice(i, 1)[0] : undefined;
     },
     pruneHolds: async () => 0,
+    // No queue here: the mail parked is taken to wait at its slot.
+    stillParked: async (slots) => slots.map((s) => s.id),
     warmupUsage: async (day) => [...usage].filter(([k]) => k.endsWith(`|${day}`)).map(([k, used]) => ({ source: k.split('|')[0]!, rollup: k.split('|')[1]!, used })),
     addWarmupUsage: async (source, rollup, day, n) => void usage.set(`${source}|${rollup}|${day}`, (usage.get(`${source}|${rollup}|${day}`) ?? 0) + n),
     pruneWarmupUsage: async () => 0,
@@ -295,4 +297,22 @@ test('a hold put while the holds are being read back is not forgotten when the (
   gate();
   await again;
   t.like(s.plan(null, 'x.example', undefined, 1), { kind: 'send' }, 'still lifted after the read');
+});
+
+test('mail planned again before its rate slot gives the slot back: it and the mail after it take the free slots, alone or with a shared store', async (t) => {
+  for (const shared of [false, true]) {
+    const clock = new ManualClock(Date.UTC(2026, 11, 1, 12, 0, 0));
+    const t0 = clock.nowMs();
+    const s = createTrafficShaper({ sources: [], pools: [], rules: [{ domain: 'slow.example', messageRate: '1/min' }], replyRules: [], builtinShaping: false, builtinReplyRules: false, hostname: 'mta.example', repo: memoryRepo(), clock, logger, shared });
+    const at = async (id: number) => {
+      const p = await s.take(null, 'slow.example', undefined, 1, [id]);
+      return p.kind === 'send' ? 0 : (p.until - t0) / 60_000;
+    };
+    t.is(await at(1), 0);
+    t.deepEqual([await at(2), await at(3), await at(4), await at(5)], [1, 2, 3, 4], `shared: ${shared}`);
+    clock.advance(10_000);
+    // An operator's retry: all four are claimed again, in any order; they keep the slots 1..4.
+    t.deepEqual([await at(5), await at(3), await at(2), await at(4)].sort(), [1, 2, 3, 4], `shared: ${shared}`);
+    t.is(await at(6), 5, `shared: ${shared}`);
+  }
 });

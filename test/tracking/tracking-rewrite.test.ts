@@ -36,6 +36,29 @@ test('only absolute http(s) hrefs of <a> tags are rewritten, in any quoting, wit
   t.is(rewriteLinks(html, () => undefined), html);
 });
 
+test('an href written inside another attribute\'s value (a personalised title) is text, never the link that is tracked and signed', (t) => {
+  // A campaign's <a title="{{firstName}}" href="https://shop.example/"> for a contact who signed up
+  // with the first name ' href=https://evil.example/': escaping leaves the spaces and "=", so the
+  // tag holds " href=" inside the title. Signing that URL would hand the contact a redirect on
+  // the sender's tracking host to a place the sender never linked to.
+  const html = [
+    '<a title=" href=https://evil.example/phish" href="https://shop.example/">Shop</a>',
+    "<a data-x=' href=\"https://evil.example/2\"' href='https://shop.example/2'>Two</a>",
+    '<a title="no link here: href=https://evil.example/3">Three</a>',
+    '<A class=b HREF = "https://shop.example/4">Four</A>',
+  ].join('\n');
+  const seen: string[] = [];
+  const out = rewriteLinks(html, (u) => {
+    seen.push(u);
+    return track(u);
+  });
+  t.deepEqual(seen, ['https://shop.example/', 'https://shop.example/2', 'https://shop.example/4']);
+  t.true(out.includes(`<A class=b HREF = "${track('https://shop.example/4').replace(/&/g, '&amp;')}">Four</A>`));
+  t.true(out.includes(`<a title=" href=https://evil.example/phish" href="${track('https://shop.example/').replace(/&/g, '&amp;')}">Shop</a>`));
+  t.true(out.includes(`<a data-x=' href="https://evil.example/2"' href="${track('https://shop.example/2').replace(/&/g, '&amp;')}">Two</a>`));
+  t.true(out.includes('<a title="no link here: href=https://evil.example/3">Three</a>'));
+});
+
 test('the pixel goes before the last </body>, or at the end without one', (t) => {
   const px = 'https://t.example/o/tok.gif';
   const out = insertPixel('<html><body><p>x</p></BODY ></html>', px);

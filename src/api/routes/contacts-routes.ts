@@ -167,7 +167,7 @@ function renderState(s: ConfirmationState, justConfirmed: boolean): string {
         ? page('Subscription confirmed', p(`Thank you. <strong>${escapeHtml(s.email)}</strong> is now subscribed to <strong>${escapeHtml(s.bookName)}</strong>.`))
         : page('Already confirmed', p(`<strong>${escapeHtml(s.email)}</strong> is already subscribed to <strong>${escapeHtml(s.bookName)}</strong>.`));
     case 'unsubscribed':
-      return page('Cannot confirm', p(`<strong>${escapeHtml(s.email)}</strong> has unsubscribed from <strong>${escapeHtml(s.bookName)}</strong>, so this link no longer subscribes it. Sign up again to get a new link.`));
+      return page('Cannot confirm', p(`<strong>${escapeHtml(s.email)}</strong> has unsubscribed from <strong>${escapeHtml(s.bookName)}</strong>, so this link no longer subscribes it. To receive these emails again, ask the sender to add you back.`));
     case 'expired':
       return page('Link expired', p('This confirmation link has expired. Sign up again to get a new one.'));
     case 'gone':

@@ -13,6 +13,7 @@ import { MAX_RECIPIENTS, trackingColumn, trackingValue, type EmailService } from
 import { parseScheduledAt } from '../emails/scheduled-at.js';
 import { badRequest, notFound } from '../errors.js';
 import type { BusEvent, EventBus } from '../events.js';
+import { substituteVariables } from '../../render/variables.js';
 import { personalizeCampaign, renderCampaignBody, withUnsubscribeLink } from './campaign-content.js';
 import { signUnsubscribeToken, verifyUnsubscribeToken } from './unsubscribe-token.js';
 import { isStorageFailure, isUniqueViolation } from '../../store/store-errors.js';
@@ -69,6 +70,8 @@ export interface CampaignServiceDeps {
   batchWindowMs: number;
   /** This node: the owner of the campaign batches it sends. */
   owner: string;
+  /** config.sandbox of this process: kept on a campaign it schedules, starts or resumes, for its batches' emails. */
+  sandbox?: boolean;
 }
 
 const list = (v: string | string[] | null | undefined) => (v === undefined || v === null ? [] : Array.isArray(v) ? v : [v]);
@@ -76,6 +79,8 @@ const list = (v: string | string[] | null | undefined) => (v === undefined || v 
 export function createCampaignService(deps: CampaignServiceDeps) {
   const { campaigns, clock } = deps;
   const running = new Set<string>();
+  /** As kept on a campaign this process schedules, starts or resumes: its batches send as that. */
+  const inSandbox = () => (deps.sandbox ? 1 : 0);
 
   function view(c: CampaignRow) {
     return {
@@ -216,6 +221,16 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       deps.logger.warn({ campaignId: c.id }, 'campaign paused: its contact book was deleted');
       return;
     }
+    if (c.accepted_in_sandbox === 1 && !deps.sandbox) {
+      // A trial: its next batch would be real mail to every contact left, which nobody asked
+      // for. Resuming it here (outside sandbox mode) is that ask.
+      await campaigns.update(c.id, { status: 'PAUSED', updated_at: now.toISOString() }, ['RUNNING']);
+      deps.logger.warn({ campaignId: c.id }, 'campaign paused: it was scheduled in sandbox mode and this server is not in sandbox mode; resume it to send the rest for real');
+      return;
+    }
+    // Its emails are accepted as the campaign was (a server in sandbox mode holds real mail
+    // instead of capturing it); before this was kept, as this process.
+    const acceptedInSandbox = c.accepted_in_sandbox === null ? undefined : c.accepted_in_sandbox === 1;
     const variables = JSON.parse(book.variables_json) as string[];
     const filter = await filterFor(c);
     const body = { subject: c.subject, html: withUnsubscribeLink(c.html ?? ''), text: c.text_body ?? '' };
@@ -260,6 +275,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
             // A contact whose data makes the message unwritable is that email's RENDERING_FAILURE, not a refused send.
             personalised: true,
             domainCache,
+            acceptedInSandbox,
             // RFC 2369 + RFC 8058: a URL for one-click POST and a mailto for older clients.
             systemHeaders: {
               'List-Unsubscribe': `<${unsubscribeUrl}>, <mailto:unsubscribe+${token}@${deps.hostname}>`,
@@ -349,6 +365,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
         batch_size: input.batchSize ?? DEFAULT_BATCH_SIZE,
         open_tracking: cols.open_tracking ?? null,
         click_tracking: cols.click_tracking ?? null,
+        accepted_in_sandbox: scheduled ? inSandbox() : null,
         cursor: null,
         next_batch_at: null,
         total: 0,
@@ -411,7 +428,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       await deps.domains.sendingDomain(scope, domainOf(parseMailbox(c.from_addr, 'from').address));
       const updated = await campaigns.update(
         id,
-        { status: 'SCHEDULED', scheduled_at: resolveWhen(input.scheduledAt), batch_size: input.batchSize ?? c.batch_size, updated_at: clock.now().toISOString() },
+        { status: 'SCHEDULED', scheduled_at: resolveWhen(input.scheduledAt), batch_size: input.batchSize ?? c.batch_size, accepted_in_sandbox: inSandbox(), updated_at: clock.now().toISOString() },
         ['DRAFT', 'SCHEDULED'],
         { withBody: true },
       );
@@ -437,7 +454,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       const future = c.scheduled_at !== null && Date.parse(c.scheduled_at) > clock.nowMs();
       // The next batch keeps its time: a pause and a resume never make room for another batch
       // within the window of the last one (a pause longer than the window resumes at once).
-      const updated = await campaigns.update(id, { status: future ? 'SCHEDULED' : 'RUNNING', updated_at: clock.now().toISOString() }, ['PAUSED']);
+      const updated = await campaigns.update(id, { status: future ? 'SCHEDULED' : 'RUNNING', accepted_in_sandbox: inSandbox(), updated_at: clock.now().toISOString() }, ['PAUSED']);
       if (!updated) throw badRequest(`campaign ${id} changed state meanwhile`);
       return { success: true, campaign: view(updated) };
     },
@@ -514,7 +531,11 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       const parsed = verifyUnsubscribeToken(deps.secret, token);
       if (!parsed) return null;
       const c = await campaigns.findByIdAnyTeam(parsed.campaignId);
-      return c ? { campaign: c, contactId: parsed.contactId } : null;
+      if (!c) return null;
+      // The subject as this reader got it; the campaign's is a template ("Hello {{firstName}}").
+      const sent = await campaigns.recipientEmail(c.id, parsed.contactId);
+      const subject = sent?.subject || substituteVariables(c.subject, {}, { escapeHtml: false });
+      return { campaign: c, contactId: parsed.contactId, subject };
     },
 
     /** POST on the link (or a mail client's RFC 8058 one-click POST): unsubscribes at once. */
@@ -524,9 +545,18 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       const c = await campaigns.findByIdAnyTeam(parsed.campaignId);
       if (!c) return false;
       const contact = await deps.contacts.unsubscribe(c.team_id, parsed.contactId, 'UNSUBSCRIBED');
-      if (!contact) return false;
-      // The contact's id, not the link's: a link may name a contact since merged into this one.
-      await campaigns.countUnsubscribe(c.id, contact.id);
+      if (contact) {
+        // The contact's id, not the link's: a link may name a contact since merged into this one.
+        await campaigns.countUnsubscribe(c.id, contact.id);
+        return true;
+      }
+      // The contact was deleted since. Its address may be in the book again (imported anew, under
+      // another id): that contact is the person who clicked. If it is not, nothing goes to the
+      // address from this book any more, which is what the reader asked for.
+      const address = (await campaigns.recipientEmail(c.id, parsed.contactId))?.address;
+      if (address === undefined) return false;
+      const again = await deps.contacts.findInBook(c.team_id, c.contact_book_id, address);
+      if (again && (await deps.contacts.unsubscribe(c.team_id, again.id, 'UNSUBSCRIBED'))) await campaigns.countUnsubscribe(c.id, parsed.contactId);
       return true;
     },
 

@@ -79,6 +79,18 @@ export function parseCsv(text: string): { records: CsvRecord[]; error?: { line: 
   return { records };
 }
 
+/**
+ * A cell that a spreadsheet would run as a formula is prefixed with ' (OWASP, CSV injection), and
+ * so is one that already looks so prefixed: the import takes one ' off again (unquote), so an
+ * export reads back as the same contacts (a "+49 ..." phone, a "-jo@..." address).
+ */
+const DEFUSED = /^'*[=+\-@\t\r]/;
+
+/** The import's side of cell(): one leading ' off a value the export defused. */
+function unquote(value: string): string {
+  return value.startsWith("'") && DEFUSED.test(value) ? value.slice(1) : value;
+}
+
 type Column = { kind: 'email' | 'firstName' | 'lastName' | 'subscribed' | 'ignored' } | { kind: 'property'; key: string };
 
 const NAMED: Record<string, Column['kind']> = {
@@ -100,7 +112,7 @@ const NAMED: Record<string, Column['kind']> = {
 };
 
 function columnOf(header: string, index: number): Column {
-  const name = header.trim();
+  const name = unquote(header.trim());
   const known = NAMED[name.toLowerCase().replace(/[\s_]/g, '')];
   if (known) return { kind: known } as Column;
   if (!PROPERTY_KEY_PATTERN.test(name)) {
@@ -120,7 +132,9 @@ export function contactsFromCsv(text: string): CsvContactRow[] {
   if (Buffer.byteLength(text) > MAX_CSV_BYTES) throw badRequest(`file: at most ${MAX_CSV_BYTES / 1024 / 1024} MB`);
   const { records, error } = parseCsv(text);
   if (records.length === 0) throw badRequest('file: is empty; the first line must name the columns, one of them email');
-  const [header, ...rows] = records;
+  const [header, ...filled] = records;
+  // A row of empty cells is no row: spreadsheets save the rows once formatted as ",,,".
+  const rows = filled.filter((r) => r.fields.some((f) => f.trim() !== ''));
   const columns = header!.fields.map(columnOf);
   if (!columns.some((c) => c.kind === 'email')) throw badRequest('file: the first line must name the columns, and one of them must be email');
   const seen = new Set<string>();
@@ -133,7 +147,7 @@ export function contactsFromCsv(text: string): CsvContactRow[] {
   if (rows.length > MAX_CSV_ROWS) throw badRequest(`file: at most ${MAX_CSV_ROWS} rows per import (this one has ${rows.length})`);
   const out: CsvContactRow[] = rows.map((r) => {
     const emailIndex = columns.findIndex((c) => c.kind === 'email');
-    const email = (r.fields[emailIndex] ?? '').trim();
+    const email = unquote((r.fields[emailIndex] ?? '').trim());
     if (r.fields.length !== columns.length) {
       return { line: r.line, email, error: `has ${r.fields.length} fields where the header has ${columns.length}` };
     }
@@ -141,7 +155,7 @@ export function contactsFromCsv(text: string): CsvContactRow[] {
     const properties: Record<string, string> = {};
     for (let i = 0; i < columns.length; i++) {
       const c = columns[i]!;
-      const value = r.fields[i]!.trim();
+      const value = unquote(r.fields[i]!.trim());
       if (c.kind === 'ignored') continue;
       if (c.kind === 'email') body.email = value;
       else if (c.kind === 'property') {
@@ -160,9 +174,9 @@ export function contactsFromCsv(text: string): CsvContactRow[] {
   return out;
 }
 
-/** A cell that a spreadsheet would run as a formula is prefixed with ' (OWASP, CSV injection). */
+/** One field of an export: defused (DEFUSED), quoted where RFC 4180 needs it. */
 function cell(value: string): string {
-  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+  const safe = DEFUSED.test(value) ? `'${value}` : value;
   return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 

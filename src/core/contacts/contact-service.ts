@@ -556,9 +556,17 @@ export function createContactService(deps: ContactServiceDeps) {
     /** For unsubscribe links, bounces and complaints: never resubscribed by an import afterwards. */
     async unsubscribe(teamId: number, contactId: string, reason: UnsubscribeReason): Promise<ContactView | undefined> {
       const row = await announced(async (tx) => {
-        const changed = await tx.unsubscribe(teamId, contactId, reason, clock.now().toISOString());
-        return { value: changed, events: changed ? [contactEvent('contact.updated', changed)] : [] };
+        const marked = await tx.unsubscribe(teamId, contactId, reason, clock.now().toISOString());
+        // A write that changes nothing announces nothing (a second click on the link).
+        return { value: marked?.row, events: marked?.changed ? [contactEvent('contact.updated', marked.row)] : [] };
       });
+      return row && contactView(row);
+    },
+
+    /** A book's contact at an address (an unsubscribe link whose contact was deleted since). */
+    async findInBook(teamId: number, bookId: string, address: string): Promise<ContactView | undefined> {
+      const email = addressOrNull(address);
+      const row = email === null ? undefined : await contacts.findByEmail({ teamId, bookId }, email);
       return row && contactView(row);
     },
 

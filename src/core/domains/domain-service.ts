@@ -9,7 +9,7 @@ import { AppError, badRequest, forbidden, notFound, notUnique } from '../errors.
 import { isIntId } from '../int-id.js';
 import type { BusEvent, EventBus, DomainEventType } from '../events.js';
 import type { AuditService, OperatorActor } from '../operators/audit-service.js';
-import { buildDnsRecords, isLocalHostname, localHostnameWarning, servedStsPolicy, type DnsRecordView } from './dns-records.js';
+import { bounceHost, buildDnsRecords, dkimHost, isLocalHostname, mtaStsPolicyHost, mtaStsTxtHost, tlsRptHost, localHostnameWarning, servedStsPolicy, type DnsRecordView } from './dns-records.js';
 import { canonicalHost, isSameOrSubdomain, normalizeDomainName } from './domain-names.js';
 import { asciiDomain } from '../emails/addresses.js';
 import { checkDomainDns, type RecordCheck } from './domain-verifier.js';
@@ -224,6 +224,16 @@ export function createDomainService(deps: DomainServiceDeps) {
     return full;
   }
 
+  /** What each host a domain asks records for puts before its name (receiving's included). */
+  const recordHostPrefixes = () => [
+    dkimHost({ dkimSelector: deps.dkimSelector, name: '' }),
+    bounceHost({ bounceLabel: deps.bounceLabel, name: '' }),
+    mtaStsTxtHost({ name: '' }),
+    mtaStsPolicyHost({ name: '' }),
+    tlsRptHost({ name: '' }),
+    '_dmarc.',
+  ];
+
   /** The settings a DNS check depends on that a PATCH can change. */
   const checkedSettings = (d: DomainRecord) => `${d.trackingDomain ?? ''}\u0000${d.receiving}`;
 
@@ -328,6 +338,10 @@ export function createDomainService(deps: DomainServiceDeps) {
     async create(scope: DomainScope, input: { name: string; region: string }): Promise<DomainView> {
       if (scope.domainId !== null) throw forbidden('an API key restricted to one domain cannot add domains');
       const { name, subdomain } = normalizeDomainName(input.name);
+      // Every host the domain asks records for is a DNS name too (at most 253 characters): a
+      // longer one could never be published, and the domain would wait for it to the end.
+      const room = 253 - Math.max(...recordHostPrefixes().map((p) => p.length));
+      if (name.length > room) throw badRequest(`name: must be at most ${room} characters, so that every host to publish records at (${dkimHost({ dkimSelector: deps.dkimSelector, name: '<name>' })} the longest) is a DNS name`);
       if (await domains.findByName(scope.teamId, name)) throw notUnique(`domain ${name} already exists in this team`);
       const { publicKeyDer, privateKeyPem } = await (deps.dkimKeyPair ?? generateDkimKeyPair)();
       const now = clock.now().toISOString();
@@ -482,7 +496,6 @@ export function createDomainService(deps: DomainServiceDeps) {
       return domains.clearVerifying();
     },
 
-    /** For the CLI: find by id or name within a team (or any team when teamId is null). */
     /**
      * Operator: the egress pool of a domain's mail (null or "default": its team's). Returns the
      * domain as changed, undefined when there is no such domain.
@@ -497,24 +510,33 @@ export function createDomainService(deps: DomainServiceDeps) {
       return d && { id: d.id, name: d.name, teamId: d.teamId, pool: d.pool };
     },
 
+    /** For the CLI: find by id or name within a team (or any team when teamId is null: 400 if several hold the name). */
     async findForCli(teamId: number | null, idOrName: string): Promise<DomainRecord | undefined> {
       if (/^\d+$/.test(idOrName)) {
-        const d = await domains.findByIdAnyTeam(Number(idOrName));
+        // Past the ids' range is no domain (PostgreSQL would refuse the number itself).
+        const d = isIntId(Number(idOrName)) ? await domains.findByIdAnyTeam(Number(idOrName)) : undefined;
         return d && (teamId === null || d.teamId === teamId) ? d : undefined;
       }
       const name = asciiDomain(canonicalHost(idOrName));
       const all = name ? await domains.findAllByName(name) : [];
+      // Several teams may hold a name: without a team, acting on one of them would be a guess.
+      const teams = [...new Set(all.map((d) => d.teamId))];
+      if (teamId === null && teams.length > 1) throw badRequest(`${name} is a domain of several teams (${teams.join(', ')}): pass --team with the one meant, or give the domain's id`);
       return all.find((d) => teamId === null || d.teamId === teamId);
     },
 
     runCheck,
 
     /** The domain a team may send from, or the reason it may not (architecture.md, Decisions: errors). */
-    async sendingDomain(scope: DomainScope, name: string): Promise<DomainRecord> {
+    /**
+     * acceptedInSandbox false: mail accepted outside sandbox mode (a campaign scheduled there)
+     * needs a verified domain on a server in sandbox mode too, as it would have when accepted.
+     */
+    async sendingDomain(scope: DomainScope, name: string, opts: { acceptedInSandbox?: boolean } = {}): Promise<DomainRecord> {
       const d = await domains.findByName(scope.teamId, canonicalHost(name));
       if (!d) throw new AppError('FORBIDDEN', `domain ${name} is not a domain of this team: add and verify it first`);
       if (scope.domainId !== null && scope.domainId !== d.id) throw forbidden(`this API key may only send from domain ${scope.domainId}`);
-      if (d.status !== 'SUCCESS' && !deps.sandbox) throw forbidden(notVerifiedMessage(d));
+      if (d.status !== 'SUCCESS' && !(deps.sandbox && opts.acceptedInSandbox !== false)) throw forbidden(notVerifiedMessage(d));
       return d;
     },
 

@@ -72,12 +72,17 @@ export async function checkSpf(resolver: DnsResolver, d: DomainRecord, hostname:
   if (spf.length > 1) return { status: 'FAILED', problem: `SPF TXT ${host}: more than one v=spf1 record (RFC 7208 4.5 makes that a permerror)` };
   const want = canonicalHost(hostname);
   const terms = spf[0]!.trim().split(/\s+/).slice(1).map((t) => t.toLowerCase());
-  const authorises = terms.some((t) => {
+  // Mechanisms are evaluated in order and none after "all" ever is (RFC 7208 5.1): ours after
+  // "~all" authorises nothing, and receivers softfail every message.
+  const end = terms.findIndex((t) => /^[-+~?]?all$/.test(t));
+  const evaluated = end < 0 ? terms : terms.slice(0, end);
+  const authorises = evaluated.some((t) => {
     const m = /^[+]?(a|include|mx|exists):(.+)$/.exec(t);
     if (m) return canonicalHost(m[2]!.split('/')[0]!) === want;
-    return t === 'mx' || t === '+mx'; // the MX we ask for at this host points at us
-  });
-  return authorises ? ok : { status: 'FAILED', problem: `SPF TXT ${host}: the record does not authorise ${hostname} (add a:${hostname})` };
+    return /^[+]?mx(\/[\d/]*)?$/.test(t); // the MX we ask for at this host points at us
+  }) || (end >= 0 && /^[+]?all$/.test(terms[end]!));
+  const add = end < 0 ? `add a:${hostname}` : `add a:${hostname} before its "${terms[end]}"${end < terms.length - 1 ? ': nothing after it is evaluated' : ''}`;
+  return authorises ? ok : { status: 'FAILED', problem: `SPF TXT ${host}: the record does not authorise ${hostname} (${add})` };
 }
 
 async function checkMxTo(resolver: DnsResolver, host: string, hostname: string, what: string): Promise<RecordCheck> {
@@ -96,12 +101,29 @@ export async function checkDmarc(resolver: DnsResolver, d: DomainRecord): Promis
   return res.records.some((r) => /^v=DMARC1\s*(;|$)/i.test(r.trim())) ? ok : { status: 'PENDING', problem: `DMARC TXT ${host}: no v=DMARC1 record` };
 }
 
+/** Hops of a CNAME chain followed before it is taken as not reaching the server. */
+const MAX_CNAME_HOPS = 8;
+
+/**
+ * The host's CNAME, followed along a chain (a CNAME query answers only its own name's record):
+ * a chain that ends at the server brings requests for the host to it as well as a direct one.
+ */
 export async function checkCname(resolver: DnsResolver, host: string, hostname: string): Promise<RecordCheck> {
-  const res = await lookup(async () => (await resolver.resolveCname(host)).records, `CNAME ${host}`);
-  if (isCheck(res)) return res;
-  return res.records.some((c) => canonicalHost(c) === canonicalHost(hostname))
-    ? ok
-    : { status: 'FAILED', problem: `CNAME ${host}: does not point at ${hostname}` };
+  const want = canonicalHost(hostname);
+  const wrong: RecordCheck = { status: 'FAILED', problem: `CNAME ${host}: does not point at ${hostname}` };
+  const seen = new Set<string>([canonicalHost(host)]);
+  let current = host;
+  for (let hop = 0; hop < MAX_CNAME_HOPS; hop++) {
+    const res = await lookup(async () => (await resolver.resolveCname(current)).records, `CNAME ${current}`);
+    if (isCheck(res)) return hop > 0 && res.status === 'PENDING' ? wrong : res; // the chain ends at a name that is no alias
+    const targets = res.records.map(canonicalHost);
+    if (targets.includes(want)) return ok;
+    const next = targets[0];
+    if (!next || seen.has(next)) return wrong; // none, the root, or a loop
+    seen.add(next);
+    current = next;
+  }
+  return wrong;
 }
 
 /** RFC 8461 3.1: exactly one v=STSv1 record, with the id of the policy we serve. */

@@ -53,6 +53,11 @@ export interface SubmitOptions {
   personalised?: boolean;
   /** SMTP submission: the envelope sender (MAIL FROM, '' for <>), kept for bounce notices (submission.bounceNotices). */
   submittedBy?: string;
+  /**
+   * Whether this mail counts as accepted in sandbox mode when not this process's mode: a
+   * campaign's batch sends as the campaign was scheduled, whichever process runs it.
+   */
+  acceptedInSandbox?: boolean;
 }
 
 export interface RenderedTemplate {
@@ -168,9 +173,10 @@ export function createEmailService(deps: EmailServiceDeps) {
     // Whether this sender may send (403) only once the whole body is valid (400 naming the
     // field): a request with a bad field is told about the field whatever its domain's state.
     const domainName = domainOf(from.address);
+    const inSandbox = opts.acceptedInSandbox ?? !!deps.sandbox;
     let domainLookup = opts.domainCache?.get(domainName);
     if (!domainLookup) {
-      domainLookup = deps.domains.sendingDomain({ teamId: ctx.teamId, domainId: ctx.domainId }, domainName);
+      domainLookup = deps.domains.sendingDomain({ teamId: ctx.teamId, domainId: ctx.domainId }, domainName, { acceptedInSandbox: inSandbox });
       opts.domainCache?.set(domainName, domainLookup);
     }
     const domain = await domainLookup;
@@ -242,7 +248,7 @@ export function createEmailService(deps: EmailServiceDeps) {
       open_tracking: trackingColumn(input.openTracking),
       click_tracking: trackingColumn(input.clickTracking),
       submitted_by: opts.submittedBy ?? null,
-      accepted_in_sandbox: deps.sandbox ? 1 : 0,
+      accepted_in_sandbox: inSandbox ? 1 : 0,
       latest_status: status,
       status_rank: statusRank(status),
       sent_at: null,

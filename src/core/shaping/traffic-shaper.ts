@@ -78,6 +78,18 @@ export const HOLDS_REFRESH_MS = 5_000;
 
 const keyOf = (source: string, rollup: string) => `${source}\u0000${rollup}`;
 
+/** Where `x` goes in the ascending `xs`. */
+function sortedIndex(xs: readonly number[], x: number): number {
+  let lo = 0;
+  let hi = xs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (xs[mid]! < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /** Why mail waits for a hold: the deliveries it parks carry this, so lifting the hold can release them. */
 export function holdReason(h: Pick<ShapingHoldRow, 'kind' | 'message_rate' | 'reason' | 'rollup'>): string {
   return h.kind === 'suspend' ? `suspended: ${h.reason}` : `throttled to ${h.message_rate} (${h.reason}) to ${h.rollup}`;
@@ -98,6 +110,93 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
   const tat = new Map<string, number>();
   /** The last slot handed to a parked message, per (source, rollup). */
   const lastParked = new Map<string, number>();
+  /**
+   * The slots handed to parked mail that are still its own, by delivery: mail claimed again
+   * (its slot came, or an operator's retry made it due before) gives its slot back, and one
+   * given back before it came is a hole that the next mail parked takes (slotHoles), rather
+   * than the rate idling there while that mail waits after the last slot.
+   */
+  const parkedSlot = new Map<number, { key: string; slot: number }>();
+  /** How many parked deliveries hold each slot, per (source, rollup). */
+  const slotUsers = new Map<string, Map<number, number>>();
+  /** Slots given back before they came, per (source, rollup): free again, earliest first. */
+  const slotHoles = new Map<string, number[]>();
+
+  /** Mail planned again gives back the slot it was parked at. */
+  function unpark(ids: readonly number[], now: number): void {
+    for (const id of ids) {
+      const p = parkedSlot.get(id);
+      if (!p) continue;
+      parkedSlot.delete(id);
+      const users = slotUsers.get(p.key);
+      const left = (users?.get(p.slot) ?? 1) - 1;
+      if (left > 0) {
+        users!.set(p.slot, left);
+        continue;
+      }
+      users?.delete(p.slot);
+      if (p.slot <= now) continue;
+      const holes = slotHoles.get(p.key) ?? [];
+      holes.splice(sortedIndex(holes, p.slot), 0, p.slot);
+      slotHoles.set(p.key, holes);
+    }
+  }
+
+  function parkAt(key: string, slot: number, ids: readonly number[]): void {
+    if (!ids.length) return;
+    for (const id of ids) parkedSlot.set(id, { key, slot });
+    const users = slotUsers.get(key) ?? new Map<number, number>();
+    users.set(slot, (users.get(slot) ?? 0) + ids.length);
+    slotUsers.set(key, users);
+  }
+
+  /** The earliest slot given back that the rate can still use (not before its next slot), taken out of the holes. */
+  function takeHole(key: string, tatMs: number, spacing: number, peek: boolean): number | undefined {
+    const holes = slotHoles.get(key);
+    if (!holes) return undefined;
+    // A hole before the rate's next slot (half a spacing of tolerance) can no longer be used.
+    let drop = 0;
+    while (drop < holes.length && holes[drop]! < tatMs - spacing / 2) drop++;
+    if (drop) holes.splice(0, drop);
+    if (!holes.length) {
+      slotHoles.delete(key);
+      return undefined;
+    }
+    return peek ? holes[0] : holes.shift();
+  }
+
+  /** How many of the earliest parked slots ahead each check against the store reads. */
+  const SLOTS_CHECKED = 5_000;
+
+  /**
+   * Gives back the slots whose mail no longer waits there: bounced, purged or cancelled while
+   * parked, or retried and parked again by another node (any node may do these). Read from the
+   * store with the holds, so a rate idles at such a slot for at most HOLDS_REFRESH_MS of parking.
+   */
+  async function checkSlots(now: number): Promise<void> {
+    const ahead: { id: number; atMs: number }[] = [];
+    for (const [id, p] of parkedSlot) {
+      if (p.slot > now) ahead.push({ id, atMs: p.slot });
+      if (ahead.length >= SLOTS_CHECKED) break;
+    }
+    if (!ahead.length) return;
+    const kept = new Set(await repo.stillParked(ahead));
+    // Parked again here while the store was read: that slot is its own. (Mail whose park is
+    // not written yet is still leased, so the store keeps it.)
+    unpark(
+      ahead.filter((a) => !kept.has(a.id) && parkedSlot.get(a.id)?.slot === a.atMs).map((a) => a.id),
+      clock.nowMs(),
+    );
+  }
+
+  /** Forgets slots long past (mail bounced or purged while parked, or claimed by another node). */
+  function pruneSlots(now: number): void {
+    for (const [id, p] of parkedSlot) if (p.slot < now - 60_000) unpark([id], now);
+    for (const [key, holes] of slotHoles) {
+      while (holes.length && holes[0]! < now) holes.shift();
+      if (!holes.length) slotHoles.delete(key);
+    }
+  }
   /** Warm-up messages per (source, rollup) on `usageDay`. */
   let usage = new Map<string, number>();
   let usageDay = '';
@@ -231,10 +330,11 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
     return chosen;
   }
 
-  function planLocal(poolName: string | null, rcptDomain: string, mxHost: string | undefined, recipients: number): ShapingPlan {
+  function planLocal(poolName: string | null, rcptDomain: string, mxHost: string | undefined, recipients: number, deliveryIds: readonly number[] = []): ShapingPlan {
     const now = clock.nowMs();
+    unpark(deliveryIds, now);
     const e = evaluate(poolName, rcptDomain, mxHost, recipients, now);
-    if (!e.ready.length) return waitPlan(e, now);
+    if (!e.ready.length) return waitPlan(e, now, deliveryIds);
     const chosen = choose(e.pool, e.ready);
     if (chosen.spacing !== undefined) tat.set(chosen.key, Math.max(tat.get(chosen.key) ?? now, now) + chosen.spacing);
     if (chosen.warmup) usage.set(chosen.key, (usage.get(chosen.key) ?? 0) + chosen.count);
@@ -252,20 +352,28 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
     };
   }
 
-  /** Nothing may send now: parked at the next free slot after the ones parked before it, or held. */
-  function waitPlan(e: Evaluation, now: number): ShapingPlan {
+  /**
+   * Nothing may send now: parked at the next free slot (one given back, else the one after those
+   * parked before it), or held. `deliveryIds` are the mail parked, so it can give its slot back.
+   */
+  function waitPlan(e: Evaluation, now: number, deliveryIds: readonly number[]): ShapingPlan {
     if (e.waiting.length) {
-      let best: { c: Candidate; slot: number } | undefined;
+      let best: { c: Candidate; slot: number; hole: boolean } | undefined;
       for (const c of e.waiting) {
         const last = lastParked.get(c.key);
-        let slot = Math.ceil(Math.max(tat.get(c.key) ?? now, last === undefined ? now : last + c.spacing!));
+        const next = tat.get(c.key) ?? now;
+        const hole = takeHole(c.key, next, c.spacing!, true);
+        let slot = hole ?? Math.ceil(Math.max(next, last === undefined ? now : last + c.spacing!));
         // A throttle's rate lasts until its end: what would wait past it goes then, at the
         // rate in force after it (not at the throttled slots, hours after the throttle ended).
         const throttle = holds.get(c.key)?.throttle;
         if (throttle && throttle.until_ms > now && rateOf(c.key, c.limits, now) === throttle.rate) slot = Math.min(slot, throttle.until_ms);
-        if (!best || slot < best.slot) best = { c, slot };
+        if (!best || slot < best.slot) best = { c, slot, hole: slot === hole };
       }
-      lastParked.set(best!.c.key, best!.slot);
+      // A hole is before the last slot given: that one stays the last.
+      if (best!.hole) takeHole(best!.c.key, tat.get(best!.c.key) ?? now, best!.c.spacing!, false);
+      else lastParked.set(best!.c.key, best!.slot);
+      parkAt(best!.c.key, best!.slot, deliveryIds);
       const rate = rateOf(best!.c.key, best!.c.limits, now)!;
       const throttled = holds.get(best!.c.key)?.throttle;
       const reason = throttled && throttled.until_ms > now && throttled.rate === rate ? holdReason(throttled) : `message rate ${rate.text} to ${e.rollup}`;
@@ -297,7 +405,13 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
       const now = clock.nowMs();
       if (now - lastRefreshMs < HOLDS_REFRESH_MS && now >= lastRefreshMs) return;
       lastRefreshMs = now;
+      pruneSlots(now);
       await readHolds(now);
+      try {
+        await checkSlots(now);
+      } catch (err) {
+        deps.logger.warn({ err }, 'checking the parked rate slots against the queue failed; tried again at the next refresh');
+      }
     },
 
     /** Whether `name` is a configured pool (the default one included). */
@@ -322,14 +436,15 @@ export function createTrafficShaper(deps: TrafficShaperDeps) {
      * What this node knows (the last slot time it saw, the budget used) only spares asking when
      * the answer is certain to be "wait". Without a shared store this is plan().
      */
-    async take(poolName: string | null, rcptDomain: string, mxHost: string | undefined, recipients: number): Promise<ShapingPlan> {
-      if (!deps.shared) return planLocal(poolName, rcptDomain, mxHost, recipients);
+    async take(poolName: string | null, rcptDomain: string, mxHost: string | undefined, recipients: number, deliveryIds: readonly number[] = []): Promise<ShapingPlan> {
+      if (!deps.shared) return planLocal(poolName, rcptDomain, mxHost, recipients, deliveryIds);
+      unpark(deliveryIds, clock.nowMs());
       for (let round = 0; ; round++) {
         const now = clock.nowMs();
         const e = evaluate(poolName, rcptDomain, mxHost, recipients, now);
         // Another node took what this one thought free: asked again with what the store said,
         // a bounded number of times (then it waits like the others).
-        if (!e.ready.length || round >= MAX_SHARED_ROUNDS) return waitPlan(e, now);
+        if (!e.ready.length || round >= MAX_SHARED_ROUNDS) return waitPlan(e, now, deliveryIds);
         const chosen = choose(e.pool, e.ready);
         if (chosen.spacing !== undefined) {
           const [slot] = await repo.takeSlots([{ source: chosen.source.name, rollup: e.rollup, spacingMs: chosen.spacing }], now);

@@ -4,6 +4,7 @@ import type { ConsoleUserRow, ConsoleUsersRepository } from '../../store/reposit
 import { isUniqueViolation } from '../../store/store-errors.js';
 import { addressKey, isValidAddress } from '../emails/addresses.js';
 import { badRequest, notFound, notUnique } from '../errors.js';
+import { isIntId } from '../int-id.js';
 import type { AuditService, OperatorActor } from '../operators/audit-service.js';
 import { dummyHash, hashPassword, PASSWORD_HASH_COST, verifyPassword } from './password-hash.js';
 
@@ -71,7 +72,8 @@ export function createUserService(deps: UserServiceDeps) {
   }
 
   async function find(idOrEmail: string): Promise<ConsoleUserRow> {
-    const u = /^\d+$/.test(idOrEmail) ? await users.findById(Number(idOrEmail)) : await users.findByEmail(addressKey(idOrEmail.trim()));
+    // An id past the ids' range is no user (PostgreSQL would refuse the number itself).
+    const u = /^\d+$/.test(idOrEmail) ? (isIntId(Number(idOrEmail)) ? await users.findById(Number(idOrEmail)) : undefined) : await users.findByEmail(addressKey(idOrEmail.trim()));
     if (!u) throw notFound(`console user ${idOrEmail} not found`);
     return u;
   }

@@ -329,7 +329,7 @@ export class DeliveryEngine {
         let plan: Extract<ShapingPlan, { kind: 'send' }> | undefined;
         const shaper = this.options.shaper;
         if (shaper) {
-          const p = await shaper.take(group.egressPool ?? null, group.rcptDomain, routed.mxHost, rest.length);
+          const p = await shaper.take(group.egressPool ?? null, group.rcptDomain, routed.mxHost, rest.length, rest.map((d) => d.id));
           if (p.kind === 'hold') {
             await this.park({ ...group, deliveries: rest }, p.until, p.reason);
             this.options.onHeld?.(p.why, p.source, p.rollup, rest.length);

@@ -211,6 +211,17 @@ export function createCampaignsRepository(db: Db) {
     async recipient(campaignId: string, contactId: string) {
       return db.selectFrom('campaign_recipients').selectAll().where('campaign_id', '=', campaignId).where('contact_id', '=', contactId).executeTakeFirst();
     },
+    /** The email a campaign sent a contact: its address and subject (the recipient row outlives the contact). */
+    async recipientEmail(campaignId: string, contactId: string): Promise<{ address: string | undefined; subject: string | null } | undefined> {
+      const row = await db
+        .selectFrom('campaign_recipients')
+        .innerJoin('emails', 'emails.id', 'campaign_recipients.email_id')
+        .select(['emails.to_json', 'emails.subject'])
+        .where('campaign_recipients.campaign_id', '=', campaignId)
+        .where('campaign_recipients.contact_id', '=', contactId)
+        .executeTakeFirst();
+      return row && { address: (JSON.parse(row.to_json) as string[])[0], subject: row.subject };
+    },
     /** Counts an unsubscribe once per recipient. */
     async countUnsubscribe(campaignId: string, contactId: string): Promise<boolean> {
       return sync.write(() => {

@@ -98,19 +98,26 @@ function build(db: Executor) {
 
     /**
      * Marks a contact unsubscribed with a reason (unsubscribe links, bounces, complaints). The id
-     * may be one the contact was merged from (a link in mail sent before the merge).
+     * may be one the contact was merged from (a link in mail sent before the merge). `changed` is
+     * false for a contact already unsubscribed for that reason (a second click, a second
+     * bounce): its row is left as it was.
      */
-    async unsubscribe(teamId: number, id: string, reason: string, nowIso: string): Promise<ContactRow | undefined> {
-      const mark = (contactId: string) =>
-        db
+    async unsubscribe(teamId: number, id: string, reason: string, nowIso: string): Promise<{ row: ContactRow; changed: boolean } | undefined> {
+      const mark = async (contactId: string) => {
+        const row = await db
           .updateTable('contacts')
           .set({ subscribed: 0, unsubscribe_reason: reason, updated_at: nowIso })
           .where('team_id', '=', teamId)
           .where('id', '=', contactId)
+          .where((eb) => eb.or([eb('subscribed', '<>', 0), eb('unsubscribe_reason', 'is', null), eb('unsubscribe_reason', '<>', reason)]))
           .returningAll()
           .executeTakeFirst();
-      const row = await mark(id);
-      if (row) return row;
+        if (row) return { row, changed: true };
+        const same = await db.selectFrom('contacts').selectAll().where('team_id', '=', teamId).where('id', '=', contactId).executeTakeFirst();
+        return same && { row: same, changed: false };
+      };
+      const marked = await mark(id);
+      if (marked) return marked;
       const merged = await mergedInto(db, id);
       return merged === undefined ? undefined : mark(merged);
     },

@@ -145,6 +145,23 @@ export function createShapingRepository(db: Db) {
       });
     },
 
+    /**
+     * Of these deliveries the shaper parked for a rate slot, those that may still wait at that
+     * slot (`atMs`): queued and either due then or leased (being parked, or attempted, right
+     * now: asked again later). One bounced, purged, cancelled, retried or parked again
+     * elsewhere since is not.
+     */
+    async stillParked(slots: readonly { id: number; atMs: number }[]): Promise<number[]> {
+      const kept: number[] = [];
+      for (let i = 0; i < slots.length; i += 500) {
+        const chunk = slots.slice(i, i + 500);
+        const at = new Map(chunk.map((x) => [x.id, x.atMs]));
+        const rows = await db.selectFrom('deliveries').select(['id', 'next_attempt_at', 'lease_owner']).where('id', 'in', [...at.keys()]).where('state', '=', 'queued').execute();
+        for (const r of rows) if (r.lease_owner !== null || Number(r.next_attempt_at) === at.get(Number(r.id))) kept.push(Number(r.id));
+      }
+      return kept;
+    },
+
     /** Forgets rates whose last slot is long past (a (source, rollup) no longer sent to). */
     async pruneRates(beforeMs: number): Promise<number> {
       const res = await db.deleteFrom('shaping_rates').where('tat_ms', '<', beforeMs).executeTakeFirst();

@@ -383,6 +383,8 @@ export interface CampaignsTable {
   /** Tracking of the campaign's emails: 1 on, 0 off, null the domain's switch (as an email's). */
   open_tracking: number | null;
   click_tracking: number | null;
+  /** 1 when scheduled, started or last resumed in sandbox mode, 0 when not: its emails are accepted as that; null before this was kept (the running process's mode). */
+  accepted_in_sandbox: number | null;
   cursor: string | null;
   next_batch_at: number | null;
   total: number;
