@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import pg from 'pg';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startMailWorld, sendBody } from '../helpers/mail-world.js';
@@ -160,16 +160,21 @@ test('store copy refuses what it cannot do, with a clear message', async (t) => 
   t.notRegex(away.stdout, /copying every table/);
 });
 
-test('store copy refuses a data directory a running posthorn serve holds, and copies it once the server is stopped', async (t) => {
-  t.timeout(120_000);
+/** A stopped SQLite app (its data dir to copy from) and an empty PostgreSQL database to copy to, both gone after the test. */
+async function stoppedSourceAndTarget(t: ExecutionContext): Promise<{ dataDir: string; url: string }> {
   const source = await startTestApp({ overrides: { store: { url: '' } } });
-  const dataDir = source.dataDir;
   await source.stop();
   const url = await createEmptyDatabase();
   t.teardown(async () => {
     await source.close();
     await dropTestDatabase(url);
   });
+  return { dataDir: source.dataDir, url };
+}
+
+test('store copy refuses a data directory a running posthorn serve holds, and copies it once the server is stopped', async (t) => {
+  t.timeout(120_000);
+  const { dataDir, url } = await stoppedSourceAndTarget(t);
   // What `posthorn serve` takes on this data directory for its life (serve-lock.ts).
   const serve = acquireServeLock(dataDir);
   const refused = await t.throwsAsync(storeCopy(dataDir, url));
@@ -236,14 +241,7 @@ test('store copy moves each id sequence past the ids SQLite ever gave, deleted r
 
 test('store copy carries a fractional millisecond SQLite stored in an integer column (a rate of 3/s spaces slots 333.3 ms apart) instead of failing on it', async (t) => {
   t.timeout(120_000);
-  const source = await startTestApp({ overrides: { store: { url: '' } } });
-  const dataDir = source.dataDir;
-  await source.stop();
-  const url = await createEmptyDatabase();
-  t.teardown(async () => {
-    await source.close();
-    await dropTestDatabase(url);
-  });
+  const { dataDir, url } = await stoppedSourceAndTarget(t);
   // The SQLite shaper's own write for a source limited to 3 messages a second: SQLite keeps the
   // theoretical arrival time as the REAL it was given (INTEGER affinity keeps a fraction).
   const store = openStore(join(dataDir, 'posthorn.db'));
