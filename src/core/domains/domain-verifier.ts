@@ -2,6 +2,7 @@ import { DnsError, type DnsResolver } from '../../lib/dns/dns-client.js';
 import type { DomainRecord, DomainStatus } from '../../store/repositories/domains-repository.js';
 import { bounceHost, dkimHost, mtaStsPolicyHost, mtaStsTxtHost, mtaStsTxtValue, tlsRptAddress, tlsRptHost } from './dns-records.js';
 import { canonicalHost } from './domain-names.js';
+import { evaluateSpf } from './spf-evaluation.js';
 
 // Looks every record up through the configured resolver and judges each one. Matching is
 // tolerant the way real DNS is: TXT character-strings are joined (RFC 7208 3.3, RFC 6376
@@ -63,6 +64,14 @@ export async function checkDkim(resolver: DnsResolver, d: DomainRecord): Promise
   return { status: 'FAILED', problem: `DKIM TXT ${host}: found, but no record carries this domain's public key` };
 }
 
+/**
+ * The SPF record at the return-path host, judged as receivers judge mail from this server: it is
+ * evaluated (RFC 7208) for every address of the hostname, and each must pass; the server may send
+ * from any of them (IPv6 to a receiver reached over IPv6), so a record that leaves one out fails
+ * some of its mail. A hostname without A/AAAA (localhost in development) has no address to
+ * evaluate for: the record is then read by name (a:, mx, include:, exists: naming the hostname,
+ * or +all, before any all).
+ */
 export async function checkSpf(resolver: DnsResolver, d: DomainRecord, hostname: string): Promise<RecordCheck> {
   const host = bounceHost(d);
   const res = await lookup(async () => (await resolver.resolveTxt(host)).records.map((chunks) => chunks.join('')), `SPF TXT ${host}`);
@@ -70,19 +79,48 @@ export async function checkSpf(resolver: DnsResolver, d: DomainRecord, hostname:
   const spf = res.records.filter((r) => /^v=spf1(\s|$)/i.test(r.trim()));
   if (spf.length === 0) return { status: 'PENDING', problem: `SPF TXT ${host}: no v=spf1 record found` };
   if (spf.length > 1) return { status: 'FAILED', problem: `SPF TXT ${host}: more than one v=spf1 record (RFC 7208 4.5 makes that a permerror)` };
-  const want = canonicalHost(hostname);
   const terms = spf[0]!.trim().split(/\s+/).slice(1).map((t) => t.toLowerCase());
   // Mechanisms are evaluated in order and none after "all" ever is (RFC 7208 5.1): ours after
   // "~all" authorises nothing, and receivers softfail every message.
   const end = terms.findIndex((t) => /^[-+~?]?all$/.test(t));
-  const evaluated = end < 0 ? terms : terms.slice(0, end);
-  const authorises = evaluated.some((t) => {
-    const m = /^[+]?(a|include|mx|exists):(.+)$/.exec(t);
-    if (m) return canonicalHost(m[2]!.split('/')[0]!) === want;
-    return /^[+]?mx(\/[\d/]*)?$/.test(t); // the MX we ask for at this host points at us
-  }) || (end >= 0 && /^[+]?all$/.test(terms[end]!));
   const add = end < 0 ? `add a:${hostname}` : `add a:${hostname} before its "${terms[end]}"${end < terms.length - 1 ? ': nothing after it is evaluated' : ''}`;
-  return authorises ? ok : { status: 'FAILED', problem: `SPF TXT ${host}: the record does not authorise ${hostname} (${add})` };
+
+  const addresses = await serverAddresses(resolver, hostname);
+  if (isCheck(addresses)) return addresses;
+  if (addresses.length === 0) {
+    const want = canonicalHost(hostname);
+    const evaluated = end < 0 ? terms : terms.slice(0, end);
+    const authorises = evaluated.some((t) => {
+      const m = /^[+]?(a|include|mx|exists):(.+)$/.exec(t);
+      if (m) return canonicalHost(m[2]!.split('/')[0]!) === want;
+      return /^[+]?mx(\/[\d/]*)?$/.test(t); // the MX we ask for at this host points at us
+    }) || (end >= 0 && /^[+]?all$/.test(terms[end]!));
+    return authorises ? ok : { status: 'FAILED', problem: `SPF TXT ${host}: the record does not authorise ${hostname} (${add}; ${hostname} has no A/AAAA record, so the record was read by name, not evaluated)` };
+  }
+
+  const results = await Promise.all(addresses.map((ip) => evaluateSpf(resolver, host, hostname, ip)));
+  const temp = results.find((r) => r.verdict === 'temperror');
+  if (temp) return { status: 'TEMPORARY_FAILURE', problem: `SPF TXT ${host}: evaluating the record for ${temp.ip} failed (temperror${temp.reason ? `: ${temp.reason}` : ''})` };
+  const perm = results.find((r) => r.verdict === 'permerror' || r.verdict === 'none');
+  if (perm) {
+    const limit = /too many/i.test(perm.reason ?? '') ? '; RFC 7208 4.6.4 allows 10 DNS-querying terms, those of includes and redirects counted' : '';
+    return { status: 'FAILED', problem: `SPF TXT ${host}: receivers cannot evaluate the record (${perm.verdict}${perm.reason ? `: ${perm.reason}` : ''}${limit}), so mail from ${hostname} fails SPF` };
+  }
+  const failing = results.filter((r) => r.verdict !== 'pass');
+  if (failing.length === 0) return ok;
+  const which = failing.map((r) => `${r.ip} (${r.verdict})`).join(', ');
+  return { status: 'FAILED', problem: `SPF TXT ${host}: the record does not authorise ${hostname} at ${which} (${add})` };
+}
+
+/** The hostname's A and AAAA addresses; none when it has neither; a check when a lookup failed for a while. */
+async function serverAddresses(resolver: DnsResolver, hostname: string): Promise<string[] | RecordCheck> {
+  const [v4, v6] = await Promise.all([
+    lookup(async () => (await resolver.resolve4(hostname)).records, `A ${hostname}`),
+    lookup(async () => (await resolver.resolve6(hostname)).records, `AAAA ${hostname}`),
+  ]);
+  const failed = [v4, v6].find((r): r is RecordCheck => isCheck(r) && r.status === 'TEMPORARY_FAILURE');
+  if (failed) return { status: 'TEMPORARY_FAILURE', problem: `SPF: the server's addresses: ${failed.problem}` };
+  return [v4, v6].flatMap((r) => (isCheck(r) ? [] : r.records));
 }
 
 async function checkMxTo(resolver: DnsResolver, host: string, hostname: string, what: string): Promise<RecordCheck> {
