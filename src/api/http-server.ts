@@ -68,6 +68,12 @@ export function createHttpApp(deps: HttpServerDeps): Koa {
     else deps.logger.debug({ err: err.message, status: err.status }, 'HTTP error');
   });
   const router = new Router();
+  // Every response, errors included: a browser takes the declared type, never one it guesses from
+  // bytes that may be a sender's (a received message, a sandbox capture).
+  app.use((ctx, next) => {
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    return next();
+  });
   if (deps.observeRequest) {
     const observe = deps.observeRequest;
     app.use(async (ctx, next) => {

@@ -72,6 +72,9 @@ const field = <T extends z.ZodType>(schema: T, doc: string): T => schema.meta({ 
 const sourceName = z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,62}$/i, 'must be 1-63 letters, digits, dots, dashes or underscores');
 const rateText = z.string().refine((v) => parseRate(v) !== undefined, { message: 'must be a rate such as "5/s", "100/min" or "2000/h"' });
 const durationText = z.string().refine((v) => parseDuration(v) !== undefined, { message: 'must be a duration such as "30s", "30m", "4h" or "1d"' });
+/** A duration that also bounds a timer: at most `max` ("1h"), well below Node's 2^31-1 ms, past which a timer fires at once. */
+const durationAtMost = (max: string) =>
+  durationText.refine((v) => parseDuration(v)! <= parseDuration(max)!, { message: `must be at most ${max}` });
 const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date, YYYY-MM-DD').refine((v) => !Number.isNaN(Date.parse(`${v}T00:00:00Z`)) && new Date(`${v}T00:00:00Z`).toISOString().startsWith(v), { message: 'must be a real date' });
 const isRegex = (v: string) => {
   try {
@@ -119,7 +122,7 @@ const shapingRuleSchema = z
     messageRate: field(rateText.optional(), 'Messages per (source, rollup), evenly spaced: "5/s", "100/min", "2000/h".'),
     maxDeliveriesPerConnection: field(z.number().int().positive().optional(), 'Messages per connection, then QUIT and reconnect.'),
     maxRecipientsPerTransaction: field(z.number().int().min(1).max(100).optional(), 'Recipients per message transaction (RCPT TO per MAIL FROM); 1 when unset. Above 1 they share a return path tagged with their domain, so one of them can report (bounce, complain) for another.'),
-    idleTimeout: field(durationText.optional(), 'An idle connection is closed after this ("30s").'),
+    idleTimeout: field(durationAtMost('1h').optional(), 'An idle connection is closed after this ("30s"); at most "1h".'),
   })
   .strict()
   .refine((r) => !r.domain !== !r.mx, { message: 'a shaping rule names exactly one of domain or mx' });

@@ -21,6 +21,34 @@ test('CSV: quotes, doubled quotes, line breaks inside fields, CRLF, a BOM and ";
   t.deepEqual(parseCsv('a,"open\nnever closed').error, { line: 1, message: 'a quoted field opened on line 1 is never closed' });
 });
 
+test('CSV: old-Mac CR-only line breaks, a quoted field after spaces, and line numbers stay right', (t) => {
+  // CR alone ends a line as LF and CRLF do, inside a quoted field too (the line count goes on).
+  t.deepEqual(parseCsv('email,name\ra@x.org,"Ann\rLee"\r\rb@x.org,Bo\r').records, [
+    { line: 1, fields: ['email', 'name'] },
+    { line: 2, fields: ['a@x.org', 'Ann\rLee'] },
+    { line: 5, fields: ['b@x.org', 'Bo'] },
+  ]);
+  t.deepEqual(parseCsv('a,b\r"open\rnever closed').error, { line: 2, message: 'a quoted field opened on line 2 is never closed' });
+  // Spaces before and after a quoted field are not part of it; inside the quotes they are.
+  t.deepEqual(parseCsv('a@x.org, "Smith, Ann" ,"x ""y"" "\n').records[0]!.fields, ['a@x.org', 'Smith, Ann', 'x "y" ']);
+  // An unquoted field keeps a quote that does not open it.
+  t.deepEqual(parseCsv('a "b" c,d\n').records[0]!.fields, ['a "b" c', 'd']);
+  const rows = contactsFromCsv('email,lastName\ra@x.org, "Smith, Ann"\r');
+  t.deepEqual(rows, [{ line: 2, email: 'a@x.org', body: { email: 'a@x.org', lastName: 'Smith, Ann' } }]);
+});
+
+test('CSV to contacts: empty header names at the end (a trailing ",") are ignored columns, which a row may leave out', (t) => {
+  const rows = contactsFromCsv('email,name,\na@x.org,Ann,\nb@x.org,Bo\nc@x.org,Cy,\n');
+  t.deepEqual(rows, [
+    { line: 2, email: 'a@x.org', body: { email: 'a@x.org', properties: { name: 'Ann' } } },
+    { line: 3, email: 'b@x.org', body: { email: 'b@x.org', properties: { name: 'Bo' } } },
+    { line: 4, email: 'c@x.org', body: { email: 'c@x.org', properties: { name: 'Cy' } } },
+  ]);
+  t.like(contactsFromCsv('email,name,,\na@x.org,Ann,,\n')[0], { body: { email: 'a@x.org', properties: { name: 'Ann' } } });
+  // An empty name between named columns is still a mistake in the header.
+  t.throws(() => contactsFromCsv('email,,name\n'), { message: /column 2 \(""\) is neither/ });
+});
+
 test('CSV to contacts: known columns by their usual names, the rest as properties; each bad row says why; a bad header refuses the file', (t) => {
   const rows = contactsFromCsv('E-mail,First Name,surname,Subscribed,plan\nA@Example.org,Ann,Lee,yes,pro\nb@example.org,,,no,\nc@example.org,Cy\nd@example.org,D,E,perhaps,x\n');
   t.deepEqual(rows[0], { line: 2, email: 'A@Example.org', body: { email: 'A@Example.org', firstName: 'Ann', lastName: 'Lee', subscribed: true, properties: { plan: 'pro' } } });

@@ -182,6 +182,16 @@ test('outbound SMTP timeouts: defaults are the client pool\'s, environment names
   t.throws(() => loadConfig({ env: { POSTHORN_OUTBOUND_SOCKET_TIMEOUT_MS: '5' } }), { instanceOf: ConfigError, message: /socketTimeoutMs/ });
 });
 
+test('a shaping rule\'s idleTimeout is at most 1h: a longer one would overflow the timer and close idle connections at once', (t) => {
+  const shaping = (idleTimeout: string) => ({ env: { POSTHORN_OUTBOUND_SHAPING: JSON.stringify([{ mx: 'example.com', idleTimeout }]) } });
+  t.is(loadConfig(shaping('1h')).outbound.shaping[0]!.idleTimeout, '1h');
+  t.is(loadConfig(shaping('30s')).outbound.shaping[0]!.idleTimeout, '30s');
+  for (const long of ['61m', '25d', '30d']) {
+    t.throws(() => loadConfig(shaping(long)), { instanceOf: ConfigError, message: /outbound\.shaping.*idleTimeout.*must be at most 1h/ });
+  }
+  t.throws(() => loadConfig(shaping('soon')), { instanceOf: ConfigError, message: /idleTimeout.*must be a duration/ });
+});
+
 test('config.example.toml is what the schema writes: every key, at its default, with its variable', (t) => {
   const committed = readFileSync(new URL('../../../config.example.toml', import.meta.url), 'utf8');
   t.is(committed, configExample(), 'regenerate it with: node bin/posthorn config example > config.example.toml');

@@ -119,6 +119,9 @@ test.serial('with receiving on, a signed message is stored before the 250 with p
 
   const raw = await fetch(`${t0.baseUrl}/v1/receivedEmails/${id}/raw`, { headers: { authorization: `Bearer ${t0.key}` } });
   t.is(raw.headers.get('content-type'), 'message/rfc822');
+  // Someone else's bytes, from the API's origin: a download, never a page a browser renders.
+  t.is(raw.headers.get('content-disposition'), `attachment; filename="${id}.eml"`);
+  t.is(raw.headers.get('x-content-type-options'), 'nosniff');
   const bytes = Buffer.from(await raw.arrayBuffer());
   const text = bytes.toString();
   t.true(text.startsWith('Return-Path: <bounce-42@partner.com>\r\n'));

@@ -82,7 +82,11 @@ test.serial('a never-verified domain sends: DELIVERED to the capture mailbox thr
     t.regex(m.envelope.mailFrom, new RegExp(`^bounces\\+${emailId}_[0-9a-f]{12}@bounces\\.fresh-start\\.dev$`));
   }
 
-  const one = (await w.t0.request('GET', `/v1/sandbox/messages/${list.messages[0].id}`)).body;
+  const oneRes = await w.t0.request('GET', `/v1/sandbox/messages/${list.messages[0].id}`);
+  // The raw message travels as a JSON string: the type is JSON, and a browser may not sniff another.
+  t.is(oneRes.headers.get('x-content-type-options'), 'nosniff');
+  t.regex(oneRes.headers.get('content-type') ?? '', /^application\/json/);
+  const one = oneRes.body;
   t.is(one.domainId, fresh.id);
   t.is(one.sizeBytes, Buffer.byteLength(one.raw));
   t.regex(one.raw, /^DKIM-Signature: /m);
@@ -145,6 +149,7 @@ test('outside sandbox mode the routes are 404, and an unverified domain is refus
     const list = await t0.request('GET', '/v1/sandbox/messages');
     t.is(list.status, 404);
     t.regex(list.body.error.message, /sandbox mode is off/);
+    t.is(list.headers.get('x-content-type-options'), 'nosniff', 'errors too: every API response');
     t.is((await t0.request('GET', '/v1/sandbox/messages/sm_abcdefghijklmnopqrstu')).status, 404);
     t.is((await t0.request('GET', '/health', { key: null })).body.sandbox, false);
     const d = (await t0.request('POST', '/v1/domains', { body: { name: 'not-yet.dev', region: 'local' } })).body;

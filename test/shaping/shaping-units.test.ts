@@ -5,6 +5,8 @@ import { parseDuration, parseRate } from '../../src/lib/rate-spec.js';
 import { loadConfig } from '../../src/config/load.js';
 import { BUILTIN_REPLY_RULES, BUILTIN_SHAPING, ShapingRules, compileReplyRule, matchReply } from '../../src/core/shaping/shaping-rules.js';
 import { createTrafficShaper } from '../../src/core/shaping/traffic-shaper.js';
+import { createShapingOperator } from '../../src/core/shaping/shaping-view.js';
+import type { AuditService } from '../../src/core/operators/audit-service.js';
 import { STANDARD_WARMUP } from '../../src/core/shaping/warmup-schedule.js';
 import { MinHeap } from '../../src/lib/min-heap.js';
 import type { ShapingHoldRow, ShapingRepository } from '../../src/store/repositories/shaping-repository.js';
@@ -103,6 +105,25 @@ test('a rule for an IDN domain or MX suffix applies however it was written: U-la
   t.like(rules.limits('ip1', 'xn--bcher-kva.example'), { messageRate: { count: 1, perMs: 1000 } });
   t.is(rules.rollupOf('shop.example', 'in.mail.xn--bcher-host-9db.example'), 'mail.xn--bcher-host-9db.example');
   t.like(rules.limits('ip1', 'mail.xn--bcher-host-9db.example'), { connectionLimit: 3 });
+});
+
+test('the operator\'s summary lists the configured rates under the rollup mail is counted in: A-labels, lowercase, as the queue names it', async (t) => {
+  const rules = [
+    { domain: 'Bücher.example', messageRate: '1/s' },
+    { mx: '.Mail.Bücher-Host.example.', messageRate: '5/s' },
+    { domain: 'Plain.Example', source: 'ip1', messageRate: '2/s' },
+  ];
+  const { s, clock, repo } = shaper({ rules, builtinShaping: false });
+  await s.load();
+  const operator = createShapingOperator({ shaper: s, repo, rules, builtinShaping: false, audit: {} as AuditService, clock, wake: () => {}, engineHere: () => true });
+  t.deepEqual(
+    (await operator.state()).rates.map((r) => [r.source, r.rollup, r.messageRate]),
+    [
+      [null, 'xn--bcher-kva.example', '1/s'],
+      [null, 'mail.xn--bcher-host-9db.example', '5/s'],
+      ['ip1', 'plain.example', '2/s'],
+    ],
+  );
 });
 
 test('the built-in reply rules know the providers\u2019 replies, and nothing else', (t) => {

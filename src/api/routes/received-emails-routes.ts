@@ -44,7 +44,7 @@ export function receivedEmailsRoutes(received: ReceivedEmailService): RouteDef[]
       path: '/receivedEmails/:id/raw',
       access: 'full',
       tag,
-      summary: 'The received message as stored (message/rfc822), with our trace fields on top.',
+      summary: 'The received message as stored (message/rfc822, as a download), with our trace fields on top.',
       request: { params },
       // RFC 2046 5.2.1: a whole message is message/rfc822.
       response: rawMessageSchema,
@@ -52,7 +52,8 @@ export function receivedEmailsRoutes(received: ReceivedEmailService): RouteDef[]
       errors: [404],
       handler: async ({ auth, input, koa }) => {
         const { id, raw } = await received.raw(scope(auth), input.params.id);
-        koa.set('Content-Disposition', `inline; filename="${id.replace(/[^A-Za-z0-9_]/g, '')}.eml"`);
+        // Someone else's bytes from the API's origin: a download, never a page a browser renders.
+        koa.set('Content-Disposition', `attachment; filename="${id.replace(/[^A-Za-z0-9_]/g, '')}.eml"`);
         return raw;
       },
     }),

@@ -18,10 +18,13 @@ export interface CsvRecord {
   fields: string[];
 }
 
-/** RFC 4180 with the usual leniencies: LF or CRLF, a UTF-8 BOM, ';' when the header has no ','. */
+/**
+ * RFC 4180 with the usual leniencies: LF, CRLF or CR alone (old Mac files) as line break, a
+ * UTF-8 BOM, ';' when the header has no ',', and spaces around a quoted field (`a, "b, c"`).
+ */
 export function parseCsv(text: string): { records: CsvRecord[]; error?: { line: number; message: string } } {
   const src = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
-  const firstLine = src.slice(0, src.search(/\r?\n|$/));
+  const firstLine = src.slice(0, src.search(/[\r\n]|$/));
   const delimiter = !firstLine.includes(',') && firstLine.includes(';') ? ';' : firstLine.includes(',') || !firstLine.includes('\t') ? ',' : '\t';
   const records: CsvRecord[] = [];
   let fields: string[] = [];
@@ -30,12 +33,20 @@ export function parseCsv(text: string): { records: CsvRecord[]; error?: { line: 
   let recordLine = 1;
   let i = 0;
   let quotedAt = -1;
-  const endRecord = () => {
+  // After a closing quote, spaces up to the delimiter are padding, not content.
+  let closed = false;
+  let pad = '';
+  const endField = () => {
     fields.push(field);
+    field = '';
+    closed = false;
+    pad = '';
+  };
+  const endRecord = () => {
+    endField();
     // A blank line is no record (a trailing newline, an empty line between rows).
     if (!(fields.length === 1 && fields[0] === '')) records.push({ line: recordLine, fields });
     fields = [];
-    field = '';
   };
   while (i < src.length) {
     const c = src[i]!;
@@ -47,30 +58,38 @@ export function parseCsv(text: string): { records: CsvRecord[]; error?: { line: 
           continue;
         }
         quotedAt = -1;
+        closed = true;
         i++;
         continue;
       }
-      if (c === '\n') line++;
+      if (c === '\n' || (c === '\r' && src[i + 1] !== '\n')) line++;
       field += c;
       i++;
       continue;
     }
-    if (c === '"' && field === '') {
+    if (c === '"' && !closed && /^ *$/.test(field)) {
+      // Spaces before the opening quote are padding (RFC 4180 has none, spreadsheets write them).
+      field = '';
       quotedAt = line;
       i++;
     } else if (c === delimiter) {
-      fields.push(field);
-      field = '';
+      endField();
       i++;
     } else if (c === '\r' && src[i + 1] === '\n') {
       i++;
-    } else if (c === '\n') {
+    } else if (c === '\n' || c === '\r') {
       endRecord();
       line++;
       recordLine = line;
       i++;
+    } else if (c === ' ' && closed) {
+      pad += c;
+      i++;
     } else {
-      field += c;
+      // Text after a closed quote is kept as written (lenient), spaces before it included.
+      field += pad + c;
+      closed = false;
+      pad = '';
       i++;
     }
   }
@@ -135,7 +154,11 @@ export function contactsFromCsv(text: string): CsvContactRow[] {
   const [header, ...filled] = records;
   // A row of empty cells is no row: spreadsheets save the rows once formatted as ",,,".
   const rows = filled.filter((r) => r.fields.some((f) => f.trim() !== ''));
-  const columns = header!.fields.map(columnOf);
+  // Empty names at the end of the header (a trailing delimiter) are ignored columns, which a
+  // row may leave out; an empty name between named columns is still refused by columnOf.
+  let named = header!.fields.length;
+  while (named > 1 && header!.fields[named - 1]!.trim() === '') named--;
+  const columns: Column[] = header!.fields.map((h, i) => (i < named ? columnOf(h, i) : { kind: 'ignored' }));
   if (!columns.some((c) => c.kind === 'email')) throw badRequest('file: the first line must name the columns, and one of them must be email');
   const seen = new Set<string>();
   for (const c of columns) {
@@ -148,15 +171,15 @@ export function contactsFromCsv(text: string): CsvContactRow[] {
   const out: CsvContactRow[] = rows.map((r) => {
     const emailIndex = columns.findIndex((c) => c.kind === 'email');
     const email = unquote((r.fields[emailIndex] ?? '').trim());
-    if (r.fields.length !== columns.length) {
-      return { line: r.line, email, error: `has ${r.fields.length} fields where the header has ${columns.length}` };
+    if (r.fields.length < named || r.fields.length > columns.length) {
+      return { line: r.line, email, error: `has ${r.fields.length} fields where the header has ${named === columns.length ? named : `${named} to ${columns.length}`}` };
     }
     const body: Record<string, unknown> = {};
     const properties: Record<string, string> = {};
     for (let i = 0; i < columns.length; i++) {
       const c = columns[i]!;
-      const value = unquote(r.fields[i]!.trim());
       if (c.kind === 'ignored') continue;
+      const value = unquote(r.fields[i]!.trim());
       if (c.kind === 'email') body.email = value;
       else if (c.kind === 'property') {
         if (value !== '') properties[c.key] = value;

@@ -145,6 +145,11 @@ function ruleName(name: string): string {
   return asciiDomain(name) || name.toLowerCase();
 }
 
+/** The rollup a shaping rule's mail is counted in: its domain, or its MX suffix without outer dots, as DNS has it. */
+export function ruleRollup(r: Pick<ShapingRuleSpec, 'domain' | 'mx'>): string {
+  return r.domain ? ruleName(r.domain) : ruleName((r.mx ?? '').replace(/^\.+|\.+$/g, ''));
+}
+
 /** Resolves rollups and the limits of each (source, rollup), cached. */
 export class ShapingRules {
   private readonly domainRules = new Map<string, ShapingRuleSpec[]>();
@@ -157,8 +162,8 @@ export class ShapingRules {
   constructor(rules: readonly ShapingRuleSpec[]) {
     for (const r of rules) {
       // Rollups are compared with stored recipient domains and MX names: lowercased, A-labels.
-      if (r.domain) push(this.domainRules, ruleName(r.domain), r);
-      else if (r.mx) push(this.mxRules, ruleName(r.mx.replace(/^\.+|\.+$/g, '')), r);
+      if (r.domain) push(this.domainRules, ruleRollup(r), r);
+      else if (r.mx) push(this.mxRules, ruleRollup(r), r);
     }
     this.mxSuffixes = [...this.mxRules.keys()].sort((a, b) => b.length - a.length);
   }

@@ -2,7 +2,7 @@ import type { Clock } from '../../lib/clock.js';
 import type { ShapingHoldRow, ShapingRepository } from '../../store/repositories/shaping-repository.js';
 import { notFound } from '../errors.js';
 import type { AuditService, OperatorActor } from '../operators/audit-service.js';
-import { BUILTIN_SHAPING, type ShapingRuleSpec } from './shaping-rules.js';
+import { BUILTIN_SHAPING, ruleRollup, type ShapingRuleSpec } from './shaping-rules.js';
 import { HOLDS_REFRESH_MS, type TrafficShaper } from './traffic-shaper.js';
 import { utcDay, warmupBudget, warmupDay } from './warmup-schedule.js';
 
@@ -79,7 +79,8 @@ export function createShapingOperator(deps: ShapingOperatorDeps) {
       });
       const configured = [...(deps.builtinShaping ? BUILTIN_SHAPING : []), ...deps.rules]
         .filter((r) => r.messageRate !== undefined)
-        .map((r) => ({ source: r.source ?? null, rollup: (r.domain ?? r.mx)!, messageRate: r.messageRate!, until: null, reason: null }));
+        // Named as the queue and the holds name it (A-labels, lowercase), not as typed in the file.
+        .map((r) => ({ source: r.source ?? null, rollup: ruleRollup(r), messageRate: r.messageRate!, until: null, reason: null }));
       const throttles = holds
         .filter((h) => h.kind === 'throttle')
         .map((h) => ({ source: h.source, rollup: h.rollup, messageRate: h.message_rate ?? '', until: new Date(h.until_ms).toISOString(), reason: h.reason }));
