@@ -2,6 +2,11 @@ import test from 'ava';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 import { publishRecords } from '../helpers/domain-fixtures.js';
 import { twoTeams } from '../helpers/two-teams.js';
+import { testDkimKeyPair } from '../helpers/test-keys.js';
+import { createDomainService } from '../../src/core/domains/domain-service.js';
+import { createDomainsRepository } from '../../src/store/repositories/domains-repository.js';
+import { systemClock } from '../../src/lib/clock.js';
+import { createLogger } from '../../src/lib/logger.js';
 
 // Several teams may add one name, each proving it with its own DKIM key. Each key needs a host
 // of its own: two keys published at one <selector>._domainkey.<name> leave receivers to fetch
@@ -81,4 +86,47 @@ test.serial('a name added after its domain was deleted does not reuse the delete
   await api('DELETE', `/v1/domains/${old.id}`, undefined);
   const again = await add('gone.dev', keyB);
   t.not(selectorOf(again), 'posthorn');
+});
+
+test.serial('two teams adding one name at the same moment, each before the other’s row exists, still get two DKIM hosts', async (t) => {
+  // Both creates read the name's holders before either inserts (a barrier in the read): each
+  // picks the plain selector, and the check after the insert must part them.
+  const app = w.t0.app;
+  const repo = createDomainsRepository(app.store.db);
+  let waiting: (() => void)[] = [];
+  const domains: typeof repo = {
+    ...repo,
+    async dkimSelectorsOfName(name: string) {
+      const taken = await repo.dkimSelectorsOfName(name);
+      if (name === 'race.dev' && waiting.length < 2) {
+        await new Promise<void>((resolve) => {
+          waiting.push(resolve);
+          if (waiting.length === 2) for (const go of waiting) go();
+        });
+      }
+      return taken;
+    },
+  };
+  const service = createDomainService({
+    domains,
+    resolver: app.resolver,
+    clock: systemClock,
+    events: app.services.events,
+    logger: createLogger('silent'),
+    hostname: 'mx.posthorn.test',
+    dkimSelector: 'posthorn',
+    bounceLabel: 'bounces',
+    dkimKeyPair: testDkimKeyPair,
+  });
+  const teamB = (await api('GET', '/v1/domains/' + (await add('race-b-probe.dev', keyB)).id, keyB)).teamId;
+  const [a, b] = await Promise.all([
+    service.create({ teamId: w.t0.teamId, domainId: null }, { name: 'race.dev', region: 'local' }),
+    service.create({ teamId: teamB, domainId: null }, { name: 'race.dev', region: 'local' }),
+  ]);
+  t.is(waiting.length, 2, 'both read before either inserted');
+  waiting = [];
+  t.not(dkimRecord(a).name, dkimRecord(b).name);
+  // what a later read shows is what create answered
+  t.is(dkimRecord(await api('GET', `/v1/domains/${a.id}`, undefined)).name, dkimRecord(a).name);
+  t.is(dkimRecord(await api('GET', `/v1/domains/${b.id}`, keyB)).name, dkimRecord(b).name);
 });
