@@ -265,7 +265,7 @@ export const configSchema = z
       timeoutMs: key(z.number().int().positive().default(2000), { doc: 'Timeout of one DNS try, in milliseconds.' }),
     }),
     domains: section({
-      dkimSelector: key(z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/i).default('posthorn'), { doc: 'DKIM selector: the key is published at <selector>._domainkey.<domain>.' }),
+      dkimSelector: key(z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/i).default('posthorn'), { doc: 'DKIM selector: the key is published at <selector>._domainkey.<domain>. A domain whose name another domain (or the server itself) already holds gets <selector>-<8 hex> instead, so each key has its own host.' }),
       bounceLabel: key(z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/i).default('bounces'), {
         doc: 'Label of the return-path (bounce) host: <bounceLabel>.<domain> gets MX and SPF records, and VERP bounces come back there.',
       }),

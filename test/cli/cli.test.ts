@@ -112,6 +112,11 @@ test('domains add prints the records; verify checks them through the configured 
     t.is(ok.code, 0, ok.stderr);
     t.regex(ok.stdout, /cli-example\.com: SUCCESS/);
     t.regex((await run(process.execPath, [BIN, 'domains', 'list'], { env })).stdout, /cli-example\.com\s+SUCCESS/);
+    // Another team adding the name is given a selector of its own: its key is published beside the first's.
+    const team = (await run(process.execPath, [BIN, 'teams', 'create', '--name', 'Other'], { env })).stdout.trim();
+    const other = (await run(process.execPath, [BIN, 'domains', 'add', 'cli-example.com', '--team', team], { env })).stdout;
+    t.regex(other, /posthorn-[0-9a-f]{8}\._domainkey\.cli-example\.com/);
+    t.notRegex(other, /\sposthorn\._domainkey\./);
     // A name typed in Unicode is the domain in A-labels: added, its records and a verify by either spelling.
     const idn = (await run(process.execPath, [BIN, 'domains', 'add', 'Bücher-CLI.com'], { env })).stdout;
     t.regex(idn, /posthorn\._domainkey\.xn--bcher-cli-q9a\.com/);

@@ -1,5 +1,6 @@
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { twoTeams } from '../helpers/two-teams.js';
 
 // A name is at most 253 characters, and so is every host whose record a domain asks for
 // (<selector>._domainkey.<name>, _smtp._tls.<name>, ...): a longer one cannot be published,
@@ -47,4 +48,19 @@ test('a tracking domain longer than 253 characters is 400', async (t) => {
   const res = await t0.request('PATCH', `/v1/domains/${d.id}`, { body: { trackingDomain: host } });
   t.is(res.status, 400);
   t.regex(res.body.error.message, /^trackingDomain: /);
+});
+
+test('the room is counted with the selector the domain gets: a second team’s longer selector leaves less', async (t) => {
+  const keyB = (await twoTeams(t0)).b.key;
+  const longest = 253 - 'posthorn._domainkey.'.length;
+  const name = `c${nameOf(longest).slice(1)}`;
+  t.is((await t0.request('POST', '/v1/domains', { body: { name, region: 'r' } })).status, 200);
+  const refused = await t0.request('POST', '/v1/domains', { body: { name, region: 'r' }, key: keyB });
+  t.is(refused.status, 400);
+  t.regex(refused.body.error.message, /^name: must be at most \d+ characters, so that every host to publish records at \(posthorn-[a-z0-9]+\._domainkey\.<name> the longest\)/);
+  const shorter = nameOf(longest - 20);
+  t.is((await t0.request('POST', '/v1/domains', { body: { name: shorter, region: 'r' } })).status, 200);
+  const second = await t0.request('POST', '/v1/domains', { body: { name: shorter, region: 'r' }, key: keyB });
+  t.is(second.status, 200, JSON.stringify(second.body));
+  t.true(second.body.dnsRecords.every((r: { name: string }) => r.name.length <= 253));
 });

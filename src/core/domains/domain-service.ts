@@ -14,6 +14,7 @@ import { canonicalHost, isSameOrSubdomain, normalizeDomainName } from './domain-
 import { asciiDomain } from '../emails/addresses.js';
 import { checkDomainDns, type RecordCheck } from './domain-verifier.js';
 import { receivingOwners } from './name-owners.js';
+import { pickDkimSelector, suffixedSelector } from './dkim-selectors.js';
 import { isUniqueViolation } from '../../store/store-errors.js';
 
 /** A sending domain as core hands it to the edges (the outbound engine, the inbound listener). */
@@ -224,15 +225,35 @@ export function createDomainService(deps: DomainServiceDeps) {
     return full;
   }
 
-  /** What each host a domain asks records for puts before its name (receiving's included). */
-  const recordHostPrefixes = () => [
-    dkimHost({ dkimSelector: deps.dkimSelector, name: '' }),
+  /** What each host a domain with this selector asks records for puts before its name (receiving's included). */
+  const recordHostPrefixes = (dkimSelector: string) => [
+    dkimHost({ dkimSelector, name: '' }),
     bounceHost({ bounceLabel: deps.bounceLabel, name: '' }),
     mtaStsTxtHost({ name: '' }),
     mtaStsPolicyHost({ name: '' }),
     tlsRptHost({ name: '' }),
     '_dmarc.',
   ];
+
+  /** The DKIM selectors a new domain of this name must not use (dkim-selectors.ts): its other holders'. */
+  async function selectorsTaken(name: string, exceptId?: number): Promise<string[]> {
+    const taken = (await domains.dkimSelectorsOfName(name)).filter((o) => o.id !== exceptId).map((o) => o.dkimSelector);
+    // The server's own mail is signed at <selector>._domainkey.<hostname> (server-dkim-key.ts).
+    if (canonicalHost(deps.hostname) === name) taken.push(deps.dkimSelector);
+    return taken;
+  }
+
+  /**
+   * Two teams adding one name at once each pick a selector before the other's row exists. Each
+   * checks after its insert: one that finds another holder with its selector moves to a fresh
+   * one (both may; the later commit always sees the earlier). Nobody has published anything yet.
+   */
+  async function ownSelector(d: DomainRecord): Promise<DomainRecord> {
+    const taken = await selectorsTaken(d.name, d.id);
+    if (!taken.some((s) => s.toLowerCase() === d.dkimSelector.toLowerCase())) return d;
+    const dkimSelector = pickDkimSelector(suffixedSelector(deps.dkimSelector), taken);
+    return (await domains.update(d.id, { dkimSelector, updatedAt: clock.now().toISOString() })) ?? d;
+  }
 
   /** The settings a DNS check depends on that a PATCH can change. */
   const checkedSettings = (d: DomainRecord) => `${d.trackingDomain ?? ''}\u0000${d.receiving}`;
@@ -338,11 +359,12 @@ export function createDomainService(deps: DomainServiceDeps) {
     async create(scope: DomainScope, input: { name: string; region: string }): Promise<DomainView> {
       if (scope.domainId !== null) throw forbidden('an API key restricted to one domain cannot add domains');
       const { name, subdomain } = normalizeDomainName(input.name);
+      if (await domains.findByName(scope.teamId, name)) throw notUnique(`domain ${name} already exists in this team`);
+      const dkimSelector = pickDkimSelector(deps.dkimSelector, await selectorsTaken(name));
       // Every host the domain asks records for is a DNS name too (at most 253 characters): a
       // longer one could never be published, and the domain would wait for it to the end.
-      const room = 253 - Math.max(...recordHostPrefixes().map((p) => p.length));
-      if (name.length > room) throw badRequest(`name: must be at most ${room} characters, so that every host to publish records at (${dkimHost({ dkimSelector: deps.dkimSelector, name: '<name>' })} the longest) is a DNS name`);
-      if (await domains.findByName(scope.teamId, name)) throw notUnique(`domain ${name} already exists in this team`);
+      const room = 253 - Math.max(...recordHostPrefixes(dkimSelector).map((p) => p.length));
+      if (name.length > room) throw badRequest(`name: must be at most ${room} characters, so that every host to publish records at (${dkimHost({ dkimSelector, name: '<name>' })} the longest) is a DNS name`);
       const { publicKeyDer, privateKeyPem } = await (deps.dkimKeyPair ?? generateDkimKeyPair)();
       const now = clock.now().toISOString();
       let d: DomainRecord;
@@ -353,7 +375,7 @@ export function createDomainService(deps: DomainServiceDeps) {
           region: input.region,
           status: 'PENDING',
           subdomain,
-          dkimSelector: deps.dkimSelector,
+          dkimSelector,
           dkimPrivateKey: privateKeyPem,
           publicKey: publicKeyDer.toString('base64'),
           bounceLabel: deps.bounceLabel,
@@ -388,6 +410,7 @@ export function createDomainService(deps: DomainServiceDeps) {
         if (isUniqueViolation(err, 'domains')) throw notUnique(`domain ${name} already exists in this team`);
         throw err;
       }
+      d = await ownSelector(d);
       if (isLocalHostname(deps.hostname)) {
         deps.logger.warn({ event: 'domain.localhost_records', domainId: d.id, teamId: d.teamId, domain: d.name, hostname: deps.hostname }, `domain ${d.name} added, but ${localHostnameWarning(deps.hostname, deps.sandbox)}`);
       }

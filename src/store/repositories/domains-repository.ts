@@ -253,6 +253,14 @@ export function createDomainsRepository(db: Db) {
     async findAllByName(name: string): Promise<DomainRecord[]> {
       return (await live().where('name', '=', name).orderBy('id').execute()).map(fromRow);
     },
+    /**
+     * The DKIM selectors of every domain of any team with this name, deleted ones too (their
+     * records may still be published), with their ids.
+     */
+    async dkimSelectorsOfName(name: string): Promise<{ id: number; dkimSelector: string }[]> {
+      const rows = await db.selectFrom('domains').select(['id', 'dkim_selector']).where('name', '=', name).orderBy('id').execute();
+      return rows.map((r) => ({ id: r.id, dkimSelector: r.dkim_selector }));
+    },
     async list(teamId: number, onlyId?: number | null): Promise<DomainRecord[]> {
       let q = live().where('team_id', '=', teamId);
       if (onlyId) q = q.where('id', '=', onlyId);
