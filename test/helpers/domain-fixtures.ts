@@ -23,3 +23,10 @@ export async function addVerifiedDomain(t0: TestApp, name: string, key?: string)
   if (got.body.status !== 'SUCCESS') throw new Error(`domain not verified: ${JSON.stringify(got.body)}`);
   return got.body;
 }
+
+/** Takes a domain's DKIM record out of the zone (its name passed to another team, who took it down). */
+export function removeDkimRecord(t0: TestApp, domain: { dnsRecords: { name: string }[] }): void {
+  const dkim = domain.dnsRecords.find((r) => r.name.includes('._domainkey.'));
+  if (!dkim) throw new Error('the domain has no DKIM record');
+  t0.zone.remove(dkim.name, 'TXT');
+}

@@ -2,7 +2,7 @@ import test from 'ava';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import type { BusEvent } from '../../src/core/events.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
-import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
+import { addVerifiedDomain, removeDkimRecord } from '../helpers/domain-fixtures.js';
 import { dkimSignAs } from '../helpers/reporter-dkim.js';
 import { twoTeams } from '../helpers/two-teams.js';
 import { smtpSend } from './helpers/smtp-client.js';
@@ -195,12 +195,14 @@ test.serial('turning receiving off refuses the domain at once', async (t) => {
 });
 
 test.serial('a domain name that changed teams: only the team that verified it now receives its mail, not the team that lost it', async (t) => {
-  // Team A verified the name and turned receiving on; the name then passed to team B, whose
-  // own DKIM key replaced A's in the zone. A's re-check finds its records gone.
+  // Team A verified the name and turned receiving on; the name then passed to team B, which
+  // published its own DKIM key (at its own selector's host) while A's was taken down. A's
+  // re-check finds its records gone.
   const before = await addVerifiedDomain(t0, 'handover.dev');
   await setReceiving(before, true);
   const { b } = await twoTeams(t0, { b: { name: 'New owner', domains: ['handover.dev'] } });
   const [keyB, after] = [b.key, b.domains[0]!];
+  removeDkimRecord(t0, before);
   t.is((await t0.request('PATCH', `/v1/domains/${after.id}`, { key: keyB, body: { receiving: true } })).status, 200);
   await t0.request('PUT', `/v1/domains/${before.id}/verify`);
   t.not((await t0.request('GET', `/v1/domains/${before.id}`)).body.status, 'SUCCESS');

@@ -10,7 +10,7 @@ import { gzipSync } from 'node:zlib';
 import test from 'ava';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { parseStsPolicy } from '../../src/smtp/outbound/mta-sts-policy.js';
-import { addVerifiedDomain, publishRecords } from '../helpers/domain-fixtures.js';
+import { addVerifiedDomain, publishRecords, removeDkimRecord } from '../helpers/domain-fixtures.js';
 import { dkimSignAs } from '../helpers/reporter-dkim.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { twoTeams } from '../helpers/two-teams.js';
@@ -273,11 +273,13 @@ test.serial("another team sees none of it; a key bound to another domain neither
 
 test.serial('a domain name that changed teams: the policy served for it is the verified new owner’s, not the old team’s', async (t) => {
   // Team A verified the name, receives mail for it and asked for enforce; the name then passed
-  // to team B, whose own DKIM key replaced A's in the zone (the MX still points here for both).
+  // to team B, which published its own DKIM key (at its own selector's host) while A's was taken
+  // down (the MX still points here for both).
   const before = await addVerifiedDomain(t0, 'handover.dev');
   t.is((await t0.request('PATCH', `/v1/domains/${before.id}`, { body: { receiving: true, mtaStsMode: 'enforce' } })).status, 200);
   const { b } = await twoTeams(t0, { b: { name: 'New owner', domains: ['handover.dev'] } });
   const [keyB, after] = [b.key, b.domains[0]!];
+  removeDkimRecord(t0, before);
   t.is((await t0.request('PATCH', `/v1/domains/${after.id}`, { key: keyB, body: { receiving: true } })).status, 200);
   publishRecords(t0, (await t0.request('GET', `/v1/domains/${after.id}`, { key: keyB })).body);
   await t0.request('PUT', `/v1/domains/${after.id}/verify`, { key: keyB });
