@@ -335,7 +335,8 @@ test.serial('a response body with a NUL byte is kept with its attempt, and the c
   );
   clock.advance(t0.config.webhooks.leaseMs + 1);
   await settle();
-  t.is(receiver.calls.length, before + 1, 'acknowledged once, posted once');
+  // This event's posts only: a retry of an earlier test's call may come due with the clock.
+  t.is(receiver.calls.filter((c) => c.json.data.id === 'em_nul').length, 1, 'acknowledged once, posted once');
 });
 
 test.serial('credentials in the URL are sent as given, a bare % in the password included', async (t) => {
