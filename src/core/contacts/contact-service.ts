@@ -1,10 +1,8 @@
 import { z } from 'zod';
 import type { Clock } from '../../lib/clock.js';
-import { canonicalJson } from '../../lib/canonical-json.js';
-import { newId } from '../../lib/ids.js';
 import type { Logger } from '../../lib/logger.js';
 import type { ContactBookRow, ContactBooksRepository } from '../../store/repositories/contact-books-repository.js';
-import type { ContactChanges, ContactRow, ContactsRepository, ContactsStore } from '../../store/repositories/contacts-repository.js';
+import type { ContactRow, ContactsRepository, ContactsStore } from '../../store/repositories/contacts-repository.js';
 import type { ContactsTable } from '../../store/tables/database.js';
 import type { FilterGroup } from '../../store/repositories/contact-filter-sql.js';
 import type { DomainService } from '../domains/domain-service.js';
@@ -17,6 +15,7 @@ import { resolveSender, type BookScope } from './contact-book-service.js';
 import { contactCreateSchema, normalizeContactEmail, type ContactCreateInput, type ContactPatchInput } from './contact-schema.js';
 import { CONFIRMATION_TTL_MS, signConfirmationToken, verifyConfirmationToken } from './confirmation-token.js';
 import { CONFIRM_URL_VARIABLE, LEGACY_CONFIRM_URL_VARIABLE, confirmationTemplate, personalize } from './double-opt-in-content.js';
+import { isPending, type Fields, merge, newContact, changesOf } from './contact-rows.js';
 import { isForeignKeyViolation, isUniqueViolation as isStoreUniqueViolation } from '../../store/store-errors.js';
 
 /** Spec, Limits: bulk add and bulk delete take at most 1000 contacts per request. */
@@ -56,96 +55,6 @@ export function contactView(r: ContactRow): ContactView {
     contactBookId: r.contact_book_id,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
-  };
-}
-
-const isPending = (r: Pick<ContactRow, 'subscribed' | 'unsubscribe_reason'>) => r.subscribed === 0 && r.unsubscribe_reason === null;
-
-/** A blank name is no name. */
-function cleanName(v: string | null | undefined): string | null | undefined {
-  if (v === undefined || v === null) return v;
-  const s = v.trim();
-  return s === '' ? null : s;
-}
-
-/**
- * How a write treats `subscribed` on an existing contact:
- * - explicit (PATCH): the caller is acting on this one contact, so true resubscribes and false unsubscribes;
- * - import (create of an existing email, PUT upsert, bulk): false unsubscribes, but true never
- *   resubscribes someone who unsubscribed and never skips a pending confirmation, so re-importing
- *   an old list cannot undo an unsubscribe (usesend-notes 3.10, upsert rules).
- */
-type SubscribeMode = 'explicit' | 'import';
-
-interface Fields {
-  firstName?: string | null;
-  lastName?: string | null;
-  properties?: Record<string, string>;
-  subscribed?: boolean;
-}
-
-function merge(existing: ContactRow, input: Fields, mode: SubscribeMode, book: ContactBookRow, nowIso: string): ContactRow | undefined {
-  const after: ContactRow = { ...existing };
-  const firstName = cleanName(input.firstName);
-  const lastName = cleanName(input.lastName);
-  if (firstName !== undefined) after.first_name = firstName;
-  if (lastName !== undefined) after.last_name = lastName;
-  if (input.properties !== undefined) after.properties_json = canonicalJson(input.properties);
-  if (input.subscribed === false) {
-    after.subscribed = 0;
-    after.unsubscribe_reason = existing.unsubscribe_reason ?? 'UNSUBSCRIBED';
-  } else if (input.subscribed === true) {
-    if (mode === 'explicit') {
-      after.subscribed = 1;
-      after.unsubscribe_reason = null;
-    } else if (isPending(existing) && book.double_opt_in_enabled !== 1) {
-      // Pending from a time the book required confirmation; it no longer does.
-      after.subscribed = 1;
-    }
-  }
-  const changed =
-    after.first_name !== existing.first_name ||
-    after.last_name !== existing.last_name ||
-    after.properties_json !== existing.properties_json ||
-    after.subscribed !== existing.subscribed ||
-    after.unsubscribe_reason !== existing.unsubscribe_reason;
-  if (!changed) return undefined;
-  after.updated_at = nowIso;
-  return after;
-}
-
-function newContact(teamId: number, book: ContactBookRow, email: string, input: Fields, nowIso: string): { row: ContactsTable; confirm: boolean } {
-  // Double opt-in: a new contact waits, unsubscribed, until it confirms. An explicit
-  // subscribed:false means "not subscribed", so no confirmation is sent to it.
-  const optOut = input.subscribed === false;
-  const pending = !optOut && book.double_opt_in_enabled === 1;
-  return {
-    row: {
-      id: newId('ct'),
-      team_id: teamId,
-      contact_book_id: book.id,
-      email,
-      first_name: cleanName(input.firstName) ?? null,
-      last_name: cleanName(input.lastName) ?? null,
-      subscribed: optOut || pending ? 0 : 1,
-      unsubscribe_reason: optOut ? 'UNSUBSCRIBED' : null,
-      properties_json: canonicalJson(input.properties ?? {}),
-      created_at: nowIso,
-      updated_at: nowIso,
-    },
-    confirm: pending,
-  };
-}
-
-function changesOf(after: ContactRow): ContactChanges {
-  return {
-    email: after.email,
-    first_name: after.first_name,
-    last_name: after.last_name,
-    subscribed: after.subscribed,
-    unsubscribe_reason: after.unsubscribe_reason,
-    properties_json: after.properties_json,
-    updated_at: after.updated_at,
   };
 }
 
