@@ -1,6 +1,6 @@
 import test from 'ava';
 import { createDnsClient } from '../../src/lib/dns/dns-client.js';
-import { checkCname, checkSpf } from '../../src/core/domains/domain-verifier.js';
+import { checkCname, checkDmarc, checkSpf } from '../../src/core/domains/domain-verifier.js';
 import type { DomainRecord } from '../../src/store/repositories/domains-repository.js';
 import { startDnsZone, type DnsZone } from '../helpers/dns-zone.js';
 import { TEST_DNS_TIMEOUT_MS } from '../helpers/test-app.js';
@@ -24,7 +24,7 @@ test.after.always(async () => {
   await zone?.close();
 });
 
-const domain = (name: string) => ({ name, bounceLabel: 'bounces', dkimSelector: 'posthorn' }) as DomainRecord;
+const domain = (name: string, subdomain: string | null = null) => ({ name, subdomain, bounceLabel: 'bounces', dkimSelector: 'posthorn' }) as DomainRecord;
 
 test('SPF: mechanisms after "all" are never evaluated (RFC 7208 5.1), so ours there authorises nothing', async (t) => {
   const cases: [string, string, boolean][] = [
@@ -133,4 +133,24 @@ test('SPF: include loops and more than 10 DNS lookups fail cleanly; a DNS failur
   zone.servfail('_spf.flaky.example');
   t.is((await spfAt('flaky.example', 'v=spf1 include:_spf.flaky.example -all', V4)).status, 'TEMPORARY_FAILURE');
   zone.clear('_spf.flaky.example');
+});
+
+test('DMARC: a subdomain is covered by its organisational domain\'s record (RFC 7489 6.6.3); two records are no policy', async (t) => {
+  zone.set('_dmarc.org-policy.example', 'TXT', ['v=DMARC1; p=quarantine; sp=none']);
+  t.is((await checkDmarc(resolver, domain('news.org-policy.example', 'news'))).status, 'SUCCESS');
+  t.is((await checkDmarc(resolver, domain('a.b.org-policy.example', 'a.b'))).status, 'SUCCESS');
+  // Its own record wins, and without either the subdomain is still asked to publish one.
+  t.is((await checkDmarc(resolver, domain('news.no-policy.example', 'news'))).status, 'PENDING');
+  t.regex((await checkDmarc(resolver, domain('news.no-policy.example', 'news'))).problem!, /_dmarc\.news\.no-policy\.example/);
+  // An organisational domain only looks at its own name (no parent of example.com to fall back on).
+  t.is((await checkDmarc(resolver, domain('no-policy.example'))).status, 'PENDING');
+
+  // Receivers apply no policy when there are two v=DMARC1 records: that is a fault to fix, not a success.
+  zone.set('_dmarc.twice.example', 'TXT', ['v=DMARC1; p=none', 'v=DMARC1; p=reject']);
+  const twice = await checkDmarc(resolver, domain('twice.example'));
+  t.is(twice.status, 'FAILED');
+  t.regex(twice.problem!, /more than one/);
+  // A subdomain with two records of its own does not fall back on its organisational domain's.
+  zone.set('_dmarc.news.org-policy.example', 'TXT', ['v=DMARC1; p=none', 'v=DMARC1; p=none']);
+  t.is((await checkDmarc(resolver, domain('news.org-policy.example', 'news'))).status, 'FAILED');
 });

@@ -307,3 +307,23 @@ test('another team cannot see or touch the domain', async (t) => {
   // The same name may exist in another team.
   t.is((await t0.request('POST', '/v1/domains', { key, body: { name: 'private-team.com', region: 'r' } })).status, 200);
 });
+
+test('DMARC through the API: a subdomain reads as covered by its organisational domain\'s record; two records show FAILED', async (t) => {
+  const res = await t0.request('POST', '/v1/domains', { body: { name: 'news.dmarc-org.net', region: 'local' } });
+  t.is(res.status, 200, JSON.stringify(res.body));
+  const created = res.body;
+  publishRecords(t0, { dnsRecords: created.dnsRecords.filter((r: any) => !r.name.startsWith('_dmarc.')) });
+  t0.zone.set('_dmarc.dmarc-org.net', 'TXT', ['v=DMARC1; p=reject; sp=quarantine']);
+  await t0.request('PUT', `/v1/domains/${created.id}/verify`);
+  let d = (await t0.request('GET', `/v1/domains/${created.id}`)).body;
+  t.is(d.status, 'SUCCESS');
+  t.true(d.dmarcAdded);
+  t.is(d.dnsRecords.find((r: any) => r.name === '_dmarc.news.dmarc-org.net').status, 'SUCCESS');
+
+  t0.zone.set('_dmarc.news.dmarc-org.net', 'TXT', ['v=DMARC1; p=none', 'v=DMARC1; p=none;']);
+  await t0.request('PUT', `/v1/domains/${created.id}/verify`);
+  d = (await t0.request('GET', `/v1/domains/${created.id}`)).body;
+  t.is(d.status, 'SUCCESS'); // DMARC is recommended, not required
+  t.false(d.dmarcAdded);
+  t.is(d.dnsRecords.find((r: any) => r.name === '_dmarc.news.dmarc-org.net').status, 'FAILED');
+});

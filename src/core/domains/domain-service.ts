@@ -307,7 +307,8 @@ export function createDomainService(deps: DomainServiceDeps) {
         dkimStatus: check.dkim.status,
         spfStatus: worst(check.spf, check.mx) === 'SUCCESS' ? 'SUCCESS' : check.spf.status !== 'SUCCESS' ? check.spf.status : check.mx.status,
         mxStatus: check.mx.status,
-        dmarcStatus: check.dmarc.status === 'SUCCESS' ? 'SUCCESS' : 'NOT_STARTED',
+        // FAILED (two records: no policy) shows on the record; a missing one stays NOT_STARTED
+        dmarcStatus: check.dmarc.status === 'SUCCESS' || check.dmarc.status === 'FAILED' ? check.dmarc.status : 'NOT_STARTED',
         dmarcAdded: check.dmarc.status === 'SUCCESS',
         trackingDomainStatus: check.tracking?.status ?? null,
         receivingMxStatus: check.receivingMx?.status ?? null,

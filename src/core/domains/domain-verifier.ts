@@ -132,11 +132,26 @@ async function checkMxTo(resolver: DnsResolver, host: string, hostname: string, 
     : { status: 'FAILED', problem: `${what} ${host}: no MX points at ${hostname}` };
 }
 
+/**
+ * A subdomain without a record of its own is covered by its organisational domain's (RFC 7489
+ * 6.6.3: receivers fall back on it and apply its sp=), so news.example.com need not publish one
+ * when example.com has. More than one v=DMARC1 record at a name is no policy at all (6.6.3).
+ */
 export async function checkDmarc(resolver: DnsResolver, d: DomainRecord): Promise<RecordCheck> {
-  const host = `_dmarc.${d.name}`;
+  const own = await dmarcAt(resolver, d.name);
+  if (own.status !== 'PENDING' || !d.subdomain) return own;
+  const organisational = d.name.slice(d.subdomain.length + 1);
+  return (await dmarcAt(resolver, organisational)).status === 'SUCCESS' ? ok : own;
+}
+
+async function dmarcAt(resolver: DnsResolver, name: string): Promise<RecordCheck> {
+  const host = `_dmarc.${name}`;
   const res = await lookup(async () => (await resolver.resolveTxt(host)).records.map((chunks) => chunks.join('')), `DMARC TXT ${host}`);
   if (isCheck(res)) return res;
-  return res.records.some((r) => /^v=DMARC1\s*(;|$)/i.test(r.trim())) ? ok : { status: 'PENDING', problem: `DMARC TXT ${host}: no v=DMARC1 record` };
+  const records = res.records.filter((r) => /^v=DMARC1\s*(;|$)/i.test(r.trim()));
+  if (records.length === 0) return { status: 'PENDING', problem: `DMARC TXT ${host}: no v=DMARC1 record` };
+  if (records.length > 1) return { status: 'FAILED', problem: `DMARC TXT ${host}: more than one v=DMARC1 record (receivers then apply none)` };
+  return ok;
 }
 
 /** Hops of a CNAME chain followed before it is taken as not reaching the server. */
