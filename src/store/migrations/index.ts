@@ -49,4 +49,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261129080000-merged-contact-properties': lazy(() => import('./20261129080000-merged-contact-properties.js')),
   '20261129090000-accepted-in-sandbox': lazy(() => import('./20261129090000-accepted-in-sandbox.js')),
   '20261129100000-campaign-accepted-in-sandbox': lazy(() => import('./20261129100000-campaign-accepted-in-sandbox.js')),
+  '20261129150000-domains-name-index': lazy(() => import('./20261129150000-domains-name-index.js')),
 };
