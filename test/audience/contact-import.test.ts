@@ -1,11 +1,12 @@
 import test from 'ava';
 import { pino } from 'pino';
 import { contactsCsvHeader, contactsCsvLines, contactsFromCsv, parseCsv } from '../../src/core/contacts/contact-csv.js';
-import { createContactImportService, IMPORT_CHUNK_ROWS } from '../../src/core/contacts/contact-import-service.js';
+import { createContactImportService, IMPORT_CHUNK_ROWS, MAX_RUNNING_IMPORTS } from '../../src/core/contacts/contact-import-service.js';
 import { createContactImportsRepository } from '../../src/store/repositories/contact-imports-repository.js';
 import type { ContactView } from '../../src/core/contacts/contact-service.js';
 import { startTestApp } from '../helpers/test-app.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { twoTeams } from '../helpers/two-teams.js';
 
 // CSV import and export of contacts (the console's), and the import job's durability.
 
@@ -203,4 +204,47 @@ test('a node whose import was taken over (it was taken for dead) stops, and writ
   const row = await db.selectFrom('contact_imports').selectAll().where('id', '=', job.id).executeTakeFirstOrThrow();
   t.like(row, { owner: 'node-b', status: 'RUNNING', processed_rows: 0 }, 'left to node-b as node-b found it');
   t.not(row.csv, '', 'its file is still there for node-b to run');
+});
+
+test('a team runs at most MAX_RUNNING_IMPORTS imports at once: the next is RATE_LIMITED until one ends; other teams are not held back', async (t) => {
+  const app = await startTestApp();
+  t.teardown(() => app.close());
+  const scope = { teamId: app.teamId, domainId: null };
+  const book = (await app.request('POST', '/v1/contactBooks', { body: { name: 'Many files' } })).body;
+  const real = app.app.services.contacts;
+  // Every import waits inside its first chunk until released, so they all stay RUNNING.
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const contacts: typeof real = {
+    ...real,
+    async bulkAdd(...args: Parameters<typeof real.bulkAdd>) {
+      await released;
+      return real.bulkAdd(...args);
+    },
+  };
+  const service = createContactImportService({ imports: createContactImportsRepository(app.app.store.db), contacts, clock: app.app.clock, logger: pino({ level: 'silent' }), node: 'n', cluster: false });
+  t.teardown(async () => {
+    release();
+    await service.stop();
+  });
+  const csv = (tag: string) => `email\n${tag}@example.org\n`;
+  const started = [];
+  for (let i = 0; i < MAX_RUNNING_IMPORTS; i++) started.push(await service.start(scope, book.id, `f${i}.csv`, csv(`f${i}`)));
+  const refused = await service.start(scope, book.id, 'one-more.csv', csv('more')).then(() => null, (err: unknown) => err);
+  t.like(refused, { code: 'RATE_LIMITED' });
+  t.regex((refused as Error).message, new RegExp(`${MAX_RUNNING_IMPORTS} imports are running`));
+  t.is((await service.listForBook(scope, book.id, 20)).length, MAX_RUNNING_IMPORTS, 'the refused file was not stored');
+
+  // Another team's import is not held back by this team's.
+  const { b } = await twoTeams(app);
+  const otherScope = { teamId: b.teamId, domainId: null };
+  const otherBook = await app.app.services.contactBooks.create(otherScope, { name: 'Theirs' });
+  t.is((await service.start(otherScope, otherBook.id, 'theirs.csv', csv('theirs'))).status, 'RUNNING');
+
+  // Once they end, the team may start again.
+  release();
+  for (const job of started) await service.whenFinished(job.id);
+  const next = await service.start(scope, book.id, 'later.csv', csv('later'));
+  await service.whenFinished(next.id);
+  t.is((await service.get(scope, next.id)).status, 'DONE');
 });

@@ -20,6 +20,11 @@ import type { ContactService } from './contact-service.js';
 export const IMPORT_CHUNK_ROWS = 100;
 /** Pause before an import whose progress could not be recorded carries on. */
 const RETRY_DELAY_MS = 5000;
+/**
+ * Imports one team may have running at once: each runs on the main thread beside everyone's
+ * mail, so one team starting dozens of files would slow the server for every team.
+ */
+export const MAX_RUNNING_IMPORTS = 3;
 /** Refused rows kept for the report; beyond these only the count grows. */
 export const MAX_REPORTED_ERRORS = 500;
 
@@ -194,7 +199,7 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
   }
 
   return {
-    /** Checks the file (400 naming the column for a bad header) and starts importing it. */
+    /** Checks the file (400 naming the column for a bad header) and starts importing it; RATE_LIMITED while the team has MAX_RUNNING_IMPORTS running. */
     async start(scope: BookScope, bookId: string, fileName: string, text: string): Promise<ContactImportView> {
       const rows = contactsFromCsv(text);
       // The book must be the team's (404 otherwise) before anything is stored.
@@ -217,7 +222,9 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
         created_at: now,
         updated_at: now,
       };
-      await imports.insert(row, deps.node);
+      if (!(await imports.insertIfRoom(row, deps.node, MAX_RUNNING_IMPORTS))) {
+        throw new AppError('RATE_LIMITED', `${MAX_RUNNING_IMPORTS} imports are running for this team; start this one when one of them has finished`, 30);
+      }
       launch(row);
       return view(row);
     },

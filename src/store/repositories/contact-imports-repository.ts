@@ -1,5 +1,6 @@
 import type { Selectable, Updateable } from 'kysely';
 import type { Db } from '../db.js';
+import { isPostgres, transact } from '../store-context.js';
 import type { ContactImportsTable } from '../tables/database.js';
 
 export type ContactImportRow = Selectable<ContactImportsTable>;
@@ -7,9 +8,24 @@ export type ContactImportRow = Selectable<ContactImportsTable>;
 /** Background CSV imports of contacts (the console's import page). */
 export function createContactImportsRepository(db: Db) {
   return {
-    /** `owner`: the node that runs it (several nodes may share the store). */
-    async insert(row: ContactImportRow, owner: string): Promise<void> {
-      await db.insertInto('contact_imports').values({ ...row, owner }).execute();
+    /**
+     * Inserts the import unless its team already has `max` running; false then. `owner`: the node
+     * that runs it (several nodes may share the store). On PostgreSQL the team's row is locked
+     * first, so two nodes' starts for one team count one after the other.
+     */
+    async insertIfRoom(row: ContactImportRow, owner: string, max: number): Promise<boolean> {
+      return transact(db, async (trx) => {
+        if (isPostgres(db)) await trx.selectFrom('teams').select('id').where('id', '=', row.team_id).forUpdate().execute();
+        const { n } = await trx
+          .selectFrom('contact_imports')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('team_id', '=', row.team_id)
+          .where('status', '=', 'RUNNING')
+          .executeTakeFirstOrThrow();
+        if (Number(n) >= max) return false;
+        await trx.insertInto('contact_imports').values({ ...row, owner }).execute();
+        return true;
+      });
     },
     async findById(teamId: number, id: string): Promise<ContactImportRow | undefined> {
       return db.selectFrom('contact_imports').selectAll().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
