@@ -13,9 +13,9 @@ import { MAX_RECIPIENTS, trackingColumn, trackingValue, type EmailService } from
 import { parseScheduledAt } from '../emails/scheduled-at.js';
 import { badRequest, notFound } from '../errors.js';
 import type { BusEvent, EventBus } from '../events.js';
-import { substituteVariables } from '../../render/variables.js';
 import { personalizeCampaign, renderCampaignBody, withUnsubscribeLink } from './campaign-content.js';
-import { signUnsubscribeToken, verifyUnsubscribeToken } from './unsubscribe-token.js';
+import { signUnsubscribeToken } from './unsubscribe-token.js';
+import { createUnsubscribeLinks } from './unsubscribe-links.js';
 import { isStorageFailure, isUniqueViolation } from '../../store/store-errors.js';
 import { retryOnConnectionLoss } from '../connection-retry.js';
 
@@ -81,6 +81,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
   const running = new Set<string>();
   /** As kept on a campaign this process schedules, starts or resumes: its batches send as that. */
   const inSandbox = () => (deps.sandbox ? 1 : 0);
+  const unsubscribeLinks = createUnsubscribeLinks({ campaigns, contacts: deps.contacts, secret: deps.secret, publicUrl: deps.publicUrl });
 
   function view(c: CampaignRow) {
     return {
@@ -526,43 +527,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       return added;
     },
 
-    /** The unsubscribe page's view of a token. Changes nothing (link scanners fetch with GET). */
-    async unsubscribeState(token: string) {
-      const parsed = verifyUnsubscribeToken(deps.secret, token);
-      if (!parsed) return null;
-      const c = await campaigns.findByIdAnyTeam(parsed.campaignId);
-      if (!c) return null;
-      // The subject as this reader got it; the campaign's is a template ("Hello {{firstName}}").
-      const sent = await campaigns.recipientEmail(c.id, parsed.contactId);
-      const subject = sent?.subject || substituteVariables(c.subject, {}, { escapeHtml: false });
-      return { campaign: c, contactId: parsed.contactId, subject };
-    },
-
-    /** POST on the link (or a mail client's RFC 8058 one-click POST): unsubscribes at once. */
-    async unsubscribe(token: string): Promise<boolean> {
-      const parsed = verifyUnsubscribeToken(deps.secret, token);
-      if (!parsed) return false;
-      const c = await campaigns.findByIdAnyTeam(parsed.campaignId);
-      if (!c) return false;
-      const contact = await deps.contacts.unsubscribe(c.team_id, parsed.contactId, 'UNSUBSCRIBED');
-      if (contact) {
-        // The contact's id, not the link's: a link may name a contact since merged into this one.
-        await campaigns.countUnsubscribe(c.id, contact.id);
-        return true;
-      }
-      // The contact was deleted since. Its address may be in the book again (imported anew, under
-      // another id): that contact is the person who clicked. If it is not, nothing goes to the
-      // address from this book any more, which is what the reader asked for.
-      const address = (await campaigns.recipientEmail(c.id, parsed.contactId))?.address;
-      if (address === undefined) return false;
-      const again = await deps.contacts.findInBook(c.team_id, c.contact_book_id, address);
-      if (again && (await deps.contacts.unsubscribe(c.team_id, again.id, 'UNSUBSCRIBED'))) await campaigns.countUnsubscribe(c.id, parsed.contactId);
-      return true;
-    },
-
-    unsubscribeUrl(campaignId: string, contactId: string): string {
-      return `${deps.publicUrl}/unsubscribe/${signUnsubscribeToken(deps.secret, campaignId, contactId)}`;
-    },
+    ...unsubscribeLinks,
   };
 }
 export type CampaignService = ReturnType<typeof createCampaignService>;

@@ -472,6 +472,15 @@ export function createContactService(deps: ContactServiceDeps) {
       return row && contactView(row);
     },
 
+    /** The unsubscribe page's "Subscribe again": undoes only the contact's own unsubscribe, never a bounce or a complaint. */
+    async resubscribe(teamId: number, contactId: string): Promise<ContactView | undefined> {
+      const row = await announced(async (tx) => {
+        const marked = await tx.resubscribe(teamId, contactId, clock.now().toISOString());
+        return { value: marked?.row, events: marked?.changed ? [contactEvent('contact.updated', marked.row)] : [] };
+      });
+      return row && contactView(row);
+    },
+
     /** A book's contact at an address (an unsubscribe link whose contact was deleted since). */
     async findInBook(teamId: number, bookId: string, address: string): Promise<ContactView | undefined> {
       const email = addressOrNull(address);

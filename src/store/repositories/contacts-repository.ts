@@ -123,6 +123,32 @@ function build(db: Executor) {
     },
 
     /**
+     * Undoes the contact's own unsubscribe (reason UNSUBSCRIBED), never a bounce's or a
+     * complaint's. `changed` is false when there was nothing to undo; undefined when there is no
+     * such contact (the id may be one it was merged from, as for unsubscribe).
+     */
+    async resubscribe(teamId: number, id: string, nowIso: string): Promise<{ row: ContactRow; changed: boolean } | undefined> {
+      const mark = async (contactId: string) => {
+        const row = await db
+          .updateTable('contacts')
+          .set({ subscribed: 1, unsubscribe_reason: null, updated_at: nowIso })
+          .where('team_id', '=', teamId)
+          .where('id', '=', contactId)
+          .where('subscribed', '=', 0)
+          .where('unsubscribe_reason', '=', 'UNSUBSCRIBED')
+          .returningAll()
+          .executeTakeFirst();
+        if (row) return { row, changed: true };
+        const same = await db.selectFrom('contacts').selectAll().where('team_id', '=', teamId).where('id', '=', contactId).executeTakeFirst();
+        return same && { row: same, changed: false };
+      };
+      const marked = await mark(id);
+      if (marked) return marked;
+      const merged = await mergedInto(db, id);
+      return merged === undefined ? undefined : mark(merged);
+    },
+
+    /**
      * Double opt-in confirmation: subscribes the contact only while it is pending, never one
      * who unsubscribed in the meantime. Returns the row when it changed.
      */
