@@ -32,6 +32,21 @@ const section = <T extends z.ZodRawShape>(shape: T, doc?: string) => {
   return (doc ? obj.meta({ description: doc }) : obj).prefault({} as never);
 };
 
+/**
+ * The webhooks section: a claimed call's lease must outlast its attempt (the POST, bounded by
+ * timeoutMs, and recording it), or another node claims the call and posts it again while the
+ * first attempt still runs, and the first one's result is then not recorded.
+ */
+const webhooksSection = <T extends { timeoutMs: z.ZodType<number>; leaseMs: z.ZodType<number> } & z.ZodRawShape>(shape: T) =>
+  z
+    .object(shape)
+    .strict()
+    .superRefine((v, ctx) => {
+      const { timeoutMs, leaseMs } = v as { timeoutMs: number; leaseMs: number };
+      if (leaseMs < 2 * timeoutMs) ctx.addIssue({ code: 'custom', path: ['leaseMs'], message: `must be at least twice webhooks.timeoutMs (${timeoutMs}), so a claimed call is not posted again while its attempt still runs` });
+    })
+    .prefault({} as never);
+
 /** A string `problem` finds nothing wrong with (what it finds is the issue's message); '' too when `emptyOk`. */
 const checked = (problem: (v: string) => string | undefined, emptyOk = false) =>
   z.string().superRefine((v, ctx) => {
@@ -449,11 +464,11 @@ export const configSchema = z
       },
       'How long mail content is kept (the disk a busy server fills with message bodies).',
     ),
-    webhooks: section({
+    webhooks: webhooksSection({
       allowPrivate: key(z.boolean().default(false), { doc: 'Allow webhook URLs that resolve to private, loopback or link-local addresses.', env: 'POSTHORN_WEBHOOKS_ALLOW_PRIVATE' }),
       timeoutMs: key(timeoutMs(60_000).default(10_000), { doc: 'Per-attempt timeout of a webhook POST, in milliseconds (connect, headers and body); a timeout is a failed attempt.' }),
       leaseMs: key(z.number().int().min(1000).default(5 * 60_000), {
-        doc: 'How long a claimed webhook call stays leased, in milliseconds: far beyond one attempt plus recording it; a call whose attempt could not be recorded is due again after it.',
+        doc: 'How long a claimed webhook call stays leased, in milliseconds: far beyond one attempt plus recording it (at least twice timeoutMs); a call whose attempt could not be recorded is due again after it.',
       }),
     }),
   })

@@ -277,3 +277,13 @@ test('a string left open in the config file is named as that, not as the newline
   writeFileSync(join(dir, 'ctl.toml'), 'hostname = "mail\u0001.example.com"\n');
   t.throws(() => loadConfig({ configFile: join(dir, 'ctl.toml'), env: {} }), { instanceOf: ConfigError, message: /control characters are not allowed in strings at line 1, column 17/ });
 });
+
+test('a webhook lease shorter than twice the attempt timeout is refused: the call would be claimed and posted again while its attempt still runs', (t) => {
+  const c = loadConfig({ env: { POSTHORN_WEBHOOKS_TIMEOUT_MS: '30000', POSTHORN_WEBHOOKS_LEASE_MS: '60000' } }).webhooks;
+  t.deepEqual([c.timeoutMs, c.leaseMs], [30_000, 60_000]);
+  t.throws(() => loadConfig({ env: { POSTHORN_WEBHOOKS_TIMEOUT_MS: '30000', POSTHORN_WEBHOOKS_LEASE_MS: '20000' } }), {
+    instanceOf: ConfigError,
+    message: /webhooks\.leaseMs.*at least twice webhooks\.timeoutMs/,
+  });
+  t.throws(() => loadConfig({ env: { POSTHORN_WEBHOOKS_TIMEOUT_MS: '60000', POSTHORN_WEBHOOKS_LEASE_MS: '60000' } }), { instanceOf: ConfigError, message: /leaseMs/ });
+});

@@ -72,6 +72,9 @@ test.serial('bad input is a 400 naming the field, never a 500', async (t) => {
     [{ url: receiver.url, eventTypes: [], domainIds: ['1'] }, /^domainIds\[0\]:/],
     [{ url: receiver.url, eventTypes: [], description: 'x'.repeat(501) }, /^description:/],
     [{ url: receiver.url, eventTypes: [], secret: 'mine' }, /secret/],
+    // The URL parser drops tabs and line breaks: the endpoint shown would not be the one called.
+    [{ url: receiver.url.replace('/hook', '/ho\tok'), eventTypes: [] }, /^url: must not contain tabs, line breaks or other control characters/],
+    [{ url: receiver.url.replace('127.0.0.1', '127.0.0.1\n.evil'), eventTypes: [] }, /^url: must not contain tabs/],
   ];
   for (const [body, message] of cases) {
     const res = await create(body);
@@ -86,6 +89,7 @@ test.serial('bad input is a 400 naming the field, never a 500', async (t) => {
   for (const [body, message] of [
     [{ rotateSecret: 'yes' }, /^rotateSecret:/],
     [{ url: 'gopher://x' }, /^url:/],
+    [{ url: `${receiver.url}\r\nx` }, /^url: must not contain tabs/],
     [{ eventTypes: ['nope'] }, /^eventTypes\[0\]:/],
     [{ status: 'PAUSED' }, /status/],
   ] as [unknown, RegExp][]) {

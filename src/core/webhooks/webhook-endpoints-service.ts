@@ -89,6 +89,12 @@ export interface WebhookEndpointsServiceDeps {
 
 /** Attempt cursors: opaque, of their own kind (id-cursor.ts). */
 const CURSOR_KIND = 'a';
+/**
+ * A page of attempts ends early once their request bodies add up to more than this (8 MiB, as
+ * the emails list streams past): an email.received body carries the To and Cc of a header of
+ * up to 1 MB, and 100 attempts of such events were hundreds of megabytes in one answer.
+ */
+export const MAX_ATTEMPTS_PAGE_BODY_CHARS = 8 * 1024 * 1024;
 
 export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps) {
   const { webhooks, clock } = deps;
@@ -221,9 +227,8 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
     async listAttempts(scope: WebhookScope, id: string, limit: number, cursor?: string) {
       const row = await load(scope, id);
       const before = cursor === undefined ? undefined : decodeIdCursor(CURSOR_KIND, cursor);
-      const rows = await webhooks.listAttempts(row.id, limit + 1, before);
-      const page = rows.slice(0, limit);
-      return { attempts: page.map(attemptView), nextCursor: rows.length > limit ? encodeIdCursor(CURSOR_KIND, page[page.length - 1]!.id) : null };
+      const { attempts, more } = await webhooks.listAttempts(row.id, limit, before, MAX_ATTEMPTS_PAGE_BODY_CHARS);
+      return { attempts: attempts.map(attemptView), nextCursor: more ? encodeIdCursor(CURSOR_KIND, attempts[attempts.length - 1]!.id) : null };
     },
 
     /** Endpoints whose latest delivery attempt failed, with that attempt (the console's "needs attention"). */
@@ -231,7 +236,7 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       const { rows } = await webhooks.list(scope.teamId, 0, MAX_WEBHOOKS_PER_TEAM, scopedDomainJson(scope));
       const out: { webhook: WebhookView; lastAttempt: ReturnType<typeof attemptView> }[] = [];
       for (const row of rows) {
-        const [last] = await webhooks.listAttempts(row.id, 1);
+        const [last] = (await webhooks.listAttempts(row.id, 1)).attempts;
         if (last && !last.succeeded) out.push({ webhook: view(row), lastAttempt: attemptView(last) });
       }
       return out;

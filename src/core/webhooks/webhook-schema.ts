@@ -9,7 +9,14 @@ const eventTypes = z
   .array(z.enum(WEBHOOK_EVENT_TYPES, { error: `must be one of ${WEBHOOK_EVENT_TYPES.join(', ')}` }))
   .max(WEBHOOK_EVENT_TYPES.length * 2, { error: 'too many event types' });
 const domainIds = z.array(z.number().int().min(1).max(MAX_INT_ID)).max(100).nullable();
-const url = z.string().trim().min(1).max(MAX_WEBHOOK_URL_LENGTH);
+// The URL parser drops tabs and line breaks anywhere in a URL, so one holding them would be
+// stored and shown as written while the calls went to another address.
+const url = z
+  .string()
+  .trim()
+  .min(1)
+  .max(MAX_WEBHOOK_URL_LENGTH)
+  .regex(/^[^\u0000-\u001f\u007f]*$/, { error: 'must not contain tabs, line breaks or other control characters' });
 const description = z.string().max(500).nullable();
 
 export const webhookCreateSchema = z

@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
 import { isPostgres, withDialect, transact } from '../store-context.js';
@@ -254,16 +254,33 @@ export function createWebhooksRepository(db: Db) {
       return Number(res.numUpdatedRows);
     },
 
-    /** Newest first; `beforeId` is the cursor (the last id of the previous page). */
-    async listAttempts(webhookId: string, limit: number, beforeId?: number): Promise<AttemptWithBody[]> {
+    /**
+     * Newest first; `beforeId` is the cursor (the last id of the previous page). The page ends
+     * early once the bodies it shows would pass `maxBodyChars` (it always has one attempt):
+     * an event's body may be megabytes, and each of its attempts shows it. The bodies
+     * are read after the page is cut, once per event. `more`: attempts follow this page.
+     */
+    async listAttempts(webhookId: string, limit: number, beforeId?: number, maxBodyChars = Infinity): Promise<{ attempts: AttemptWithBody[]; more: boolean }> {
       let q = db
         .selectFrom('webhook_attempts as a')
         .leftJoin('webhook_events as e', 'e.id', 'a.event_id')
         .selectAll('a')
-        .select('e.body')
+        .select(sql<number | null>`length(e.body)`.as('body_chars'))
         .where('a.webhook_id', '=', webhookId);
       if (beforeId !== undefined) q = q.where('a.id', '<', beforeId);
-      return q.orderBy('a.id', 'desc').limit(limit).execute();
+      const rows = await q.orderBy('a.id', 'desc').limit(limit + 1).execute();
+      const page: WebhookAttemptRow[] = [];
+      let chars = 0;
+      for (const { body_chars, ...row } of rows.slice(0, limit)) {
+        const n = Number(body_chars ?? 0);
+        if (page.length && chars + n > maxBodyChars) break;
+        page.push(row);
+        chars += n;
+      }
+      const eventIds = [...new Set(page.map((r) => r.event_id))];
+      const events = eventIds.length ? await db.selectFrom('webhook_events').select(['id', 'body']).where('id', 'in', eventIds).execute() : [];
+      const bodies = new Map(events.map((e) => [e.id, e.body]));
+      return { attempts: page.map((r) => ({ ...r, body: bodies.get(r.event_id) ?? null })), more: rows.length > page.length };
     },
 
     /** Retention: finished calls, their attempts and unreferenced events older than the cut-off. */
