@@ -91,6 +91,8 @@ test.serial('a connection that fails AUTH three times (PLAIN or LOGIN) is told 4
     t.regex(await s.command('AUTH LOGIN'), /^334 /);
     t.regex(await s.command(Buffer.from('apikey').toString('base64')), /^334 /);
     t.regex(await s.command(Buffer.from('wrong').toString('base64')), /^535 5\.7\.8 /);
+    // A new EHLO (a reset of the session) does not start the count again.
+    t.regex(await s.command('EHLO client.test'), /^250/);
     t.regex(await s.command(plain('ph_000000000000_notARealSecretAtAll0003')), /^421 4\.7\.0 /);
     t.is(await s.command(plain(w.t0.key)), '(closed)', 'no more guesses on this connection');
   } finally {
