@@ -20,6 +20,8 @@ export interface SubmissionServerOptions extends SmtpListenerOptions {
   emails: EmailService;
   rateLimiter: RateLimiter;
   defaultRateLimit: number;
+  /** How long one message may take to parse (parsed-mail.ts's default unless set; tests). */
+  parseTimeoutMs?: number;
 }
 
 /**
@@ -66,7 +68,9 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
 
   async function submit(raw: Buffer, session: SMTPServerSession): Promise<string> {
     const user = session.user as SessionUser;
-    const parsed = await parseMessage(raw, { skipHtmlToText: true });
+    // Too slow to parse is the busy process's problem, not the message's: a ParseTimeoutError
+    // answers 451 (the client tries again), where MIME mailparser cannot read is refused for good.
+    const parsed = await parseMessage(raw, { skipHtmlToText: true, throwOnTimeout: true, timeoutMs: options.parseTimeoutMs });
     if (!parsed) throw new AppError('BAD_REQUEST', 'the message could not be parsed as MIME');
     const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
     const input = messageToSendInput(parsed, { mailFrom, rcptTo: session.envelope.rcptTo.map((r) => r.address) });
