@@ -102,3 +102,15 @@ test.serial('a connection that fails AUTH three times (PLAIN or LOGIN) is told 4
   const ok = await submissionTransport(w.t0).sendMail({ from: 'hello@sender.dev', to: 'a@example.net', subject: 's', text: 't' });
   t.regex(ok.response, /^250 /);
 });
+
+test.serial('an empty password is told the password is an API key, in SMTP terms (not the API\'s Authorization header)', async (t) => {
+  const s = await tlsSession(w.t0.app.listeners.submission!.port);
+  try {
+    const reply = await s.command(`AUTH PLAIN ${Buffer.from('\0apikey\0').toString('base64')}`);
+    t.regex(reply, /^535 5\.7\.8 /);
+    t.notRegex(reply, /Authorization|Bearer/);
+    t.regex(reply, /API key/);
+  } finally {
+    s.close();
+  }
+});

@@ -121,6 +121,8 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
           logger.info({ method: auth.method, remote: session.remoteAddress, failures }, 'submission AUTH refused');
           // smtp-server closes the connection after a 421.
           if (failures >= MAX_AUTH_FAILURES) return callback(smtpError(421, '4.7.0', `too many failed authentication attempts (${failures}), closing connection`));
+          // The service's words for a missing key are the API's (an Authorization header).
+          if (!token) return callback(smtpError(535, '5.7.8', 'missing API key: the password is an API key (ph_...)'));
           callback(toSmtpError(err, 'auth'));
         },
       );
