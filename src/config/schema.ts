@@ -312,7 +312,7 @@ export const configSchema = z
           {
             port: 'Port of authenticated SMTP submission; 0 picks a free one.',
             tls: 'PEM certificate for STARTTLS; both empty uses the same self-signed pair as [inbound]. Clients must STARTTLS before AUTH, so give them one they trust in production.',
-            maxRecipients: 'Recipients per message; a send takes at most 100 in to, cc and bcc together.',
+            maxRecipients: 'Recipients per message; more get 452. A send takes at most 100 in to, cc and bcc together, so a higher value acts as 100.',
           },
         ),
         bounceNotices: key(z.boolean().default(false), {

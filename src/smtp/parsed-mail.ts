@@ -22,14 +22,34 @@ async function textOfHtml(html: string): Promise<string | undefined> {
   }
 }
 
+/** mailparser took longer than its time: the message may be fine and the process busy. */
+export class ParseTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`parsing the message took longer than ${ms} ms`);
+  }
+}
+
+export interface ParseOptions {
+  skipHtmlToText?: boolean;
+  /** PARSE_TIMEOUT_MS unless set (tests). */
+  timeoutMs?: number;
+  /** Reject with ParseTimeoutError when parsing takes too long, instead of resolving null as for unparseable MIME. */
+  throwOnTimeout?: boolean;
+}
+
 /**
- * Parses a message; null when mailparser gives up or takes too long. Malformed MIME is
- * ordinary on a public port and must never take the listener down.
+ * Parses a message; null when mailparser gives up or (unless throwOnTimeout) takes too long.
+ * Malformed MIME is ordinary on a public port and must never take the listener down.
  */
-export async function parseMessage(raw: Buffer, opts: { skipHtmlToText?: boolean } = {}): Promise<ParsedMail | null> {
+export async function parseMessage(raw: Buffer, opts: ParseOptions = {}): Promise<ParsedMail | null> {
+  const timeoutMs = opts.timeoutMs ?? PARSE_TIMEOUT_MS;
   let timer: NodeJS.Timeout | undefined;
+  let timedOut = false;
   const timeout = new Promise<null>((resolve) => {
-    timer = setTimeout(() => resolve(null), PARSE_TIMEOUT_MS);
+    timer = setTimeout(() => {
+      timedOut = true;
+      resolve(null);
+    }, timeoutMs);
     timer.unref();
   });
   try {
@@ -40,12 +60,14 @@ export async function parseMessage(raw: Buffer, opts: { skipHtmlToText?: boolean
     // mailparser's own HTML-to-text has no bound, and HTML it cannot convert fails the whole
     // message (subject, addresses, attachments): the text of an HTML-only message is made here.
     const parsed = await Promise.race([simpleParser(raw, { keepDeliveryStatus: true, skipHtmlToText: true }), timeout]);
+    if (timedOut && opts.throwOnTimeout) throw new ParseTimeoutError(timeoutMs);
     if (parsed && !opts.skipHtmlToText && !parsed.text && typeof parsed.html === 'string') {
       // mailparser leaves '' there: none when it cannot be made.
       parsed.text = await textOfHtml(parsed.html);
     }
     return parsed;
-  } catch {
+  } catch (err) {
+    if (err instanceof ParseTimeoutError) throw err;
     return null;
   } finally {
     clearTimeout(timer);

@@ -2,6 +2,7 @@ import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 import type { AuthContext, ApiKeyService } from '../../core/api-keys/api-key-service.js';
 import type { EmailService } from '../../core/emails/email-service.js';
 import { AppError } from '../../core/errors.js';
+import { MAX_RECIPIENTS } from '../../core/emails/send-fields.js';
 import type { RateLimiter } from '../../core/rate-limit/rate-limiter.js';
 import { parseMessage } from '../parsed-mail.js';
 import { smtpError, toSmtpError } from '../smtp-errors.js';
@@ -19,7 +20,16 @@ export interface SubmissionServerOptions extends SmtpListenerOptions {
   emails: EmailService;
   rateLimiter: RateLimiter;
   defaultRateLimit: number;
+  /** How long one message may take to parse (parsed-mail.ts's default unless set; tests). */
+  parseTimeoutMs?: number;
 }
+
+/**
+ * Failed AUTH attempts one connection gets; the last is answered 421 and the connection closed
+ * (RFC 4954 4 lets a server limit them). A key has 192 random bits, so this is not what keeps
+ * one from being guessed: it keeps a client from spending our store on guesses without end.
+ */
+export const MAX_AUTH_FAILURES = 3;
 
 /** What a session carries once authenticated: the key, so every message re-checks it. */
 interface SessionUser {
@@ -30,6 +40,9 @@ interface SessionUser {
 export async function startSubmissionServer(options: SubmissionServerOptions): Promise<SmtpListener> {
   const logger = options.logger.child({ listener: 'submission' });
   const listener = new SmtpListener(logger, 'submission');
+
+  /** Failed AUTH attempts by connection (smtp-server keeps one session object per connection). */
+  const authFailures = new WeakMap<SMTPServerSession, number>();
 
   const shuttingDown = () => smtpError(421, '4.3.2', `${options.hostname} shutting down, try again later`);
 
@@ -55,7 +68,9 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
 
   async function submit(raw: Buffer, session: SMTPServerSession): Promise<string> {
     const user = session.user as SessionUser;
-    const parsed = await parseMessage(raw, { skipHtmlToText: true });
+    // Too slow to parse is the busy process's problem, not the message's: a ParseTimeoutError
+    // answers 451 (the client tries again), where MIME mailparser cannot read is refused for good.
+    const parsed = await parseMessage(raw, { skipHtmlToText: true, throwOnTimeout: true, timeoutMs: options.parseTimeoutMs });
     if (!parsed) throw new AppError('BAD_REQUEST', 'the message could not be parsed as MIME');
     const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
     const input = messageToSendInput(parsed, { mailFrom, rcptTo: session.envelope.rcptTo.map((r) => r.address) });
@@ -77,7 +92,10 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
     size: options.maxMessageBytes,
     rejectOversized: true,
     maxClients: options.maxConnections,
-    maxRecipients: options.maxRecipients,
+    // One send takes at most MAX_RECIPIENTS: beyond it a recipient gets 452 at RCPT and the
+    // client sends it in another transaction (RFC 5321 4.5.3.1.10), rather than every RCPT
+    // being taken and the whole message refused at DATA.
+    maxRecipients: Math.min(options.maxRecipients, MAX_RECIPIENTS),
     // RFC 5321 4.5.3.2.7: a server waits at least 5 minutes for the next command; this also
     // outlasts our own work on a message (DNS checks, storing) before the reply.
     socketTimeout: SMTP_SERVER_TIMEOUT_MS,
@@ -88,13 +106,23 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
       callback();
     },
 
-    onAuth(auth, _session, callback) {
+    onAuth(auth, session, callback) {
       const token = (auth.password ?? '').trim();
       options.apiKeys.authenticate(token).then(
         (ctx) => callback(null, { user: { token, auth: ctx } satisfies SessionUser }),
         (err) => {
-          if (!(err instanceof AppError)) logger.error({ err }, 'authenticating a submission client failed');
-          else logger.info({ method: auth.method, remote: _session.remoteAddress }, 'submission AUTH refused');
+          if (!(err instanceof AppError) || err.code !== 'UNAUTHORIZED') {
+            // Ours, not the client's (454): not counted against it.
+            logger.error({ err }, 'authenticating a submission client failed');
+            return callback(toSmtpError(err, 'auth'));
+          }
+          const failures = (authFailures.get(session) ?? 0) + 1;
+          authFailures.set(session, failures);
+          logger.info({ method: auth.method, remote: session.remoteAddress, failures }, 'submission AUTH refused');
+          // smtp-server closes the connection after a 421.
+          if (failures >= MAX_AUTH_FAILURES) return callback(smtpError(421, '4.7.0', `too many failed authentication attempts (${failures}), closing connection`));
+          // The service's words for a missing key are the API's (an Authorization header).
+          if (!token) return callback(smtpError(535, '5.7.8', 'missing API key: the password is an API key (ph_...)'));
           callback(toSmtpError(err, 'auth'));
         },
       );
