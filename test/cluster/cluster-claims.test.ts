@@ -106,6 +106,32 @@ test.serial('a node restarted at once after a crash joins under its name; a live
   await t.throwsAsync(clash.start(), { instanceOf: NodeNameTaken });
 });
 
+test.serial('containers: a twin under the same name, host name and pid is refused while the first beats; a crashed one\'s successor joins', async (t) => {
+  // Every container's first process has pid 1, and two containers given one host name (compose
+  // `hostname:`, replicas) default to the same node name, `<hostname>:1`. Same host and pid
+  // says nothing then: only whether the row's heartbeat still moves.
+  const db = nodes[0]!.db;
+  const logger = pino({ level: 'silent' });
+  const service = (store: PgStore) =>
+    createClusterService({ repo: createClusterRepository(store.db), clock: new ManualClock(Date.now()), logger, node: { id: 'box:1', hostname: 'box', pid: 1 }, listeners: () => ({}) });
+  const first = service(nodes[0]!);
+  const twin = service(nodes[1]!);
+  t.teardown(async () => {
+    await first.stop();
+    await twin.stop();
+    await db.deleteFrom('cluster_nodes').where('id', '=', 'box:1').execute();
+  });
+  await first.start();
+  await t.throwsAsync(twin.start(), { instanceOf: NodeNameTaken }, 'the first container still beats under that name');
+
+  // The first container crashed a moment ago (no leave, its row fresh): its restart takes the name.
+  await first.stop();
+  await db.insertInto('cluster_nodes').values({ id: 'box:1', hostname: 'box', pid: 1, started_at: new Date().toISOString(), heartbeat_at: Date.now() - 500, listeners_json: '{}' }).execute();
+  const restarted = service(nodes[1]!);
+  t.teardown(() => restarted.stop());
+  await t.notThrowsAsync(restarted.start(), 'its earlier life beats no more: the name is free');
+});
+
 test.serial('two nodes that put the same hold at once leave one hold, which an operator can lift', async (t) => {
   const now = Date.now();
   const hold = (id: string) => ({ id, source: 'default', rollup: 'gmail.com', kind: 'suspend' as const, message_rate: null, reason: `421 from ${id}`, until_ms: now + 3600_000, created_at: new Date(now).toISOString() });

@@ -20,6 +20,8 @@ export const HEARTBEAT_MS = 2000;
 export const STALE_MS = 15_000;
 /** Besides every change of the live set, the sweep runs at least this often (a safety net). */
 const SWEEP_EVERY_MS = 30_000;
+/** Three heartbeats: a node still running writes at least one meanwhile (a beat with a sweep takes longer). */
+const TWIN_WATCH_MS = 3 * HEARTBEAT_MS;
 /** Nodes silent this long are forgotten (they no longer show in the store). */
 const FORGET_AFTER_MS = 24 * 3600_000;
 /** The job_runs name of the repair of one node's death (period: `<node>@<its last heartbeat>`). */
@@ -72,6 +74,8 @@ export interface ClusterServiceDeps {
   writeConnections?: (write: (held: ReadonlyMap<string, number>) => Promise<void>) => Promise<void>;
   /** Whether a process with this pid runs on this host (default: signal 0). */
   processAlive?: (pid: number) => boolean;
+  /** How long a start watches a fresh row of its own host and pid for a heartbeat (default TWIN_WATCH_MS). */
+  twinWatchMs?: number;
 }
 
 function processAlive(pid: number): boolean {
@@ -188,15 +192,24 @@ export function createClusterService(deps: ClusterServiceDeps) {
      * name) and what dead nodes held, then beats.
      */
     async start(): Promise<SweepCounts> {
-      const now = Date.now();
       // The same name on this host under a pid that no longer runs is this node's earlier life,
       // killed a moment ago (a supervisor restarts it within seconds): not a clash.
-      const free = (existing: ClusterNodeRow | undefined) =>
+      const free = (existing: ClusterNodeRow | undefined, now: number) =>
         !existing ||
         existing.heartbeat_at < now - STALE_MS ||
-        (existing.hostname === node.hostname && (existing.pid === node.pid || !(deps.processAlive ?? processAlive)(existing.pid)));
-      const existing = await repo.join(beatOf(), now, free);
+        (existing.hostname === node.hostname && existing.pid !== node.pid && !(deps.processAlive ?? processAlive)(existing.pid));
+      let existing = await repo.join(beatOf(), Date.now(), (e) => free(e, Date.now()));
+      if (existing && existing.hostname === node.hostname && existing.pid === node.pid) {
+        // Same host and pid, heard lately: the earlier life of a container restarted a moment
+        // ago (a container's first process is pid 1), or a twin container given the same host
+        // name (so the same default name). Only the row's heartbeat tells them apart: a twin
+        // still beats, an earlier life beats no more.
+        const seen = existing.heartbeat_at;
+        await new Promise((resolve) => setTimeout(resolve, deps.twinWatchMs ?? TWIN_WATCH_MS));
+        existing = await repo.join(beatOf(), Date.now(), (e) => !e || free(e, Date.now()) || (e.hostname === node.hostname && e.pid === node.pid && e.heartbeat_at === seen));
+      }
       if (existing) {
+        const now = Date.now();
         throw new NodeNameTaken(
           `cluster.nodeName ${node.id} is in use by a live node (${existing.hostname}, pid ${existing.pid}, heard ${Math.round((now - existing.heartbeat_at) / 1000)} s ago): give every node its own name`,
         );
