@@ -78,8 +78,6 @@ export interface ClusterServiceDeps {
   processAlive?: (pid: number) => boolean;
   /** This node's own clock (default Date.now; tests skew it). */
   wallClock?: () => number;
-  /** How long a start watches a fresh row of its own host and pid for a heartbeat (default TWIN_WATCH_MS). */
-  twinWatchMs?: number;
 }
 
 function processAlive(pid: number): boolean {
@@ -226,7 +224,7 @@ export function createClusterService(deps: ClusterServiceDeps) {
         // name (so the same default name). Only the row's heartbeat tells them apart: a twin
         // still beats, an earlier life beats no more.
         const seen = existing.heartbeat_at;
-        await new Promise((resolve) => setTimeout(resolve, deps.twinWatchMs ?? TWIN_WATCH_MS));
+        await new Promise((resolve) => setTimeout(resolve, TWIN_WATCH_MS));
         existing = await repo.join(beatOf(), (e, now) => !e || free(e, now) || (e.hostname === node.hostname && e.pid === node.pid && e.heartbeat_at === seen));
       }
       if (existing) {
