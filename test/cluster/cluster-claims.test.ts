@@ -106,6 +106,32 @@ test.serial('a node restarted at once after a crash joins under its name; a live
   await t.throwsAsync(clash.start(), { instanceOf: NodeNameTaken });
 });
 
+test.serial('containers: a twin under the same name, host name and pid is refused while the first beats; a crashed one\'s successor joins', async (t) => {
+  // Every container's first process has pid 1, and two containers given one host name (compose
+  // `hostname:`, replicas) default to the same node name, `<hostname>:1`. Same host and pid
+  // says nothing then: only whether the row's heartbeat still moves.
+  const db = nodes[0]!.db;
+  const logger = pino({ level: 'silent' });
+  const service = (store: PgStore) =>
+    createClusterService({ repo: createClusterRepository(store.db), clock: new ManualClock(Date.now()), logger, node: { id: 'box:1', hostname: 'box', pid: 1 }, listeners: () => ({}) });
+  const first = service(nodes[0]!);
+  const twin = service(nodes[1]!);
+  t.teardown(async () => {
+    await first.stop();
+    await twin.stop();
+    await db.deleteFrom('cluster_nodes').where('id', '=', 'box:1').execute();
+  });
+  await first.start();
+  await t.throwsAsync(twin.start(), { instanceOf: NodeNameTaken }, 'the first container still beats under that name');
+
+  // The first container crashed a moment ago (no leave, its row fresh): its restart takes the name.
+  await first.stop();
+  await db.insertInto('cluster_nodes').values({ id: 'box:1', hostname: 'box', pid: 1, started_at: new Date().toISOString(), heartbeat_at: Date.now() - 500, listeners_json: '{}' }).execute();
+  const restarted = service(nodes[1]!);
+  t.teardown(() => restarted.stop());
+  await t.notThrowsAsync(restarted.start(), 'its earlier life beats no more: the name is free');
+});
+
 test.serial('two nodes that put the same hold at once leave one hold, which an operator can lift', async (t) => {
   const now = Date.now();
   const hold = (id: string) => ({ id, source: 'default', rollup: 'gmail.com', kind: 'suspend' as const, message_rate: null, reason: `421 from ${id}`, until_ms: now + 3600_000, created_at: new Date(now).toISOString() });
@@ -186,7 +212,7 @@ test.serial('a node that joins while another sweeps keeps what it takes: the swe
   while ((await waiting()) < 1);
   // Meanwhile another node joins (its first heartbeat) and opens a session to a destination.
   let joined = false;
-  const joining = joiner.heartbeat({ id: 'node-j', hostname: 'host-j', pid: 2, startedAt: new Date().toISOString(), listenersJson: '{}' }, Date.now()).then(() => {
+  const joining = joiner.heartbeat({ id: 'node-j', hostname: 'host-j', pid: 2, startedAt: new Date().toISOString(), listenersJson: '{}' }).then(() => {
     joined = true;
   });
   while (!joined && (await waiting()) < 2);
@@ -247,7 +273,7 @@ test.serial('a cron run left by a node that comes back is carried on once: by th
   const [seen] = await live.unfinished([job]);
   t.is(seen?.node, 'node-x');
   // Meanwhile node-x starts again (its first heartbeat) and carries on its own run.
-  await createClusterRepository(nodes[1]!.db).heartbeat({ id: 'node-x', hostname: 'host-x', pid: 3, startedAt, listenersJson: '{}' }, Date.now());
+  await createClusterRepository(nodes[1]!.db).heartbeat({ id: 'node-x', hostname: 'host-x', pid: 3, startedAt, listenersJson: '{}' });
   const [own] = await back.unfinished([job]);
   t.true(await back.takeOver(own!));
   // The live node goes on with what it read: the run is no longer a gone node's.
@@ -271,7 +297,7 @@ test.serial('a sweep held up by a row a frozen transaction holds gives up within
   const database = new URL(url).pathname.slice(1);
   while (Number((await admin.query<{ n: string }>("select count(*) as n from pg_stat_activity where datname = $1 and wait_event_type = 'Lock'", [database])).rows[0]!.n) < 1);
   // Another node's heartbeat waits for the sweep, which gives up: the heartbeat is written.
-  const beat = other.heartbeat({ id: 'node-o', hostname: 'host-o', pid: 2, startedAt: new Date().toISOString(), listenersJson: '{}' }, Date.now());
+  const beat = other.heartbeat({ id: 'node-o', hostname: 'host-o', pid: 2, startedAt: new Date().toISOString(), listenersJson: '{}' });
   await t.throwsAsync(sweeping, { message: /lock timeout/ });
   await beat;
   t.truthy(await db.selectFrom('cluster_nodes').select('id').where('id', '=', 'node-o').executeTakeFirst());
@@ -283,8 +309,8 @@ test.serial('a node that stops stops counting its sessions at once; a process th
   const key = 'leave.example:25';
   const beat = (id: string, pid: number) => ({ id, hostname: 'host-l', pid, startedAt: new Date().toISOString(), listenersJson: '{}' });
   const until = () => Date.now() + 15_000;
-  await a!.heartbeat(beat('node-l', 1), Date.now());
-  await b!.heartbeat(beat('node-m', 2), Date.now());
+  await a!.heartbeat(beat('node-l', 1));
+  await b!.heartbeat(beat('node-m', 2));
   t.true(await a!.acquireConnection(key, 'node-l', 1, Date.now(), until()));
   t.false(await b!.acquireConnection(key, 'node-m', 1, Date.now(), until()), 'the limit of 1 is taken');
   await a!.leave(beat('node-l', 1));
@@ -292,4 +318,30 @@ test.serial('a node that stops stops counting its sessions at once; a process th
   // An older process of node-m's name (another pid) leaving does not take node-m's session away.
   await b!.leave(beat('node-m', 99));
   t.false(await a!.acquireConnection(key, 'node-l', 1, Date.now(), until()), 'node-m still holds the one session');
+});
+
+test.serial('a node whose clock is a minute behind is not taken for dead: heartbeats are stamped and judged by the store\'s clock', async (t) => {
+  // Its heartbeats, stamped by its own clock, read a minute old to the others: they freed what it
+  // was sending (sent again) and repaired its "death" at every beat.
+  const db = nodes[0]!.db;
+  const logger = pino({ level: 'silent' });
+  const service = (store: PgStore, id: string, skewMs: number) =>
+    createClusterService({ repo: createClusterRepository(store.db), clock: new ManualClock(Date.now()), logger, node: { id, hostname: `host-${id}`, pid: 7 }, listeners: () => ({}), wallClock: () => Date.now() + skewMs });
+  const behind = service(nodes[1]!, 'node-behind', -60_000);
+  const ahead = service(nodes[0]!, 'node-ahead', 60_000);
+  t.teardown(async () => {
+    await Promise.all([behind.stop(), ahead.stop()]);
+    await db.deleteFrom('job_runs').where('job', '=', 'node-died').execute();
+    await db.deleteFrom('connection_leases').where('node', 'in', ['node-behind', 'node-ahead']).execute();
+  });
+  await behind.start();
+  await ahead.start();
+  // The node behind holds a session to a destination: the sweep of a node that takes it for dead drops it.
+  await db.insertInto('connection_leases').values({ host_key: 'mx.skew.example', node: 'node-behind', count: 1, until_ms: Date.now() + 600_000, waiting_until: Date.now() + 600_000 }).execute();
+  await ahead.sweepNow();
+  t.deepEqual((await ahead.members()).map((m) => m.node).filter((n) => n === 'node-ahead' || n === 'node-behind').sort(), ['node-ahead', 'node-behind']);
+  t.deepEqual((await behind.members()).map((m) => m.node).filter((n) => n === 'node-ahead' || n === 'node-behind').sort(), ['node-ahead', 'node-behind']);
+  for (const m of (await ahead.members()).filter((x) => x.node === 'node-ahead' || x.node === 'node-behind')) t.true(m.lastSeenMs < 15_000, `${m.node} heard ${m.lastSeenMs} ms ago`);
+  t.deepEqual(await db.selectFrom('job_runs').select('period').where('job', '=', 'node-died').where('period', 'like', 'node-behind@%').execute(), [], 'no death repaired');
+  t.truthy(await db.selectFrom('connection_leases').select('node').where('node', '=', 'node-behind').executeTakeFirst(), 'what it holds stays its own');
 });

@@ -25,6 +25,7 @@ function world() {
         held = resolve;
         onHeld();
       });
+      return Date.now();
     },
     async setConnections() {
       calls.push('setConnections');
@@ -101,6 +102,7 @@ test('a sweep that failed is tried again at the next beat, not half a minute lat
     async heartbeat() {
       beats++;
       onBeat();
+      return Date.now();
     },
     setConnections: async () => undefined,
     members: async () => (beats === 1 ? [{ id: 'node-a' }, { id: 'node-b' }] : [{ id: 'node-a' }]),
@@ -133,7 +135,7 @@ test('a sweep that freed bounce notice claims has this node claim them before th
   let sweeps = 0;
   const repo = {
     join: async () => undefined,
-    heartbeat: async () => undefined,
+    heartbeat: async () => Date.now(),
     setConnections: async () => undefined,
     members: async () => [{ id: 'node-a' }],
     releaseOwn: async () => none,

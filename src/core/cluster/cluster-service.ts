@@ -20,6 +20,8 @@ export const HEARTBEAT_MS = 2000;
 export const STALE_MS = 15_000;
 /** Besides every change of the live set, the sweep runs at least this often (a safety net). */
 const SWEEP_EVERY_MS = 30_000;
+/** Three heartbeats: a node still running writes at least one meanwhile (a beat with a sweep takes longer). */
+const TWIN_WATCH_MS = 3 * HEARTBEAT_MS;
 /** Nodes silent this long are forgotten (they no longer show in the store). */
 const FORGET_AFTER_MS = 24 * 3600_000;
 /** The job_runs name of the repair of one node's death (period: `<node>@<its last heartbeat>`). */
@@ -28,6 +30,8 @@ export const NODE_DIED_RUN = 'node-died';
 const KEEP_JOB_RUNS_MS = 7 * 24 * 3600_000;
 /** A node's connection counts hold this long past its last heartbeat. */
 const CONNECTION_COUNT_TTL_MS = STALE_MS;
+/** A node clock this far off the store's is logged (cluster.clock_skew). */
+const SKEW_WARN_MS = 2000;
 
 export interface ClusterMember {
   node: string;
@@ -72,6 +76,8 @@ export interface ClusterServiceDeps {
   writeConnections?: (write: (held: ReadonlyMap<string, number>) => Promise<void>) => Promise<void>;
   /** Whether a process with this pid runs on this host (default: signal 0). */
   processAlive?: (pid: number) => boolean;
+  /** This node's own clock (default Date.now; tests skew it). */
+  wallClock?: () => number;
 }
 
 function processAlive(pid: number): boolean {
@@ -87,6 +93,7 @@ export class NodeNameTaken extends Error {}
 
 export function createClusterService(deps: ClusterServiceDeps) {
   const { repo, clock, node } = deps;
+  const wall = deps.wallClock ?? Date.now;
   const startedAt = clock.now().toISOString();
   let timer: NodeJS.Timeout | undefined;
   /** The last beat asked for; each waits for the one before, so beats never overlap (never rejects). */
@@ -112,6 +119,19 @@ export function createClusterService(deps: ClusterServiceDeps) {
     return { id: node.id, hostname: node.hostname, pid: node.pid, startedAt, listenersJson: JSON.stringify(deps.listeners()) };
   }
 
+  let skewed = false;
+  /**
+   * Logs once when this node's clock drifts from the store's by more than SKEW_WARN_MS (and once
+   * when it is back): rate-limit windows, shaping slots and leases still compare node clocks.
+   */
+  function noteSkew(storeNow: number): void {
+    const skew = wall() - storeNow;
+    if (Math.abs(skew) > SKEW_WARN_MS === skewed) return;
+    skewed = !skewed;
+    if (skewed) deps.logger.warn({ event: 'cluster.clock_skew', skewMs: skew }, `this node's clock is ${skew} ms off the store's: keep the nodes' clocks in sync (NTP)`);
+    else deps.logger.info({ event: 'cluster.clock_skew', skewMs: skew }, "this node's clock agrees with the store's again");
+  }
+
   /** Runs a beat after the one under way; `sweep`: sweep even if the live set did not change. */
   function nextBeat(sweep = false): Promise<void> {
     const run = beating.then(() => {
@@ -123,9 +143,12 @@ export function createClusterService(deps: ClusterServiceDeps) {
   }
 
   async function beat(): Promise<void> {
-    const now = Date.now();
-    await repo.heartbeat(beatOf(), now);
-    const writeCounts = (held: ReadonlyMap<string, number>) => repo.setConnections(node.id, held, now + CONNECTION_COUNT_TTL_MS);
+    // The store's time: every node judges heartbeats by the one clock.
+    const now = await repo.heartbeat(beatOf());
+    noteSkew(now);
+    // Connection counts are judged by the nodes' own clocks (connection-permits.ts).
+    const wallNow = wall();
+    const writeCounts = (held: ReadonlyMap<string, number>) => repo.setConnections(node.id, held, wallNow + CONNECTION_COUNT_TTL_MS);
     await (deps.writeConnections ? deps.writeConnections(writeCounts) : writeCounts(new Map()));
     const live = (await repo.members(now - STALE_MS)).map((m) => m.id);
     const key = live.join('\n');
@@ -188,15 +211,24 @@ export function createClusterService(deps: ClusterServiceDeps) {
      * name) and what dead nodes held, then beats.
      */
     async start(): Promise<SweepCounts> {
-      const now = Date.now();
       // The same name on this host under a pid that no longer runs is this node's earlier life,
       // killed a moment ago (a supervisor restarts it within seconds): not a clash.
-      const free = (existing: ClusterNodeRow | undefined) =>
+      const free = (existing: ClusterNodeRow | undefined, now: number) =>
         !existing ||
         existing.heartbeat_at < now - STALE_MS ||
-        (existing.hostname === node.hostname && (existing.pid === node.pid || !(deps.processAlive ?? processAlive)(existing.pid)));
-      const existing = await repo.join(beatOf(), now, free);
+        (existing.hostname === node.hostname && existing.pid !== node.pid && !(deps.processAlive ?? processAlive)(existing.pid));
+      let existing = await repo.join(beatOf(), free);
+      if (existing && existing.hostname === node.hostname && existing.pid === node.pid) {
+        // Same host and pid, heard lately: the earlier life of a container restarted a moment
+        // ago (a container's first process is pid 1), or a twin container given the same host
+        // name (so the same default name). Only the row's heartbeat tells them apart: a twin
+        // still beats, an earlier life beats no more.
+        const seen = existing.heartbeat_at;
+        await new Promise((resolve) => setTimeout(resolve, TWIN_WATCH_MS));
+        existing = await repo.join(beatOf(), (e, now) => !e || free(e, now) || (e.hostname === node.hostname && e.pid === node.pid && e.heartbeat_at === seen));
+      }
       if (existing) {
+        const now = await repo.now();
         throw new NodeNameTaken(
           `cluster.nodeName ${node.id} is in use by a live node (${existing.hostname}, pid ${existing.pid}, heard ${Math.round((now - existing.heartbeat_at) / 1000)} s ago): give every node its own name`,
         );
@@ -218,7 +250,7 @@ export function createClusterService(deps: ClusterServiceDeps) {
 
     /** The nodes this one sees alive (itself included). */
     async members(): Promise<ClusterMember[]> {
-      const now = Date.now();
+      const now = await repo.now();
       const rows = await repo.members(now - STALE_MS);
       return rows.map((r) => ({
         node: r.id,

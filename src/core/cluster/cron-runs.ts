@@ -38,8 +38,8 @@ export function createCronRuns(deps: { repo: JobRunsRepository; clock: Clock; no
       // One node alone: nobody claims the earlier runs (the cluster's sweep prunes them otherwise).
       if (!deps.cluster) await repo.forgetBefore(job, period);
     },
-    // Heartbeats are wall-clock times (cluster-service.ts).
-    unfinished: (jobs) => repo.unfinished(jobs, node, Date.now() - STALE_MS),
-    takeOver: (run) => repo.takeOver(run, node, Date.now() - STALE_MS),
+    // Heartbeats are the store's times (cluster-service.ts).
+    unfinished: (jobs) => repo.unfinished(jobs, node, STALE_MS),
+    takeOver: (run) => repo.takeOver(run, node, STALE_MS),
   };
 }

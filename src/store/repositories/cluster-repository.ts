@@ -1,6 +1,6 @@
-import { sql, type Expression, type ExpressionBuilder, type Selectable, type SqlBool } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type Selectable, type SqlBool } from 'kysely';
 import type { Db } from '../db.js';
-import { transact } from '../store-context.js';
+import { isPostgres, transact } from '../store-context.js';
 import type { ClusterNodesTable } from '../tables/cluster-tables.js';
 import type { Database } from '../tables/database.js';
 
@@ -47,13 +47,24 @@ const SWEEP_LOCK = 0x706f7374; // 'post'
 /** How long the sweep waits for a row lock (heartbeats wait as long): far below STALE_MS. */
 export const SWEEP_LOCK_WAIT_MS = 3000;
 
-async function writeBeat(db: Db, node: NodeBeat, nowMs: number): Promise<void> {
-  const row = { hostname: node.hostname, pid: node.pid, started_at: node.startedAt, heartbeat_at: nowMs, listeners_json: node.listenersJson };
-  await db
+/**
+ * The store's time in ms: heartbeats are stamped and judged by it, so a node whose clock is off
+ * is neither taken for dead nor kept alive by its clock. (SQLite has one node and no heartbeats.)
+ */
+export function storeNowMs(db: Db): RawBuilder<number> {
+  return isPostgres(db) ? sql<number>`(extract(epoch from clock_timestamp()) * 1000)::bigint` : sql<number>`${Date.now()}`;
+}
+
+/** Writes the node's heartbeat; returns its time (the store's). */
+async function writeBeat(db: Db, node: NodeBeat): Promise<number> {
+  const row = { hostname: node.hostname, pid: node.pid, started_at: node.startedAt, heartbeat_at: storeNowMs(db), listeners_json: node.listenersJson };
+  const written = await db
     .insertInto('cluster_nodes')
     .values({ id: node.id, ...row })
     .onConflict((oc) => oc.column('id').doUpdateSet(row))
-    .execute();
+    .returning('heartbeat_at')
+    .executeTakeFirstOrThrow();
+  return Number(written.heartbeat_at);
 }
 
 /** The tables whose rows a node claims with `lease_owner` and `lease_until`. */
@@ -110,26 +121,38 @@ async function releaseOwnersBut(db: Db, live: readonly string[]): Promise<SweepC
 
 export function createClusterRepository(db: Db) {
   return {
-    /** Taken shared: a node that joins while a sweep runs is live for it, or joins after it (releaseDeadOwners). */
-    async heartbeat(node: NodeBeat, nowMs: number): Promise<void> {
-      await transact(db, async (trx) => {
+    /** The store's time in ms (heartbeats are stamped with it). */
+    async now(): Promise<number> {
+      const r = await sql<{ now: number }>`select ${storeNowMs(db)} as now`.execute(db);
+      return Number(r.rows[0]!.now);
+    },
+
+    /**
+     * Taken shared: a node that joins while a sweep runs is live for it, or joins after it
+     * (releaseDeadOwners). Returns the heartbeat's time: the store's, against which the node
+     * judges the others' heartbeats.
+     */
+    async heartbeat(node: NodeBeat): Promise<number> {
+      return transact(db, async (trx) => {
         await sql`select pg_advisory_xact_lock_shared(${SWEEP_LOCK})`.execute(trx);
-        await writeBeat(trx, node, nowMs);
+        return writeBeat(trx, node);
       });
     },
 
     /**
-     * The first heartbeat of a node, if `free` says the name's row (if any) may be taken over;
-     * else the row that holds the name, and nothing is written. Read and write under a lock
-     * per name: two processes starting at once under one name would both find it free.
+     * The first heartbeat of a node, if `free` says the name's row (if any) may be taken over
+     * (told the store's time); else the row that holds the name, and nothing is written. Read
+     * and write under a lock per name: two processes starting at once under one name would both
+     * find it free.
      */
-    async join(node: NodeBeat, nowMs: number, free: (existing: ClusterNodeRow | undefined) => boolean): Promise<ClusterNodeRow | undefined> {
+    async join(node: NodeBeat, free: (existing: ClusterNodeRow | undefined, nowMs: number) => boolean): Promise<ClusterNodeRow | undefined> {
       return transact(db, async (trx) => {
         await sql`select pg_advisory_xact_lock_shared(${SWEEP_LOCK})`.execute(trx);
         await sql`select pg_advisory_xact_lock(hashtext(${`node:${node.id}`}))`.execute(trx);
         const existing = await trx.selectFrom('cluster_nodes').selectAll().where('id', '=', node.id).executeTakeFirst();
-        if (!free(existing)) return existing;
-        await writeBeat(trx, node, nowMs);
+        const now = Number((await sql<{ now: number }>`select ${storeNowMs(trx)} as now`.execute(trx)).rows[0]!.now);
+        if (!free(existing, now)) return existing;
+        await writeBeat(trx, node);
         return undefined;
       });
     },

@@ -1,4 +1,6 @@
+import { sql } from 'kysely';
 import type { Db } from '../db.js';
+import { storeNowMs } from './cluster-repository.js';
 
 /*
  * Cron runs (job_runs): one row per (job, period), the period being the run's scheduled time.
@@ -39,10 +41,10 @@ export function createJobRunsRepository(db: Db) {
 
     /**
      * The latest run of each of `jobs` when it is unfinished and its node is `node` (an earlier
-     * life of this node: the process running now has not started it) or no node heard from since
-     * `liveSinceMs` (stopped, or dead). On one node (no heartbeats in the store) every owner is gone.
+     * life of this node: the process running now has not started it) or no node heard from in the
+     * last `staleMs` of the store's time (stopped, or dead). On one node (no heartbeats in the store) every owner is gone.
      */
-    async unfinished(jobs: readonly string[], node: string, liveSinceMs: number): Promise<UnfinishedRun[]> {
+    async unfinished(jobs: readonly string[], node: string, staleMs: number): Promise<UnfinishedRun[]> {
       if (!jobs.length) return [];
       const rows = await db
         .selectFrom('job_runs as r')
@@ -50,7 +52,7 @@ export function createJobRunsRepository(db: Db) {
         .where('r.job', 'in', jobs)
         .where('r.finished_at', 'is', null)
         .where((eb) => eb('r.period', '=', eb.selectFrom('job_runs as l').select((l) => l.fn.max('l.period').as('latest')).whereRef('l.job', '=', 'r.job')))
-        .where((eb) => eb.or([eb('r.node', '=', node), eb('r.node', 'not in', eb.selectFrom('cluster_nodes').select('id').where('heartbeat_at', '>=', liveSinceMs))]))
+        .where((eb) => eb.or([eb('r.node', '=', node), eb('r.node', 'not in', eb.selectFrom('cluster_nodes').select('id').where('heartbeat_at', '>=', sql<number>`${storeNowMs(db)} - ${staleMs}`))]))
         .orderBy('r.job')
         .execute();
       return rows.map((r) => ({ job: r.job, period: r.period, node: r.node, startedAt: r.started_at }));
@@ -58,11 +60,11 @@ export function createJobRunsRepository(db: Db) {
 
     /**
      * Takes over a run left unfinished: true for the one node that moves it from its owner. Its
-     * owner is still gone (not heard from since `liveSinceMs`) as the row is taken, unless it is
+     * owner is still gone (not heard from in the last `staleMs`) as the row is taken, unless it is
      * `node` itself: an owner that came back since unfinished() was read takes up its own run,
      * and taking it from `node` to `node` would not keep another node from taking it too.
      */
-    async takeOver(run: UnfinishedRun, node: string, liveSinceMs: number): Promise<boolean> {
+    async takeOver(run: UnfinishedRun, node: string, staleMs: number): Promise<boolean> {
       const res = await db
         .updateTable('job_runs')
         .set({ node })
@@ -70,7 +72,7 @@ export function createJobRunsRepository(db: Db) {
         .where('period', '=', run.period)
         .where('node', '=', run.node)
         .where('finished_at', 'is', null)
-        .where((eb) => eb.or([eb('node', '=', node), eb('node', 'not in', eb.selectFrom('cluster_nodes').select('id').where('heartbeat_at', '>=', liveSinceMs))]))
+        .where((eb) => eb.or([eb('node', '=', node), eb('node', 'not in', eb.selectFrom('cluster_nodes').select('id').where('heartbeat_at', '>=', sql<number>`${storeNowMs(db)} - ${staleMs}`))]))
         .executeTakeFirst();
       return Number(res.numUpdatedRows) > 0;
     },
