@@ -35,3 +35,35 @@ test('no route answers 5xx to malformed input', async (t) => {
   }
   t.log(`${requests} requests`);
 });
+
+const ADMIN_QUERIES = ['', '?limit=0', '?limit=abc&cursor=%FF%FE', '?cursor=q_zzz', '?cursor=' + 'A'.repeat(199), '?destination=%E2%98%83.example&teamId=99999999999999999999', '?destination=..&state=nope', '?campaignId=%20&teamId=-1', '?teamId=1&teamId=2', '?destination=' + 'a'.repeat(300)];
+const ADMIN_BODIES: unknown[] = [
+  ...BODIES,
+  { destination: '..', minutes: 1, reason: 'x' },
+  { teamId: 1e300, minutes: 1, reason: 'x' },
+  { campaignId: 'c'.repeat(10_000), minutes: 1e300, reason: 'x' },
+  { emailIds: ['x'.repeat(5000)], reason: '\u0000' },
+  { emailIds: Array.from({ length: 2000 }, (_, i) => `em_${i}`), reason: 'r' },
+  { destination: '\u2603.example', reason: 'x'.repeat(10_000) },
+  { name: 'n'.repeat(10_000), rateLimit: -1, pool: 'nope' },
+  { pool: {} },
+];
+
+test('no operator route answers 5xx to malformed input', async (t) => {
+  const op = (await t0.app.services.operatorKeys.create('sweep')).token;
+  let requests = 0;
+  for (const route of t0.app.adminRoutes.filter((r) => r.access === 'operator')) {
+    const paths = new Set<string>();
+    for (const v of PATH_VALUES) paths.add('/admin/v1' + route.path.replace(/:[A-Za-z]+/g, v));
+    for (const base of paths) {
+      for (const path of route.method === 'GET' ? ADMIN_QUERIES.map((q) => base + q) : [base])
+      for (const body of route.method === 'GET' ? [undefined] : ADMIN_BODIES) {
+        const res = await t0.request(route.method, path, { key: op, ...(body === undefined ? {} : { rawBody: JSON.stringify(body) }) });
+        requests++;
+        t.true(res.status < 500, `${route.method} ${path} ${JSON.stringify(body)?.slice(0, 200)} -> ${res.status} ${JSON.stringify(res.body)}`);
+        if (res.status >= 400) t.true(typeof res.body?.error?.code === 'string' && typeof res.body?.error?.message === 'string', `${route.method} ${path}: ${JSON.stringify(res.body)}`);
+      }
+    }
+  }
+  t.log(`${requests} requests`);
+});

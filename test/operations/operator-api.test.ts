@@ -3,6 +3,7 @@ import { ManualClock } from '../../src/lib/clock.js';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks/webhook-receiver.js';
 import { OpenApiCheck } from '../proof/helpers/openapi-check.js';
+import { until } from '../helpers/until.js';
 
 // The operator API (/admin/v1) end to end: who may call it, and what each action does to real
 // deliveries to the test MX: suspensions that hold mail (across a restart), retry, bounce by
@@ -231,6 +232,43 @@ test.serial('retry leaves a scheduled send for its time: a retry by destination,
   w.t0.app.engine.wake();
   await w.settle();
   t.is(sentTo('scheduled@other.example'), 1, 'sent at its time');
+});
+
+test.serial('retry of one delivery (the CLI and the console): a scheduled send keeps its time, one on the wire is left alone; each says why and is not audited', async (t) => {
+  const queue = w.t0.app.services.queue;
+  const audited = async () => (await w.t0.app.services.audit.list(1)).entries[0]?.id;
+  const at = new Date(clock.nowMs() + 60 * 60_000).toISOString();
+  const id = await send('later-one@other.example', { scheduledAt: at });
+  await w.settle();
+  const [scheduled] = (await queue.messages({ destination: 'other.example', state: 'scheduled' }, 10)).messages.filter((m) => m.emailId === id);
+  const before = await audited();
+  await t.throwsAsync(queue.retryDelivery('cli', scheduled!.deliveryId), { message: new RegExp(`delivery ${scheduled!.deliveryId} is scheduled for ${at}`) });
+  t.is(await audited(), before, 'nothing retried, nothing audited');
+  w.t0.app.engine.wake();
+  await w.settle();
+  t.is(sentTo('later-one@other.example'), 0, 'not sent before its scheduled time');
+  t.deepEqual(await statuses(id), ['SCHEDULED']);
+
+  // On the wire: the MX holds its DATA reply; a retry neither claims nor records anything.
+  const released: (() => void)[] = [];
+  w.sink.setBehaviour({ holdData: () => new Promise<void>((r) => released.push(r)) });
+  try {
+    const wire = await send('wire@other.example');
+    await until(() => released.length === 1);
+    const [inflight] = (await queue.messages({ destination: 'other.example', state: 'inflight' }, 10)).messages.filter((m) => m.emailId === wire);
+    await t.throwsAsync(queue.retryDelivery('cli', inflight!.deliveryId), { message: new RegExp(`delivery ${inflight!.deliveryId} is being attempted right now`) });
+    t.is(await audited(), before);
+    released.shift()!();
+    await w.settle();
+    t.is(sentTo('wire@other.example'), 1);
+  } finally {
+    w.sink.setBehaviour({ holdData: undefined });
+    for (const r of released) r();
+  }
+  clock.advance(60 * 60_000);
+  w.t0.app.engine.wake();
+  await w.settle();
+  t.is(sentTo('later-one@other.example'), 1, 'sent at its time');
 });
 
 test.serial('bounce by campaign fails its queued mail with the reason, as FAILED events and webhooks; other mail is untouched', async (t) => {

@@ -80,6 +80,12 @@ test('a store that goes away under load: sends answer 500 "not stored, retry lat
   const health = await w.t0.request('GET', '/health', { key: null });
   t.is(health.status, 503);
   t.like(health.body, { status: 'degraded', store: 'error' });
+  // The scrape still answers (what the store holds left out of it), so the rest can be seen.
+  const scrape = await fetch(`${w.t0.baseUrl}/metrics`);
+  t.is(scrape.status, 200);
+  const exposition = await scrape.text();
+  t.regex(exposition, /^posthorn_http_requests_total\{method="POST",route="\/v1\/emails",status="500"\} \d+$/m);
+  t.notRegex(exposition, /^posthorn_queue_messages\{/m);
 
   await server.resume();
   const refusedAtReturn = refused.length;

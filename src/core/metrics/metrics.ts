@@ -50,6 +50,20 @@ export interface MetricsSources {
 const LATENCY_BUCKETS_S = [0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60, 300, 900, 3600, 4 * 3600, 24 * 3600];
 const HTTP_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
+/**
+ * What a gauge that reads the store gets: the value, or undefined when the store cannot be read
+ * then (PostgreSQL gone, a disk error). Its series are left out of that scrape, which still
+ * answers everything else (process, HTTP, memory, the port): a rejected collect would fail the
+ * whole scrape exactly when an operator needs the rest. /health says the store is down.
+ */
+async function fromStore<T>(read: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await read();
+  } catch {
+    return undefined;
+  }
+}
+
 export function createMetrics(sources: MetricsSources) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -87,8 +101,10 @@ export function createMetrics(sources: MetricsSources) {
     registers: [registry],
     async collect() {
       this.reset();
+      const rows = await fromStore(() => sources.queue());
+      if (!rows) return;
       const sums = new Map<string, number>();
-      for (const r of await sources.queue()) {
+      for (const r of rows) {
         const key = `${r.state}\u0000${providerOf(r.domain, r.mxHost)}`;
         sums.set(key, (sums.get(key) ?? 0) + r.count);
       }
@@ -117,7 +133,8 @@ export function createMetrics(sources: MetricsSources) {
     labelNames: ['file'],
     registers: [registry],
     async collect() {
-      for (const [file, bytes] of Object.entries(await sources.storeFiles())) this.set({ file }, bytes);
+      this.reset();
+      for (const [file, bytes] of Object.entries((await fromStore(() => sources.storeFiles())) ?? {})) this.set({ file }, bytes);
     },
   });
 
@@ -138,7 +155,9 @@ export function createMetrics(sources: MetricsSources) {
       labelNames: ['state'],
       registers: [registry],
       async collect() {
-        const counts = await bounceNotices();
+        this.reset();
+        const counts = await fromStore(bounceNotices);
+        if (!counts) return;
         this.set({ state: 'waiting' }, counts.waiting);
         this.set({ state: 'deferred' }, counts.deferred);
       },
@@ -191,7 +210,7 @@ export function createMetrics(sources: MetricsSources) {
       registers: [registry],
       async collect() {
         this.reset();
-        for (const h of (await shaping()).holds) this.inc({ source: h.source, provider: providerOf(h.rollup, h.rollup), kind: h.kind });
+        for (const h of (await fromStore(shaping))?.holds ?? []) this.inc({ source: h.source, provider: providerOf(h.rollup, h.rollup), kind: h.kind });
       },
     });
     new Gauge({
@@ -201,7 +220,7 @@ export function createMetrics(sources: MetricsSources) {
       registers: [registry],
       async collect() {
         this.reset();
-        for (const s of (await shaping()).sources) {
+        for (const s of (await fromStore(shaping))?.sources ?? []) {
           if (!s.warmup) continue;
           if (s.warmup.budget !== null) this.set({ source: s.name, provider: 'any', kind: 'budget' }, s.warmup.budget);
           for (const r of s.warmup.rollups) this.inc({ source: s.name, provider: providerOf(r.rollup, r.rollup), kind: 'used' }, r.used);

@@ -235,13 +235,22 @@ export function createQueueService(deps: QueueServiceDeps) {
       return { bounced };
     },
 
-    /** One queued delivery becomes due now (a suspension that holds it keeps holding it). */
+    /**
+     * One queued delivery becomes due now (a suspension that holds it keeps holding it). As the
+     * bulk retry: one on the wire is left alone, a scheduled send keeps its time; both say so.
+     */
     async retryDelivery(actor: OperatorActor, deliveryId: number): Promise<void> {
       if (!isIntId(deliveryId)) throw notFound(`delivery ${deliveryId} is not queued`);
-      const d = await deps.deliveriesRepo.retryNow(deliveryId, clock.nowMs(), clock.now().toISOString(), (row) =>
+      const now = clock.nowMs();
+      const d = await deps.deliveriesRepo.retryNow(deliveryId, now, clock.now().toISOString(), (row) =>
         deps.audit.inTransaction(actor, 'queue.retry', { deliveryId, emailId: row.email_id, destination: row.rcpt_domain, retried: 1 }),
       );
-      if (!d) throw notFound(`delivery ${deliveryId} is not queued`);
+      if (!d) {
+        const row = await deps.deliveriesRepo.findById(deliveryId);
+        if (row?.state === 'queued' && row.lease_owner !== null) throw badRequest(`delivery ${deliveryId} is being attempted right now; try again when the attempt has ended`);
+        if (row?.state === 'queued' && row.due_since > now) throw badRequest(`delivery ${deliveryId} is scheduled for ${new Date(row.due_since).toISOString()}: a retry keeps a scheduled send's time`);
+        throw notFound(`delivery ${deliveryId} is not queued`);
+      }
       deps.wake();
     },
 

@@ -301,12 +301,22 @@ export function createDeliveriesRepository(db: Db) {
     },
 
     /**
-     * A queued delivery becomes due now; undefined when it is not queued. `inTransaction` runs
-     * inside the same transaction with the row (the operator's audit entry commits with it).
+     * A queued delivery becomes due now, as the bulk retry does it: undefined when it is not
+     * queued, on the wire (leased), or a scheduled send whose time has not come (due_since is its
+     * time). `inTransaction` runs inside the same transaction with the row (the operator's audit
+     * entry commits with it).
      */
     async retryNow(id: number, nowMs: number, nowIso: string, inTransaction?: (row: DeliveryRow) => void): Promise<DeliveryRow | undefined> {
       return transact(db, async (trx) => {
-        const row = await trx.updateTable('deliveries').set({ next_attempt_at: nowMs, updated_at: nowIso }).where('id', '=', id).where('state', '=', 'queued').returningAll().executeTakeFirst();
+        const row = await trx
+          .updateTable('deliveries')
+          .set({ next_attempt_at: nowMs, updated_at: nowIso })
+          .where('id', '=', id)
+          .where('state', '=', 'queued')
+          .where('lease_owner', 'is', null)
+          .where('due_since', '<=', nowMs)
+          .returningAll()
+          .executeTakeFirst();
         if (row) inTransaction?.(row);
         return row;
       });
