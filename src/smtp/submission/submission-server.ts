@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 import type { AuthContext, ApiKeyService } from '../../core/api-keys/api-key-service.js';
 import type { EmailService } from '../../core/emails/email-service.js';
@@ -30,6 +31,18 @@ export interface SubmissionServerOptions extends SmtpListenerOptions {
  * one from being guessed: it keeps a client from spending our store on guesses without end.
  */
 export const MAX_AUTH_FAILURES = 3;
+
+/**
+ * The idempotency key of a submitted message: a client whose 250 was lost (a cut connection, a
+ * timeout after our commit) sends the same bytes from the same MAIL FROM to the same recipients
+ * again, and gets the first email's id back instead of a second email (the API's Idempotency-Key
+ * rules: the team's, for 24 hours). A client composes each new message with its own Message-ID
+ * and Date, so two messages meant as two differ in their bytes.
+ */
+function resendKey(raw: Buffer, mailFrom: string, rcptTo: string[]): string {
+  const envelope = `${mailFrom}\n${rcptTo.map((r) => r.toLowerCase()).sort().join('\n')}\n\n`;
+  return `smtp-submission:${createHash('sha256').update(envelope).update(raw).digest('hex')}`;
+}
 
 /** What a session carries once authenticated: the key, so every message re-checks it. */
 interface SessionUser {
@@ -73,8 +86,10 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
     const parsed = await parseMessage(raw, { skipHtmlToText: true, throwOnTimeout: true, timeoutMs: options.parseTimeoutMs });
     if (!parsed) throw new AppError('BAD_REQUEST', 'the message could not be parsed as MIME');
     const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
-    const input = messageToSendInput(parsed, { mailFrom, rcptTo: session.envelope.rcptTo.map((r) => r.address) });
-    const { emailId } = await options.emails.submit({ teamId: user.auth.teamId, domainId: user.auth.domainId, apiKeyId: user.auth.keyId }, input, { submittedBy: mailFrom });
+    const rcptTo = session.envelope.rcptTo.map((r) => r.address);
+    const input = messageToSendInput(parsed, { mailFrom, rcptTo });
+    const resend = resendKey(raw, mailFrom, rcptTo);
+    const { emailId } = await options.emails.submit({ teamId: user.auth.teamId, domainId: user.auth.domainId, apiKeyId: user.auth.keyId }, input, { submittedBy: mailFrom, idempotencyKey: resend, rawBody: resend });
     return emailId;
   }
 
