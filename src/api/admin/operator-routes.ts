@@ -1,7 +1,7 @@
 import { AppError, notFound } from '../../core/errors.js';
 import type { AuditService, OperatorActor } from '../../core/operators/audit-service.js';
 import type { AdminHealth } from '../../core/operators/admin-health.js';
-import { QUEUE_STATES, type QueueService } from '../../core/queue/queue-service.js';
+import { MAX_QUEUE_PAGE, QUEUE_STATES, type QueueService } from '../../core/queue/queue-service.js';
 import type { TeamService } from '../../core/teams/team-service.js';
 import type { DomainService } from '../../core/domains/domain-service.js';
 import type { ShapingOperator } from '../../core/shaping/shaping-view.js';
@@ -76,7 +76,7 @@ export function operatorRoutes(deps: OperatorRouteDeps): RouteDef[] {
           teamId: intIdQuery('Only this team.'),
           campaignId: textQuery('Only this campaign.', 100, { filter: true }),
           state: enumQuery(QUEUE_STATES, 'Only deliveries in this state.'),
-          limit: limitQuery(50, 500),
+          limit: limitQuery(50, MAX_QUEUE_PAGE),
           cursor,
         },
       },
@@ -223,9 +223,15 @@ export function operatorRoutes(deps: OperatorRouteDeps): RouteDef[] {
       path: '/health',
       access: 'operator',
       tag: 'Health',
-      summary: 'Health for operators: queue age, listeners, free disk and the last outcome of each background job.',
+      summary: 'Health for operators: queue age, listeners, free disk and the last outcome of each background job; 503 with the same body when degraded.',
       response: adminHealthSchema,
-      handler: async () => deps.health(),
+      // Degraded answers 503 with the same body, as /health does, so a probe sees it by status.
+      handler: async (req) => {
+        const health = await deps.health();
+        req.koa.body = health;
+        req.koa.status = health.status === 'ok' ? 200 : 503;
+        return health;
+      },
     }),
   ];
 }
