@@ -229,7 +229,9 @@ export function registerQueue(program: Command): void {
           return;
         }
         const r = await app.services.queue.retry('cli', await selector(app, opts));
-        print(cmd, r, () => process.stdout.write(`${r.retried} deliveries are due now\n`));
+        print(cmd, r, () =>
+          process.stdout.write(`${r.retried - r.held} deliveries are due now${r.held ? `; ${r.held} more stay held by a suspension until it ends or is resumed (${cliCommand(cmd, 'queue resume <id>')})` : ''}\n`),
+        );
       });
     });
 

@@ -132,7 +132,10 @@ export function operatorRoutes(deps: OperatorRouteDeps): RouteDef[] {
       tag: 'Queue',
       summary: 'Make matching queued mail due now (mail on the wire and held mail are left as they are).',
       request: { body: retryBody },
-      response: z.strictObject({ retried: z.int().min(0) }),
+      response: z.strictObject({
+        retried: z.int().min(0),
+        held: z.int().min(0).meta({ description: 'How many of those a suspension still holds: they are attempted when it ends or is resumed.' }),
+      }),
       handler: async (req) => queue.retry(actor(req), req.input.body),
     }),
     defineRoute({

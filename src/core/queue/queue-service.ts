@@ -215,11 +215,13 @@ export function createQueueService(deps: QueueServiceDeps) {
     },
 
     /** Matching queued mail that is not on the wire becomes due now (held mail stays held; a scheduled send keeps its time). */
-    async retry(actor: OperatorActor, input: Parameters<typeof parseSelector>[0]): Promise<{ retried: number }> {
+    async retry(actor: OperatorActor, input: Parameters<typeof parseSelector>[0]): Promise<{ retried: number; held: number }> {
       const sel = parseSelector(input);
-      const retried = await queue.retryNow(sel, clock.nowMs(), clock.now().toISOString(), (n) => deps.audit.inTransaction(actor, 'queue.retry', { ...sel, retried: n }));
+      const now = clock.nowMs();
+      const retried = await queue.retryNow(sel, now, clock.now().toISOString(), (n) => deps.audit.inTransaction(actor, 'queue.retry', { ...sel, retried: n }));
       deps.wake();
-      return { retried };
+      // Made due, but a suspension keeps these back until it ends or is resumed: counted apart.
+      return { retried, held: retried ? await queue.heldBySuspension(sel, now) : 0 };
     },
 
     /**
