@@ -228,6 +228,7 @@ export function operatorRoutes(deps: OperatorRouteDeps): RouteDef[] {
       tag: 'Health',
       summary: 'Health for operators: queue age, listeners, free disk and the last outcome of each background job; 503 with the same body when degraded.',
       response: adminHealthSchema,
+      degraded: 'Degraded: the store cannot be read, the process is shutting down or a listener failed. The same body, with status "degraded".',
       // Degraded answers 503 with the same body, as /health does, so a probe sees it by status.
       handler: async (req) => {
         const health = await deps.health();
