@@ -159,6 +159,8 @@ function operation(set: SchemaSet, route: RouteDef, kind: DocumentKind): JsonObj
       content: { [route.contentType ?? 'application/json']: { schema: set.toJson(route.response, 'output') } },
     },
   };
+  // A health route answers its own body with 503 when degraded, not the error body.
+  if (route.degraded) responses['503'] = { description: route.degraded, content: { 'application/json': { schema: set.toJson(route.response, 'output') } } };
   for (const status of errorStatuses(route)) responses[String(status)] = { $ref: `#/components/responses/${ERROR_RESPONSES[status]!.name}` };
   op.responses = responses;
   return op;

@@ -79,6 +79,8 @@ export interface RouteDef<P extends ParamDefs = ParamDefs, Q extends ParamDefs =
   contentType?: string;
   /** Error statuses beyond the automatic ones (see ErrorStatus). */
   errors?: ErrorStatus[];
+  /** A health route's 503: the 200 body, with `status: degraded`; this says when (the OpenAPI description). */
+  degraded?: string;
   /** Returns the 200 response body (or a JsonStream of it). Throw AppError for failures. */
   handler(req: RouteRequest<RouteInput<P, Q, H, BodyOf<B>>>): Promise<z.input<R> | JsonStream>;
 }

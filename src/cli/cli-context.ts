@@ -145,9 +145,9 @@ const MAX_INT_OPTION = 2147483647;
  * like any other (never read as the option left out), and a huge one before the store sees it
  * (SQLite and PostgreSQL answer it with their own errors).
  */
-export function parseIntOption(value: string, name: string): number {
+export function parseIntOption(value: string, name: string, max = MAX_INT_OPTION): number {
   const n = /^\d{1,10}$/.test(value) ? Number(value) : NaN;
-  if (!(n >= 1 && n <= MAX_INT_OPTION)) throw new Error(`${name} must be a whole number from 1 to ${MAX_INT_OPTION}, got "${value}"`);
+  if (!(n >= 1 && n <= max)) throw new Error(`${name} must be a whole number from 1 to ${max}, got "${value}"`);
   return n;
 }
 

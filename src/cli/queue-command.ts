@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { parseSelector, QUEUE_STATES, reasonOf, suspensionMinutes, type QueueState } from '../core/queue/queue-service.js';
+import { MAX_QUEUE_PAGE, parseSelector, QUEUE_STATES, reasonOf, suspensionMinutes, type QueueState } from '../core/queue/queue-service.js';
 import { decodeIdCursor } from '../core/id-cursor.js';
 import type { ShapingState } from '../core/shaping/shaping-view.js';
 import { cliCommand, existingTeam, parseIntOption, printTable, withApp } from './cli-context.js';
@@ -146,13 +146,13 @@ export function registerQueue(program: Command): void {
 
   withSelectors(queue.command('messages').description('the queued deliveries, oldest first'), false)
     .option('--state <state>', `one of ${QUEUE_STATES.join(', ')}`)
-    .option('--limit <n>', 'how many', '50')
+    .option('--limit <n>', `how many (at most ${MAX_QUEUE_PAGE})`, '50')
     .option('--cursor <c>', 'the next page (printed after a full page)')
     .option('--json', 'print JSON')
     .action(async (opts: SelectorOptions & { state?: string; limit: string; cursor?: string; json?: boolean }, cmd: Command) => {
       if (opts.state !== undefined && !(QUEUE_STATES as readonly string[]).includes(opts.state)) throw new Error(`--state must be one of ${QUEUE_STATES.join(', ')}`);
       checkSelector(opts);
-      const limit = parseIntOption(opts.limit, '--limit');
+      const limit = parseIntOption(opts.limit, '--limit', MAX_QUEUE_PAGE);
       if (opts.cursor !== undefined) decodeIdCursor('q', opts.cursor);
       await withApp(cmd, async (app) => {
         const page = await app.services.queue.messages({ ...(await selector(app, opts)), state: opts.state as QueueState | undefined }, limit, opts.cursor);
@@ -218,12 +218,20 @@ export function registerQueue(program: Command): void {
       if (id === undefined) checkSelector(opts, WITH_EMAILS);
       await withApp(cmd, async (app) => {
         if (id !== undefined) {
-          await app.services.queue.retryDelivery('cli', id);
-          print(cmd, { retried: 1 }, () => process.stdout.write(`delivery ${deliveryId} will be attempted at the next engine round\n`));
+          const r = await app.services.queue.retryDelivery('cli', id);
+          print(cmd, r, () =>
+            process.stdout.write(
+              r.heldBy
+                ? `delivery ${deliveryId} is held by suspension ${r.heldBy.id} (${r.heldBy.reason}) until ${r.heldBy.until}: it is attempted when that ends or is resumed (${cliCommand(cmd, `queue resume ${r.heldBy.id}`)})\n`
+                : `delivery ${deliveryId} is due now: the engine attempts it at its next round\n`,
+            ),
+          );
           return;
         }
         const r = await app.services.queue.retry('cli', await selector(app, opts));
-        print(cmd, r, () => process.stdout.write(`${r.retried} deliveries are due now\n`));
+        print(cmd, r, () =>
+          process.stdout.write(`${r.retried - r.held} deliveries are due now${r.held ? `; ${r.held} more stay held by a suspension until it ends or is resumed (${cliCommand(cmd, 'queue resume <id>')})` : ''}\n`),
+        );
       });
     });
 

@@ -60,6 +60,9 @@ test('a number out of range is refused before it reaches the store: 0, negative,
   const range = /must be a whole number from 1 to 2147483647/;
   await refused(t, dataDir, ['queue', 'messages', '--limit', '0'], /--limit must be/);
   await refused(t, dataDir, ['queue', 'messages', '--limit', '99999999999999999999999'], /--limit must be/);
+  // The API's bound on a page of the queue, with the same kind of message as any other number.
+  await refused(t, dataDir, ['queue', 'messages', '--limit', '501'], /^posthorn: --limit must be a whole number from 1 to 500, got "501"$/);
+  t.regex(await ok(t, dataDir, ['queue', 'messages', '--limit', '500']), /No queued deliveries match/);
   await refused(t, dataDir, ['keys', 'revoke', '99999999999999999999999'], range);
   await refused(t, dataDir, ['keys', 'revoke', '0'], range);
   await refused(t, dataDir, ['queue', 'purge', '99999999999999999999999'], range);
@@ -92,6 +95,7 @@ test('a command refused for its arguments changes nothing on disk: it makes no d
     [['send', '--from', 'a@example.com', '--to', 'b@example.com', '--subject', 's', '--text', 't', '--team', '0'], /^posthorn: --team must be/],
     [['queue', 'messages', '--cursor', 'bogus'], /^posthorn: cursor: not a cursor/],
     [['queue', 'messages', '--limit', '0'], /^posthorn: --limit must be/],
+    [['queue', 'messages', '--limit', '100000'], /^posthorn: --limit must be a whole number from 1 to 500, got "100000"$/],
     [['queue', 'suspend', '--minutes', '99999', '--reason', 'r', '--destination', 'example.com'], /^posthorn: minutes: must be more than 0 and at most 43200/],
     [['queue', 'suspend', '--minutes', '5', '--reason', 'r', '--team', 'x'], /^posthorn: --team must be/],
     [['queue', 'retry', '--destination', 'not a domain!'], /^posthorn: destination: must be a domain name$/],

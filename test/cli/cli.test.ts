@@ -172,7 +172,14 @@ test('send queues through the API path; queue shows counts and the due delivery;
     const messages = (await cliRun('queue', 'messages')).stdout;
     t.regex(messages, /b@example\.net/);
     const deliveryId = /^(\d+)\s+em_/m.exec(messages)![1]!;
-    t.regex((await cliRun('queue', 'retry', deliveryId)).stdout, /next engine round/);
+    t.is((await cliRun('queue', 'retry', deliveryId)).stdout, `delivery ${deliveryId} is due now: the engine attempts it at its next round\n`);
+    // Held by a suspension, a retry makes it due but the suspension keeps holding it: said so.
+    const su = JSON.parse((await cliRun('queue', 'suspend', '--destination', 'example.net', '--minutes', '10', '--reason', 'mx maintenance', '--json')).stdout);
+    const held = (await cliRun('queue', 'retry', deliveryId)).stdout;
+    t.regex(held, new RegExp(`^delivery ${deliveryId} is held by suspension ${su.id} \\(mx maintenance\\) until ${su.until}: it is attempted when that ends or is resumed \\(.*queue resume ${su.id}\\)\n$`));
+    t.like(JSON.parse((await cliRun('queue', 'retry', deliveryId, '--json')).stdout), { retried: 1, heldBy: { id: su.id, destination: 'example.net', until: su.until } });
+    await cliRun('queue', 'resume', su.id);
+    t.regex((await cliRun('queue', 'retry', deliveryId)).stdout, /is due now/);
     t.regex((await cliRun('queue', 'purge', deliveryId)).stdout, /purged/);
     t.regex((await cliRun('queue')).stdout, /^Queue: 0 deliveries/m);
     const err = await t.throwsAsync(cliRun('queue', 'purge', deliveryId));
@@ -182,6 +189,11 @@ test('send queues through the API path; queue shows counts and the due delivery;
     const audit = db.prepare("select actor, action, key_id, console_user_id, target_json from operator_audit where action like 'queue.%' order by id").all() as any[];
     db.close();
     t.deepEqual(audit.map((a) => [a.actor, a.action, a.key_id, a.console_user_id, JSON.parse(a.target_json).deliveryId]), [
+      ['cli', 'queue.retry', null, null, Number(deliveryId)],
+      ['cli', 'queue.suspend', null, null, undefined],
+      ['cli', 'queue.retry', null, null, Number(deliveryId)],
+      ['cli', 'queue.retry', null, null, Number(deliveryId)],
+      ['cli', 'queue.resume', null, null, undefined],
       ['cli', 'queue.retry', null, null, Number(deliveryId)],
       ['cli', 'queue.purge', null, null, Number(deliveryId)],
     ]);

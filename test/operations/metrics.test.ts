@@ -112,12 +112,23 @@ test.serial('who may scrape: loopback or an operator key; a team key is refused'
   t.is((await fetch(`${w.t0.baseUrl}/metrics`, { headers: { authorization: `Bearer ${w.t0.key}` } })).status, 403);
   t.is((await fetch(`${w.t0.baseUrl}/metrics`, { headers: { authorization: 'Bearer ph_000000000000_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' } })).status, 401);
   t.true((await scrape(op)).size > 0);
+  // Credentials of another scheme (Basic, meant for a proxy) are no key: from loopback the scrape
+  // needs none and is not refused for them.
+  for (const authorization of ['Basic cHJvbWV0aGV1czpzZWNyZXQ=', 'Digest username="prometheus"', 'Basic']) {
+    const res = await fetch(`${w.t0.baseUrl}/metrics`, { headers: { authorization } });
+    t.is(res.status, 200, authorization);
+    t.regex(await res.text(), /^posthorn_messages_accepted_total /m);
+  }
   // A forwarded address is not the connection's: it opens nothing.
   const closed = await startTestApp({ overrides: { metrics: { allowFrom: ['10.0.0.0/8'] } } });
   try {
     const anon = await fetch(`${closed.baseUrl}/metrics`, { headers: { 'x-forwarded-for': '10.1.2.3' } });
     t.is(anon.status, 401);
     t.is(((await anon.json()) as any).error.code, 'UNAUTHORIZED');
+    // From an address outside allowFrom: Basic opens nothing, a Bearer that is no operator key is 401, a team key 403.
+    t.is((await fetch(`${closed.baseUrl}/metrics`, { headers: { authorization: 'Basic cHJvbWV0aGV1czpzZWNyZXQ=' } })).status, 401);
+    t.is((await fetch(`${closed.baseUrl}/metrics`, { headers: { authorization: 'Bearer ph_000000000000_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' } })).status, 401);
+    t.is((await fetch(`${closed.baseUrl}/metrics`, { headers: { authorization: `Bearer ${closed.key}` } })).status, 403);
     const key = (await closed.app.services.operatorKeys.create('p')).token;
     t.is((await fetch(`${closed.baseUrl}/metrics`, { headers: { authorization: `Bearer ${key}` } })).status, 200);
   } finally {

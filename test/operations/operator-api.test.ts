@@ -271,6 +271,26 @@ test.serial('retry of one delivery (the CLI and the console): a scheduled send k
   t.is(sentTo('later-one@other.example'), 1, 'sent at its time');
 });
 
+test.serial('retry of one delivery a suspension holds: the answer names the suspension, and the mail stays held until it is resumed', async (t) => {
+  const queue = w.t0.app.services.queue;
+  const other = await must('POST', '/queue/suspensions', { destination: 'elsewhere.example', minutes: 10, reason: 'not this one' });
+  const ofCampaign = await must('POST', '/queue/suspensions', { destination: 'other.example', campaignId: 'cmp_not_this_one', minutes: 10, reason: 'not this one either' });
+  const s = await must('POST', '/queue/suspensions', { destination: 'other.example', minutes: 10, reason: 'held for the retry test' });
+  const id = await send('held-one@other.example');
+  await w.settle();
+  const [held] = (await queue.messages({ destination: 'other.example', state: 'suspended' }, 50)).messages.filter((m) => m.emailId === id);
+  t.like(await queue.retryDelivery('cli', held!.deliveryId), { retried: 1, heldBy: { id: s.id, reason: 'held for the retry test', destination: 'other.example' } });
+  w.t0.app.engine.wake();
+  await w.settle();
+  t.is(sentTo('held-one@other.example'), 0, 'still held');
+  // The API's retry by selector counts what stays held apart.
+  t.deepEqual(await must('POST', '/queue/retry', { emailIds: [id] }), { retried: 1, held: 1 });
+  await must('DELETE', `/queue/suspensions/${s.id}`);
+  await w.settle();
+  t.is(sentTo('held-one@other.example'), 1, 'sent once resumed');
+  for (const x of [other, ofCampaign]) await must('DELETE', `/queue/suspensions/${x.id}`);
+});
+
 test.serial('bounce by campaign fails its queued mail with the reason, as FAILED events and webhooks; other mail is untouched', async (t) => {
   const hook = await w.t0.request('POST', '/v1/webhooks', { body: { url: receiver.url, eventTypes: ['email.failed'] } });
   t.is(hook.status, 200);

@@ -151,6 +151,36 @@ test.serial('invalid messages are refused with a 5xx that says why', async (t) =
   t.regex(many.response, /^250 2\.0\.0 Ok: queued as em_/);
 });
 
+test.serial('custom headers the API would refuse do not cost the message: past the first 50, or an unbroken run too long to fold, they are left out and the rest is sent', async (t) => {
+  const before = w.sink.messages.length;
+  const words = Array.from({ length: 900 }, (_, i) => `w${i}`);
+  const lines = [
+    'From: hello@sender.dev',
+    'To: many-headers@example.net',
+    'Subject: From a mail client',
+    `X-Unbroken: ${'a'.repeat(950)}`,
+    `X-Too-Long: ${words.map((word, i) => (i % 20 === 19 && i < words.length - 1 ? `${word}\r\n` : word)).join(' ')}`,
+    ...Array.from({ length: 55 }, (_, i) => `X-H${i + 1}: v${i + 1}`),
+    'X-H1: repeated, the first wins',
+  ];
+  const info = await transport(w.t0.key).sendMail({ envelope: { from: 'hello@sender.dev', to: ['many-headers@example.net'] }, raw: `${lines.join('\r\n')}\r\n\r\nbody\r\n` });
+  const emailId = /queued as (em_\S+)$/.exec(info.response)?.[1];
+  t.truthy(emailId, info.response);
+  await waitForStatus(w, emailId!, 'DELIVERED');
+  const parsed = await simpleParser(w.sink.messages.slice(before).find((m) => m.rcptTo.includes('many-headers@example.net'))!.raw);
+  t.is(parsed.headers.get('x-h1'), 'v1');
+  t.is(parsed.headers.get('x-h50'), 'v50');
+  t.is(parsed.headers.get('x-h51'), undefined, 'past the first 50');
+  t.is(parsed.headers.get('x-unbroken'), undefined);
+  t.is(parsed.headers.get('x-too-long'), undefined);
+  t.is(parsed.subject, 'From a mail client');
+  // The API's own rules are unchanged: the same headers in a send are refused.
+  const api = await w.t0.request('POST', '/v1/emails', { body: { from: 'hello@sender.dev', to: 'a@example.net', subject: 's', text: 't', headers: { 'X-Unbroken': 'a'.repeat(950) } } });
+  t.is(api.status, 400);
+  const many = await w.t0.request('POST', '/v1/emails', { body: { from: 'hello@sender.dev', to: 'a@example.net', subject: 's', text: 't', headers: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`X-H${i}`, 'v'])) } });
+  t.is(many.status, 400);
+});
+
 test.serial('a NUL character or an unpaired surrogate in the subject, an address or a body of a submitted message is refused with 550 5.6.0 naming the field, as the API refuses it, on either store', async (t) => {
   const cases: [Record<string, unknown>, RegExp][] = [
     [{ subject: 'a\0b', text: 't' }, /^550 5\.6\.0 subject: must not contain the NUL character/],

@@ -11,7 +11,8 @@ import { bearerToken } from '../http-server.js';
  * connection's own, never X-Forwarded-For, which a client can write. But a reverse proxy on this
  * host connects from loopback for every client it relays: a relayed request (it carries a proxy's
  * header) also needs the client the proxy names to be allowed, which only http.trustProxy makes
- * believable; a header can so only close the door, never open it.
+ * believable; a header can so only close the door, never open it. A Bearer is checked from any
+ * address (a wrong one is 401, a team key 403); an Authorization of another scheme is no key.
  */
 
 /** Headers a reverse proxy adds to say whom it relays (nginx's usual X-Real-IP, RFC 7239 Forwarded). */
@@ -53,7 +54,9 @@ export function metricsRoute(deps: MetricsRouteDeps) {
   const list = blockListOf(deps.allowFrom);
   return (router: Router) => {
     router.get('/metrics', async (ctx) => {
-      const token = bearerToken(ctx);
+      // Only a Bearer is a key: another scheme (a scraper's Basic credentials meant for a proxy)
+      // was not sent for us, and counts as no key at all.
+      const token = /^Bearer(\s|$)/i.test(ctx.get('authorization')) ? bearerToken(ctx) : undefined;
       if (token !== undefined) {
         await deps.operatorKeys.authenticate(token).catch(async (err: unknown) => {
           if (await deps.apiKeys.authenticate(token).then(() => true, () => false)) throw new AppError('FORBIDDEN', 'team API keys may not read /metrics: use a server-operator key');

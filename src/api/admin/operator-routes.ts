@@ -1,7 +1,7 @@
 import { AppError, notFound } from '../../core/errors.js';
 import type { AuditService, OperatorActor } from '../../core/operators/audit-service.js';
 import type { AdminHealth } from '../../core/operators/admin-health.js';
-import { QUEUE_STATES, type QueueService } from '../../core/queue/queue-service.js';
+import { MAX_QUEUE_PAGE, QUEUE_STATES, type QueueService } from '../../core/queue/queue-service.js';
 import type { TeamService } from '../../core/teams/team-service.js';
 import type { DomainService } from '../../core/domains/domain-service.js';
 import type { ShapingOperator } from '../../core/shaping/shaping-view.js';
@@ -76,7 +76,7 @@ export function operatorRoutes(deps: OperatorRouteDeps): RouteDef[] {
           teamId: intIdQuery('Only this team.'),
           campaignId: textQuery('Only this campaign.', 100, { filter: true }),
           state: enumQuery(QUEUE_STATES, 'Only deliveries in this state.'),
-          limit: limitQuery(50, 500),
+          limit: limitQuery(50, MAX_QUEUE_PAGE),
           cursor,
         },
       },
@@ -132,7 +132,10 @@ export function operatorRoutes(deps: OperatorRouteDeps): RouteDef[] {
       tag: 'Queue',
       summary: 'Make matching queued mail due now (mail on the wire and held mail are left as they are).',
       request: { body: retryBody },
-      response: z.strictObject({ retried: z.int().min(0) }),
+      response: z.strictObject({
+        retried: z.int().min(0),
+        held: z.int().min(0).meta({ description: 'How many of those a suspension still holds: they are attempted when it ends or is resumed.' }),
+      }),
       handler: async (req) => queue.retry(actor(req), req.input.body),
     }),
     defineRoute({
@@ -223,9 +226,16 @@ export function operatorRoutes(deps: OperatorRouteDeps): RouteDef[] {
       path: '/health',
       access: 'operator',
       tag: 'Health',
-      summary: 'Health for operators: queue age, listeners, free disk and the last outcome of each background job.',
+      summary: 'Health for operators: queue age, listeners, free disk and the last outcome of each background job; 503 with the same body when degraded.',
       response: adminHealthSchema,
-      handler: async () => deps.health(),
+      degraded: 'Degraded: the store cannot be read, the process is shutting down or a listener failed. The same body, with status "degraded".',
+      // Degraded answers 503 with the same body, as /health does, so a probe sees it by status.
+      handler: async (req) => {
+        const health = await deps.health();
+        req.koa.body = health;
+        req.koa.status = health.status === 'ok' ? 200 : 503;
+        return health;
+      },
     }),
   ];
 }

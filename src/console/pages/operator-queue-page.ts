@@ -155,8 +155,8 @@ ${cursor || nextCursor ? html`<nav class="pager" aria-label="Pages">${cursor ? h
 
   route(r, 'post', '/operator/queue/destinations/:destination/retry', operatorOnly(async (ctx) => {
     const destination = destinationOf(ctx);
-    const { retried } = await queue.retry(operatorActor(ctx), { destination });
-    done(ctx, destinationPath(destination), `${retried} queued deliveries to ${destination} are due now.`);
+    const { retried, held } = await queue.retry(operatorActor(ctx), { destination });
+    done(ctx, destinationPath(destination), `${retried - held} queued deliveries to ${destination} are due now.${held ? ` ${held} more stay held by a suspension until it ends or is resumed.` : ''}`);
   }));
 
   route(r, 'post', '/operator/queue/destinations/:destination/bounce', operatorOnly(async (ctx) => {
@@ -173,8 +173,8 @@ ${cursor || nextCursor ? html`<nav class="pager" aria-label="Pages">${cursor ? h
 
   route(r, 'post', '/operator/queue/deliveries/:id/retry', operatorOnly(async (ctx) => {
     const id = deliveryIdOf(ctx);
-    await queue.retryDelivery(operatorActor(ctx), id);
-    done(ctx, backTo(ctx, QUEUE), `Delivery ${id} is due now.`);
+    const r = await queue.retryDelivery(operatorActor(ctx), id);
+    done(ctx, backTo(ctx, QUEUE), r.heldBy ? `Delivery ${id} is held by suspension ${r.heldBy.id} until ${r.heldBy.until}: it is attempted when that ends or is resumed.` : `Delivery ${id} is due now.`);
   }));
 
   route(r, 'post', '/operator/queue/deliveries/:id/give-up', operatorOnly(async (ctx) => {

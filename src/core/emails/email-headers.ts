@@ -51,15 +51,24 @@ const HEADER_NAME = /^[!-9;-~]+$/; // RFC 5322 2.2: printable US-ASCII except co
  */
 export const MAX_UNBROKEN_HEADER_RUN = 900;
 
-export function assertFoldable(value: string, field: string): void {
+/** Whether a header value can be folded into legal lines: no unbroken run over MAX_UNBROKEN_HEADER_RUN. */
+export function isFoldable(value: string): boolean {
   let run = 0;
   for (let i = 0; i < value.length; i++) {
     const c = value.charCodeAt(i);
     run = c === 32 || c === 9 ? 0 : run + (c > 0x7f ? 3 : 1); // non-ASCII grows when encoded
-    if (run > MAX_UNBROKEN_HEADER_RUN) throw badRequest(`${field}: contains a word longer than ${MAX_UNBROKEN_HEADER_RUN} characters, which cannot be written in a mail header`);
+    if (run > MAX_UNBROKEN_HEADER_RUN) return false;
   }
+  return true;
+}
+
+export function assertFoldable(value: string, field: string): void {
+  if (!isFoldable(value)) throw badRequest(`${field}: contains a word longer than ${MAX_UNBROKEN_HEADER_RUN} characters, which cannot be written in a mail header`);
 }
 export const MAX_CUSTOM_HEADERS = 50;
+/** The send schema's bounds on a custom header's name and value (core/emails/send-schema.ts). */
+export const MAX_CUSTOM_HEADER_NAME = 200;
+export const MAX_CUSTOM_HEADER_VALUE = 4000;
 
 /** Validates custom headers (no CR/LF anywhere: no header injection) and returns them. */
 export function validateCustomHeaders(headers: Record<string, string> | undefined): Record<string, string> {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_CUSTOM_HEADER_NAME, MAX_CUSTOM_HEADER_VALUE } from './email-headers.js';
 
 // The send body shared by POST /emails, each batch item, SMTP submission and the CLI
 // (spec, Emails). Unknown fields are ignored rather than refused so SDKs that add fields
@@ -32,7 +33,7 @@ export const sendBodySchema = z.object({
     .preprocess((v, ctx) => {
       if (v !== null && typeof v === 'object' && Object.hasOwn(v, '__proto__')) ctx.addIssue({ code: 'custom', message: 'a header can not be named __proto__' });
       return v;
-    }, z.record(z.string().min(1).max(200), z.string().min(1).max(4000)))
+    }, z.record(z.string().min(1).max(MAX_CUSTOM_HEADER_NAME), z.string().min(1).max(MAX_CUSTOM_HEADER_VALUE)))
     .optional(),
   attachments: z
     .array(z.object({ filename: z.string().min(1).max(255), content: z.string().min(1) }))

@@ -12,7 +12,7 @@ import type { JobMonitor } from './job-monitor.js';
 export type ListenerState = { state: 'listening' | 'not started' | 'failed'; host: string | null; port: number | null };
 
 export interface AdminHealthDeps {
-  queue: QueueRepository;
+  queue: Pick<QueueRepository, 'totals' | 'oldestReadyMs'>;
   jobs: JobMonitor;
   clock: Clock;
   node: string;
@@ -29,17 +29,23 @@ export function createAdminHealth(deps: AdminHealthDeps) {
   const startedAtMs = deps.clock.nowMs();
   return async () => {
     const now = deps.clock.nowMs();
-    const storeOk = await deps.storeOk();
+    // The store can answer its ping and fail the next read (a connection cut in between, a lock
+    // timeout): that is a store in trouble, reported as degraded like a failed ping, never a 500.
+    let storeOk = await Promise.resolve(deps.storeOk()).catch(() => false);
     let queue = { ready: 0, inFlight: 0, deferred: 0, suspended: 0, oldestReadyAgeSeconds: null as number | null };
     if (storeOk) {
-      const [totals, oldest] = await Promise.all([deps.queue.totals(now), deps.queue.oldestReadyMs(now)]);
-      queue = {
-        ready: totals.ready,
-        inFlight: totals.inflight,
-        deferred: totals.deferred,
-        suspended: totals.suspended,
-        oldestReadyAgeSeconds: oldest === null ? null : Math.max(0, (now - oldest) / 1000),
-      };
+      try {
+        const [totals, oldest] = await Promise.all([deps.queue.totals(now), deps.queue.oldestReadyMs(now)]);
+        queue = {
+          ready: totals.ready,
+          inFlight: totals.inflight,
+          deferred: totals.deferred,
+          suspended: totals.suspended,
+          oldestReadyAgeSeconds: oldest === null ? null : Math.max(0, (now - oldest) / 1000),
+        };
+      } catch {
+        storeOk = false;
+      }
     }
     let disk: { path: string; freeBytes: number; totalBytes: number } | null = null;
     try {

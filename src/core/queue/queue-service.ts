@@ -22,6 +22,8 @@ import type { ShapingOperator, ShapingState } from '../shaping/shaping-view.js';
 export type { QueueSelector, QueueState };
 export const QUEUE_STATES = ['ready', 'scheduled', 'deferred', 'inflight', 'suspended'] as const satisfies readonly QueueState[];
 
+/** The most queued deliveries one page of `messages` shows (the API's and the CLI's --limit bound). */
+export const MAX_QUEUE_PAGE = 500;
 /** Bounce works through matching deliveries in batches of this many (short writes). */
 const BOUNCE_BATCH = 500;
 /** Suspensions are kept this long after they ended, for the record. */
@@ -83,6 +85,17 @@ const suspensionView = (s: SuspensionRow): SuspensionView => ({
   createdBy: s.created_by,
   createdAt: s.created_at,
 });
+
+/** What retrying one delivery did: due now, unless `heldBy` (the suspension that still holds it). */
+export interface RetriedDelivery {
+  retried: 1;
+  heldBy: SuspensionView | null;
+}
+
+/** The rule of HELD_BY_SUSPENSION (store/repositories/suspension-sql.ts) for one delivery. */
+function suspensionHolds(s: SuspensionRow, d: { rcpt_domain: string; team_id: number }, campaignId: string | null): boolean {
+  return (s.destination === null || s.destination === d.rcpt_domain) && (s.team_id === null || s.team_id === d.team_id) && (s.campaign_id === null || s.campaign_id === campaignId);
+}
 
 /** A selector from an operator's input: at least one field, destination in its canonical form. */
 export function parseSelector(input: { destination?: string; teamId?: number; campaignId?: string; emailIds?: string[] }): QueueSelector {
@@ -202,11 +215,13 @@ export function createQueueService(deps: QueueServiceDeps) {
     },
 
     /** Matching queued mail that is not on the wire becomes due now (held mail stays held; a scheduled send keeps its time). */
-    async retry(actor: OperatorActor, input: Parameters<typeof parseSelector>[0]): Promise<{ retried: number }> {
+    async retry(actor: OperatorActor, input: Parameters<typeof parseSelector>[0]): Promise<{ retried: number; held: number }> {
       const sel = parseSelector(input);
-      const retried = await queue.retryNow(sel, clock.nowMs(), clock.now().toISOString(), (n) => deps.audit.inTransaction(actor, 'queue.retry', { ...sel, retried: n }));
+      const now = clock.nowMs();
+      const retried = await queue.retryNow(sel, now, clock.now().toISOString(), (n) => deps.audit.inTransaction(actor, 'queue.retry', { ...sel, retried: n }));
       deps.wake();
-      return { retried };
+      // Made due, but a suspension keeps these back until it ends or is resumed: counted apart.
+      return { retried, held: retried ? await queue.heldBySuspension(sel, now) : 0 };
     },
 
     /**
@@ -239,7 +254,7 @@ export function createQueueService(deps: QueueServiceDeps) {
      * One queued delivery becomes due now (a suspension that holds it keeps holding it). As the
      * bulk retry: one on the wire is left alone, a scheduled send keeps its time; both say so.
      */
-    async retryDelivery(actor: OperatorActor, deliveryId: number): Promise<void> {
+    async retryDelivery(actor: OperatorActor, deliveryId: number): Promise<RetriedDelivery> {
       if (!isIntId(deliveryId)) throw notFound(`delivery ${deliveryId} is not queued`);
       const now = clock.nowMs();
       const d = await deps.deliveriesRepo.retryNow(deliveryId, now, clock.now().toISOString(), (row) =>
@@ -252,6 +267,12 @@ export function createQueueService(deps: QueueServiceDeps) {
         throw notFound(`delivery ${deliveryId} is not queued`);
       }
       deps.wake();
+      // Due now, but a suspension that holds it keeps it back until it ends or is resumed: the
+      // answer names it rather than promise an attempt that will not come.
+      const active = await queue.activeSuspensions(now);
+      const campaignId = active.some((x) => x.campaign_id !== null) ? ((await deps.emails.findByIdAnyTeam(d.email_id))?.campaign_id ?? null) : null;
+      const holding = active.filter((x) => suspensionHolds(x, d, campaignId)).sort((a, b) => b.until_ms - a.until_ms)[0];
+      return { retried: 1, heldBy: holding ? suspensionView(holding) : null };
     },
 
     /** Gives up on one queued delivery: FAILED, with its event and webhook. Never one on the wire. */

@@ -1,7 +1,7 @@
 import type { ParsedMail } from 'mailparser';
 import { detectExtension } from 'nodemailer/lib/mime-funcs';
 import { addressKey, formatMailbox } from '../../core/emails/addresses.js';
-import { ENGINE_OWNED_HEADERS } from '../../core/emails/email-headers.js';
+import { ENGINE_OWNED_HEADERS, isFoldable, MAX_CUSTOM_HEADER_NAME, MAX_CUSTOM_HEADER_VALUE, MAX_CUSTOM_HEADERS } from '../../core/emails/email-headers.js';
 import { sendBodySchema, type SendInput } from '../../core/emails/send-schema.js';
 import { badRequest } from '../../core/errors.js';
 import { issuePath, plainIssues } from '../../core/plain-issues.js';
@@ -34,6 +34,17 @@ const TRACKING_VALUES: Record<string, { openTracking: boolean; clickTracking: bo
   opens: { openTracking: true, clickTracking: false },
   clicks: { openTracking: false, clickTracking: true },
 };
+
+/**
+ * Whether a custom header of a submitted message fits the API's rules for custom headers. A mail
+ * client's user did not write them one by one, as an API caller does, and cannot fix them: one
+ * that does not fit (an unbroken run too long to fold, a name or value over the API's bounds) is
+ * left out, and so are those after the first MAX_CUSTOM_HEADERS, rather than the whole message
+ * refused (docs/inbound.md).
+ */
+function passesOn(name: string, value: string): boolean {
+  return name.length <= MAX_CUSTOM_HEADER_NAME && value.length <= MAX_CUSTOM_HEADER_VALUE && isFoldable(value);
+}
 
 function attachmentName(filename: string | undefined, contentType: string, index: number): string {
   const clean = (filename ?? '').replace(/[\r\n\0/\\]+/g, '_').trim();
@@ -79,6 +90,7 @@ export function messageToSendInput(parsed: ParsedMail, envelope: SubmissionEnvel
     }
     if (!CUSTOM_HEADER.test(name) || ENGINE_OWNED_HEADERS.has(lower) || !value) continue;
     if (Object.keys(headers).some((k) => k.toLowerCase() === lower)) continue; // first occurrence wins
+    if (!passesOn(name, value) || Object.keys(headers).length >= MAX_CUSTOM_HEADERS) continue;
     headers[name] = value;
   }
 

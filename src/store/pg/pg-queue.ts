@@ -104,6 +104,16 @@ export function pgQueue(db: Kysely<Database>): Partial<QueueRepository> {
       });
     },
 
+    async heldBySuspension(sel: QueueSelector, nowMs: number): Promise<number> {
+      const p = new Params();
+      const now = p.add(nowMs);
+      const [r] = await exec.query<{ n: string }>(
+        `select count(*) as n from deliveries d where d.state = 'queued' and d.lease_owner is null and d.due_since <= ${now} and ${selectorSql(sel, p)} and ${heldBySuspension(now)}`,
+        p.values,
+      );
+      return Number(r?.n ?? 0);
+    },
+
     async leaseForBounce(sel: QueueSelector, owner: string, untilMs: number, limit: number): Promise<DeliveryRow[]> {
       const p = new Params();
       const set = `lease_owner = ${p.add(owner)}, lease_until = ${p.add(untilMs)}`;

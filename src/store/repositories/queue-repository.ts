@@ -153,6 +153,19 @@ export function createQueueRepository(db: Db) {
       });
     },
 
+    /** Of the deliveries retryNow makes due, how many an active suspension still holds (the retry says so). */
+    async heldBySuspension(sel: QueueSelector, nowMs: number): Promise<number> {
+      const { where, params } = selectorSql(sel);
+      return sync.read(
+        () =>
+          (
+            sync.sqlite
+              .prepare(`select count(*) as n from deliveries d where d.state = 'queued' and d.lease_owner is null and d.due_since <= ? and ${where} and ${HELD_BY_SUSPENSION}`)
+              .get(nowMs, ...params, nowMs) as { n: number }
+          ).n,
+      );
+    },
+
     /**
      * Leases up to `limit` matching queued deliveries that are not on the wire, for an operator
      * bounce: the lease keeps the engine from attempting them while they are failed.
