@@ -15,6 +15,7 @@ import { createAdminHealth } from './core/operators/admin-health.js';
 import { JobMonitor } from './core/operators/job-monitor.js';
 import { applicationNameOf, openStoreOf } from './composition/store-opening.js';
 import { listenerStatesOf, type Listeners } from './composition/listener-states.js';
+import { openableUrl } from './composition/start-notices.js';
 import { wireCoreServices } from './composition/core-services-wiring.js';
 import { closingOnFailure } from './composition/close-on-failure.js';
 import { wireCluster } from './composition/cluster-wiring.js';
@@ -227,8 +228,8 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
       server = wireServer({ core, config, clock, logger, resolver, store, secret, dataDir, extraCa, adminHealth });
       core.attachServer(server);
       const up = await startApp({ core, server, config, clock, logger, resolver, storeOk, stopping: () => stopping, cluster, clusterView, listeners, failedListeners, scheduler, started });
-      // Best effort: only admin commands' hints read it.
-      await settings.put(SERVER_PUBLIC_URL, config.publicUrl).catch((err: Error) => logger.warn({ err: err.message }, 'could not record the public URL for admin commands'));
+      // Best effort: only hints read it (serve's and admin commands'), so it is where to sign in.
+      await settings.put(SERVER_PUBLIC_URL, up.http ? openableUrl(config, up.http.port) : config.publicUrl).catch((err: Error) => logger.warn({ err: err.message }, 'could not record the public URL for admin commands'));
       return up;
     },
 

@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { configExample } from '../config/config-example.js';
-import { systemdUnit } from './systemd-unit.js';
+import { hiddenFromUnit, systemdUnit } from './systemd-unit.js';
 
 /** This installation's root: dist/src/cli/init-command.js -> the package. */
 const INSTALL_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -65,5 +65,7 @@ export function registerInit(program: Command): void {
           '',
         ].join('\n'),
       );
+      const hidden = hiddenFromUnit({ installDir: INSTALL_DIR, nodePath: process.execPath });
+      if (hidden) process.stderr.write(`posthorn: warning: ${hidden}\n`);
     });
 }

@@ -109,7 +109,7 @@ async function serve(config: Config, configFile: string | undefined): Promise<vo
     // Until someone can sign in, every start says how (stderr, like the first key).
     const team = (await app.services.teams.list())[0]?.id ?? 1;
     process.stderr.write(
-      `No console user exists yet. Create the first one (it prints a password) and sign in at ${config.publicUrl}/console:\n\n` +
+      `No console user exists yet. Create the first one (it prints a password) and sign in at ${await app.consoleUrl()}:\n\n` +
         `  ${adminCommand(config, configFile)} users create --email you@example.com --team ${team} --operator\n\n`,
     );
   }

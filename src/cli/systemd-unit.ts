@@ -91,3 +91,19 @@ TimeoutStopSec=${timeSpan(gracefulStopSeconds(config))}
 WantedBy=multi-user.target
 `;
 }
+
+/** What the unit's ProtectHome=true makes empty for the service. */
+const HOME_DIRS = ['/home', '/root', '/run/user'];
+
+/**
+ * The installation or Node binary the unit would run from a home directory (a checkout in
+ * ~/posthorn, a Node from nvm): ProtectHome hides them, and the service fails at its first start.
+ */
+export function hiddenFromUnit(o: Pick<SystemdUnitOptions, 'installDir' | 'nodePath'>): string | undefined {
+  const hidden = [o.installDir, o.nodePath].filter((p) => HOME_DIRS.some((home) => p === home || p.startsWith(`${home}/`)));
+  if (hidden.length === 0) return undefined;
+  return (
+    `${hidden.join(' and ')} ${hidden.length > 1 ? 'are' : 'is'} under a home directory, which the unit's ProtectHome=true hides from the service: ` +
+    'it would fail at its first start; build Posthorn in /opt/posthorn (and use a system Node, such as /usr/bin/node) and run its init from there'
+  );
+}

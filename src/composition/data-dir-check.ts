@@ -32,6 +32,21 @@ function writable(path: string, mode: number): boolean {
   }
 }
 
+/**
+ * When this user owns `path` and still cannot write it, the cause is its mode (or a read-only
+ * file system), not its owner: a chown to the owner it has would change nothing.
+ */
+function ownModeError(what: string, path: string, chmod: string): Error | undefined {
+  const st = statSync(path);
+  if (st.uid !== process.getuid?.()) return undefined;
+  const mode = (st.mode & 0o777).toString(8).padStart(4, '0');
+  const needed = chmod === 'u+rwx' ? 0o300 : 0o200;
+  if ((st.mode & needed) === needed) {
+    return new Error(`${what} belongs to this user (${userName()}) and its mode ${mode} lets it write, yet it cannot: it is on a read-only file system (a mount, or systemd's ProtectSystem: add it to ReadWritePaths), ${ELSEWHERE}`);
+  }
+  return new Error(`${what} belongs to this user (${userName()}), but its mode ${mode} does not let it write: chmod ${chmod} ${path}, ${ELSEWHERE}`);
+}
+
 /** Throws an error naming the path, the cause and what to do, unless `dir` is a directory this process can write. */
 export function checkDataDir(dir: string): void {
   try {
@@ -45,10 +60,11 @@ export function checkDataDir(dir: string): void {
   }
   if (!statSync(dir).isDirectory()) throw new Error(`the data directory ${dir} is not a directory: set dataDir (POSTHORN_DATA_DIR) to a directory this user can write`);
   if (!writable(dir, constants.W_OK | constants.X_OK)) {
-    throw new Error(
-      `the data directory ${dir} is not writable by this user (${userName()}); it belongs to uid ${statSync(dir).uid}: ` +
-        `run Posthorn as its owner, give it to this user (chown -R ${userName()} ${dir}), ${ELSEWHERE}`,
-    );
+    throw ownModeError(`the data directory ${dir}`, dir, 'u+rwx') ??
+      new Error(
+        `the data directory ${dir} is not writable by this user (${userName()}); it belongs to uid ${statSync(dir).uid}: ` +
+          `run Posthorn as its owner, give it to this user (chown -R ${userName()} ${dir}), ${ELSEWHERE}`,
+      );
   }
   checkStoreFile(join(dir, 'posthorn.db'));
   for (const name of OWN_ENTRIES) {
@@ -60,7 +76,7 @@ export function checkDataDir(dir: string): void {
       continue; // not made yet
     }
     if (!writable(path, constants.W_OK)) {
-      throw new Error(
+      throw ownModeError(path, path, statSync(path).isDirectory() ? 'u+rwx' : 'u+rw') ?? new Error(
         `${path} is not writable by this user (${userName()}); it belongs to uid ${owner}, perhaps from a posthorn command run with sudo: ` +
           `run every posthorn command as the same user, give the directory to this one (chown -R ${userName()} ${dir}), ${ELSEWHERE}`,
       );

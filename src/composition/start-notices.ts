@@ -34,13 +34,17 @@ export function announceSettings(config: Config, logger: Logger, httpPort: numbe
   }
 }
 
+/** The URL to open on this machine: the public one when set, else the listener's real port (http.port may be 0). */
+export function openableUrl(config: Config, httpPort: number): string {
+  return isPublicUrlDerived(config) ? derivedPublicUrl({ host: config.http.host, port: httpPort }) : config.publicUrl;
+}
+
 /**
  * The last line of a start: where the API, the console and the data are. A later start prints
  * no first key or console hint, and the listener lines name a bind address, not a URL to open.
  */
 export function announceReady(config: Config, logger: Logger, httpPort: number): void {
-  // The URL to open on this machine: the public one when set, else the listener's real port.
-  const url = isPublicUrlDerived(config) ? derivedPublicUrl({ host: config.http.host, port: httpPort }) : config.publicUrl;
+  const url = openableUrl(config, httpPort);
   const dataDir = resolve(config.dataDir);
   const store = config.store.url ? `PostgreSQL ${databaseUrlTarget(config.store.url)}` : `SQLite ${join(dataDir, 'posthorn.db')}`;
   const consoleUrl = config.console.enabled ? `${url}/console` : null;

@@ -89,11 +89,15 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     }
     merged = deepMerge(merged, fileValues);
   }
+  const fromFile = opts.configFile ? structuredClone(merged) : undefined;
+  const setByEnv: string[][] = [];
   for (const spec of ENV_KEYS) {
     const raw = env[spec.env];
     if (raw === undefined || (raw === '' && spec.kind !== 'list' && spec.kind !== 'string')) continue;
     setPath(merged, spec.path, convert(spec.env, raw, spec.kind));
+    setByEnv.push(spec.path);
   }
+  if (fromFile) checkMaskedFileValues(fromFile, setByEnv, opts.configFile!);
   if (opts.overrides) merged = deepMerge(merged, opts.overrides as Record<string, unknown>);
   const parsed = configSchema.safeParse(merged, { error: configIssueMessage });
   if (!parsed.success) {
@@ -112,6 +116,24 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     }
   }
   return config;
+}
+
+/**
+ * A wrong value in the file under a key a variable sets now: the server runs, and stops with
+ * the file's error the day the variable goes (an EnvironmentFile edited, a shell without it).
+ * Only issues of those very keys: a rule across keys may rely on the environment's part
+ * (a relay user in the file, its password in the environment).
+ */
+function checkMaskedFileValues(fromFile: Record<string, unknown>, setByEnv: string[][], file: string): void {
+  if (setByEnv.length === 0) return;
+  const parsed = configSchema.safeParse(fromFile, { error: configIssueMessage });
+  if (parsed.success) return;
+  const masked = parsed.error.issues.flatMap((issue) => {
+    const key = setByEnv.find((path) => path.length <= issue.path.length && path.every((p, i) => issue.path[i] === p));
+    if (!key || issue.code === 'unrecognized_keys') return [];
+    return [`${issue.path.map(String).join('.')} in ${file}: ${issue.message} (${ENV_OF_PATH.get(key.join('.'))} overrides it for now)`];
+  });
+  if (masked.length) throw new ConfigError(`invalid configuration: ${masked.join('; ')}`);
 }
 
 /**

@@ -1,6 +1,6 @@
 import test, { type ExecutionContext } from 'ava';
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -73,6 +73,28 @@ test('a database file this user cannot write (made with sudo) is named, with wha
     oneErrorLine(t, ended.stderr, new RegExp(`${dataDir}/posthorn\\.db is not writable by this user.*POSTHORN_DATA_DIR`));
     t.false(ended.stdout.includes('listening'), ended.stdout);
   }
+});
+
+test('a data directory or store file of this very user, without write permission, is named with its mode and chmod, not chown to its owner', async (t) => {
+  t.timeout(30_000);
+  const parent = tempDir(t, 'posthorn-datadir-');
+  chmodSync(parent, 0o755);
+  const dataDir = join(parent, 'data');
+  const made = await run(t, { POSTHORN_DATA_DIR: dataDir }, ['migrate']);
+  t.is(made.code, 0, made.stderr);
+  if (OTHER_USER.uid) chownSync(dataDir, OTHER_USER.uid, OTHER_USER.gid!);
+  if (OTHER_USER.uid) chownSync(join(dataDir, 'posthorn.db'), OTHER_USER.uid, OTHER_USER.gid!);
+  chmodSync(join(dataDir, 'posthorn.db'), 0o444);
+  const file = await run(t, { POSTHORN_DATA_DIR: dataDir }, ['keys', 'list'], OTHER_USER);
+  t.is(file.code, 1, file.stderr);
+  oneErrorLine(t, file.stderr, new RegExp(`${dataDir}/posthorn\\.db belongs to this user .* but its mode 0444 does not let it write: chmod u\\+rw ${dataDir}/posthorn\\.db`));
+  t.notRegex(file.stderr, /chown/);
+  chmodSync(join(dataDir, 'posthorn.db'), 0o600);
+  chmodSync(dataDir, 0o555);
+  const dir = await run(t, { POSTHORN_DATA_DIR: dataDir }, ['serve'], OTHER_USER);
+  t.is(dir.code, 1, dir.stderr);
+  oneErrorLine(t, dir.stderr, new RegExp(`the data directory ${dataDir} belongs to this user .* but its mode 0555 does not let it write: chmod u\\+rwx ${dataDir}`));
+  t.notRegex(dir.stderr, /chown/);
 });
 
 test('a data directory that cannot be created, or is a file, is named, with what to do', async (t) => {

@@ -4,7 +4,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { gracefulStopSeconds, systemdUnit } from '../../src/cli/systemd-unit.js';
+import { gracefulStopSeconds, hiddenFromUnit, systemdUnit } from '../../src/cli/systemd-unit.js';
 import { loadConfig } from '../../src/config/load.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -56,4 +56,13 @@ test('systemd-analyze accepts the unit (where systemd is installed)', async (t) 
   writeFileSync(file, systemdUnit({ nodePath: process.execPath, installDir: ROOT.replace(/\/$/, '') }));
   const { stderr } = await promisify(execFile)(analyze, ['verify', file]);
   t.is(stderr.trim(), '');
+});
+
+test('a checkout or a Node under a home directory is named: the unit\'s ProtectHome hides it from the service', (t) => {
+  const problem = hiddenFromUnit({ installDir: '/home/me/posthorn', nodePath: '/home/me/.nvm/versions/node/v20.19.0/bin/node' });
+  t.regex(problem!, /\/home\/me\/posthorn and \/home\/me\/\.nvm\/versions\/node\/v20\.19\.0\/bin\/node are under a home directory/);
+  t.regex(problem!, /ProtectHome=true/);
+  t.regex(hiddenFromUnit({ installDir: '/root/posthorn', nodePath: '/usr/bin/node' })!, /^\/root\/posthorn is under a home directory/);
+  t.is(hiddenFromUnit({ installDir: '/opt/posthorn', nodePath: '/usr/bin/node' }), undefined);
+  t.is(hiddenFromUnit({ installDir: '/homestead/posthorn', nodePath: '/usr/local/bin/node' }), undefined);
 });

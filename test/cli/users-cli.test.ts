@@ -116,3 +116,20 @@ test('the first start prints the key and a command that creates the first consol
     await second.kill();
   }
 });
+
+test('on HTTP port 0 the first start says where to sign in with the port it listens on, and so does users create', async (t) => {
+  const dataDir = tempDir(t, 'posthorn-serve-');
+  const zone = await startDnsZone();
+  t.teardown(() => zone.close());
+  const storeEnv = await storeEnvOf(dataDir);
+  // No POSTHORN_PUBLIC_URL: derived from the listener, whose port 0 is not where anyone can sign in.
+  const server = await startPosthorn({ env: { ...loopbackEnv({ dataDir, dnsServer: zone.server, sinkPort: 9 }), ...storeEnv }, expectKey: true });
+  try {
+    await server.waitForOutput(/users create --email/);
+    t.regex(server.output(), new RegExp(`sign in at http://127\\.0\\.0\\.1:${server.port}/console:`), server.output());
+    const created = await cli(dataDir, 'users', 'create', '--email', 'ops@acme.example', '--team', '1', '--operator');
+    t.regex(created.stdout, new RegExp(`^sign in at http://127\\.0\\.0\\.1:${server.port}/console$`, 'm'));
+  } finally {
+    await server.kill();
+  }
+});

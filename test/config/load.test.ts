@@ -57,6 +57,19 @@ test('TOML file below environment', (t) => {
   t.is(c.rateLimit.perSecond, 20);
 });
 
+test('a wrong value in the config file is an error even while a variable overrides it (it would stop the server the day the variable goes)', (t) => {
+  const dir = tempDir(t, 'posthorn-cfg-');
+  const file = join(dir, 'posthorn.toml');
+  writeFileSync(file, '[http]\nport = "3000"\n');
+  t.throws(() => loadConfig({ configFile: file, env: { POSTHORN_HTTP_PORT: '9090' } }), {
+    instanceOf: ConfigError,
+    message: new RegExp(`invalid configuration: http\\.port in ${file}: must be a number \\(POSTHORN_HTTP_PORT overrides it for now\\)`),
+  });
+  // A relay user in the file with its password in the environment (the unit's EnvironmentFile) is no error.
+  writeFileSync(file, '[outbound.relay]\nhost = "smtp.example.com"\nuser = "me"\n');
+  t.is(loadConfig({ configFile: file, env: { POSTHORN_OUTBOUND_RELAY_PASSWORD: 'pw' } }).outbound.relay.password, 'pw');
+});
+
 test('bad values are clear errors', (t) => {
   t.throws(() => loadConfig({ env: { POSTHORN_HTTP_PORT: 'eighty' } }), { instanceOf: ConfigError, message: /POSTHORN_HTTP_PORT/ });
   t.throws(() => loadConfig({ env: { POSTHORN_DNS_SERVERS: 'not-an-ip' } }), { instanceOf: ConfigError, message: /not-an-ip/ });
