@@ -248,13 +248,15 @@ export function createCampaignService(deps: CampaignServiceDeps) {
         const properties = JSON.parse(contact.properties_json) as Record<string, string>;
         const token = signUnsubscribeToken(deps.secret, c.id, contact.id);
         const unsubscribeUrl = `${deps.publicUrl}/unsubscribe/${token}`;
-        const values: Record<string, string | undefined> = {
+        // No prototype: a book variable may be named "toString" or "__proto__", and a contact
+        // without it must read as missing (its fallback), not as Object's inherited member.
+        const values: Record<string, string | undefined> = Object.assign(Object.create(null) as Record<string, string | undefined>, {
           email: contact.email,
           firstName: contact.first_name ?? undefined,
           lastName: contact.last_name ?? undefined,
           unsubscribeUrl,
-        };
-        for (const v of variables) values[v] = properties[v];
+        });
+        for (const v of variables) values[v] = Object.hasOwn(properties, v) ? properties[v] : undefined;
         const personal = personalizeCampaign(body, values);
         return {
           input: {
@@ -462,6 +464,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
 
     /** Runs one batch of every campaign with work due. Called by the scheduler every second. */
     async tick(): Promise<number> {
+      await campaigns.clampNextBatches(clock.nowMs(), deps.batchWindowMs);
       const due = await campaigns.due(clock.now().toISOString(), clock.nowMs());
       let ran = 0;
       for (const listed of due) {
