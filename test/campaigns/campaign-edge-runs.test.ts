@@ -69,3 +69,23 @@ test.serial('a server clock set back between two batches does not hold the campa
   t.is(sentTo('back').length, 3);
   t.is((await get(c.id)).sent, 3);
 });
+
+test.serial('a campaign paused, then resumed after the server clock was set back before its start time, goes on running (not scheduled again for that time)', async (t) => {
+  const bookId = await book('Resume back', Array.from({ length: 3 }, (_, i) => ({ email: `resback${i}@example.net` })));
+  const c = await campaign(bookId, { sendNow: true, batchSize: 1 });
+  await run();
+  t.is(sentTo('resback').length, 1);
+  t.is((await w.t0.request('POST', `/v1/campaigns/${c.id}/pause`)).status, 200);
+  clock.set(clock.nowMs() - 2 * 3600_000);
+  const resumed = await w.t0.request('POST', `/v1/campaigns/${c.id}/resume`);
+  t.is(resumed.status, 200);
+  t.is(resumed.body.campaign.status, 'RUNNING');
+  await run();
+  t.is(sentTo('resback').length, 1, 'the window of the last batch, as the corrected clock sees it');
+  clock.advance(WINDOW_MS);
+  await run();
+  t.is(sentTo('resback').length, 2);
+  const after = await get(c.id);
+  t.is(after.status, 'RUNNING');
+  t.is(after.total, 3);
+});

@@ -454,7 +454,9 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       // the from-address is still on its domain, as schedule checks. Unbound keys keep resuming
       // as before: a lapsed verification pauses the campaign again at its next batch.
       if (scope.domainId !== null) await deps.domains.sendingDomain(scope, domainOf(parseMailbox(c.from_addr, 'from').address));
-      const future = c.scheduled_at !== null && Date.parse(c.scheduled_at) > clock.nowMs();
+      // A campaign that started goes on running: its start time ahead of now only means the
+      // server clock was set back since, and waiting for it would stall the campaign by the jump.
+      const future = c.started_at === null && c.scheduled_at !== null && Date.parse(c.scheduled_at) > clock.nowMs();
       // The next batch keeps its time: a pause and a resume never make room for another batch
       // within the window of the last one (a pause longer than the window resumes at once).
       const updated = await campaigns.update(id, { status: future ? 'SCHEDULED' : 'RUNNING', accepted_in_sandbox: inSandbox(), updated_at: clock.now().toISOString() }, ['PAUSED']);
