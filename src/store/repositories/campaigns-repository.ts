@@ -109,6 +109,16 @@ export function createCampaignsRepository(db: Db) {
      * correcting a fast clock): it would wait out the jump too. It is due one window from now.
      */
     async clampNextBatches(nowMs: number, windowMs: number): Promise<number> {
+      // Read first: the scheduler asks every second, and a write would lock SQLite each time.
+      const any = await db
+        .selectFrom('campaigns')
+        .select('id')
+        .where('deleted_at', 'is', null)
+        .where('status', 'in', ['RUNNING', 'PAUSED'])
+        .where('next_batch_at', '>', nowMs + windowMs)
+        .limit(1)
+        .executeTakeFirst();
+      if (!any) return 0;
       const res = await db
         .updateTable('campaigns')
         .set({ next_batch_at: nowMs + windowMs })
