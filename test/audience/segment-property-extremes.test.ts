@@ -66,3 +66,13 @@ test('an unpaired surrogate in a JSON body is refused with a 400 naming the fiel
   t.is(got.body.properties.s, '\u{1F600} \u{1F600}');
   t.deepEqual(await members([{ field: 'properties.plan', op: 'eq', value: 'pro' }]), ['Pair', 'Plain']);
 });
+
+test('a filter numeral beyond a double (which JSON cannot store as a number) is refused with a 400, not stored to fail every read', async (t) => {
+  for (const value of ['9'.repeat(400), '-' + '1'.repeat(310)]) {
+    const seg = await t0.request('POST', '/v1/segments', { body: { name: 's', contactBookId: bookId, filters: { match: 'all', conditions: [{ field: 'properties.n', op: 'gt', value }] } } });
+    t.is(seg.status, 400, JSON.stringify(seg.body));
+    t.regex(seg.body.error.message, /^filters\.conditions\[0\]\.value: /);
+  }
+  // Within range it is a number, however many digits it is written with.
+  t.deepEqual(await members([{ field: 'properties.n', op: 'gt', value: '0'.repeat(400) + '7' }]), ['Huge', 'Long', 'Plain']);
+});

@@ -248,13 +248,15 @@ export function createCampaignService(deps: CampaignServiceDeps) {
         const properties = JSON.parse(contact.properties_json) as Record<string, string>;
         const token = signUnsubscribeToken(deps.secret, c.id, contact.id);
         const unsubscribeUrl = `${deps.publicUrl}/unsubscribe/${token}`;
-        const values: Record<string, string | undefined> = {
+        // No prototype: a book variable may be named "toString" or "__proto__", and a contact
+        // without it must read as missing (its fallback), not as Object's inherited member.
+        const values: Record<string, string | undefined> = Object.assign(Object.create(null) as Record<string, string | undefined>, {
           email: contact.email,
           firstName: contact.first_name ?? undefined,
           lastName: contact.last_name ?? undefined,
           unsubscribeUrl,
-        };
-        for (const v of variables) values[v] = properties[v];
+        });
+        for (const v of variables) values[v] = Object.hasOwn(properties, v) ? properties[v] : undefined;
         const personal = personalizeCampaign(body, values);
         return {
           input: {
@@ -452,7 +454,9 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       // the from-address is still on its domain, as schedule checks. Unbound keys keep resuming
       // as before: a lapsed verification pauses the campaign again at its next batch.
       if (scope.domainId !== null) await deps.domains.sendingDomain(scope, domainOf(parseMailbox(c.from_addr, 'from').address));
-      const future = c.scheduled_at !== null && Date.parse(c.scheduled_at) > clock.nowMs();
+      // A campaign that started goes on running: its start time ahead of now only means the
+      // server clock was set back since, and waiting for it would stall the campaign by the jump.
+      const future = c.started_at === null && c.scheduled_at !== null && Date.parse(c.scheduled_at) > clock.nowMs();
       // The next batch keeps its time: a pause and a resume never make room for another batch
       // within the window of the last one (a pause longer than the window resumes at once).
       const updated = await campaigns.update(id, { status: future ? 'SCHEDULED' : 'RUNNING', accepted_in_sandbox: inSandbox(), updated_at: clock.now().toISOString() }, ['PAUSED']);
@@ -462,6 +466,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
 
     /** Runs one batch of every campaign with work due. Called by the scheduler every second. */
     async tick(): Promise<number> {
+      await campaigns.clampNextBatches(clock.nowMs(), deps.batchWindowMs);
       const due = await campaigns.due(clock.now().toISOString(), clock.nowMs());
       let ran = 0;
       for (const listed of due) {

@@ -136,7 +136,11 @@ class FilterValidator {
       // Property values are text; a number (or a string that is one) compares numerically.
       if (typeof value === 'number' && Number.isFinite(value)) return { field, op: o, value };
       const s = this.text(value, `${path}.value`, true);
-      return { field, op: o, value: PLAIN_NUMBER.test(s.trim()) ? Number(s.trim()) : s };
+      if (!PLAIN_NUMBER.test(s.trim())) return { field, op: o, value: s };
+      // Stored as JSON, where a number past a double's range would become null.
+      const n = Number(s.trim());
+      if (!Number.isFinite(n)) throw badRequest(`${path}.value: a number compared with must be within ±1.7976931348623157e308`);
+      return { field, op: o, value: n };
     }
     const s = this.text(value, `${path}.value`, isProperty);
     if ((o === 'contains' || o === 'startsWith' || o === 'endsWith') && s === '') throw badRequest(`${path}.value: must not be empty`);

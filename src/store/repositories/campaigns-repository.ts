@@ -105,6 +105,30 @@ export function createCampaignsRepository(db: Db) {
         .execute();
     },
     /**
+     * A next batch due later than one window from now was timed by a clock since set back (NTP
+     * correcting a fast clock): it would wait out the jump too. It is due one window from now.
+     */
+    async clampNextBatches(nowMs: number, windowMs: number): Promise<number> {
+      // Read first: the scheduler asks every second, and a write would lock SQLite each time.
+      const any = await db
+        .selectFrom('campaigns')
+        .select('id')
+        .where('deleted_at', 'is', null)
+        .where('status', 'in', ['RUNNING', 'PAUSED'])
+        .where('next_batch_at', '>', nowMs + windowMs)
+        .limit(1)
+        .executeTakeFirst();
+      if (!any) return 0;
+      const res = await db
+        .updateTable('campaigns')
+        .set({ next_batch_at: nowMs + windowMs })
+        .where('deleted_at', 'is', null)
+        .where('status', 'in', ['RUNNING', 'PAUSED'])
+        .where('next_batch_at', '>', nowMs + windowMs)
+        .executeTakeFirst();
+      return Number(res.numUpdatedRows);
+    },
+    /**
      * Takes the campaign's next batch for `owner` until `untilMs`: only while it is still due
      * (checked again here: another node may have just sent it) and no live lease holds it. Nodes
      * that share a store each run the scheduler; the one whose update wins sends the batch.
