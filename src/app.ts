@@ -50,6 +50,11 @@ export interface AppOptions {
   /** `posthorn serve`: no other server may run on the same SQLite data directory. */
   serveLock?: boolean;
   /**
+   * A condition the node cannot run on (another process took its cluster name over while it was
+   * silent): the app has stopped by then, as a graceful stop does; `posthorn serve` exits 1.
+   */
+  onFatal?: (err: Error) => void;
+  /**
    * SQLite: checkpoint the write-ahead log from a worker thread (the default). Admin commands
    * write a few rows and close the store, and its close checkpoints: starting and stopping the
    * worker was ~40 ms of such a command.
@@ -139,7 +144,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
   const storeOk = () => store.ping();
   const listenerStates = () => listenerStatesOf(listeners, failedListeners);
   // Membership of the cluster on PostgreSQL (composition/cluster-wiring.ts).
-  const { recount, cluster, clusterView } = wireCluster({ clusterRepo, nodeId, permits, campaigns, contactImports, bounceNotices: core.bounceNotices, clock, logger, listeners, jobs, stopping: () => stopping, onOrphanedRuns: () => scheduler.takeUp() });
+  const { recount, cluster, clusterView } = wireCluster({ clusterRepo, nodeId, permits, campaigns, contactImports, bounceNotices: core.bounceNotices, clock, logger, listeners, jobs, stopping: () => stopping, onOrphanedRuns: () => scheduler.takeUp(), onNameLost: (err) => void stop().catch((stopErr: unknown) => logger.error({ err: stopErr }, 'stopping after the node name was lost failed')).finally(() => opts.onFatal?.(err)) });
   // The cron jobs and the campaign runner (composition/scheduler-wiring.ts).
   const scheduler = wireScheduler({ domains, emails, queue, campaigns, runTlsReports, cronRuns, contentRetention: core.contentRetention, config, logger, jobs });
   const adminHealth = createAdminHealth({
@@ -154,6 +159,13 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
     storeKind: store.kind,
     cluster: async () => (await clusterView()).members,
   });
+
+  let stopRun: Promise<void> | undefined;
+  /** Graceful: stop accepting, let in-flight work finish, close the database (composition/stop-sequence.ts); a second call waits for the first. */
+  function stop(): Promise<void> {
+    stopping = true;
+    return (stopRun ??= stopApp({ core, server, logger, store, scheduler, started, recount, cluster }));
+  }
 
   return {
     config,
@@ -233,11 +245,6 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
       return up;
     },
 
-    /** Graceful: stop accepting, let in-flight work finish, close the database (composition/stop-sequence.ts). */
-    async stop(): Promise<void> {
-      if (stopping) return;
-      stopping = true;
-      await stopApp({ core, server, logger, store, scheduler, started, recount, cluster });
-    },
+    stop,
   };
 }

@@ -37,7 +37,16 @@ async function serve(config: Config, configFile: string | undefined): Promise<vo
   const { createApp, loadServerModules } = await loadApp();
   // All of it, before the store is opened: a module missing from the installation fails here.
   await loadServerModules();
-  const app = await createApp({ config, waitForStore: true, serveLock: true });
+  const app = await createApp({
+    config,
+    waitForStore: true,
+    serveLock: true,
+    // The app has stopped (gracefully) by then; exit as a start refused the same way would.
+    onFatal: (err) => {
+      process.stderr.write(`posthorn: ${err.message}\n`);
+      process.exit(1);
+    },
+  });
   for (const { name, near } of unknownEnvNames(process.env)) {
     app.logger.warn({ event: 'config.env', name, near }, `${name} is set but is no setting of Posthorn, so it changes nothing${near ? ` (did you mean ${near}?)` : ''}`);
   }

@@ -23,9 +23,11 @@ export function wireCluster(
     stopping: () => boolean;
     /** After every sweep: carries on the cron runs nodes that are gone left unfinished. */
     onOrphanedRuns: () => Promise<unknown>;
+    /** Another process took this node's name over while it was silent: the node must stop (cluster-service.ts). */
+    onNameLost: (err: Error) => void;
   },
 ) {
-  const { clusterRepo, nodeId, permits, campaigns, contactImports, bounceNotices, clock, logger, listeners, jobs, stopping, onOrphanedRuns } = o;
+  const { clusterRepo, nodeId, permits, campaigns, contactImports, bounceNotices, clock, logger, listeners, jobs, stopping, onOrphanedRuns, onNameLost } = o;
   const recount = deadNodeRecount({ campaigns, jobs, logger, stopping });
   const cluster: ClusterService | undefined =
     clusterRepo &&
@@ -44,6 +46,7 @@ export function wireCluster(
       },
       onOrphanedRuns,
       onBounceNoticesFreed: async () => bounceNotices?.claimNow(),
+      onNameLost,
     });
   /** The node and the members it sees: itself alone on SQLite. */
   const clusterView = async () =>

@@ -217,10 +217,10 @@ test.serial('a node that joins while another sweeps keeps what it takes: the swe
   });
   while (!joined && (await waiting()) < 2);
   let took = false;
-  if (joined) took = await joiner.acquireConnection(key, 'node-j', 2, Date.now(), Date.now() + 15_000);
+  if (joined) took = await joiner.acquireConnection(key, 'node-j', 2, 15_000);
   await admin.query('commit');
   await Promise.all([sweeping, joining]);
-  if (!took) took = await joiner.acquireConnection(key, 'node-j', 2, Date.now(), Date.now() + 15_000);
+  if (!took) took = await joiner.acquireConnection(key, 'node-j', 2, 15_000);
   t.true(took);
   const counts = await db.selectFrom('connection_leases').select(['node', 'count']).where('host_key', '=', key).execute();
   t.deepEqual(counts.map((c) => [c.node, Number(c.count)]), [['node-j', 1]], 'the joined node\'s session still counts');
@@ -307,17 +307,17 @@ test.serial('a sweep held up by a row a frozen transaction holds gives up within
 test.serial('a node that stops stops counting its sessions at once; a process that took its name over keeps its own', async (t) => {
   const [a, b] = nodes.map((n) => createClusterRepository(n.db));
   const key = 'leave.example:25';
-  const beat = (id: string, pid: number) => ({ id, hostname: 'host-l', pid, startedAt: new Date().toISOString(), listenersJson: '{}' });
-  const until = () => Date.now() + 15_000;
+  const startedAt = new Date().toISOString();
+  const beat = (id: string, pid: number) => ({ id, hostname: 'host-l', pid, startedAt, listenersJson: '{}' });
   await a!.heartbeat(beat('node-l', 1));
   await b!.heartbeat(beat('node-m', 2));
-  t.true(await a!.acquireConnection(key, 'node-l', 1, Date.now(), until()));
-  t.false(await b!.acquireConnection(key, 'node-m', 1, Date.now(), until()), 'the limit of 1 is taken');
+  t.true(await a!.acquireConnection(key, 'node-l', 1, 15_000));
+  t.false(await b!.acquireConnection(key, 'node-m', 1, 15_000), 'the limit of 1 is taken');
   await a!.leave(beat('node-l', 1));
-  t.true(await b!.acquireConnection(key, 'node-m', 1, Date.now(), until()), 'the stopped node\'s session no longer counts');
+  t.true(await b!.acquireConnection(key, 'node-m', 1, 15_000), 'the stopped node\'s session no longer counts');
   // An older process of node-m's name (another pid) leaving does not take node-m's session away.
   await b!.leave(beat('node-m', 99));
-  t.false(await a!.acquireConnection(key, 'node-l', 1, Date.now(), until()), 'node-m still holds the one session');
+  t.false(await a!.acquireConnection(key, 'node-l', 1, 15_000), 'node-m still holds the one session');
 });
 
 test.serial('a node whose clock is a minute behind is not taken for dead: heartbeats are stamped and judged by the store\'s clock', async (t) => {
@@ -344,4 +344,66 @@ test.serial('a node whose clock is a minute behind is not taken for dead: heartb
   for (const m of (await ahead.members()).filter((x) => x.node === 'node-ahead' || x.node === 'node-behind')) t.true(m.lastSeenMs < 15_000, `${m.node} heard ${m.lastSeenMs} ms ago`);
   t.deepEqual(await db.selectFrom('job_runs').select('period').where('job', '=', 'node-died').where('period', 'like', 'node-behind@%').execute(), [], 'no death repaired');
   t.truthy(await db.selectFrom('connection_leases').select('node').where('node', '=', 'node-behind').executeTakeFirst(), 'what it holds stays its own');
+});
+
+test.serial('a node whose clock is 15 s behind has its sessions counted by the others: session counts are stamped and judged by the store\'s clock', async (t) => {
+  // Stamped by its own clock, its sessions' count ran out at once for the others, and they
+  // opened sessions past the destination's limit.
+  const db = nodes[0]!.db;
+  const key = 'mx.behind.example:25';
+  const logger = pino({ level: 'silent' });
+  const behind = createClusterService({
+    repo: createClusterRepository(nodes[1]!.db),
+    clock: new ManualClock(Date.now()),
+    logger,
+    node: { id: 'node-late', hostname: 'host-late', pid: 7 },
+    listeners: () => ({}),
+    wallClock: () => Date.now() - 15_000,
+    writeConnections: (write) => write(new Map([[key, 1]])),
+  });
+  t.teardown(async () => {
+    await behind.stop();
+    await db.deleteFrom('connection_leases').where('host_key', '=', key).execute();
+  });
+  await behind.start();
+  t.false(await createClusterRepository(db).acquireConnection(key, 'node-early', 1, 15_000), 'the one session the limit allows is the late node\'s');
+});
+
+test.serial('a node frozen while another process took its name stops at its next beat, and leaves the new owner\'s row alone', async (t) => {
+  const db = nodes[0]!.db;
+  const logger = pino({ level: 'silent' });
+  let frozen: Promise<void> | undefined;
+  let thaw = () => undefined as void;
+  const repo = createClusterRepository(nodes[1]!.db);
+  const lost: Error[] = [];
+  const old = createClusterService({
+    // Frozen: its heartbeat does not reach the store until thawed.
+    repo: { ...repo, heartbeat: async (n) => (await frozen, repo.heartbeat(n)) },
+    clock: new ManualClock(Date.now()),
+    logger,
+    node: { id: 'node-twice', hostname: 'host-old', pid: 7 },
+    listeners: () => ({}),
+    onNameLost: (err) => lost.push(err),
+  });
+  const fresh = createClusterService({ repo: createClusterRepository(db), clock: new ManualClock(Date.now()), logger, node: { id: 'node-twice', hostname: 'host-new', pid: 8 }, listeners: () => ({}) });
+  t.teardown(async () => {
+    thaw();
+    await Promise.all([old.stop(), fresh.stop()]);
+    await db.deleteFrom('cluster_nodes').where('id', '=', 'node-twice').execute();
+  });
+  await old.start();
+  frozen = new Promise<void>((resolve) => (thaw = resolve));
+  // Silent for more than 15 s: another host starts under the same name and takes it.
+  await db.updateTable('cluster_nodes').set({ heartbeat_at: Date.now() - 60_000 }).where('id', '=', 'node-twice').execute();
+  await fresh.start();
+  const beat = old.sweepNow();
+  thaw();
+  await beat;
+  const row = await db.selectFrom('cluster_nodes').selectAll().where('id', '=', 'node-twice').executeTakeFirstOrThrow();
+  t.is(row.hostname, 'host-new', 'the old node did not beat over the new owner\'s row');
+  t.is(lost.length, 1);
+  t.true(lost[0] instanceof NodeNameTaken);
+  t.regex(lost[0]!.message, /host-new/);
+  await old.stop();
+  t.truthy(await db.selectFrom('cluster_nodes').select('id').where('id', '=', 'node-twice').executeTakeFirst(), 'its stop leaves the new owner\'s row');
 });

@@ -301,8 +301,7 @@ test.serial('a contact import a dead node was running is taken up by a live one 
 test.serial('a destination\'s sessions are shared fairly: a node that holds them all gives way to one that waits', async (t) => {
   const repo = createClusterRepository(w.t0.app.store.db);
   const key = '192.0.2.7:25';
-  const now = Date.now();
-  const take = (node: string) => repo.acquireConnection(key, node, 4, now, now + 15_000);
+  const take = (node: string) => repo.acquireConnection(key, node, 4, 15_000);
   // node-x came first and took the destination's four sessions.
   for (let i = 0; i < 4; i++) t.true(await take('node-x'));
   t.false(await take('node-y'), 'the limit is the cluster\'s');

@@ -66,6 +66,8 @@ export interface TestAppOptions {
   makeListenerCert?: boolean;
   /** New domains get a fresh DKIM key each, as in production, instead of the suite's kept keys (test-keys.ts). */
   makeDkimKeys?: boolean;
+  /** Told of a condition the app cannot run on, once it has stopped (AppOptions.onFatal). */
+  onFatal?: (err: Error) => void;
   /** scrypt's log2 N for new console passwords: 10 unless given (a sign-in ~1 ms instead of ~100; the CLI and `serve` use the product's 15). */
   passwordHashCost?: number;
 }
@@ -124,7 +126,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   if (!opts.makeListenerCert) await seedListenerCert(dataDir, config.hostname);
   const zoneResolver = createDnsClient({ servers: [zone.server], timeoutMs: TEST_DNS_TIMEOUT_MS, tries: 2 });
   const resolver = opts.resolver ? opts.resolver(zoneResolver) : zoneResolver;
-  const app = await createApp({ config, clock: opts.clock, resolver, logger: opts.logger, dkimKeyPair: opts.makeDkimKeys ? undefined : testDkimKeyPair, passwordHashCost: opts.passwordHashCost ?? TEST_PASSWORD_HASH_COST });
+  const app = await createApp({ config, clock: opts.clock, resolver, logger: opts.logger, dkimKeyPair: opts.makeDkimKeys ? undefined : testDkimKeyPair, passwordHashCost: opts.passwordHashCost ?? TEST_PASSWORD_HASH_COST, onFatal: opts.onFatal });
   const listeners = await app.start();
   const baseUrl = `http://127.0.0.1:${listeners.http!.port}`;
   const teams = await app.services.teams.list();

@@ -78,6 +78,12 @@ export interface ClusterServiceDeps {
   processAlive?: (pid: number) => boolean;
   /** This node's own clock (default Date.now; tests skew it). */
   wallClock?: () => number;
+  /**
+   * Another process took this node's name over while this one was silent for more than
+   * STALE_MS (frozen, cut off): the beats have stopped, and the node must stop taking work and
+   * exit, as a start refused its name would (NodeNameTaken).
+   */
+  onNameLost?: (err: NodeNameTaken) => void;
 }
 
 function processAlive(pid: number): boolean {
@@ -142,13 +148,30 @@ export function createClusterService(deps: ClusterServiceDeps) {
     return run;
   }
 
+  /**
+   * The name's row is another process's now: beating on would share the name with it (its
+   * leases, its session counts) undetected. No more beats, and this node is told to stop.
+   */
+  async function nameLost(): Promise<void> {
+    stopped = true;
+    joined = false; // its stop must not delete the new owner's row
+    if (timer) clearTimeout(timer);
+    const holder = await repo.nodeRow(node.id).catch(() => undefined);
+    const by = holder ? ` by ${holder.hostname}, pid ${holder.pid}` : '';
+    const err = new NodeNameTaken(
+      `cluster.nodeName ${node.id} was taken over${by} while this node was silent for more than ${STALE_MS / 1000} s (frozen or cut off from the database), and its work was freed: this node stops; give every node its own name`,
+    );
+    deps.logger.error({ event: 'cluster.name_lost', node: node.id, holder: holder && { hostname: holder.hostname, pid: holder.pid } }, err.message);
+    deps.onNameLost?.(err);
+  }
+
   async function beat(): Promise<void> {
     // The store's time: every node judges heartbeats by the one clock.
     const now = await repo.heartbeat(beatOf());
+    if (now === null) return nameLost();
     noteSkew(now);
-    // Connection counts are judged by the nodes' own clocks (connection-permits.ts).
-    const wallNow = wall();
-    const writeCounts = (held: ReadonlyMap<string, number>) => repo.setConnections(node.id, held, wallNow + CONNECTION_COUNT_TTL_MS);
+    // Connection counts are stamped and judged by the store's clock too (acquireConnection).
+    const writeCounts = (held: ReadonlyMap<string, number>) => repo.setConnections(node.id, held, CONNECTION_COUNT_TTL_MS);
     await (deps.writeConnections ? deps.writeConnections(writeCounts) : writeCounts(new Map()));
     const live = (await repo.members(now - STALE_MS)).map((m) => m.id);
     const key = live.join('\n');
@@ -245,7 +268,7 @@ export function createClusterService(deps: ClusterServiceDeps) {
       if (timer) clearTimeout(timer);
       await beating;
       if (!joined) return;
-      await repo.leave(node).catch((err: unknown) => deps.logger.warn({ err: (err as Error).message }, 'could not leave the cluster; the others will find this node dead'));
+      await repo.leave({ ...node, startedAt }).catch((err: unknown) => deps.logger.warn({ err: (err as Error).message }, 'could not leave the cluster; the others will find this node dead'));
     },
 
     /** The nodes this one sees alive (itself included). */

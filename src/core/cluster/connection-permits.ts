@@ -61,8 +61,8 @@ export function createConnectionPermits(deps: { repo: ClusterRepository; node: s
     async acquire(key: string, limit: number): Promise<boolean> {
       await enter();
       try {
-        const now = Date.now();
-        const ok = await deps.repo.acquireConnection(key, deps.node, limit, now, now + STALE_MS);
+        // Held for STALE_MS by the store's clock, renewed by every heartbeat.
+        const ok = await deps.repo.acquireConnection(key, deps.node, limit, STALE_MS);
         if (ok) count(key, 1);
         else deps.logger.debug({ event: 'cluster.connection_limit', destination: key, limit }, 'the cluster has all the sessions this destination may have, or this node its fair share of them; waiting for one');
         return ok;

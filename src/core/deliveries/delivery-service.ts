@@ -305,6 +305,8 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
     parts: readonly { group: DeliveryGroup; results: AttemptResult[]; traces?: readonly AttemptTrace[] }[],
     attemptStartedAt: Date | null,
     inTransaction?: (recorded: number) => void,
+    /** The lease the rows were taken under (failLeased: an operator's). */
+    owner = deps.owner,
   ): Promise<number> {
     const now = clock.now();
     const nowIso = now.toISOString();
@@ -320,6 +322,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
         events: prepared.length === 1 ? prepared[0]!.events : prepared.flatMap((p) => p.events),
         suppressions: prepared.length === 1 ? prepared[0]!.suppressions : prepared.flatMap((p) => p.suppressions),
         traces: prepared.length === 1 ? prepared[0]!.traceRows : prepared.flatMap((p) => p.traceRows),
+        owner,
       },
       nowIso,
       (newlySent, applied) => {
@@ -488,7 +491,7 @@ export function createDeliveryService(deps: DeliveryServiceDeps) {
       }
       if (!parts.length) return 0;
       try {
-        return await recordResults(parts, null, inTransaction);
+        return await recordResults(parts, null, inTransaction, owner);
       } catch (err) {
         await deps.deliveries.releaseLeases(rows.map((r) => r.id), owner).catch(() => undefined);
         throw err;

@@ -26,9 +26,10 @@ const MARK_SQL = `with s as (update emails e set sent_at = x.at from unnest($1::
                             where e.id = x.id and e.sent_at is null returning e.id),
      u as (update deliveries d set state = x.state, attempts = x.attempts, next_attempt_at = x.next, last_code = x.code,
                    last_response = x.response, mx_host = x.mx, lease_owner = null, lease_until = null, held_reason = null, updated_at = x.now
-           from unnest($3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::text[], $9::text[], $10::text[])
-                as x(id, state, attempts, next, code, response, mx, now)
-           where d.id = x.id and d.state = 'queued' returning d.id)
+           from unnest($3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[])
+                as x(id, state, attempts, next, code, response, mx, now, owner)
+           where d.id = x.id and d.state = 'queued'
+             and (x.owner is null or d.lease_owner is null or d.lease_owner = x.owner) returning d.id)
 select 's' as k, id from s union all select 'u' as k, id::text from u`;
 
 /** The status events, latestStatus moved forward only, suppressions and traces, in one round trip. */
@@ -57,7 +58,8 @@ async function writeResults(exec: PgExec, calls: ResultsCall[]): Promise<string[
   calls.forEach((c, i) => {
     for (const id of c.w.sent?.emailIds ?? []) if (!sentBy.has(id)) sentBy.set(id, { call: i, at: c.w.sent!.at, rank: c.w.sent!.rank });
   });
-  const updates = calls.flatMap((c) => c.w.updates.map((u) => ({ ...u, nowIso: c.nowIso })));
+  // A row another node claimed since (it took the writer for dead) is left to it (ResultsWrite.owner).
+  const updates = calls.flatMap((c) => c.w.updates.map((u) => ({ ...u, nowIso: c.nowIso, owner: c.w.owner ?? null })));
   const marked = await exec.query<{ k: 's' | 'u'; id: string }>(MARK_SQL, [
     [...sentBy.keys()],
     [...sentBy.values()].map((s) => s.at),
@@ -69,6 +71,7 @@ async function writeResults(exec: PgExec, calls: ResultsCall[]): Promise<string[
     updates.map((u) => u.response),
     updates.map((u) => u.mxHost),
     updates.map((u) => u.nowIso),
+    updates.map((u) => u.owner),
   ]);
   const sent = new Set(marked.filter((r) => r.k === 's').map((r) => r.id));
   const updated = new Set(marked.filter((r) => r.k === 'u').map((r) => Number(r.id)));

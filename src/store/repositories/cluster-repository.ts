@@ -55,16 +55,30 @@ export function storeNowMs(db: Db): RawBuilder<number> {
   return isPostgres(db) ? sql<number>`(extract(epoch from clock_timestamp()) * 1000)::bigint` : sql<number>`${Date.now()}`;
 }
 
-/** Writes the node's heartbeat; returns its time (the store's). */
-async function writeBeat(db: Db, node: NodeBeat): Promise<number> {
+/** The store's time in ms, read on `db` (a transaction's, inside one). */
+async function readNowMs(db: Db): Promise<number> {
+  return Number((await sql<{ now: number }>`select ${storeNowMs(db)} as now`.execute(db)).rows[0]!.now);
+}
+
+/**
+ * Writes the node's heartbeat; returns its time (the store's). `own`: only over a row this very
+ * process wrote (its host, pid and start time), or none; null when the name's row is another
+ * process's, which took the name over while this one was silent (frozen, cut off).
+ */
+async function writeBeat(db: Db, node: NodeBeat, own: boolean): Promise<number | null> {
   const row = { hostname: node.hostname, pid: node.pid, started_at: node.startedAt, heartbeat_at: storeNowMs(db), listeners_json: node.listenersJson };
   const written = await db
     .insertInto('cluster_nodes')
     .values({ id: node.id, ...row })
-    .onConflict((oc) => oc.column('id').doUpdateSet(row))
+    .onConflict((oc) => {
+      const update = oc.column('id').doUpdateSet(row);
+      return own
+        ? update.where('cluster_nodes.hostname', '=', node.hostname).where('cluster_nodes.pid', '=', node.pid).where('cluster_nodes.started_at', '=', node.startedAt)
+        : update;
+    })
     .returning('heartbeat_at')
-    .executeTakeFirstOrThrow();
-  return Number(written.heartbeat_at);
+    .executeTakeFirst();
+  return written ? Number(written.heartbeat_at) : null;
 }
 
 /** The tables whose rows a node claims with `lease_owner` and `lease_until`. */
@@ -123,20 +137,25 @@ export function createClusterRepository(db: Db) {
   return {
     /** The store's time in ms (heartbeats are stamped with it). */
     async now(): Promise<number> {
-      const r = await sql<{ now: number }>`select ${storeNowMs(db)} as now`.execute(db);
-      return Number(r.rows[0]!.now);
+      return readNowMs(db);
     },
 
     /**
      * Taken shared: a node that joins while a sweep runs is live for it, or joins after it
      * (releaseDeadOwners). Returns the heartbeat's time: the store's, against which the node
-     * judges the others' heartbeats.
+     * judges the others' heartbeats; null, and nothing written, when another process holds the
+     * name's row now (it took the name over while this one was silent).
      */
-    async heartbeat(node: NodeBeat): Promise<number> {
+    async heartbeat(node: NodeBeat): Promise<number | null> {
       return transact(db, async (trx) => {
         await sql`select pg_advisory_xact_lock_shared(${SWEEP_LOCK})`.execute(trx);
-        return writeBeat(trx, node);
+        return writeBeat(trx, node, true);
       });
+    },
+
+    /** The row that holds the name `id`, if any. */
+    async nodeRow(id: string): Promise<ClusterNodeRow | undefined> {
+      return db.selectFrom('cluster_nodes').selectAll().where('id', '=', id).executeTakeFirst();
     },
 
     /**
@@ -150,9 +169,8 @@ export function createClusterRepository(db: Db) {
         await sql`select pg_advisory_xact_lock_shared(${SWEEP_LOCK})`.execute(trx);
         await sql`select pg_advisory_xact_lock(hashtext(${`node:${node.id}`}))`.execute(trx);
         const existing = await trx.selectFrom('cluster_nodes').selectAll().where('id', '=', node.id).executeTakeFirst();
-        const now = Number((await sql<{ now: number }>`select ${storeNowMs(trx)} as now`.execute(trx)).rows[0]!.now);
-        if (!free(existing, now)) return existing;
-        await writeBeat(trx, node);
+        if (!free(existing, await readNowMs(trx))) return existing;
+        await writeBeat(trx, node, false);
         return undefined;
       });
     },
@@ -168,9 +186,11 @@ export function createClusterRepository(db: Db) {
      * held that node back until then. Only its own row: a process that took the name over since
      * (a restart) keeps its membership and its sessions.
      */
-    async leave(node: { id: string; hostname: string; pid: number }): Promise<void> {
+    async leave(node: { id: string; hostname: string; pid: number; startedAt?: string }): Promise<void> {
       await transact(db, async (trx) => {
-        const left = await trx.deleteFrom('cluster_nodes').where('id', '=', node.id).where('hostname', '=', node.hostname).where('pid', '=', node.pid).executeTakeFirst();
+        let own = trx.deleteFrom('cluster_nodes').where('id', '=', node.id).where('hostname', '=', node.hostname).where('pid', '=', node.pid);
+        if (node.startedAt) own = own.where('started_at', '=', node.startedAt);
+        const left = await own.executeTakeFirst();
         if (Number(left.numDeletedRows)) await trx.deleteFrom('connection_leases').where('node', '=', node.id).execute();
       });
     },
@@ -249,11 +269,15 @@ export function createClusterRepository(db: Db) {
      * (the limit divided among itself and them): a node that opened its sessions first does not
      * keep them all while the others' mail waits. A refused node is marked waiting for a moment
      * (it asks again sooner). Serialized per key by a transaction-scoped advisory lock, so two
-     * nodes never both take the last one.
+     * nodes never both take the last one. Stamped and judged by the store's clock, as heartbeats
+     * are: by a node's own, a node behind had its sessions run out at once for the others, and
+     * they opened more than the limit. The count holds `ttlMs`, until a heartbeat renews it.
      */
-    async acquireConnection(hostKey: string, node: string, limit: number, nowMs: number, untilMs: number): Promise<boolean> {
+    async acquireConnection(hostKey: string, node: string, limit: number, ttlMs: number): Promise<boolean> {
       return transact(db, async (trx) => {
         await sql`select pg_advisory_xact_lock(hashtext(${`conn:${hostKey}`}))`.execute(trx);
+        const nowMs = await readNowMs(trx);
+        const untilMs = nowMs + ttlMs;
         const rows = await trx.selectFrom('connection_leases').select(['node', 'count', 'until_ms', 'waiting_until']).where('host_key', '=', hostKey).execute();
         let total = 0;
         let mine = 0;
@@ -287,11 +311,14 @@ export function createClusterRepository(db: Db) {
 
     /**
      * The node is alive: its connection counts become exactly `held` (what its pool holds; this
-     * also mends a count whose release was lost) and keep counting until `untilMs`.
+     * also mends a count whose release was lost) and keep counting for `ttlMs` by the store's
+     * clock (acquireConnection).
      */
-    async setConnections(node: string, held: ReadonlyMap<string, number>, untilMs: number, nowMs = Date.now()): Promise<void> {
+    async setConnections(node: string, held: ReadonlyMap<string, number>, ttlMs: number): Promise<void> {
       const open = [...held].filter(([, n]) => n > 0);
       await transact(db, async (trx) => {
+        const nowMs = await readNowMs(trx);
+        const untilMs = nowMs + ttlMs;
         // Keys it holds nothing of go, unless it is waiting for one there.
         let gone = trx
           .deleteFrom('connection_leases')
@@ -309,11 +336,11 @@ export function createClusterRepository(db: Db) {
     },
 
     /** Open connections per destination, counted for the whole cluster. */
-    async connectionsByDestination(nowMs: number): Promise<{ hostKey: string; count: number }[]> {
+    async connectionsByDestination(): Promise<{ hostKey: string; count: number }[]> {
       const rows = await db
         .selectFrom('connection_leases')
         .select(['host_key', (eb) => eb.fn.sum<number>('count').as('n')])
-        .where('until_ms', '>', nowMs)
+        .where('until_ms', '>', storeNowMs(db))
         .groupBy('host_key')
         .orderBy('host_key')
         .execute();

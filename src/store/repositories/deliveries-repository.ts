@@ -40,6 +40,11 @@ export interface ResultsWrite {
   suppressions: { teamId: number; email: string; reason: 'HARD_BOUNCE' | 'COMPLAINT'; source: string; at: string; deliveryId?: number }[];
   /** The operator's trace of the sessions this attempt used, stored with its results. */
   traces?: Omit<Insertable<DeliveryAttemptsTable>, 'id'>[];
+  /**
+   * The lease the rows were taken under: a row leased by another owner since (a node that took
+   * this one for dead claimed it) is left to that owner, its lease and its attempt.
+   */
+  owner?: string;
 }
 
 /** What an asynchronous report (a DSN received after our 250) says about one delivery. */
@@ -211,8 +216,9 @@ export function createDeliveriesRepository(db: Db) {
 
     /**
      * Writes one attempt's results, status events and suppressions atomically (group-committed).
-     * A row is updated only while it is still queued: one closed meanwhile (purged by an
-     * operator, dropped as suppressed) keeps that outcome, and the late result's events and
+     * A row is updated only while it is still queued, and not leased by another owner than
+     * `w.owner` (a node that took this one for dead claimed it): one closed meanwhile (purged by
+     * an operator, dropped as suppressed) keeps that outcome, one claimed by another node its lease, and the late result's events and
      * suppressions (those naming its deliveryId) are not written either. `inTransaction` runs
      * last inside the same transaction with the emails newly marked SENT and the ids of the
      * rows updated (the transactional outbox); it may run more than once, like the write itself.
@@ -225,9 +231,10 @@ export function createDeliveriesRepository(db: Db) {
           const res = sqlite
             .prepare(
               `update deliveries set state = ?, attempts = ?, next_attempt_at = ?, last_code = ?, last_response = ?, mx_host = ?,
-               lease_owner = null, lease_until = null, held_reason = null, updated_at = ? where id = ? and state = 'queued'`,
+               lease_owner = null, lease_until = null, held_reason = null, updated_at = ?
+               where id = ? and state = 'queued' and (? is null or lease_owner is null or lease_owner = ?)`,
             )
-            .run(u.state, u.attempts, u.nextAttemptAt, u.code, u.response, u.mxHost, nowIso, u.id);
+            .run(u.state, u.attempts, u.nextAttemptAt, u.code, u.response, u.mxHost, nowIso, u.id, w.owner ?? null, w.owner ?? null);
           if (res.changes > 0) applied.add(u.id);
         }
         const stillOpen = (x: { deliveryId?: number }) => x.deliveryId === undefined || applied.has(x.deliveryId);
