@@ -2,7 +2,7 @@ import test from 'ava';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
-import { createCampaignService } from '../../src/core/campaigns/campaign-service.js';
+import { createCampaignService, MAX_BATCH_FAILURES } from '../../src/core/campaigns/campaign-service.js';
 import { createCampaignsRepository } from '../../src/store/repositories/campaigns-repository.js';
 import { createContactBooksRepository } from '../../src/store/repositories/contact-books-repository.js';
 import { createSegmentsRepository } from '../../src/store/repositories/segments-repository.js';
@@ -285,4 +285,27 @@ test.serial('a hard bounce whose counting a killed process never did is counted 
   } finally {
     w.sink.setBehaviour({ onRcpt: undefined });
   }
+});
+
+test.serial('a batch that fails unexpectedly again and again pauses its campaign after MAX_BATCH_FAILURES, saying why; an outage never does', async (t) => {
+  const bookId = await book('Broken', Array.from({ length: 2 }, (_, i) => ({ email: `broken${i}@example.net` })));
+  const c = await campaign(bookId, { ...aheadOfTheApp(), batchSize: 10 });
+  const real = w.t0.app.services.emails;
+  const outage = runnerWith({ ...real, submitEach: async () => { throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' }); } } as EmailService, 'outage-runner', c.id);
+  for (let i = 0; i < MAX_BATCH_FAILURES + 1; i++) await outage.tick();
+  t.is((await get(c.id)).status, 'RUNNING', 'the store out of reach: tried again, never paused');
+
+  const broken = runnerWith({ ...real, submitEach: async () => { throw new TypeError("Cannot read properties of undefined (reading 'x')"); } } as EmailService, 'broken-runner', c.id);
+  for (let i = 0; i < MAX_BATCH_FAILURES - 1; i++) await broken.tick();
+  t.is((await get(c.id)).status, 'RUNNING', 'a failure or a few may pass (a race, a moment)');
+  await broken.tick();
+  t.is((await get(c.id)).status, 'PAUSED');
+  t.is(await broken.tick(), 0, 'paused: no more attempts, no more error lines');
+  // Resumed (the cause fixed), it sends as usual.
+  clock.advance(RACING_AHEAD_MS);
+  t.is((await w.t0.request('POST', `/v1/campaigns/${c.id}/resume`)).status, 200);
+  await run();
+  await run();
+  t.is(sentTo('broken').length, 2);
+  t.is((await get(c.id)).status, 'SENT');
 });

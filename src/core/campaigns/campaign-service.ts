@@ -27,6 +27,12 @@ const FAN_OUT_CHUNK = 1000;
 const RECOUNT_CHUNK = 2000;
 /** How long a node holds a campaign batch it is sending (released when done; a dead node's is swept sooner). */
 const BATCH_LEASE_MS = 10 * 60_000;
+/**
+ * Batches of one campaign that may fail in a row, for a reason other than the store being out of
+ * reach, before it is paused: a fault that repeats (a bug, data it cannot handle) would otherwise
+ * be retried every second for ever, an error line each time, while nobody gets mail.
+ */
+export const MAX_BATCH_FAILURES = 5;
 /** `any` of nothing matches no contact. */
 const NOBODY: FilterNode = { match: 'any', conditions: [] };
 
@@ -204,6 +210,25 @@ export function createCampaignService(deps: CampaignServiceDeps) {
   }
 
   /** Sends one batch of a due campaign. Durable: the cursor and each contact's row are stored. */
+  /** Batches failed in a row by campaign (this node's count; a success clears it). */
+  const failures = new Map<string, number>();
+
+  async function pauseIfFailingAgain(id: string, err: unknown): Promise<void> {
+    if (isStorageFailure(err)) return; // the store out of reach: the next tick tries again
+    const count = (failures.get(id) ?? 0) + 1;
+    if (count < MAX_BATCH_FAILURES) {
+      failures.set(id, count);
+      return;
+    }
+    failures.delete(id);
+    try {
+      const paused = await campaigns.update(id, { status: 'PAUSED', updated_at: clock.now().toISOString() }, ['RUNNING']);
+      if (paused) deps.logger.error({ campaignId: id, err }, `campaign paused: its batch failed ${count} times in a row; resume it once the cause (in the error) is fixed`);
+    } catch (pauseErr) {
+      deps.logger.error({ err: pauseErr, campaignId: id }, 'a failing campaign could not be paused');
+    }
+  }
+
   async function runBatch(c: CampaignRow): Promise<void> {
     const now = clock.now();
     if (c.status === 'SCHEDULED') {
@@ -479,12 +504,14 @@ export function createCampaignService(deps: CampaignServiceDeps) {
           if (!c) continue;
           try {
             await runBatch(c);
+            failures.delete(c.id);
             ran++;
           } finally {
             await campaigns.releaseBatch(c.id, deps.owner);
           }
         } catch (err) {
           deps.logger.error({ err, campaignId: listed.id }, 'campaign batch failed');
+          await pauseIfFailingAgain(listed.id, err);
         } finally {
           running.delete(listed.id);
         }
