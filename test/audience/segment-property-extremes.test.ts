@@ -76,3 +76,14 @@ test('a filter numeral beyond a double (which JSON cannot store as a number) is 
   // Within range it is a number, however many digits it is written with.
   t.deepEqual(await members([{ field: 'properties.n', op: 'gt', value: '0'.repeat(400) + '7' }]), ['Huge', 'Long', 'Plain']);
 });
+
+test('a segment stored before that 400 with such a value (null in its JSON) reads as matching nobody on that condition, not as a 500', async (t) => {
+  const seg = await t0.request('POST', '/v1/segments', { body: { name: 'old', contactBookId: bookId, filters: { match: 'any', conditions: [{ field: 'properties.n', op: 'gt', value: 5 }, { field: 'firstName', op: 'eq', value: 'Plain' }] } } });
+  t.is(seg.status, 200);
+  // As an older server stored "gt 999...9" (400 digits): JSON.stringify wrote the number as null.
+  const filters = { match: 'any', conditions: [{ field: 'properties.n', op: 'gt', value: null }, { field: 'firstName', op: 'eq', value: 'Plain' }] };
+  await t0.app.store.db.updateTable('segments').set({ filters_json: JSON.stringify(filters) }).where('id', '=', seg.body.id).execute();
+  const res = await t0.request('GET', `/v1/segments/${seg.body.id}/contacts?limit=100`);
+  t.is(res.status, 200, JSON.stringify(res.body));
+  t.deepEqual(res.body.contacts.map((c: { firstName: string }) => c.firstName), ['Plain']);
+});

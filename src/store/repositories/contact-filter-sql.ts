@@ -189,6 +189,9 @@ function condition(eb: ContactsEb, c: FilterCondition, dialect: Dialect): Expres
     case 'lt':
     case 'lte': {
       const operator = COMPARATORS[c.op];
+      // A numeral past a double's range, which older servers stored as JSON's null (now a 400):
+      // nothing to compare with, so the condition matches nobody rather than failing every read.
+      if (c.value === null && c.field.startsWith('properties.')) return sql<SqlBool>`1 = 0`;
       const value = scalar(c.field, c.value);
       if (typeof value === 'number' && c.field.startsWith('properties.')) {
         if (dialect === 'postgres') return eb(pgNumber(col), operator, value);
