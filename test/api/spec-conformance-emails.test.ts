@@ -110,3 +110,19 @@ test('Campaign status: pause applies to a running campaign only (a scheduled one
     t.is(res.body.error.code, 'NOT_FOUND');
   }
 });
+
+test('PATCH scheduledAt is bounded as the send body bounds it: a long text is a 400 naming the bound, not read word by word', async (t) => {
+  const later = await t0.request('POST', '/v1/emails', { body: send() });
+  t.is(later.status, 200);
+  // Plain-English parsing grows faster than the text: a megabyte of "tomorrow and ..." held the
+  // event loop for about 20 s (a 40 MB body, for hours) before answering 400.
+  const long = 'tomorrow and '.repeat(20);
+  const sent = await t0.request('POST', '/v1/emails', { body: send({ scheduledAt: long }) });
+  t.is(sent.status, 400);
+  const patched = await t0.request('PATCH', `/v1/emails/${later.body.emailId}`, { body: { scheduledAt: long } });
+  t.is(patched.status, 400);
+  t.is(patched.body.error.code, 'BAD_REQUEST');
+  t.is(patched.body.error.message, sent.body.error.message);
+  t.regex(patched.body.error.message, /^scheduledAt: .*200/);
+  t.is((await t0.request('GET', `/v1/emails/${later.body.emailId}`)).body.scheduledAt, LATER, 'unchanged');
+});
