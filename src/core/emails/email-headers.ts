@@ -39,9 +39,17 @@ export const COMPOSER_OWNED_HEADERS: ReadonlySet<string> = new Set([
  */
 const ENGINE_ADDED_HEADERS = ['list-unsubscribe', 'list-unsubscribe-post', 'x-posthorn-email-id'];
 
-// Headers the engine writes itself; a caller setting them could break threading, DKIM or
-// routing, so they are refused with 400 rather than silently dropped.
-export const ENGINE_OWNED_HEADERS: ReadonlySet<string> = new Set([...COMPOSER_OWNED_HEADERS, ...ENGINE_ADDED_HEADERS]);
+/**
+ * Results that only a receiving server or an intermediary writes (RFC 8601, RFC 8617, RFC 7208
+ * 9.1), as Received is: set by a sender they would claim checks that never ran ("dkim=pass")
+ * to any reader that does not strip them. Refused by the API only, not by the composer, so mail
+ * accepted with one before still goes out.
+ */
+const RECEIVER_ADDED_HEADERS = ['authentication-results', 'arc-seal', 'arc-message-signature', 'arc-authentication-results', 'received-spf'];
+
+// Headers the engine writes itself (or a receiver does); a caller setting them could break
+// threading, DKIM or routing, so they are refused with 400 rather than silently dropped.
+export const ENGINE_OWNED_HEADERS: ReadonlySet<string> = new Set([...COMPOSER_OWNED_HEADERS, ...ENGINE_ADDED_HEADERS, ...RECEIVER_ADDED_HEADERS]);
 
 const HEADER_NAME = /^[!-9;-~]+$/; // RFC 5322 2.2: printable US-ASCII except colon
 /**
