@@ -283,6 +283,8 @@ test('contentTypeForFilename', (t) => {
     ['data.json', 'application/json'],
     ['archive.tar.gz', 'application/x-gzip'],
     ['bundle.zip', 'application/zip'],
+    // nodemailer's table names multipart/x-gzip first, which no attachment can be
+    ['backup.gzip', 'application/x-gzip'],
     ['invite.ics', 'text/calendar'],
     ['forwarded.eml', 'message/rfc822'],
     ['dir/sub/logo.png', 'image/png'],
