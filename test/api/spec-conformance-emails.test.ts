@@ -42,6 +42,11 @@ test('Errors, BAD_REQUEST: a bad field of a batch item is named by its place in 
     [[send({ tags: ['ok', ''] })], /^\[0\]\.tags\[1\]: /],
     [[send(), send({ to: 'not-an-address' })], /^\[1\]\.to: /],
     [[send({ attachments: [{ filename: 'a.txt', content: 'eA==' }, { content: 'eA==' }] })], /^\[0\]\.attachments\[1\]\.filename: is required/],
+    [[send(), send({ headers: { 'Message-ID': '<x@y>' } })], /^\[1\]\.headers\.Message-ID: /],
+    [[send(), send({ headers: { 'X-A': 'a'.repeat(1000) } })], /^\[1\]\.headers\.X-A: /],
+    [[send(), send({ headers: { 'X A': 'v' } })], /^\[1\]\.headers: "X A" is not a valid header name/],
+    [[send(), send({ headers: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`X-${i}`, 'v'])) })], /^\[1\]\.headers: at most 50/],
+    [[send(), send(), send({ templateId: 'tp_nope', subject: undefined, text: undefined })], /^\[2\]\.templateId: template tp_nope not found/],
   ];
   for (const [body, message] of cases) {
     const res = await t0.request('POST', '/v1/emails/batch', { body });

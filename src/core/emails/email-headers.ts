@@ -78,16 +78,16 @@ export const MAX_CUSTOM_HEADERS = 50;
 export const MAX_CUSTOM_HEADER_NAME = 200;
 export const MAX_CUSTOM_HEADER_VALUE = 4000;
 
-/** Validates custom headers (no CR/LF anywhere: no header injection) and returns them. */
-export function validateCustomHeaders(headers: Record<string, string> | undefined): Record<string, string> {
+/** Validates custom headers (no CR/LF anywhere: no header injection) and returns them; errors name `field` (`[2].headers` in a batch). */
+export function validateCustomHeaders(headers: Record<string, string> | undefined, field = 'headers'): Record<string, string> {
   if (!headers) return {};
   const entries = Object.entries(headers);
-  if (entries.length > MAX_CUSTOM_HEADERS) throw badRequest(`headers: at most ${MAX_CUSTOM_HEADERS} custom headers`);
+  if (entries.length > MAX_CUSTOM_HEADERS) throw badRequest(`${field}: at most ${MAX_CUSTOM_HEADERS} custom headers`);
   for (const [name, value] of entries) {
-    if (!HEADER_NAME.test(name)) throw badRequest(`headers: "${name.replace(/[\r\n]/g, '\\n')}" is not a valid header name`);
-    if (/[\r\n\0]/.test(value)) throw badRequest(`headers.${name}: must not contain CR, LF or NUL`);
-    if (ENGINE_OWNED_HEADERS.has(name.toLowerCase())) throw badRequest(`headers.${name}: this header is set by Posthorn and cannot be overridden`);
-    assertFoldable(value, `headers.${name}`);
+    if (!HEADER_NAME.test(name)) throw badRequest(`${field}: "${name.replace(/[\r\n]/g, '\\n')}" is not a valid header name`);
+    if (/[\r\n\0]/.test(value)) throw badRequest(`${field}.${name}: must not contain CR, LF or NUL`);
+    if (ENGINE_OWNED_HEADERS.has(name.toLowerCase())) throw badRequest(`${field}.${name}: this header is set by Posthorn and cannot be overridden`);
+    assertFoldable(value, `${field}.${name}`);
   }
   return Object.fromEntries(entries);
 }
