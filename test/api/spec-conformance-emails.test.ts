@@ -42,6 +42,11 @@ test('Errors, BAD_REQUEST: a bad field of a batch item is named by its place in 
     [[send({ tags: ['ok', ''] })], /^\[0\]\.tags\[1\]: /],
     [[send(), send({ to: 'not-an-address' })], /^\[1\]\.to: /],
     [[send({ attachments: [{ filename: 'a.txt', content: 'eA==' }, { content: 'eA==' }] })], /^\[0\]\.attachments\[1\]\.filename: is required/],
+    [[send(), send({ headers: { 'Message-ID': '<x@y>' } })], /^\[1\]\.headers\.Message-ID: /],
+    [[send(), send({ headers: { 'X-A': 'a'.repeat(1000) } })], /^\[1\]\.headers\.X-A: /],
+    [[send(), send({ headers: { 'X A': 'v' } })], /^\[1\]\.headers: "X A" is not a valid header name/],
+    [[send(), send({ headers: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`X-${i}`, 'v'])) })], /^\[1\]\.headers: at most 50/],
+    [[send(), send(), send({ templateId: 'tp_nope', subject: undefined, text: undefined })], /^\[2\]\.templateId: template tp_nope not found/],
   ];
   for (const [body, message] of cases) {
     const res = await t0.request('POST', '/v1/emails/batch', { body });
@@ -109,4 +114,20 @@ test('Campaign status: pause applies to a running campaign only (a scheduled one
     t.is(res.status, 404, `${method} ${suffix}`);
     t.is(res.body.error.code, 'NOT_FOUND');
   }
+});
+
+test('PATCH scheduledAt is bounded as the send body bounds it: a long text is a 400 naming the bound, not read word by word', async (t) => {
+  const later = await t0.request('POST', '/v1/emails', { body: send() });
+  t.is(later.status, 200);
+  // Plain-English parsing grows faster than the text: a megabyte of "tomorrow and ..." held the
+  // event loop for about 20 s (a 40 MB body, for hours) before answering 400.
+  const long = 'tomorrow and '.repeat(20);
+  const sent = await t0.request('POST', '/v1/emails', { body: send({ scheduledAt: long }) });
+  t.is(sent.status, 400);
+  const patched = await t0.request('PATCH', `/v1/emails/${later.body.emailId}`, { body: { scheduledAt: long } });
+  t.is(patched.status, 400);
+  t.is(patched.body.error.code, 'BAD_REQUEST');
+  t.is(patched.body.error.message, sent.body.error.message);
+  t.regex(patched.body.error.message, /^scheduledAt: .*200/);
+  t.is((await t0.request('GET', `/v1/emails/${later.body.emailId}`)).body.scheduledAt, LATER, 'unchanged');
 });

@@ -247,3 +247,15 @@ test.serial('an HTML-only send nested too deeply for the converter is delivered 
   t.false(types.includes('text/plain'), 'no text part');
   t.regex(String(parsed.html), /deep/);
 });
+
+test.serial('an attachment whose name maps to a multipart type in the extension table (backup.gzip) is delivered, not failed at composing', async (t) => {
+  const before = w.sink.messages.length;
+  const content = Buffer.from('gzip bytes').toString('base64');
+  const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { to: 'alice@example.net', attachments: [{ filename: 'backup.gzip', content }] }) });
+  t.is(res.status, 200);
+  await waitForStatus(res.body.emailId, 'DELIVERED');
+  const parsed = await simpleParser(w.sink.messages.slice(before)[0]!.raw);
+  t.is(parsed.attachments[0]?.filename, 'backup.gzip');
+  t.is(parsed.attachments[0]?.contentType, 'application/x-gzip');
+  t.is(parsed.attachments[0]?.content.toString(), 'gzip bytes');
+});

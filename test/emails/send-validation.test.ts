@@ -30,6 +30,10 @@ const badBodies: [string, Record<string, unknown>, RegExp][] = [
   ['CRLF in header value', { headers: { 'X-A': 'a\r\nBcc: evil@example.com' } }, /headers/],
   ['CR/LF in header name', { headers: { 'X-A\r\nBcc': 'x' } }, /header/],
   ['engine-owned header', { headers: { 'Message-ID': '<x@y>' } }, /Message-ID/],
+  // Results only a receiver or an intermediary writes (RFC 8601, RFC 8617, RFC 7208 9.1), as Received is.
+  ['forged Authentication-Results', { headers: { 'Authentication-Results': 'mx.example.net; dkim=pass; spf=pass; dmarc=pass' } }, /^headers\.Authentication-Results: .*set by Posthorn/],
+  ['forged ARC-Seal', { headers: { 'arc-seal': 'i=1; a=rsa-sha256; cv=none; d=example.net' } }, /^headers\.arc-seal: /],
+  ['forged Received-SPF', { headers: { 'Received-SPF': 'pass' } }, /^headers\.Received-SPF: /],
   ['empty header value', { headers: { 'X-A': '' } }, /headers/],
   ['11 attachments', { attachments: Array.from({ length: 11 }, (_, i) => ({ filename: `f${i}.txt`, content: b64 })) }, /attachments/],
   ['bad base64', { attachments: [{ filename: 'f.txt', content: 'not base64!!' }] }, /base64/],

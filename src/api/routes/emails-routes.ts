@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { EmailService, SendContext } from '../../core/emails/email-service.js';
 import { batchBodySchema, sendBodySchema } from '../../core/emails/send-schema.js';
+import { MAX_SCHEDULED_AT_CHARS } from '../../core/emails/scheduled-at.js';
 import type { AuthContext } from '../../core/api-keys/api-key-service.js';
 import { dateTimeQuery, intIdListQuery, pageQueries, stringListQuery, stringPath, textHeader } from '../params.js';
 import { pageOf } from '../pagination.js';
@@ -8,7 +9,7 @@ import { defineRoute, type RouteDef } from '../route-types.js';
 import { batchResultSchema, emailIdSchema, emailListSchema, emailSchema } from '../schemas/email-schemas.js';
 import { jsonPage } from '../json-stream.js';
 
-const rescheduleBody = z.object({ scheduledAt: z.string().min(1) });
+const rescheduleBody = z.object({ scheduledAt: z.string().min(1).max(MAX_SCHEDULED_AT_CHARS) });
 const params = { emailId: stringPath('Email id.', { min: 3, max: 100 }) };
 const headers = {
   'Idempotency-Key': textHeader(

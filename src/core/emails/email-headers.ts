@@ -39,9 +39,17 @@ export const COMPOSER_OWNED_HEADERS: ReadonlySet<string> = new Set([
  */
 const ENGINE_ADDED_HEADERS = ['list-unsubscribe', 'list-unsubscribe-post', 'x-posthorn-email-id'];
 
-// Headers the engine writes itself; a caller setting them could break threading, DKIM or
-// routing, so they are refused with 400 rather than silently dropped.
-export const ENGINE_OWNED_HEADERS: ReadonlySet<string> = new Set([...COMPOSER_OWNED_HEADERS, ...ENGINE_ADDED_HEADERS]);
+/**
+ * Results that only a receiving server or an intermediary writes (RFC 8601, RFC 8617, RFC 7208
+ * 9.1), as Received is: set by a sender they would claim checks that never ran ("dkim=pass")
+ * to any reader that does not strip them. Refused by the API only, not by the composer, so mail
+ * accepted with one before still goes out.
+ */
+const RECEIVER_ADDED_HEADERS = ['authentication-results', 'arc-seal', 'arc-message-signature', 'arc-authentication-results', 'received-spf'];
+
+// Headers the engine writes itself (or a receiver does); a caller setting them could break
+// threading, DKIM or routing, so they are refused with 400 rather than silently dropped.
+export const ENGINE_OWNED_HEADERS: ReadonlySet<string> = new Set([...COMPOSER_OWNED_HEADERS, ...ENGINE_ADDED_HEADERS, ...RECEIVER_ADDED_HEADERS]);
 
 const HEADER_NAME = /^[!-9;-~]+$/; // RFC 5322 2.2: printable US-ASCII except colon
 /**
@@ -70,16 +78,16 @@ export const MAX_CUSTOM_HEADERS = 50;
 export const MAX_CUSTOM_HEADER_NAME = 200;
 export const MAX_CUSTOM_HEADER_VALUE = 4000;
 
-/** Validates custom headers (no CR/LF anywhere: no header injection) and returns them. */
-export function validateCustomHeaders(headers: Record<string, string> | undefined): Record<string, string> {
+/** Validates custom headers (no CR/LF anywhere: no header injection) and returns them; errors name `field` (`[2].headers` in a batch). */
+export function validateCustomHeaders(headers: Record<string, string> | undefined, field = 'headers'): Record<string, string> {
   if (!headers) return {};
   const entries = Object.entries(headers);
-  if (entries.length > MAX_CUSTOM_HEADERS) throw badRequest(`headers: at most ${MAX_CUSTOM_HEADERS} custom headers`);
+  if (entries.length > MAX_CUSTOM_HEADERS) throw badRequest(`${field}: at most ${MAX_CUSTOM_HEADERS} custom headers`);
   for (const [name, value] of entries) {
-    if (!HEADER_NAME.test(name)) throw badRequest(`headers: "${name.replace(/[\r\n]/g, '\\n')}" is not a valid header name`);
-    if (/[\r\n\0]/.test(value)) throw badRequest(`headers.${name}: must not contain CR, LF or NUL`);
-    if (ENGINE_OWNED_HEADERS.has(name.toLowerCase())) throw badRequest(`headers.${name}: this header is set by Posthorn and cannot be overridden`);
-    assertFoldable(value, `headers.${name}`);
+    if (!HEADER_NAME.test(name)) throw badRequest(`${field}: "${name.replace(/[\r\n]/g, '\\n')}" is not a valid header name`);
+    if (/[\r\n\0]/.test(value)) throw badRequest(`${field}.${name}: must not contain CR, LF or NUL`);
+    if (ENGINE_OWNED_HEADERS.has(name.toLowerCase())) throw badRequest(`${field}.${name}: this header is set by Posthorn and cannot be overridden`);
+    assertFoldable(value, `${field}.${name}`);
   }
   return Object.fromEntries(entries);
 }

@@ -8,7 +8,7 @@ import type { IdempotencyRepository } from '../../store/repositories/idempotency
 import type { SuppressionsRepository } from '../../store/repositories/suppressions-repository.js';
 import type { DomainService } from '../domains/domain-service.js';
 import type { DomainRecord } from '../../store/repositories/domains-repository.js';
-import { badRequest, forbidden, notFound, notUnique } from '../errors.js';
+import { AppError, badRequest, forbidden, notFound, notUnique } from '../errors.js';
 import type { BusEvent, EventBus } from '../events.js';
 import { addressKey, domainOf, formatMailbox, parseMailbox, type Mailbox } from './addresses.js';
 import { statusEventType, statusRank, type EmailStatus } from './email-status.js';
@@ -145,7 +145,10 @@ export function createEmailService(deps: EmailServiceDeps) {
     if (input.templateId) {
       if (!deps.renderTemplate) throw badRequest(`${f('templateId')}: templates are not available`);
       const variables = input.variables ?? {};
-      const rendered = await deps.renderTemplate(ctx.teamId, input.templateId, variables);
+      // The template service names the field as a single send does; a batch item is named by its place.
+      const rendered = await deps.renderTemplate(ctx.teamId, input.templateId, variables).catch((err: unknown) => {
+        throw field && err instanceof AppError && err.code === 'BAD_REQUEST' && err.message.startsWith('templateId:') ? badRequest(`${field}.${err.message}`) : err;
+      });
       templateId = input.templateId;
       subject = input.subject ?? rendered.subject;
       html = rendered.html;

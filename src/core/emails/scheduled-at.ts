@@ -3,6 +3,12 @@ import type * as Chrono from 'chrono-node';
 import { LATEST_ISO_MS, parseIsoDateTime } from '../../lib/iso-date-time.js';
 import { badRequest } from '../errors.js';
 
+/**
+ * The longest scheduledAt taken (send, batch, reschedule, campaigns). Plain-English parsing grows
+ * faster than the text: a megabyte of "tomorrow and ..." held the event loop for ~20 s.
+ */
+export const MAX_SCHEDULED_AT_CHARS = 200;
+
 /** A time this far in the past is taken as "now" (clock skew between client and server). */
 export const PAST_TOLERANCE_MS = 5 * 60 * 1000;
 
@@ -32,6 +38,7 @@ function parsePlainEnglish(text: string, now: Date): Date | null {
  * Returns null when the time is "now or within tolerance in the past".
  */
 export function parseScheduledAt(input: string, now: Date, field = 'scheduledAt'): Date | null {
+  if (input.length > MAX_SCHEDULED_AT_CHARS) throw badRequest(`${field}: must be at most ${MAX_SCHEDULED_AT_CHARS} characters`);
   const text = input.trim();
   if (!text) throw badRequest(`${field}: must not be empty`);
   const at = ISO_LIKE.test(text) ? parseIsoDateTime(text) : parsePlainEnglish(text, now);

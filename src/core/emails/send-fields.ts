@@ -59,7 +59,7 @@ export function sendFields(
   if (to.length === 0) throw badRequest(`${f('to')}: at least one recipient is required`);
   if (to.length + cc.length + bcc.length > MAX_RECIPIENTS) throw badRequest(`${field || 'body'}: at most ${MAX_RECIPIENTS} recipients in to, cc and bcc together`);
 
-  const headers = validateCustomHeaders(input.headers);
+  const headers = validateCustomHeaders(input.headers, f('headers'));
   const attachments = (input.attachments ?? []).map((a, i) => {
     const content = a.content.replace(/\s+/g, '');
     if (content.length % 4 !== 0 || !BASE64.test(content)) throw badRequest(`${f(`attachments[${i}].content`)}: must be base64`);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_CUSTOM_HEADER_NAME, MAX_CUSTOM_HEADER_VALUE } from './email-headers.js';
+import { MAX_SCHEDULED_AT_CHARS } from './scheduled-at.js';
 
 // The send body shared by POST /emails, each batch item, SMTP submission and the CLI
 // (spec, Emails). Unknown fields are ignored rather than refused so SDKs that add fields
@@ -39,7 +40,7 @@ export const sendBodySchema = z.object({
     .array(z.object({ filename: z.string().min(1).max(255), content: z.string().min(1) }))
     .max(MAX_ATTACHMENTS, `at most ${MAX_ATTACHMENTS} attachments`)
     .optional(),
-  scheduledAt: z.string().min(1).max(200).nullable().optional(),
+  scheduledAt: z.string().min(1).max(MAX_SCHEDULED_AT_CHARS).nullable().optional(),
   tags: z.array(z.string().min(1).max(64)).max(MAX_TAGS, `at most ${MAX_TAGS} tags`).optional(),
   inReplyToId: z.string().min(1).max(100).nullable().optional(),
   // Over the sending domain's switches for this email only; absent or null, the domain decides

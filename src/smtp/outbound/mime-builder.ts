@@ -51,7 +51,11 @@ export function contentTypeForFilename(filename: string): string {
   const dot = base.lastIndexOf('.');
   // nodemailer would also read an extension-less name as an extension ("pdf" -> application/pdf)
   if (dot <= 0 || dot === base.length - 1) return DEFAULT_CONTENT_TYPE;
-  return detectMimeType(base) || DEFAULT_CONTENT_TYPE;
+  const type = detectMimeType(base) || DEFAULT_CONTENT_TYPE;
+  // The table names multipart/x-gzip first for ".gzip" (x-ustar, x-zip are there too): a part with
+  // a multipart type is a container, which the composer refuses, so the email failed at sending.
+  // Bytes of that kind are the application/ type of the same name (application/x-gzip).
+  return type.replace(/^multipart\//i, 'application/');
 }
 
 /** Composes the message. Rejects input that would produce an invalid message; never writes a Bcc header. */

@@ -194,12 +194,17 @@ test('COMPOSER_OWNED_HEADERS: lowercase, covers what the composer writes, leaves
   t.false(COMPOSER_OWNED_HEADERS.has('list-unsubscribe-post'));
 });
 
-test('ENGINE_OWNED_HEADERS, which callers may not set, are the composer\'s plus the ones the engine adds', (t) => {
+test('ENGINE_OWNED_HEADERS, which callers may not set, are the composer\'s plus the ones the engine adds and the ones only a receiver writes', (t) => {
   for (const name of COMPOSER_OWNED_HEADERS) t.true(ENGINE_OWNED_HEADERS.has(name), name);
   t.deepEqual(
     [...ENGINE_OWNED_HEADERS].filter((name) => !COMPOSER_OWNED_HEADERS.has(name)),
-    ['list-unsubscribe', 'list-unsubscribe-post', 'x-posthorn-email-id'],
+    ['list-unsubscribe', 'list-unsubscribe-post', 'x-posthorn-email-id', 'authentication-results', 'arc-seal', 'arc-message-signature', 'arc-authentication-results', 'received-spf'],
   );
+});
+
+test('a receiver\'s header stored with an email accepted before the API refused it still composes', async (t) => {
+  const fields = rawHeaderFields(await composeMessage(baseInput({ headers: { 'Authentication-Results': 'mx.example.net; none' } })));
+  t.true(fields.includes('Authentication-Results: mx.example.net; none'));
 });
 
 test('engine headers List-Unsubscribe / List-Unsubscribe-Post pass through unchanged', async (t) => {
@@ -278,6 +283,8 @@ test('contentTypeForFilename', (t) => {
     ['data.json', 'application/json'],
     ['archive.tar.gz', 'application/x-gzip'],
     ['bundle.zip', 'application/zip'],
+    // nodemailer's table names multipart/x-gzip first, which no attachment can be
+    ['backup.gzip', 'application/x-gzip'],
     ['invite.ics', 'text/calendar'],
     ['forwarded.eml', 'message/rfc822'],
     ['dir/sub/logo.png', 'image/png'],
