@@ -13,14 +13,26 @@ import { importSection } from './contact-import-pages.js';
 // Contact books and their contacts: search, add, edit, delete (import and export are in
 // contact-import-pages.ts).
 
-/** "key=value" lines to properties; the contact schema checks the names. */
+/**
+ * Properties are edited as name=value lines. A value may hold line breaks (the API and a CSV
+ * import's quoted fields allow them), so a value is written with \n for LF, \r for CR and \\
+ * for a backslash, and read back the same way: what the form shows saves as what it showed.
+ */
+const escapeValue = (v: string) => v.replace(/[\\\r\n]/g, (ch) => (ch === '\\' ? '\\\\' : ch === '\n' ? '\\n' : '\\r'));
+const unescapeValue = (v: string) => v.replace(/\\([\\nr])/g, (_, ch: string) => (ch === 'n' ? '\n' : ch === 'r' ? '\r' : '\\'));
+
+function propertiesText(properties: Record<string, string>): string {
+  return Object.entries(properties).map(([k, v]) => `${k}=${escapeValue(v)}`).join('\n');
+}
+
+/** "name=value" lines to properties; the contact schema checks the names. */
 function propertiesFrom(text: string): Record<string, string> {
   const out: Record<string, string> = {};
-  text.split(/\r?\n/).forEach((line, i) => {
+  text.split(/\r\n|\r|\n/).forEach((line, i) => {
     if (!line.trim()) return;
     const eq = line.indexOf('=');
     if (eq < 1) throw badRequest(`properties: line ${i + 1} is not name=value`);
-    out[line.slice(0, eq).trim()] = line.slice(eq + 1).trim();
+    out[line.slice(0, eq).trim()] = unescapeValue(line.slice(eq + 1).trim());
   });
   return out;
 }
@@ -126,7 +138,7 @@ ${input({ name: 'doubleOptInFrom', label: 'Confirmation sender', value: book.dou
 ${section('Edit', html`<form method="post" action="${base}" class="stack">${csrfField(ctx)}
 <div class="row">${input({ name: 'firstName', label: 'First name', value: c.firstName })}${input({ name: 'lastName', label: 'Last name', value: c.lastName })}</div>
 ${checkbox({ name: 'subscribed', label: 'Subscribed', checked: c.subscribed })}
-${textarea({ name: 'properties', label: 'Properties', rows: 5, mono: true, value: Object.entries(c.properties).map(([k, v]) => `${k}=${v}`).join('\n'), hint: 'One name=value per line.' })}
+${textarea({ name: 'properties', label: 'Properties', rows: 5, mono: true, value: propertiesText(c.properties), hint: 'One name=value per line; in a value, \\n is a line break and \\\\ a backslash.' })}
 <button type="submit" class="btn primary">Save</button></form>`)}
 ${section('Delete', actionButton(ctx, `${base}/delete`, 'Delete contact', { kind: 'danger', confirm: `Delete ${c.email}?` }))}`,
     });

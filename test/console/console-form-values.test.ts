@@ -1,0 +1,81 @@
+import test from 'ava';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
+import { ConsoleClient, consoleUser } from './helpers/console-client.js';
+
+// Form values the console's own pages never send, or send back as they showed them: a value
+// that is not one the form offers is refused (never read as the widest choice), and what a
+// page shows for editing saves back as the same data.
+
+let t0: TestApp;
+let c: ConsoleClient;
+let domainId: number;
+
+test.before(async () => {
+  t0 = await startTestApp();
+  domainId = (await addVerifiedDomain(t0, 'values.dev')).id;
+  await consoleUser(t0.app, 'dev@values.dev', t0.teamId);
+  c = new ConsoleClient(t0.baseUrl);
+  await c.signIn('dev@values.dev');
+});
+test.after.always(async () => {
+  await t0?.close();
+});
+
+const keyCount = async () => (await t0.app.services.apiKeys.list(t0.teamId)).length;
+
+test.serial('API keys: a permission or domain the form does not offer is refused, never made into an unrestricted FULL key', async (t) => {
+  const before = await keyCount();
+  for (const [form, message] of [
+    [{ permission: 'sending' }, /^permission: /],
+    [{ permission: 'ADMIN' }, /^permission: /],
+    [{ permission: 'SENDING', domainId: 'abc' }, /^domainId: /],
+    [{ permission: 'SENDING', domainId: '99999999999999999999' }, /^domainId: /],
+    [{ permission: 'SENDING', domainId: ' 1' }, /^domainId: /],
+  ] as const) {
+    const res = await c.post('/console/api-keys', { name: 'crafted', domainId: '', ...form }, { referer: '/console/api-keys' });
+    t.is(res.status, 303, JSON.stringify(form));
+    t.regex(c.flash(), message, JSON.stringify(form));
+  }
+  t.is(await keyCount(), before);
+  // what the form offers still works: no permission field at all is FULL, as the API's default
+  t.is((await c.post('/console/api-keys', { name: 'bound', permission: 'SENDING', domainId: String(domainId) })).status, 200);
+  t.is((await c.post('/console/api-keys', { name: 'plain' })).status, 200);
+  const made = (await t0.app.services.apiKeys.list(t0.teamId)).filter((k) => k.name === 'bound' || k.name === 'plain');
+  t.deepEqual(made.map((k) => [k.name, k.permission, k.domainId]).sort(), [['bound', 'SENDING', domainId], ['plain', 'FULL', null]]);
+});
+
+test.serial('contacts: a property holding line breaks is shown escaped and saves back unchanged when another field is edited', async (t) => {
+  const book = (await t0.request('POST', '/v1/contactBooks', { body: { name: 'Lines' } })).body;
+  const properties = { address: '12 Main St\nSpringfield\r\nUSA', note: 'a=b\\nc', plain: 'x' };
+  const created = await t0.request('POST', `/v1/contactBooks/${book.id}/contacts`, { body: { email: 'lines@example.com', properties } });
+  t.is(created.status, 200, JSON.stringify(created.body));
+  const contactId = created.body.id ?? created.body.contactId;
+  const path = `/console/contacts/${book.id}/contacts/${contactId}`;
+  const page = await c.get(path);
+  const shown = /<textarea[^>]*name="properties"[^>]*>([^<]*)<\/textarea>/.exec(page.text)![1]!.replaceAll('&#39;', "'").replaceAll('&quot;', '"').replaceAll('&lt;', '<').replaceAll('&gt;', '>').replaceAll('&amp;', '&');
+  t.is(shown.split('\n').length, 3, shown);
+  const saved = await c.post(path, { firstName: 'Lin', lastName: '', subscribed: 'on', properties: shown }, { referer: path });
+  t.is(saved.status, 303, c.flash());
+  t.is(c.flash(), 'Contact saved.');
+  const after = await t0.request('GET', `/v1/contactBooks/${book.id}/contacts/${contactId}`);
+  t.deepEqual(after.body.properties, properties);
+  t.is(after.body.firstName, 'Lin');
+  // a line typed by hand with \n in it makes a line break, and \\ a backslash
+  await c.post(path, { firstName: 'Lin', subscribed: 'on', properties: 'two=first\\nsecond\nslash=C:\\\\temp' }, { referer: path });
+  t.deepEqual((await t0.request('GET', `/v1/contactBooks/${book.id}/contacts/${contactId}`)).body.properties, { two: 'first\nsecond', slash: 'C:\\temp' });
+});
+
+test.serial('templates: a version number that is not a number is refused, not read by its leading digits', async (t) => {
+  const tpl = (await t0.request('POST', '/v1/templates', { body: { name: 'Versions', subject: 'Hi', content: JSON.stringify({ type: 'doc', content: [{ type: 'paragraph', content: [{ type: 'text', text: 'one' }] }] }) } })).body;
+  const base = `/console/templates/${tpl.id}`;
+  t.is((await c.post(`${base}/publish`)).status, 303);
+  t.is((await c.post(`${base}/publish`)).status, 303);
+  t.is((await t0.app.services.templates.get(t0.teamId, tpl.id)).publishedVersion, 2);
+  const res = await c.post(`${base}/rollback`, { versionNumber: '1abc' }, { referer: base });
+  t.is(res.status, 303);
+  t.regex(c.flash(), /^versionNumber: /);
+  t.is((await t0.app.services.templates.get(t0.teamId, tpl.id)).publishedVersion, 2);
+  t.is((await c.post(`${base}/rollback`, { versionNumber: '1' })).status, 303);
+  t.is((await t0.app.services.templates.get(t0.teamId, tpl.id)).publishedVersion, 1);
+});
