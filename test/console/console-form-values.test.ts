@@ -79,3 +79,27 @@ test.serial('templates: a version number that is not a number is refused, not re
   t.is((await c.post(`${base}/rollback`, { versionNumber: '1' })).status, 303);
   t.is((await t0.app.services.templates.get(t0.teamId, tpl.id)).publishedVersion, 1);
 });
+
+test.serial('segments: a filter the builder\'s rows cannot write back (a comma inside an "in" value, spaces around a value) is edited as JSON and saves back unchanged', async (t) => {
+  const book = (await t0.request('POST', '/v1/contactBooks', { body: { name: 'Cities' } })).body;
+  for (const condition of [
+    { field: 'properties.city', op: 'in', value: ['Washington, D.C.', 'Paris'] },
+    { field: 'properties.code', op: 'eq', value: ' padded ' },
+    { field: 'properties.tags', op: 'in', value: [' a', 'b'] },
+  ]) {
+    const filters = { match: 'all', conditions: [condition] };
+    const created = await t0.request('POST', '/v1/segments', { body: { name: 'Exact', contactBookId: book.id, filters } });
+    t.is(created.status, 200, JSON.stringify(created.body));
+    const path = `/console/segments/${created.body.id}`;
+    const page = await c.get(path);
+    t.true(page.text.includes('name="filtersJson"'), `builder rows shown for ${JSON.stringify(condition)}`);
+    t.false(page.text.includes('name="field"'));
+    // saving what the page shows (its JSON) keeps the filter
+    const shown = /<textarea[^>]*name="filtersJson"[^>]*>([^<]*)<\/textarea>/.exec(page.text)![1]!.replaceAll('&quot;', '"').replaceAll('&#39;', "'").replaceAll('&amp;', '&');
+    t.is((await c.post(path, { name: 'Exact', contactBookId: book.id, mode: 'json', filtersJson: shown }, { referer: path })).status, 303, c.flash());
+    t.deepEqual((await t0.request('GET', `/v1/segments/${created.body.id}`)).body.filters, filters);
+  }
+  // a plain filter is still shown as the builder's rows
+  const plain = await t0.request('POST', '/v1/segments', { body: { name: 'Plain', contactBookId: book.id, filters: { match: 'all', conditions: [{ field: 'properties.city', op: 'in', value: ['Rome', 'Paris'] }] } } });
+  t.true((await c.get(`/console/segments/${plain.body.id}`)).text.includes('name="field"'));
+});
