@@ -103,3 +103,17 @@ test.serial('segments: a filter the builder\'s rows cannot write back (a comma i
   const plain = await t0.request('POST', '/v1/segments', { body: { name: 'Plain', contactBookId: book.id, filters: { match: 'all', conditions: [{ field: 'properties.city', op: 'in', value: ['Rome', 'Paris'] }] } } });
   t.true((await c.get(`/console/segments/${plain.body.id}`)).text.includes('name="field"'));
 });
+
+test.serial('domains: a TLS policy the form does not offer is refused, never read as opportunistic (an enforced domain stays enforced)', async (t) => {
+  const path = `/console/domains/${domainId}/settings`;
+  t.is((await c.post(path, { tlsPolicy: 'ENFORCED' })).status, 303);
+  t.is((await t0.app.services.domains.get({ teamId: t0.teamId, domainId: null }, domainId)).tlsPolicy, 'ENFORCED');
+  for (const tlsPolicy of ['REQUIRED', 'enforce', '']) {
+    const res = await c.post(path, { tlsPolicy }, { referer: `/console/domains/${domainId}` });
+    t.is(res.status, 303);
+    t.regex(c.flash(), /^tlsPolicy: /, tlsPolicy);
+    t.is((await t0.app.services.domains.get({ teamId: t0.teamId, domainId: null }, domainId)).tlsPolicy, 'ENFORCED');
+  }
+  t.is((await c.post(path, { tlsPolicy: 'opportunistic' })).status, 303);
+  t.is((await t0.app.services.domains.get({ teamId: t0.teamId, domainId: null }, domainId)).tlsPolicy, 'OPPORTUNISTIC');
+});
