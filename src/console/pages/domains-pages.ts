@@ -81,10 +81,10 @@ ${section('Delete', html`<p>Deleting the domain stops mail from it at once.</p>$
   route(r, 'post', '/domains/:id/settings', async (ctx) => {
     const f = ctx.state.console.form;
     const tracking = field(ctx, 'trackingDomain');
+    const current = await domains.get(scopeOf(ctx), idOf(ctx));
     // The form's two choices (any case); another value is refused, never read as the weaker one.
     const tls = field(ctx, 'tlsPolicy').toUpperCase();
     if (tls !== 'OPPORTUNISTIC' && tls !== 'ENFORCED') throw badRequest('tlsPolicy: must be OPPORTUNISTIC or ENFORCED');
-    const current = await domains.get(scopeOf(ctx), idOf(ctx));
     await domains.update(scopeOf(ctx), idOf(ctx), {
       openTracking: f.has('openTracking'),
       clickTracking: f.has('clickTracking'),
