@@ -117,3 +117,35 @@ test.serial('domains: a TLS policy the form does not offer is refused, never rea
   t.is((await c.post(path, { tlsPolicy: 'opportunistic' })).status, 303);
   t.is((await t0.app.services.domains.get({ teamId: t0.teamId, domainId: null }, domainId)).tlsPolicy, 'OPPORTUNISTIC');
 });
+
+test.serial('campaigns: a draft\'s segment is always the one selected on its page (past the first 200 segments, or deleted), so saving the draft never widens it to the whole book', async (t) => {
+  const book = (await t0.request('POST', '/v1/contactBooks', { body: { name: 'Audience' } })).body;
+  const filters = { match: 'all', conditions: [{ field: 'subscribed', op: 'eq', value: true }] };
+  const oldest = (await t0.request('POST', '/v1/segments', { body: { name: 'Oldest', contactBookId: book.id, filters } })).body;
+  for (let i = 0; i < 200; i++) t.is((await t0.request('POST', '/v1/segments', { body: { name: `Newer ${i}`, contactBookId: book.id, filters } })).status, 200);
+  const doomed = (await t0.request('POST', '/v1/segments', { body: { name: 'Doomed', contactBookId: book.id, filters } })).body;
+  const draft = async (segmentId: string) => {
+    const res = await t0.request('POST', '/v1/campaigns', { body: { name: 'Narrow', from: 'news@values.dev', subject: 'Hi', contactBookId: book.id, segmentId, content: JSON.stringify({ type: 'doc', content: [{ type: 'paragraph', content: [{ type: 'text', text: 'Hello' }] }] }) } });
+    t.is(res.status, 200, JSON.stringify(res.body));
+    return res.body.id as string;
+  };
+  const selected = (text: string) => /<select id="[^"]*" name="segmentId"[^>]*>(.*?)<\/select>/s.exec(text)![1]!.match(/<option value="([^"]*)" selected>/)?.[1];
+
+  const far = await draft(oldest.id);
+  const farPage = await c.get(`/console/campaigns/${far}`);
+  t.is(selected(farPage.text), oldest.id);
+  t.true(farPage.text.includes('>Oldest</option>'));
+
+  const orphan = await draft(doomed.id);
+  t.is((await t0.request('DELETE', `/v1/segments/${doomed.id}`)).status, 200);
+  const path = `/console/campaigns/${orphan}`;
+  const page = await c.get(path);
+  t.is(selected(page.text), doomed.id);
+  // saving what the page shows is refused, saying the segment is gone; the audience stays narrow
+  const res = await c.post(path, { name: 'Narrow', from: 'news@values.dev', subject: 'Hi again', contactBookId: book.id, segmentId: doomed.id, format: 'markup', content: 'Hello' }, { referer: path });
+  t.is(res.status, 303);
+  t.regex(c.flash(), /^segmentId: /);
+  const after = (await t0.request('GET', `/v1/campaigns/${orphan}`)).body;
+  t.is(after.segmentId, doomed.id);
+  t.is(after.subject, 'Hi');
+});
