@@ -149,3 +149,33 @@ test.serial('campaigns: a draft\'s segment is always the one selected on its pag
   t.is(after.segmentId, doomed.id);
   t.is(after.subject, 'Hi');
 });
+
+test.serial('contacts: editing the name of a contact awaiting its double opt-in confirmation leaves it pending, not unsubscribed', async (t) => {
+  const book = (await t0.request('POST', '/v1/contactBooks', { body: { name: 'Opt-in' } })).body;
+  t.is((await c.post(`/console/contacts/${book.id}/settings`, { name: 'Opt-in', doubleOptInEnabled: 'on', doubleOptInFrom: 'News <news@values.dev>' })).status, 303);
+  t.is(c.flash(), 'Book saved.');
+  const created = await t0.request('POST', `/v1/contactBooks/${book.id}/contacts`, { body: { email: 'pending@example.com' } });
+  const contactId = created.body.id ?? created.body.contactId;
+  const read = async () => (await t0.request('GET', `/v1/contactBooks/${book.id}/contacts/${contactId}`)).body;
+  t.deepEqual([(await read()).subscribed, (await read()).unsubscribeReason], [false, null]);
+  const path = `/console/contacts/${book.id}/contacts/${contactId}`;
+  const page = await c.get(path);
+  // the edit form as the page shows it: its hidden fields, the checkbox left as it is (unticked)
+  const form = /<form method="post" action="[^"]*contacts\/[^"]*" class="stack">(.*?)<\/form>/s.exec(page.text)![1]!;
+  const hidden = Object.fromEntries([...form.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].filter(([, n]) => n !== '_csrf').map(([, n, v]) => [n!, v!]));
+  t.is((await c.post(path, { ...hidden, firstName: 'Pat', lastName: '', properties: '' }, { referer: path })).status, 303);
+  t.is(c.flash(), 'Contact saved.');
+  const after = await read();
+  t.deepEqual([after.firstName, after.subscribed, after.unsubscribeReason], ['Pat', false, null]);
+  // unticking a subscribed contact still unsubscribes it
+  const sub = (await t0.request('POST', `/v1/contactBooks/${book.id}/contacts`, { body: { email: 'sub@example.com', subscribed: true } })).body;
+  const subId = sub.id ?? sub.contactId;
+  await t0.request('PATCH', `/v1/contactBooks/${book.id}/contacts/${subId}`, { body: { subscribed: true } });
+  const subPath = `/console/contacts/${book.id}/contacts/${subId}`;
+  const subForm = /<form method="post" action="[^"]*contacts\/[^"]*" class="stack">(.*?)<\/form>/s.exec((await c.get(subPath)).text)![1]!;
+  const subHidden = Object.fromEntries([...subForm.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].filter(([, n]) => n !== '_csrf').map(([, n, v]) => [n!, v!]));
+  t.true(subForm.includes('checked'));
+  await c.post(subPath, { ...subHidden, firstName: '', properties: '' }, { referer: subPath });
+  const unsub = (await t0.request('GET', `/v1/contactBooks/${book.id}/contacts/${subId}`)).body;
+  t.deepEqual([unsub.subscribed, unsub.unsubscribeReason], [false, 'UNSUBSCRIBED']);
+});

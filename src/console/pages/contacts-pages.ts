@@ -39,6 +39,17 @@ function propertiesFrom(text: string): Record<string, string> {
 
 const optional = (v: string) => (v === '' ? null : v);
 
+/**
+ * The checkbox only when it was changed: left as shown, it says nothing. A contact awaiting its
+ * double opt-in confirmation shows unticked, and an explicit "not subscribed" would record it
+ * as unsubscribed, voiding its confirmation, whenever its name was edited.
+ */
+function subscribedOf(f: URLSearchParams): boolean | undefined {
+  const ticked = f.has('subscribed');
+  const shown = f.get('subscribedShown');
+  return shown !== null && (shown === 'on') === ticked ? undefined : ticked;
+}
+
 export function contactsPages(r: Router, d: PageDeps): void {
   const secure = isSecure(d.publicUrl);
   const { contactBooks, contacts } = d.services;
@@ -137,7 +148,7 @@ ${input({ name: 'doubleOptInFrom', label: 'Confirmation sender', value: book.dou
       ]))}
 ${section('Edit', html`<form method="post" action="${base}" class="stack">${csrfField(ctx)}
 <div class="row">${input({ name: 'firstName', label: 'First name', value: c.firstName })}${input({ name: 'lastName', label: 'Last name', value: c.lastName })}</div>
-${checkbox({ name: 'subscribed', label: 'Subscribed', checked: c.subscribed })}
+<input type="hidden" name="subscribedShown" value="${c.subscribed ? 'on' : 'off'}">${checkbox({ name: 'subscribed', label: 'Subscribed', checked: c.subscribed })}
 ${textarea({ name: 'properties', label: 'Properties', rows: 5, mono: true, value: propertiesText(c.properties), hint: 'One name=value per line; in a value, \\n is a line break and \\\\ a backslash.' })}
 <button type="submit" class="btn primary">Save</button></form>`)}
 ${section('Delete', actionButton(ctx, `${base}/delete`, 'Delete contact', { kind: 'danger', confirm: `Delete ${c.email}?` }))}`,
@@ -148,7 +159,7 @@ ${section('Delete', actionButton(ctx, `${base}/delete`, 'Delete contact', { kind
     const patch = parseWith(contactPatchSchema, {
       firstName: optional(field(ctx, 'firstName')),
       lastName: optional(field(ctx, 'lastName')),
-      subscribed: ctx.state.console.form.has('subscribed'),
+      subscribed: subscribedOf(ctx.state.console.form),
       properties: propertiesFrom(ctx.state.console.form.get('properties') ?? ''),
     });
     await contacts.update(scopeOf(ctx), ctx.params.bookId!, ctx.params.contactId!, patch);
