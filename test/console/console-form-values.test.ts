@@ -179,3 +179,22 @@ test.serial('contacts: editing the name of a contact awaiting its double opt-in 
   const unsub = (await t0.request('GET', `/v1/contactBooks/${book.id}/contacts/${subId}`)).body;
   t.deepEqual([unsub.subscribed, unsub.unsubscribeReason], [false, 'UNSUBSCRIBED']);
 });
+
+test.serial('campaigns: a draft whose contact book was deleted shows that book, not another one, and saving it is refused rather than moving it to another book', async (t) => {
+  const keep = (await t0.request('POST', '/v1/contactBooks', { body: { name: 'Kept' } })).body;
+  const gone = (await t0.request('POST', '/v1/contactBooks', { body: { name: 'Gone' } })).body;
+  const content = JSON.stringify({ type: 'doc', content: [{ type: 'paragraph', content: [{ type: 'text', text: 'Hello' }] }] });
+  const id = (await t0.request('POST', '/v1/campaigns', { body: { name: 'Orphan', from: 'news@values.dev', subject: 'Hi', contactBookId: gone.id, content } })).body.id as string;
+  t.is((await t0.request('DELETE', `/v1/contactBooks/${gone.id}`)).status, 200);
+  const path = `/console/campaigns/${id}`;
+  const page = await c.get(path);
+  t.is(page.status, 200);
+  const books = /<select id="[^"]*" name="contactBookId"[^>]*>(.*?)<\/select>/s.exec(page.text)![1]!;
+  t.is(books.match(/<option value="([^"]*)" selected>/)?.[1], gone.id);
+  t.true(books.includes(`value="${keep.id}"`));
+  const res = await c.post(path, { name: 'Orphan', from: 'news@values.dev', subject: 'Hi again', contactBookId: gone.id, segmentId: '', format: 'markup', content: 'Hello' }, { referer: path });
+  t.is(res.status, 303);
+  t.regex(c.flash(), /^contactBookId: /);
+  const after = (await t0.request('GET', `/v1/campaigns/${id}`)).body;
+  t.deepEqual([after.contactBookId, after.subject], [gone.id, 'Hi']);
+});

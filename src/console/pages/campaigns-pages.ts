@@ -111,6 +111,8 @@ ${x.total > 0 ? html`<p><label for="campaign-progress">${x.sent} of ${x.total} s
         });
         c.segs = [{ id: own.id, name: own.name }, ...c.segs];
       }
+      // The same for its book: a deleted one would show, and save, another book.
+      if (!c.books.some((b) => b.id === x.contactBookId)) c.books = [{ id: x.contactBookId, name: 'A deleted contact book: choose another', _count: { contacts: 0 } } as (typeof c.books)[number], ...c.books];
       editor = html`<div class="grid-2">${section('Content', html`<form method="post" action="${base}" class="stack">${csrfField(ctx)}
 <div class="row">${input({ name: 'name', label: 'Name', value: x.name, required: true })}${input({ name: 'from', label: 'From', value: x.from, required: true })}</div>
 ${input({ name: 'subject', label: 'Subject', value: x.subject, required: true })}${input({ name: 'previewText', label: 'Preview text', value: x.previewText ?? '' })}
