@@ -1,4 +1,6 @@
 import type Router from '@koa/router';
+import { badRequest } from '../../core/errors.js';
+import { isIntId } from '../../core/int-id.js';
 import { route, type PageDeps } from '../console-deps.js';
 import { field, intIdOf, scopeOf, type ConsoleContext } from '../console-context.js';
 import { isSecure, redirectWithFlash } from '../console-responses.js';
@@ -7,6 +9,25 @@ import { actionButton, csrfField, input, renderPage, section, select, table, tim
 
 // API keys: create (the key is shown once, on the answer to the POST, never stored in a
 // cookie or a URL), list, revoke.
+
+/**
+ * The form's choices, exactly: a value it does not offer is refused, never read as the widest
+ * key (FULL, every domain). No permission at all is FULL, as the API's default.
+ */
+function permissionOf(ctx: ConsoleContext): 'FULL' | 'SENDING' {
+  const raw = ctx.state.console.form.get('permission') ?? '';
+  if (raw === '' || raw === 'FULL' || raw === 'SENDING') return raw === 'SENDING' ? 'SENDING' : 'FULL';
+  throw badRequest('permission: must be FULL or SENDING');
+}
+
+/** '' (or no field) is every domain; else one domain's id, which core checks is the team's. */
+function domainIdOf(ctx: ConsoleContext): number | null {
+  const raw = ctx.state.console.form.get('domainId') ?? '';
+  if (raw === '') return null;
+  const id = /^\d{1,10}$/.test(raw) ? Number(raw) : 0;
+  if (!isIntId(id)) throw badRequest(`domainId: "${raw}" is not a domain of this team`);
+  return id;
+}
 
 export function apiKeysPages(r: Router, d: PageDeps): void {
   const secure = isSecure(d.publicUrl);
@@ -39,12 +60,7 @@ ${table('API keys', ['Name', 'Key', 'Permission', 'Domain', 'Last used', 'Create
   route(r, 'get', '/api-keys', (ctx) => page(ctx));
 
   route(r, 'post', '/api-keys', async (ctx) => {
-    const domainId = field(ctx, 'domainId');
-    const key = await apiKeys.create(scopeOf(ctx).teamId, {
-      name: field(ctx, 'name'),
-      permission: field(ctx, 'permission') === 'SENDING' ? 'SENDING' : 'FULL',
-      domainId: /^\d+$/.test(domainId) ? Number(domainId) : null,
-    });
+    const key = await apiKeys.create(scopeOf(ctx).teamId, { name: field(ctx, 'name'), permission: permissionOf(ctx), domainId: domainIdOf(ctx) });
     await page(
       ctx,
       html`<section class="card secret" aria-labelledby="new-key"><h2 id="new-key">Your new key "${key.name}"</h2>

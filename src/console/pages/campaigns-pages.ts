@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import { campaignCreateSchema, campaignPatchSchema, campaignScheduleSchema } from '../../core/campaigns/campaign-schema.js';
-import { badRequest } from '../../core/errors.js';
+import { AppError, badRequest } from '../../core/errors.js';
 import { route, type PageDeps } from '../console-deps.js';
 import { field, parseWith, scopeOf, type ConsoleContext } from '../console-context.js';
 import { isSecure, redirectWithFlash } from '../console-responses.js';
@@ -28,7 +28,7 @@ export function campaignsPages(r: Router, d: PageDeps): void {
       templates.list(scope.teamId, { offset: 0, limit: 200 }),
       domains.list(scope),
     ]);
-    return { books, segs: segs.items, tpls: tpls.items, verified: doms.filter((x) => x.status === 'SUCCESS') };
+    return { books, segs: segs.items as { id: string; name: string }[], tpls: tpls.items, verified: doms.filter((x) => x.status === 'SUCCESS') };
   }
 
   function audienceFields(c: Awaited<ReturnType<typeof choices>>, bookId?: string, segmentId?: string | null): SafeHtml {
@@ -102,6 +102,17 @@ ${x.total > 0 ? html`<p><label for="campaign-progress">${x.sent} of ${x.total} s
     let editor: SafeHtml | string = '';
     if (x.status === 'DRAFT') {
       const c = await choices(ctx);
+      // The draft's own segment is always an option, or the select would show (and the next
+      // save would send) "Everyone in the book": past the first 200 segments, or deleted.
+      if (x.segmentId && !c.segs.some((s) => s.id === x.segmentId)) {
+        const own = await segments.get(scopeOf(ctx).teamId, x.segmentId).catch((err: unknown) => {
+          if (err instanceof AppError && err.code === 'NOT_FOUND') return { id: x.segmentId!, name: 'A deleted segment (matches nobody): choose another' };
+          throw err;
+        });
+        c.segs = [{ id: own.id, name: own.name }, ...c.segs];
+      }
+      // The same for its book: a deleted one would show, and save, another book.
+      if (!c.books.some((b) => b.id === x.contactBookId)) c.books = [{ id: x.contactBookId, name: 'A deleted contact book: choose another', _count: { contacts: 0 } } as (typeof c.books)[number], ...c.books];
       editor = html`<div class="grid-2">${section('Content', html`<form method="post" action="${base}" class="stack">${csrfField(ctx)}
 <div class="row">${input({ name: 'name', label: 'Name', value: x.name, required: true })}${input({ name: 'from', label: 'From', value: x.from, required: true })}</div>
 ${input({ name: 'subject', label: 'Subject', value: x.subject, required: true })}${input({ name: 'previewText', label: 'Preview text', value: x.previewText ?? '' })}

@@ -13,19 +13,42 @@ import { importSection } from './contact-import-pages.js';
 // Contact books and their contacts: search, add, edit, delete (import and export are in
 // contact-import-pages.ts).
 
-/** "key=value" lines to properties; the contact schema checks the names. */
+/**
+ * Properties are edited as name=value lines. A value may hold line breaks (the API and a CSV
+ * import's quoted fields allow them), so a value is written with \n for LF, \r for CR and \\
+ * for a backslash, and read back the same way: what the form shows saves as what it showed.
+ */
+const escapeValue = (v: string) => v.replace(/[\\\r\n]/g, (ch) => (ch === '\\' ? '\\\\' : ch === '\n' ? '\\n' : '\\r'));
+const unescapeValue = (v: string) => v.replace(/\\([\\nr])/g, (_, ch: string) => (ch === 'n' ? '\n' : ch === 'r' ? '\r' : '\\'));
+
+function propertiesText(properties: Record<string, string>): string {
+  return Object.entries(properties).map(([k, v]) => `${k}=${escapeValue(v)}`).join('\n');
+}
+
+/** "name=value" lines to properties; the contact schema checks the names. */
 function propertiesFrom(text: string): Record<string, string> {
   const out: Record<string, string> = {};
-  text.split(/\r?\n/).forEach((line, i) => {
+  text.split(/\r\n|\r|\n/).forEach((line, i) => {
     if (!line.trim()) return;
     const eq = line.indexOf('=');
     if (eq < 1) throw badRequest(`properties: line ${i + 1} is not name=value`);
-    out[line.slice(0, eq).trim()] = line.slice(eq + 1).trim();
+    out[line.slice(0, eq).trim()] = unescapeValue(line.slice(eq + 1).trim());
   });
   return out;
 }
 
 const optional = (v: string) => (v === '' ? null : v);
+
+/**
+ * The checkbox only when it was changed: left as shown, it says nothing. A contact awaiting its
+ * double opt-in confirmation shows unticked, and an explicit "not subscribed" would record it
+ * as unsubscribed, voiding its confirmation, whenever its name was edited.
+ */
+function subscribedOf(f: URLSearchParams): boolean | undefined {
+  const ticked = f.has('subscribed');
+  const shown = f.get('subscribedShown');
+  return shown !== null && (shown === 'on') === ticked ? undefined : ticked;
+}
 
 export function contactsPages(r: Router, d: PageDeps): void {
   const secure = isSecure(d.publicUrl);
@@ -125,8 +148,8 @@ ${input({ name: 'doubleOptInFrom', label: 'Confirmation sender', value: book.dou
       ]))}
 ${section('Edit', html`<form method="post" action="${base}" class="stack">${csrfField(ctx)}
 <div class="row">${input({ name: 'firstName', label: 'First name', value: c.firstName })}${input({ name: 'lastName', label: 'Last name', value: c.lastName })}</div>
-${checkbox({ name: 'subscribed', label: 'Subscribed', checked: c.subscribed })}
-${textarea({ name: 'properties', label: 'Properties', rows: 5, mono: true, value: Object.entries(c.properties).map(([k, v]) => `${k}=${v}`).join('\n'), hint: 'One name=value per line.' })}
+<input type="hidden" name="subscribedShown" value="${c.subscribed ? 'on' : 'off'}">${checkbox({ name: 'subscribed', label: 'Subscribed', checked: c.subscribed })}
+${textarea({ name: 'properties', label: 'Properties', rows: 5, mono: true, value: propertiesText(c.properties), hint: 'One name=value per line; in a value, \\n is a line break and \\\\ a backslash.' })}
 <button type="submit" class="btn primary">Save</button></form>`)}
 ${section('Delete', actionButton(ctx, `${base}/delete`, 'Delete contact', { kind: 'danger', confirm: `Delete ${c.email}?` }))}`,
     });
@@ -136,7 +159,7 @@ ${section('Delete', actionButton(ctx, `${base}/delete`, 'Delete contact', { kind
     const patch = parseWith(contactPatchSchema, {
       firstName: optional(field(ctx, 'firstName')),
       lastName: optional(field(ctx, 'lastName')),
-      subscribed: ctx.state.console.form.has('subscribed'),
+      subscribed: subscribedOf(ctx.state.console.form),
       properties: propertiesFrom(ctx.state.console.form.get('properties') ?? ''),
     });
     await contacts.update(scopeOf(ctx), ctx.params.bookId!, ctx.params.contactId!, patch);

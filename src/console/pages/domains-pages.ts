@@ -1,4 +1,5 @@
 import type Router from '@koa/router';
+import { badRequest } from '../../core/errors.js';
 import { route, type PageDeps } from '../console-deps.js';
 import { field, intIdOf, scopeOf, type ConsoleContext } from '../console-context.js';
 import { isSecure, redirectWithFlash } from '../console-responses.js';
@@ -80,13 +81,15 @@ ${section('Delete', html`<p>Deleting the domain stops mail from it at once.</p>$
   route(r, 'post', '/domains/:id/settings', async (ctx) => {
     const f = ctx.state.console.form;
     const tracking = field(ctx, 'trackingDomain');
-    const tls = field(ctx, 'tlsPolicy');
     const current = await domains.get(scopeOf(ctx), idOf(ctx));
+    // The form's two choices (any case); another value is refused, never read as the weaker one.
+    const tls = field(ctx, 'tlsPolicy').toUpperCase();
+    if (tls !== 'OPPORTUNISTIC' && tls !== 'ENFORCED') throw badRequest('tlsPolicy: must be OPPORTUNISTIC or ENFORCED');
     await domains.update(scopeOf(ctx), idOf(ctx), {
       openTracking: f.has('openTracking'),
       clickTracking: f.has('clickTracking'),
       trackingDomain: tracking === '' ? null : tracking,
-      tlsPolicy: tls === 'ENFORCED' ? 'ENFORCED' : 'OPPORTUNISTIC',
+      tlsPolicy: tls,
       // Only sent when it changes, so saving other settings of an unverified domain works.
       ...(f.has('receiving') !== current.receiving ? { receiving: f.has('receiving') } : {}),
     });

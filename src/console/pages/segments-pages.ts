@@ -28,9 +28,20 @@ interface Row {
 
 const isGroup = (n: FilterNode): n is FilterGroup => (n as FilterGroup).conditions !== undefined;
 
-/** The builder's rows of a flat filter; null when it nests groups (edited as JSON then). */
+/**
+ * A value the builder's row would not read back as it is: the row's value is trimmed and an
+ * `in` value split at commas, so spaces around a value or a comma inside an `in` item would
+ * change the segment on its next save.
+ */
+function rowCannotHold(c: FilterCondition): boolean {
+  const items = Array.isArray(c.value) ? c.value : [c.value];
+  return items.some((v) => typeof v === 'string' && (v !== v.trim() || (Array.isArray(c.value) && v.includes(','))));
+}
+
+/** The builder's rows of a flat filter; null (edited as JSON) when it nests groups or a row could not hold it. */
 function rowsOf(filters: FilterGroup): Row[] | null {
   if (filters.conditions.some(isGroup)) return null;
+  if ((filters.conditions as FilterCondition[]).some(rowCannotHold)) return null;
   return (filters.conditions as FilterCondition[]).map((c) => {
     const prop = c.field.startsWith('properties.') ? c.field.slice('properties.'.length) : '';
     const value = c.value === undefined ? '' : Array.isArray(c.value) ? c.value.join(', ') : String(c.value);

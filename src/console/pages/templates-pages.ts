@@ -1,5 +1,7 @@
 import type Router from '@koa/router';
 import { templateCreateSchema, templatePatchSchema } from '../../core/templates/template-schema.js';
+import { badRequest } from '../../core/errors.js';
+import { isIntId } from '../../core/int-id.js';
 import { route, type PageDeps } from '../console-deps.js';
 import { field, parseWith, scopeOf, type ConsoleContext } from '../console-context.js';
 import { isSecure, redirectWithFlash } from '../console-responses.js';
@@ -90,7 +92,10 @@ ${section('Delete', actionButton(ctx, `${base}/delete`, 'Delete template', { kin
   });
 
   route(r, 'post', '/templates/:id/rollback', async (ctx) => {
-    const t = await templates.rollback(teamOf(ctx), ctx.params.id!, Number.parseInt(field(ctx, 'versionNumber'), 10) || 0);
+    const raw = field(ctx, 'versionNumber');
+    const version = /^\d{1,10}$/.test(raw) ? Number(raw) : 0;
+    if (!isIntId(version)) throw badRequest(`versionNumber: "${raw}" is not a version number`);
+    const t = await templates.rollback(teamOf(ctx), ctx.params.id!, version);
     redirectWithFlash(ctx, secure, `/console/templates/${seg(t.id)}`, { kind: 'ok', text: `Sends now use version ${t.publishedVersion}.` });
   });
 
