@@ -165,7 +165,7 @@ test('CNAME chains in the answer are followed and their TTLs count', async (t) =
   zone.set('edge.cdn.example.net', 'CNAME', ['pop1.cdn.example.net'], 3600);
   zone.set('pop1.cdn.example.net', 'A', ['198.51.100.7'], 300);
   const dns = createDnsClient({ servers: [zone.server] });
-  t.deepEqual(await dns.resolve4('www.example.com'), { records: ['198.51.100.7'], ttlSeconds: 60, authenticated: false });
+  t.deepEqual(await dns.resolve4('www.example.com'), { records: ['198.51.100.7'], ttlSeconds: 60, authenticated: false, canonicalName: 'pop1.cdn.example.net' });
   t.deepEqual(await dns.resolveCname('www.example.com'), { records: ['edge.cdn.example.net'], ttlSeconds: 60, authenticated: false });
   await rejectsWith(t, dns.resolveCname('pop1.cdn.example.net'), 'NODATA', false);
 });

@@ -43,6 +43,8 @@ export interface DnsAnswer<T> {
   ttlSeconds: number;
   /** The resolver validated the answer with DNSSEC (it set the AD bit). Absent from hand-written fakes: not validated. */
   authenticated?: boolean;
+  /** The name the records belong to, when a CNAME chain led there from the name asked for (DANE's expanded name, RFC 7672 2.2.2). */
+  canonicalName?: string;
 }
 
 /** A TLSA record (RFC 6698 §2.1): certificate usage, selector, matching type and the association data. */
@@ -118,6 +120,8 @@ interface ExtractedAnswer {
   records: Answer[];
   ttlSeconds: number;
   authenticated?: boolean;
+  /** Set when a CNAME chain was followed: the owner name of the records. */
+  canonicalName?: string;
 }
 
 // ---------------------------------------------------------------- servers
@@ -400,7 +404,7 @@ function extractAnswer(packet: DecodedPacket, qname: string, qtype: QueryType): 
   for (let hop = 0; hop <= MAX_CNAME_HOPS; hop++) {
     const matching = answers.filter((a) => a.type === qtype && a.name.toLowerCase() === current);
     if (matching.length > 0) {
-      return { records: matching, ttlSeconds: Math.min(chainTtl, ...matching.map(ttlOf)) };
+      return { records: matching, ttlSeconds: Math.min(chainTtl, ...matching.map(ttlOf)), ...(current !== qname ? { canonicalName: current } : {}) };
     }
     if (qtype === 'CNAME') return undefined;
     const cname = answers.find((a): a is StringAnswer => a.type === 'CNAME' && a.name.toLowerCase() === current);
@@ -515,8 +519,8 @@ export function createDnsClient(opts: DnsClientOptions): DnsResolver {
   }
 
   const strings = async (name: string, qtype: QueryType, clean: (s: string) => string): Promise<DnsAnswer<string>> => {
-    const { records, ttlSeconds, authenticated } = await lookup(name, qtype);
-    return { records: records.map((a) => clean(String((a as { data: unknown }).data))), ttlSeconds, authenticated };
+    const { records, ttlSeconds, authenticated, canonicalName } = await lookup(name, qtype);
+    return { records: records.map((a) => clean(String((a as { data: unknown }).data))), ttlSeconds, authenticated, ...(canonicalName ? { canonicalName } : {}) };
   };
   const asIs = (s: string): string => s;
 

@@ -54,6 +54,11 @@ export interface MxHost {
    * may be looked up for it (RFC 7672 §2.2.1, §2.2.2).
    */
   dnssec: boolean;
+  /**
+   * The name the host's address records belong to, when the MX target is a CNAME (an alias):
+   * DANE looks for TLSA records there first (RFC 7672 2.2.2).
+   */
+  canonical?: string;
 }
 
 export class MxLookupError extends Error {
@@ -123,7 +128,7 @@ function isHostName(name: string): boolean {
 
 type RecordType = 'MX' | 'A' | 'AAAA';
 /** An MX host as resolved, before the per-call shuffle of equal preferences. */
-type UsableHost = { host: string; priority: number; addresses: string[]; dnssec: boolean };
+type UsableHost = { host: string; priority: number; addresses: string[]; dnssec: boolean; canonical?: string };
 interface ResolvedAnswer {
   usable: UsableHost[];
   /** The record cache entries it was built from (cache key, entry): valid while all are. */
@@ -195,6 +200,8 @@ interface HostAddresses {
   addresses: string[];
   /** Every address answer found was DNSSEC-validated. */
   authenticated: boolean;
+  /** Where a CNAME chain led (the A answer's, else the AAAA answer's). */
+  canonical?: string;
   /** Why there are none, for the error message. */
   failure?: string;
   /** A lookup failed in a way that may succeed later. */
@@ -277,7 +284,8 @@ export function createMxResolver(
     const authenticated = answers.length > 0 && answers.every((a) => a.value.authenticated === true);
     const unique = [...new Set(addresses)];
     const kept = allowLoopback ? unique : unique.filter((a) => rangeReason(a, LOCAL_V4, LOCAL_V6) === null);
-    const result: HostAddresses = { addresses: kept, authenticated, temporary, local: unique.length > 0 && kept.length === 0 };
+    const canonical = answers.find((a) => a.value.canonicalName)?.value.canonicalName;
+    const result: HostAddresses = { addresses: kept, authenticated, temporary, local: unique.length > 0 && kept.length === 0, ...(canonical ? { canonical } : {}) };
     if (result.local) {
       const first = unique[0]!;
       result.failure = `resolves only to loopback or unroutable addresses (${first} is ${rangeReason(first, LOCAL_V4, LOCAL_V6)}); mail there would loop back (outbound.allowLoopbackMx allows it)`;
@@ -287,7 +295,7 @@ export function createMxResolver(
 
   async function implicitMx(domain: string, used: string[], mxDenialAuthenticated: boolean): Promise<UsableHost[]> {
     const found = await addressesOf(domain, used);
-    if (found.addresses.length > 0) return [{ host: domain, priority: 0, addresses: found.addresses, dnssec: mxDenialAuthenticated && found.authenticated }];
+    if (found.addresses.length > 0) return [{ host: domain, priority: 0, addresses: found.addresses, dnssec: mxDenialAuthenticated && found.authenticated, ...(found.canonical ? { canonical: found.canonical } : {}) }];
     // Permanent only when no lookup failed: a failed AAAA lookup may yet give a public address.
     if (found.local && !found.temporary) throw new MxLookupError(domain, `no MX records, and the domain ${found.failure}`, true);
     // RFC 5321 §5.1: an unusable implicit MX "MUST be reported as an error".
@@ -321,7 +329,7 @@ export function createMxResolver(
       if (notHosts.length === 0 && resolved.every((r) => r.found.local && !r.found.temporary)) throw new MxLookupError(domain, `every MX host resolves only to loopback or unroutable addresses (${why})`, true);
       throw new MxLookupError(domain, `none of the MX hosts resolved (${why})`, false);
     }
-    return usable.map((r) => ({ host: r.host, priority: r.priority, addresses: r.found.addresses, dnssec: mxAuthenticated && r.found.authenticated }));
+    return usable.map((r) => ({ host: r.host, priority: r.priority, addresses: r.found.addresses, dnssec: mxAuthenticated && r.found.authenticated, ...(r.found.canonical ? { canonical: r.found.canonical } : {}) }));
   }
 
   /** Shuffles within each preference level, per call, so the load spreads even while cached; copies, the memo stays intact. */
@@ -332,7 +340,7 @@ export function createMxResolver(
       let j = i;
       while (j < usable.length && usable[j]!.priority === usable[i]!.priority) j++;
       const level = j - i === 1 ? usable.slice(i, j) : shuffled(usable.slice(i, j), random);
-      for (const r of level) out.push({ host: r.host, priority: r.priority, addresses: r.addresses.slice(), dnssec: r.dnssec });
+      for (const r of level) out.push({ host: r.host, priority: r.priority, addresses: r.addresses.slice(), dnssec: r.dnssec, ...(r.canonical ? { canonical: r.canonical } : {}) });
       i = j;
     }
     return out;
