@@ -121,6 +121,16 @@ const MS_PER_SECOND = 1000;
 const MAX_HOST_OCTETS = 253;
 const HOST_LABEL = /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/;
 
+/**
+ * RFC 6761 §6.3: "localhost" and the names below it are the loopback addresses, and resolvers
+ * should not be asked: one that knows no such name answers NXDOMAIN (a retry for days instead of
+ * the bounce "MX 0 localhost" means), one that rewrites NXDOMAIN answers a public address.
+ */
+const LOCALHOST_ADDRESSES = ['127.0.0.1', '::1'];
+function isLocalhostName(name: string): boolean {
+  return name === 'localhost' || name.endsWith('.localhost');
+}
+
 /** A name an MX may point at: a host name as RFC 5321 §2.3.5 spells one (lowercase, no final dot). */
 function isHostName(name: string): boolean {
   return name.length > 0 && name.length <= MAX_HOST_OCTETS && name.split('.').every((label) => HOST_LABEL.test(label));
@@ -275,6 +285,10 @@ export function createMxResolver(
   }
 
   async function addressesOf(host: string, used: string[]): Promise<HostAddresses> {
+    if (isLocalhostName(host)) {
+      const kept = allowLoopback ? LOCALHOST_ADDRESSES.slice() : [];
+      return { addresses: kept, authenticated: false, temporary: false, local: kept.length === 0, ...(kept.length ? {} : { failure: `is localhost, the loopback addresses (127.0.0.1 is a loopback address, RFC 6761); mail there would loop back (outbound.allowLoopbackMx allows it)` }) };
+    }
     const [v4, v6] = await Promise.allSettled([lookup<string>('A', host, used), lookup<string>('AAAA', host, used)]);
     const addresses = [...(v4.status === 'fulfilled' ? v4.value.records : []), ...(v6.status === 'fulfilled' ? v6.value.records : [])];
     const failures = [v4, v6].filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as unknown);
