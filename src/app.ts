@@ -94,7 +94,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
   const config = opts.config;
   const clock = opts.clock ?? systemClock;
   const logger = opts.logger ?? createLogger(config.log.level);
-  const resolver = opts.resolver ?? createDnsClient({ servers: config.dns.servers, timeoutMs: config.dns.timeoutMs });
+  const resolver = opts.resolver ?? createDnsClient({ servers: config.dns.servers, timeoutMs: config.dns.timeoutMs, trustAd: config.dns.trustAd });
   const dataDir = resolve(config.dataDir);
   // Background jobs' last outcomes, for /admin/v1/health.
   const jobs = new JobMonitor(clock);

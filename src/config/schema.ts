@@ -273,11 +273,15 @@ export const configSchema = z
           })
           .prefault([]),
         {
-          doc: 'Resolvers as "ip" or "ip:port"; empty uses the system resolver. For DANE it must be a validating resolver on a trusted path (a local unbound): its AD bit is trusted.',
+          doc: 'Resolvers as "ip" or "ip:port"; empty uses the system resolver. For DANE it must be a validating resolver on this host (a local unbound): its AD bit is trusted (dns.trustAd).',
           env: 'POSTHORN_DNS_SERVERS',
         },
       ),
       timeoutMs: key(z.number().int().positive().default(2000), { doc: 'Timeout of one DNS try, in milliseconds.' }),
+      trustAd: key(z.enum(['loopback', 'always']).default('loopback'), {
+        doc: 'Whose DNSSEC AD bit (DANE) is believed: "loopback", a resolver on this host only (an answer across a network can be forged); "always", every one in dns.servers (only over a trusted path).',
+        env: 'POSTHORN_DNS_TRUST_AD',
+      }),
     }),
     domains: section({
       dkimSelector: key(z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/i).default('posthorn'), { doc: 'DKIM selector: the key is published at <selector>._domainkey.<domain>. A domain whose name another domain (or the server itself) already holds gets <selector>-<8 hex> instead, so each key has its own host.' }),

@@ -240,6 +240,7 @@ test('every key has an environment variable, and each one sets its key (the rela
   const special: Record<string, string> = {
     publicUrl: 'https://x.example',
     'log.level': 'debug',
+    'dns.trustAd': 'always',
     'outbound.relay.secure': 'none',
     'inbound.complaintAddress': 'a@b.example',
     'console.enabled': 'false',

@@ -151,6 +151,7 @@ function rowProblems(row: TableRow, cols: { key?: number; env: number; def: numb
 /** A value each kind of key can be set to through its variable, other than its default. */
 const PROBES: Record<string, string> = {
   'log.level': 'debug',
+  'dns.trustAd': 'always',
   'store.durability': 'normal',
   'store.url': 'postgres://u@db.example.com/posthorn',
   hostname: 'mail.example.com',

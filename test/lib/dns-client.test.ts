@@ -10,7 +10,7 @@ import dnsPacket from 'dns-packet';
 import type { DecodedPacket, Packet } from 'dns-packet';
 import { spf } from 'mailauth/lib/spf/index.js';
 import type { DNSResolver } from 'mailauth';
-import { createDnsClient, DnsError, parseDnsServers } from '../../src/lib/dns/dns-client.js';
+import { adTrusted, createDnsClient, DnsError, parseDnsServers } from '../../src/lib/dns/dns-client.js';
 import { toNodeStyleResolver } from '../../src/lib/dns/node-style-resolver.js';
 import type { DnsErrorCode } from '../../src/lib/dns/dns-client.js';
 import { startDnsZone } from '../helpers/dns-zone.js';
@@ -165,7 +165,7 @@ test('CNAME chains in the answer are followed and their TTLs count', async (t) =
   zone.set('edge.cdn.example.net', 'CNAME', ['pop1.cdn.example.net'], 3600);
   zone.set('pop1.cdn.example.net', 'A', ['198.51.100.7'], 300);
   const dns = createDnsClient({ servers: [zone.server] });
-  t.deepEqual(await dns.resolve4('www.example.com'), { records: ['198.51.100.7'], ttlSeconds: 60, authenticated: false });
+  t.deepEqual(await dns.resolve4('www.example.com'), { records: ['198.51.100.7'], ttlSeconds: 60, authenticated: false, canonicalName: 'pop1.cdn.example.net' });
   t.deepEqual(await dns.resolveCname('www.example.com'), { records: ['edge.cdn.example.net'], ttlSeconds: 60, authenticated: false });
   await rejectsWith(t, dns.resolveCname('pop1.cdn.example.net'), 'NODATA', false);
 });
@@ -503,4 +503,12 @@ test('DNSSEC: the AD bit of the resolver is reported on answers and denials; a d
   t.like(nodata, { code: 'NODATA', authenticated: true, negativeTtlSeconds: 42 });
   zone.sign('signed.example', false);
   t.like(await t.throwsAsync(dns.resolveTxt('signed.example')), { authenticated: false });
+});
+
+test("DNSSEC: the AD bit is trusted only from a resolver on this host's loopback, unless dns.trustAd says always (glibc's trust-ad)", (t) => {
+  // A resolver across a network (the system's, a provider's) answers through a path anyone on it
+  // can forge: an AD bit from there would let forged TLSA records make DANE win over MTA-STS.
+  for (const server of ['127.0.0.1', '127.0.0.53:53', '::1', '[::1]:5353']) t.true(adTrusted(server, 'loopback'), server);
+  for (const server of ['192.0.2.53', '10.0.0.2:53', '8.8.8.8', '[2001:db8::53]:53']) t.false(adTrusted(server, 'loopback'), server);
+  t.true(adTrusted('10.0.0.2:53', 'always'));
 });

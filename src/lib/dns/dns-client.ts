@@ -19,8 +19,8 @@
  * DNSSEC: queries set the DO bit (RFC 3225) and the AD bit (RFC 6840 §5.7), and every answer
  * (and every NXDOMAIN/NODATA) reports whether the resolver set AD, i.e. validated it. We do not
  * validate signatures ourselves: like Postfix with smtp_dns_support_level = dnssec, we trust
- * the AD bit of the configured resolver, which must then be a validating one on a trusted path
- * (localhost). DANE (RFC 7672) is only as good as that.
+ * the AD bit of the configured resolver, which must then be a validating one on a trusted path:
+ * by default only one on loopback is believed (TrustAd). DANE (RFC 7672) is only as good as that.
  *
  * No cache here on purpose: callers cache with the ttlSeconds we report.
  */
@@ -43,6 +43,8 @@ export interface DnsAnswer<T> {
   ttlSeconds: number;
   /** The resolver validated the answer with DNSSEC (it set the AD bit). Absent from hand-written fakes: not validated. */
   authenticated?: boolean;
+  /** The name the records belong to, when a CNAME chain led there from the name asked for (DANE's expanded name, RFC 7672 2.2.2). */
+  canonicalName?: string;
 }
 
 /** A TLSA record (RFC 6698 §2.1): certificate usage, selector, matching type and the association data. */
@@ -84,7 +86,17 @@ export interface DnsClientOptions {
   timeoutMs?: number;
   /** Attempts per server, default 2; attempts rotate through the servers. */
   tries?: number;
+  /** Whose AD bit counts (dns.trustAd): a server on loopback only (default), or any. */
+  trustAd?: TrustAd;
 }
+
+/**
+ * 'loopback': the AD bit counts only from a resolver on this host (127.0.0.0/8, ::1), as glibc
+ * strips it unless resolv.conf says trust-ad: an answer that crossed a network may be forged, and
+ * a forged AD bit would make forged TLSA records authenticate a man in the middle (DANE wins over
+ * MTA-STS). 'always': the path to every configured resolver is trusted (an IPsec or private link).
+ */
+export type TrustAd = 'loopback' | 'always';
 
 const DNS_PORT = 53;
 const DEFAULT_TIMEOUT_MS = 2000;
@@ -118,6 +130,8 @@ interface ExtractedAnswer {
   records: Answer[];
   ttlSeconds: number;
   authenticated?: boolean;
+  /** Set when a CNAME chain was followed: the owner name of the records. */
+  canonicalName?: string;
 }
 
 // ---------------------------------------------------------------- servers
@@ -161,6 +175,16 @@ export function parseDnsServers(list: string): string[] {
     .filter((s) => s.length > 0);
   for (const entry of entries) parseServerEntry(entry);
   return entries;
+}
+
+function isLoopbackAddress(host: string): boolean {
+  const v4 = host.toLowerCase().replace(/^::ffff:/, '');
+  return (net.isIPv4(v4) && v4.startsWith('127.')) || host === '::1' || host === '0:0:0:0:0:0:0:1';
+}
+
+/** Whether answers from the resolver `entry` ("ip", "ip:port", "[ipv6]:port") may be believed when they say AD. */
+export function adTrusted(entry: string, mode: TrustAd): boolean {
+  return mode === 'always' || isLoopbackAddress(parseServerEntry(entry).host);
 }
 
 function systemServers(): ServerAddress[] {
@@ -400,7 +424,7 @@ function extractAnswer(packet: DecodedPacket, qname: string, qtype: QueryType): 
   for (let hop = 0; hop <= MAX_CNAME_HOPS; hop++) {
     const matching = answers.filter((a) => a.type === qtype && a.name.toLowerCase() === current);
     if (matching.length > 0) {
-      return { records: matching, ttlSeconds: Math.min(chainTtl, ...matching.map(ttlOf)) };
+      return { records: matching, ttlSeconds: Math.min(chainTtl, ...matching.map(ttlOf)), ...(current !== qname ? { canonicalName: current } : {}) };
     }
     if (qtype === 'CNAME') return undefined;
     const cname = answers.find((a): a is StringAnswer => a.type === 'CNAME' && a.name.toLowerCase() === current);
@@ -457,6 +481,7 @@ export function createDnsClient(opts: DnsClientOptions): DnsResolver {
   const servers = opts.servers.length > 0 ? opts.servers.map(parseServerEntry) : systemServers();
   const timeoutMs = positiveNumber(opts.timeoutMs, DEFAULT_TIMEOUT_MS, 'timeoutMs', false);
   const tries = positiveNumber(opts.tries, DEFAULT_TRIES, 'tries', true);
+  const trustAd = opts.trustAd ?? 'loopback';
   /** Servers that answered an EDNS query with an OPT-less FORMERR (RFC 6891 §7); they get plain queries from then on. */
   const noEdnsServers = new Set<string>();
 
@@ -480,7 +505,7 @@ export function createDnsClient(opts: DnsClientOptions): DnsResolver {
    * again for this query (it would only repeat itself, RFC 2308 §7.1 / RFC
    * 9520 cache such failures), the next one is.
    */
-  async function exchange(qname: string, qtype: QueryType): Promise<DecodedPacket> {
+  async function exchange(qname: string, qtype: QueryType): Promise<{ packet: DecodedPacket; server: ServerAddress }> {
     const gaveErrorRcode = new Set<number>();
     let lastError: DnsError | undefined;
     const attempts = tries * servers.length;
@@ -490,7 +515,7 @@ export function createDnsClient(opts: DnsClientOptions): DnsResolver {
       try {
         const { packet, ex } = await ask(servers[index]!, qname, qtype);
         const rcode = rcodeOf(packet);
-        if (rcode === RCODE_NOERROR || rcode === RCODE_NXDOMAIN) return packet;
+        if (rcode === RCODE_NOERROR || rcode === RCODE_NXDOMAIN) return { packet, server: servers[index]! };
         gaveErrorRcode.add(index);
         lastError = rcodeError(rcode, ex);
       } catch (err) {
@@ -503,8 +528,8 @@ export function createDnsClient(opts: DnsClientOptions): DnsResolver {
 
   async function lookup(name: string, qtype: QueryType): Promise<ExtractedAnswer> {
     const qname = normalizeName(name, qtype);
-    const packet = await exchange(qname, qtype);
-    const authenticated = packet.flag_ad === true;
+    const { packet, server } = await exchange(qname, qtype);
+    const authenticated = packet.flag_ad === true && (trustAd === 'always' || isLoopbackAddress(server.host));
     if (rcodeOf(packet) === RCODE_NXDOMAIN) {
       // RFC 6604: with a CNAME chain the NXDOMAIN is about its end, which is what callers of a resolver want.
       throw new DnsError('NOTFOUND', qname, qtype, 'NXDOMAIN', denial(packet, authenticated));
@@ -515,8 +540,8 @@ export function createDnsClient(opts: DnsClientOptions): DnsResolver {
   }
 
   const strings = async (name: string, qtype: QueryType, clean: (s: string) => string): Promise<DnsAnswer<string>> => {
-    const { records, ttlSeconds, authenticated } = await lookup(name, qtype);
-    return { records: records.map((a) => clean(String((a as { data: unknown }).data))), ttlSeconds, authenticated };
+    const { records, ttlSeconds, authenticated, canonicalName } = await lookup(name, qtype);
+    return { records: records.map((a) => clean(String((a as { data: unknown }).data))), ttlSeconds, authenticated, ...(canonicalName ? { canonicalName } : {}) };
   };
   const asIs = (s: string): string => s;
 

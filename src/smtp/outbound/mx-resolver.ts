@@ -54,6 +54,11 @@ export interface MxHost {
    * may be looked up for it (RFC 7672 §2.2.1, §2.2.2).
    */
   dnssec: boolean;
+  /**
+   * The name the host's address records belong to, when the MX target is a CNAME (an alias):
+   * DANE looks for TLSA records there first (RFC 7672 2.2.2).
+   */
+  canonical?: string;
 }
 
 export class MxLookupError extends Error {
@@ -116,6 +121,16 @@ const MS_PER_SECOND = 1000;
 const MAX_HOST_OCTETS = 253;
 const HOST_LABEL = /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/;
 
+/**
+ * RFC 6761 §6.3: "localhost" and the names below it are the loopback addresses, and resolvers
+ * should not be asked: one that knows no such name answers NXDOMAIN (a retry for days instead of
+ * the bounce "MX 0 localhost" means), one that rewrites NXDOMAIN answers a public address.
+ */
+const LOCALHOST_ADDRESSES = ['127.0.0.1', '::1'];
+function isLocalhostName(name: string): boolean {
+  return name === 'localhost' || name.endsWith('.localhost');
+}
+
 /** A name an MX may point at: a host name as RFC 5321 §2.3.5 spells one (lowercase, no final dot). */
 function isHostName(name: string): boolean {
   return name.length > 0 && name.length <= MAX_HOST_OCTETS && name.split('.').every((label) => HOST_LABEL.test(label));
@@ -123,7 +138,7 @@ function isHostName(name: string): boolean {
 
 type RecordType = 'MX' | 'A' | 'AAAA';
 /** An MX host as resolved, before the per-call shuffle of equal preferences. */
-type UsableHost = { host: string; priority: number; addresses: string[]; dnssec: boolean };
+type UsableHost = { host: string; priority: number; addresses: string[]; dnssec: boolean; canonical?: string };
 interface ResolvedAnswer {
   usable: UsableHost[];
   /** The record cache entries it was built from (cache key, entry): valid while all are. */
@@ -195,6 +210,8 @@ interface HostAddresses {
   addresses: string[];
   /** Every address answer found was DNSSEC-validated. */
   authenticated: boolean;
+  /** Where a CNAME chain led (the A answer's, else the AAAA answer's). */
+  canonical?: string;
   /** Why there are none, for the error message. */
   failure?: string;
   /** A lookup failed in a way that may succeed later. */
@@ -268,6 +285,10 @@ export function createMxResolver(
   }
 
   async function addressesOf(host: string, used: string[]): Promise<HostAddresses> {
+    if (isLocalhostName(host)) {
+      const kept = allowLoopback ? LOCALHOST_ADDRESSES.slice() : [];
+      return { addresses: kept, authenticated: false, temporary: false, local: kept.length === 0, ...(kept.length ? {} : { failure: `is localhost, the loopback addresses (127.0.0.1 is a loopback address, RFC 6761); mail there would loop back (outbound.allowLoopbackMx allows it)` }) };
+    }
     const [v4, v6] = await Promise.allSettled([lookup<string>('A', host, used), lookup<string>('AAAA', host, used)]);
     const addresses = [...(v4.status === 'fulfilled' ? v4.value.records : []), ...(v6.status === 'fulfilled' ? v6.value.records : [])];
     const failures = [v4, v6].filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => r.reason as unknown);
@@ -277,7 +298,8 @@ export function createMxResolver(
     const authenticated = answers.length > 0 && answers.every((a) => a.value.authenticated === true);
     const unique = [...new Set(addresses)];
     const kept = allowLoopback ? unique : unique.filter((a) => rangeReason(a, LOCAL_V4, LOCAL_V6) === null);
-    const result: HostAddresses = { addresses: kept, authenticated, temporary, local: unique.length > 0 && kept.length === 0 };
+    const canonical = answers.find((a) => a.value.canonicalName)?.value.canonicalName;
+    const result: HostAddresses = { addresses: kept, authenticated, temporary, local: unique.length > 0 && kept.length === 0, ...(canonical ? { canonical } : {}) };
     if (result.local) {
       const first = unique[0]!;
       result.failure = `resolves only to loopback or unroutable addresses (${first} is ${rangeReason(first, LOCAL_V4, LOCAL_V6)}); mail there would loop back (outbound.allowLoopbackMx allows it)`;
@@ -287,7 +309,7 @@ export function createMxResolver(
 
   async function implicitMx(domain: string, used: string[], mxDenialAuthenticated: boolean): Promise<UsableHost[]> {
     const found = await addressesOf(domain, used);
-    if (found.addresses.length > 0) return [{ host: domain, priority: 0, addresses: found.addresses, dnssec: mxDenialAuthenticated && found.authenticated }];
+    if (found.addresses.length > 0) return [{ host: domain, priority: 0, addresses: found.addresses, dnssec: mxDenialAuthenticated && found.authenticated, ...(found.canonical ? { canonical: found.canonical } : {}) }];
     // Permanent only when no lookup failed: a failed AAAA lookup may yet give a public address.
     if (found.local && !found.temporary) throw new MxLookupError(domain, `no MX records, and the domain ${found.failure}`, true);
     // RFC 5321 §5.1: an unusable implicit MX "MUST be reported as an error".
@@ -321,7 +343,7 @@ export function createMxResolver(
       if (notHosts.length === 0 && resolved.every((r) => r.found.local && !r.found.temporary)) throw new MxLookupError(domain, `every MX host resolves only to loopback or unroutable addresses (${why})`, true);
       throw new MxLookupError(domain, `none of the MX hosts resolved (${why})`, false);
     }
-    return usable.map((r) => ({ host: r.host, priority: r.priority, addresses: r.found.addresses, dnssec: mxAuthenticated && r.found.authenticated }));
+    return usable.map((r) => ({ host: r.host, priority: r.priority, addresses: r.found.addresses, dnssec: mxAuthenticated && r.found.authenticated, ...(r.found.canonical ? { canonical: r.found.canonical } : {}) }));
   }
 
   /** Shuffles within each preference level, per call, so the load spreads even while cached; copies, the memo stays intact. */
@@ -332,7 +354,7 @@ export function createMxResolver(
       let j = i;
       while (j < usable.length && usable[j]!.priority === usable[i]!.priority) j++;
       const level = j - i === 1 ? usable.slice(i, j) : shuffled(usable.slice(i, j), random);
-      for (const r of level) out.push({ host: r.host, priority: r.priority, addresses: r.addresses.slice(), dnssec: r.dnssec });
+      for (const r of level) out.push({ host: r.host, priority: r.priority, addresses: r.addresses.slice(), dnssec: r.dnssec, ...(r.canonical ? { canonical: r.canonical } : {}) });
       i = j;
     }
     return out;

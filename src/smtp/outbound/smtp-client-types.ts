@@ -295,6 +295,8 @@ export interface PooledConnection {
   lastError?: SmtpError;
   /** The first error happened during a STARTTLS/implicit TLS handshake. */
   tlsFailed: boolean;
+  /** The connection was cut while the STARTTLS command waited for its reply (a middlebox stripping TLS). */
+  starttlsCut?: boolean;
   /** Resolves once the socket is closed and the slot is free. */
   closed?: Promise<void>;
   /** The (source, rollup) shaping the session counts against, and its per-session limits. */

@@ -241,12 +241,14 @@ async function connectOnce(ctx: SessionContext, pc: PooledConnection, options: S
   pc.conn = conn;
   pc.lastError = undefined;
   pc.tlsFailed = false;
+  pc.starttlsCut = false;
   pc.dead = false;
   // Always listen: an EventEmitter 'error' without a listener throws.
   conn.on('error', (err: SmtpError) => {
     if (pc.conn !== conn) return;
     if (!pc.lastError) {
       pc.lastError = err;
+      pc.starttlsCut = !err.response && awaitingStarttls(conn);
       // Implicit TLS fails inside connect, so there the error text tells a handshake from a refused TCP connect.
       pc.tlsFailed =
         conn.upgrading === true ||
@@ -394,6 +396,12 @@ function peerChainOf(socket: tls.TLSSocket): X509Certificate[] {
   return chain;
 }
 
+/** Whether the connection's next expected reply is the one to STARTTLS (nodemailer keeps no public state for it). */
+function awaitingStarttls(conn: SMTPConnection): boolean {
+  const c = conn as unknown as { _responseActions?: unknown[]; _actionSTARTTLS?: unknown };
+  return !!c._actionSTARTTLS && c._responseActions?.[0] === c._actionSTARTTLS;
+}
+
 /** Opens the SMTP session for a request on a new slot. Returns why it could not, or undefined once it is ready for MAIL FROM. */
 export async function openSession(ctx: SessionContext, pc: PooledConnection, route: Route, req: TransactionRequest): Promise<OpenFailure | undefined> {
   const log = ctx.log;
@@ -420,9 +428,10 @@ export async function openSession(ctx: SessionContext, pc: PooledConnection, rou
   }
   if (err) {
     const failure = describeOpenFailure(err, route, plan, pc.tlsFailed);
-    if (req.transport && !ctx.relay && plan === 'starttls-judged' && pc.tlsFailed) {
-      // STARTTLS refused (or not offered: requireTLS sends it anyway), or the handshake failed.
-      const refused = err.command === 'STARTTLS' && !!err.response;
+    if (req.transport && !ctx.relay && plan === 'starttls-judged' && (pc.tlsFailed || pc.starttlsCut)) {
+      // STARTTLS refused (or not offered: requireTLS sends it anyway), the connection cut at it
+      // (a middlebox stripping TLS), or the handshake failed.
+      const refused = (err.command === 'STARTTLS' && !!err.response) || !!pc.starttlsCut;
       const observation: TlsObservation = {
         host: route.host,
         remoteIp: address,

@@ -108,9 +108,23 @@ function refusedHost(host: MxHost, policy: TlsPolicyRef, result: TlsFailureType,
   return { host, requirement: requirement(policy, 'enforce', true, sending, () => ({ ok: false, result, detail, reasonCode })), refused: { verdict: v, message: `${host.host}: ${detail}; not delivering to it` } };
 }
 
+/**
+ * The DANE state of a host whose MX and address records were validated. An MX target that is a
+ * CNAME (RFC 7672 2.2.2): the records at the expanded name (the TLSA base domain) first, then,
+ * when there are none, at the name the MX record gives.
+ */
+async function daneStateOf(dane: TlsaLookup, host: MxHost): Promise<DaneState> {
+  if (host.canonical && host.canonical !== host.host) {
+    const expanded = await dane.lookup(host.canonical);
+    if (expanded.kind !== 'none') return expanded;
+  }
+  return dane.lookup(host.host);
+}
+
 function daneHost(domain: string, host: MxHost, state: Extract<DaneState, { kind: 'tlsa' }>, sending: TlsPolicy): PlannedHost {
   const policy: TlsPolicyRef = { type: 'tlsa', domain, strings: state.records.map(tlsaPresentation), mxHosts: [host.host] };
-  const names = [host.host, domain];
+  // §3.2.2: the certificate may name the expanded name of an aliased MX host too.
+  const names = [host.host, ...(host.canonical && host.canonical !== host.host ? [host.canonical] : []), domain];
   return {
     host,
     requirement: requirement(policy, 'enforce', true, sending, (obs) => {
@@ -170,7 +184,7 @@ export function createTransportPolicy(opts: TransportPolicyOptions): TransportPo
 
       return Promise.all(
         hosts.map(async (host): Promise<PlannedHost> => {
-          const dane = opts.dane && host.dnssec ? await opts.dane.lookup(host.host) : ({ kind: 'none' } as const);
+          const dane = opts.dane && host.dnssec ? await daneStateOf(opts.dane, host) : ({ kind: 'none' } as const);
           if (dane.kind === 'indeterminate') {
             const policy: TlsPolicyRef = { type: 'tlsa', domain, strings: [], mxHosts: [host.host] };
             return refusedHost(host, policy, 'dnssec-invalid', 'tlsa-lookup-failed', `DANE: ${dane.detail}`, sending);

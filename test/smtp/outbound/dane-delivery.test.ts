@@ -18,6 +18,7 @@ let other: Mx;
 let hole: Mx;
 let insecure: Mx;
 let unusable: Mx;
+let aliased: Mx;
 
 test.before(async () => {
   w = await startTlsWorld({ clock, policyDomains: ['dane-sts.test', 'unusable-sts.test'] });
@@ -28,6 +29,7 @@ test.before(async () => {
   hole = await w.addMx('mx-hole.dane.test', 'good');
   insecure = await w.addMx('mx-insecure.dane.test', 'self-signed');
   unusable = await w.addMx('mx-unusable.dane.test', 'self-signed');
+  aliased = await w.addMx('mx-aliased.dane.test', 'self-signed');
   // The MX hosts' zone and the recipient domains below are signed.
   w.zone.sign('dane.test');
   w.zone.sign('rcpt.test');
@@ -78,6 +80,35 @@ test.serial('DANE-TA: the CA anchors a leaf valid for the MX name; a leaf for an
   const refused = await send('d@ta-miss.rcpt.test');
   t.like((await lastEvent(refused)).data.tls, { policy: 'tlsa', result: 'certificate-host-mismatch', mxHost: wrongName.host });
   t.is(wrongName.mailFroms(), 0);
+});
+
+test.serial('an MX host that is a CNAME: the TLSA records of the expanded name apply, and the original name is tried when it has none (RFC 7672 2.2.2)', async (t) => {
+  // alias.dane.test CNAME mx-aliased.dane.test, both signed; the records are where the host lives.
+  w.zone.set('alias.dane.test', 'CNAME', [aliased.host]);
+  w.zone.set(`_25._tcp.${aliased.host}`, 'TLSA', [tlsa(3, 1, 1, selfSigned.leafPem)]);
+  w.setMx('alias-miss.rcpt.test', ['alias.dane.test']);
+  const refused = await lastEvent(await send('a1@alias-miss.rcpt.test'));
+  t.is(refused.status, 'DELIVERY_DELAYED', 'a mismatch at the expanded name is no downgrade to opportunistic TLS');
+  t.like(refused.data.tls, { policy: 'tlsa', result: 'certificate-not-trusted', mxHost: 'alias.dane.test' });
+  t.is(aliased.mailFroms(), 0);
+  // A matching record at the expanded name: delivered under DANE.
+  w.zone.set(`_25._tcp.${aliased.host}`, 'TLSA', [tlsa(3, 1, 1, aliased.leafPem)]);
+  clock.advance(301_000); // past the cached TLSA answer
+  w.setMx('alias-ok.rcpt.test', ['alias.dane.test']);
+  const ok = await lastEvent(await send('a2@alias-ok.rcpt.test'));
+  t.is(ok.status, 'DELIVERED');
+  t.like(ok.data.tls, { policy: 'tlsa', result: 'success', mxHost: 'alias.dane.test' });
+  // None at the expanded name: the original name's records apply.
+  w.zone.remove(`_25._tcp.${aliased.host}`);
+  w.zone.set('_25._tcp.alias.dane.test', 'TLSA', [tlsa(3, 1, 1, selfSigned.leafPem)]);
+  clock.advance(301_000);
+  w.setMx('alias-orig.rcpt.test', ['alias.dane.test']);
+  await w.settle(); // the first, deferred one's retry is due: not counted below
+  const before = aliased.mailFroms();
+  const orig = await lastEvent(await send('a3@alias-orig.rcpt.test'));
+  t.is(orig.status, 'DELIVERY_DELAYED');
+  t.like(orig.data.tls, { policy: 'tlsa', result: 'certificate-not-trusted' });
+  t.is(aliased.mailFroms(), before);
 });
 
 test.serial('a TLSA lookup that fails (SERVFAIL): dnssec-invalid, the host is not contacted', async (t) => {

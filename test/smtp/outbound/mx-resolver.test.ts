@@ -294,3 +294,22 @@ test('addresses on this host are dropped: a domain whose every MX is loopback, 0
   setHost(other.zone, 'localhost.loops.test', ['127.0.0.1']);
   t.deepEqual(await other.mx.resolve('loops.test'), [{ host: 'localhost.loops.test', priority: 10, addresses: ['127.0.0.1'], dnssec: false }]);
 });
+
+test('"MX 0 localhost" is loopback whatever the resolver says (RFC 6761 6.3): it bounces at once, and no address the resolver made up is connected to', async (t) => {
+  const { zone, mx } = await world(t);
+  // A resolver that knows no "localhost" (NXDOMAIN): not a lookup to retry for 72 hours.
+  zone.set('nolocal.test', 'MX', [{ exchange: 'localhost', priority: 0 }]);
+  await rejects(t, mx.resolve('nolocal.test'), true, /every MX host resolves only to loopback or unroutable addresses \(localhost: .*127\.0\.0\.1 is a loopback address/);
+  // One that answers with a public address (NXDOMAIN rewriting, a hostile resolver): never used.
+  setHost(zone, 'mail.localhost', ['192.0.2.80']);
+  zone.set('hijacked.test', 'MX', [{ exchange: 'mail.localhost', priority: 0 }]);
+  await rejects(t, mx.resolve('hijacked.test'), true, /every MX host resolves only to loopback/);
+  // A real host beside it is used; localhost names are never asked of the resolver.
+  zone.set('beside.test', 'MX', [
+    { exchange: 'localhost', priority: 0 },
+    { exchange: 'mx.beside.test', priority: 10 },
+  ]);
+  setHost(zone, 'mx.beside.test', ['192.0.2.81']);
+  t.deepEqual(await mx.resolve('beside.test'), [{ host: 'mx.beside.test', priority: 10, addresses: ['192.0.2.81'], dnssec: false }]);
+  t.is(zone.queriesFor('localhost', 'A') + zone.queriesFor('mail.localhost', 'A'), 0);
+});

@@ -3,6 +3,7 @@
  * TLS before MAIL FROM (a new session, an idle one offered for reuse, one that failed), a session
  * it refuses carries nothing, and the verdict is on the transaction result.
  */
+import net from 'node:net';
 import test from 'ava';
 import type { TlsObservation, TransportRequirement } from '../../../src/smtp/outbound/smtp-client-types.js';
 import type { TlsVerdict } from '../../../src/core/tls-reports/tls-verdict.js';
@@ -85,4 +86,28 @@ test('opportunistic under a requirement: plaintext when STARTTLS is not offered,
   t.false(res.secure);
   t.like(seen[0], { secure: false, tlsFailure: 'not-offered' });
   t.is(sink.messages.length, 1);
+});
+
+test('STARTTLS required and the connection cut at STARTTLS (a man in the middle): no session, and the judge names it', async (t) => {
+  // Offers STARTTLS, then hangs up on the command: what a middlebox that strips TLS does when the
+  // client insists. The session is not used, and the failure is a TLS verdict (RFC 8460) like a refusal.
+  const server = net.createServer((socket) => {
+    socket.write('220 mx.cut.test ESMTP\r\n');
+    socket.on('data', (chunk) => {
+      const line = chunk.toString();
+      if (/^EHLO/i.test(line)) socket.write('250-mx.cut.test\r\n250 STARTTLS\r\n');
+      else if (/^STARTTLS/i.test(line)) socket.destroy();
+      else socket.write('500 no\r\n');
+    });
+    socket.on('error', () => {});
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const pool = poolFor(t);
+  const seen: TlsObservation[] = [];
+  const port = (server.address() as net.AddressInfo).port;
+  const res = await pool.send({ host: 'mx.cut.test', address: '127.0.0.1', port }, request(['a@example.test'], { transport: requirement({ requireTls: true, accept: (o) => o.secure }, seen) }));
+  t.false(res.connected);
+  t.like(seen[0], { secure: false, tlsFailure: 'not-offered' });
+  t.like(res.tls, { result: 'starttls-not-supported', proceeded: false });
 });
