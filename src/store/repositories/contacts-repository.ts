@@ -33,6 +33,24 @@ async function mergedInto(db: Executor, id: string): Promise<string | undefined>
   return (await db.selectFrom('contact_aliases').select('contact_id').where('id', '=', id).executeTakeFirst())?.contact_id;
 }
 
+/**
+ * A link's change to a contact (unsubscribe, subscribe again): `update` changes the row and
+ * returns it, or nothing when it is already so (changed: false). The id may be one the contact
+ * was merged from (mail sent before the merge); undefined when neither is there.
+ */
+async function markLinked(db: Executor, teamId: number, id: string, update: (contactId: string) => Promise<ContactRow | undefined>): Promise<{ row: ContactRow; changed: boolean } | undefined> {
+  const mark = async (contactId: string) => {
+    const row = await update(contactId);
+    if (row) return { row, changed: true };
+    const same = await db.selectFrom('contacts').selectAll().where('team_id', '=', teamId).where('id', '=', contactId).executeTakeFirst();
+    return same && { row: same, changed: false };
+  };
+  const marked = await mark(id);
+  if (marked) return marked;
+  const merged = await mergedInto(db, id);
+  return merged === undefined ? undefined : mark(merged);
+}
+
 function build(db: Executor) {
   return {
     async findById(book: BookKey, id: string): Promise<ContactRow | undefined> {
@@ -103,23 +121,16 @@ function build(db: Executor) {
      * bounce): its row is left as it was.
      */
     async unsubscribe(teamId: number, id: string, reason: string, nowIso: string): Promise<{ row: ContactRow; changed: boolean } | undefined> {
-      const mark = async (contactId: string) => {
-        const row = await db
+      return markLinked(db, teamId, id, (contactId) =>
+        db
           .updateTable('contacts')
           .set({ subscribed: 0, unsubscribe_reason: reason, updated_at: nowIso })
           .where('team_id', '=', teamId)
           .where('id', '=', contactId)
           .where((eb) => eb.or([eb('subscribed', '<>', 0), eb('unsubscribe_reason', 'is', null), eb('unsubscribe_reason', '<>', reason)]))
           .returningAll()
-          .executeTakeFirst();
-        if (row) return { row, changed: true };
-        const same = await db.selectFrom('contacts').selectAll().where('team_id', '=', teamId).where('id', '=', contactId).executeTakeFirst();
-        return same && { row: same, changed: false };
-      };
-      const marked = await mark(id);
-      if (marked) return marked;
-      const merged = await mergedInto(db, id);
-      return merged === undefined ? undefined : mark(merged);
+          .executeTakeFirst(),
+      );
     },
 
     /**
@@ -128,8 +139,8 @@ function build(db: Executor) {
      * such contact (the id may be one it was merged from, as for unsubscribe).
      */
     async resubscribe(teamId: number, id: string, nowIso: string): Promise<{ row: ContactRow; changed: boolean } | undefined> {
-      const mark = async (contactId: string) => {
-        const row = await db
+      return markLinked(db, teamId, id, (contactId) =>
+        db
           .updateTable('contacts')
           .set({ subscribed: 1, unsubscribe_reason: null, updated_at: nowIso })
           .where('team_id', '=', teamId)
@@ -137,15 +148,8 @@ function build(db: Executor) {
           .where('subscribed', '=', 0)
           .where('unsubscribe_reason', '=', 'UNSUBSCRIBED')
           .returningAll()
-          .executeTakeFirst();
-        if (row) return { row, changed: true };
-        const same = await db.selectFrom('contacts').selectAll().where('team_id', '=', teamId).where('id', '=', contactId).executeTakeFirst();
-        return same && { row: same, changed: false };
-      };
-      const marked = await mark(id);
-      if (marked) return marked;
-      const merged = await mergedInto(db, id);
-      return merged === undefined ? undefined : mark(merged);
+          .executeTakeFirst(),
+      );
     },
 
     /**
