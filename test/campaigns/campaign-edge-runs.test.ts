@@ -2,6 +2,7 @@ import test from 'ava';
 import { simpleParser } from 'mailparser';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
+import { campaignFixtures } from '../helpers/campaign-fixtures.js';
 
 // A campaign run at the edges: book variables named like what every JavaScript object has, and
 // a server clock set back while a campaign is between two batches.
@@ -16,27 +17,7 @@ test.after.always(async () => {
   await w?.close();
 });
 
-async function book(name: string, contacts: Record<string, unknown>[], variables: string[] = []) {
-  const b = await w.t0.request('POST', '/v1/contactBooks', { body: { name, variables } });
-  if (b.status !== 200) throw new Error(JSON.stringify(b.body));
-  const bulk = await w.t0.request('POST', `/v1/contactBooks/${b.body.id}/contacts/bulk`, { body: contacts });
-  if (bulk.status !== 200) throw new Error(JSON.stringify(bulk.body));
-  return b.body.id as string;
-}
-
-async function campaign(bookId: string, extra: Record<string, unknown> = {}) {
-  const res = await w.t0.request('POST', '/v1/campaigns', {
-    body: { name: 'Edge', from: `News <news@${w.domain.name}>`, subject: 'Hello', contactBookId: bookId, html: '<p>Hi {{unsubscribeUrl}}</p>', ...extra },
-  });
-  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-  return res.body;
-}
-
-const get = async (id: string) => (await w.t0.request('GET', `/v1/campaigns/${id}`)).body;
-const run = async () => {
-  await w.t0.app.runCampaigns();
-  await w.settle();
-};
+const { book, campaign, get, run } = campaignFixtures(() => w, () => ({ name: 'Edge', from: `News <news@${w.domain.name}>`, subject: 'Hello', html: '<p>Hi {{unsubscribeUrl}}</p>' }));
 const sentTo = (prefix: string) => w.sink.messages.filter((m) => m.rcptTo.some((r) => r.startsWith(prefix)));
 
 test.serial('book variables named toString or constructor: a contact without them gets the fallback, one with them its value', async (t) => {

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
+import { campaignFixtures } from '../helpers/campaign-fixtures.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 import { createCampaignService, MAX_BATCH_FAILURES } from '../../src/core/campaigns/campaign-service.js';
 import { createCampaignsRepository } from '../../src/store/repositories/campaigns-repository.js';
@@ -21,26 +22,7 @@ test.after.always(async () => {
   await w?.close();
 });
 
-async function book(name: string, contacts: Record<string, unknown>[]) {
-  const b = (await w.t0.request('POST', '/v1/contactBooks', { body: { name } })).body;
-  const bulk = await w.t0.request('POST', `/v1/contactBooks/${b.id}/contacts/bulk`, { body: contacts });
-  if (bulk.status !== 200) throw new Error(JSON.stringify(bulk.body));
-  return b.id as string;
-}
-
-async function campaign(bookId: string, extra: Record<string, unknown> = {}) {
-  const res = await w.t0.request('POST', '/v1/campaigns', {
-    body: { name: 'Runner', from: `News <news@${w.domain.name}>`, subject: 'Hello', contactBookId: bookId, html: '<p>Hi {{unsubscribeUrl}}</p>', ...extra },
-  });
-  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-  return res.body;
-}
-
-const get = async (id: string) => (await w.t0.request('GET', `/v1/campaigns/${id}`)).body;
-const run = async () => {
-  await w.t0.app.runCampaigns();
-  await w.settle();
-};
+const { book, campaign, get, run } = campaignFixtures(() => w, () => ({ name: 'Runner', from: `News <news@${w.domain.name}>`, subject: 'Hello', html: '<p>Hi {{unsubscribeUrl}}</p>' }));
 const sentTo = (prefix: string) => w.sink.messages.flatMap((m) => m.rcptTo).filter((r) => r.startsWith(prefix));
 const idsInOrder = async (bookId: string) =>
   (await w.t0.app.store.db.selectFrom('contacts').select(['id', 'email']).where('contact_book_id', '=', bookId).orderBy('id').execute());

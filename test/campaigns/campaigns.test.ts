@@ -2,6 +2,7 @@ import test from 'ava';
 import { simpleParser } from 'mailparser';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
+import { campaignFixtures } from '../helpers/campaign-fixtures.js';
 import { createCampaignService } from '../../src/core/campaigns/campaign-service.js';
 import { createCampaignsRepository } from '../../src/store/repositories/campaigns-repository.js';
 import { createContactBooksRepository } from '../../src/store/repositories/contact-books-repository.js';
@@ -20,26 +21,7 @@ const doc = (...content: unknown[]) => JSON.stringify({ type: 'doc', content });
 const para = (...content: unknown[]) => ({ type: 'paragraph', content });
 const text = (t: string) => ({ type: 'text', text: t });
 
-async function book(name: string, contacts: Record<string, unknown>[], variables: string[] = []) {
-  const b = (await w.t0.request('POST', '/v1/contactBooks', { body: { name, variables } })).body;
-  const bulk = await w.t0.request('POST', `/v1/contactBooks/${b.id}/contacts/bulk`, { body: contacts });
-  if (bulk.status !== 200) throw new Error(JSON.stringify(bulk.body));
-  return b.id as string;
-}
-
-async function campaign(bookId: string, extra: Record<string, unknown> = {}) {
-  const res = await w.t0.request('POST', '/v1/campaigns', {
-    body: { name: 'Launch', from: `News <news@${w.domain.name}>`, subject: 'Hello {{firstName,fallback=friend}}', contactBookId: bookId, content: doc(para(text('Body'))), ...extra },
-  });
-  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
-  return res.body;
-}
-
-const get = async (id: string) => (await w.t0.request('GET', `/v1/campaigns/${id}`)).body;
-const run = async () => {
-  await w.t0.app.runCampaigns();
-  await w.settle();
-};
+const { book, campaign, get, run } = campaignFixtures(() => w, () => ({ name: 'Launch', from: `News <news@${w.domain.name}>`, subject: 'Hello {{firstName,fallback=friend}}', content: doc(para(text('Body'))) }));
 const sentTo = (prefix: string) => w.sink.messages.filter((m) => m.rcptTo.some((r) => r.startsWith(prefix)));
 
 test.serial('state machine: draft -> scheduled -> running -> sent; wrong-state operations are 400', async (t) => {
