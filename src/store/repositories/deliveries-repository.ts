@@ -218,8 +218,9 @@ export function createDeliveriesRepository(db: Db) {
      * Writes one attempt's results, status events and suppressions atomically (group-committed).
      * A row is updated only while it is still queued, and not leased by another owner than
      * `w.owner` (a node that took this one for dead claimed it): one closed meanwhile (purged by
-     * an operator, dropped as suppressed) keeps that outcome, one claimed by another node its lease, and the late result's events and
-     * suppressions (those naming its deliveryId) are not written either. `inTransaction` runs
+     * an operator, dropped as suppressed) keeps that outcome, one claimed by another node its
+     * lease, and the late result's events and suppressions (those naming its deliveryId) are not
+     * written either. `inTransaction` runs
      * last inside the same transaction with the emails newly marked SENT and the ids of the
      * rows updated (the transactional outbox); it may run more than once, like the write itself.
      */
