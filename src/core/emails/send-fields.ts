@@ -1,5 +1,5 @@
 import { badRequest } from '../errors.js';
-import { parseMailbox, parseMailboxList, type Mailbox } from './addresses.js';
+import { assertValidALabels, parseMailbox, parseMailboxList, type Mailbox } from './addresses.js';
 import { assertFoldable, validateCustomHeaders } from './email-headers.js';
 import { parseScheduledAt } from './scheduled-at.js';
 import type { SendInput } from './send-schema.js';
@@ -50,12 +50,12 @@ export function sendFields(
   }
   if (!html && !text) throw badRequest(`${field || 'body'}: either text or html is required (or a templateId)`);
 
-  const from = parseMailbox(input.from, f('from'));
+  const from = assertValidALabels(parseMailbox(input.from, f('from')), f('from'));
   assertFoldable(from.name, f('from'));
-  const to = parseMailboxList(input.to, f('to'));
-  const cc = parseMailboxList(input.cc, f('cc'));
-  const bcc = parseMailboxList(input.bcc, f('bcc'));
-  const replyTo = parseMailboxList(input.replyTo, f('replyTo'));
+  const to = mailboxes(input.to, f('to'));
+  const cc = mailboxes(input.cc, f('cc'));
+  const bcc = mailboxes(input.bcc, f('bcc'));
+  const replyTo = mailboxes(input.replyTo, f('replyTo'));
   if (to.length === 0) throw badRequest(`${f('to')}: at least one recipient is required`);
   if (to.length + cc.length + bcc.length > MAX_RECIPIENTS) throw badRequest(`${field || 'body'}: at most ${MAX_RECIPIENTS} recipients in to, cc and bcc together`);
 
@@ -70,4 +70,9 @@ export function sendFields(
 
   const scheduledAt = input.scheduledAt ? parseScheduledAt(input.scheduledAt, now, f('scheduledAt')) : null;
   return { subject, ...(renderingFailure !== undefined ? { renderingFailure } : {}), html, text, from, to, cc, bcc, replyTo, headers, attachments, tags, scheduledAt };
+}
+
+/** A send's address list, each place named as parseMailboxList names it (`to[1]`); an invalid A-label is refused too. */
+function mailboxes(input: string | string[] | null | undefined, field: string): Mailbox[] {
+  return parseMailboxList(input, field).map((m, i) => assertValidALabels(m, Array.isArray(input) ? `${field}[${i}]` : field));
 }
