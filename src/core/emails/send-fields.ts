@@ -62,6 +62,8 @@ export function sendFields(
   const headers = validateCustomHeaders(input.headers, f('headers'));
   const attachments = (input.attachments ?? []).map((a, i) => {
     const content = a.content.replace(/\s+/g, '');
+    // White space only is no content, as "" is (refused by the schema in the same words).
+    if (content === '') throw badRequest(`${f(`attachments[${i}].content`)}: must not be empty`);
     if (content.length % 4 !== 0 || !BASE64.test(content)) throw badRequest(`${f(`attachments[${i}].content`)}: must be base64`);
     if (/[\r\n\0/\\]/.test(a.filename)) throw badRequest(`${f(`attachments[${i}].filename`)}: must be a plain file name`);
     return { filename: a.filename, content };
