@@ -182,7 +182,10 @@ export function createEmailService(deps: EmailServiceDeps) {
       domainLookup = deps.domains.sendingDomain({ teamId: ctx.teamId, domainId: ctx.domainId }, domainName, { acceptedInSandbox: inSandbox });
       opts.domainCache?.set(domainName, domainLookup);
     }
-    const domain = await domainLookup;
+    // A batch item's refusal is named by its place, as its 400s are (`[3].from: domain ...`).
+    const domain = await domainLookup.catch((err: unknown) => {
+      throw field && err instanceof AppError && err.code === 'FORBIDDEN' ? new AppError('FORBIDDEN', `${f('from')}: ${err.message}`) : err;
+    });
 
     // Suppressions: all To suppressed -> nothing is sent; suppressed cc/bcc are dropped.
     const keys = [...to, ...cc, ...bcc].map((m) => addressKey(m.address));
