@@ -75,6 +75,27 @@ test('Errors, FORBIDDEN: a batch item whose sending domain is refused is named b
   t.regex(single.body.error.message, /^domain not-this-teams\.dev is not a domain of this team/);
 });
 
+test('Send body with templateId: the request\'s html or text is the body, as its subject is the subject; the template fills in the rest', async (t) => {
+  const template = (await t0.request('GET', '/v1/templates?limit=1')).body.templates[0];
+  const stored = async (extra: Record<string, unknown>) => {
+    const res = await t0.request('POST', '/v1/emails', { body: send({ subject: undefined, text: undefined, templateId: template.id, ...extra }) });
+    t.is(res.status, 200, JSON.stringify(res.body));
+    return (await t0.request('GET', `/v1/emails/${res.body.emailId}`)).body;
+  };
+  const html = await stored({ html: '<p>Mine</p>' });
+  t.is(html.html, '<p>Mine</p>');
+  t.is(html.text, null, 'no template text describing another body');
+  t.truthy(html.subject, "the template's subject");
+  const text = await stored({ text: 'Mine' });
+  t.is(text.text, 'Mine');
+  t.is(text.html, null);
+  const both = await stored({ subject: 'Own', html: '<p>Mine</p>', text: 'Mine' });
+  t.deepEqual([both.subject, both.html, both.text], ['Own', '<p>Mine</p>', 'Mine']);
+  const templateOnly = await stored({});
+  t.truthy(templateOnly.html);
+  t.not(templateOnly.html, '<p>Mine</p>');
+});
+
 test('Email status: PATCH and cancel apply only to a scheduled email; a queued or cancelled one is 400 naming its status, a missing one 404', async (t) => {
   // No MX for this domain: the email is accepted as QUEUED and bounces, never SCHEDULED.
   const now = await t0.request('POST', '/v1/emails', { body: send({ to: 'x@no-mx.invalid', scheduledAt: undefined }) });

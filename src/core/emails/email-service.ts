@@ -151,8 +151,13 @@ export function createEmailService(deps: EmailServiceDeps) {
       });
       templateId = input.templateId;
       subject = input.subject ?? rendered.subject;
-      html = rendered.html;
-      text = rendered.text;
+      // The request's own html or text wins as its subject does, and is the whole body: the
+      // template's other part would describe another message (an html alone gets its text
+      // alternative made from it, as any HTML-only send).
+      if (html === null && text === null) {
+        html = rendered.html;
+        text = rendered.text;
+      }
     }
     const fields = sendFields(input, { subject, html, text }, now, { field, personalised: opts.personalised });
     const { from, to, cc, bcc, replyTo, attachments, tags, scheduledAt, renderingFailure } = fields;
