@@ -47,6 +47,8 @@ test('Errors, BAD_REQUEST: a bad field of a batch item is named by its place in 
     [[send(), send({ headers: { 'X A': 'v' } })], /^\[1\]\.headers: "X A" is not a valid header name/],
     [[send(), send({ headers: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`X-${i}`, 'v'])) })], /^\[1\]\.headers: at most 50/],
     [[send(), send(), send({ templateId: 'tp_nope', subject: undefined, text: undefined })], /^\[2\]\.templateId: template tp_nope not found/],
+    [[send(), send({ bcc: ['a@example.net', 'x@xn--zz.example'] })], /^\[1\]\.bcc\[1\]: "x@xn--zz\.example" is not a valid email address/],
+    [[send({ attachments: [{ filename: 'a.txt', content: ' ' }] })], /^\[0\]\.attachments\[0\]\.content: must not be empty/],
   ];
   for (const [body, message] of cases) {
     const res = await t0.request('POST', '/v1/emails/batch', { body });
@@ -57,6 +59,41 @@ test('Errors, BAD_REQUEST: a bad field of a batch item is named by its place in 
   // A single send names the field alone, list places in brackets.
   const single = await t0.request('POST', '/v1/emails', { body: send({ attachments: [{ content: 'eA==' }] }) });
   t.regex(single.body.error.message, /^attachments\[0\]\.filename: is required/);
+});
+
+test('Errors, FORBIDDEN: a batch item whose sending domain is refused is named by its place, as a 400 is', async (t) => {
+  for (const bad of ['Other <hi@not-this-teams.dev>', 'hi@unverified-states.dev']) {
+    if (bad.includes('unverified')) await t0.request('POST', '/v1/domains', { body: { name: 'unverified-states.dev', region: 'r' } });
+    const res = await t0.request('POST', '/v1/emails/batch', { body: [send(), send({ from: bad })] });
+    t.is(res.status, 403, JSON.stringify(res.body));
+    t.is(res.body.error.code, 'FORBIDDEN');
+    t.regex(res.body.error.message, /^\[1\]\.from: domain (not-this-teams|unverified-states)\.dev is not/);
+  }
+  // A single send keeps the words alone.
+  const single = await t0.request('POST', '/v1/emails', { body: send({ from: 'hi@not-this-teams.dev' }) });
+  t.is(single.status, 403);
+  t.regex(single.body.error.message, /^domain not-this-teams\.dev is not a domain of this team/);
+});
+
+test('Send body with templateId: the request\'s html or text is the body, as its subject is the subject; the template fills in the rest', async (t) => {
+  const template = (await t0.request('GET', '/v1/templates?limit=1')).body.templates[0];
+  const stored = async (extra: Record<string, unknown>) => {
+    const res = await t0.request('POST', '/v1/emails', { body: send({ subject: undefined, text: undefined, templateId: template.id, ...extra }) });
+    t.is(res.status, 200, JSON.stringify(res.body));
+    return (await t0.request('GET', `/v1/emails/${res.body.emailId}`)).body;
+  };
+  const html = await stored({ html: '<p>Mine</p>' });
+  t.is(html.html, '<p>Mine</p>');
+  t.is(html.text, null, 'no template text describing another body');
+  t.truthy(html.subject, "the template's subject");
+  const text = await stored({ text: 'Mine' });
+  t.is(text.text, 'Mine');
+  t.is(text.html, null);
+  const both = await stored({ subject: 'Own', html: '<p>Mine</p>', text: 'Mine' });
+  t.deepEqual([both.subject, both.html, both.text], ['Own', '<p>Mine</p>', 'Mine']);
+  const templateOnly = await stored({});
+  t.truthy(templateOnly.html);
+  t.not(templateOnly.html, '<p>Mine</p>');
 });
 
 test('Email status: PATCH and cancel apply only to a scheduled email; a queued or cancelled one is 400 naming its status, a missing one 404', async (t) => {

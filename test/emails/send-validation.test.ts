@@ -34,10 +34,22 @@ const badBodies: [string, Record<string, unknown>, RegExp][] = [
   ['forged Authentication-Results', { headers: { 'Authentication-Results': 'mx.example.net; dkim=pass; spf=pass; dmarc=pass' } }, /^headers\.Authentication-Results: .*set by Posthorn/],
   ['forged ARC-Seal', { headers: { 'arc-seal': 'i=1; a=rsa-sha256; cv=none; d=example.net' } }, /^headers\.arc-seal: /],
   ['forged Received-SPF', { headers: { 'Received-SPF': 'pass' } }, /^headers\.Received-SPF: /],
+  // Written by the final delivery agent (RFC 9228); a forged Delivered-To makes Postfix bounce the mail as a loop.
+  ['forged Delivered-To', { headers: { 'Delivered-To': 'alice@example.net' } }, /^headers\.Delivered-To: .*set by Posthorn/],
+  ['forged X-Original-To', { headers: { 'x-original-to': 'alice@example.net' } }, /^headers\.x-original-to: /],
   ['empty header value', { headers: { 'X-A': '' } }, /headers/],
   ['11 attachments', { attachments: Array.from({ length: 11 }, (_, i) => ({ filename: `f${i}.txt`, content: b64 })) }, /attachments/],
   ['bad base64', { attachments: [{ filename: 'f.txt', content: 'not base64!!' }] }, /base64/],
   ['attachment without filename', { attachments: [{ content: b64 }] }, /filename/],
+  // Whitespace only is no content, as "" is: both the same words.
+  ['empty attachment', { attachments: [{ filename: 'f.txt', content: '' }] }, /^attachments\[0\]\.content: must not be empty$/],
+  ['whitespace-only attachment', { attachments: [{ filename: 'f.txt', content: '  \r\n ' }] }, /^attachments\[0\]\.content: must not be empty$/],
+  // An A-label that is no punycode of a valid IDN: no DNS name, so the mail could only bounce.
+  ['to with an invalid A-label', { to: 'x@xn--zz.example' }, /^to: "x@xn--zz\.example" is not a valid email address/],
+  ['cc with an invalid A-label', { cc: ['a@example.net', 'Bob <b@XN--ZZ.example>'] }, /^cc\[1\]: /],
+  ['bcc with an A-label decoding to ASCII', { bcc: 'b@xn--abc-.example' }, /^bcc: /],
+  ['replyTo with an invalid A-label', { replyTo: 'r@mail.xn--a.example' }, /^replyTo: /],
+  ['from with an invalid A-label', { from: 'Sender <hello@xn--zz.example>' }, /^from: /],
   ['11 tags', { tags: Array.from({ length: 11 }, (_, i) => `t${i}`) }, /tags/],
   ['65-char tag', { tags: ['x'.repeat(65)] }, /tags/],
   ['empty tag', { tags: [''] }, /tags/],

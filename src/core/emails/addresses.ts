@@ -1,4 +1,4 @@
-import { domainToASCII } from 'node:url';
+import { domainToASCII, domainToUnicode } from 'node:url';
 import addressparser from 'nodemailer/lib/addressparser';
 import { badRequest } from '../errors.js';
 
@@ -25,6 +25,25 @@ const ASCII = /^[\x00-\x7f]*$/;
  */
 export function asciiDomain(domain: string): string {
   return ASCII.test(domain) ? domain.toLowerCase() : domainToASCII(domain);
+}
+
+/**
+ * Whether every A-label ("xn--...") of an ASCII domain is the punycode of a valid IDN: the
+ * domain converts to Unicode and back to itself. "xn--zz.example" is no name DNS can hold,
+ * so mail to it could only bounce. Checked where mail is sent, not by isValidAddress, so
+ * addresses stored before still parse.
+ */
+export function hasValidALabels(domain: string): boolean {
+  const lower = domain.toLowerCase();
+  if (!/(^|\.)xn--/.test(lower)) return true;
+  const unicode = domainToUnicode(lower);
+  return unicode !== '' && domainToASCII(unicode) === lower;
+}
+
+/** 400 naming `field` unless the mailbox's domain passes hasValidALabels. */
+export function assertValidALabels(m: Mailbox, field: string): Mailbox {
+  if (!hasValidALabels(m.address.slice(m.address.lastIndexOf('@') + 1))) throw badRequest(`${field}: "${m.address}" is not a valid email address (its domain is not a valid internationalized name)`);
+  return m;
 }
 
 export function isValidAddress(address: string): boolean {

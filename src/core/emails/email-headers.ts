@@ -40,12 +40,14 @@ export const COMPOSER_OWNED_HEADERS: ReadonlySet<string> = new Set([
 const ENGINE_ADDED_HEADERS = ['list-unsubscribe', 'list-unsubscribe-post', 'x-posthorn-email-id'];
 
 /**
- * Results that only a receiving server or an intermediary writes (RFC 8601, RFC 8617, RFC 7208
- * 9.1), as Received is: set by a sender they would claim checks that never ran ("dkim=pass")
- * to any reader that does not strip them. Refused by the API only, not by the composer, so mail
- * accepted with one before still goes out.
+ * Fields that only a receiving server or an intermediary writes, as Received is: results (RFC
+ * 8601, RFC 8617, RFC 7208 9.1), set by a sender, would claim checks that never ran
+ * ("dkim=pass") to any reader that does not strip them; Delivered-To (RFC 9228) and Postfix's
+ * X-Original-To are written at final delivery, and a receiver that finds its own address there
+ * already (Postfix) rejects the mail as a loop. Refused by the API only, not by the composer,
+ * so mail accepted with one before still goes out.
  */
-const RECEIVER_ADDED_HEADERS = ['authentication-results', 'arc-seal', 'arc-message-signature', 'arc-authentication-results', 'received-spf'];
+const RECEIVER_ADDED_HEADERS = ['authentication-results', 'arc-seal', 'arc-message-signature', 'arc-authentication-results', 'received-spf', 'delivered-to', 'x-original-to'];
 
 // Headers the engine writes itself (or a receiver does); a caller setting them could break
 // threading, DKIM or routing, so they are refused with 400 rather than silently dropped.

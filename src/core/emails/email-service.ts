@@ -151,8 +151,13 @@ export function createEmailService(deps: EmailServiceDeps) {
       });
       templateId = input.templateId;
       subject = input.subject ?? rendered.subject;
-      html = rendered.html;
-      text = rendered.text;
+      // The request's own html or text wins as its subject does, and is the whole body: the
+      // template's other part would describe another message (an html alone gets its text
+      // alternative made from it, as any HTML-only send).
+      if (html === null && text === null) {
+        html = rendered.html;
+        text = rendered.text;
+      }
     }
     const fields = sendFields(input, { subject, html, text }, now, { field, personalised: opts.personalised });
     const { from, to, cc, bcc, replyTo, attachments, tags, scheduledAt, renderingFailure } = fields;
@@ -182,7 +187,10 @@ export function createEmailService(deps: EmailServiceDeps) {
       domainLookup = deps.domains.sendingDomain({ teamId: ctx.teamId, domainId: ctx.domainId }, domainName, { acceptedInSandbox: inSandbox });
       opts.domainCache?.set(domainName, domainLookup);
     }
-    const domain = await domainLookup;
+    // A batch item's refusal is named by its place, as its 400s are (`[3].from: domain ...`).
+    const domain = await domainLookup.catch((err: unknown) => {
+      throw field && err instanceof AppError && err.code === 'FORBIDDEN' ? new AppError('FORBIDDEN', `${f('from')}: ${err.message}`) : err;
+    });
 
     // Suppressions: all To suppressed -> nothing is sent; suppressed cc/bcc are dropped.
     const keys = [...to, ...cc, ...bcc].map((m) => addressKey(m.address));

@@ -1,5 +1,5 @@
 import { badRequest } from '../errors.js';
-import { parseMailbox, parseMailboxList, type Mailbox } from './addresses.js';
+import { assertValidALabels, parseMailbox, parseMailboxList, type Mailbox } from './addresses.js';
 import { assertFoldable, validateCustomHeaders } from './email-headers.js';
 import { parseScheduledAt } from './scheduled-at.js';
 import type { SendInput } from './send-schema.js';
@@ -50,18 +50,20 @@ export function sendFields(
   }
   if (!html && !text) throw badRequest(`${field || 'body'}: either text or html is required (or a templateId)`);
 
-  const from = parseMailbox(input.from, f('from'));
+  const from = assertValidALabels(parseMailbox(input.from, f('from')), f('from'));
   assertFoldable(from.name, f('from'));
-  const to = parseMailboxList(input.to, f('to'));
-  const cc = parseMailboxList(input.cc, f('cc'));
-  const bcc = parseMailboxList(input.bcc, f('bcc'));
-  const replyTo = parseMailboxList(input.replyTo, f('replyTo'));
+  const to = mailboxes(input.to, f('to'));
+  const cc = mailboxes(input.cc, f('cc'));
+  const bcc = mailboxes(input.bcc, f('bcc'));
+  const replyTo = mailboxes(input.replyTo, f('replyTo'));
   if (to.length === 0) throw badRequest(`${f('to')}: at least one recipient is required`);
   if (to.length + cc.length + bcc.length > MAX_RECIPIENTS) throw badRequest(`${field || 'body'}: at most ${MAX_RECIPIENTS} recipients in to, cc and bcc together`);
 
   const headers = validateCustomHeaders(input.headers, f('headers'));
   const attachments = (input.attachments ?? []).map((a, i) => {
     const content = a.content.replace(/\s+/g, '');
+    // White space only is no content, as "" is (refused by the schema in the same words).
+    if (content === '') throw badRequest(`${f(`attachments[${i}].content`)}: must not be empty`);
     if (content.length % 4 !== 0 || !BASE64.test(content)) throw badRequest(`${f(`attachments[${i}].content`)}: must be base64`);
     if (/[\r\n\0/\\]/.test(a.filename)) throw badRequest(`${f(`attachments[${i}].filename`)}: must be a plain file name`);
     return { filename: a.filename, content };
@@ -70,4 +72,9 @@ export function sendFields(
 
   const scheduledAt = input.scheduledAt ? parseScheduledAt(input.scheduledAt, now, f('scheduledAt')) : null;
   return { subject, ...(renderingFailure !== undefined ? { renderingFailure } : {}), html, text, from, to, cc, bcc, replyTo, headers, attachments, tags, scheduledAt };
+}
+
+/** A send's address list, each place named as parseMailboxList names it (`to[1]`); an invalid A-label is refused too. */
+function mailboxes(input: string | string[] | null | undefined, field: string): Mailbox[] {
+  return parseMailboxList(input, field).map((m, i) => assertValidALabels(m, Array.isArray(input) ? `${field}[${i}]` : field));
 }

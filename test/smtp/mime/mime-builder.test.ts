@@ -198,13 +198,19 @@ test('ENGINE_OWNED_HEADERS, which callers may not set, are the composer\'s plus 
   for (const name of COMPOSER_OWNED_HEADERS) t.true(ENGINE_OWNED_HEADERS.has(name), name);
   t.deepEqual(
     [...ENGINE_OWNED_HEADERS].filter((name) => !COMPOSER_OWNED_HEADERS.has(name)),
-    ['list-unsubscribe', 'list-unsubscribe-post', 'x-posthorn-email-id', 'authentication-results', 'arc-seal', 'arc-message-signature', 'arc-authentication-results', 'received-spf'],
+    ['list-unsubscribe', 'list-unsubscribe-post', 'x-posthorn-email-id', 'authentication-results', 'arc-seal', 'arc-message-signature', 'arc-authentication-results', 'received-spf', 'delivered-to', 'x-original-to'],
   );
 });
 
 test('a receiver\'s header stored with an email accepted before the API refused it still composes', async (t) => {
   const fields = rawHeaderFields(await composeMessage(baseInput({ headers: { 'Authentication-Results': 'mx.example.net; none' } })));
   t.true(fields.includes('Authentication-Results: mx.example.net; none'));
+});
+
+test('a Delivered-To stored with an email accepted before the API refused it still composes', async (t) => {
+  const fields = rawHeaderFields(await composeMessage(baseInput({ headers: { 'Delivered-To': 'alice@example.net', 'X-Original-To': 'alice@example.net' } })));
+  t.true(fields.includes('Delivered-To: alice@example.net'));
+  t.true(fields.includes('X-Original-To: alice@example.net'));
 });
 
 test('engine headers List-Unsubscribe / List-Unsubscribe-Post pass through unchanged', async (t) => {
