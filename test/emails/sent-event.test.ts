@@ -50,6 +50,18 @@ test.serial('a null MX: QUEUED -> BOUNCED, never SENT', async (t) => {
   t.deepEqual(await statusesOf(await send('x@nomail.example')), ['QUEUED', 'BOUNCED']);
 });
 
+test.serial('MX hosts that do not exist (NXDOMAIN): QUEUED -> BOUNCED at once, not delayed for days; a host that fails to resolve for now beside one is only delayed', async (t) => {
+  w.zone.set('typo-mx.example', 'MX', [{ exchange: 'mx.no-such-host.example', priority: 10 }]);
+  const id = await send('x@typo-mx.example');
+  t.deepEqual(await statusesOf(id), ['QUEUED', 'BOUNCED']);
+  const bounce = (await w.t0.request('GET', `/v1/emails/${id}`)).body.emailEvents[1].data;
+  t.regex(bounce.response, /no MX host exists \(mx\.no-such-host\.example: .*NXDOMAIN/);
+  t.is(bounce.bounce.type, 'Permanent');
+  w.zone.set('flaky-mx.example', 'MX', [{ exchange: 'mx.no-such-host.example', priority: 10 }, { exchange: 'mx.flaky-mx.example', priority: 20 }]);
+  w.zone.servfail('mx.flaky-mx.example');
+  t.deepEqual(await statusesOf(await send('y@flaky-mx.example')), ['QUEUED', 'DELIVERY_DELAYED']);
+});
+
 test.serial('no server reachable (connection refused): DELIVERY_DELAYED without SENT', async (t) => {
   // An MX on a loopback address where nothing listens on the outbound port.
   w.zone.set('mx.refusing.example', 'A', ['127.0.0.9']);

@@ -28,7 +28,8 @@ import { remoteMessage } from './helpers/inbound-message.js';
 // - the verify and domain reads answer 2xx (or the spec's error body), never a 500;
 // - inbound mail gets a 250 or a clean 5xx refusal, never a 4xx for a DNS answer;
 // - every delivery is delivered, bounced only when the resolver gave an answer that is permanent
-//   by mx-resolver.ts (NXDOMAIN, a null MX, NODATA with no address of the domain), otherwise
+//   by mx-resolver.ts (NXDOMAIN, a null MX, NODATA with no address of the domain, NXDOMAIN for
+//   the A and AAAA of every MX host), otherwise
 //   queued with a retry time in the future; never left leased;
 // - every stored reason, domain check and received message is text PostgreSQL and JSON carry;
 // - no spoofed or out-of-name record was used: nobody asked for the poisoned name, connected to
@@ -115,11 +116,16 @@ function badText(value: unknown, path: string, out: string[] = []): string[] {
 /** RFC 5321 2.3.5 (and the underscore), as mx-resolver.ts takes an MX target. */
 const HOST_NAME = /^(?:[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
 
-const PERMANENT = /domain does not exist \(NXDOMAIN\)|null MX \(RFC 7505\)|no MX records and no A\/AAAA records/;
+const PERMANENT = /domain does not exist \(NXDOMAIN\)|null MX \(RFC 7505\)|no MX records and no A\/AAAA records|no MX host exists/;
 
 /** The resolver said something about this domain that mx-resolver.ts may take as permanent. */
 function permanentAnswerSeen(domain: string, reason: string): boolean {
   const of = (type: string) => hostile.log.filter((q) => q.name === domain && q.type === type);
+  if (/no MX host exists/.test(reason)) {
+    // Each host's A and AAAA the reason names as NXDOMAIN was answered so.
+    const named = [...reason.matchAll(/DNS (A|AAAA) (\S+): NOTFOUND/g)];
+    return named.length > 0 && named.every(([, type, name]) => hostile.log.some((q) => q.name === name && q.type === type && q.verdict === 'nxdomain'));
+  }
   if (/NXDOMAIN/.test(reason)) return of('MX').some((q) => q.verdict === 'nxdomain');
   if (/null MX/.test(reason)) return of('MX').some((q) => q.verdict === 'null-mx');
   const denied = (type: string) => of(type).some((q) => q.verdict === 'nxdomain' || q.verdict === 'nodata');

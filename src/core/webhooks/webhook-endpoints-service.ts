@@ -43,6 +43,14 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 /** Bounds the per-event matching work and the blast radius of one team. */
 export const MAX_WEBHOOKS_PER_TEAM = 100;
 
+/** A failed attempt as a status list shows it: its HTTP status or error, and when. */
+export interface FailedAttemptOutcome {
+  status: 'FAILED';
+  response: { status: number } | null;
+  error: string | null;
+  createdAt: string;
+}
+
 export interface WebhookScope {
   teamId: number;
   /** A key bound to a domain manages only endpoints restricted to exactly that domain. */
@@ -231,13 +239,18 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       return { attempts: attempts.map(attemptView), nextCursor: more ? encodeIdCursor(CURSOR_KIND, attempts[attempts.length - 1]!.id) : null };
     },
 
-    /** Endpoints whose latest delivery attempt failed, with that attempt (the console's "needs attention"). */
-    async failing(scope: WebhookScope): Promise<{ webhook: WebhookView; lastAttempt: ReturnType<typeof attemptView> }[]> {
+    /**
+     * Endpoints whose latest delivery attempt failed, with that attempt's outcome and time (the
+     * console's "needs attention"): read without the event's body, which may be megabytes.
+     */
+    async failing(scope: WebhookScope): Promise<{ webhook: WebhookView; lastAttempt: FailedAttemptOutcome }[]> {
       const { rows } = await webhooks.list(scope.teamId, 0, MAX_WEBHOOKS_PER_TEAM, scopedDomainJson(scope));
-      const out: { webhook: WebhookView; lastAttempt: ReturnType<typeof attemptView> }[] = [];
+      const out: { webhook: WebhookView; lastAttempt: FailedAttemptOutcome }[] = [];
       for (const row of rows) {
-        const [last] = (await webhooks.listAttempts(row.id, 1)).attempts;
-        if (last && !last.succeeded) out.push({ webhook: view(row), lastAttempt: attemptView(last) });
+        const last = await webhooks.lastAttemptOutcome(row.id);
+        if (last && !last.succeeded) {
+          out.push({ webhook: view(row), lastAttempt: { status: 'FAILED', response: last.response_status === null ? null : { status: last.response_status }, error: last.error, createdAt: last.created_at } });
+        }
       }
       return out;
     },

@@ -4,7 +4,9 @@
  *
  *   MX records      -> hosts in preference order, equal preferences shuffled
  *                      (RFC 5321 §5.1: "randomize them to spread the load")
- *   no MX (NODATA)  -> implicit MX: the domain itself, preference 0 (§5.1)
+ *   no MX (NODATA)  -> implicit MX: the domain itself, preference 0 (§5.1); when the domain is
+ *                      an alias, the name its CNAME chain leads to ("processed as if it were the
+ *                      initial name"), which MTA-STS mx patterns and certificate checks match
  *   null MX ("." )  -> permanent: the domain accepts no mail (RFC 7505 §3)
  *   NXDOMAIN        -> permanent: the domain does not exist
  *   SERVFAIL/timeout-> temporary
@@ -12,7 +14,10 @@
  * Each MX host's A and AAAA records are looked up here too (IPv4 first, then
  * IPv6); a host that resolves to nothing is skipped, and when every host
  * fails the lookup is temporary (a half-migrated zone is a common and
- * short-lived mistake; the retry schedule's give-up age bounds it).
+ * short-lived mistake; the retry schedule's give-up age bounds it), unless
+ * every host does not exist (NXDOMAIN for A and AAAA) or resolves only to
+ * local addresses: that is an answer, not a failure, and Postfix bounces it
+ * ("Host not found") as RFC 5321 §5.1 has an unusable MX reported as an error.
  *
  * Cache: per (name, type), for the answer's TTL by the injected clock, bounded
  * in size (least recently used out first). Failures are cached briefly so a
@@ -218,6 +223,8 @@ interface HostAddresses {
   temporary: boolean;
   /** It resolved, but only to addresses in LOCAL_V4/LOCAL_V6: none left to use. */
   local: boolean;
+  /** The name does not exist: both lookups answered NXDOMAIN (authoritative, RFC 2308). */
+  nxdomain: boolean;
 }
 
 export function createMxResolver(
@@ -287,7 +294,7 @@ export function createMxResolver(
   async function addressesOf(host: string, used: string[]): Promise<HostAddresses> {
     if (isLocalhostName(host)) {
       const kept = allowLoopback ? LOCALHOST_ADDRESSES.slice() : [];
-      return { addresses: kept, authenticated: false, temporary: false, local: kept.length === 0, ...(kept.length ? {} : { failure: `is localhost, the loopback addresses (127.0.0.1 is a loopback address, RFC 6761); mail there would loop back (outbound.allowLoopbackMx allows it)` }) };
+      return { addresses: kept, authenticated: false, temporary: false, local: kept.length === 0, nxdomain: false, ...(kept.length ? {} : { failure: `is localhost, the loopback addresses (127.0.0.1 is a loopback address, RFC 6761); mail there would loop back (outbound.allowLoopbackMx allows it)` }) };
     }
     const [v4, v6] = await Promise.allSettled([lookup<string>('A', host, used), lookup<string>('AAAA', host, used)]);
     const addresses = [...(v4.status === 'fulfilled' ? v4.value.records : []), ...(v6.status === 'fulfilled' ? v6.value.records : [])];
@@ -299,7 +306,8 @@ export function createMxResolver(
     const unique = [...new Set(addresses)];
     const kept = allowLoopback ? unique : unique.filter((a) => rangeReason(a, LOCAL_V4, LOCAL_V6) === null);
     const canonical = answers.find((a) => a.value.canonicalName)?.value.canonicalName;
-    const result: HostAddresses = { addresses: kept, authenticated, temporary, local: unique.length > 0 && kept.length === 0, ...(canonical ? { canonical } : {}) };
+    const nxdomain = failures.length === 2 && failures.every((e) => e instanceof DnsError && e.code === 'NOTFOUND');
+    const result: HostAddresses = { addresses: kept, authenticated, temporary, local: unique.length > 0 && kept.length === 0, nxdomain, ...(canonical ? { canonical } : {}) };
     if (result.local) {
       const first = unique[0]!;
       result.failure = `resolves only to loopback or unroutable addresses (${first} is ${rangeReason(first, LOCAL_V4, LOCAL_V6)}); mail there would loop back (outbound.allowLoopbackMx allows it)`;
@@ -309,7 +317,8 @@ export function createMxResolver(
 
   async function implicitMx(domain: string, used: string[], mxDenialAuthenticated: boolean): Promise<UsableHost[]> {
     const found = await addressesOf(domain, used);
-    if (found.addresses.length > 0) return [{ host: domain, priority: 0, addresses: found.addresses, dnssec: mxDenialAuthenticated && found.authenticated, ...(found.canonical ? { canonical: found.canonical } : {}) }];
+    // RFC 5321 §5.1: a CNAME's target "is processed as if it were the initial name": the host is the real one.
+    if (found.addresses.length > 0) return [{ host: found.canonical ?? domain, priority: 0, addresses: found.addresses, dnssec: mxDenialAuthenticated && found.authenticated }];
     // Permanent only when no lookup failed: a failed AAAA lookup may yet give a public address.
     if (found.local && !found.temporary) throw new MxLookupError(domain, `no MX records, and the domain ${found.failure}`, true);
     // RFC 5321 §5.1: an unusable implicit MX "MUST be reported as an error".
@@ -341,6 +350,8 @@ export function createMxResolver(
       const why = [...resolved.map((r) => `${r.host}: ${r.found.failure}`), ...notHosts.slice(0, MAX_MX_HOSTS).map((r) => `${JSON.stringify(r.host)}: not a host name (RFC 5321 2.3.5)`)].join('; ');
       // Every host named only this one: it will not change by waiting (a half-migrated zone fails on some host's lookup instead).
       if (notHosts.length === 0 && resolved.every((r) => r.found.local && !r.found.temporary)) throw new MxLookupError(domain, `every MX host resolves only to loopback or unroutable addresses (${why})`, true);
+      // Hosts that do not exist (beside loopback-only ones): an answer, not a failure of the moment; Postfix bounces "Host not found".
+      if (notHosts.length === 0 && resolved.every((r) => (r.found.nxdomain || r.found.local) && !r.found.temporary)) throw new MxLookupError(domain, `no MX host exists (${why})`, true);
       throw new MxLookupError(domain, `none of the MX hosts resolved (${why})`, false);
     }
     return usable.map((r) => ({ host: r.host, priority: r.priority, addresses: r.found.addresses, dnssec: mxAuthenticated && r.found.authenticated, ...(r.found.canonical ? { canonical: r.found.canonical } : {}) }));

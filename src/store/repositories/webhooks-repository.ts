@@ -283,6 +283,17 @@ export function createWebhooksRepository(db: Db) {
       return { attempts: page.map((r) => ({ ...r, body: bodies.get(r.event_id) ?? null })), more: rows.length > page.length };
     },
 
+    /** The newest attempt's outcome and time only: no event body (it may be megabytes) and no response body. */
+    async lastAttemptOutcome(webhookId: string): Promise<Pick<WebhookAttemptRow, 'succeeded' | 'response_status' | 'error' | 'created_at'> | undefined> {
+      return db
+        .selectFrom('webhook_attempts')
+        .select(['succeeded', 'response_status', 'error', 'created_at'])
+        .where('webhook_id', '=', webhookId)
+        .orderBy('id', 'desc')
+        .limit(1)
+        .executeTakeFirst();
+    },
+
     /** Retention: finished calls, their attempts and unreferenced events older than the cut-off. */
     async prune(beforeIso: string): Promise<number> {
       return transact(db, async (trx) => {

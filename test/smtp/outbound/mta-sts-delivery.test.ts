@@ -10,7 +10,7 @@ import { ManualClock } from '../../../src/lib/clock.js';
 import { sendAndSettle, startTlsWorld, type Mx, type TlsWorld } from '../../helpers/tls-world.js';
 
 const clock = new ManualClock(Date.UTC(2026, 10, 20, 8, 0, 0));
-const DOMAINS = ['good.test', 'unlisted.test', 'wrongname.test', 'cnonly.test', 'expired.test', 'selfsigned.test', 'plain.test', 'testing.test', 'cached.test', 'quiet.test', 'enforced-own.test', 'reuse-a.test', 'reuse-b.test', 'cnreuse.test'];
+const DOMAINS = ['good.test', 'unlisted.test', 'wrongname.test', 'cnonly.test', 'expired.test', 'selfsigned.test', 'plain.test', 'testing.test', 'cached.test', 'quiet.test', 'enforced-own.test', 'reuse-a.test', 'reuse-b.test', 'cnreuse.test', 'implicit-alias.test'];
 let w: TlsWorld;
 let good: Mx;
 let unlisted: Mx;
@@ -193,4 +193,14 @@ test.serial('a session opened for another name is not reused for an MX its certi
   t.is(b.status, 'DELIVERY_DELAYED');
   t.like(b.data.tls, { policy: 'sts', mode: 'enforce', result: 'certificate-host-mismatch', mxHost: mx.host });
   t.is(mx.sink.messages.length, 1, 'only the opportunistic message');
+});
+
+test.serial('enforce, no MX on a domain that is an alias: the implicit MX is the host the CNAME leads to, which the mx patterns and the certificate match (RFC 5321 5.1)', async (t) => {
+  w.zone.set('implicit-alias.test', 'CNAME', [good.host]);
+  w.publishSts('implicit-alias.test', 'enforce', ['*.good.tls.test'], '1');
+  const before = good.sink.messages.length;
+  const e = await lastEvent(await send('h@implicit-alias.test'));
+  t.is(e.status, 'DELIVERED', e.data.response);
+  t.deepEqual(e.data.tls, { policy: 'sts', mode: 'enforce', result: 'success', mxHost: good.host });
+  t.is(good.sink.messages.length, before + 1);
 });

@@ -78,6 +78,15 @@ test('no MX records: the domain itself is the implicit MX with preference 0', as
   t.deepEqual(await mx.resolve('implicit.test'), [{ host: 'implicit.test', priority: 0, addresses: ['192.0.2.30', '2001:db8::30'], dnssec: false }]);
 });
 
+test('no MX records on an alias: the implicit MX is the name the CNAME leads to, as if it were the initial name (RFC 5321 5.1)', async (t) => {
+  const { zone, mx } = await world(t);
+  // MTA-STS mx patterns and the certificate check go by the MX host's name: the real host's, not the alias.
+  zone.set('alias.test', 'CNAME', ['mail.hosting.test']);
+  zone.set('mail.hosting.test', 'TXT', ['v=spf1 -all']); // exists, no MX
+  setHost(zone, 'mail.hosting.test', ['192.0.2.31'], ['2001:db8::31']);
+  t.deepEqual(await mx.resolve('alias.test'), [{ host: 'mail.hosting.test', priority: 0, addresses: ['192.0.2.31', '2001:db8::31'], dnssec: false }]);
+});
+
 test('no MX and no address records: permanent', async (t) => {
   const { zone, mx } = await world(t);
   zone.set('nothing.test', 'TXT', ['hello']);
@@ -126,6 +135,36 @@ test('an MX host that does not resolve is skipped; when none resolves the failur
   zone.set('allbad.test', 'MX', [{ exchange: 'gone.allbad.test', priority: 5 }, { exchange: 'fail.allbad.test', priority: 10 }]);
   zone.servfail('fail.allbad.test');
   await rejects(t, mx.resolve('allbad.test'), false, /none of the MX hosts resolved/);
+});
+
+test('MX hosts that do not exist (every target NXDOMAIN) bounce at once, as Postfix says "Host not found"; a temporary failure beside them still defers', async (t) => {
+  const { zone, mx } = await world(t, {}, SHORT_DNS_TIMEOUT_MS);
+  zone.set('typo.test', 'MX', [
+    { exchange: 'mx1.typo-host.test', priority: 10 },
+    { exchange: 'mx2.typo-host.test', priority: 20 },
+  ]);
+  await rejects(t, mx.resolve('typo.test'), true, /no MX host exists \(mx1\.typo-host\.test: .*NXDOMAIN.*; mx2\.typo-host\.test: .*NXDOMAIN/);
+
+  // One host does not exist, the other resolves only to loopback: no address is left either way.
+  zone.set('nowhere.test', 'MX', [
+    { exchange: 'gone.nowhere.test', priority: 10 },
+    { exchange: 'lo.nowhere.test', priority: 20 },
+  ]);
+  setHost(zone, 'lo.nowhere.test', ['127.0.0.1']);
+  await rejects(t, mx.resolve('nowhere.test'), true, /no MX host exists/);
+
+  // SERVFAIL or a timeout for one host, or for one address family of it: the answer may change.
+  zone.set('later.test', 'MX', [
+    { exchange: 'gone.later.test', priority: 10 },
+    { exchange: 'slow.later.test', priority: 20 },
+  ]);
+  zone.blackhole('slow.later.test');
+  await rejects(t, mx.resolve('later.test'), false, /none of the MX hosts resolved \(gone\.later\.test: .*NXDOMAIN.*slow\.later\.test: .*TIMEOUT/);
+  const flaky = await world(t);
+  const dns = createDnsClient({ servers: [flaky.zone.server], timeoutMs: DNS_TIMEOUT_MS, tries: 1 });
+  const failingAaaa = createMxResolver({ ...dns, resolve6: async (name: string) => Promise.reject(new DnsError('SERVFAIL', name, 'AAAA')) }, flaky.clock);
+  flaky.zone.set('half.test', 'MX', [{ exchange: 'mx.half.test', priority: 10 }]);
+  await rejects(t, failingAaaa.resolve('half.test'), false, /none of the MX hosts resolved/);
 });
 
 test('an MX target that is no host name (a NUL, CRLF, a space or a raw 8-bit octet in a label) is skipped and named escaped; alone it is temporary (RFC 5321 2.3.5)', async (t) => {
