@@ -1,8 +1,7 @@
 import test from 'ava';
 import type { BusEvent } from '../../src/core/events.js';
-import { transact } from '../../src/store/store-context.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
-import { startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.js';
+import { emitCommitted, startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.js';
 
 // An event's body can be megabytes (an email.received whose sender filled its 1 MB header with
 // To and Cc addresses), and every attempt of it shows that body. A page of 100 attempts of
@@ -21,11 +20,9 @@ test.after.always(async () => {
   await receiver?.close();
 });
 
-/** As an emitter does: the event's outbox rows in a write transaction, the bus after its commit. */
 async function emit(type: BusEvent['type'], data: Record<string, unknown>): Promise<void> {
   const event: BusEvent = { type, teamId: t0.teamId, domainId: null, occurredAt: new Date().toISOString(), data };
-  await transact(t0.app.store.db, async () => t0.app.services.events.inTransaction([event]));
-  t0.app.services.events.emit(event);
+  await emitCommitted(t0, event);
 }
 
 test('a page of attempts ends early once its request bodies pass 8 MiB; the cursor reaches every attempt', async (t) => {

@@ -5,9 +5,8 @@ import { UseSend } from 'usesend-js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_RETRY_DELAYS_MS, WEBHOOK_RETRY_JITTER_RATIO } from '../../src/core/webhooks/webhook-retry.js';
 import type { BusEvent } from '../../src/core/events.js';
-import { transact } from '../../src/store/store-context.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
-import { startWebhookReceiver, verifySignature, type WebhookReceiver } from './webhook-receiver.js';
+import { emitCommitted, startWebhookReceiver, verifySignature, type WebhookReceiver } from './webhook-receiver.js';
 
 // Delivery through the outbox, driven by a manual clock: retries happen when the test moves
 // the clock and wakes the dispatcher, never after real minutes.
@@ -39,11 +38,9 @@ async function makeHook(body: Record<string, unknown>) {
   return res.body as { id: string; secret: string };
 }
 
-/** As an emitter does: the event's outbox rows in a write transaction, the bus after its commit. */
 async function emit(type: BusEvent['type'], data: Record<string, unknown>, domain: number | null = domainId) {
   const event: BusEvent = { type, teamId: t0.teamId, domainId: domain, occurredAt: clock.now().toISOString(), data };
-  await transact(t0.app.store.db, async () => t0.app.services.events.inTransaction([event]));
-  t0.app.services.events.emit(event);
+  await emitCommitted(t0, event);
 }
 
 async function settle() {

@@ -1,8 +1,7 @@
 import test from 'ava';
 import type { BusEvent } from '../../src/core/events.js';
-import { transact } from '../../src/store/store-context.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
-import { startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.js';
+import { emitCommitted, startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.js';
 
 // The console overview lists endpoints whose last attempt failed, with that attempt's status and
 // time. An event's body can be megabytes, and one endpoint per team up to the limit: the list
@@ -22,8 +21,7 @@ test.after.always(async () => {
 
 async function emit(type: BusEvent['type'], data: Record<string, unknown>): Promise<void> {
   const event: BusEvent = { type, teamId: t0.teamId, domainId: null, occurredAt: new Date().toISOString(), data };
-  await transact(t0.app.store.db, async () => t0.app.services.events.inTransaction([event]));
-  t0.app.services.events.emit(event);
+  await emitCommitted(t0, event);
 }
 
 test('failing endpoints come with their last attempt\'s status and time, not its event body; the overview names them as before', async (t) => {

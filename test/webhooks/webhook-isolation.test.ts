@@ -1,8 +1,7 @@
 import test from 'ava';
 import type { BusEvent } from '../../src/core/events.js';
-import { transact } from '../../src/store/store-context.js';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
-import { startWebhookReceiver, verifySignature, type WebhookReceiver } from './webhook-receiver.js';
+import { emitCommitted, startWebhookReceiver, verifySignature, type WebhookReceiver } from './webhook-receiver.js';
 
 // A dead endpoint (accepts the connection, never answers) must not delay mail or the other
 // endpoints' events. The timeout is long here so the dead endpoint is still hanging while
@@ -54,11 +53,9 @@ test('a hanging endpoint never holds back sending or another endpoint', async (t
   t.is(email.body.latestStatus, 'DELIVERED');
 });
 
-/** As an emitter does: the event's outbox rows in a write transaction, the bus after its commit. */
 async function emit(type: BusEvent['type'], data: Record<string, unknown>): Promise<void> {
   const event: BusEvent = { type, teamId: w.t0.teamId, domainId: null, occurredAt: new Date().toISOString(), data };
-  await transact(w.t0.app.store.db, async () => w.t0.app.services.events.inTransaction([event]));
-  w.t0.app.services.events.emit(event);
+  await emitCommitted(w.t0, event);
 }
 
 test.serial('endpoints on one host: four hanging ones do not hold back a fifth', async (t) => {

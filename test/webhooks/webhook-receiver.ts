@@ -2,6 +2,9 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { BusEvent } from '../../src/core/events.js';
+import { transact } from '../../src/store/store-context.js';
+import type { TestApp } from '../helpers/test-app.js';
 
 // A webhook receiver for tests: node:http on 127.0.0.1 port 0, recording raw bodies exactly
 // as they arrived, answering what the test asks for (a status, a redirect, or nothing at all).
@@ -115,4 +118,10 @@ export function verifySignature(secret: string, call: ReceivedCall): boolean {
   const a = Buffer.from(signature, 'utf8');
   const b = Buffer.from(expected, 'utf8');
   return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** As an emitter does: the event's outbox rows in a write transaction, the bus after its commit. */
+export async function emitCommitted(t0: TestApp, event: BusEvent): Promise<void> {
+  await transact(t0.app.store.db, async () => t0.app.services.events.inTransaction([event]));
+  t0.app.services.events.emit(event);
 }
