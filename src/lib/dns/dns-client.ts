@@ -531,7 +531,10 @@ export function createDnsClient(opts: DnsClientOptions): DnsResolver {
     const { packet, server } = await exchange(qname, qtype);
     const authenticated = packet.flag_ad === true && (trustAd === 'always' || isLoopbackAddress(server.host));
     if (rcodeOf(packet) === RCODE_NXDOMAIN) {
-      // RFC 6604: with a CNAME chain the NXDOMAIN is about its end, which is what callers of a resolver want.
+      // RFC 6604: with a CNAME chain the NXDOMAIN is about its end, which is what callers of a
+      // resolver want; a chain that loops or runs too long is a broken answer, not a denial (the
+      // walk throws BADRESPONSE), since a name that does not exist now bounces mail at once.
+      extractAnswer(packet, qname, qtype);
       throw new DnsError('NOTFOUND', qname, qtype, 'NXDOMAIN', denial(packet, authenticated));
     }
     const found = extractAnswer(packet, qname, qtype);
