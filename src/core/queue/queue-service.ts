@@ -92,11 +92,6 @@ export interface RetriedDelivery {
   heldBy: SuspensionView | null;
 }
 
-/** The rule of HELD_BY_SUSPENSION (store/repositories/suspension-sql.ts) for one delivery. */
-function suspensionHolds(s: SuspensionRow, d: { rcpt_domain: string; team_id: number }, campaignId: string | null): boolean {
-  return (s.destination === null || s.destination === d.rcpt_domain) && (s.team_id === null || s.team_id === d.team_id) && (s.campaign_id === null || s.campaign_id === campaignId);
-}
-
 /** A selector from an operator's input: at least one field, destination in its canonical form. */
 export function parseSelector(input: { destination?: string; teamId?: number; campaignId?: string; emailIds?: string[] }): QueueSelector {
   const sel: QueueSelector = {};
@@ -269,9 +264,7 @@ export function createQueueService(deps: QueueServiceDeps) {
       deps.wake();
       // Due now, but a suspension that holds it keeps it back until it ends or is resumed: the
       // answer names it rather than promise an attempt that will not come.
-      const active = await queue.activeSuspensions(now);
-      const campaignId = active.some((x) => x.campaign_id !== null) ? ((await deps.emails.findByIdAnyTeam(d.email_id))?.campaign_id ?? null) : null;
-      const holding = active.filter((x) => suspensionHolds(x, d, campaignId)).sort((a, b) => b.until_ms - a.until_ms)[0];
+      const holding = await queue.holdingSuspension(deliveryId, now);
       return { retried: 1, heldBy: holding ? suspensionView(holding) : null };
     },
 

@@ -4,7 +4,7 @@ import type { DeliveryRow } from '../repositories/deliveries-repository.js';
 import type { DestinationRow, QueueRepository, QueueSelector, QueueState, SuspensionRow } from '../repositories/queue-repository.js';
 import { pgPoolOf } from './pg-context.js';
 import { clientExec, kyselyExec } from './pg-exec.js';
-import { heldBySuspension, PARK_HELD_SQL } from './pg-suspension-sql.js';
+import { heldBySuspension, HOLDING_SUSPENSION_SQL, PARK_HELD_SQL } from './pg-suspension-sql.js';
 import { transact } from '../store-context.js';
 
 /* The operator's queue views and actions (store/repositories/queue-repository.ts) in PostgreSQL's SQL. */
@@ -139,6 +139,10 @@ export function pgQueue(db: Kysely<Database>): Partial<QueueRepository> {
 
     async activeSuspensions(nowMs: number): Promise<SuspensionRow[]> {
       return exec.query<SuspensionRow>('select * from queue_suspensions where until_ms > $1 order by until_ms, id', [nowMs]);
+    },
+
+    async holdingSuspension(deliveryId: number, nowMs: number): Promise<SuspensionRow | undefined> {
+      return (await exec.query<SuspensionRow>(HOLDING_SUSPENSION_SQL, [nowMs, deliveryId]))[0];
     },
 
     async endSuspension(id: string, nowMs: number, nowIso: string, inTransaction?: (ended: SuspensionRow) => void): Promise<SuspensionRow | undefined> {

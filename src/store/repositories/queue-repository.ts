@@ -3,7 +3,7 @@ import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
 import type { QueueSuspensionsTable } from '../tables/operations-tables.js';
 import type { DeliveryRow } from './deliveries-repository.js';
-import { HELD_BY_SUSPENSION, parkHeldSync } from './suspension-sql.js';
+import { HELD_BY_SUSPENSION, HOLDING_SUSPENSION, parkHeldSync } from './suspension-sql.js';
 import { withDialect } from '../store-context.js';
 
 /*
@@ -201,6 +201,11 @@ export function createQueueRepository(db: Db) {
 
     async activeSuspensions(nowMs: number): Promise<SuspensionRow[]> {
       return sync.read(() => sync.sqlite.prepare('select * from queue_suspensions where until_ms > ? order by until_ms, id').all(nowMs) as SuspensionRow[]);
+    },
+
+    /** The active suspension that holds one delivery (the one ending last), if any. */
+    async holdingSuspension(deliveryId: number, nowMs: number): Promise<SuspensionRow | undefined> {
+      return sync.read(() => sync.sqlite.prepare(HOLDING_SUSPENSION).get(nowMs, deliveryId) as SuspensionRow | undefined);
     },
 
     /**
