@@ -98,6 +98,14 @@ test.serial('scheduled sends wait, can be rescheduled, and go out at their time'
   e = await get(res.body.emailId);
   t.is(e.scheduledAt, newAt);
   t.is(e.latestStatus, 'SCHEDULED');
+  // The history says when it was moved, and from and to what time.
+  t.deepEqual(
+    e.emailEvents.map((x: { status: string; data: unknown }) => [x.status, x.data]),
+    [
+      ['SCHEDULED', { scheduledAt: at }],
+      ['SCHEDULED', { scheduledAt: newAt, rescheduledFrom: at }],
+    ],
+  );
   clock.advance(3600_000 + 1000);
   await w.settle();
   t.false(w.sink.messages.some((m) => m.rcptTo.includes('later@example.net')), 'not at the old time');

@@ -285,9 +285,13 @@ export function createEmailsRepository(db: Db) {
       return rows.map((r) => r.id);
     },
 
-    /** Reschedules only while SCHEDULED and not being attempted (checked in the same statement). */
+    /**
+     * Reschedules only while SCHEDULED and not being attempted (checked in the same statement); the
+     * history gains a SCHEDULED event naming the new time and the one it replaced.
+     */
     async reschedule(teamId: number, id: string, scheduledAt: string, dueMs: number, nowIso: string): Promise<boolean> {
       return transact(db, async (trx) => {
+        const previous = (await trx.selectFrom('emails').select('scheduled_at').where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst())?.scheduled_at;
         const res = await trx
           .updateTable('emails')
           .set({ scheduled_at: scheduledAt, updated_at: nowIso })
@@ -298,6 +302,10 @@ export function createEmailsRepository(db: Db) {
           .executeTakeFirst();
         if (res.numUpdatedRows === 0n) return false;
         await trx.updateTable('deliveries').set({ next_attempt_at: dueMs, due_since: dueMs, updated_at: nowIso }).where('email_id', '=', id).where('state', '=', 'queued').where('lease_owner', 'is', null).execute();
+        await trx
+          .insertInto('email_events')
+          .values({ email_id: id, status: 'SCHEDULED', data_json: JSON.stringify({ scheduledAt, ...(previous ? { rescheduledFrom: previous } : {}) }), created_at: nowIso })
+          .execute();
         await refuseIfClaimedMeanwhile(trx, id);
         return true;
       }).catch(falseIfClaimed);
