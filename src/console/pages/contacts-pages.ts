@@ -25,14 +25,21 @@ function propertiesText(properties: Record<string, string>): string {
   return Object.entries(properties).map(([k, v]) => `${k}=${escapeValue(v)}`).join('\n');
 }
 
-/** "name=value" lines to properties; the contact schema checks the names. */
-function propertiesFrom(text: string): Record<string, string> {
+/**
+ * "name=value" lines to properties; the contact schema checks the names. Spaces around a typed
+ * value are dropped, but a value that reads as the one shown keeps its stored form: spaces the API
+ * set at its edges survive an edit of another field.
+ */
+function propertiesFrom(text: string, shown: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
   text.split(/\r\n|\r|\n/).forEach((line, i) => {
     if (!line.trim()) return;
     const eq = line.indexOf('=');
     if (eq < 1) throw badRequest(`properties: line ${i + 1} is not name=value`);
-    out[line.slice(0, eq).trim()] = unescapeValue(line.slice(eq + 1).trim());
+    const name = line.slice(0, eq).trim();
+    const value = unescapeValue(line.slice(eq + 1).trim());
+    const before = Object.hasOwn(shown, name) ? shown[name] : undefined;
+    out[name] = before !== undefined && before.trim() === value ? before : value;
   });
   return out;
 }
@@ -156,13 +163,15 @@ ${section('Delete', actionButton(ctx, `${base}/delete`, 'Delete contact', { kind
   });
 
   route(r, 'post', '/contacts/:bookId/contacts/:contactId', async (ctx) => {
+    const scope = scopeOf(ctx);
+    const current = await contacts.get(scope, ctx.params.bookId!, ctx.params.contactId!);
     const patch = parseWith(contactPatchSchema, {
       firstName: optional(field(ctx, 'firstName')),
       lastName: optional(field(ctx, 'lastName')),
       subscribed: subscribedOf(ctx.state.console.form),
-      properties: propertiesFrom(ctx.state.console.form.get('properties') ?? ''),
+      properties: propertiesFrom(ctx.state.console.form.get('properties') ?? '', current.properties),
     });
-    await contacts.update(scopeOf(ctx), ctx.params.bookId!, ctx.params.contactId!, patch);
+    await contacts.update(scope, ctx.params.bookId!, ctx.params.contactId!, patch);
     redirectWithFlash(ctx, secure, `${bookPath(ctx)}/contacts/${seg(ctx.params.contactId!)}`, { kind: 'ok', text: 'Contact saved.' });
   });
 
