@@ -177,7 +177,7 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
           const lockedNow = lockout.fail(session.remoteAddress);
           if (lockedNow > 0) {
             logger.warn(
-              { event: 'auth_lockout', remote: session.remoteAddress, limit: options.authFailureLimit, window: options.authFailureWindow },
+              { event: 'submission.auth_lockout', remote: session.remoteAddress, limit: options.authFailureLimit, window: options.authFailureWindow },
               `submission: ${options.authFailureLimit} failed AUTHs from ${session.remoteAddress} within ${options.authFailureWindow}; its connections are refused for ${options.authFailureWindow}`,
             );
             options.onRefused?.('auth_lockout');
