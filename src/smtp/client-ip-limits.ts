@@ -91,18 +91,24 @@ export class AuthFailureLockout {
     return 0;
   }
 
-  /** Records a failed AUTH; returns how long the address is now locked out (0 if it is not). */
-  fail(remoteAddress: string | undefined): number {
-    if (this.limit <= 0) return 0;
+  /**
+   * Records a failed AUTH: how long the address is locked out now (0: it is not), and whether
+   * this failure started the lockout (one finishing after another locked it only meets it).
+   */
+  fail(remoteAddress: string | undefined): { lockedForMs: number; started: boolean } {
+    if (this.limit <= 0) return { lockedForMs: 0, started: false };
     const ip = clientKey(remoteAddress);
     const now = this.clock.nowMs();
     const entry = this.entries.get(ip) ?? { failures: [] };
+    if (entry.lockedUntilMs !== undefined && entry.lockedUntilMs > now) return { lockedForMs: entry.lockedUntilMs - now, started: false };
+    entry.lockedUntilMs = undefined;
     entry.failures = entry.failures.filter((at) => now - at < this.windowMs);
     entry.failures.push(now);
     if (entry.failures.length > this.limit) entry.failures.shift();
-    if (entry.failures.length >= this.limit) entry.lockedUntilMs = now + this.windowMs;
+    const started = entry.failures.length >= this.limit;
+    if (started) entry.lockedUntilMs = now + this.windowMs;
     this.touch(ip, entry, now);
-    return entry.lockedUntilMs !== undefined ? entry.lockedUntilMs - now : 0;
+    return { lockedForMs: started ? this.windowMs : 0, started };
   }
 
   /** Entries tracked now (tests, metrics). */

@@ -31,15 +31,17 @@ test('a connection is released once, and an address at zero leaves the table', (
 test('the lockout table drops expired entries and, full of live ones, the least recently failed', (t) => {
   const clock = new ManualClock();
   const l = new AuthFailureLockout(clock, 2, 60_000, 3);
-  t.is(l.fail('192.0.2.1'), 0);
-  t.is(l.fail('192.0.2.1'), 60_000, 'the second failure locks');
+  t.deepEqual(l.fail('192.0.2.1'), { lockedForMs: 0, started: false });
+  t.deepEqual(l.fail('192.0.2.1'), { lockedForMs: 60_000, started: true }, 'the second failure locks');
+  clock.advance(1_000);
+  t.deepEqual(l.fail('192.0.2.1'), { lockedForMs: 59_000, started: false }, 'one finishing after it meets the lockout, neither starting nor lengthening it');
   for (let i = 2; i <= 100; i++) l.fail(`192.0.2.${i}`);
   t.is(l.size, 3);
   t.is(l.lockedFor('192.0.2.1'), 0, 'pushed out by newer addresses');
   clock.advance(60_000);
   l.fail('198.51.100.1');
   t.is(l.size, 1, 'what aged out of the window is gone');
-  t.is(new AuthFailureLockout(clock, 0, 60_000).fail('192.0.2.1'), 0, '0 is no lockout');
+  t.deepEqual(new AuthFailureLockout(clock, 0, 60_000).fail('192.0.2.1'), { lockedForMs: 0, started: false }, '0 is no lockout');
 });
 
 test('failures older than the window do not count toward the limit', (t) => {
@@ -47,9 +49,9 @@ test('failures older than the window do not count toward the limit', (t) => {
   const l = new AuthFailureLockout(clock, 2, 60_000);
   l.fail('192.0.2.1');
   clock.advance(60_000);
-  t.is(l.fail('192.0.2.1'), 0);
+  t.is(l.fail('192.0.2.1').lockedForMs, 0);
   clock.advance(59_999);
-  t.is(l.fail('192.0.2.1'), 60_000);
+  t.is(l.fail('192.0.2.1').lockedForMs, 60_000);
   clock.advance(59_999);
   t.is(l.lockedFor('192.0.2.1'), 1);
   clock.advance(1);

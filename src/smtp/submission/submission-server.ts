@@ -174,14 +174,16 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
           const failures = (authFailures.get(session) ?? 0) + 1;
           authFailures.set(session, failures);
           logger.info({ method: auth.method, remote: session.remoteAddress, failures }, 'submission AUTH refused');
-          const lockedNow = lockout.fail(session.remoteAddress);
-          if (lockedNow > 0) {
+          const { lockedForMs, started } = lockout.fail(session.remoteAddress);
+          if (started) {
             logger.warn(
               { event: 'submission.auth_lockout', remote: session.remoteAddress, limit: options.authFailureLimit, window: options.authFailureWindow },
               `submission: ${options.authFailureLimit} failed AUTHs from ${session.remoteAddress} within ${options.authFailureWindow}; its connections are refused for ${options.authFailureWindow}`,
             );
+          }
+          if (lockedForMs > 0) {
             options.onRefused?.('auth_lockout');
-            return callback(lockedOut(lockedNow));
+            return callback(lockedOut(lockedForMs));
           }
           // smtp-server closes the connection after a 421.
           if (failures >= MAX_AUTH_FAILURES) return callback(smtpError(421, '4.7.0', `too many failed authentication attempts (${failures}), closing connection`));
