@@ -123,9 +123,10 @@ export async function startApp(o: {
       clock,
       unsubscribe: (token) => campaigns.unsubscribe(token),
       onMessage: (kind) => metrics.inbound(kind),
+      onRefused: (reason) => metrics.smtpRefused('inbound', reason),
       tlsReports: receivedTlsReports,
     },
-    submission: { apiKeys, emails, rateLimiter, defaultRateLimit: config.rateLimit.perSecond },
+    submission: { apiKeys, emails, rateLimiter, defaultRateLimit: config.rateLimit.perSecond, clock, onRefused: (reason) => metrics.smtpRefused('submission', reason) },
   }));
   const recounted = await campaigns.recoverCounts();
   if (recounted) logger.info({ event: 'serve.recovered', left: 'campaign_counts', count: recounted }, 'campaign counters a previous run left behind were counted');

@@ -66,13 +66,16 @@ const bothOrNeither = (v: { certFile: string; keyFile: string }) => !v.certFile 
 const bothOrNeitherMessage = { message: 'certFile and keyFile must be set together (or both left empty for a self-signed pair)' };
 
 /** The keys both SMTP listeners have. */
-const listenerKeys = (kind: 'inbound' | 'submission', defaults: { port: number; maxConnections: number }, docs: { port: string; tls: string; maxRecipients: string }) => ({
+const listenerKeys = (kind: 'inbound' | 'submission', defaults: { port: number; maxConnections: number; maxConnectionsPerIp: number }, docs: { port: string; tls: string; maxRecipients: string }) => ({
   host: key(hostAddress.default('0.0.0.0'), { doc: 'Address the listener binds to.' }),
   port: key(port.default(defaults.port), { doc: docs.port, env: `POSTHORN_${kind.toUpperCase()}_PORT` }),
   certFile: key(z.string().default(''), { doc: docs.tls }),
   keyFile: key(z.string().default(''), { doc: 'PEM key of that certificate.' }),
   maxMessageBytes: key(z.number().int().min(1024).default(30 * 1024 * 1024), { doc: 'Largest accepted message in bytes (RFC 1870 SIZE); larger is refused with 552 5.3.4.' }),
   maxConnections: key(z.number().int().positive().default(defaults.maxConnections), { doc: 'Concurrent SMTP connections; more are told 421 and closed.' }),
+  maxConnectionsPerIp: key(z.number().int().min(0).default(defaults.maxConnectionsPerIp), {
+    doc: 'Concurrent SMTP connections from one client address (IPv6: one /64), loopback included; more are told 421 4.7.0 and closed. 0: no cap. Counted by each node on its own.',
+  }),
   maxRecipients: key(z.number().int().min(1).max(1000).default(100), { doc: docs.maxRecipients }),
 });
 
@@ -295,7 +298,7 @@ export const configSchema = z
       {
         ...listenerKeys(
           'inbound',
-          { port: 25, maxConnections: 200 },
+          { port: 25, maxConnections: 200, maxConnectionsPerIp: 50 },
           {
             port: 'Port of the inbound SMTP listener; 0 picks a free one.',
             tls: 'PEM certificate (chain) for STARTTLS. Both this and keyFile empty: a self-signed pair is generated on first start and kept in <dataDir>/tls/.',
@@ -312,13 +315,17 @@ export const configSchema = z
       {
         ...listenerKeys(
           'submission',
-          { port: 587, maxConnections: 100 },
+          { port: 587, maxConnections: 100, maxConnectionsPerIp: 20 },
           {
             port: 'Port of authenticated SMTP submission; 0 picks a free one.',
             tls: 'PEM certificate for STARTTLS; both empty uses the same self-signed pair as [inbound]. Clients must STARTTLS before AUTH, so give them one they trust in production.',
             maxRecipients: 'Recipients per message; more get 452. A send takes at most 100 in to, cc and bcc together, so a higher value acts as 100.',
           },
         ),
+        authFailureLimit: key(z.number().int().min(0).default(10), {
+          doc: 'Failed AUTHs from one client address (IPv6: one /64) within authFailureWindow that lock it out: its connections and AUTHs are told 421 4.7.0 for authFailureWindow after the last failure. A successful AUTH does not clear the count. 0: no lockout (each connection still closes after 3 failures). Counted by each node on its own.',
+        }),
+        authFailureWindow: key(durationAtMost('1d').default('15m'), { doc: 'The window of authFailureLimit, and how long a lockout lasts: "15m", "1h".' }),
         bounceNotices: key(z.boolean().default(false), {
           doc: "Mail a bounce notice (an RFC 3464 DSN from MAILER-DAEMON@<hostname>) to the envelope sender of a submitted message when a recipient bounces or fails, as a classic relay does; only when that sender's domain is one of the team's verified domains. Queued with the outcome and retried like mail (a deferred notice until outbound.maxAgeHours).",
           env: 'POSTHORN_SUBMISSION_BOUNCE_NOTICES',

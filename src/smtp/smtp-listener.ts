@@ -1,9 +1,10 @@
 import type { AddressInfo } from 'node:net';
-import type { SMTPServer, SMTPServerDataStream } from 'smtp-server';
+import type { SMTPServer, SMTPServerDataStream, SMTPServerError } from 'smtp-server';
 import type { BodyIntake } from '../lib/body-intake.js';
 import type { SpooledBody } from '../lib/body-spool.js';
 import type { Logger } from '../lib/logger.js';
 import type { PemKeyPair } from '../lib/tls-cert.js';
+import { smtpError } from './smtp-errors.js';
 
 // Lifecycle shared by the inbound and submission listeners: listen, count in-flight message
 // handling, and a graceful close that lets every message already being stored finish (so a
@@ -20,8 +21,23 @@ export interface SmtpListenerOptions {
   tls: PemKeyPair;
   maxMessageBytes: number;
   maxConnections: number;
+  /** Connections at once from one client address (client-ip-limits.ts); 0 is no cap. */
+  maxConnectionsPerIp: number;
   maxRecipients: number;
   logger: Logger;
+  /** Told each connection or AUTH refused by a per-client limit, for metrics. */
+  onRefused?: (reason: ClientRefusal) => void;
+}
+
+/** Why a per-client limit refused a client: too many connections from its address, or its address locked out after failed AUTHs. */
+export type ClientRefusal = 'connections_per_ip' | 'auth_lockout';
+
+/**
+ * The reply to a connection over its address's cap. 421 at connect (RFC 5321 3.8) closes it;
+ * 4.7.0 (RFC 3463: security or policy status): the client may come back once one closes.
+ */
+export function tooManyConnectionsReply(hostname: string, cap: number): SMTPServerError {
+  return smtpError(421, '4.7.0', `${hostname} too many connections from your address (at most ${cap} at once), try again later`);
 }
 
 /** Idle time allowed between client commands (RFC 5321 4.5.3.2.7: at least 5 minutes). */

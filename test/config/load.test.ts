@@ -253,6 +253,7 @@ test('every key has an environment variable, and each one sets its key (the rela
     'outbound.pools': '[{"name":"bulk","sources":["default"]}]',
     'outbound.shaping': '[{"mx":"example.com","messageRate":"5/s"}]',
     'outbound.replyRules': '[{"code":421,"action":"suspend","duration":"5m"}]',
+    'submission.authFailureWindow': '1h',
   };
   for (const k of keys) {
     if (/certFile|keyFile/.test(k.path.at(-1)!)) continue; // set in pairs; the schema tests cover them
@@ -300,4 +301,16 @@ test('a webhook lease shorter than twice the attempt timeout is refused: the cal
     message: /webhooks\.leaseMs.*at least twice webhooks\.timeoutMs/,
   });
   t.throws(() => loadConfig({ env: { POSTHORN_WEBHOOKS_TIMEOUT_MS: '60000', POSTHORN_WEBHOOKS_LEASE_MS: '60000' } }), { instanceOf: ConfigError, message: /leaseMs/ });
+});
+
+test('the SMTP per-client limits default to 50 (inbound) and 20 (submission) connections and 10 AUTH failures in 15m; bad values are named', (t) => {
+  const config = loadConfig({ env: {} });
+  t.is(config.inbound.maxConnectionsPerIp, 50);
+  t.is(config.submission.maxConnectionsPerIp, 20);
+  t.is(config.submission.authFailureLimit, 10);
+  t.is(config.submission.authFailureWindow, '15m');
+  t.is(loadConfig({ env: {}, overrides: { submission: { maxConnectionsPerIp: 0, authFailureLimit: 0 } } }).submission.maxConnectionsPerIp, 0, '0 turns them off');
+  t.throws(() => loadConfig({ env: { POSTHORN_SUBMISSION_AUTH_FAILURE_WINDOW: 'soon' } }), { instanceOf: ConfigError, message: /submission\.authFailureWindow.*must be a duration/ });
+  t.throws(() => loadConfig({ env: {}, overrides: { submission: { authFailureWindow: '2d' } } }), { instanceOf: ConfigError, message: /submission\.authFailureWindow.*must be at most 1d/ });
+  t.throws(() => loadConfig({ env: {}, overrides: { inbound: { maxConnectionsPerIp: -1 } } }), { instanceOf: ConfigError, message: /inbound\.maxConnectionsPerIp/ });
 });

@@ -8,6 +8,7 @@ import type { ApiKeyService, AuthContext } from '../../src/core/api-keys/api-key
 import type { EmailService } from '../../src/core/emails/email-service.js';
 import type { RateLimiter } from '../../src/core/rate-limit/rate-limiter.js';
 import { BodyIntake } from '../../src/lib/body-intake.js';
+import { systemClock } from '../../src/lib/clock.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { startSubmissionServer } from '../../src/smtp/submission/submission-server.js';
 import { testCert } from '../helpers/test-keys.js';
@@ -29,8 +30,12 @@ test('a message that takes longer than the parse time is answered 451 (try again
     tls: await testCert({ hostnames: ['mx.posthorn.test'] }),
     maxMessageBytes: 30 * 1024 * 1024,
     maxConnections: 10,
+    maxConnectionsPerIp: 0,
     maxRecipients: 100,
     logger: createLogger('silent'),
+    clock: systemClock,
+    authFailureLimit: 0,
+    authFailureWindow: '15m',
     apiKeys: { authenticate: async () => AUTH } as unknown as ApiKeyService,
     rateLimiter: { consume: async () => ({ allowed: true }) } as unknown as RateLimiter,
     emails: {

@@ -93,6 +93,12 @@ export function createMetrics(sources: MetricsSources) {
   });
   const webhooks = new Counter({ name: 'posthorn_webhook_calls_total', help: 'Webhook calls by outcome (success, or why it failed).', labelNames: ['outcome'], registers: [registry] });
   const inbound = new Counter({ name: 'posthorn_inbound_messages_total', help: 'Messages taken by the inbound listener, by kind.', labelNames: ['kind'], registers: [registry] });
+  const smtpRefused = new Counter({
+    name: 'posthorn_smtp_refused_total',
+    help: 'Connections and AUTHs the SMTP listeners refused by a per-client limit, by listener and reason (connections_per_ip, auth_lockout).',
+    labelNames: ['listener', 'reason'],
+    registers: [registry],
+  });
 
   new Gauge({
     name: 'posthorn_queue_messages',
@@ -259,6 +265,10 @@ export function createMetrics(sources: MetricsSources) {
     },
     inbound(kind: string): void {
       inbound.inc({ kind });
+    },
+    /** A connection or AUTH refused by a per-client limit of an SMTP listener (smtp/client-ip-limits.ts). */
+    smtpRefused(listener: 'inbound' | 'submission', reason: string): void {
+      smtpRefused.inc({ listener, reason });
     },
     /** Deliveries traffic shaping held back unattempted. */
     held(source: string, rollup: string, why: string, count: number): void {

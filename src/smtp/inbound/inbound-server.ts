@@ -9,7 +9,8 @@ import type { ReceivedTlsReportService } from '../../core/tls-reports/received-t
 import type { DomainRecord } from '../../core/domains/domain-service.js';
 import { AppError } from '../../core/errors.js';
 import { smtpError, toSmtpError } from '../smtp-errors.js';
-import { receiveMessage, SMTP_SERVER_TIMEOUT_MS, SmtpListener, type SmtpListenerOptions } from '../smtp-listener.js';
+import { ConnectionsPerIp } from '../client-ip-limits.js';
+import { receiveMessage, SMTP_SERVER_TIMEOUT_MS, SmtpListener, tooManyConnectionsReply, type SmtpListenerOptions } from '../smtp-listener.js';
 import { parseMessage } from '../parsed-mail.js';
 import { parseReport } from './report-parser.js';
 import { buildReceivedMessage, plainIp } from './received-message.js';
@@ -39,6 +40,7 @@ export interface InboundServerOptions extends SmtpListenerOptions {
 export async function startInboundServer(options: InboundServerOptions): Promise<SmtpListener> {
   const logger = options.logger.child({ listener: 'inbound' });
   const listener = new SmtpListener(logger, 'inbound');
+  const perIp = new ConnectionsPerIp(options.maxConnectionsPerIp);
 
   const envelopeOf = (session: SMTPServerSession): InboundEnvelope => ({
     mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
@@ -158,9 +160,18 @@ export async function startInboundServer(options: InboundServerOptions): Promise
     socketTimeout: SMTP_SERVER_TIMEOUT_MS,
     banner: 'Posthorn ESMTP',
 
-    onConnect(_session, callback) {
+    onConnect(session, callback) {
       if (listener.closing) return callback(smtpError(421, '4.3.2', `${options.hostname} shutting down, try again later`));
+      if (!perIp.admit(session.id, session.remoteAddress)) {
+        logger.debug({ remote: session.remoteAddress, cap: options.maxConnectionsPerIp }, 'connection over the per-address cap refused');
+        options.onRefused?.('connections_per_ip');
+        return callback(tooManyConnectionsReply(options.hostname, options.maxConnectionsPerIp));
+      }
       callback();
+    },
+
+    onClose(session) {
+      perIp.release(session.id);
     },
 
     onMailFrom(_address, _session, callback) {

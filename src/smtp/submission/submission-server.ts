@@ -7,7 +7,10 @@ import { MAX_RECIPIENTS } from '../../core/emails/send-fields.js';
 import type { RateLimiter } from '../../core/rate-limit/rate-limiter.js';
 import { parseMessage } from '../parsed-mail.js';
 import { smtpError, toSmtpError } from '../smtp-errors.js';
-import { receiveMessage, SMTP_SERVER_TIMEOUT_MS, SmtpListener, type SmtpListenerOptions } from '../smtp-listener.js';
+import type { Clock } from '../../lib/clock.js';
+import { parseDuration } from '../../lib/rate-spec.js';
+import { AuthFailureLockout, ConnectionsPerIp } from '../client-ip-limits.js';
+import { receiveMessage, SMTP_SERVER_TIMEOUT_MS, SmtpListener, tooManyConnectionsReply, type SmtpListenerOptions } from '../smtp-listener.js';
 import { messageToSendInput } from './message-to-send-input.js';
 
 // Message submission (RFC 6409) on 587: STARTTLS (RFC 3207) before AUTH PLAIN/LOGIN
@@ -21,6 +24,12 @@ export interface SubmissionServerOptions extends SmtpListenerOptions {
   emails: EmailService;
   rateLimiter: RateLimiter;
   defaultRateLimit: number;
+  /** Times the AUTH failure lockout (the app's clock; tests move it). */
+  clock: Clock;
+  /** Failed AUTHs from one address within authFailureWindow that lock it out; 0 is no lockout. */
+  authFailureLimit: number;
+  /** A duration ("15m"): the lockout's window and length. */
+  authFailureWindow: string;
   /** How long one message may take to parse (parsed-mail.ts's default unless set; tests). */
   parseTimeoutMs?: number;
 }
@@ -56,6 +65,16 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
 
   /** Failed AUTH attempts by connection (smtp-server keeps one session object per connection). */
   const authFailures = new WeakMap<SMTPServerSession, number>();
+  const perIp = new ConnectionsPerIp(options.maxConnectionsPerIp);
+  const lockout = new AuthFailureLockout(options.clock, options.authFailureLimit, parseDuration(options.authFailureWindow) ?? 15 * 60_000);
+
+  /**
+   * The reply to an address locked out after failed AUTHs, at connect and at AUTH alike: 421
+   * (RFC 5321 3.8) closes the connection. Not RFC 4954's 454 4.7.0: that is a temporary
+   * failure of the server, which a client may meet by trying AUTH again at once on the same
+   * connection, where this is a refusal of the client for a while; 4.7.0 (RFC 3463) says policy.
+   */
+  const lockedOut = (ms: number) => smtpError(421, '4.7.0', `${options.hostname} too many failed authentication attempts from your address, try again in ${Math.ceil(ms / 60_000)} min`);
 
   const shuttingDown = () => smtpError(421, '4.3.2', `${options.hostname} shutting down, try again later`);
 
@@ -116,13 +135,34 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
     socketTimeout: SMTP_SERVER_TIMEOUT_MS,
     banner: 'Posthorn ESMTP submission',
 
-    onConnect(_session, callback) {
+    onConnect(session, callback) {
       if (listener.closing) return callback(shuttingDown());
+      const locked = lockout.lockedFor(session.remoteAddress);
+      if (locked > 0) {
+        logger.debug({ remote: session.remoteAddress }, 'connection from an address locked out after failed AUTHs refused');
+        options.onRefused?.('auth_lockout');
+        return callback(lockedOut(locked));
+      }
+      if (!perIp.admit(session.id, session.remoteAddress)) {
+        logger.debug({ remote: session.remoteAddress, cap: options.maxConnectionsPerIp }, 'connection over the per-address cap refused');
+        options.onRefused?.('connections_per_ip');
+        return callback(tooManyConnectionsReply(options.hostname, options.maxConnectionsPerIp));
+      }
       callback();
+    },
+
+    onClose(session) {
+      perIp.release(session.id);
     },
 
     onAuth(auth, session, callback) {
       const token = (auth.password ?? '').trim();
+      // A connection opened before its address was locked out is refused at its next AUTH.
+      const locked = lockout.lockedFor(session.remoteAddress);
+      if (locked > 0) {
+        options.onRefused?.('auth_lockout');
+        return callback(lockedOut(locked));
+      }
       options.apiKeys.authenticate(token).then(
         (ctx) => callback(null, { user: { token, auth: ctx } satisfies SessionUser }),
         (err) => {
@@ -134,6 +174,17 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
           const failures = (authFailures.get(session) ?? 0) + 1;
           authFailures.set(session, failures);
           logger.info({ method: auth.method, remote: session.remoteAddress, failures }, 'submission AUTH refused');
+          const { lockedForMs, started } = lockout.fail(session.remoteAddress);
+          if (started) {
+            logger.warn(
+              { event: 'submission.auth_lockout', remote: session.remoteAddress, limit: options.authFailureLimit, window: options.authFailureWindow },
+              `submission: ${options.authFailureLimit} failed AUTHs from ${session.remoteAddress} within ${options.authFailureWindow}; its connections are refused for ${options.authFailureWindow}`,
+            );
+          }
+          if (lockedForMs > 0) {
+            options.onRefused?.('auth_lockout');
+            return callback(lockedOut(lockedForMs));
+          }
           // smtp-server closes the connection after a 421.
           if (failures >= MAX_AUTH_FAILURES) return callback(smtpError(421, '4.7.0', `too many failed authentication attempts (${failures}), closing connection`));
           // The service's words for a missing key are the API's (an Authorization header).
