@@ -144,6 +144,23 @@ test.serial('sends honour the list; removing a hard bounce lets the address be a
   t.true(w.sink.messages.slice(before).some((m) => m.rcptTo.includes('ghost@example.net')));
 });
 
+// `"ann"@x` and `ann@x` are one mailbox (RFC 5321 4.1.2), and the send path writes it unquoted:
+// the entry was keyed with the quotes, so it stopped no send to the mailbox in either spelling.
+test.serial('a quoted local part that needs no quotes is the same entry as the plain one', async (t) => {
+  const added = await req('POST', '/v1/suppressions', { email: '"Quoted.Ann"@example.net' });
+  t.is(added.status, 200);
+  t.is(added.body.email, 'quoted.ann@example.net');
+  for (const to of ['quoted.ann@example.net', '"quoted.ann"@example.net']) {
+    const sent = await req('POST', '/v1/emails', sendBody(w, { to }));
+    t.is((await req('GET', `/v1/emails/${sent.body.emailId}`)).body.latestStatus, 'SUPPRESSED', to);
+  }
+  t.is((await req('GET', '/v1/suppressions/quoted.ann@example.net')).status, 200);
+  t.is((await req('POST', '/v1/suppressions/bulk', { emails: ['"quoted.ann"@example.net', 'QUOTED.ANN@example.net'] })).body.alreadySuppressed, 1);
+  t.is((await req('DELETE', `/v1/suppressions/${encodeURIComponent('"quoted.ann"@example.net')}`)).status, 200);
+  // Quotes a local part needs stay: "a b" is no dot-atom.
+  t.is((await req('POST', '/v1/suppressions', { email: '"A B"@example.net' })).body.email, '"a b"@example.net');
+});
+
 test.serial('suppressions are per team and need a FULL key', async (t) => {
   await req('POST', '/v1/suppressions', { email: 'mine@team.dev' });
   const key = (await twoTeams(w.t0)).b.key;

@@ -11,6 +11,17 @@ test('rua: mailto and https targets; other schemes, queries and duplicates dropp
   t.deepEqual(parseTlsRptTxt([['v=TLSRPTv1; rua=mailto:not-an-address']]), []);
 });
 
+// A report address on an internationalised domain (RFC 6068 §2: written in UTF-8, raw or
+// percent-encoded) was dropped as no address, and the domain got no report at all.
+test('rua: a mailto: address on an internationalised domain is kept, its domain in A-labels', (t) => {
+  t.deepEqual(parseTlsRptTxt([['v=TLSRPTv1; rua=mailto:tlsrpt@bücher.example']]), ['mailto:tlsrpt@xn--bcher-kva.example']);
+  t.deepEqual(parseTlsRptTxt([['v=TLSRPTv1; rua=mailto:tlsrpt@B%C3%BCcher.example']]), ['mailto:tlsrpt@xn--bcher-kva.example']);
+  t.deepEqual(parseTlsRptTxt([['v=TLSRPTv1; rua=mailto:tlsrpt@xn--bcher-kva.example']]), ['mailto:tlsrpt@xn--bcher-kva.example']);
+  t.deepEqual(parseTlsRptTxt([['v=TLSRPTv1; rua=mailto:tlsrpt@b%C3cher.example']]), [], 'not UTF-8');
+  t.deepEqual(parseTlsRptTxt([['v=TLSRPTv1; rua=mailto:tlsrpt@bü cher.example']]), [], 'no host name');
+  t.deepEqual(parseTlsRptTxt([['v=TLSRPTv1; rua=mailto:tlsrpt@-x.example']]), [], 'no host name');
+});
+
 test('rua: exactly one v=TLSRPTv1 record, or no reports', (t) => {
   t.deepEqual(parseTlsRptTxt([]), []);
   t.deepEqual(parseTlsRptTxt([['v=spf1 -all'], ['v=TLSRPTv1; rua=mailto:a@example.com']]), ['mailto:a@example.com']);

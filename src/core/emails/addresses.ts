@@ -158,7 +158,7 @@ function addrSpecOf(input: string): string | null {
 }
 
 /** `"john"@x` and `john@x` are one address (RFC 5321 4.1.2): quotes around a plain dot-atom local part dropped. */
-function unquoted(address: string): string {
+export function unquoted(address: string): string {
   const m = /^"([A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*)"(@.*)$/s.exec(address);
   return m ? m[1]! + m[2]! : address;
 }

@@ -1,13 +1,14 @@
 import { z } from 'zod';
 import type { Clock } from '../../lib/clock.js';
 import type { SuppressionReason, SuppressionRow, SuppressionsRepository } from '../../store/repositories/suppressions-repository.js';
-import { addressKey, isValidAddress, lowerAddressTerm } from '../emails/addresses.js';
+import { addressKey, isValidAddress, lowerAddressTerm, unquoted } from '../emails/addresses.js';
 import { badRequest, notFound } from '../errors.js';
 
 /*
  * The team's suppression list (spec, Suppressions; architecture.md, Decisions: suppressions). Addresses are keyed trimmed and
  * lowercased, the same key the send path checks, so a listed address is never mailed whatever
- * its case. HARD_BOUNCE and COMPLAINT are added by the delivery engine and inbound intake;
+ * its case; a quoted local part that needs no quotes is keyed without them, as the send path
+ * writes the mailbox (`"ann"@x` is `ann@x`). HARD_BOUNCE and COMPLAINT are added by the delivery engine and inbound intake;
  * MANUAL by callers. An existing entry keeps its first reason and source: that records why the
  * address was first stopped.
  */
@@ -38,7 +39,7 @@ const view = (r: SuppressionRow): SuppressionView => ({ email: r.email, reason: 
 
 /** The list key of an address; 400 naming the field when it is not one. */
 export function suppressionKey(raw: string, field = 'email'): string {
-  const email = addressKey(raw);
+  const email = addressKey(unquoted(raw.trim()));
   if (!isValidAddress(email)) throw badRequest(`${field}: "${raw}" is not a valid email address`);
   return email;
 }

@@ -2,6 +2,7 @@
  * The TLS-RPT documents (RFC 8460): the `_smtp._tls` TXT record that says where a domain wants
  * its reports (§3), and the aggregate JSON report (§4) made of a day's session counts.
  */
+import { domainToASCII } from 'node:url';
 import type { TlsSessionCountRow } from '../../store/repositories/tls-reports-repository.js';
 
 /** RFC 8460 §4.4, as we write it. */
@@ -25,6 +26,7 @@ export interface TlsReportJson {
 }
 
 const RUA_LIMIT = 10;
+const HOST_LABEL = /^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$/;
 
 /**
  * The report targets of a `_smtp._tls` TXT RRset (each record as its character-strings):
@@ -64,7 +66,13 @@ function normalizeTarget(raw: string): string | null {
   } catch {
     return null;
   }
-  return /^[^\s@<>,;"]+@[A-Za-z0-9.-]+\.[A-Za-z0-9-]+$/.test(address) ? `mailto:${address}` : null;
+  // RFC 6068 §2: an internationalised domain comes in UTF-8 (raw or percent-encoded); mail goes to its A-labels.
+  const at = address.lastIndexOf('@');
+  const rawDomain = address.slice(at + 1);
+  const domain = /^[\x00-\x7f]*$/.test(rawDomain) ? rawDomain : domainToASCII(rawDomain);
+  const labels = domain.split('.');
+  if (at < 1 || !/^[^\s@<>,;"]+$/.test(address.slice(0, at)) || labels.length < 2 || !labels.every((l) => HOST_LABEL.test(l))) return null;
+  return `mailto:${address.slice(0, at)}@${domain}`;
 }
 
 /** Epoch seconds of the start and end of a UTC day (the file name uses them, §5.3). */
