@@ -301,3 +301,11 @@ test('a webhook lease shorter than twice the attempt timeout is refused: the cal
   });
   t.throws(() => loadConfig({ env: { POSTHORN_WEBHOOKS_TIMEOUT_MS: '60000', POSTHORN_WEBHOOKS_LEASE_MS: '60000' } }), { instanceOf: ConfigError, message: /leaseMs/ });
 });
+
+test('webhooks.disableAfterFailures: 30 by default, 0 allowed (never), negative or fractional refused', (t) => {
+  t.is(loadConfig({ env: {} }).webhooks.disableAfterFailures, 30);
+  t.is(loadConfig({ env: { POSTHORN_WEBHOOKS_DISABLE_AFTER_FAILURES: '0' } }).webhooks.disableAfterFailures, 0);
+  for (const bad of ['-1', '2.5', 'many']) {
+    t.throws(() => loadConfig({ env: { POSTHORN_WEBHOOKS_DISABLE_AFTER_FAILURES: bad } }), { instanceOf: ConfigError, message: /webhooks\.disableAfterFailures/ });
+  }
+});
