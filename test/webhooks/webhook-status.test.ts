@@ -5,6 +5,7 @@ import type { BusEvent } from '../../src/core/events.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { twoTeams } from '../helpers/two-teams.js';
 import { emitCommitted, startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.js';
+import { ConsoleClient, consoleUser } from '../console/helpers/console-client.js';
 
 // An endpoint's status: paused by its owner or auto-disabled after webhooks.disableAfterFailures
 // events in a row failed every attempt (2 here). Neither gets new events, and calls already
@@ -188,4 +189,36 @@ test.serial('disableAfterFailures 0 never disables', async (t) => {
   } finally {
     await other.close();
   }
+});
+
+test.serial('the console shows the status and pauses and re-enables an endpoint; another team cannot', async (t) => {
+  const hook = await makeHook();
+  await consoleUser(t0.app, 'ops@status.dev', t0.teamId);
+  const c = new ConsoleClient(t0.baseUrl);
+  await c.signIn('ops@status.dev');
+  const base = `/console/webhooks/${hook.id}`;
+  t.regex((await c.get('/console/webhooks')).text, /<span class="badge good">ACTIVE<\/span>/);
+  t.regex((await c.get(base)).text, /<button type="submit" class="btn secondary">Pause<\/button>/);
+
+  const paused = await c.post(`${base}/status`, { status: 'PAUSED' }, { token: await c.csrf(base) });
+  t.is(paused.status, 303);
+  t.is((await get(hook.id)).status, 'PAUSED');
+  const page = (await c.get(base)).text;
+  t.regex(page, /badge warn">PAUSED</);
+  t.regex(page, />Re-enable<\/button>/);
+  // A refused form goes back with the reason.
+  t.is((await c.post(`${base}/status`, { status: 'AUTO_DISABLED' }, { token: await c.csrf(base) })).status, 303);
+  t.regex(c.flash(), /status: must be ACTIVE or PAUSED/);
+  t.is((await get(hook.id)).status, 'PAUSED');
+
+  await twoTeams(t0, { b: { name: 'Team C', consoleUser: 'other@status.dev' } });
+  const them = new ConsoleClient(t0.baseUrl);
+  await them.signIn('other@status.dev');
+  t.is((await them.post(`${base}/status`, { status: 'ACTIVE' })).status, 303);
+  t.regex(them.flash(), /not found/);
+  t.is((await get(hook.id)).status, 'PAUSED');
+
+  await c.post(`${base}/status`, { status: 'ACTIVE' }, { token: await c.csrf(base) });
+  t.is((await get(hook.id)).status, 'ACTIVE');
+  await t0.request('DELETE', `/v1/webhooks/${hook.id}`);
 });
