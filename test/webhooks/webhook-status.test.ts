@@ -96,6 +96,7 @@ test.serial('a paused endpoint gets no new events, its pending retries are disca
 
   t.is((await t0.request('PATCH', `/v1/webhooks/${hook.id}`, { body: { status: 'PAUSED' } })).status, 200);
   t.deepEqual(await callStates(hook.id), ['discarded'], 'discarded at once, not sent later');
+  t.deepEqual(await t0.app.services.webhooks.failing({ teamId: t0.teamId, domainId: null }), [], 'paused on purpose: not pointed out as failing');
   await emit('ok-while-paused');
   await advancePastRetry(1);
   await advancePastRetry(2);
@@ -148,6 +149,8 @@ test.serial('events that fail every attempt disable the endpoint after the thres
   t.is(got('fail-3'), WEBHOOK_MAX_ATTEMPTS);
   t.like(await get(hook.id), { status: 'AUTO_DISABLED', consecutiveFailures: 2 });
   t.is(await autoDisabledMetric(), metricBefore + 1);
+  const attention = (await t0.app.services.webhooks.failing({ teamId: t0.teamId, domainId: null })).map((f) => [f.webhook.id, f.webhook.status]);
+  t.deepEqual(attention, [[hook.id, 'AUTO_DISABLED']], 'the overview points it out');
 
   const fail4Sent = got('fail-4');
   t.true(fail4Sent >= 1 && fail4Sent <= 2, `fail-4 was sent ${fail4Sent} times before the switch`);

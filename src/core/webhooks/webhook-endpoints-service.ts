@@ -255,13 +255,15 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
     },
 
     /**
-     * Endpoints whose latest delivery attempt failed, with that attempt's outcome and time (the
+     * Endpoints not paused whose latest delivery attempt failed, with that attempt's outcome and time (the
      * console's "needs attention"): read without the event's body, which may be megabytes.
      */
     async failing(scope: WebhookScope): Promise<{ webhook: WebhookView; lastAttempt: FailedAttemptOutcome }[]> {
       const { rows } = await webhooks.list(scope.teamId, 0, MAX_WEBHOOKS_PER_TEAM, scopedDomainJson(scope));
       const out: { webhook: WebhookView; lastAttempt: FailedAttemptOutcome }[] = [];
       for (const row of rows) {
+        // Paused by its owner on purpose: nothing to point out (an auto-disabled one is).
+        if (row.status === 'paused') continue;
         const last = await webhooks.lastAttemptOutcome(row.id);
         if (last && !last.succeeded) {
           out.push({ webhook: view(row), lastAttempt: { status: 'FAILED', response: last.response_status === null ? null : { status: last.response_status }, error: last.error, createdAt: last.created_at } });
