@@ -4,6 +4,7 @@ import { WEBHOOK_MAX_ATTEMPTS, WEBHOOK_RETRY_DELAYS_MS, WEBHOOK_RETRY_JITTER_RAT
 import type { BusEvent } from '../../src/core/events.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 import { twoTeams } from '../helpers/two-teams.js';
+import { createWebhooksRepository } from '../../src/store/repositories/webhooks-repository.js';
 import { emitCommitted, startWebhookReceiver, type WebhookReceiver } from './webhook-receiver.js';
 import { ConsoleClient, consoleUser } from '../console/helpers/console-client.js';
 
@@ -223,5 +224,46 @@ test.serial('the console shows the status and pauses and re-enables an endpoint;
 
   await c.post(`${base}/status`, { status: 'ACTIVE' }, { token: await c.csrf(base) });
   t.is((await get(hook.id)).status, 'ACTIVE');
+  await t0.request('DELETE', `/v1/webhooks/${hook.id}`);
+});
+
+test.serial('final failures recorded side by side count each one, and exactly one of them switches the endpoint', async (t) => {
+  const hook = await makeHook();
+  const db = t0.app.store.db;
+  const repo = createWebhooksRepository(db);
+  const n = 8;
+  const now = clock.now().toISOString();
+  const callIds: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const eventId = `ev_race${i}${hook.id.slice(3, 12)}`;
+    await db.insertInto('webhook_events').values({ id: eventId, team_id: t0.teamId, type: 'contact.created', domain_id: null, body: '{}', created_at: now }).execute();
+    const call = await db
+      .insertInto('webhook_calls')
+      .values({ webhook_id: hook.id, event_id: eventId, state: 'pending', attempts: 5, next_attempt_at: clock.nowMs(), lease_owner: 'racer', lease_until: clock.nowMs() + 60_000, created_at: now, updated_at: now })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    callIds.push(call.id);
+  }
+  // All at once, as nodes sharing a PostgreSQL store would (each on its own connection there).
+  const results = await Promise.all(
+    callIds.map((callId, i) =>
+      repo.recordAttempt(
+        {
+          callId,
+          owner: 'racer',
+          state: 'failed',
+          attempts: 6,
+          nextAttemptAt: null,
+          disableAfterFailures: n - 2,
+          attempt: { public_id: `wa_race${i}${hook.id.slice(3, 12)}`, webhook_id: hook.id, event_id: `ev_race${i}${hook.id.slice(3, 12)}`, event_type: 'contact.created', attempt: 6, url: receiver.url, request_headers_json: '{}', response_status: 503, response_body: 'down', duration_ms: 1, error: 'HTTP 503', succeeded: 0, next_attempt_at: null, created_at: now },
+        },
+        now,
+      ),
+    ),
+  );
+  t.true(results.every((r) => r.recorded));
+  t.is(results.filter((r) => r.autoDisabled).length, 1, 'one recorder sees the switch');
+  // Counted while active only: the failures recorded after the switch do not add up.
+  t.like(await get(hook.id), { status: 'AUTO_DISABLED', consecutiveFailures: n - 2 });
   await t0.request('DELETE', `/v1/webhooks/${hook.id}`);
 });
