@@ -171,17 +171,15 @@ export function createWebhooksRepository(db: Db) {
     },
 
     /**
-     * A change of status to paused discards the endpoint's pending calls in the same
-     * transaction (discardPending); `nowMs` tells which leases are live.
+     * A change of status to paused then discards the endpoint's pending calls (discardPending;
+     * `nowMs` tells which leases are live). Not in the same transaction: holding the endpoint's
+     * row while waiting for a call's would deadlock with a recorder holding the call and waiting
+     * for the endpoint's row. Nothing is sent in between: a claim takes only an active endpoint's calls.
      */
     async update(teamId: number, id: string, changes: Partial<Omit<WebhookRow, 'id' | 'team_id' | 'created_at'>>, nowMs: number): Promise<WebhookRow | undefined> {
-      const change = () => db.updateTable('webhooks').set(changes).where('team_id', '=', teamId).where('id', '=', id).returningAll().executeTakeFirst();
-      if (changes.status === undefined || changes.status === 'active') return change();
-      return transact(db, async (trx) => {
-        const row = await trx.updateTable('webhooks').set(changes).where('team_id', '=', teamId).where('id', '=', id).returningAll().executeTakeFirst();
-        if (row) await discardPending(trx, row.id, nowMs, row.updated_at);
-        return row;
-      });
+      const row = await db.updateTable('webhooks').set(changes).where('team_id', '=', teamId).where('id', '=', id).returningAll().executeTakeFirst();
+      if (row && changes.status !== undefined && changes.status !== 'active') await discardPending(db, row.id, nowMs, row.updated_at);
+      return row;
     },
 
     /** Deletes the endpoint; its pending calls and recorded attempts go with it (cascade). */
@@ -272,7 +270,7 @@ export function createWebhooksRepository(db: Db) {
      */
     async recordAttempt(w: AttemptWrite, nowIso: string): Promise<AttemptRecorded> {
       const none: AttemptRecorded = { recorded: false, autoDisabled: false, consecutiveFailures: 0 };
-      return transact(db, async (trx) => {
+      const result = await transact(db, async (trx): Promise<AttemptRecorded> => {
         // PostgreSQL: the endpoint's row first (FOR KEY SHARE, what the attempt's foreign key
         // check takes anyway), then the call's: the order a delete of the endpoint takes them
         // in. The other order deadlocked with such a delete, which failed. SQLite runs one
@@ -317,10 +315,12 @@ export function createWebhooksRepository(db: Db) {
           .where('status', '=', 'active')
           .returning(['status', 'consecutive_failures'])
           .executeTakeFirst();
-        const autoDisabled = row?.status === 'auto_disabled';
-        if (autoDisabled) await discardPending(trx, webhookId, Date.parse(nowIso), nowIso);
-        return { recorded: true, autoDisabled, consecutiveFailures: row ? Number(row.consecutive_failures) : 0 };
+        return { recorded: true, autoDisabled: row?.status === 'auto_disabled', consecutiveFailures: row ? Number(row.consecutive_failures) : 0 };
       });
+      // After the commit, as a pause does (update above). Should this fail, the calls are
+      // discarded at their claim instead: the attempt itself is recorded.
+      if (result.autoDisabled) await discardPending(db, w.attempt.webhook_id, Date.parse(nowIso), nowIso).catch(() => 0);
+      return result;
     },
 
     /** On start with SQLite (one node per database file): every lease belonged to a dead process. */
