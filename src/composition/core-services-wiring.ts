@@ -92,7 +92,7 @@ import { BodyIntake } from '../lib/body-intake.js';
 export interface ServerHooks {
   engine: Pick<DeliveryEngine, 'wake' | 'start'>;
   pool: Pick<SmtpClientPool, 'openByHost'> | undefined;
-  metrics: Pick<Metrics, 'accepted' | 'outcome' | 'webhookCall'>;
+  metrics: Pick<Metrics, 'accepted' | 'outcome' | 'webhookCall' | 'webhookAutoDisabled'>;
   /** Sends a submission's bounce notice; none in sandbox mode. */
   bounceNoticeMailer: ((notice: BounceNotice) => Promise<BounceNoticeOutcome>) | undefined;
 }
@@ -274,6 +274,8 @@ export function wireCoreServices(o: {
     logger,
     allowPrivate: config.webhooks.allowPrivate,
     leaseMs: config.webhooks.leaseMs,
+    disableAfterFailures: config.webhooks.disableAfterFailures,
+    onAutoDisabled: () => server?.metrics.webhookAutoDisabled(),
     owner: nodeId,
     onDue: (due) => {
       for (const [id, dueMs] of due) webhookDispatcher.noteDue(id, dueMs);

@@ -481,6 +481,9 @@ export const configSchema = z
       leaseMs: key(z.number().int().min(1000).default(5 * 60_000), {
         doc: 'How long a claimed webhook call stays leased, in milliseconds: far beyond one attempt plus recording it (at least twice timeoutMs); a call whose attempt could not be recorded is due again after it.',
       }),
+      disableAfterFailures: key(z.number().int().min(0).max(1_000_000).default(30), {
+        doc: 'An endpoint whose events failed every attempt this many times in a row is set AUTO_DISABLED: it gets no new events and its pending calls are discarded until it is set ACTIVE again. A delivered event resets the count. 0 never disables.',
+      }),
     }),
   })
   .strict();

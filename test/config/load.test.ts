@@ -314,3 +314,11 @@ test('the SMTP per-client limits default to 50 (inbound) and 20 (submission) con
   t.throws(() => loadConfig({ env: {}, overrides: { submission: { authFailureWindow: '2d' } } }), { instanceOf: ConfigError, message: /submission\.authFailureWindow.*must be at most 1d/ });
   t.throws(() => loadConfig({ env: {}, overrides: { inbound: { maxConnectionsPerIp: -1 } } }), { instanceOf: ConfigError, message: /inbound\.maxConnectionsPerIp/ });
 });
+
+test('webhooks.disableAfterFailures: 30 by default, 0 allowed (never), negative or fractional refused', (t) => {
+  t.is(loadConfig({ env: {} }).webhooks.disableAfterFailures, 30);
+  t.is(loadConfig({ env: { POSTHORN_WEBHOOKS_DISABLE_AFTER_FAILURES: '0' } }).webhooks.disableAfterFailures, 0);
+  for (const bad of ['-1', '2.5', 'many']) {
+    t.throws(() => loadConfig({ env: { POSTHORN_WEBHOOKS_DISABLE_AFTER_FAILURES: bad } }), { instanceOf: ConfigError, message: /DISABLE_AFTER_FAILURES|disableAfterFailures/ });
+  }
+});

@@ -21,6 +21,8 @@ const endpoint = (id: string, types: string[]): WebhookRow => ({
   event_types_json: JSON.stringify(types),
   domain_ids_json: null,
   secret: 's',
+  status: 'active',
+  consecutive_failures: 0,
   created_at: clock.now().toISOString(),
   updated_at: clock.now().toISOString(),
 });
@@ -43,6 +45,7 @@ function world(teamEndpoints: WebhookRow[] = endpoints) {
     logger: createLogger('silent'),
     allowPrivate: true,
     leaseMs: 60_000,
+    disableAfterFailures: 30,
     owner: 'node-1',
     onDue: (due) => handed.push([...due.keys()].sort()),
   });

@@ -56,7 +56,7 @@ export function webhooksRoutes(webhooks: WebhookEndpointsService): RouteDef[] {
       path: '/webhooks/:webhookId',
       access: 'full',
       tag,
-      summary: 'Change url, eventTypes, description or domainIds; rotateSecret issues a new secret at once.',
+      summary: 'Change url, eventTypes, description, domainIds or status (ACTIVE or PAUSED); rotateSecret issues a new secret at once.',
       request: { params, body: patchBody },
       response: updatedWebhookSchema,
       errors: [404],

@@ -11,7 +11,8 @@ export const webhookSchema = z
     description: z.string().nullable(),
     eventTypes: z.array(z.enum(WEBHOOK_EVENT_TYPES)).meta({ description: 'Empty means every event type.' }),
     domainIds: z.array(intId).meta({ description: 'Empty means every domain.' }),
-    status: z.literal('ACTIVE'),
+    status: z.enum(['ACTIVE', 'PAUSED', 'AUTO_DISABLED']).meta({ description: 'Only an ACTIVE endpoint is sent events. AUTO_DISABLED: its events failed webhooks.disableAfterFailures times in a row.' }),
+    consecutiveFailures: z.int().min(0).meta({ description: 'Events in a row whose every attempt failed, counted while ACTIVE; a delivered one resets it.' }),
     createdAt: timestamp,
     updatedAt: timestamp,
   })

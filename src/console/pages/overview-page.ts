@@ -11,7 +11,7 @@ function attentionLine(a: AttentionItem, sandbox: boolean): SafeHtml {
     case 'domain-unverified':
       return html`<li class="warn">Domain <a href="/console/domains/${seg(a.domainId)}">${a.name}</a> is not verified (${a.status.replace(/_/g, ' ').toLowerCase()})${a.detail ? html`: ${a.detail}` : ''}. ${sandbox ? 'In sandbox mode it sends anyway, to the capture mailbox; without sandbox mode, mail from it is refused until its DNS records are published.' : 'Mail from it is refused until its DNS records are published.'}</li>`;
     case 'webhook-failing':
-      return html`<li class="bad">Webhook <a href="/console/webhooks/${seg(a.webhookId)}">${a.url}</a> is failing: its last attempt ${a.lastStatus !== null ? html`got HTTP ${a.lastStatus}` : html`failed (${a.lastError ?? 'no response'})`} at ${time(a.at)}.</li>`;
+      return html`<li class="bad">Webhook <a href="/console/webhooks/${seg(a.webhookId)}">${a.url}</a> ${a.autoDisabled ? 'was disabled after too many failures in a row (send it a test event, then re-enable it)' : 'is failing'}: its last attempt ${a.lastStatus !== null ? html`got HTTP ${a.lastStatus}` : html`failed (${a.lastError ?? 'no response'})`} at ${time(a.at)}.</li>`;
     case 'bounce-spike':
       return html`<li class="bad">Bounce spike on ${a.date}: ${a.bounced} bounces, ${a.ratePercent}% of attempts (usually ${a.baselinePercent}%). Check the list that was sent that day.</li>`;
     case 'complaint-rate':

@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import { WEBHOOK_EVENT_TYPES } from '../../core/webhooks/webhook-endpoints-service.js';
-import { webhookCreateSchema } from '../../core/webhooks/webhook-schema.js';
+import { webhookCreateSchema, webhookPatchSchema } from '../../core/webhooks/webhook-schema.js';
 import { route, type PageDeps } from '../console-deps.js';
 import { field, parseWith, scopeOf, type ConsoleContext } from '../console-context.js';
 import { isSecure, redirectWithFlash } from '../console-responses.js';
@@ -39,8 +39,9 @@ ${input({ name: 'url', label: 'URL', type: 'url', required: true, placeholder: '
 ${input({ name: 'description', label: 'Description' })}
 <fieldset><legend>Events (none checked: every event)</legend><div class="checks">${WEBHOOK_EVENT_TYPES.map((t, i) => html`<span class="check"><input type="checkbox" id="ev-${i}" name="eventTypes" value="${t}"><label for="ev-${i}">${t}</label></span>`)}</div></fieldset>
 <button type="submit" class="btn primary">Add endpoint</button></form>`)}
-${table('Webhook endpoints', ['URL', 'Events', 'Added'], list.items.map((w) => [
+${table('Webhook endpoints', ['URL', 'Status', 'Events', 'Added'], list.items.map((w) => [
   html`<a href="/console/webhooks/${seg(w.id)}">${w.url}</a>${w.description ? html`<br><span class="muted">${w.description}</span>` : ''}`,
+  badge(w.status),
   w.eventTypes.length ? w.eventTypes.join(', ') : 'every event',
   time(w.createdAt),
 ]), 'No endpoints yet.')}`,
@@ -70,9 +71,10 @@ ${table('Webhook endpoints', ['URL', 'Events', 'Added'], list.items.map((w) => [
       title: w.url,
       nav: 'webhooks',
       crumbs: [['Webhooks', '/console/webhooks']],
-      actions: html`${actionButton(ctx, `${base}/test`, 'Send a test event', { kind: 'primary' })}${actionButton(ctx, `${base}/rotate`, 'New secret', { confirm: 'Replace the signing secret? Deliveries are signed with the new one at once.' })}`,
+      actions: html`${actionButton(ctx, `${base}/test`, 'Send a test event', { kind: 'primary' })}${w.status === 'ACTIVE' ? actionButton(ctx, `${base}/status`, 'Pause', { fields: { status: 'PAUSED' }, confirm: 'Pause this endpoint? It gets no new events and its pending deliveries are discarded.' }) : actionButton(ctx, `${base}/status`, 'Re-enable', { fields: { status: 'ACTIVE' } })}${actionButton(ctx, `${base}/rotate`, 'New secret', { confirm: 'Replace the signing secret? Deliveries are signed with the new one at once.' })}`,
       body: html`${secret ?? ''}${section('Endpoint', definitionList([
         ['URL', w.url],
+        ['Status', html`${badge(w.status)}${w.status === 'AUTO_DISABLED' ? html` <span class="muted">its events failed every attempt too many times in a row; send a test event, then re-enable it</span>` : w.consecutiveFailures ? html` <span class="muted">${w.consecutiveFailures} events in a row failed every attempt</span>` : ''}`],
         ['Events', w.eventTypes.length ? w.eventTypes.join(', ') : 'every event'],
         ['Description', w.description ?? '—'],
         ['Added', time(w.createdAt)],
@@ -94,6 +96,12 @@ ${section('Delete', actionButton(ctx, `${base}/delete`, 'Delete endpoint', { kin
   route(r, 'post', '/webhooks/:id/test', async (ctx) => {
     await webhooks.sendTest(scopeOf(ctx), ctx.params.id!);
     redirectWithFlash(ctx, secure, `/console/webhooks/${seg(ctx.params.id!)}?watch=1`, { kind: 'ok', text: 'A test event was queued; its attempt appears below.' });
+  });
+
+  route(r, 'post', '/webhooks/:id/status', async (ctx) => {
+    const { status } = parseWith(webhookPatchSchema.pick({ status: true }).required(), { status: field(ctx, 'status') });
+    const w = await webhooks.update(scopeOf(ctx), ctx.params.id!, { status });
+    redirectWithFlash(ctx, secure, `/console/webhooks/${seg(w.id)}`, { kind: 'ok', text: w.status === 'ACTIVE' ? 'Endpoint re-enabled.' : 'Endpoint paused; its pending deliveries were discarded.' });
   });
 
   route(r, 'post', '/webhooks/:id/rotate', async (ctx) => {

@@ -92,6 +92,7 @@ export function createMetrics(sources: MetricsSources) {
     registers: [registry],
   });
   const webhooks = new Counter({ name: 'posthorn_webhook_calls_total', help: 'Webhook calls by outcome (success, or why it failed).', labelNames: ['outcome'], registers: [registry] });
+  const webhooksAutoDisabled = new Counter({ name: 'posthorn_webhook_endpoints_auto_disabled_total', help: 'Webhook endpoints this node auto-disabled (webhooks.disableAfterFailures events in a row failed every attempt).', registers: [registry] });
   const inbound = new Counter({ name: 'posthorn_inbound_messages_total', help: 'Messages taken by the inbound listener, by kind.', labelNames: ['kind'], registers: [registry] });
   const smtpRefused = new Counter({
     name: 'posthorn_smtp_refused_total',
@@ -262,6 +263,9 @@ export function createMetrics(sources: MetricsSources) {
     },
     webhookCall(outcome: string): void {
       webhooks.inc({ outcome });
+    },
+    webhookAutoDisabled(): void {
+      webhooksAutoDisabled.inc();
     },
     inbound(kind: string): void {
       inbound.inc({ kind });

@@ -19,7 +19,7 @@ const SPIKE = { minRate: 0.05, minBounces: 5, factor: 2, days: 7 } as const;
 
 export type AttentionItem =
   | { kind: 'domain-unverified'; domainId: number; name: string; status: string; detail: string | null }
-  | { kind: 'webhook-failing'; webhookId: string; url: string; lastStatus: number | null; lastError: string | null; at: string }
+  | { kind: 'webhook-failing'; webhookId: string; url: string; autoDisabled: boolean; lastStatus: number | null; lastError: string | null; at: string }
   | { kind: 'bounce-spike'; date: string; bounced: number; ratePercent: number; baselinePercent: number }
   | { kind: 'complaint-rate'; ratePercent: number; level: 'warn' | 'max' }
   | { kind: 'bounce-rate'; ratePercent: number; level: 'warn' | 'max' }
@@ -62,7 +62,7 @@ export function createOverviewService(deps: { domains: DomainService; webhooks: 
         if (d.status !== 'SUCCESS') attention.push({ kind: 'domain-unverified', domainId: d.id, name: d.name, status: d.status, detail: d.verificationError });
       }
       for (const f of failing) {
-        attention.push({ kind: 'webhook-failing', webhookId: f.webhook.id, url: f.webhook.url, lastStatus: f.lastAttempt.response?.status ?? null, lastError: f.lastAttempt.error, at: f.lastAttempt.createdAt });
+        attention.push({ kind: 'webhook-failing', webhookId: f.webhook.id, url: f.webhook.url, autoDisabled: f.webhook.status === 'AUTO_DISABLED', lastStatus: f.lastAttempt.response?.status ?? null, lastError: f.lastAttempt.error, at: f.lastAttempt.createdAt });
       }
       attention.push(...bounceSpikes(month.result));
       if (reputation.complaintRate >= COMPLAINT_THRESHOLDS.warn) {

@@ -70,7 +70,11 @@ export interface WebhookPatch {
   description?: string | null;
   domainIds?: number[] | null;
   rotateSecret?: boolean;
+  /** PAUSED stops the endpoint (its pending calls are discarded); ACTIVE re-enables it and resets the failure count. */
+  status?: 'ACTIVE' | 'PAUSED' | 'active' | 'paused';
 }
+
+export type WebhookStatusView = 'ACTIVE' | 'PAUSED' | 'AUTO_DISABLED';
 
 export interface WebhookView {
   id: string;
@@ -80,7 +84,10 @@ export interface WebhookView {
   eventTypes: WebhookEventType[];
   /** Empty means every domain. */
   domainIds: number[];
-  status: 'ACTIVE';
+  /** Only an ACTIVE endpoint gets events; AUTO_DISABLED after too many final failures in a row. */
+  status: WebhookStatusView;
+  /** Events in a row whose every attempt failed, while active; a delivery resets it. */
+  consecutiveFailures: number;
   createdAt: string;
   updatedAt: string;
 }
@@ -114,7 +121,8 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       description: row.description,
       eventTypes: JSON.parse(row.event_types_json) as WebhookEventType[],
       domainIds: row.domain_ids_json === null ? [] : (JSON.parse(row.domain_ids_json) as number[]),
-      status: 'ACTIVE',
+      status: row.status.toUpperCase() as WebhookStatusView,
+      consecutiveFailures: row.consecutive_failures,
       createdAt: row.created_at,
       updatedAt: row.updated_at,
     };
@@ -186,6 +194,8 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
         event_types_json: JSON.stringify([...new Set(input.eventTypes)]),
         domain_ids_json: domainIds ? JSON.stringify(domainIds) : null,
         secret: newWebhookSecret(),
+        status: 'active',
+        consecutive_failures: 0,
         created_at: now,
         updated_at: now,
       };
@@ -221,7 +231,12 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       // The new secret replaces the old one in the row every delivery signs with, so the
       // old one is dead from the next attempt on, retries of older events included.
       if (patch.rotateSecret) changes.secret = newWebhookSecret();
-      const updated = await webhooks.update(scope.teamId, row.id, changes);
+      if (patch.status !== undefined) {
+        changes.status = patch.status.toLowerCase() as 'active' | 'paused';
+        // Re-enabled (or confirmed active): the count starts again, or one more failure would disable it at once.
+        if (changes.status === 'active') changes.consecutive_failures = 0;
+      }
+      const updated = await webhooks.update(scope.teamId, row.id, changes, clock.nowMs());
       if (!updated) throw notFound(`webhook ${id} not found`);
       return patch.rotateSecret ? { ...view(updated), secret: updated.secret } : view(updated);
     },
@@ -240,13 +255,15 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
     },
 
     /**
-     * Endpoints whose latest delivery attempt failed, with that attempt's outcome and time (the
+     * Endpoints not paused whose latest delivery attempt failed, with that attempt's outcome and time (the
      * console's "needs attention"): read without the event's body, which may be megabytes.
      */
     async failing(scope: WebhookScope): Promise<{ webhook: WebhookView; lastAttempt: FailedAttemptOutcome }[]> {
       const { rows } = await webhooks.list(scope.teamId, 0, MAX_WEBHOOKS_PER_TEAM, scopedDomainJson(scope));
       const out: { webhook: WebhookView; lastAttempt: FailedAttemptOutcome }[] = [];
       for (const row of rows) {
+        // Paused by its owner on purpose: nothing to point out (an auto-disabled one is).
+        if (row.status === 'paused') continue;
         const last = await webhooks.lastAttemptOutcome(row.id);
         if (last && !last.succeeded) {
           out.push({ webhook: view(row), lastAttempt: { status: 'FAILED', response: last.response_status === null ? null : { status: last.response_status }, error: last.error, createdAt: last.created_at } });
@@ -255,7 +272,10 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       return out;
     },
 
-    /** POST /webhooks/{id}/test: a webhook.test event for this endpoint only, whatever its filters. */
+    /**
+     * POST /webhooks/{id}/test: a webhook.test event for this endpoint only, whatever its filters,
+     * and whatever its status: a paused or auto-disabled endpoint can be checked before it is re-enabled.
+     */
     async sendTest(scope: WebhookScope, id: string): Promise<{ success: boolean; eventId: string }> {
       const row = await load(scope, id);
       const eventId = await deps.outbox.storeTestEvent(scope.teamId, row.id);

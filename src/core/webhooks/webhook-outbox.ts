@@ -51,6 +51,10 @@ export interface WebhookOutboxDeps {
   /** Lease on claimed calls; a crashed holder's calls are claimable again after it. */
   leaseMs: number;
   owner: string;
+  /** An endpoint is auto-disabled when this many events in a row failed every attempt (webhooks.disableAfterFailures); 0 never. */
+  disableAfterFailures: number;
+  /** Told when a final failure auto-disabled an endpoint (a metric). */
+  onAutoDisabled?: () => void;
   /** Told after the commit which endpoints have new work due (id -> due time), so the dispatcher picks it up at once. */
   onDue?: (due: ReadonlyMap<string, number>) => void;
 }
@@ -60,6 +64,8 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps) {
 
   /** Eventtype and domain filters (useSend's rules: empty lists match everything; events without a domain pass the domain filter). */
   function matches(row: WebhookRow, event: BusEvent): boolean {
+    // A paused or auto-disabled endpoint gets no new events (its calls would be discarded anyway).
+    if (row.status !== 'active') return false;
     const types = JSON.parse(row.event_types_json) as string[];
     if (types.length && !types.includes(event.type)) return false;
     if (row.domain_ids_json !== null && event.domainId !== null) {
@@ -218,6 +224,7 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps) {
           state,
           attempts: attempt,
           nextAttemptAt,
+          disableAfterFailures: deps.disableAfterFailures,
           attempt: {
             public_id: newId('wa'),
             webhook_id: call.webhookId,
@@ -239,7 +246,14 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps) {
         },
         nowIso,
       ), goOn);
-      if (recorded && !succeeded) {
+      if (recorded.autoDisabled) {
+        deps.onAutoDisabled?.();
+        deps.logger.warn(
+          { event: 'webhook.auto_disabled', webhookId: call.webhookId, consecutiveFailures: recorded.consecutiveFailures },
+          `webhook endpoint ${call.webhookId} auto-disabled after ${recorded.consecutiveFailures} events in a row failed every attempt; its pending calls were discarded (PATCH status ACTIVE to re-enable)`,
+        );
+      }
+      if (recorded.recorded && !succeeded) {
         // The host only: a webhook URL may carry a token in its path or query.
         let host: string | null = null;
         try {
@@ -260,7 +274,7 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps) {
         if (state === 'failed') deps.logger.warn({ event: 'webhook.abandoned', ...fields }, `webhook call abandoned after ${attempt} attempts: ${error}`);
         else deps.logger.info({ event: 'webhook.failed', ...fields }, `webhook call ${attempt} to ${host} failed: ${error}`);
       }
-      return recorded ? nextAttemptAt : null;
+      return recorded.recorded ? nextAttemptAt : null;
     },
 
     /** Retention: finished calls and their attempts older than `maxAgeMs` are deleted. */

@@ -18,6 +18,8 @@ const url = z
   .max(MAX_WEBHOOK_URL_LENGTH)
   .regex(/^[^\u0000-\u001f\u007f]*$/, { error: 'must not contain tabs, line breaks or other control characters' });
 const description = z.string().max(500).nullable();
+// What GET shows (useSend's spelling), or lower case. AUTO_DISABLED is the server's to set.
+const status = z.enum(['ACTIVE', 'PAUSED', 'active', 'paused'], { error: 'must be ACTIVE or PAUSED (AUTO_DISABLED is set by the server; set ACTIVE to re-enable an endpoint)' });
 
 export const webhookCreateSchema = z
   .object({ url, eventTypes, description: description.optional(), domainIds: domainIds.optional() })
@@ -29,5 +31,6 @@ export const webhookPatchSchema = z
     description: description.optional(),
     domainIds: domainIds.optional(),
     rotateSecret: z.boolean().optional(),
+    status: status.optional(),
   })
   .strict();

@@ -1,8 +1,8 @@
-import { sql, type Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
 import { isPostgres, withDialect, transact } from '../store-context.js';
-import type { WebhookAttemptsTable, WebhooksTable } from '../tables/database.js';
+import type { Database, WebhookAttemptsTable, WebhooksTable, WebhookStatus } from '../tables/database.js';
 
 export type WebhookRow = Selectable<WebhooksTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
@@ -38,6 +38,18 @@ export interface AttemptWrite {
   /** For a pending call: when to try again. */
   nextAttemptAt: number | null;
   attempt: Omit<WebhookAttemptsTable, 'id' | 'call_id'>;
+  /** A final failure that makes this many in a row auto-disables the endpoint; 0 never does. */
+  disableAfterFailures: number;
+}
+
+/** What recording an attempt did. */
+export interface AttemptRecorded {
+  /** False when the call is gone or its lease was lost: nothing was written. */
+  recorded: boolean;
+  /** This attempt's final failure switched the endpoint to auto_disabled (and discarded its pending calls). */
+  autoDisabled: boolean;
+  /** The endpoint's consecutive final failures after this attempt. */
+  consecutiveFailures: number;
 }
 
 export interface AttemptWithBody extends WebhookAttemptRow {
@@ -53,6 +65,25 @@ export interface OutboxWrite {
 
 /** Chooses, from the team's endpoints (oldest first), where an event goes; null for nowhere. */
 export type OutboxPick = (endpoints: WebhookRow[]) => OutboxWrite | null;
+
+/**
+ * Marks an endpoint's pending calls that nobody holds a live lease on as discarded (never sent),
+ * if the endpoint is not active; test events are kept (an operator checks a paused endpoint with
+ * one). The endpoint's status is read by the statement itself: no window between reading it and
+ * acting on it. A call in flight is discarded at its next claim, if its attempt failed.
+ */
+async function discardPending(q: Kysely<Database> | Transaction<Database>, webhookId: string, nowMs: number, nowIso: string): Promise<number> {
+  const res = await q
+    .updateTable('webhook_calls')
+    .set({ state: 'discarded', lease_owner: null, lease_until: null, updated_at: nowIso })
+    .where('webhook_id', '=', webhookId)
+    .where('state', '=', 'pending')
+    .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', nowMs)]))
+    .where((w) => w.exists(w.selectFrom('webhooks').select('id').where('id', '=', webhookId).where('status', '!=', 'active')))
+    .where((w) => w.not(w.exists(w.selectFrom('webhook_events as e').select('e.id').whereRef('e.id', '=', 'webhook_calls.event_id').where('e.type', '=', 'webhook.test'))))
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows);
+}
 
 export function createWebhooksRepository(db: Db) {
   // Outbox rows are written inside the emitter's own write transaction, which may be a
@@ -139,8 +170,16 @@ export function createWebhooksRepository(db: Db) {
       return { rows, total: Number(total.n) };
     },
 
-    async update(teamId: number, id: string, changes: Partial<Omit<WebhookRow, 'id' | 'team_id' | 'created_at'>>): Promise<WebhookRow | undefined> {
-      return db.updateTable('webhooks').set(changes).where('team_id', '=', teamId).where('id', '=', id).returningAll().executeTakeFirst();
+    /**
+     * A change of status to paused then discards the endpoint's pending calls (discardPending;
+     * `nowMs` tells which leases are live). Not in the same transaction: holding the endpoint's
+     * row while waiting for a call's would deadlock with a recorder holding the call and waiting
+     * for the endpoint's row. Nothing is sent in between: a claim takes only an active endpoint's calls.
+     */
+    async update(teamId: number, id: string, changes: Partial<Omit<WebhookRow, 'id' | 'team_id' | 'created_at'>>, nowMs: number): Promise<WebhookRow | undefined> {
+      const row = await db.updateTable('webhooks').set(changes).where('team_id', '=', teamId).where('id', '=', id).returningAll().executeTakeFirst();
+      if (row && changes.status !== undefined && changes.status !== 'active') await discardPending(db, row.id, nowMs, row.updated_at);
+      return row;
     },
 
     /** Deletes the endpoint; its pending calls and recorded attempts go with it (cascade). */
@@ -154,6 +193,10 @@ export function createWebhooksRepository(db: Db) {
      * UPDATE ... RETURNING (architecture.md, House rules 6); an expired lease (its holder died) is claimable.
      */
     async claimForWebhook(webhookId: string, owner: string, nowMs: number, leaseMs: number, limit: number): Promise<ClaimedCall[]> {
+      // A paused or auto-disabled endpoint's calls are discarded, not sent (test events excepted):
+      // those that came due since it stopped, and those of events matched to it while it stopped.
+      const endpoint = await db.selectFrom('webhooks').select('status').where('id', '=', webhookId).executeTakeFirst();
+      if (endpoint && endpoint.status !== 'active') await discardPending(db, webhookId, nowMs, new Date(nowMs).toISOString());
       const claimed = await db
         .updateTable('webhook_calls')
         .set({ lease_owner: owner, lease_until: nowMs + leaseMs })
@@ -165,6 +208,13 @@ export function createWebhooksRepository(db: Db) {
             .where('state', '=', 'pending')
             .where('next_attempt_at', '<=', nowMs)
             .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', nowMs)]))
+            // Checked by the claim itself too: an endpoint paused after the read above sends nothing more.
+            .where((w) =>
+              w.or([
+                w.exists(w.selectFrom('webhooks').select('id').where('id', '=', webhookId).where('status', '=', 'active')),
+                w.exists(w.selectFrom('webhook_events as e').select('e.id').whereRef('e.id', '=', 'webhook_calls.event_id').where('e.type', '=', 'webhook.test')),
+              ]),
+            )
             .orderBy('next_attempt_at')
             .orderBy('id')
             .limit(limit)
@@ -218,13 +268,14 @@ export function createWebhooksRepository(db: Db) {
      * Records one attempt and moves the call on, in one transaction. Only the lease holder
      * may write: if the call is gone (endpoint deleted) or the lease was lost, nothing is recorded.
      */
-    async recordAttempt(w: AttemptWrite, nowIso: string): Promise<boolean> {
-      return transact(db, async (trx) => {
+    async recordAttempt(w: AttemptWrite, nowIso: string): Promise<AttemptRecorded> {
+      const none: AttemptRecorded = { recorded: false, autoDisabled: false, consecutiveFailures: 0 };
+      const result = await transact(db, async (trx): Promise<AttemptRecorded> => {
         // PostgreSQL: the endpoint's row first (FOR KEY SHARE, what the attempt's foreign key
         // check takes anyway), then the call's: the order a delete of the endpoint takes them
         // in. The other order deadlocked with such a delete, which failed. SQLite runs one
         // transaction at a time.
-        if (isPostgres(db) && !(await trx.selectFrom('webhooks').select('id').where('id', '=', w.attempt.webhook_id).forKeyShare().executeTakeFirst())) return false;
+        if (isPostgres(db) && !(await trx.selectFrom('webhooks').select('id').where('id', '=', w.attempt.webhook_id).forKeyShare().executeTakeFirst())) return none;
         const updated = await trx
           .updateTable('webhook_calls')
           .set({
@@ -239,13 +290,37 @@ export function createWebhooksRepository(db: Db) {
           .where('lease_owner', '=', w.owner)
           .returning('id')
           .executeTakeFirst();
-        if (!updated) return false;
+        if (!updated) return none;
         await trx
           .insertInto('webhook_attempts')
           .values({ call_id: w.callId, ...w.attempt })
           .execute();
-        return true;
+        const webhookId = w.attempt.webhook_id;
+        if (w.state === 'delivered') {
+          // Written only when there is something to reset: most deliveries change nothing here.
+          await trx.updateTable('webhooks').set({ consecutive_failures: 0 }).where('id', '=', webhookId).where('consecutive_failures', '!=', 0).execute();
+          return { recorded: true, autoDisabled: false, consecutiveFailures: 0 };
+        }
+        if (w.state !== 'failed') return { ...none, recorded: true };
+        // Counted and switched by one statement (nodes record side by side: no read-modify-write).
+        // Only an active endpoint counts, so the row this returns as auto_disabled is the switch.
+        const threshold = w.disableAfterFailures;
+        const row = await trx
+          .updateTable('webhooks')
+          .set((eb) => ({
+            consecutive_failures: eb('consecutive_failures', '+', 1),
+            status: threshold > 0 ? sql<WebhookStatus>`case when consecutive_failures + 1 >= ${threshold} then 'auto_disabled' else status end` : eb.ref('status'),
+          }))
+          .where('id', '=', webhookId)
+          .where('status', '=', 'active')
+          .returning(['status', 'consecutive_failures'])
+          .executeTakeFirst();
+        return { recorded: true, autoDisabled: row?.status === 'auto_disabled', consecutiveFailures: row ? Number(row.consecutive_failures) : 0 };
       });
+      // After the commit, as a pause does (update above). Should this fail, the calls are
+      // discarded at their claim instead: the attempt itself is recorded.
+      if (result.autoDisabled) await discardPending(db, w.attempt.webhook_id, Date.parse(nowIso), nowIso).catch(() => 0);
+      return result;
     },
 
     /** On start with SQLite (one node per database file): every lease belonged to a dead process. */

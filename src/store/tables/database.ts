@@ -286,9 +286,15 @@ export interface WebhooksTable {
   /** JSON array of domain ids; null means every domain. */
   domain_ids_json: string | null;
   secret: string;
+  /** Only an active endpoint is matched to new events and has its pending calls sent (a test event excepted). */
+  status: Generated<WebhookStatus>;
+  /** Final failures (every attempt of an event failed) in a row while active; a delivery resets it. */
+  consecutive_failures: Generated<number>;
   created_at: string;
   updated_at: string;
 }
+
+export type WebhookStatus = 'active' | 'paused' | 'auto_disabled';
 
 export interface WebhookEventsTable {
   id: string;
@@ -300,7 +306,8 @@ export interface WebhookEventsTable {
   created_at: string;
 }
 
-export type WebhookCallState = 'pending' | 'delivered' | 'failed';
+/** discarded: never sent, its endpoint was paused or auto-disabled while it waited. */
+export type WebhookCallState = 'pending' | 'delivered' | 'failed' | 'discarded';
 
 export interface WebhookCallsTable {
   id: Generated<number>;
