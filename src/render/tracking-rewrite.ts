@@ -9,8 +9,8 @@ export interface TrackingRewrite {
   rewriteLink?: (url: string) => string | undefined;
 }
 
-/** An opening <a> tag; quoted attribute values may contain ">". */
-const A_TAG = /<a\b(?:[^>"']|"[^"]*"|'[^']*')*>/gi;
+/** Where an <a> tag may start: "<a" and the end of the tag name. */
+const A_START = /<a(?=[\s/>])/gi;
 /**
  * One attribute of a tag from where the last one ended (HTML's tokenizer: a name, then maybe "="
  * and a value double-, single- or un-quoted). Read one after another, so " href=" inside another
@@ -50,17 +50,55 @@ export function encodeAttribute(value: string): string {
   return value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
+/**
+ * The index just past the ">" that ends the tag whose attributes start at `from`, read as
+ * HTML's tokenizer reads them (a quote opens a value only after "="; quoted values may hold
+ * ">"), or -1 when the HTML ends first, where a browser drops the unfinished tag and all after it.
+ * One pass from `from`: the caller resumes after the tag, so the whole scan stays linear (a
+ * pattern that tried every "<a" to the end took quadratic time on "<a <a <a ..." without ">").
+ */
+function tagEnd(html: string, from: number): number {
+  ATTRIBUTE.lastIndex = from;
+  for (;;) {
+    let i = ATTRIBUTE.lastIndex;
+    while (i < html.length && /[\s/]/.test(html[i]!)) i++;
+    if (i >= html.length) return -1;
+    if (html[i] === '>') return i + 1;
+    const m = ATTRIBUTE.exec(html);
+    if (!m) return -1; // unreachable: any other character starts a name
+    // An unquoted value that begins with a quote is a quoted one whose closing quote never came.
+    if (m[5] !== undefined && /^["']/.test(m[5])) return -1;
+  }
+}
+
 export function rewriteLinks(html: string, rewrite: (url: string) => string | undefined): string {
-  return html.replace(A_TAG, (tag) => {
-    if (NO_TRACK_ATTR.test(tag)) return tag;
-    const href = hrefOf(tag);
-    if (!href) return tag;
-    const url = decodeAttribute(href.value).trim();
-    if (!/^https?:\/\//i.test(url)) return tag; // mailto:, tel:, #anchors, relative: not ours to track
-    const tracked = rewrite(url);
-    if (tracked === undefined) return tag;
-    return tag.slice(0, href.start) + `${href.head}"${encodeAttribute(tracked)}"` + tag.slice(href.end);
-  });
+  const parts: string[] = [];
+  let copied = 0;
+  A_START.lastIndex = 0;
+  for (let m = A_START.exec(html); m; m = A_START.exec(html)) {
+    const end = tagEnd(html, m.index + 2);
+    if (end < 0) break;
+    A_START.lastIndex = end;
+    const tag = html.slice(m.index, end);
+    const out = rewriteTag(tag, rewrite);
+    if (out === tag) continue;
+    parts.push(html.slice(copied, m.index), out);
+    copied = end;
+  }
+  if (copied === 0) return html;
+  parts.push(html.slice(copied));
+  return parts.join('');
+}
+
+function rewriteTag(tag: string, rewrite: (url: string) => string | undefined): string {
+  if (NO_TRACK_ATTR.test(tag)) return tag;
+  const href = hrefOf(tag);
+  if (!href) return tag;
+  const url = decodeAttribute(href.value).trim();
+  if (!/^https?:\/\//i.test(url)) return tag; // mailto:, tel:, #anchors, relative: not ours to track
+  const tracked = rewrite(url);
+  if (tracked === undefined) return tag;
+  return tag.slice(0, href.start) + `${href.head}"${encodeAttribute(tracked)}"` + tag.slice(href.end);
 }
 
 export function insertPixel(html: string, pixelUrl: string): string {
