@@ -30,7 +30,12 @@ const OPTIONS: HtmlToTextOptions = {
     // Keep heading case: uppercasing would also rewrite `{{firstName}}`
     // placeholders if the HTML has not been personalised yet.
     ...HEADINGS.map((selector) => ({ selector, options: { uppercase: false } })),
+    // Tables as blocks, not grids: most in mail are layout. A row is a line of its own and cells
+    // are kept apart by a space, so a receipt's "Widget $5" does not run into "ItemPriceWidget$5".
     { selector: 'table', format: 'block' },
+    { selector: 'tr', format: 'block', options: { leadingLineBreaks: 1, trailingLineBreaks: 1 } },
+    { selector: 'td', format: 'inlineSurround', options: { suffix: ' ' } },
+    { selector: 'th', format: 'inlineSurround', options: { suffix: ' ' } },
   ],
 };
 
