@@ -68,7 +68,10 @@ test('the pixel goes before the last </body>, or at the end without one', (t) =>
 });
 
 test('entity decoding', (t) => {
-  t.is(decodeAttribute('a&amp;b&#38;c&#x26;d&quot;&unknown;'), 'a&b&c&d"&unknown;');
+  t.is(decodeAttribute('a&amp;b&#38;c&#x26;d&quot;e&AMP;f'), 'a&b&c&d"e&f');
+  t.is(decodeAttribute('?a=1&b=2&utm_x=3&'), '?a=1&b=2&utm_x=3&', 'an ampersand that starts no reference is itself');
+  // What a browser reads otherwise: the link is left as written rather than signed as it stands.
+  for (const unreadable of ['caf&eacute;', '&Amp;', '&#38b', '&#x80;', '&#0;', '&#xD800;', '&#x110000;']) t.is(decodeAttribute(unreadable), undefined, unreadable);
 });
 
 test('tokens verify only with the secret and only unchanged', (t) => {
