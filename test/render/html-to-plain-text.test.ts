@@ -44,6 +44,8 @@ test('a data table keeps its rows on lines of their own and its cells apart', (t
   t.is(htmlToPlainText(receipt), 'Your order:\n\nItem Price\nWidget $5\nGadget x2 $14\n\nThanks');
   // A layout table of one cell per row reads as the blocks inside it, as before.
   t.is(htmlToPlainText('<table><tr><td><p>One</p></td></tr><tr><td><p>Two</p></td></tr></table>'), 'One\n\nTwo');
+  // Empty and blank spacer cells leave no spaces behind.
+  t.is(htmlToPlainText('<table><tr><td width="20"></td><td>Text</td><td> </td></tr><tr><td>  </td><td> <b>A</b> </td><td>B</td></tr></table>'), 'Text\nA B');
 });
 
 test('rendered editor email: preheader skipped, structure kept', (t) => {
