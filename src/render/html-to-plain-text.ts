@@ -30,8 +30,21 @@ const OPTIONS: HtmlToTextOptions = {
     // Keep heading case: uppercasing would also rewrite `{{firstName}}`
     // placeholders if the HTML has not been personalised yet.
     ...HEADINGS.map((selector) => ({ selector, options: { uppercase: false } })),
+    // Tables as blocks, not grids: most in mail are layout. A row is a line of its own and cells
+    // are kept apart by a space, so a receipt's "Widget $5" does not run into "ItemPriceWidget$5".
     { selector: 'table', format: 'block' },
+    { selector: 'tr', format: 'block', options: { leadingLineBreaks: 1, trailingLineBreaks: 1 } },
+    { selector: 'td', format: 'tableCell' },
+    { selector: 'th', format: 'tableCell' },
   ],
+  formatters: {
+    // The space after a cell is ordinary white space: it collapses with the cell's own and is
+    // dropped at the start of a line, so empty spacer cells leave nothing behind.
+    tableCell: (elem, walk, builder) => {
+      walk(elem.children, builder);
+      builder.addInline(' ');
+    },
+  },
 };
 
 // Compiling once builds the selector matcher once, not per message; html-to-text (~10 MB) is

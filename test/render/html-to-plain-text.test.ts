@@ -38,6 +38,16 @@ test('lists', (t) => {
   t.is(htmlToPlainText('<ul><li>One</li><li>Two</li></ul>'), ' * One\n * Two');
 });
 
+test('a data table keeps its rows on lines of their own and its cells apart', (t) => {
+  // A receipt sent as HTML alone read "ItemPriceWidget$5Gadget$7" in its text part.
+  const receipt = '<p>Your order:</p><table><tr><th>Item</th><th>Price</th></tr><tr><td>Widget</td><td>$5</td></tr><tr><td><b>Gadget</b> x2</td><td>$14</td></tr></table><p>Thanks</p>';
+  t.is(htmlToPlainText(receipt), 'Your order:\n\nItem Price\nWidget $5\nGadget x2 $14\n\nThanks');
+  // A layout table of one cell per row reads as the blocks inside it, as before.
+  t.is(htmlToPlainText('<table><tr><td><p>One</p></td></tr><tr><td><p>Two</p></td></tr></table>'), 'One\n\nTwo');
+  // Empty and blank spacer cells leave no spaces behind.
+  t.is(htmlToPlainText('<table><tr><td width="20"></td><td>Text</td><td> </td></tr><tr><td>  </td><td> <b>A</b> </td><td>B</td></tr></table>'), 'Text\nA B');
+});
+
 test('rendered editor email: preheader skipped, structure kept', (t) => {
   const html = renderEditorHtml(parseEditorDocument(KITCHEN_SINK_JSON), { previewText: 'SECRET PREVIEW' });
   const out = htmlToPlainText(html);

@@ -188,6 +188,22 @@ test.serial('every link in a tracked message leads where it was written: long UR
   t.true(links.slice(1).every((l) => l.includes('/t/c/')), 'the others are tracked');
 });
 
+test.serial('a link written with an entity the tracker cannot read leads where a browser reads it, or stays as written', async (t) => {
+  // "caf&eacute;" is "café" to every mail client; the tracked link redirected to ".../caf&eacute;", a page that does not exist.
+  const written = ['https://example.com/caf&eacute;', 'https://example.com/?r=&euro;5&amp;s=1', 'https://example.com/&#x80;'];
+  const readByBrowser = ['https://example.com/caf%C3%A9', 'https://example.com/?r=%E2%82%AC5&s=1', 'https://example.com/%E2%82%AC'];
+  t.is((await w.t0.request('PATCH', `/v1/domains/${w.domain.id}`, { body: { clickTracking: true } })).status, 200);
+  const { html } = await deliver({ subject: 'entities', html: `<html><body>${written.map((u, i) => `<a href="${u}">L${i}</a>`).join(' ')}</body></html>` });
+  const links = [...html.matchAll(/<a\b[^>]*\shref="([^"]*)"/g)].map((m) => m[1]!);
+  t.is(links.length, written.length);
+  for (const [i, link] of links.entries()) {
+    if (link === written[i]) continue; // left as written: the client reads it as it always did
+    const res = await get(link.replace(/&amp;/g, '&'));
+    t.is(res.status, 302, `link ${i}`);
+    t.is(res.headers.location, readByBrowser[i], `link ${i}`);
+  }
+});
+
 test.serial('links move to the tracking domain once its CNAME resolves; another domain’s tracking host cannot serve them', async (t) => {
   const setTracking = await w.t0.request('PATCH', `/v1/domains/${w.domain.id}`, { body: { trackingDomain: 'track' } });
   t.is(setTracking.body.trackingDomain, 'track.sender.dev');
