@@ -16,7 +16,7 @@ import type { BusEvent, EventBus } from '../events.js';
 import { personalizeCampaign, renderCampaignBody, withUnsubscribeLink } from './campaign-content.js';
 import { signUnsubscribeToken } from './unsubscribe-token.js';
 import { createUnsubscribeLinks } from './unsubscribe-links.js';
-import { isStorageFailure, isUniqueViolation } from '../../store/store-errors.js';
+import { isRecipientGone, isStorageFailure, isUniqueViolation } from '../../store/store-errors.js';
 import { retryOnConnectionLoss } from '../connection-retry.js';
 
 export const DEFAULT_BATCH_SIZE = 500;
@@ -315,8 +315,10 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       });
       const results = await deps.emails.submitEach({ teamId: c.team_id, domainId: null, apiKeyId: null }, items);
       // A contact reached before a restart fails its insert on the (campaign, contact) key:
-      // that is the no-duplicates guarantee at work, not an error.
-      const failed = results.filter((r): r is { error: Error } => 'error' in r && !isUniqueViolation(r.error, 'campaign_recipients'));
+      // that is the no-duplicates guarantee at work, not an error. Nor is a contact who left
+      // (unsubscribed, suppressed, deleted) after this chunk was read: the insert checks again
+      // in its transaction and stores nothing, so they are skipped and never counted as sent.
+      const failed = results.filter((r): r is { error: Error } => 'error' in r && !isUniqueViolation(r.error, 'campaign_recipients') && !isRecipientGone(r.error));
       if (failed.length) {
         // A message the store could not take (a full disk, the database out of reach) was not
         // refused, even when none of the chunk was taken: the next batch starts at that contact
