@@ -72,3 +72,17 @@ export function isForeignKeyViolation(err: unknown, table?: string): boolean {
   // SQLite names no table: "FOREIGN KEY constraint failed".
   return e.code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || (typeof e.message === 'string' && e.message.startsWith('FOREIGN KEY constraint failed'));
 }
+
+/**
+ * A campaign message whose contact, checked again inside the write's transaction, is no longer
+ * to be mailed (unsubscribed, suppressed or deleted since the audience was read): nothing of it
+ * was stored. Not a failure: the contact is skipped as one who left before the read would be.
+ */
+export class RecipientGoneError extends Error {
+  constructor(readonly contactId: string) {
+    super(`contact ${contactId} is no longer subscribed`);
+    this.name = 'RecipientGoneError';
+  }
+}
+
+export const isRecipientGone = (err: unknown): err is RecipientGoneError => err instanceof RecipientGoneError;

@@ -188,6 +188,49 @@ test.serial('contacts unsubscribed, suppressed or deleted after the start are no
   t.is((await get(c.id)).status, 'SENT');
 });
 
+test.serial('a contact who unsubscribes, is suppressed or is deleted after the chunk was read and before it is written is not mailed nor counted', async (t) => {
+  const bookId = await book('Read then write', Array.from({ length: 4 }, (_, i) => ({ email: `rtw${i}@example.net` })));
+  const c = await campaign(bookId, { ...aheadOfTheApp(), batchSize: 10 });
+  const [kept, unsub, supp, del] = await idsInOrder(bookId);
+  const real = w.t0.app.services.emails;
+  // Between the audience read (this chunk's contacts are in `items`) and the write of their emails.
+  const leaving = runnerWith({ ...real, submitEach: async (ctx, items) => {
+    t.is(items.length, 4, 'all four were read as still subscribed');
+    t.is((await w.t0.request('PATCH', `/v1/contactBooks/${bookId}/contacts/${unsub!.id}`, { body: { subscribed: false } })).status, 200);
+    t.is((await w.t0.request('POST', '/v1/suppressions', { body: { email: supp!.email, reason: 'MANUAL' } })).status, 200);
+    t.is((await w.t0.request('DELETE', `/v1/contactBooks/${bookId}/contacts/${del!.id}`)).status, 200);
+    return real.submitEach(ctx, items);
+  } } as EmailService, 'leaving-runner', c.id);
+  t.is(await leaving.tick(), 1);
+  clock.advance(RACING_AHEAD_MS);
+  await w.settle();
+  t.deepEqual(sentTo('rtw'), [kept!.email]);
+  const stored = await w.t0.app.store.db.selectFrom('emails').select('contact_id').where('campaign_id', '=', c.id).execute();
+  t.deepEqual(stored.map((e) => e.contact_id), [kept!.id], 'no email is stored for those who left, not even a suppressed one');
+  const done = await get(c.id);
+  t.is(done.status, 'SENT', 'those who left are skipped, not failures: the campaign neither pauses nor stalls');
+  t.is(done.total, 4, 'the audience counted at the start');
+  t.is(done.sent, 1);
+});
+
+test.serial('a chunk whose every contact left after it was read ends the campaign, not pauses it', async (t) => {
+  const bookId = await book('All left', [{ email: 'allleft0@example.net' }]);
+  const c = await campaign(bookId, { ...aheadOfTheApp(), batchSize: 10 });
+  const [only] = await idsInOrder(bookId);
+  const real = w.t0.app.services.emails;
+  const leaving = runnerWith({ ...real, submitEach: async (ctx, items) => {
+    t.is((await w.t0.request('PATCH', `/v1/contactBooks/${bookId}/contacts/${only!.id}`, { body: { subscribed: false } })).status, 200);
+    return real.submitEach(ctx, items);
+  } } as EmailService, 'all-left-runner', c.id);
+  t.is(await leaving.tick(), 1);
+  clock.advance(RACING_AHEAD_MS);
+  await w.settle();
+  t.deepEqual(sentTo('allleft'), []);
+  const done = await get(c.id);
+  t.is(done.status, 'SENT');
+  t.is(done.sent, 0);
+});
+
 test.serial("a segment edited while its campaign runs does not change the campaign's audience", async (t) => {
   const contacts = Array.from({ length: 20 }, (_, i) => ({ email: `segrun${i}@example.net`, properties: { plan: i < 4 ? 'pro' : 'free' } }));
   const bookId = await book('Segment run', contacts);

@@ -255,7 +255,7 @@ test.serial('unsubscribe by mail (the List-Unsubscribe mailto) and a hard bounce
   }
 });
 
-test.serial("a campaign's segment filters its own book only: a book change that strands the segment is 400, and a deleted segment selects nobody", async (t) => {
+test.serial("a campaign's segment filters its own book only: a book change that strands the segment is 400, and a draft whose segment was deleted is not scheduled", async (t) => {
   const first = await book('Seg first', [{ email: 'sf1@example.net' }, { email: 'sf2@example.net' }]);
   const second = await book('Seg second', [{ email: 'ss1@example.net' }]);
   const seg = (await w.t0.request('POST', '/v1/segments', { body: { name: 's', contactBookId: first, filters: { match: 'all', conditions: [{ field: 'email', op: 'eq', value: 'sf1@example.net' }] } } })).body;
@@ -266,13 +266,15 @@ test.serial("a campaign's segment filters its own book only: a book change that 
   // Both at once is fine.
   t.is((await w.t0.request('PATCH', `/v1/campaigns/${c.id}`, { body: { contactBookId: second, segmentId: null } })).status, 200);
   t.is((await w.t0.request('PATCH', `/v1/campaigns/${c.id}`, { body: { contactBookId: first, segmentId: seg.id } })).status, 200);
-  // The segment goes away before the send: the audience is empty, not the whole book.
+  // The segment goes away before the send: never the whole book, and not nobody in silence either.
   t.is((await w.t0.request('DELETE', `/v1/segments/${seg.id}`)).status, 200);
-  t.true((await w.t0.request('POST', `/v1/campaigns/${c.id}/schedule`, { body: {} })).body.success);
+  const refused = await w.t0.request('POST', `/v1/campaigns/${c.id}/schedule`, { body: {} });
+  t.is(refused.status, 400);
+  t.is(refused.body.error.message, `segmentId: segment ${seg.id} no longer exists`);
   await run();
   const after = await get(c.id);
-  t.is(after.status, 'SENT');
-  t.is(after.total, 0);
+  t.is(after.status, 'DRAFT');
+  t.is(after.segmentId, seg.id);
   t.is(sentTo('sf').length, 0);
 });
 

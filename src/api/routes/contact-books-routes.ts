@@ -63,10 +63,10 @@ export function contactBooksRoutes(books: ContactBookService): RouteDef[] {
       path: '/contactBooks/:contactBookId',
       access: 'full',
       tag,
-      summary: 'Delete a contact book with its contacts and segments.',
+      summary: 'Delete a contact book with its contacts and segments; 409 while a scheduled, running or paused campaign sends to it.',
       request: { params },
       response: deletedSchema(z.string()),
-      errors: [404],
+      errors: [404, 409],
       handler: async ({ auth, input }) => books.remove(bookScope(auth), input.params.contactBookId),
     }),
   ];

@@ -62,10 +62,10 @@ export function segmentsRoutes(segments: SegmentService): RouteDef[] {
       path: '/segments/:segmentId',
       access: 'full',
       tag,
-      summary: 'Delete a segment (its contacts are untouched).',
+      summary: 'Delete a segment (its contacts are untouched); 409 while a campaign that has not started uses it.',
       request: { params },
       response: deletedSchema(z.string()),
-      errors: [404],
+      errors: [404, 409],
       handler: async ({ auth, input }) => segments.remove(auth.teamId, input.params.segmentId),
     }),
     defineRoute({

@@ -16,7 +16,7 @@ import type { BusEvent, EventBus } from '../events.js';
 import { personalizeCampaign, renderCampaignBody, withUnsubscribeLink } from './campaign-content.js';
 import { signUnsubscribeToken } from './unsubscribe-token.js';
 import { createUnsubscribeLinks } from './unsubscribe-links.js';
-import { isStorageFailure, isUniqueViolation } from '../../store/store-errors.js';
+import { isRecipientGone, isStorageFailure, isUniqueViolation } from '../../store/store-errors.js';
 import { retryOnConnectionLoss } from '../connection-retry.js';
 
 export const DEFAULT_BATCH_SIZE = 500;
@@ -204,6 +204,20 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     return JSON.parse(seg.filters_json) as FilterNode;
   }
 
+  /**
+   * Why the campaign has nobody to send to, if so: its contact book was deleted, or (before it
+   * started with the segment's filter) its segment. Deleting either is refused while a
+   * scheduled campaign needs it; a draft may still point at one, and is refused when scheduled.
+   */
+  async function audienceGone(c: CampaignRow): Promise<string | null> {
+    if (!(await deps.contactBooks.findById(c.team_id, c.contact_book_id))) return `contactBookId: contact book ${c.contact_book_id} no longer exists`;
+    if (c.segment_id && c.segment_filters_json === null) {
+      const seg = await deps.segments.findById(c.team_id, c.segment_id);
+      if (!seg || seg.contact_book_id !== c.contact_book_id) return `segmentId: segment ${c.segment_id} no longer exists`;
+    }
+    return null;
+  }
+
   function resolveWhen(scheduledAt: string | null | undefined): string {
     const now = clock.now();
     return (scheduledAt ? (parseScheduledAt(scheduledAt, now) ?? now) : now).toISOString();
@@ -232,6 +246,14 @@ export function createCampaignService(deps: CampaignServiceDeps) {
   async function runBatch(c: CampaignRow): Promise<void> {
     const now = clock.now();
     if (c.status === 'SCHEDULED') {
+      // Scheduled, then its segment or book went (a delete that raced the schedule): paused,
+      // saying why, rather than sent to nobody and marked SENT.
+      const gone = await audienceGone(c);
+      if (gone) {
+        await campaigns.update(c.id, { status: 'PAUSED', updated_at: now.toISOString() }, ['SCHEDULED']);
+        deps.logger.warn({ campaignId: c.id }, `campaign paused before it started: ${gone}`);
+        return;
+      }
       // The audience is the book's contacts as of the first start (a restart after a pause keeps it).
       const startedAt = c.started_at ?? now.toISOString();
       const filter = await filterFor(c);
@@ -315,8 +337,10 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       });
       const results = await deps.emails.submitEach({ teamId: c.team_id, domainId: null, apiKeyId: null }, items);
       // A contact reached before a restart fails its insert on the (campaign, contact) key:
-      // that is the no-duplicates guarantee at work, not an error.
-      const failed = results.filter((r): r is { error: Error } => 'error' in r && !isUniqueViolation(r.error, 'campaign_recipients'));
+      // that is the no-duplicates guarantee at work, not an error. Nor is a contact who left
+      // (unsubscribed, suppressed, deleted) after this chunk was read: the insert checks again
+      // in its transaction and stores nothing, so they are skipped and never counted as sent.
+      const failed = results.filter((r): r is { error: Error } => 'error' in r && !isUniqueViolation(r.error, 'campaign_recipients') && !isRecipientGone(r.error));
       if (failed.length) {
         // A message the store could not take (a full disk, the database out of reach) was not
         // refused, even when none of the chunk was taken: the next batch starts at that contact
@@ -454,13 +478,15 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       }
       if (!c.html) throw badRequest('content or html is required before scheduling');
       await deps.domains.sendingDomain(scope, domainOf(parseMailbox(c.from_addr, 'from').address));
+      const gone = await audienceGone(c);
+      if (gone) throw badRequest(gone);
       const updated = await campaigns.update(
         id,
         { status: 'SCHEDULED', scheduled_at: resolveWhen(input.scheduledAt), batch_size: input.batchSize ?? c.batch_size, accepted_in_sandbox: inSandbox(), updated_at: clock.now().toISOString() },
         ['DRAFT', 'SCHEDULED'],
-        { withBody: true },
+        { withBody: true, withAudience: true },
       );
-      if (!updated) throw badRequest(`campaign ${id} changed state meanwhile`);
+      if (!updated) throw badRequest((await audienceGone(c)) ?? `campaign ${id} changed state meanwhile`);
       return { success: true, campaign: view(updated) };
     },
 
@@ -481,11 +507,15 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       if (scope.domainId !== null) await deps.domains.sendingDomain(scope, domainOf(parseMailbox(c.from_addr, 'from').address));
       // A campaign that started goes on running: its start time ahead of now only means the
       // server clock was set back since, and waiting for it would stall the campaign by the jump.
+      const gone = await audienceGone(c);
+      if (gone) throw badRequest(gone);
       const future = c.started_at === null && c.scheduled_at !== null && Date.parse(c.scheduled_at) > clock.nowMs();
+      // Paused before it started (its segment or book was gone then): it starts as scheduled, its audience counted then.
+      const unstarted = c.started_at === null && c.cursor === null;
       // The next batch keeps its time: a pause and a resume never make room for another batch
       // within the window of the last one (a pause longer than the window resumes at once).
-      const updated = await campaigns.update(id, { status: future ? 'SCHEDULED' : 'RUNNING', accepted_in_sandbox: inSandbox(), updated_at: clock.now().toISOString() }, ['PAUSED']);
-      if (!updated) throw badRequest(`campaign ${id} changed state meanwhile`);
+      const updated = await campaigns.update(id, { status: future || unstarted ? 'SCHEDULED' : 'RUNNING', accepted_in_sandbox: inSandbox(), updated_at: clock.now().toISOString() }, ['PAUSED'], { withAudience: true });
+      if (!updated) throw badRequest((await audienceGone(c)) ?? `campaign ${id} changed state meanwhile`);
       return { success: true, campaign: view(updated) };
     },
 

@@ -4,7 +4,9 @@ import { newId } from '../../lib/ids.js';
 import type { ContactBookRow, ContactBooksRepository } from '../../store/repositories/contact-books-repository.js';
 import type { ContactRow } from '../../store/repositories/contacts-repository.js';
 import type { DomainService } from '../domains/domain-service.js';
-import { AppError, badRequest, forbidden, notFound } from '../errors.js';
+import { AppError, badRequest, forbidden, notFound, notUnique } from '../errors.js';
+import { describeCampaigns } from '../campaigns/campaign-refs.js';
+import type { CampaignRef } from '../../store/repositories/segments-repository.js';
 import type { BusEvent, EventBus } from '../events.js';
 import { domainOf, formatMailbox, parseMailbox } from '../emails/addresses.js';
 import { canonicalHost } from '../domains/domain-names.js';
@@ -235,8 +237,16 @@ export function createContactBookService(deps: ContactBookServiceDeps) {
       return bookView(updated);
     },
 
+    /**
+     * Refused (409) while a scheduled, running or paused campaign sends to the book: it would
+     * send to nobody. Checked before the contacts go, and again in the final transaction.
+     */
     async remove(scope: BookScope, id: string): Promise<{ id: string; success: boolean; message: string }> {
       await load(scope.teamId, id);
+      const inUse = (blockedBy: CampaignRef[]) =>
+        notUnique(`contact book ${id} is used by ${describeCampaigns(blockedBy)}: delete ${blockedBy.length === 1 ? 'that campaign' : 'those campaigns'} first, or wait until ${blockedBy.length === 1 ? 'it is' : 'they are'} sent`);
+      const needing = await books.campaignsNeeding(scope.teamId, id);
+      if (needing.length) throw inUse(needing);
       // Contacts go first in bounded batches (short transactions, architecture.md, House rules 6); the book and
       // anything added meanwhile go in the final transaction.
       await deps.contacts.deleteAllInBook(scope.teamId, id);
@@ -245,6 +255,7 @@ export function createContactBookService(deps: ContactBookServiceDeps) {
         announced = deps.contacts.deletedEvents(rows);
       });
       if (!leftovers) throw notFound(`contact book ${id} not found`);
+      if ('blockedBy' in leftovers) throw inUse(leftovers.blockedBy);
       for (const e of announced) deps.events.emit(e);
       return { id, success: true, message: 'Contact book deleted successfully' };
     },

@@ -6,7 +6,8 @@ import type { ContactsRepository } from '../../store/repositories/contacts-repos
 import type { FilterGroup } from '../../store/repositories/contact-filter-sql.js';
 import type { SegmentRow, SegmentsRepository } from '../../store/repositories/segments-repository.js';
 import { contactView, type ContactView } from '../contacts/contact-service.js';
-import { badRequest, notFound } from '../errors.js';
+import { badRequest, notFound, notUnique } from '../errors.js';
+import { describeCampaigns } from '../campaigns/campaign-refs.js';
 import { parseSegmentFilters } from './segment-filters.js';
 import { isForeignKeyViolation } from '../../store/store-errors.js';
 
@@ -102,9 +103,17 @@ export function createSegmentService(deps: { segments: SegmentsRepository; books
       return view(updated);
     },
 
-    /** Removes the saved filter only; the contacts it matched stay as they are. */
+    /**
+     * Removes the saved filter only; the contacts it matched stay as they are. Refused (409)
+     * while a campaign that has not started uses it: it would send to nobody. A started one
+     * keeps the filter it started with, and a draft is refused when it is scheduled.
+     */
     async remove(teamId: number, id: string): Promise<{ id: string; success: boolean; message: string }> {
-      if (!(await segments.delete(teamId, id))) throw notFound(`segment ${id} not found`);
+      const { deleted, blockedBy } = await segments.delete(teamId, id);
+      if (blockedBy.length) {
+        throw notUnique(`segment ${id} is used by ${describeCampaigns(blockedBy)}, not started yet: delete ${blockedBy.length === 1 ? 'that campaign' : 'those campaigns'} first, or delete the segment once ${blockedBy.length === 1 ? 'it has' : 'they have'} started (a started campaign keeps the segment's filter)`);
+      }
+      if (!deleted) throw notFound(`segment ${id} not found`);
       return { id, success: true, message: 'Segment deleted successfully' };
     },
 

@@ -4,6 +4,8 @@ import { BODY_BYTES_SQL, EMAIL_BODY_COLUMNS, EMAIL_COLUMNS, EMAIL_HEAD_COLUMNS, 
 import { createPgBatcher } from './pg-batcher.js';
 import { pgPoolOf, sharedOf } from './pg-context.js';
 import { createPgLoader } from './pg-loader.js';
+import type { PgExec } from './pg-exec.js';
+import { RecipientGoneError } from '../store-errors.js';
 
 /*
  * Accepting sends on PostgreSQL: the sends that arrive together are stored by ONE statement
@@ -93,11 +95,33 @@ function acceptParams(calls: AcceptCall[]): unknown[] {
   return [...cr, ...em, ...tg, ...dl, ...ev, ...ik];
 }
 
+/**
+ * Campaign messages are written only while their contacts are still subscribed and unsuppressed,
+ * checked in the write's transaction: an unsubscribe committed after the audience was read is
+ * honoured. The rows are held (FOR SHARE) until the commit, so an unsubscribe that comes while
+ * this transaction is open waits for it and the message counts as queued before it. A contact
+ * gone fails the batch; the batcher then writes each send alone, and only that one fails.
+ */
+async function refuseGoneRecipients(exec: PgExec, calls: AcceptCall[]): Promise<void> {
+  const wanted = calls.flatMap((call) => call.items.flatMap((item) => (item.campaignRecipient ? [{ contactId: item.campaignRecipient.contactId, teamId: item.row.team_id }] : [])));
+  if (!wanted.length) return;
+  const rows = await exec.query<{ id: string }>(
+    `select c.id from contacts c join unnest($1::text[], $2::bigint[]) as w(id, team_id) on c.id = w.id and c.team_id = w.team_id
+     where c.subscribed = 1 and not exists (select 1 from suppressions s where s.team_id = c.team_id and s.email = c.email)
+     for share of c`,
+    [wanted.map((x) => x.contactId), wanted.map((x) => x.teamId)],
+  );
+  const still = new Set(rows.map((r) => r.id));
+  const gone = wanted.find((x) => !still.has(x.contactId));
+  if (gone) throw new RecipientGoneError(gone.contactId);
+}
+
 export function pgEmails(db: Kysely<Database>): Partial<EmailsRepository> {
   const pool = pgPoolOf(db);
   const accept = sharedOf(db, 'accept', () => createPgBatcher<AcceptCall, void>(
     pool,
     async (exec, calls) => {
+      await refuseGoneRecipients(exec, calls);
       await exec.run(ACCEPT_SQL, acceptParams(calls));
       // The transactional outbox of each send; its rows are written before the commit.
       for (const call of calls) call.inTransaction?.();

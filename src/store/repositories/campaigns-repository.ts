@@ -1,8 +1,8 @@
-import { sql, type ExpressionBuilder, type Selectable, type Updateable } from 'kysely';
+import { sql, type ExpressionBuilder, type Selectable, type Transaction, type Updateable } from 'kysely';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
 import { containsIgnoringCase } from './text-search-sql.js';
-import { withDialect } from '../store-context.js';
+import { isPostgres, transact, withDialect } from '../store-context.js';
 import type { CampaignsTable, CampaignStatus, ContactsTable, Database } from '../tables/database.js';
 import type { FilterNode } from './contact-filter-sql.js';
 import { contactsInBook } from './contacts-scope.js';
@@ -48,6 +48,24 @@ export function createCampaignsRepository(db: Db) {
       );
   }
 
+  /** The campaign's book is there, and its segment unless it has none or started with its filter; both of its team. */
+  const audienceThere = (eb: ExpressionBuilder<Database, 'campaigns'>) =>
+    eb.and([
+      eb.exists(eb.selectFrom('contact_books').select(sql`1`.as('x')).whereRef('contact_books.id', '=', 'campaigns.contact_book_id').whereRef('contact_books.team_id', '=', 'campaigns.team_id')),
+      eb.or([
+        eb('campaigns.segment_id', 'is', null),
+        eb('campaigns.segment_filters_json', 'is not', null),
+        eb.exists(
+          eb
+            .selectFrom('segments')
+            .select(sql`1`.as('x'))
+            .whereRef('segments.id', '=', 'campaigns.segment_id')
+            .whereRef('segments.team_id', '=', 'campaigns.team_id')
+            .whereRef('segments.contact_book_id', '=', 'campaigns.contact_book_id'),
+        ),
+      ]),
+    ]);
+
   return withDialect(db, 'campaigns', {
     async insert(row: CampaignsTable): Promise<void> {
       await db.insertInto('campaigns').values(row).execute();
@@ -71,11 +89,28 @@ export function createCampaignsRepository(db: Db) {
     },
     /** Updates only when the campaign is in one of `fromStatuses` (checked in the statement). */
     /** withBody: only while the campaign has a body (a draft may lose it by an update meanwhile). */
-    async update(id: string, changes: CampaignChanges, fromStatuses?: CampaignStatus[], opts: { withBody?: boolean } = {}): Promise<CampaignRow | undefined> {
-      let q = db.updateTable('campaigns').set(changes).where('id', '=', id).where('deleted_at', 'is', null);
-      if (fromStatuses) q = q.where('status', 'in', fromStatuses);
-      if (opts.withBody) q = q.where('html', 'is not', null);
-      return q.returningAll().executeTakeFirst();
+    /**
+     * withAudience: only while what it sends to is there: its contact book, and its segment
+     * when it has not started (a started one keeps the segment's filter). On PostgreSQL the two
+     * rows are held until the commit, so a delete of either (which locks its row first and then
+     * looks for campaigns that need it) either finds this one scheduled or happens before it.
+     */
+    async update(id: string, changes: CampaignChanges, fromStatuses?: CampaignStatus[], opts: { withBody?: boolean; withAudience?: boolean } = {}): Promise<CampaignRow | undefined> {
+      const write = (q: Db | Transaction<Database>) => {
+        let u = q.updateTable('campaigns').set(changes).where('id', '=', id).where('deleted_at', 'is', null);
+        if (fromStatuses) u = u.where('status', 'in', fromStatuses);
+        if (opts.withBody) u = u.where('html', 'is not', null);
+        if (opts.withAudience) u = u.where(audienceThere);
+        return u.returningAll().executeTakeFirst();
+      };
+      if (!opts.withAudience || !isPostgres(db)) return write(db);
+      return transact(db, async (trx) => {
+        const c = await trx.selectFrom('campaigns').select(['team_id', 'contact_book_id', 'segment_id']).where('id', '=', id).executeTakeFirst();
+        if (!c) return undefined;
+        await trx.selectFrom('contact_books').select('id').where('team_id', '=', c.team_id).where('id', '=', c.contact_book_id).forShare().execute();
+        if (c.segment_id) await trx.selectFrom('segments').select('id').where('team_id', '=', c.team_id).where('id', '=', c.segment_id).forShare().execute();
+        return write(trx);
+      });
     },
     /** SCHEDULED -> RUNNING, only while its time has come: a schedule request may have just moved it on. */
     async start(id: string, changes: CampaignChanges, nowIso: string): Promise<CampaignRow | undefined> {

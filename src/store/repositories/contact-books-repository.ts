@@ -1,11 +1,26 @@
-import { sql, type Selectable, type Updateable } from 'kysely';
+import { sql, type Selectable, type Transaction, type Updateable } from 'kysely';
 import type { Db } from '../db.js';
-import { transact } from '../store-context.js';
-import type { ContactBooksTable } from '../tables/database.js';
+import { isPostgres, transact } from '../store-context.js';
+import type { ContactBooksTable, Database } from '../tables/database.js';
+import { BLOCKERS_NAMED, type CampaignRef } from './segments-repository.js';
 import type { ContactRow } from './contacts-repository.js';
 
 export type ContactBookRow = Selectable<ContactBooksTable> & { contact_count: number };
 export type ContactBookChanges = Omit<Updateable<ContactBooksTable>, 'id' | 'team_id' | 'created_at'>;
+
+function campaignsNeeding(q: Db | Transaction<Database>, teamId: number, bookId: string): Promise<CampaignRef[]> {
+  return q
+    .selectFrom('campaigns')
+    .select(['id', 'name', 'status'])
+    .where('team_id', '=', teamId)
+    .where('contact_book_id', '=', bookId)
+    .where('deleted_at', 'is', null)
+    .where('status', 'in', ['SCHEDULED', 'RUNNING', 'PAUSED'])
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(BLOCKERS_NAMED)
+    .execute();
+}
 
 export function createContactBooksRepository(db: Db) {
   const withCount = () =>
@@ -23,6 +38,9 @@ export function createContactBooksRepository(db: Db) {
   const normalise = (r: Omit<ContactBookRow, 'contact_count'> & { contact_count: number | null }): ContactBookRow => ({ ...r, contact_count: Number(r.contact_count ?? 0) });
 
   return {
+    /** Live campaigns that will still send to the book (scheduled, running or paused), named by a refused delete. */
+    campaignsNeeding: (teamId: number, id: string) => campaignsNeeding(db, teamId, id),
+
     async insert(row: ContactBooksTable): Promise<ContactBookRow> {
       await db.insertInto('contact_books').values(row).execute();
       return { ...row, contact_count: 0 };
@@ -49,10 +67,13 @@ export function createContactBooksRepository(db: Db) {
      * transaction; returns those contacts, or undefined when the book is not there.
      */
     /** inTransaction runs inside the deleting transaction with the contacts it deleted (the outbox). */
-    async delete(teamId: number, id: string, inTransaction?: (deleted: ContactRow[]) => void): Promise<ContactRow[] | undefined> {
+    async delete(teamId: number, id: string, inTransaction?: (deleted: ContactRow[]) => void): Promise<ContactRow[] | { blockedBy: CampaignRef[] } | undefined> {
       return transact(db, async (trx) => {
-        const book = await trx.selectFrom('contact_books').select('id').where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
+        // Locked first on PostgreSQL: a schedule that holds the row commits before the check below.
+        const book = await trx.selectFrom('contact_books').select('id').where('team_id', '=', teamId).where('id', '=', id).$if(isPostgres(db), (q) => q.forUpdate()).executeTakeFirst();
         if (!book) return undefined;
+        const blockedBy = await campaignsNeeding(trx, teamId, id);
+        if (blockedBy.length) return { blockedBy };
         const contacts = await trx.deleteFrom('contacts').where('contact_book_id', '=', id).returningAll().execute();
         await trx.deleteFrom('segments').where('contact_book_id', '=', id).execute();
         await trx.deleteFrom('contact_books').where('id', '=', id).execute();

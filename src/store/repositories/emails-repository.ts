@@ -3,6 +3,7 @@ import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
 import { storedBytes, withinBytes, type ChunkLimit } from './content-chunks.js';
 import { transact, withDialect } from '../store-context.js';
+import { RecipientGoneError } from '../store-errors.js';
 import type { Database, DeliveriesTable, EmailsTable } from '../tables/database.js';
 
 export type EmailRow = Selectable<EmailsTable>;
@@ -85,6 +86,14 @@ export const EMAIL_HEAD_COLUMNS = EMAIL_COLUMNS.filter((c): c is Exclude<(typeof
 export const BODY_BYTES_SQL = EMAIL_BODY_COLUMNS.map((c) => `coalesce(octet_length(${c}), 0)`).join(' + ');
 const SELECT_HEAD_SQL = `select ${EMAIL_HEAD_COLUMNS.join(', ')}, ${BODY_BYTES_SQL} as body_bytes from emails where id = ?`;
 const SELECT_BODY_SQL = `select ${EMAIL_BODY_COLUMNS.join(', ')} from emails where id = ?`;
+/**
+ * A campaign's (campaign, contact) row, written only while the contact is subscribed and its
+ * address not suppressed (as the campaign's audience is read); params: campaign, contact,
+ * email, contact, team.
+ */
+const RECIPIENT_STILL_SUBSCRIBED_SQL = `exists (select 1 from contacts c where c.id = ? and c.team_id = ? and c.subscribed = 1
+  and not exists (select 1 from suppressions s where s.team_id = c.team_id and s.email = c.email))`;
+const INSERT_RECIPIENT_IF_SUBSCRIBED_SQL = `insert into campaign_recipients (campaign_id, contact_id, email_id) select ?, ?, ? where ${RECIPIENT_STILL_SUBSCRIBED_SQL}`;
 const INSERT_EMAIL_SQL = `insert into emails (${EMAIL_COLUMNS.join(', ')}) values (${EMAIL_COLUMNS.map(() => '?').join(', ')})`;
 
 /**
@@ -141,9 +150,11 @@ export function createEmailsRepository(db: Db) {
         for (const item of items) {
           const r = item.row;
           if (item.campaignRecipient) {
-            sqlite
-              .prepare('insert into campaign_recipients (campaign_id, contact_id, email_id) values (?, ?, ?)')
-              .run(item.campaignRecipient.campaignId, item.campaignRecipient.contactId, r.id);
+            // Only while the contact is still to be mailed, checked in this transaction: an
+            // unsubscribe committed after the audience was read is honoured (no row, no email).
+            const { campaignId, contactId } = item.campaignRecipient;
+            const written = sqlite.prepare(INSERT_RECIPIENT_IF_SUBSCRIBED_SQL).run(campaignId, contactId, r.id, contactId, r.team_id).changes;
+            if (written === 0) throw new RecipientGoneError(contactId);
           }
           sqlite.prepare(INSERT_EMAIL_SQL).run(EMAIL_COLUMNS.map((c) => r[c]));
           for (const tag of item.tags) sqlite.prepare('insert into email_tags (email_id, team_id, tag) values (?, ?, ?)').run(r.id, r.team_id, tag);

@@ -1,8 +1,17 @@
 import { sql, type Selectable, type Updateable } from 'kysely';
 import type { Db } from '../db.js';
-import type { SegmentsTable } from '../tables/database.js';
+import { isPostgres, transact } from '../store-context.js';
+import type { CampaignStatus, SegmentsTable } from '../tables/database.js';
 
 export type SegmentRow = Selectable<SegmentsTable>;
+/** A campaign that keeps a segment or contact book from being deleted, as the refusal names it. */
+export interface CampaignRef {
+  id: string;
+  name: string;
+  status: CampaignStatus;
+}
+/** How many blocking campaigns a refusal names at most. */
+export const BLOCKERS_NAMED = 10;
 export type SegmentChanges = Omit<Updateable<SegmentsTable>, 'id' | 'team_id' | 'contact_book_id' | 'created_at'>;
 
 export function createSegmentsRepository(db: Db) {
@@ -29,10 +38,33 @@ export function createSegmentsRepository(db: Db) {
       return db.updateTable('segments').set(changes).where('team_id', '=', teamId).where('id', '=', id).returningAll().executeTakeFirst();
     },
 
-    /** True when a segment was deleted; contacts are never touched. */
-    async delete(teamId: number, id: string): Promise<boolean> {
-      const res = await db.deleteFrom('segments').where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
-      return Number(res.numDeletedRows) > 0;
+    /**
+     * Deletes the segment unless a campaign not yet started still reads it (one started keeps
+     * the filter it started with); contacts are never touched. `blockedBy` names those
+     * campaigns; `deleted` is false then, and when the segment is not there.
+     */
+    async delete(teamId: number, id: string): Promise<{ deleted: boolean; blockedBy: CampaignRef[] }> {
+      return transact(db, async (trx) => {
+        // On PostgreSQL the row is locked first: a schedule that holds it (campaigns-repository,
+        // update withAudience) commits before this reads the campaigns, or finds it gone.
+        const seg = await trx.selectFrom('segments').select('id').where('team_id', '=', teamId).where('id', '=', id).$if(isPostgres(db), (q) => q.forUpdate()).executeTakeFirst();
+        if (!seg) return { deleted: false, blockedBy: [] };
+        const blockedBy = await trx
+          .selectFrom('campaigns')
+          .select(['id', 'name', 'status'])
+          .where('team_id', '=', teamId)
+          .where('segment_id', '=', id)
+          .where('deleted_at', 'is', null)
+          .where('status', 'in', ['SCHEDULED', 'RUNNING', 'PAUSED'])
+          .where('segment_filters_json', 'is', null)
+          .orderBy('created_at')
+          .orderBy('id')
+          .limit(BLOCKERS_NAMED)
+          .execute();
+        if (blockedBy.length) return { deleted: false, blockedBy };
+        await trx.deleteFrom('segments').where('team_id', '=', teamId).where('id', '=', id).execute();
+        return { deleted: true, blockedBy: [] };
+      });
     },
   };
 }
