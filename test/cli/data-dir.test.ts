@@ -59,7 +59,7 @@ function oneErrorLine(t: ExecutionContext, stderr: string, pattern: RegExp): voi
 }
 
 test('a database file this user cannot write (made with sudo) is named, with what to do', async (t) => {
-  t.timeout(30_000);
+  t.timeout(120_000);
   const dataDir = tempDir(t, 'posthorn-datadir-');
   const made = await run(t, { POSTHORN_DATA_DIR: dataDir }, ['migrate']);
   t.is(made.code, 0, made.stderr);
@@ -76,7 +76,7 @@ test('a database file this user cannot write (made with sudo) is named, with wha
 });
 
 test('a data directory or store file of this very user, without write permission, is named with its mode and chmod, not chown to its owner', async (t) => {
-  t.timeout(30_000);
+  t.timeout(120_000);
   const parent = tempDir(t, 'posthorn-datadir-');
   chmodSync(parent, 0o755);
   const dataDir = join(parent, 'data');
@@ -98,7 +98,7 @@ test('a data directory or store file of this very user, without write permission
 });
 
 test('a data directory that cannot be created, or is a file, is named, with what to do', async (t) => {
-  t.timeout(30_000);
+  t.timeout(120_000);
   const parent = tempDir(t, 'posthorn-datadir-');
   chmodSync(parent, 0o555); // root's own 0555 directory is not writable for nobody either
   const missing = await run(t, { POSTHORN_DATA_DIR: join(parent, 'data') }, ['teams', 'create', '--name', 'Acme'], OTHER_USER);
@@ -113,7 +113,7 @@ test('a data directory that cannot be created, or is a file, is named, with what
 });
 
 test('a posthorn.db that is not a SQLite database, or is a directory, is named, and left as it was', async (t) => {
-  t.timeout(30_000);
+  t.timeout(120_000);
   const notDb = tempDir(t, 'posthorn-datadir-');
   writeFileSync(join(notDb, 'posthorn.db'), 'these are my notes, not a database\n'.repeat(200));
   for (const args of [['keys', 'list'], ['serve']]) {
@@ -159,7 +159,7 @@ test('a second serve on the same SQLite data directory exits 1 naming the first;
 });
 
 test('a new data directory and store are their owner\'s alone; a server on a store every user can read says so', async (t) => {
-  t.timeout(60_000);
+  t.timeout(120_000);
   const dataDir = join(tempDir(t, 'posthorn-datadir-'), 'data');
   const first = start(t, { POSTHORN_DATA_DIR: dataDir }, ['serve']);
   await first.printed(/SMTP listeners started/);
