@@ -297,6 +297,44 @@ test('a key bound to a domain sees only it: other domains are 404 to read and 40
   t.is((await t0.request('POST', '/v1/apiKeys', { body: { name: 'bad', domainId: 999999 } })).status, 400);
 });
 
+// A key bound to a domain can do nothing once the domain is gone: it goes with the domain, in the
+// deletion's transaction. Keys bound to nothing, or to another domain or team, stay.
+test('deleting a domain deletes the API keys bound to it; other keys, and other teams\' keys, keep working', async (t) => {
+  const doomed = (await t0.request('POST', '/v1/domains', { body: { name: 'doomed-keys.com', region: 'r' } })).body;
+  const kept = (await t0.request('POST', '/v1/domains', { body: { name: 'kept-keys.com', region: 'r' } })).body;
+  const bound = (await t0.request('POST', '/v1/apiKeys', { body: { name: 'doomed', domainId: doomed.id } })).body;
+  const boundSending = (await t0.request('POST', '/v1/apiKeys', { body: { name: 'doomed-sending', permission: 'SENDING', domainId: doomed.id } })).body;
+  const keptBound = (await t0.request('POST', '/v1/apiKeys', { body: { name: 'kept', domainId: kept.id } })).body;
+  const unbound = (await t0.request('POST', '/v1/apiKeys', { body: { name: 'unbound' } })).body;
+  const b = (await twoTeams(t0, { b: { name: 'Bystanders' } })).b;
+  const theirs = (await t0.request('POST', '/v1/domains', { key: b.key, body: { name: 'doomed-keys.com', region: 'r' } })).body;
+  const theirKey = (await t0.request('POST', '/v1/apiKeys', { key: b.key, body: { name: 'theirs', domainId: theirs.id } })).body;
+  t.is((await t0.request('GET', `/v1/domains/${doomed.id}`, { key: bound.token })).status, 200);
+
+  t.is((await t0.request('DELETE', `/v1/domains/${doomed.id}`)).status, 200);
+  for (const key of [bound.token, boundSending.token]) {
+    const res = await t0.request('GET', '/v1/domains', { key });
+    t.is(res.status, 401);
+    t.is(res.body.error.code, 'UNAUTHORIZED');
+  }
+  const ids = (await t0.request('GET', '/v1/apiKeys')).body.map((k: any) => k.id);
+  t.false(ids.includes(bound.id));
+  t.false(ids.includes(boundSending.id));
+  t.true(ids.includes(keptBound.id) && ids.includes(unbound.id));
+  t.deepEqual((await t0.request('GET', '/v1/domains', { key: keptBound.token })).body.map((d: any) => d.id), [kept.id]);
+  t.is((await t0.request('GET', '/v1/domains', { key: unbound.token })).status, 200);
+  t.deepEqual((await t0.request('GET', '/v1/domains', { key: theirKey.token })).body.map((d: any) => d.id), [theirs.id]);
+  t.true((await t0.request('GET', '/v1/apiKeys', { key: b.key })).body.some((k: any) => k.id === theirKey.id));
+});
+
+// A key left bound to a domain deleted before keys went with it authenticates no more.
+test('a key bound to a domain deleted before the upgrade is refused', async (t) => {
+  const gone = (await t0.request('POST', '/v1/domains', { body: { name: 'gone-before.com', region: 'r' } })).body;
+  const key = (await t0.request('POST', '/v1/apiKeys', { body: { name: 'left', domainId: gone.id } })).body.token;
+  await t0.app.store.db.updateTable('domains').set({ deleted_at: '2026-11-01T00:00:00.000Z' }).where('id', '=', gone.id).execute();
+  t.is((await t0.request('GET', '/v1/domains', { key })).status, 401);
+});
+
 test('another team cannot see or touch the domain', async (t) => {
   const d = (await t0.request('POST', '/v1/domains', { body: { name: 'private-team.com', region: 'r' } })).body;
   const key = (await twoTeams(t0, { b: { name: 'Intruders' } })).b.key;

@@ -69,7 +69,7 @@ ${input({ name: 'trackingDomain', label: 'Tracking domain', value: x.trackingDom
 ${select({ name: 'tlsPolicy', label: 'TLS when delivering', value: x.tlsPolicy, options: [['OPPORTUNISTIC', 'Opportunistic: encrypt when the receiver offers it'], ['ENFORCED', 'Enforced: never deliver in plaintext']] })}
 ${checkbox({ name: 'receiving', label: 'Receive mail for this domain', checked: x.receiving, hint: 'Needs a verified domain and an MX record pointing here.' })}
 <button type="submit" class="btn primary">Save settings</button></form>`)}
-${section('Delete', html`<p>Deleting the domain stops mail from it at once.</p>${actionButton(ctx, `/console/domains/${seg(x.id)}/delete`, 'Delete domain', { kind: 'danger', confirm: `Delete ${x.name}? Mail from it will be refused.` })}`)}`,
+${section('Delete', html`<p>Deleting the domain stops mail from it at once, and deletes the API keys bound to it.</p>${actionButton(ctx, `/console/domains/${seg(x.id)}/delete`, 'Delete domain', { kind: 'danger', confirm: `Delete ${x.name}? Mail from it will be refused, and the API keys bound to it are deleted.` })}`)}`,
     });
   });
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { PROPERTY_KEY_PATTERN } from '../../store/repositories/contact-filter-sql.js';
 import { badRequest } from '../errors.js';
-import { addressKey, isValidAddress } from '../emails/addresses.js';
+import { isValidAddress, mailboxKey } from '../emails/addresses.js';
 
 // Request bodies of the contact endpoints (spec, Contacts). Unknown fields are refused rather
 // than dropped: a typo such as "firstname" would otherwise lose data silently.
@@ -43,9 +43,9 @@ export const contactPatchSchema = z
 export type ContactCreateInput = z.infer<typeof contactCreateSchema>;
 export type ContactPatchInput = z.infer<typeof contactPatchSchema>;
 
-/** Trimmed and lowercased, the key contacts and suppressions are matched on; 400 naming the field when invalid. */
+/** The key contacts are matched on (mailboxKey: trimmed, lowercased, needless quotes dropped); 400 naming the field when invalid. */
 export function normalizeContactEmail(raw: string, field = 'email'): string {
-  const email = addressKey(raw);
+  const email = mailboxKey(raw);
   if (!isValidAddress(email)) throw badRequest(`${field}: "${raw}" is not a valid email address`);
   return email;
 }

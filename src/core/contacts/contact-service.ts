@@ -8,7 +8,7 @@ import type { FilterGroup } from '../../store/repositories/contact-filter-sql.js
 import type { DomainService } from '../domains/domain-service.js';
 import { issuePath, plainIssues } from '../plain-issues.js';
 import type { EmailService, SendContext } from '../emails/email-service.js';
-import { addressKey, lowerAddressTerm } from '../emails/addresses.js';
+import { lowerAddressTerm, mailboxKey, unquoted } from '../emails/addresses.js';
 import { badRequest, notFound, notUnique } from '../errors.js';
 import type { BusEvent, ContactEventType, EventBus } from '../events.js';
 import { resolveSender, type BookScope } from './contact-book-service.js';
@@ -310,7 +310,7 @@ export function createContactService(deps: ContactServiceDeps) {
       }
       // Keyed as addresses are stored (lowercased, the domain in A-labels), not validated: an
       // address nobody has finds nobody.
-      const emails = q.emails?.map(addressKey);
+      const emails = q.emails?.map(mailboxKey);
       return (await contacts.list({ teamId: scope.teamId, bookId }, { emails, ids: q.ids, offset: q.offset, limit: q.limit })).map(contactView);
     },
 
@@ -322,7 +322,7 @@ export function createContactService(deps: ContactServiceDeps) {
       await loadBook(scope.teamId, bookId);
       const term = q.search?.trim().slice(0, 200) ?? '';
       const filter: FilterGroup = term
-        ? { match: 'any', conditions: [{ field: 'email', op: 'contains', value: lowerAddressTerm(term) }, { field: 'firstName', op: 'contains', value: term }, { field: 'lastName', op: 'contains', value: term }] }
+        ? { match: 'any', conditions: [{ field: 'email', op: 'contains', value: lowerAddressTerm(unquoted(term)) }, { field: 'firstName', op: 'contains', value: term }, { field: 'lastName', op: 'contains', value: term }] }
         : { match: 'all', conditions: [] };
       const { rows, total } = await contacts.listMatching({ teamId: scope.teamId, bookId }, filter, { offset: q.offset, limit: q.limit });
       return { items: rows.map(contactView), total };

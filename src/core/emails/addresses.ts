@@ -90,6 +90,15 @@ export function addressKey(address: string): string {
 }
 
 /**
+ * The key contacts are stored, looked up and kept unique by: addressKey of the address with
+ * quotes its local part does not need dropped (unquoted), so `"ann"@x` is `ann@x`, the mailbox a
+ * send writes; quotes a local part needs (`"a b"@x`) stay.
+ */
+export function mailboxKey(address: string): string {
+  return addressKey(unquoted(address.trim()));
+}
+
+/**
  * A term that searches stored addresses, lowercased as addressKey keys them: in the domain (what
  * follows the last `@`, or the whole term without one) a capital Σ is σ wherever it stands, as
  * IDNA maps it; toLowerCase makes it ς at a word's end, which is another domain's letter.

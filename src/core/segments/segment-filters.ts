@@ -6,7 +6,7 @@ import {
   type FilterNode,
   type FilterOp,
 } from '../../store/repositories/contact-filter-sql.js';
-import { addressKey, lowerAddressTerm } from '../emails/addresses.js';
+import { lowerAddressTerm, mailboxKey } from '../emails/addresses.js';
 import { badRequest } from '../errors.js';
 
 // The filter vocabulary is defined next to the SQL it compiles to; the API reads it from here.
@@ -116,9 +116,9 @@ class FilterValidator {
       throw badRequest(`${path}.field: must be email, firstName, lastName, subscribed, createdAt or properties.<name>`);
     }
     const lower = (s: string) => (field === 'email' ? lowerAddressTerm(s) : s);
-    // A whole address is keyed as contacts store it (the domain in A-labels), so eq, neq and in
-    // match the address a contact was added with, however its domain was written.
-    const whole = (s: string) => (field === 'email' ? addressKey(s) : s);
+    // A whole address is keyed as contacts store it (the domain in A-labels, needless quotes
+    // dropped), so eq, neq and in match the address a contact was added with, however written.
+    const whole = (s: string) => (field === 'email' ? mailboxKey(s) : s);
 
     if (o === 'exists' || o === 'notExists') {
       if (value !== undefined && value !== null && value !== '') throw badRequest(`${path}.value: ${o} takes no value`);

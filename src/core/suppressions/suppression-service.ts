@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Clock } from '../../lib/clock.js';
 import type { SuppressionReason, SuppressionRow, SuppressionsRepository } from '../../store/repositories/suppressions-repository.js';
-import { addressKey, isValidAddress, lowerAddressTerm, unquoted } from '../emails/addresses.js';
+import { isValidAddress, lowerAddressTerm, mailboxKey } from '../emails/addresses.js';
 import { badRequest, notFound } from '../errors.js';
 
 /*
@@ -39,7 +39,7 @@ const view = (r: SuppressionRow): SuppressionView => ({ email: r.email, reason: 
 
 /** The list key of an address; 400 naming the field when it is not one. */
 export function suppressionKey(raw: string, field = 'email'): string {
-  const email = addressKey(unquoted(raw.trim()));
+  const email = mailboxKey(raw);
   if (!isValidAddress(email)) throw badRequest(`${field}: "${raw}" is not a valid email address`);
   return email;
 }

@@ -32,13 +32,19 @@ const columns = [
   'api_keys.created_at as createdAt',
 ] as const;
 
-/** The key and its team's rate limit, by public id: one indexed lookup per request. */
+/**
+ * The key and its team's rate limit, by public id: one indexed lookup per request. A key bound
+ * to a deleted domain is no key (deleting a domain deletes its keys; one left from before that,
+ * or made while the domain was being deleted, is refused here).
+ */
 export function authQueryOf(db: Db) {
   return db
     .selectFrom('api_keys')
     .innerJoin('teams', 'teams.id', 'api_keys.team_id')
+    .leftJoin('domains', 'domains.id', 'api_keys.domain_id')
     .select([...columns, 'teams.rate_limit as teamRateLimit'])
     .where('api_keys.public_id', '=', '?')
+    .where((eb) => eb.or([eb('api_keys.domain_id', 'is', null), eb('domains.deleted_at', 'is', null)]))
     .compile();
 }
 

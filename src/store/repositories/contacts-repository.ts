@@ -26,7 +26,8 @@ function chunks<T>(items: T[], size: number): T[][] {
 
 /**
  * The contact an id was merged into: contacts stored twice for one mailbox under two keys were
- * merged by migration 20261129060000-address-keys, and links in mail sent before name the other.
+ * merged by migrations 20261129060000-address-keys and 20261130010000-contact-unquoted-keys, and
+ * links in mail sent before name the other.
  * Asked only when no contact has the id, so the usual path costs nothing more.
  */
 async function mergedInto(db: Executor, id: string): Promise<string | undefined> {

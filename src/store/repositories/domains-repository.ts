@@ -297,8 +297,12 @@ export function createDomainsRepository(db: Db) {
           .where('id', '=', id)
           .where('deleted_at', 'is', null)
           .executeTakeFirst();
-        return res.numUpdatedRows > 0n;
-      }, inTransaction);
+        if (res.numUpdatedRows === 0n) return false;
+        // A key bound to the domain could do nothing more (it sees and sends only within the
+        // domain): it goes with it, in this transaction.
+        await ex.deleteFrom('api_keys').where('team_id', '=', teamId).where('domain_id', '=', id).execute();
+        return true;
+      }, inTransaction ?? (() => undefined));
     },
   };
 }

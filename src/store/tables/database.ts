@@ -245,7 +245,7 @@ export interface ContactsTable {
   id: string;
   team_id: number;
   contact_book_id: string;
-  /** Trimmed and lowercased. */
+  /** The mailboxKey: trimmed, lowercased, the domain in A-labels, needless quotes dropped. */
   email: string;
   first_name: string | null;
   last_name: string | null;
@@ -259,8 +259,9 @@ export interface ContactsTable {
 }
 
 /**
- * The id of a contact merged into another (migration 20261129060000-address-keys): links in mail
- * already sent name it, and lead to the contact it was merged into.
+ * The id of a contact merged into another (migrations 20261129060000-address-keys and
+ * 20261130010000-contact-unquoted-keys): links in mail already sent name it, and lead to the
+ * contact it was merged into.
  */
 export interface ContactAliasesTable {
   id: string;
