@@ -91,7 +91,9 @@ test.before(async () => {
     clock,
     policyDomains: ['unused.test'],
     overrides: {
-      webhooks: { allowPrivate: true, timeoutMs: TIMEOUT_MS },
+      // The hostile endpoint fails most calls on purpose: an auto-disable would discard the
+      // events whose retry schedule this proof checks (webhook-status.test.ts covers it).
+      webhooks: { allowPrivate: true, timeoutMs: TIMEOUT_MS, disableAfterFailures: 0 },
       outbound: { mtaSts: { httpsPort: hostile.httpsPort, fetchTimeoutMs: FETCH_TIMEOUT_MS }, tlsReports: { allowPrivate: true } },
     },
   });

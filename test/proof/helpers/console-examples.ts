@@ -199,6 +199,8 @@ export async function buildConsoleWorld(t0: TestApp): Promise<ConsoleWorld> {
     ['POST /console/webhooks', e({}, { form: [['url', 'http://127.0.0.1:9/new'], ['description', 'New hook'], ['eventTypes', 'email.sent'], ['eventTypes', 'email.bounced']] })],
     ['GET /console/webhooks/:id', e({ id: a.webhook! }, { foreign: { id: b.webhook! }, query: [['watch', '1']] })],
     ['POST /console/webhooks/:id/test', e({ id: a.webhook! }, { foreign: { id: b.webhook! } })],
+    // ACTIVE: re-enabling an active endpoint changes nothing, so the other examples keep theirs.
+    ['POST /console/webhooks/:id/status', e({ id: a.webhook! }, { foreign: { id: b.webhook! }, form: [['status', 'ACTIVE']] })],
     ['POST /console/webhooks/:id/rotate', e({ id: a.webhook! }, { foreign: { id: b.webhook! } })],
     ['POST /console/webhooks/:id/delete', e({ id: a.doomedWebhook! }, { foreign: { id: b.webhook! } })],
     ['GET /console/received', e({}, { query: [['domainId', a.inbox!], ['page', '1']] })],
