@@ -240,6 +240,12 @@ export function createWebhooksRepository(db: Db) {
       return rows.map((r) => ({ id: r.id, webhookId: r.webhook_id, eventId: r.event_id, eventType: r.type, attempts: r.attempts, url: r.url, secret: r.secret, body: r.body }));
     },
 
+    /** An endpoint's URL (the dispatcher's per-host cap), whatever its team; null when it is gone. */
+    async urlOf(webhookId: string): Promise<string | null> {
+      const row = await db.selectFrom('webhooks').select('url').where('id', '=', webhookId).executeTakeFirst();
+      return row?.url ?? null;
+    },
+
     /** Earliest due time of unleased pending calls per endpoint (a full scan: used rarely). */
     async dueByWebhook(nowMs: number): Promise<{ webhookId: string; dueAt: number }[]> {
       const rows = await db
