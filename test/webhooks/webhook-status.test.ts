@@ -235,6 +235,8 @@ test.serial('the console shows the status and pauses and re-enables an endpoint;
   const base = `/console/webhooks/${hook.id}`;
   t.regex((await c.get('/console/webhooks')).text, /<span class="badge good">ACTIVE<\/span>/);
   t.regex((await c.get(base)).text, /<button type="submit" class="btn secondary">Pause<\/button>/);
+  await emit('fail-c'); // a retry is waiting when it is paused
+  await settle();
 
   const paused = await c.post(`${base}/status`, { status: 'PAUSED' }, { token: await c.csrf(base) });
   t.is(paused.status, 303);
@@ -243,6 +245,9 @@ test.serial('the console shows the status and pauses and re-enables an endpoint;
   t.regex(page, /badge warn">PAUSED<\/span> <span class="muted">since <time datetime="[^"]+">/, 'when it was paused, beside the status');
   t.regex(page, /badge warn">PAUSED</);
   t.regex(page, />Re-enable<\/button>/);
+  // The discarded retry is in the attempts log, as not sent.
+  t.regex(page, /<span class="badge muted">DISCARDED<\/span> contact\.created · attempt 2 of 6 · discarded: the endpoint is PAUSED; not sent · <time/);
+  t.regex(page, /<h3>Not sent<\/h3>/);
   // A refused form goes back with the reason.
   t.is((await c.post(`${base}/status`, { status: 'AUTO_DISABLED' }, { token: await c.csrf(base) })).status, 303);
   t.regex(c.flash(), /status: must be ACTIVE or PAUSED/);
