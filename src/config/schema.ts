@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import { parseDnsServers } from '../lib/dns/dns-client.js';
 import { parseDuration, parseRate } from '../lib/rate-spec.js';
 import { cronProblem, databaseUrlProblem, hostProblem, publicUrlProblem } from './setting-checks.js';
+import { WEBHOOK_MAX_IN_FLIGHT } from '../core/webhooks/webhook-retry.js';
 
 /** An IP address, or a subnet in CIDR notation. */
 function isAddressOrSubnet(entry: string): boolean {
@@ -480,6 +481,9 @@ export const configSchema = z
       timeoutMs: key(timeoutMs(60_000).default(10_000), { doc: 'Per-attempt timeout of a webhook POST, in milliseconds (connect, headers and body); a timeout is a failed attempt.' }),
       leaseMs: key(z.number().int().min(1000).default(5 * 60_000), {
         doc: 'How long a claimed webhook call stays leased, in milliseconds: far beyond one attempt plus recording it (at least twice timeoutMs); a call whose attempt could not be recorded is due again after it.',
+      }),
+      maxInFlightPerHost: key(z.number().int().min(0).max(WEBHOOK_MAX_IN_FLIGHT).default(16), {
+        doc: `Webhook calls in flight to one host name at once, over all endpoints (and teams) that point at it, per node; 0 means no cap. The dispatcher makes at most ${WEBHOOK_MAX_IN_FLIGHT} calls at once (4 per endpoint): the cap keeps many endpoints on one slow host from taking every one of them while other hosts' events wait.`,
       }),
       disableAfterFailures: key(z.number().int().min(0).max(1_000_000).default(30), {
         doc: 'An endpoint whose events failed every attempt this many times in a row is set AUTO_DISABLED: it gets no new events and its pending calls are discarded until it is set ACTIVE again. A delivered event resets the count. 0 never disables.',

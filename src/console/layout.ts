@@ -94,7 +94,7 @@ export function actionButton(ctx: ConsoleContext, action: string, label: string,
 
 const STATUS_TONE: Record<string, string> = {
   DELIVERED: 'good', SUCCESS: 'good', SENT: 'info', OPENED: 'good', CLICKED: 'good', SUCCEEDED: 'good', ACTIVE: 'good', DONE: 'good', delivered: 'good',
-  QUEUED: 'info', SCHEDULED: 'info', RUNNING: 'info', PENDING: 'warn', NOT_STARTED: 'muted', DRAFT: 'muted', PAUSED: 'warn', queued: 'info',
+  QUEUED: 'info', SCHEDULED: 'info', RUNNING: 'info', PENDING: 'warn', NOT_STARTED: 'muted', DRAFT: 'muted', PAUSED: 'warn', DISCARDED: 'muted', queued: 'info',
   DELIVERY_DELAYED: 'warn', TEMPORARY_FAILURE: 'warn', CANCELLED: 'muted', MANUAL: 'muted', cancelled: 'muted',
   BOUNCED: 'bad', FAILED: 'bad', COMPLAINED: 'bad', REJECTED: 'bad', SUPPRESSED: 'bad', RENDERING_FAILURE: 'bad', AUTO_DISABLED: 'bad', HARD_BOUNCE: 'bad', COMPLAINT: 'bad', bounced: 'bad', failed: 'bad', suppressed: 'bad',
 };

@@ -2,6 +2,7 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { acknowledged, MAX_RESPONSE_BODY_BYTES, type AttemptOutcome, type ClaimedCall, type SignedRequest, type WebhookOutbox } from '../core/webhooks/webhook-outbox.js';
 import { WebhookUrlError } from '../core/webhooks/url-policy.js';
+import { WEBHOOK_MAX_IN_FLIGHT, WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT } from '../core/webhooks/webhook-retry.js';
 import { createWebhookAgents, postPinned } from './http-post.js';
 
 export interface WebhookDispatcherOptions {
@@ -16,6 +17,8 @@ export interface WebhookDispatcherOptions {
   perEndpointConcurrency?: number;
   /** Calls in flight in total. */
   maxInFlight?: number;
+  /** Calls in flight to one host name, over all endpoints on it (webhooks.maxInFlightPerHost); 0 no cap. */
+  maxInFlightPerHost?: number;
   /** Longest sleep when idle, in ms (real time): picks up retries whose time has come. */
   idlePollMs?: number;
   /** How often the store is scanned for due work this process was not told about, in ms (real time). */
@@ -48,6 +51,18 @@ export class WebhookDispatcher {
   private readonly due = new Map<string, number>();
   private readonly active = new Map<string, number>();
   /**
+   * Host name -> calls in flight to it. Many endpoints (of one team or several) on one slow host
+   * otherwise took every slot between them, each within its own 4, and every other host's
+   * events waited for their timeouts.
+   */
+  private readonly activeByHost = new Map<string, number>();
+  /**
+   * Endpoint id -> the host name of its URL, learnt from the store before its first claim (so
+   * that claim is already within its host's room) and from every call claimed (a changed URL).
+   */
+  private readonly hostOf = new Map<string, string | null>();
+  private readonly maxPerHost: number;
+  /**
    * Endpoints whose latest attempt here failed. Together they may hold only half of the calls
    * in flight: endpoints that hang keep their slots for the whole timeout, and enough of them
    * (16 at 4 calls each) held every slot, so each healthy endpoint waited its turn behind all
@@ -78,8 +93,9 @@ export class WebhookDispatcher {
     this.logger = options.logger;
     this.timeoutMs = options.timeoutMs;
     this.onAttempt = options.onAttempt;
-    this.perEndpoint = options.perEndpointConcurrency ?? 4;
-    this.maxInFlight = options.maxInFlight ?? 64;
+    this.perEndpoint = options.perEndpointConcurrency ?? WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT;
+    this.maxInFlight = options.maxInFlight ?? WEBHOOK_MAX_IN_FLIGHT;
+    this.maxPerHost = options.maxInFlightPerHost || Infinity;
     this.failingShare = Math.max(1, Math.floor(this.maxInFlight / 2));
     this.idlePollMs = options.idlePollMs ?? 1000;
     this.sweepIntervalMs = options.sweepIntervalMs ?? 30_000;
@@ -152,6 +168,8 @@ export class WebhookDispatcher {
         // A failing endpoint with no work left (its calls abandoned, or it was deleted) starts
         // afresh with its next event; the set stays small.
         for (const id of this.failing) if (!this.due.has(id) && !this.active.has(id)) this.failing.delete(id);
+        // Learnt again when work comes (the URL may have changed meanwhile, or the endpoint gone).
+        for (const id of this.hostOf.keys()) if (!this.due.has(id) && !this.active.has(id)) this.hostOf.delete(id);
       } catch (err) {
         this.logger.error({ err }, 'scanning for due webhook calls failed');
       }
@@ -179,6 +197,12 @@ export class WebhookDispatcher {
       let free = Math.min(this.perEndpoint - (this.active.get(webhookId) ?? 0), this.maxInFlight - this.inFlight.size);
       if (failing) free = Math.min(free, this.failingShare - failingBusy);
       if (free <= 0) continue;
+      if (this.maxPerHost !== Infinity) {
+        // Endpoints on a full host wait (woken by a call to it ending); other hosts' go on.
+        const host = await this.hostOfEndpoint(webhookId);
+        if (host !== null) free = Math.min(free, this.maxPerHost - (this.activeByHost.get(host) ?? 0));
+        if (free <= 0) continue;
+      }
       // What is noted for this endpoint from here on (an attempt of its that records a retry,
       // an event that commits) may be newer than what the store answers below, on another
       // connection: it is merged with that answer, never overwritten by it.
@@ -223,9 +247,23 @@ export class WebhookDispatcher {
     const failingFull = this.failingInFlight() >= this.failingShare;
     let next = Infinity;
     for (const [webhookId, d] of this.due) {
-      if ((this.active.get(webhookId) ?? 0) < this.perEndpoint && !(failingFull && this.failing.has(webhookId))) next = Math.min(next, d);
+      if ((this.active.get(webhookId) ?? 0) >= this.perEndpoint || (failingFull && this.failing.has(webhookId))) continue;
+      const host = this.hostOf.get(webhookId);
+      if (host && (this.activeByHost.get(host) ?? 0) >= this.maxPerHost) continue;
+      next = Math.min(next, d);
     }
     return Math.max(1, Math.min(this.idlePollMs, next - now));
+  }
+
+  /** The host name an endpoint's calls go to (null: gone, or a URL with none). */
+  private async hostOfEndpoint(webhookId: string): Promise<string | null> {
+    let host = this.hostOf.get(webhookId);
+    if (host === undefined) {
+      const url = await this.outbox.endpointUrl(webhookId);
+      host = url === null ? null : hostName(url);
+      this.hostOf.set(webhookId, host);
+    }
+    return host;
   }
 
   private failingInFlight(): number {
@@ -255,6 +293,12 @@ export class WebhookDispatcher {
 
   private track(call: ClaimedCall): void {
     this.active.set(call.webhookId, (this.active.get(call.webhookId) ?? 0) + 1);
+    // Counted against the host the call really goes to: its URL as claimed.
+    const host = hostName(call.url);
+    if (host !== null) {
+      this.hostOf.set(call.webhookId, host);
+      this.activeByHost.set(host, (this.activeByHost.get(host) ?? 0) + 1);
+    }
     this.inFlightCalls.add(call.id);
     const p = this.deliver(call);
     this.inFlight.add(p);
@@ -265,6 +309,11 @@ export class WebhookDispatcher {
       const left = (this.active.get(call.webhookId) ?? 1) - 1;
       if (left <= 0) this.active.delete(call.webhookId);
       else this.active.set(call.webhookId, left);
+      if (host !== null) {
+        const onHost = (this.activeByHost.get(host) ?? 1) - 1;
+        if (onHost <= 0) this.activeByHost.delete(host);
+        else this.activeByHost.set(host, onHost);
+      }
       // A freed slot may let this endpoint's next call go.
       this.wake();
     });
@@ -299,6 +348,15 @@ export class WebhookDispatcher {
       this.logger.error({ err, webhookId: call.webhookId, eventId: call.eventId }, 'recording a webhook attempt failed');
       this.noteDue(call.webhookId, this.clock.nowMs() + this.outbox.leaseMs + 1);
     }
+  }
+}
+
+/** The host name of a URL (lower case, as the URL parser gives it; the port is not part of it), or null. */
+function hostName(url: string): string | null {
+  try {
+    return new URL(url).hostname.replace(/\.$/, '') || null;
+  } catch {
+    return null;
   }
 }
 

@@ -322,3 +322,12 @@ test('webhooks.disableAfterFailures: 30 by default, 0 allowed (never), negative 
     t.throws(() => loadConfig({ env: { POSTHORN_WEBHOOKS_DISABLE_AFTER_FAILURES: bad } }), { instanceOf: ConfigError, message: /DISABLE_AFTER_FAILURES|disableAfterFailures/ });
   }
 });
+
+test('webhooks.maxInFlightPerHost: 16 by default, 0 allowed (no cap), negative, fractional or above the 64 in all refused', (t) => {
+  t.is(loadConfig({ env: {} }).webhooks.maxInFlightPerHost, 16);
+  t.is(loadConfig({ env: { POSTHORN_WEBHOOKS_MAX_IN_FLIGHT_PER_HOST: '0' } }).webhooks.maxInFlightPerHost, 0);
+  t.is(loadConfig({ env: {}, overrides: { webhooks: { maxInFlightPerHost: 64 } } }).webhooks.maxInFlightPerHost, 64);
+  for (const bad of ['-1', '2.5', '65', 'many']) {
+    t.throws(() => loadConfig({ env: { POSTHORN_WEBHOOKS_MAX_IN_FLIGHT_PER_HOST: bad } }), { instanceOf: ConfigError, message: /MAX_IN_FLIGHT_PER_HOST|maxInFlightPerHost/ });
+  }
+});

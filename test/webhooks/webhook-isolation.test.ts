@@ -5,14 +5,16 @@ import { emitCommitted, startWebhookReceiver, verifySignature, type WebhookRecei
 
 // A dead endpoint (accepts the connection, never answers) must not delay mail or the other
 // endpoints' events. The timeout is long here so the dead endpoint is still hanging while
-// everything else completes.
+// everything else completes. Every receiver here is on 127.0.0.1: the per-host cap is off
+// (webhooks.maxInFlightPerHost 0), as these are about the limits per endpoint and for failing
+// endpoints (webhook-host-fairness.test.ts is about the cap).
 
 let w: MailWorld;
 let dead: WebhookReceiver;
 let healthy: WebhookReceiver;
 
 test.before(async () => {
-  w = await startMailWorld({ overrides: { webhooks: { allowPrivate: true, timeoutMs: 30_000 } } });
+  w = await startMailWorld({ overrides: { webhooks: { allowPrivate: true, timeoutMs: 30_000, maxInFlightPerHost: 0 } } });
   dead = await startWebhookReceiver();
   healthy = await startWebhookReceiver();
   dead.reply(() => 'hang');

@@ -23,6 +23,7 @@ const endpoint = (id: string, types: string[]): WebhookRow => ({
   secret: 's',
   status: 'active',
   consecutive_failures: 0,
+  disabled_at: null,
   created_at: clock.now().toISOString(),
   updated_at: clock.now().toISOString(),
 });

@@ -61,12 +61,17 @@ async function autoDisabledMetric(): Promise<number> {
 
 test.serial('PATCH status: ACTIVE and PAUSED only; AUTO_DISABLED and unknown values are 400; another team gets 404', async (t) => {
   const hook = await makeHook();
-  t.like(await get(hook.id), { status: 'ACTIVE', consecutiveFailures: 0 });
+  t.like(await get(hook.id), { status: 'ACTIVE', consecutiveFailures: 0, disabledAt: null });
 
+  const pausedAt = clock.now().toISOString();
   const paused = await t0.request('PATCH', `/v1/webhooks/${hook.id}`, { body: { status: 'PAUSED' } });
   t.is(paused.status, 200);
-  t.is(paused.body.status, 'PAUSED');
-  t.is((await t0.request('GET', '/v1/webhooks')).body.webhooks.find((w: { id: string }) => w.id === hook.id).status, 'PAUSED');
+  t.like(paused.body, { status: 'PAUSED', disabledAt: pausedAt });
+  t.like((await t0.request('GET', '/v1/webhooks')).body.webhooks.find((w: { id: string }) => w.id === hook.id), { status: 'PAUSED', disabledAt: pausedAt });
+  // Paused again later, or changed otherwise: it has been stopped since the first pause.
+  clock.advance(60_000);
+  t.is((await t0.request('PATCH', `/v1/webhooks/${hook.id}`, { body: { status: 'PAUSED', description: 'later' } })).body.disabledAt, pausedAt);
+  t.is((await t0.request('PATCH', `/v1/webhooks/${hook.id}`, { body: { description: 'later still' } })).body.disabledAt, pausedAt);
 
   for (const status of ['AUTO_DISABLED', 'auto_disabled', 'DISABLED', '', 1, null]) {
     const res = await t0.request('PATCH', `/v1/webhooks/${hook.id}`, { body: { status } });
@@ -82,8 +87,9 @@ test.serial('PATCH status: ACTIVE and PAUSED only; AUTO_DISABLED and unknown val
   t.is(theirs.body.error.code, 'NOT_FOUND');
   t.is((await get(hook.id)).status, 'PAUSED');
 
-  // The lower-case spelling is taken too.
-  t.is((await t0.request('PATCH', `/v1/webhooks/${hook.id}`, { body: { status: 'active' } })).body.status, 'ACTIVE');
+  // The lower-case spelling is taken too. Re-enabled: no longer disabled since anything.
+  t.like((await t0.request('PATCH', `/v1/webhooks/${hook.id}`, { body: { status: 'active' } })).body, { status: 'ACTIVE', disabledAt: null });
+  t.is((await get(hook.id)).disabledAt, null);
   await t0.request('DELETE', `/v1/webhooks/${hook.id}`);
 });
 
@@ -98,12 +104,27 @@ test.serial('a paused endpoint gets no new events, its pending retries are disca
   t.is((await t0.request('PATCH', `/v1/webhooks/${hook.id}`, { body: { status: 'PAUSED' } })).status, 200);
   t.deepEqual(await callStates(hook.id), ['discarded'], 'discarded at once, not sent later');
   t.deepEqual(await t0.app.services.webhooks.failing({ teamId: t0.teamId, domainId: null }), [], 'paused on purpose: not pointed out as failing');
+  // The attempts log shows what was dropped: the attempt that will not be made, newest first.
+  const log = (await t0.request('GET', `/v1/webhooks/${hook.id}/attempts`)).body.attempts;
+  t.deepEqual(log.map((a: { status: string; attempt: number }) => [a.status, a.attempt]), [['DISCARDED', 2], ['FAILED', 1]]);
+  t.like(log[0], { eventType: 'contact.created', maxAttempts: WEBHOOK_MAX_ATTEMPTS, response: null, durationMs: 0, nextAttemptAt: null, createdAt: clock.now().toISOString() });
+  t.is(log[0].eventId, log[1].eventId);
+  t.is(JSON.parse(log[0].request.body).data.id, 'fail-p', 'the event that was not sent');
+  t.deepEqual(log[0].request.headers, {}, 'nothing was signed or sent');
+  t.regex(log[0].error, /discarded.*PAUSED/);
+  // Paged one by one, the cursor goes through both.
+  const first = (await t0.request('GET', `/v1/webhooks/${hook.id}/attempts?limit=1`)).body;
+  t.deepEqual(first.attempts.map((a: { status: string }) => a.status), ['DISCARDED']);
+  const second = (await t0.request('GET', `/v1/webhooks/${hook.id}/attempts?limit=1&cursor=${first.nextCursor}`)).body;
+  t.deepEqual(second.attempts.map((a: { status: string }) => a.status), ['FAILED']);
+  t.is(second.nextCursor, null);
   await emit('ok-while-paused');
   await advancePastRetry(1);
   await advancePastRetry(2);
   t.is(got('fail-p'), 1, 'the discarded retry is not sent');
   t.is(got('ok-while-paused'), 0, 'no event is matched to a paused endpoint');
   t.deepEqual(await callStates(hook.id), ['discarded']);
+  t.is((await t0.request('GET', `/v1/webhooks/${hook.id}/attempts`)).body.attempts.length, 2, 'nothing more discarded, nothing sent');
 
   // A test event is sent to a paused endpoint, so it can be checked before re-enabling it.
   const before = receiver.calls.length;
@@ -148,7 +169,8 @@ test.serial('events that fail every attempt disable the endpoint after the thres
   await advancePastRetry(WEBHOOK_MAX_ATTEMPTS - 1);
   t.is(got('fail-2'), WEBHOOK_MAX_ATTEMPTS);
   t.is(got('fail-3'), WEBHOOK_MAX_ATTEMPTS);
-  t.like(await get(hook.id), { status: 'AUTO_DISABLED', consecutiveFailures: 2 });
+  const switchedAt = clock.now().toISOString();
+  t.like(await get(hook.id), { status: 'AUTO_DISABLED', consecutiveFailures: 2, disabledAt: switchedAt });
   t.is(await autoDisabledMetric(), metricBefore + 1);
   const attention = (await t0.app.services.webhooks.failing({ teamId: t0.teamId, domainId: null })).map((f) => [f.webhook.id, f.webhook.status]);
   t.deepEqual(attention, [[hook.id, 'AUTO_DISABLED']], 'the overview points it out');
@@ -162,9 +184,19 @@ test.serial('events that fail every attempt disable the endpoint after the thres
   t.is(got('ok-while-disabled'), 0);
   t.is((await callStates(hook.id)).filter((s) => s === 'pending').length, 0);
   t.true((await callStates(hook.id)).includes('discarded'));
+  const discarded = (await t0.request('GET', `/v1/webhooks/${hook.id}/attempts?limit=100`)).body.attempts.filter((a: { status: string }) => a.status === 'DISCARDED');
+  t.deepEqual(discarded.map((a: { request: { body: string } }) => JSON.parse(a.request.body).data.id), ['fail-4'], 'the dropped retry is on record');
+  t.is(discarded[0].attempt, fail4Sent + 1);
+  t.regex(discarded[0].error, /discarded.*AUTO_DISABLED/);
+  t.deepEqual(
+    (await t0.app.services.webhooks.failing({ teamId: t0.teamId, domainId: null })).map((f) => f.lastAttempt.response),
+    [{ status: 503 }],
+    'the overview names the last HTTP attempt, not the discard',
+  );
+  t.is((await get(hook.id)).disabledAt, switchedAt, 'unchanged since the switch');
 
   // Re-enabled by its owner: the count starts from 0, and events are delivered again.
-  t.like((await t0.request('PATCH', `/v1/webhooks/${hook.id}`, { body: { status: 'ACTIVE' } })).body, { status: 'ACTIVE', consecutiveFailures: 0 });
+  t.like((await t0.request('PATCH', `/v1/webhooks/${hook.id}`, { body: { status: 'ACTIVE' } })).body, { status: 'ACTIVE', consecutiveFailures: 0, disabledAt: null });
   await emit('ok-2');
   await settle();
   t.is(got('ok-2'), 1);
@@ -203,13 +235,19 @@ test.serial('the console shows the status and pauses and re-enables an endpoint;
   const base = `/console/webhooks/${hook.id}`;
   t.regex((await c.get('/console/webhooks')).text, /<span class="badge good">ACTIVE<\/span>/);
   t.regex((await c.get(base)).text, /<button type="submit" class="btn secondary">Pause<\/button>/);
+  await emit('fail-c'); // a retry is waiting when it is paused
+  await settle();
 
   const paused = await c.post(`${base}/status`, { status: 'PAUSED' }, { token: await c.csrf(base) });
   t.is(paused.status, 303);
   t.is((await get(hook.id)).status, 'PAUSED');
   const page = (await c.get(base)).text;
+  t.regex(page, /badge warn">PAUSED<\/span> <span class="muted">since <time datetime="[^"]+">/, 'when it was paused, beside the status');
   t.regex(page, /badge warn">PAUSED</);
   t.regex(page, />Re-enable<\/button>/);
+  // The discarded retry is in the attempts log, as not sent.
+  t.regex(page, /<span class="badge muted">DISCARDED<\/span> contact\.created · attempt 2 of 6 · discarded: the endpoint is PAUSED; not sent · <time/);
+  t.regex(page, /<h3>Not sent<\/h3>/);
   // A refused form goes back with the reason.
   t.is((await c.post(`${base}/status`, { status: 'AUTO_DISABLED' }, { token: await c.csrf(base) })).status, 303);
   t.regex(c.flash(), /status: must be ACTIVE or PAUSED/);

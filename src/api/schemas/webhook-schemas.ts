@@ -13,6 +13,7 @@ export const webhookSchema = z
     domainIds: z.array(intId).meta({ description: 'Empty means every domain.' }),
     status: z.enum(['ACTIVE', 'PAUSED', 'AUTO_DISABLED']).meta({ description: 'Only an ACTIVE endpoint is sent events. AUTO_DISABLED: its events failed webhooks.disableAfterFailures times in a row.' }),
     consecutiveFailures: z.int().min(0).meta({ description: 'Events in a row whose every attempt failed, counted while ACTIVE; a delivered one resets it.' }),
+    disabledAt: timestamp.nullable().meta({ description: 'When it was paused or auto-disabled; null while ACTIVE.' }),
     createdAt: timestamp,
     updatedAt: timestamp,
   })
@@ -29,7 +30,7 @@ export const webhookAttemptSchema = z
     eventType: z.enum(WEBHOOK_EVENT_TYPES),
     attempt: z.int().min(1),
     maxAttempts: z.int().min(1),
-    status: z.enum(['SUCCEEDED', 'FAILED']),
+    status: z.enum(['SUCCEEDED', 'FAILED', 'DISCARDED']).meta({ description: 'DISCARDED: no request was made; the call was dropped while the endpoint was PAUSED or AUTO_DISABLED, and attempt is the one not made.' }),
     request: z.strictObject({ method: z.literal('POST'), url: z.string(), headers: stringMap, body: z.string().nullable().meta({ description: 'The payload sent; null once the event has been pruned.' }) }),
     response: z.strictObject({ status: z.int(), body: z.string().nullable() }).nullable(),
     durationMs: z.int().min(0),

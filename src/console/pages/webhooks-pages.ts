@@ -74,13 +74,13 @@ ${table('Webhook endpoints', ['URL', 'Status', 'Events', 'Added'], list.items.ma
       actions: html`${actionButton(ctx, `${base}/test`, 'Send a test event', { kind: 'primary' })}${w.status === 'ACTIVE' ? actionButton(ctx, `${base}/status`, 'Pause', { fields: { status: 'PAUSED' }, confirm: 'Pause this endpoint? It gets no new events and its pending deliveries are discarded.' }) : actionButton(ctx, `${base}/status`, 'Re-enable', { fields: { status: 'ACTIVE' } })}${actionButton(ctx, `${base}/rotate`, 'New secret', { confirm: 'Replace the signing secret? Deliveries are signed with the new one at once.' })}`,
       body: html`${secret ?? ''}${section('Endpoint', definitionList([
         ['URL', w.url],
-        ['Status', html`${badge(w.status)}${w.status === 'AUTO_DISABLED' ? html` <span class="muted">its events failed every attempt too many times in a row; send a test event, then re-enable it</span>` : w.consecutiveFailures ? html` <span class="muted">${w.consecutiveFailures} events in a row failed every attempt</span>` : ''}`],
+        ['Status', html`${badge(w.status)}${w.disabledAt ? html` <span class="muted">since ${time(w.disabledAt)}</span>` : ''}${w.status === 'AUTO_DISABLED' ? html` <span class="muted">its events failed every attempt too many times in a row; send a test event, then re-enable it</span>` : w.consecutiveFailures ? html` <span class="muted">${w.consecutiveFailures} events in a row failed every attempt</span>` : ''}`],
         ['Events', w.eventTypes.length ? w.eventTypes.join(', ') : 'every event'],
         ['Description', w.description ?? '—'],
         ['Added', time(w.createdAt)],
       ]))}
-<div id="live-attempts"${watch ? html` data-live="1500"` : ''}>${section('Attempts', html`${attempts.length ? html`<ol class="attempts">${attempts.map((a) => html`<li><details><summary>${badge(a.status)} ${a.eventType} · attempt ${a.attempt} of ${a.maxAttempts} · ${a.response ? html`HTTP ${a.response.status}` : html`${a.error ?? 'no response'}`} · ${a.durationMs} ms · ${time(a.createdAt)}${a.nextAttemptAt ? html` · next ${time(a.nextAttemptAt)}` : ''}</summary>
-<div class="grid-2"><div><h3>Request</h3><pre class="code">POST ${a.request.url}
+<div id="live-attempts"${watch ? html` data-live="1500"` : ''}>${section('Attempts', html`${attempts.length ? html`<ol class="attempts">${attempts.map((a) => html`<li><details><summary>${badge(a.status)} ${a.eventType} · attempt ${a.attempt} of ${a.maxAttempts} · ${a.response ? html`HTTP ${a.response.status}` : html`${a.error ?? 'no response'}`}${a.status === 'DISCARDED' ? '' : html` · ${a.durationMs} ms`} · ${time(a.createdAt)}${a.nextAttemptAt ? html` · next ${time(a.nextAttemptAt)}` : ''}</summary>
+<div class="grid-2"><div><h3>${a.status === 'DISCARDED' ? 'Not sent' : 'Request'}</h3><pre class="code">POST ${a.request.url}
 ${Object.entries(a.request.headers).map(([k, v]) => `${k}: ${v}\n`).join('')}
 ${pretty(a.request.body)}</pre></div>
 <div><h3>Response</h3>${a.response ? html`<pre class="code">HTTP ${a.response.status}

@@ -88,6 +88,8 @@ export interface WebhookView {
   status: WebhookStatusView;
   /** Events in a row whose every attempt failed, while active; a delivery resets it. */
   consecutiveFailures: number;
+  /** When it was paused or auto-disabled; null while ACTIVE. */
+  disabledAt: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -123,6 +125,7 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       domainIds: row.domain_ids_json === null ? [] : (JSON.parse(row.domain_ids_json) as number[]),
       status: row.status.toUpperCase() as WebhookStatusView,
       consecutiveFailures: row.consecutive_failures,
+      disabledAt: row.disabled_at,
       createdAt: row.created_at,
       updatedAt: row.updated_at,
     };
@@ -170,7 +173,8 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
       eventType: a.event_type as WebhookEventType,
       attempt: a.attempt,
       maxAttempts: WEBHOOK_MAX_ATTEMPTS,
-      status: a.succeeded ? ('SUCCEEDED' as const) : ('FAILED' as const),
+      // DISCARDED: no HTTP attempt; the call was dropped while its endpoint was stopped, and `attempt` is the one not made.
+      status: a.discarded ? ('DISCARDED' as const) : a.succeeded ? ('SUCCEEDED' as const) : ('FAILED' as const),
       request: { method: 'POST' as const, url: a.url, headers: JSON.parse(a.request_headers_json) as Record<string, string>, body: a.body },
       response: a.response_status === null ? null : { status: a.response_status, body: a.response_body },
       durationMs: a.duration_ms,
@@ -196,6 +200,7 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
         secret: newWebhookSecret(),
         status: 'active',
         consecutive_failures: 0,
+        disabled_at: null,
         created_at: now,
         updated_at: now,
       };
@@ -217,7 +222,7 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
 
     async update(scope: WebhookScope, id: string, patch: WebhookPatch): Promise<WebhookView & { secret?: string }> {
       const row = await load(scope, id);
-      const changes: Partial<WebhookRow> = { updated_at: clock.now().toISOString() };
+      const changes: Partial<Omit<WebhookRow, 'disabled_at'>> = { updated_at: clock.now().toISOString() };
       if (patch.url !== undefined) {
         await checkUrl(patch.url);
         changes.url = patch.url;

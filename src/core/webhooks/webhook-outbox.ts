@@ -160,6 +160,11 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps) {
       return webhooks.dueByWebhook(clock.nowMs());
     },
 
+    /** The endpoint's URL (its host's room is checked before a claim), or null when it is gone. */
+    async endpointUrl(webhookId: string): Promise<string | null> {
+      return webhooks.urlOf(webhookId);
+    },
+
     async nextDueForWebhook(webhookId: string): Promise<number | null> {
       return webhooks.nextDueForWebhook(webhookId, clock.nowMs());
     },

@@ -28,3 +28,8 @@ export function webhookRetryDelayMs(attemptsMade: number, random: () => number =
   const base = WEBHOOK_RETRY_DELAYS_MS[Math.max(attemptsMade - 1, 0)]!;
   return Math.round(base * (1 + WEBHOOK_RETRY_JITTER_RATIO * random()));
 }
+
+/** Calls in flight per endpoint (per node): a slow endpoint holds only its own slots. */
+export const WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT = 4;
+/** Calls in flight in all (per node); webhooks.maxInFlightPerHost is bounded by it. */
+export const WEBHOOK_MAX_IN_FLIGHT = 64;

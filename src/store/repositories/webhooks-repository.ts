@@ -1,7 +1,8 @@
-import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
 import { isPostgres, withDialect, transact } from '../store-context.js';
+import { newId } from '../../lib/ids.js';
 import type { Database, WebhookAttemptsTable, WebhooksTable, WebhookStatus } from '../tables/database.js';
 
 export type WebhookRow = Selectable<WebhooksTable>;
@@ -37,7 +38,7 @@ export interface AttemptWrite {
   attempts: number;
   /** For a pending call: when to try again. */
   nextAttemptAt: number | null;
-  attempt: Omit<WebhookAttemptsTable, 'id' | 'call_id'>;
+  attempt: Omit<WebhookAttemptsTable, 'id' | 'call_id' | 'discarded'>;
   /** A final failure that makes this many in a row auto-disables the endpoint; 0 never does. */
   disableAfterFailures: number;
 }
@@ -66,23 +67,69 @@ export interface OutboxWrite {
 /** Chooses, from the team's endpoints (oldest first), where an event goes; null for nowhere. */
 export type OutboxPick = (endpoints: WebhookRow[]) => OutboxWrite | null;
 
+/** Discard entries are written this many at a time (SQLite's bound-parameter limit). */
+const DISCARD_CHUNK = 500;
+
 /**
  * Marks an endpoint's pending calls that nobody holds a live lease on as discarded (never sent),
  * if the endpoint is not active; test events are kept (an operator checks a paused endpoint with
  * one). The endpoint's status is read by the statement itself: no window between reading it and
- * acting on it. A call in flight is discarded at its next claim, if its attempt failed.
+ * acting on it. A call in flight is discarded at its next claim, if its attempt failed. Each
+ * discarded call gets an entry in the attempts log (discarded = 1, `attempt` the one not made,
+ * no request sent), in the same transaction, so the owner sees what was dropped.
  */
-async function discardPending(q: Kysely<Database> | Transaction<Database>, webhookId: string, nowMs: number, nowIso: string): Promise<number> {
-  const res = await q
-    .updateTable('webhook_calls')
-    .set({ state: 'discarded', lease_owner: null, lease_until: null, updated_at: nowIso })
-    .where('webhook_id', '=', webhookId)
-    .where('state', '=', 'pending')
-    .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', nowMs)]))
-    .where((w) => w.exists(w.selectFrom('webhooks').select('id').where('id', '=', webhookId).where('status', '!=', 'active')))
-    .where((w) => w.not(w.exists(w.selectFrom('webhook_events as e').select('e.id').whereRef('e.id', '=', 'webhook_calls.event_id').where('e.type', '=', 'webhook.test'))))
-    .executeTakeFirst();
-  return Number(res.numUpdatedRows);
+async function discardPending(db: Kysely<Database>, webhookId: string, nowMs: number, nowIso: string): Promise<number> {
+  return transact(db, async (trx) => {
+    // PostgreSQL: the endpoint's row first (FOR KEY SHARE, what the entries' foreign key check
+    // takes anyway), then the calls': the order a recorder and a delete of the endpoint take them in.
+    const endpoint = await trx
+      .selectFrom('webhooks')
+      .select(['url', 'status'])
+      .where('id', '=', webhookId)
+      .$if(isPostgres(db), (q) => q.forKeyShare())
+      .executeTakeFirst();
+    if (!endpoint || endpoint.status === 'active') return 0;
+    const calls = await trx
+      .updateTable('webhook_calls')
+      .set({ state: 'discarded', lease_owner: null, lease_until: null, updated_at: nowIso })
+      .where('webhook_id', '=', webhookId)
+      .where('state', '=', 'pending')
+      .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', nowMs)]))
+      .where((w) => w.exists(w.selectFrom('webhooks').select('id').where('id', '=', webhookId).where('status', '!=', 'active')))
+      .where((w) => w.not(w.exists(w.selectFrom('webhook_events as e').select('e.id').whereRef('e.id', '=', 'webhook_calls.event_id').where('e.type', '=', 'webhook.test'))))
+      .returning(['id', 'event_id', 'attempts'])
+      .execute();
+    const error = `discarded: the endpoint is ${endpoint.status.toUpperCase()}; not sent`;
+    for (let i = 0; i < calls.length; i += DISCARD_CHUNK) {
+      const chunk = calls.slice(i, i + DISCARD_CHUNK);
+      const types = await trx.selectFrom('webhook_events').select(['id', 'type']).where('id', 'in', [...new Set(chunk.map((c) => c.event_id))]).execute();
+      const typeOf = new Map(types.map((e) => [e.id, e.type]));
+      await trx
+        .insertInto('webhook_attempts')
+        .values(
+          chunk.map((c) => ({
+            call_id: c.id,
+            public_id: newId('wa'),
+            webhook_id: webhookId,
+            event_id: c.event_id,
+            event_type: typeOf.get(c.event_id) ?? 'webhook.test',
+            attempt: c.attempts + 1,
+            url: endpoint.url,
+            request_headers_json: '{}',
+            response_status: null,
+            response_body: null,
+            duration_ms: 0,
+            error,
+            succeeded: 0,
+            discarded: 1,
+            next_attempt_at: null,
+            created_at: nowIso,
+          })),
+        )
+        .execute();
+    }
+    return calls.length;
+  });
 }
 
 export function createWebhooksRepository(db: Db) {
@@ -176,8 +223,19 @@ export function createWebhooksRepository(db: Db) {
      * row while waiting for a call's would deadlock with a recorder holding the call and waiting
      * for the endpoint's row. Nothing is sent in between: a claim takes only an active endpoint's calls.
      */
-    async update(teamId: number, id: string, changes: Partial<Omit<WebhookRow, 'id' | 'team_id' | 'created_at'>>, nowMs: number): Promise<WebhookRow | undefined> {
-      const row = await db.updateTable('webhooks').set(changes).where('team_id', '=', teamId).where('id', '=', id).returningAll().executeTakeFirst();
+    async update(teamId: number, id: string, changes: Partial<Omit<WebhookRow, 'id' | 'team_id' | 'created_at' | 'disabled_at'>>, nowMs: number): Promise<WebhookRow | undefined> {
+      const to = changes.status;
+      // disabled_at follows the status in the same statement: set when it stops (kept if it was
+      // already stopped that way: paused since the first pause), cleared when it is re-enabled.
+      const disabledAt =
+        to === undefined ? {} : { disabled_at: to === 'active' ? null : sql<string | null>`case when status = ${to} then disabled_at else ${changes.updated_at ?? new Date(nowMs).toISOString()} end` };
+      const row = await db
+        .updateTable('webhooks')
+        .set({ ...changes, ...disabledAt })
+        .where('team_id', '=', teamId)
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirst();
       if (row && changes.status !== undefined && changes.status !== 'active') await discardPending(db, row.id, nowMs, row.updated_at);
       return row;
     },
@@ -238,6 +296,12 @@ export function createWebhooksRepository(db: Db) {
         .orderBy('c.id')
         .execute();
       return rows.map((r) => ({ id: r.id, webhookId: r.webhook_id, eventId: r.event_id, eventType: r.type, attempts: r.attempts, url: r.url, secret: r.secret, body: r.body }));
+    },
+
+    /** An endpoint's URL (the dispatcher's per-host cap), whatever its team; null when it is gone. */
+    async urlOf(webhookId: string): Promise<string | null> {
+      const row = await db.selectFrom('webhooks').select('url').where('id', '=', webhookId).executeTakeFirst();
+      return row?.url ?? null;
     },
 
     /** Earliest due time of unleased pending calls per endpoint (a full scan: used rarely). */
@@ -310,6 +374,7 @@ export function createWebhooksRepository(db: Db) {
           .set((eb) => ({
             consecutive_failures: eb('consecutive_failures', '+', 1),
             status: threshold > 0 ? sql<WebhookStatus>`case when consecutive_failures + 1 >= ${threshold} then 'auto_disabled' else status end` : eb.ref('status'),
+            disabled_at: threshold > 0 ? sql<string | null>`case when consecutive_failures + 1 >= ${threshold} then ${nowIso} else disabled_at end` : eb.ref('disabled_at'),
           }))
           .where('id', '=', webhookId)
           .where('status', '=', 'active')
@@ -358,12 +423,13 @@ export function createWebhooksRepository(db: Db) {
       return { attempts: page.map((r) => ({ ...r, body: bodies.get(r.event_id) ?? null })), more: rows.length > page.length };
     },
 
-    /** The newest attempt's outcome and time only: no event body (it may be megabytes) and no response body. */
+    /** The newest HTTP attempt's outcome and time only (a discard entry is none): no event body (it may be megabytes) and no response body. */
     async lastAttemptOutcome(webhookId: string): Promise<Pick<WebhookAttemptRow, 'succeeded' | 'response_status' | 'error' | 'created_at'> | undefined> {
       return db
         .selectFrom('webhook_attempts')
         .select(['succeeded', 'response_status', 'error', 'created_at'])
         .where('webhook_id', '=', webhookId)
+        .where('discarded', '=', 0)
         .orderBy('id', 'desc')
         .limit(1)
         .executeTakeFirst();

@@ -291,6 +291,8 @@ export interface WebhooksTable {
   status: Generated<WebhookStatus>;
   /** Final failures (every attempt of an event failed) in a row while active; a delivery resets it. */
   consecutive_failures: Generated<number>;
+  /** When it was paused or auto-disabled (ISO); null while active. */
+  disabled_at: Generated<string | null>;
   created_at: string;
   updated_at: string;
 }
@@ -338,6 +340,8 @@ export interface WebhookAttemptsTable {
   duration_ms: number;
   error: string | null;
   succeeded: number;
+  /** 1: no HTTP attempt, the call was discarded (its endpoint stopped); `attempt` is the one not made. */
+  discarded: Generated<number>;
   next_attempt_at: number | null;
   created_at: string;
 }
