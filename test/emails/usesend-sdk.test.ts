@@ -126,3 +126,18 @@ test.serial('contact books, contacts, campaigns and analytics: every other SDK m
   t.is(sdkCode((await sdk.contacts.delete(book.id, contactId)).error), 'NOT_FOUND');
   t.true(ok(await sdk.contactBooks.delete(book.id), 'contactBooks.delete').success);
 });
+
+test.serial('contacts looked up by emails or ids (up to 1000) come back all, not a first page of 25; an explicit limit still pages', async (t) => {
+  const book = (await sdk.contactBooks.create({ name: 'SDK lookup' })).data!;
+  const emails = Array.from({ length: 40 }, (_, i) => `look-${i}@example.net`);
+  t.is((await sdk.contacts.bulkCreate(book.id, emails.map((email) => ({ email })))).data!.count, 40);
+  const byEmail = await sdk.get<{ id: string; email: string }[]>(`/contactBooks/${book.id}/contacts?emails=${emails.join(',')}`);
+  t.is(byEmail.error, null);
+  t.deepEqual(byEmail.data!.map((c) => c.email).sort(), [...emails].sort());
+  const ids = byEmail.data!.map((c) => c.id);
+  t.is((await sdk.get<unknown[]>(`/contactBooks/${book.id}/contacts?ids=${ids.join(',')}`)).data!.length, 40);
+  t.is((await sdk.get<unknown[]>(`/contactBooks/${book.id}/contacts?ids=${ids.join(',')}&limit=10&page=4`)).data!.length, 10);
+  // Without a filter the list is still paged (default 25).
+  t.is((await sdk.get<unknown[]>(`/contactBooks/${book.id}/contacts`)).data!.length, 25);
+  t.true((await sdk.contactBooks.delete(book.id)).data!.success);
+});
