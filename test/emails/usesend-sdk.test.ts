@@ -141,3 +141,19 @@ test.serial('contacts looked up by emails or ids (up to 1000) come back all, not
   t.is((await sdk.get<unknown[]>(`/contactBooks/${book.id}/contacts`)).data!.length, 25);
   t.true((await sdk.contactBooks.delete(book.id)).data!.success);
 });
+
+test.serial('campaigns.pause and campaigns.resume answer {success: true} on a running campaign; a wrong state is an error the SDK reads', async (t) => {
+  const book = (await sdk.contactBooks.create({ name: 'SDK pause' })).data!;
+  await sdk.contacts.bulkCreate(book.id, [{ email: 'pause-1@example.net' }, { email: 'pause-2@example.net' }, { email: 'pause-3@example.net' }]);
+  const html = '<p>Hi</p><a href="{{usesend_unsubscribe_url}}">Unsubscribe</a>';
+  const campaign = (await sdk.campaigns.create({ name: 'SDK pause', from: `news@${w.domain.name}`, subject: 'Pause', contactBookId: book.id, html, sendNow: true, batchSize: 1 })).data!;
+  await w.t0.app.runCampaigns();
+  t.is((await sdk.campaigns.get(campaign.id)).data!.status, 'RUNNING');
+  t.like(await sdk.campaigns.pause(campaign.id), { data: { success: true }, error: null });
+  t.is((await sdk.campaigns.get(campaign.id)).data!.status, 'PAUSED');
+  t.like(await sdk.campaigns.resume(campaign.id), { data: { success: true }, error: null });
+  const again = await sdk.campaigns.resume(campaign.id);
+  t.is(again.data, null);
+  t.is(sdkCode(again.error), 'BAD_REQUEST');
+  t.is(typeof (again.error as unknown as { error: { message: string } }).error.message, 'string');
+});
