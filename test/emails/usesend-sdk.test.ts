@@ -157,3 +157,17 @@ test.serial('campaigns.pause and campaigns.resume answer {success: true} on a ru
   t.is(sdkCode(again.error), 'BAD_REQUEST');
   t.is(typeof (again.error as unknown as { error: { message: string } }).error.message, 'string');
 });
+
+test.serial("campaign variables are read as useSend reads them: case ignored, with or without contact.", async (t) => {
+  const book = (await sdk.contactBooks.create({ name: 'SDK case', variables: ['plan'] })).data!;
+  await sdk.contacts.create(book.id, { email: 'case-1@example.net', firstName: 'Ann', properties: { plan: 'pro' } });
+  const html = '<p>[{{FIRSTNAME}}|{{firstname}}|{{Contact.FirstName}}|{{PLAN}}|{{Email}}|{{firstName}}]</p><a href="{{usesend_unsubscribe_url}}">u</a>';
+  t.is((await sdk.campaigns.create({ name: 'SDK case', from: `news@${w.domain.name}`, subject: 'Hi {{FirstName,fallback=you}}', contactBookId: book.id, html, sendNow: true })).error, null);
+  await w.t0.app.runCampaigns();
+  await w.settle();
+  const m = w.sink.messages.find((x) => x.rcptTo.includes('case-1@example.net'));
+  t.truthy(m);
+  const parsed = await simpleParser(m!.raw);
+  t.is(parsed.subject, 'Hi Ann');
+  t.true(String(parsed.html).includes('[Ann|Ann|Ann|pro|case-1@example.net|Ann]'), String(parsed.html));
+});
