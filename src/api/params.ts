@@ -131,6 +131,12 @@ export function limitQuery(defaultLimit = 25, maxLimit = 100): ParamDef<number> 
   return single(z.int().min(1, { error }).max(maxLimit, { error: `must be at most ${maxLimit}` }).default(defaultLimit), `Page size, 1 to ${maxLimit}.`, integer(error));
 }
 
+/** limit with no default, for a list that chooses its own when it is left out (the caller says how). */
+export function optionalLimitQuery(description: string, maxLimit = 100): ParamDef<number | undefined> {
+  const error = 'must be a positive integer';
+  return single(z.int().min(1, { error }).max(maxLimit, { error: `must be at most ${maxLimit}` }).optional(), description, integer(error));
+}
+
 /** The page-numbered list parameters (spread into `query`). */
 export function pageQueries(defaultLimit = 25, maxLimit = 100) {
   return { page: pageQuery(), limit: limitQuery(defaultLimit, maxLimit) };

@@ -113,14 +113,18 @@ export function readPlaceholderAt(input: string, start: number): Placeholder | u
 }
 
 function lookup(values: Record<string, string | undefined>, name: string): string | undefined {
+  const dot = name.lastIndexOf('.');
+  // `{{contact.firstName}}` also finds a flat `firstName`, so templates
+  // written against useSend's contact.* names keep working.
+  const short = dot !== -1 && dot < name.length - 1 ? name.slice(dot + 1) : undefined;
   // Own properties only: a template must not be able to read "constructor" or "__proto__".
   if (Object.hasOwn(values, name)) return values[name];
-  const dot = name.lastIndexOf('.');
-  if (dot !== -1 && dot < name.length - 1) {
-    // `{{contact.firstName}}` also finds a flat `firstName`, so templates
-    // written against useSend's contact.* names keep working.
-    const short = name.slice(dot + 1);
-    if (Object.hasOwn(values, short)) return values[short];
+  if (short !== undefined && Object.hasOwn(values, short)) return values[short];
+  // Then with case ignored, as useSend reads `{{FIRSTNAME}}`; an exact name wins over this.
+  for (const wanted of short === undefined ? [name] : [name, short]) {
+    const lower = wanted.toLowerCase();
+    const key = Object.keys(values).find((k) => k.toLowerCase() === lower);
+    if (key !== undefined) return values[key];
   }
   return undefined;
 }

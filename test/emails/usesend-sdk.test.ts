@@ -126,3 +126,48 @@ test.serial('contact books, contacts, campaigns and analytics: every other SDK m
   t.is(sdkCode((await sdk.contacts.delete(book.id, contactId)).error), 'NOT_FOUND');
   t.true(ok(await sdk.contactBooks.delete(book.id), 'contactBooks.delete').success);
 });
+
+test.serial('contacts looked up by emails or ids (up to 1000) come back all, not a first page of 25; an explicit limit still pages', async (t) => {
+  const book = (await sdk.contactBooks.create({ name: 'SDK lookup' })).data!;
+  const emails = Array.from({ length: 40 }, (_, i) => `look-${i}@example.net`);
+  t.is((await sdk.contacts.bulkCreate(book.id, emails.map((email) => ({ email })))).data!.count, 40);
+  const byEmail = await sdk.get<{ id: string; email: string }[]>(`/contactBooks/${book.id}/contacts?emails=${emails.join(',')}`);
+  t.is(byEmail.error, null);
+  t.deepEqual(byEmail.data!.map((c) => c.email).sort(), [...emails].sort());
+  const ids = byEmail.data!.map((c) => c.id);
+  t.is((await sdk.get<unknown[]>(`/contactBooks/${book.id}/contacts?ids=${ids.join(',')}`)).data!.length, 40);
+  t.is((await sdk.get<unknown[]>(`/contactBooks/${book.id}/contacts?ids=${ids.join(',')}&limit=10&page=4`)).data!.length, 10);
+  // Without a filter the list is still paged (default 25).
+  t.is((await sdk.get<unknown[]>(`/contactBooks/${book.id}/contacts`)).data!.length, 25);
+  t.true((await sdk.contactBooks.delete(book.id)).data!.success);
+});
+
+test.serial('campaigns.pause and campaigns.resume answer {success: true} on a running campaign; a wrong state is an error the SDK reads', async (t) => {
+  const book = (await sdk.contactBooks.create({ name: 'SDK pause' })).data!;
+  await sdk.contacts.bulkCreate(book.id, [{ email: 'pause-1@example.net' }, { email: 'pause-2@example.net' }, { email: 'pause-3@example.net' }]);
+  const html = '<p>Hi</p><a href="{{usesend_unsubscribe_url}}">Unsubscribe</a>';
+  const campaign = (await sdk.campaigns.create({ name: 'SDK pause', from: `news@${w.domain.name}`, subject: 'Pause', contactBookId: book.id, html, sendNow: true, batchSize: 1 })).data!;
+  await w.t0.app.runCampaigns();
+  t.is((await sdk.campaigns.get(campaign.id)).data!.status, 'RUNNING');
+  t.like(await sdk.campaigns.pause(campaign.id), { data: { success: true }, error: null });
+  t.is((await sdk.campaigns.get(campaign.id)).data!.status, 'PAUSED');
+  t.like(await sdk.campaigns.resume(campaign.id), { data: { success: true }, error: null });
+  const again = await sdk.campaigns.resume(campaign.id);
+  t.is(again.data, null);
+  t.is(sdkCode(again.error), 'BAD_REQUEST');
+  t.is(typeof (again.error as unknown as { error: { message: string } }).error.message, 'string');
+});
+
+test.serial("campaign variables are read as useSend reads them: case ignored, with or without contact.", async (t) => {
+  const book = (await sdk.contactBooks.create({ name: 'SDK case', variables: ['plan'] })).data!;
+  await sdk.contacts.create(book.id, { email: 'case-1@example.net', firstName: 'Ann', properties: { plan: 'pro' } });
+  const html = '<p>[{{FIRSTNAME}}|{{firstname}}|{{Contact.FirstName}}|{{PLAN}}|{{Email}}|{{firstName}}]</p><a href="{{usesend_unsubscribe_url}}">u</a>';
+  t.is((await sdk.campaigns.create({ name: 'SDK case', from: `news@${w.domain.name}`, subject: 'Hi {{FirstName,fallback=you}}', contactBookId: book.id, html, sendNow: true })).error, null);
+  await w.t0.app.runCampaigns();
+  await w.settle();
+  const m = w.sink.messages.find((x) => x.rcptTo.includes('case-1@example.net'));
+  t.truthy(m);
+  const parsed = await simpleParser(m!.raw);
+  t.is(parsed.subject, 'Hi Ann');
+  t.true(String(parsed.html).includes('[Ann|Ann|Ann|pro|case-1@example.net|Ann]'), String(parsed.html));
+});

@@ -10,13 +10,13 @@ import { startTestApp, type TestApp, type TestResponse } from '../helpers/test-a
 import { startWebhookReceiver, type WebhookReceiver } from '../webhooks/webhook-receiver.js';
 import { OpenApiCheck, schemaPaths, unresolvedRefs } from './helpers/openapi-check.js';
 import { remoteMessage } from './helpers/inbound-message.js';
-import { incompatibilities, type UsesendShape } from './helpers/usesend-compat.js';
+import { incompatibilities, requestIncompatibilities, type UsesendShape } from './helpers/usesend-compat.js';
 
 // The machine-readable interface, proven against the running server:
 // - GET /v1/openapi.json is served without a key and is OpenAPI 3.1 whose every schema
 //   compiles as JSON Schema 2020-12 (ajv, strict, formats on);
 // - every route is one operation, every endpoint of the spec and of usesend's document is in it
-//   (usesend's with a compatible 200 body);
+//   (usesend's with a compatible 200 body, taking every request body and query parameter of theirs);
 // - a tour calls every route for real, on a world with a verified domain, an SMTP sink, a
 //   webhook receiver and mail received over SMTP, and validates every 200 against the
 //   document; then every route is called again with no key, a SENDING key, unknown ids, a
@@ -24,8 +24,8 @@ import { incompatibilities, type UsesendShape } from './helpers/usesend-compat.j
 //   documented status with the documented error body.
 // The tour fails when a route was not called, so a new route must come with its tour step.
 // Fixtures: api-spec.md is a copy of the product spec (keep it in step with the spec);
-// usesend-operations.json is the method, path and 200-body types of each operation of
-// usesend's public OpenAPI document (its source is named inside).
+// usesend-operations.json is the method, path, query parameter names and request and 200-body
+// types of each operation of usesend's public OpenAPI document (its source is named inside).
 
 const here = (p: string) => new URL(p, import.meta.url);
 /** The test sources' own fixtures (dist/test/proof -> test/proof/fixtures). */
@@ -159,6 +159,20 @@ test.serial("every operation of usesend's document is in ours, with a compatible
     if (!ours) continue;
     const schema = ours.responses['200'].content['application/json'].schema;
     t.deepEqual(incompatibilities(doc, schema, op.response), [], `${op.method} ${op.path}`);
+  }
+});
+
+test.serial("every request body and query parameter of usesend's document is taken by ours (the usesend-js SDK's calls)", (t) => {
+  const usesend = JSON.parse(fixture('usesend-operations.json')) as { operations: { method: string; path: string; query?: string[]; request?: UsesendShape }[] };
+  for (const op of usesend.operations) {
+    const ours = doc.paths[op.path]?.[op.method.toLowerCase()];
+    if (!ours) continue; // reported by the test above
+    const names = new Set((ours.parameters ?? []).filter((p: any) => p.in === 'query').map((p: any) => p.name));
+    t.deepEqual((op.query ?? []).filter((q) => !names.has(q)), [], `${op.method} ${op.path}: query parameters we lack`);
+    if (!op.request) continue;
+    const body = ours.requestBody?.content?.['application/json']?.schema;
+    t.truthy(body, `${op.method} ${op.path} takes no JSON body`);
+    if (body) t.deepEqual(requestIncompatibilities(doc, body, op.request), [], `${op.method} ${op.path} request`);
   }
 });
 

@@ -52,6 +52,12 @@ test('dotted names look up the full name, then the last segment', (t) => {
   t.is(substituteVariables('{{order.total}}', { 'order.total': '$5' }, raw), '$5');
 });
 
+test("names are matched with case ignored when no name matches exactly (useSend's reading)", (t) => {
+  t.is(substituteVariables('{{FIRSTNAME}} {{firstname}} {{Contact.FirstName}}', { firstName: 'Ada' }, raw), 'Ada Ada Ada');
+  t.is(substituteVariables('{{Plan}}', { plan: 'free', Plan: 'pro' }, raw), 'pro', 'the exact name wins');
+  t.is(substituteVariables('{{CONSTRUCTOR}}{{__PROTO__}}', {}, raw), '', 'own names only');
+});
+
 test('values are inserted once, never re-scanned for placeholders', (t) => {
   t.is(substituteVariables('{{a}} {{b}}', { a: '{{b}}', b: 'B' }, raw), '{{b}} B');
 });

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { contactCreateSchema, contactPatchSchema } from '../../core/contacts/contact-schema.js';
 import { bulkDeleteSchema, MAX_BULK_CONTACTS, type ConfirmationState, type ContactService } from '../../core/contacts/contact-service.js';
 import { escapeHtml } from '../../render/html-escape.js';
-import { commaListQuery, pageQueries, stringPath } from '../params.js';
+import { commaListQuery, optionalLimitQuery, pageQueries, stringPath } from '../params.js';
 import { pageOf } from '../pagination.js';
 import { defineRoute, type RouteDef } from '../route-types.js';
 import { bulkCountSchema } from '../schemas/common-schemas.js';
@@ -38,12 +38,16 @@ export function contactsRoutes(contacts: ContactService): RouteDef[] {
       path: base,
       access: 'full',
       tag,
-      summary: 'List contacts, newest first (a bare array); filter by emails or ids (comma-separated).',
-      request: { params: bookParams, query: { ...pageQueries(), emails: list('addresses'), ids: list('contact ids') } },
+      summary: 'List contacts, newest first (a bare array); filter by emails or ids (comma-separated): without a limit, every match.',
+      request: { params: bookParams, query: { ...pageQueries(), limit: optionalLimitQuery('Page size, 1 to 100: by default 25, or with emails or ids every match.'), emails: list('addresses'), ids: list('contact ids') } },
       response: z.array(contactSchema),
       errors: [404],
       handler: async ({ auth, input: { params, query } }) => {
-        const page = pageOf(query);
+        // A lookup by emails or ids is answered whole (useSend's list had no 25-row page), and a
+        // bare array has no hasMore to say a page was cut: each value matches at most one
+        // contact, so the filter's size bounds the answer (at most 1000). Unfiltered, page by 25.
+        const sizes = [query.emails, query.ids].flatMap((values) => (values ? [values.length] : []));
+        const page = pageOf({ page: query.page, limit: query.limit ?? (sizes.length > 0 ? Math.min(...sizes) : 25) });
         return contacts.list(bookScope(auth), params.contactBookId, { emails: query.emails, ids: query.ids, offset: page.offset, limit: page.limit });
       },
     }),

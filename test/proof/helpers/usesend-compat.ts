@@ -98,3 +98,36 @@ export function incompatibilities(doc: Json, ours: Json, theirs: UsesendShape | 
   }
   return problems;
 }
+
+/**
+ * Does our request schema take every body written to usesend's document? The other direction
+ * of incompatibilities(): every property they describe is one of ours (our objects are strict,
+ * so a missing one is refused) with at least the JSON types they allow, and every property we
+ * require they require too. Bounds and formats are not compared.
+ */
+export function requestIncompatibilities(doc: Json, ours: Json, theirs: UsesendShape | null, path = '$'): string[] {
+  if (!theirs) return [];
+  const problems: string[] = [];
+  const allowed = theirTypes(theirs);
+  const mine = ourTypes(doc, ours);
+  if (allowed !== null && mine !== null) {
+    for (const t of allowed) if (!mine.has(t) && !(t === 'integer' && mine.has('number'))) problems.push(`${path}: theirs may be ${t}, ours takes ${[...mine].join('|')}`);
+  }
+  if (allowed === null && mine !== null) problems.push(`${path}: any value in theirs, ${[...mine].join('|')} in ours`);
+  const objects = [theirs, ...(theirs.anyOf ?? [])].filter((s) => s.properties);
+  for (const o of objects) {
+    const mineObj = branch(doc, ours, 'object');
+    if (!mineObj) continue; // reported above as a type
+    for (const [name, prop] of Object.entries(o.properties ?? {})) {
+      if (!(mineObj.properties && name in mineObj.properties)) problems.push(`${path}.${name}: in theirs, not a field of ours`);
+      else problems.push(...requestIncompatibilities(doc, mineObj.properties[name], prop, `${path}.${name}`));
+    }
+    for (const name of mineObj.required ?? []) if (!o.properties?.[name]?.required) problems.push(`${path}.${name}: required in ours, optional in theirs`);
+  }
+  const arrays = [theirs, ...(theirs.anyOf ?? [])].filter((s) => s.items);
+  for (const a of arrays) {
+    const mineArr = branch(doc, ours, 'array');
+    if (mineArr) problems.push(...requestIncompatibilities(doc, mineArr.items ?? {}, a.items!, `${path}[]`));
+  }
+  return problems;
+}
