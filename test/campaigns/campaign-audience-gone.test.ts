@@ -99,9 +99,11 @@ test.serial('a scheduled campaign whose segment went anyway (a delete racing the
 test.serial('a paused campaign that never started resumes as scheduled once its audience is back, and counts it at the start', async (t) => {
   const bookId = await book('Seg back', [{ email: 'sbk1@example.net', properties: { plan: 'pro' } }]);
   const seg = await segment(bookId);
-  const c = await campaign(bookId, { segmentId: seg, sendNow: true });
+  // Scheduled ahead, so the runner cannot start it (and copy the filter) before the delete lands.
+  const c = await campaign(bookId, { segmentId: seg, scheduledAt: inAnHour() });
   const row = await w.t0.app.store.db.selectFrom('segments').selectAll().where('id', '=', seg).executeTakeFirstOrThrow();
   await w.t0.app.store.db.deleteFrom('segments').where('id', '=', seg).execute();
+  clock.advance(3_600_000);
   await run();
   t.is((await get(c.id)).status, 'PAUSED');
   await w.t0.app.store.db.insertInto('segments').values(row).execute();
