@@ -53,6 +53,13 @@ export const CRON_TIME_ZONE = 'UTC';
  */
 type JobFn = (signal: AbortSignal, since?: Date) => Promise<unknown>;
 
+interface CronFields {
+  /** Latest first; a five-field expression has only 0. */
+  seconds: number[];
+  minutes: Set<number>;
+  hours: Set<number>;
+}
+
 /** How far back a start looks for a missed time: a weekly job's week (and the 7 days of runs a cluster keeps). */
 const CATCH_UP_LOOKBACK_MS = 8 * 86_400_000;
 
@@ -61,10 +68,14 @@ const CATCH_UP_LOOKBACK_MS = 8 * 86_400_000;
  * (its seconds field read from `seconds`), or null. Minute by minute backwards: a daily job's
  * search ends within a day, at the first match or at its latest run.
  */
-function latestMatch(task: ScheduledTask, seconds: number[], now: number, after: number): Date | null {
+function latestMatch(task: ScheduledTask, fields: CronFields, now: number, after: number): Date | null {
   const floor = Math.max(after, now - CATCH_UP_LOOKBACK_MS);
   for (let minute = Math.floor(now / 60_000) * 60_000; minute + 60_000 > floor; minute -= 60_000) {
-    for (const s of seconds) {
+    // The expression is read in UTC (CRON_TIME_ZONE): a minute or hour it does not name is
+    // passed over without asking the task.
+    const d = new Date(minute);
+    if (!fields.minutes.has(d.getUTCMinutes()) || !fields.hours.has(d.getUTCHours())) continue;
+    for (const s of fields.seconds) {
       const at = minute + s * 1000;
       if (at > now) continue;
       if (at <= floor) return null;
@@ -102,8 +113,8 @@ export function startCronJobs(deps: CronJobDeps): CronJobs {
   /** The runs under way, by job name. */
   const running = new Map<string, Promise<void>>();
   const fns = new Map<string, JobFn>();
-  /** Each job's expression's seconds, latest first (a five-field expression has only 0). */
-  const secondsOf = new Map<string, number[]>();
+  /** Each job's expression's fields, for catchUp. */
+  const fieldsOf = new Map<string, CronFields>();
   /** A run: `claim` says whether it is this node's; `since` when it began, for one taken over. */
   const runJob = async (name: string, period: string, claim: () => Promise<boolean>, since?: Date): Promise<void> => {
     let claimed = false;
@@ -138,7 +149,8 @@ export function startCronJobs(deps: CronJobDeps): CronJobs {
     };
     fns.set(name, fn);
     ticks.set(name, tick);
-    secondsOf.set(name, [...cron.parse(expression).second].sort((a, b) => b - a));
+    const parsed = cron.parse(expression);
+    fieldsOf.set(name, { seconds: [...parsed.second].sort((a, b) => b - a), minutes: new Set(parsed.minute), hours: new Set(parsed.hour) });
     tasks.set(name, cron.schedule(expression, (context) => tick(context.date), { name, timezone: CRON_TIME_ZONE }));
   };
   // Unverified domains often, so a newly published record is picked up soon; verified ones
@@ -203,7 +215,7 @@ export function startCronJobs(deps: CronJobDeps): CronJobs {
       for (const name of names) {
         const last = latest.get(name);
         if (last === undefined || running.has(name) || stopping.signal.aborted) continue;
-        const missed = latestMatch(tasks.get(name)!, secondsOf.get(name)!, now, Date.parse(last));
+        const missed = latestMatch(tasks.get(name)!, fieldsOf.get(name)!, now, Date.parse(last));
         if (!missed) continue;
         const period = missed.toISOString();
         // Claimed like a tick: in a cluster, the first node to start after the downtime runs it.

@@ -83,20 +83,22 @@ test('catchUp runs only a job that missed its time since its latest run, once, b
       'prune-queue-records': '2026-11-25T04:41:00.000Z',
       // Ran at its latest time (hourly at :23): nothing missed.
       'purge-idempotency-keys': '2026-11-30T04:23:00.000Z',
+      // Weekly, with a seconds field, last run two weeks ago: caught up once, for this week's time.
+      'recheck-verified-domains': '2026-11-16T03:30:15.000Z',
     },
     now,
     claimed,
   );
   const cron = startCronJobs({
     logger: pino({ level: 'silent' }),
-    domains: {} as DomainService,
+    domains: { recheck: async () => 0 } as unknown as DomainService,
     emails: { purgeExpiredIdempotencyKeys: async () => 0 },
     queue: { prune: async () => ({}) as never },
-    config: DEFAULT_CONFIG,
+    config: { ...DEFAULT_CONFIG, domains: { ...DEFAULT_CONFIG.domains, recheckVerifiedCron: '15 30 3 * * 1' } },
     runs,
   });
   t.teardown(() => cron.stop());
   await cron.catchUp();
   await cron.settled();
-  t.deepEqual(claimed, ['prune-queue-records 2026-11-30T04:41:00.000Z']);
+  t.deepEqual(claimed.sort(), ['prune-queue-records 2026-11-30T04:41:00.000Z', 'recheck-verified-domains 2026-11-30T03:30:15.000Z'], 'jobs that never ran (recheck-unverified-domains) wait for their time');
 });
