@@ -25,7 +25,13 @@ export function wireScheduler(
     start(): void {
       cron = startCronJobs({ logger, domains, emails, queue, contentRetention, config, jobs, runs: cronRuns, tlsReports: tlsReportConfig.enabled ? { daily: (signal) => runTlsReports(true, signal), retries: (signal) => runTlsReports(false, signal) } : undefined });
       // A run the previous process left unfinished (stopped or killed partway) carries on.
-      void cron.takeUp().catch((err: unknown) => logger.warn({ err }, 'could not take up the cron runs left unfinished; the next start or sweep tries again'));
+      // Then a daily job whose time passed while the server was down runs once.
+      const started = cron;
+      void started
+        .takeUp()
+        .catch((err: unknown) => logger.warn({ err }, 'could not take up the cron runs left unfinished; the next start or sweep tries again'))
+        .then(() => started.catchUp())
+        .catch((err: unknown) => logger.warn({ err }, 'could not run the cron jobs that missed their time; they run at their next time'));
       campaignRunner = startCampaignRunner({ campaigns, logger, jobs });
     },
     /** Carries on the cron runs nodes that are gone left unfinished (after a cluster sweep). */

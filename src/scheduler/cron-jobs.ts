@@ -31,6 +31,12 @@ export interface CronJobs {
    * they are started.
    */
   takeUp(): Promise<void>;
+  /**
+   * At start, after takeUp: each job whose time passed since its latest recorded run (the
+   * server was down across it) runs once, for the latest time it missed. A job that never ran
+   * waits for its time. Resolves once the runs are started.
+   */
+  catchUp(): Promise<void>;
 }
 
 /**
@@ -46,6 +52,38 @@ export const CRON_TIME_ZONE = 'UTC';
  * then is done).
  */
 type JobFn = (signal: AbortSignal, since?: Date) => Promise<unknown>;
+
+interface CronFields {
+  /** Latest first; a five-field expression has only 0. */
+  seconds: number[];
+  minutes: Set<number>;
+  hours: Set<number>;
+}
+
+/** How far back a start looks for a missed time: a weekly job's week (and the 7 days of runs a cluster keeps). */
+const CATCH_UP_LOOKBACK_MS = 8 * 86_400_000;
+
+/**
+ * The latest time at or before `now`, and after `after`, that the task's expression matches
+ * (its seconds field read from `seconds`), or null. Minute by minute backwards: a daily job's
+ * search ends within a day, at the first match or at its latest run.
+ */
+function latestMatch(task: ScheduledTask, fields: CronFields, now: number, after: number): Date | null {
+  const floor = Math.max(after, now - CATCH_UP_LOOKBACK_MS);
+  for (let minute = Math.floor(now / 60_000) * 60_000; minute + 60_000 > floor; minute -= 60_000) {
+    // The expression is read in UTC (CRON_TIME_ZONE): a minute or hour it does not name is
+    // passed over without asking the task.
+    const d = new Date(minute);
+    if (!fields.minutes.has(d.getUTCMinutes()) || !fields.hours.has(d.getUTCHours())) continue;
+    for (const s of fields.seconds) {
+      const at = minute + s * 1000;
+      if (at > now) continue;
+      if (at <= floor) return null;
+      if (task.match(new Date(at))) return new Date(at);
+    }
+  }
+  return null;
+}
 
 /** Periodic jobs (node-cron). Each job skips a tick while its previous run is still going. */
 export interface CronJobDeps {
@@ -75,6 +113,8 @@ export function startCronJobs(deps: CronJobDeps): CronJobs {
   /** The runs under way, by job name. */
   const running = new Map<string, Promise<void>>();
   const fns = new Map<string, JobFn>();
+  /** Each job's expression's fields, for catchUp. */
+  const fieldsOf = new Map<string, CronFields>();
   /** A run: `claim` says whether it is this node's; `since` when it began, for one taken over. */
   const runJob = async (name: string, period: string, claim: () => Promise<boolean>, since?: Date): Promise<void> => {
     let claimed = false;
@@ -109,6 +149,8 @@ export function startCronJobs(deps: CronJobDeps): CronJobs {
     };
     fns.set(name, fn);
     ticks.set(name, tick);
+    const parsed = cron.parse(expression);
+    fieldsOf.set(name, { seconds: [...parsed.second].sort((a, b) => b - a), minutes: new Set(parsed.minute), hours: new Set(parsed.hour) });
     tasks.set(name, cron.schedule(expression, (context) => tick(context.date), { name, timezone: CRON_TIME_ZONE }));
   };
   // Unverified domains often, so a newly published record is picked up soon; verified ones
@@ -162,6 +204,27 @@ export function startCronJobs(deps: CronJobDeps): CronJobs {
           return true;
         };
         void start(r.job, r.period, takeOver, new Date(r.startedAt));
+      }
+    },
+    async catchUp() {
+      const runs = deps.runs;
+      if (!runs || stopping.signal.aborted) return;
+      const names = [...ticks.keys()].filter((name) => !running.has(name));
+      const latest = await runs.latest(names);
+      const now = runs.now().getTime();
+      for (const name of names) {
+        const last = latest.get(name);
+        if (last === undefined || running.has(name) || stopping.signal.aborted) continue;
+        const missed = latestMatch(tasks.get(name)!, fieldsOf.get(name)!, now, Date.parse(last));
+        if (!missed) continue;
+        const period = missed.toISOString();
+        // Claimed like a tick: in a cluster, the first node to start after the downtime runs it.
+        const claim = async () => {
+          if (!(await runs.claim(name, period))) return false;
+          deps.logger.info({ event: 'cron.caught_up', job: name, period, lastRun: last }, `running ${name} for ${period}, a time it missed while no server ran it (its latest run: ${last})`);
+          return true;
+        };
+        void start(name, period, claim);
       }
     },
   };

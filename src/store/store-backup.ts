@@ -45,11 +45,18 @@ export function backupSqlite(opts: { sqliteFile: string; target: string }): Back
   if (existsSync(target) && statSync(target).isDirectory()) throw new BackupRefused(`${target} is a directory: --to names the new file to write, such as ${join(target, 'posthorn-backup.db')}`);
   if (existsSync(target)) throw alreadyThere(target);
   if (!existsSync(dirname(target))) throw new BackupRefused(`the directory ${dirname(target)} does not exist: create it first`);
+  if (!statSync(dirname(target)).isDirectory()) throw new BackupRefused(`cannot write ${target}: ${dirname(target)} is not a directory`);
   const partial = resolve(dirname(target), `.${basename(target)}.partial-${process.pid}`);
   try {
     // The copy holds DKIM private keys and key hashes: made empty, for its owner only, before
     // SQLite fills it (VACUUM INTO takes an empty file), so it is never readable by others.
     closeSync(openSync(partial, 'wx', 0o600));
+  } catch (err) {
+    // The system's error names the hidden partial file, not the target.
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    throw new BackupRefused(`cannot write ${target}: the directory ${dirname(target)} refuses a new file (${code}); choose a directory this user can write to`);
+  }
+  try {
     const db = new Database(source, { fileMustExist: true });
     try {
       db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);

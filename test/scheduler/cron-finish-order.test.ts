@@ -23,6 +23,8 @@ test('the finished line comes after the run is recorded finished', async (t) => 
     finish: () => new Promise<void>((resolve) => (recorded = resolve)).then(() => void events.push('recorded')),
     unfinished: async () => [],
     takeOver: async () => false,
+    latest: async () => new Map(),
+    now: () => new Date(),
   };
   const cron = startCronJobs({ logger: pino({ level: 'debug' }, stream), domains: {} as DomainService, emails: { purgeExpiredIdempotencyKeys: async () => 0 }, config: DEFAULT_CONFIG, runs });
   t.teardown(() => cron.stop());

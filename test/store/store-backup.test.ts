@@ -94,6 +94,9 @@ test('store backup refuses what it cannot do, with a clear message and exit code
   writeFileSync(existing, 'an earlier backup');
   await refused(t0.dataDir, existing, /existing\.db already exists: a backup never overwrites a file/);
   await refused(t0.dataDir, join(dir, 'missing', 'b.db'), /the directory .*missing does not exist/);
+  // A path through a file: the system's error on the hidden partial file would name neither the
+  // target nor what to do.
+  await refused(t0.dataDir, join(existing, 'b.db'), /cannot write .*existing\.db\/b\.db: .*existing\.db is not a directory/);
   await refused(t0.dataDir, dir, /is a directory: --to names the new file to write, such as .*posthorn-backup\.db/);
   await refused(t0.dataDir, '', /--to names no file \(an empty path\): give the path of the new file/);
   await refused(t0.dataDir, join(dir, 'c.db'), /the configured store is PostgreSQL .*pg_dump/, { POSTHORN_DATABASE_URL: 'postgres://posthorn:secret@127.0.0.1:9/posthorn' });

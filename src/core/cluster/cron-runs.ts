@@ -23,6 +23,10 @@ export interface CronRuns {
   unfinished(jobs: readonly string[]): Promise<UnfinishedRun[]>;
   /** True on the one node that takes the run over. */
   takeOver(run: UnfinishedRun): Promise<boolean>;
+  /** The latest period recorded for each of `jobs` that has run: what a start catches up from. */
+  latest(jobs: readonly string[]): Promise<Map<string, string>>;
+  /** The clock the runs are stamped by (the injected one in tests). */
+  now(): Date;
 }
 
 export function createCronRuns(deps: { repo: JobRunsRepository; clock: Clock; node: string; cluster: boolean }): CronRuns {
@@ -41,5 +45,7 @@ export function createCronRuns(deps: { repo: JobRunsRepository; clock: Clock; no
     // Heartbeats are the store's times (cluster-service.ts).
     unfinished: (jobs) => repo.unfinished(jobs, node, STALE_MS),
     takeOver: (run) => repo.takeOver(run, node, STALE_MS),
+    latest: (jobs) => repo.latest(jobs),
+    now: () => clock.now(),
   };
 }

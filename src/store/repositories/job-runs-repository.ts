@@ -39,6 +39,13 @@ export function createJobRunsRepository(db: Db) {
       await db.updateTable('job_runs').set({ finished_at: nowIso }).where('job', '=', job).where('period', '=', period).where('node', '=', node).where('finished_at', 'is', null).execute();
     },
 
+    /** The latest period recorded for each of `jobs` that has run (finished or not). */
+    async latest(jobs: readonly string[]): Promise<Map<string, string>> {
+      if (!jobs.length) return new Map();
+      const rows = await db.selectFrom('job_runs').select(['job', (eb) => eb.fn.max('period').as('period')]).where('job', 'in', jobs).groupBy('job').execute();
+      return new Map(rows.map((r) => [r.job, r.period]));
+    },
+
     /**
      * The latest run of each of `jobs` when it is unfinished and its node is `node` (an earlier
      * life of this node: the process running now has not started it) or no node heard from in the
