@@ -1,8 +1,7 @@
-import net from 'node:net';
-import tls from 'node:tls';
 import test from 'ava';
 import { ManualClock } from '../../src/lib/clock.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
+import { rawSmtpSession as connect } from '../inbound/helpers/smtp-client.js';
 
 // The per-client-address limits of the SMTP listeners, as clients on 127.0.0.1 and 127.0.0.2
 // (loopback aliases, as source addresses) meet them: a cap on connections open at once, and on
@@ -26,68 +25,6 @@ test.before(async () => {
 test.after.always(async () => {
   await t0?.close();
 });
-
-/** A raw SMTP client from `from`: reads each reply, can upgrade with STARTTLS. */
-async function connect(port: number, from = '127.0.0.1') {
-  let socket: net.Socket | tls.TLSSocket = net.connect({ port, host: '127.0.0.1', localAddress: from });
-  let buffer = '';
-  let closed = false;
-  let wake: (() => void) | undefined;
-  const onData = (d: Buffer) => {
-    buffer += d.toString('latin1');
-    wake?.();
-  };
-  const onClose = () => {
-    closed = true;
-    wake?.();
-  };
-  socket.on('data', onData);
-  socket.on('close', onClose);
-  socket.on('error', () => {});
-  async function reply(): Promise<string> {
-    for (;;) {
-      const m = /(^|\r\n)(\d{3}) [^\r\n]*\r\n/.exec(buffer);
-      if (m) {
-        const out = buffer.slice(0, m.index + m[0].length);
-        buffer = buffer.slice(out.length);
-        return out;
-      }
-      if (closed) return '(closed)';
-      await new Promise<void>((resolve) => (wake = resolve));
-    }
-  }
-  const greeting = await reply();
-  const client = {
-    greeting,
-    async command(line: string) {
-      socket.write(`${line}\r\n`);
-      return reply();
-    },
-    /** Waits until the server has closed the connection. */
-    async closedByServer() {
-      while (!closed) await new Promise<void>((resolve) => (wake = resolve));
-    },
-    async starttls() {
-      await client.command('EHLO client.test');
-      await client.command('STARTTLS');
-      const plain = socket;
-      plain.off('data', onData);
-      plain.off('close', onClose);
-      socket = tls.connect({ socket: plain as net.Socket, rejectUnauthorized: false });
-      await new Promise((resolve) => socket.once('secureConnect', resolve));
-      socket.on('data', onData);
-      socket.on('close', onClose);
-      socket.on('error', () => {});
-      await client.command('EHLO client.test');
-    },
-    async quit() {
-      await client.command('QUIT');
-      await client.closedByServer();
-    },
-    close: () => socket.destroy(),
-  };
-  return client;
-}
 
 const plainAuth = (pass: string) => `AUTH PLAIN ${Buffer.from(`\0apikey\0${pass}`).toString('base64')}`;
 const WRONG = 'ph_000000000000_notARealSecretAtAll0001';

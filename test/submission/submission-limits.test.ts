@@ -1,8 +1,7 @@
-import net from 'node:net';
-import tls from 'node:tls';
 import test from 'ava';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
 import { submissionTransport } from '../helpers/submission-client.js';
+import { rawSmtpSession } from '../inbound/helpers/smtp-client.js';
 
 // The submission listener's limits, as a client that pushes them sees them: a configured
 // recipient limit above what one send takes, and AUTH tried again and again on one connection.
@@ -34,52 +33,9 @@ test.serial('a recipient limit configured above what one send takes still answer
 
 /** A client that upgrades with STARTTLS by hand and reads each reply. */
 async function tlsSession(port: number) {
-  const plain = net.connect(port, '127.0.0.1');
-  let buffer = '';
-  let closed = false;
-  let wake: (() => void) | undefined;
-  const onData = (d: Buffer | string) => {
-    buffer += d.toString();
-    wake?.();
-  };
-  const onClose = () => {
-    closed = true;
-    wake?.();
-  };
-  plain.on('data', onData);
-  plain.on('error', () => {});
-  async function reply(): Promise<string> {
-    for (;;) {
-      const m = /(^|\r\n)(\d{3}) [^\r\n]*\r\n/.exec(buffer);
-      if (m) {
-        const out = buffer.slice(0, m.index + m[0].length);
-        buffer = buffer.slice(out.length);
-        return out;
-      }
-      if (closed) return '(closed)';
-      await new Promise<void>((resolve) => (wake = resolve));
-    }
-  }
-  await reply();
-  plain.write('EHLO client.test\r\n');
-  await reply();
-  plain.write('STARTTLS\r\n');
-  await reply();
-  plain.off('data', onData);
-  const secure = tls.connect({ socket: plain, rejectUnauthorized: false });
-  await new Promise((resolve) => secure.once('secureConnect', resolve));
-  secure.on('data', onData);
-  secure.on('close', onClose);
-  secure.on('error', () => {});
-  secure.write('EHLO client.test\r\n');
-  await reply();
-  return {
-    async command(line: string) {
-      secure.write(`${line}\r\n`);
-      return reply();
-    },
-    close: () => secure.destroy(),
-  };
+  const s = await rawSmtpSession(port);
+  await s.starttls();
+  return s;
 }
 
 test.serial('a connection that fails AUTH three times (PLAIN or LOGIN) is told 421 and closed; a good key afterwards needs a new connection', async (t) => {

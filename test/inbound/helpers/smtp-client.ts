@@ -2,6 +2,7 @@
 // MTAs built on Node use) for envelope-level control, and raw sockets for protocol abuse.
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
+import tls from 'node:tls';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
@@ -161,4 +162,66 @@ export function headersOf(raw: Buffer | string): string {
 export function receiveOne(port: number, to: string): Promise<SendResult> {
   const raw = ['From: someone@example.org', `To: ${to}`, 'Subject: hi', 'Message-ID: <m1@example.org>', '', 'hello', ''].join('\r\n');
   return smtpSend({ port, from: 'someone@example.org', to: [to], raw });
+}
+
+/** A raw SMTP client from the source address `from`: reads each reply, can upgrade with STARTTLS. */
+export async function rawSmtpSession(port: number, from = '127.0.0.1') {
+  let socket: net.Socket | tls.TLSSocket = net.connect({ port, host: '127.0.0.1', localAddress: from });
+  let buffer = '';
+  let closed = false;
+  let wake: (() => void) | undefined;
+  const onData = (d: Buffer) => {
+    buffer += d.toString('latin1');
+    wake?.();
+  };
+  const onClose = () => {
+    closed = true;
+    wake?.();
+  };
+  socket.on('data', onData);
+  socket.on('close', onClose);
+  socket.on('error', () => {});
+  async function reply(): Promise<string> {
+    for (;;) {
+      const m = /(^|\r\n)(\d{3}) [^\r\n]*\r\n/.exec(buffer);
+      if (m) {
+        const out = buffer.slice(0, m.index + m[0].length);
+        buffer = buffer.slice(out.length);
+        return out;
+      }
+      if (closed) return '(closed)';
+      await new Promise<void>((resolve) => (wake = resolve));
+    }
+  }
+  const greeting = await reply();
+  const client = {
+    greeting,
+    async command(line: string) {
+      socket.write(`${line}\r\n`);
+      return reply();
+    },
+    /** Waits until the server has closed the connection. */
+    async closedByServer() {
+      while (!closed) await new Promise<void>((resolve) => (wake = resolve));
+    },
+    async starttls() {
+      await client.command('EHLO client.test');
+      await client.command('STARTTLS');
+      const plain = socket;
+      plain.off('data', onData);
+      plain.off('close', onClose);
+      socket = tls.connect({ socket: plain as net.Socket, rejectUnauthorized: false });
+      await new Promise((resolve) => socket.once('secureConnect', resolve));
+      socket.on('data', onData);
+      socket.on('close', onClose);
+      socket.on('error', () => {});
+      await client.command('EHLO client.test');
+    },
+    async quit() {
+      await client.command('QUIT');
+      await client.closedByServer();
+    },
+    close: () => socket.destroy(),
+  };
+  return client;
 }
