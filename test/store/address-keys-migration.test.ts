@@ -7,6 +7,7 @@ import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 import { startTestApp } from '../helpers/test-app.js';
 import { storeAtMigration } from '../helpers/store-at-migration.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { addBook, addContact, addTeam, SEEDED_AT } from '../helpers/migration-seeds.js';
 
 // Suppressions and contacts stored before addresses were keyed with the domain in A-labels hold
 // it in Unicode (only lowercased). Every lookup compares the A-label key exactly, so such a
@@ -14,22 +15,13 @@ import { tempDir } from '../helpers/temp-dir.js';
 // mailbox). An upgrade re-keys them, merging a row into the one already stored under the key.
 
 const BEFORE = '20261129050000-segment-email-keys';
-const OLD = '2026-11-20T09:00:00.000Z';
+const OLD = SEEDED_AT;
 const NEW = '2026-11-27T09:00:00.000Z';
 
 const storeBefore = (t: ExecutionContext, dir: string) => storeAtMigration(t, dir, BEFORE);
 
-async function addTeam(db: Kysely<any>, name: string): Promise<number> {
-  return Number((await sql<{ id: number }>`insert into teams (name, created_at, updated_at) values (${name}, ${OLD}, ${OLD}) returning id`.execute(db)).rows[0]!.id);
-}
-const addBook = (db: Kysely<any>, team: number, id: string) =>
-  sql`insert into contact_books (id, team_id, name, emoji, created_at, updated_at) values (${id}, ${team}, 'b', 'x', ${OLD}, ${OLD})`.execute(db);
 const addSuppression = (db: Kysely<any>, team: number, email: string, reason: string, source: string, at: string) =>
   sql`insert into suppressions (team_id, email, reason, source, created_at) values (${team}, ${email}, ${reason}, ${source}, ${at})`.execute(db);
-type ContactSeed = { id: string; team: number; book: string; email: string; first?: string | null; last?: string | null; subscribed?: number; reason?: string | null; props?: string; at?: string };
-const addContact = (db: Kysely<any>, c: ContactSeed) =>
-  sql`insert into contacts (id, team_id, contact_book_id, email, first_name, last_name, subscribed, unsubscribe_reason, properties_json, created_at, updated_at)
-    values (${c.id}, ${c.team}, ${c.book}, ${c.email}, ${c.first ?? null}, ${c.last ?? null}, ${c.subscribed ?? 1}, ${c.reason ?? null}, ${c.props ?? '{}'}, ${c.at ?? OLD}, ${c.at ?? OLD})`.execute(db);
 
 async function snapshot(db: Kysely<any>) {
   const q = async (text: string) => (await sql.raw(text).execute(db)).rows;

@@ -7,27 +7,19 @@ import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 import { startTestApp } from '../helpers/test-app.js';
 import { storeAtMigration } from '../helpers/store-at-migration.js';
 import { tempDir } from '../helpers/temp-dir.js';
+import { addBook, addContact, addTeam, SEEDED_AT } from '../helpers/migration-seeds.js';
 
 // A contact added as `"ann"@x` was keyed with its quotes, while `ann@x` is the same mailbox
 // (RFC 5321 4.1.2): one book could hold it twice, and a campaign mailed the person twice. An
 // upgrade keys it without the quotes, merging a pair into the older contact.
 
 const BEFORE = '20261129154500-suppression-unquoted-keys';
-const OLD = '2026-11-20T09:00:00.000Z';
+const OLD = SEEDED_AT;
 const MID = '2026-11-24T09:00:00.000Z';
 const NEW = '2026-11-27T09:00:00.000Z';
 
 const storeBefore = (t: ExecutionContext, dir: string) => storeAtMigration(t, dir, BEFORE);
 
-async function addTeam(db: Kysely<any>, name: string): Promise<number> {
-  return Number((await sql<{ id: number }>`insert into teams (name, created_at, updated_at) values (${name}, ${OLD}, ${OLD}) returning id`.execute(db)).rows[0]!.id);
-}
-const addBook = (db: Kysely<any>, team: number, id: string) =>
-  sql`insert into contact_books (id, team_id, name, emoji, created_at, updated_at) values (${id}, ${team}, 'b', 'x', ${OLD}, ${OLD})`.execute(db);
-type ContactSeed = { id: string; team: number; book: string; email: string; first?: string | null; last?: string | null; subscribed?: number; reason?: string | null; props?: string; at?: string };
-const addContact = (db: Kysely<any>, c: ContactSeed) =>
-  sql`insert into contacts (id, team_id, contact_book_id, email, first_name, last_name, subscribed, unsubscribe_reason, properties_json, created_at, updated_at)
-    values (${c.id}, ${c.team}, ${c.book}, ${c.email}, ${c.first ?? null}, ${c.last ?? null}, ${c.subscribed ?? 1}, ${c.reason ?? null}, ${c.props ?? '{}'}, ${c.at ?? OLD}, ${c.at ?? OLD})`.execute(db);
 const addCampaign = (db: Kysely<any>, team: number, id: string, filters: string | null = null) =>
   sql`insert into campaigns (id, team_id, name, from_addr, subject, contact_book_id, status, batch_size, sent, segment_filters_json, created_at, updated_at)
     values (${id}, ${team}, 'c', 'a@news.example', 's', 'cb_1', 'SENT', 10, 1, ${filters}, ${OLD}, ${OLD})`.execute(db);
