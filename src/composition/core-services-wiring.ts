@@ -308,6 +308,7 @@ export function wireCoreServices(o: {
     emails: emailsRepo,
     deliveries: deliveriesRepo,
     secret,
+    clock,
     complaintAddress: config.inbound.complaintAddress || `complaints@${config.hostname}`,
     unsubscribeHost: config.hostname,
     isUnsubscribeToken: (token) => verifyUnsubscribeToken(secret, token) !== null,

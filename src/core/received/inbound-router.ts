@@ -1,4 +1,5 @@
 import { domainToASCII } from 'node:url';
+import type { Clock } from '../../lib/clock.js';
 import type { DomainRecord, DomainsRepository } from '../../store/repositories/domains-repository.js';
 import type { DeliveriesRepository } from '../../store/repositories/deliveries-repository.js';
 import type { EmailRow, EmailsRepository } from '../../store/repositories/emails-repository.js';
@@ -14,6 +15,16 @@ import { recipientTag, splitReturnPathToken, transactionTag } from './return-pat
 
 /** Local part of the return path: `bounces+<email id>_<tag>` (VERP, set by the outbound engine; return-path-token.ts). */
 const VERP_LOCAL = /^bounces(?:\+([A-Za-z0-9_]{1,100}))?$/i;
+/**
+ * How long after a domain is deleted its tagged return paths still take reports (docs/inbound.md,
+ * Late reports for a deleted domain). Remote MTAs keep trying for about five days (RFC 5321
+ * 4.5.4.1) before their final DSN, and feedback loops send complaints days or weeks after the
+ * mail was read: 30 days covers both with room to spare, and bounds how long a name we no
+ * longer serve still has mail accepted for it.
+ */
+export const LATE_REPORT_DAYS = 30;
+const LATE_REPORT_MS = LATE_REPORT_DAYS * 24 * 3600_000;
+
 /** Local part of a TLS report mailbox: `tlsrpt+<domain id>` (core/domains/dns-records.ts tlsRptAddress). */
 const TLSRPT_LOCAL = /^tlsrpt\+(\d{1,10})$/i;
 
@@ -64,6 +75,8 @@ export interface InboundRouterDeps {
   deliveries: Pick<DeliveriesRepository, 'listForEmail'>;
   /** Keys the return paths' transaction tags. */
   secret: string;
+  /** Dates the window of late reports to a deleted domain's return paths. */
+  clock: Clock;
   /** Full complaint address, e.g. complaints@mx.example.com. */
   complaintAddress: string;
   /** This server's host name: `unsubscribe+<token>@<it>` is a campaign unsubscribe, `tlsrpt+<domain id>@<it>` a TLS report mailbox. */
@@ -101,6 +114,38 @@ export function createInboundRouter(deps: InboundRouterDeps) {
     return rcptDomain !== undefined ? { email, tagged: { rcptDomain } } : undefined;
   }
 
+  /**
+   * The email a tagged token names when the domain it was sent from has been deleted, at most
+   * LATE_REPORT_DAYS ago, and its return-path host was `host`: the report is about mail the
+   * domain's team sent while it owned the name, so it goes to that email (its team), whoever
+   * holds the name now. Only a tag that verifies (keyed with the secret) opens this: an
+   * untagged token, or plain `bounces@`, proves nothing once the name is not ours.
+   */
+  async function retiredEmailFor(token: string, host: string): Promise<{ domain: DomainRecord; email: EmailRow; tagged: TagScope } | undefined> {
+    const { emailToken, tag } = splitReturnPathToken(token);
+    if (!tag) return undefined;
+    const row = (await deps.emails.findByIdAnyTeam(emailToken)) ?? (await deps.emails.findByIdIgnoringCase(emailToken));
+    if (!row || row.domain_id === null) return undefined;
+    const retired = await deps.domains.findDeletedByIdAnyTeam(row.domain_id);
+    if (!retired || retired.domain.teamId !== row.team_id) return undefined;
+    if (`${retired.domain.bounceLabel}.${retired.domain.name}`.toLowerCase() !== host) return undefined;
+    if (deps.clock.now().getTime() - Date.parse(retired.deletedAt) > LATE_REPORT_MS) return undefined;
+    const found = await emailFor(token, [retired.domain]);
+    return found?.tagged ? { domain: retired.domain, email: found.email, tagged: found.tagged } : undefined;
+  }
+
+  /**
+   * The email and transaction a VERP token at return-path host `host` names: a live domain's
+   * email, else (late reports) a recently deleted domain's, with the domains the report stays within.
+   */
+  async function tokenAt(host: string, token: string, liveDomains?: DomainRecord[]): Promise<{ domains: DomainRecord[]; email: EmailRow; tagged: TagScope | null } | undefined> {
+    const live = liveDomains ?? (await returnPathDomains(host));
+    const found = live.length ? await emailFor(token, live) : undefined;
+    if (found) return { domains: live, ...found };
+    const late = await retiredEmailFor(token, host);
+    return late && { domains: [late.domain], email: late.email, tagged: late.tagged };
+  }
+
   async function emailById(token: string, domains: DomainRecord[]): Promise<EmailRow | undefined> {
     const ids = new Set(domains.map((d) => d.id));
     const exact = await deps.emails.findByIdAnyTeam(token);
@@ -113,6 +158,7 @@ export function createInboundRouter(deps: InboundRouterDeps) {
   return {
     returnPathDomains,
     emailFor,
+    tokenAt,
 
     /**
      * Decides one RCPT TO. Throws NOT_FOUND (550 5.1.1) for a return-path mailbox that does
@@ -137,13 +183,15 @@ export function createInboundRouter(deps: InboundRouterDeps) {
         return { kind: 'unsubscribe', address, token };
       }
       const rpDomains = await returnPathDomains(split.domain);
-      if (rpDomains.length) {
-        const m = VERP_LOCAL.exec(split.local);
+      const m = VERP_LOCAL.exec(split.local);
+      if (m?.[1]) {
+        const found = await tokenAt(split.domain, m[1], rpDomains);
+        if (found) return { kind: 'bounce', address, ...found };
+        if (rpDomains.length) throw notFound(`<${address}>: unknown return path`);
+        // Not a token of ours: the name is routed as its current owners say (below).
+      } else if (rpDomains.length) {
         if (!m) throw notFound(`<${address}>: no such mailbox at this return-path host`);
-        if (!m[1]) return { kind: 'bounce', address, domains: rpDomains, email: null, tagged: null };
-        const found = await emailFor(m[1], rpDomains);
-        if (!found) throw notFound(`<${address}>: unknown return path`);
-        return { kind: 'bounce', address, domains: rpDomains, ...found };
+        return { kind: 'bounce', address, domains: rpDomains, email: null, tagged: null };
       }
       const receiving = receivingOwners(await deps.domains.findAllByName(split.domain));
       if (receiving.length) return { kind: 'receive', address, domains: receiving };

@@ -98,8 +98,8 @@ export function createReportService(deps: ReportServiceDeps) {
       const token = verpToken(quoted);
       const split = splitAddress(quoted.replace(/^<|>$/g, '').trim());
       if (!token || !split) continue;
-      const domains = await router.returnPathDomains(split.domain);
-      const found = domains.length ? await router.emailFor(token, domains) : undefined;
+      // A deleted domain's tagged return path still names its email for a while (inbound-router.ts).
+      const found = await router.tokenAt(split.domain, token);
       if (found && allowed(found.email)) return { email: found.email, by: 'report', tagged: found.tagged };
     }
     const headerId = intake.report.original?.posthornEmailId;

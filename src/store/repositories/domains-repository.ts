@@ -223,6 +223,14 @@ export function createDomainsRepository(db: Db) {
       const r = await live().where('id', '=', id).executeTakeFirst();
       return r && fromRow(r);
     },
+    /**
+     * A deleted domain by id, with when it was deleted: inbound takes late reports to its
+     * return paths for a while (core/received/inbound-router.ts). Undefined for a live one.
+     */
+    async findDeletedByIdAnyTeam(id: number): Promise<{ domain: DomainRecord; deletedAt: string } | undefined> {
+      const r = await db.selectFrom('domains').selectAll().where('id', '=', id).where('deleted_at', 'is not', null).executeTakeFirst();
+      return r && r.deleted_at !== null ? { domain: fromRow(r), deletedAt: r.deleted_at } : undefined;
+    },
     /** The egress pool of a domain's mail: its own, else its team's; null: the default pool. */
     async egressPoolOf(id: number): Promise<string | null> {
       return (await readPool(id))?.pool ?? null;
