@@ -78,6 +78,12 @@ test.serial('a DSN that comes back after the domain was deleted bounces the emai
   const [report] = await w.t0.app.inbound.reportsRepo.listForEmail(email.id);
   t.is(report?.linked_by, 'verp');
   t.is(report?.team_id, w.t0.teamId);
+
+  // The team adds the name again and mails the address: it is not sent.
+  await addVerifiedDomain(w.t0, 'late.dev');
+  const again = await w.t0.request('POST', '/v1/emails', { body: { from: 'News <news@late.dev>', to: 'gone@example.net', subject: 'Again', text: 'Hi' } });
+  t.is(again.status, 200);
+  t.is((await w.t0.request('GET', `/v1/emails/${again.body.emailId}`)).body.latestStatus, 'SUPPRESSED');
 });
 
 test.serial('a complaint at the complaint address quoting a deleted domain\'s tagged return path reaches the complainer\'s copy', async (t) => {
