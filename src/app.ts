@@ -72,7 +72,7 @@ export type { Listeners } from './composition/listener-states.js';
 
 export type App = Awaited<ReturnType<typeof createApp>>;
 
-export { backupStoreTo, copyStoreTo, migrateStore } from './composition/store-opening.js';
+export { backupStoreTo, copyStoreTo, migrateStore, restoreStoreFrom } from './composition/store-opening.js';
 export type { CopyProgress, CopyReport } from './store/store-copy.js';
 
 /**

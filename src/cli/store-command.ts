@@ -1,5 +1,6 @@
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { cliCommand, configFrom, loadApp } from './cli-context.js';
+import { cliCommand, configFrom, loadApp, shellWord } from './cli-context.js';
 import type { CopyProgress } from '../app.js';
 
 /** A progress line at most every this many rows of a table (and at its end). */
@@ -59,7 +60,22 @@ export function registerStore(program: Command): void {
       process.stdout.write(
         `backed up to ${report.target}: ${mb} MB, ${report.tables} tables, checked, in ${(report.ms / 1000).toFixed(1)} s` +
           `${report.latestMigration ? ` (schema ${report.latestMigration})` : ''}\n` +
-          `To restore: stop the server, move posthorn.db and its -wal and -shm files out of the data directory, copy this file there as posthorn.db, start the server.\n`,
+          `To restore: stop the server, then ${cliCommand(cmd, `store restore --from ${shellWord(report.target)}`)}\n`,
       );
+    });
+  store
+    .command('restore')
+    .description('put a backup (store backup) in place as the data directory\'s posthorn.db, checked first; stop posthorn serve first')
+    .requiredOption('--from <file>', 'the backup file to restore')
+    .option('--force', 'move the store files already in the data directory aside (posthorn.db, -wal, -shm renamed NAME.before-restore-TIME) instead of refusing')
+    .action(async (opts: { from: string; force?: boolean }, cmd: Command) => {
+      const { restoreStoreFrom } = await loadApp();
+      const report = await restoreStoreFrom(configFrom(cmd), opts.from, opts.force === true);
+      const out = (line: string) => process.stdout.write(`${line}\n`);
+      out(`restored ${resolve(opts.from)} to ${report.target}: checked (integrity_check ok), schema ${report.latestMigration}, ${(report.bytes / 1024 / 1024).toFixed(1)} MB, in ${(report.ms / 1000).toFixed(1)} s`);
+      if (report.movedAside.length > 0) out(`moved aside: ${report.movedAside.join(', ')} (in the data directory; delete ${report.movedAside.length === 1 ? 'it' : 'them'} once the restored store is right)`);
+      const n = report.pending.length;
+      if (n === 0) out(`It has this release's schema: start the server (${cliCommand(cmd, 'serve')}).`);
+      else out(`${n} migration${n === 1 ? '' : 's'} of this release ${n === 1 ? 'is' : 'are'} not in it yet (${report.pending.join(', ')}): ${n === 1 ? 'it is' : 'they are'} applied at the next start (posthorn serve) or by posthorn migrate.`);
     });
 }

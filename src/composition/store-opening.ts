@@ -5,12 +5,13 @@ import { createLogger, type Logger } from '../lib/logger.js';
 import { isPostgresUrl, openAppStore, type AppStore, type StoreSettings } from '../store/open-store.js';
 import type { CopyProgress, CopyReport } from '../store/store-copy.js';
 import type { BackupReport } from '../store/store-backup.js';
+import type { RestoreReport } from '../store/store-restore.js';
 import { databaseUrlTarget, PgStoreUnsupportedError } from '../store/pg/pg-url.js';
 import { migrateToLatest } from '../store/migrate.js';
 import { checkDataDir, storeReadableByOthers } from './data-dir-check.js';
 
 // Opening the store a configuration names (the composition root's first step), and the
-// commands that need the store alone: migrate, store copy and store backup.
+// commands that need the store alone: migrate, store copy, store backup and store restore.
 
 /** The store file of a configuration. */
 const storeFile = (config: Config) => join(resolve(config.dataDir), 'posthorn.db');
@@ -87,7 +88,6 @@ export async function copyStoreTo(config: Config, targetUrl: string, onProgress?
   return copySqliteToPostgres({ sqliteFile: storeFile(config), targetUrl, onProgress });
 }
 
-
 /** `posthorn store backup --to <file>`: an online copy of this configuration's SQLite store (store/store-backup.ts). */
 export async function backupStoreTo(config: Config, target: string): Promise<BackupReport> {
   const { backupSqlite, BackupRefused } = await import('../store/store-backup.js');
@@ -95,4 +95,16 @@ export async function backupStoreTo(config: Config, target: string): Promise<Bac
     throw new BackupRefused(`the configured store is PostgreSQL (store.url, ${databaseUrlTarget(config.store.url)}): back it up with PostgreSQL's own tools (pg_dump, or base backups with WAL archiving); store backup copies a SQLite installation`);
   }
   return backupSqlite({ sqliteFile: storeFile(config), target });
+}
+
+/** `posthorn store restore --from <file>`: a backup put in place as this configuration's SQLite store (store/store-restore.ts). */
+export async function restoreStoreFrom(config: Config, from: string, force: boolean): Promise<RestoreReport> {
+  const { restoreSqlite, RestoreRefused } = await import('../store/store-restore.js');
+  if (config.store.url) {
+    throw new RestoreRefused(
+      `the configured store is PostgreSQL (store.url, ${databaseUrlTarget(config.store.url)}): restore it with PostgreSQL's own tools (pg_restore of a pg_dump); ` +
+        'store restore puts a SQLite backup in place, which posthorn store copy then moves into PostgreSQL; run it with store.url and POSTHORN_DATABASE_URL unset',
+    );
+  }
+  return restoreSqlite({ dataDir: config.dataDir, from, force });
 }

@@ -16,9 +16,10 @@ export interface ServeLock {
  * again. The lock is an exclusive SQLite lock on a file of its own, held for the life of the
  * connection (locking_mode EXCLUSIVE): the kernel drops it when the process ends however it
  * ends, so a killed server leaves nothing to clean up. Admin commands never take it, except
- * `posthorn store copy`, which must not run beside a server and holds it for the copy.
+ * `posthorn store copy` and `store restore`, which must not run beside a server and hold it
+ * while they work.
  */
-export function acquireServeLock(dataDir: string, command: 'serve' | 'store copy' = 'serve'): ServeLock {
+export function acquireServeLock(dataDir: string, command: 'serve' | 'store copy' | 'store restore' = 'serve'): ServeLock {
   const lock = new BetterSqlite3(join(dataDir, LOCK_FILE), { timeout: 0 });
   try {
     lock.pragma('locking_mode = EXCLUSIVE');
@@ -33,8 +34,11 @@ export function acquireServeLock(dataDir: string, command: 'serve' | 'store copy
       command === 'serve'
         ? `${running} is running on the data directory ${dataDir}: stop it first, ` +
             'or give this one a data directory of its own (dataDir, POSTHORN_DATA_DIR); admin commands (posthorn keys, domains, send...) run beside it'
-        : // A copy of a live store misses what the server writes after the copy's snapshot, and its migration would write under the server.
-          `${running} is running on the data directory ${dataDir}: stop it before posthorn store copy, so that the copy holds every message it accepted`,
+        : command === 'store copy'
+          ? // A copy of a live store misses what the server writes after the copy's snapshot, and its migration would write under the server.
+            `${running} is running on the data directory ${dataDir}: stop it before posthorn store copy, so that the copy holds every message it accepted`
+          : // A server keeps the store it opened (and its WAL) and would go on writing there.
+            `${running} is running on the data directory ${dataDir}: stop it before posthorn store restore (a running server keeps the store it opened)`,
     );
   }
   writeFileSync(join(dataDir, HOLDER_FILE), command === 'serve' ? `${process.pid}\n` : `${process.pid} ${command}\n`);

@@ -29,7 +29,7 @@ const SQLITE_ONLY = [
   /^(lib|render|config|lint|helpers|core|docs)\//,
   /^analytics\/analytics-batch\./,
   /^smtp\/(mime|outbound)\//,
-  /^store\/(wal-checkpointer|scope-precedence|store-backup)\./,
+  /^store\/(wal-checkpointer|scope-precedence|store-backup|store-restore)\./,
   /^proof\/(leak-check|faults-disk|faults-disk-campaign|crash-sigkill|smtp-crash-sigkill|webhook-outbox-kill|fuzz-smtp)\./,
   /^emails\/(crash-kill|retry-schedule|bounce-sub-type)\./,
   /^cli\/(first-hour-cli|npm-start|systemd-unit|data-dir|start-failure)\./,

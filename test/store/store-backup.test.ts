@@ -57,7 +57,7 @@ test('a backup taken while the server accepts mail restores the installation as 
   });
   await load;
   t.regex(out.stdout, /^backed up to .*posthorn-backup\.db: [\d.]+ MB, \d+ tables, checked, in [\d.]+ s \(schema \d{14}-[\w-]+\)$/m);
-  t.regex(out.stdout, /To restore: stop the server/);
+  t.regex(out.stdout, /^To restore: stop the server, then .*posthorn store restore --from .*posthorn-backup\.db$/m);
   t.true(existsSync(target));
   // It holds the DKIM private keys and the key hashes: readable by its owner only, whatever the umask.
   t.is(statSync(target).mode & 0o777, 0o600);
