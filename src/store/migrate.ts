@@ -46,8 +46,24 @@ async function migrate(db: Db): Promise<MigrateOutcome> {
   });
   const result: MigrationResultSet = await migrator.migrateToLatest();
   if (result.error) {
+    await refuseNewerStore(db);
     const failed = result.results?.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
     throw new Error(`migration ${failed} failed: ${(result.error as Error).message ?? String(result.error)}`);
   }
   return { applied: (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName) };
+}
+
+/**
+ * A store a newer release migrated holds migrations this one does not know, which Kysely
+ * reports as "corrupted migrations": said as what it is, with what to do. Read only once
+ * migrating has failed, so a start pays nothing for it.
+ */
+async function refuseNewerStore(db: Db): Promise<void> {
+  const applied = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(db).catch(() => ({ rows: [] }));
+  const unknown = applied.rows.map((r) => r.name).filter((name) => !Object.hasOwn(MIGRATIONS, name));
+  if (!unknown.length) return;
+  const newest = Object.keys(MIGRATIONS).sort().at(-1);
+  throw new Error(
+    `this store was written by a newer Posthorn release: it has migration${unknown.length === 1 ? '' : 's'} ${unknown.join(', ')}, which this release (newest: ${newest}) does not know; run that release or a newer one, or restore a backup made by this release (posthorn store restore)`,
+  );
 }

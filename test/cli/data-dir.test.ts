@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, chownSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
 import { tempDir } from '../helpers/temp-dir.js';
 import { LOOPBACK_LISTENERS_ENV } from '../helpers/port-probe.js';
 
@@ -181,4 +182,19 @@ test('a new data directory and store are their owner\'s alone; a server on a sto
   await open.printed(/SMTP listeners started/);
   open.child.kill('SIGTERM');
   t.is((await open.ended).code, 0);
+});
+
+test('a store written by a newer release (a migration this one does not know) is named as such, with what to do, by migrate and by serve', async (t) => {
+  t.timeout(120_000);
+  const dataDir = tempDir(t, 'posthorn-datadir-');
+  t.is((await run(t, { POSTHORN_DATA_DIR: dataDir }, ['migrate'])).code, 0);
+  const db = new Database(join(dataDir, 'posthorn.db'));
+  db.prepare('insert into kysely_migration (name, timestamp) values (?, ?)').run('29991231000000-from-the-future', new Date().toISOString());
+  db.close();
+  for (const args of [['migrate'], ['serve']]) {
+    const ended = await run(t, { POSTHORN_DATA_DIR: dataDir }, args);
+    t.is(ended.code, 1, ended.stderr);
+    oneErrorLine(t, ended.stderr, /this store was written by a newer Posthorn release: it has migration 29991231000000-from-the-future, which this release \(newest: \d{14}-[a-z0-9-]+\) does not know; run that release or a newer one, or restore a backup made by this release \(posthorn store restore\)/);
+    t.false(ended.stdout.includes('listening'), ended.stdout);
+  }
 });
