@@ -7,9 +7,9 @@ import { formatPlaceholder } from './variables.js';
  */
 export const UNSUBSCRIBE_PLACEHOLDER = '{{unsubscribeUrl}}';
 
-// What the campaign sender fills with the URL: ours (a fallback allowed), and useSend's names,
-// which it reads as ours.
-const OURS = /\{\{\s*unsubscribeUrl\s*(?:,[^}]*)?\}\}/;
+// What the campaign sender fills with the URL: ours (a fallback allowed; names are read in any
+// case), and useSend's names, which it reads as ours.
+const OURS = /\{\{\s*unsubscribeUrl\s*(?:,[^}]*)?\}\}/i;
 const USESEND = /\{\{\s*(?:usesend|unsend)_unsubscribe_url\s*\}\}/i;
 const carriesUrl = (s: string): boolean => OURS.test(s) || USESEND.test(s);
 
