@@ -243,16 +243,20 @@ const openApiDocumentSchema = z
 /**
  * GET /openapi.json, without a key (and so without a team to rate limit). The document is
  * static: built on the first request from the final route table, then served from memory.
+ * `alsoAt` adds the same document at other paths (GET /doc: where useSend serves its own).
  */
-export function openApiRoute(routes: () => RouteDef[], kind: DocumentKind = TEAM_API): RouteDef {
+export function openApiRoute(routes: () => RouteDef[], kind: DocumentKind = TEAM_API, alsoAt: string[] = []): RouteDef[] {
   let cached: JsonObject | undefined;
-  return defineRoute({
-    method: 'GET',
-    path: '/openapi.json',
-    access: 'public',
-    tag: 'Meta',
-    summary: kind === TEAM_API ? 'This OpenAPI 3.1 document of the whole API.' : 'This OpenAPI 3.1 document of the whole operator API.',
-    response: openApiDocumentSchema,
-    handler: async () => (cached ??= buildOpenApiDocument(routes(), kind)) as z.input<typeof openApiDocumentSchema>,
-  });
+  const summary = kind === TEAM_API ? 'This OpenAPI 3.1 document of the whole API' : 'This OpenAPI 3.1 document of the whole operator API';
+  return ['/openapi.json', ...alsoAt].map((path, i) =>
+    defineRoute({
+      method: 'GET',
+      path,
+      access: 'public',
+      tag: 'Meta',
+      summary: i === 0 ? `${summary}.` : `${summary}, also at the path useSend serves it.`,
+      response: openApiDocumentSchema,
+      handler: async () => (cached ??= buildOpenApiDocument(routes(), kind)) as z.input<typeof openApiDocumentSchema>,
+    }),
+  );
 }

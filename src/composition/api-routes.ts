@@ -51,6 +51,7 @@ export function publicApiRoutes(s: ApiRouteServices): RouteDef[] {
     ...sandboxRoutes(s.sandbox),
     ...tlsReportsRoutes(s.receivedTlsReports),
   ];
-  routes.push(openApiRoute(() => routes));
+  // GET /api/v1/doc is where useSend serves its document: the same one is there too.
+  routes.push(...openApiRoute(() => routes, undefined, ['/doc']));
   return routes;
 }

@@ -290,7 +290,7 @@ export function wireCoreServices(o: {
     allowPrivate: config.webhooks.allowPrivate,
     domainBelongsToTeam: domains.belongsToTeam,
   });
-  const webhookDispatcher = new WebhookDispatcher({ outbox: webhookOutbox, clock, logger, timeoutMs: config.webhooks.timeoutMs, maxInFlightPerHost: config.webhooks.maxInFlightPerHost, onAttempt: (outcome) => server?.metrics.webhookCall(outcome) });
+  const webhookDispatcher = new WebhookDispatcher({ outbox: webhookOutbox, clock, logger, timeoutMs: config.webhooks.timeoutMs, maxInFlight: config.webhooks.maxInFlight, maxInFlightPerHost: config.webhooks.maxInFlightPerHost, onAttempt: (outcome) => server?.metrics.webhookCall(outcome) });
   const analytics = createAnalyticsService({ analytics: createAnalyticsRepository(store.db), clock, logger, domainBelongsToTeam: domains.belongsToTeam });
   const tracking = createTrackingService({ emails: emailsRepo, tracking: createTrackingRepository(store.db), events, clock, logger, secret, publicUrl: config.publicUrl });
   // Every event's outbox rows commit with the write that emits it (transactional outbox, see

@@ -85,7 +85,7 @@ export function wireServer(o: {
     receivedTlsReports: core.receivedTlsReports,
   });
   const adminRoutes: RouteDef[] = operatorRoutes({ queue: core.queue, teams: core.teams, domains: core.domains, shaping, audit: core.audit, health: o.adminHealth, outboundPort25: () => port25.state() });
-  adminRoutes.push(openApiRoute(() => adminRoutes, OPERATOR_API));
+  adminRoutes.push(...openApiRoute(() => adminRoutes, OPERATOR_API));
 
   return {
     metrics,

@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { parseDnsServers } from '../lib/dns/dns-client.js';
 import { parseDuration, parseRate } from '../lib/rate-spec.js';
 import { cronProblem, databaseUrlProblem, hostProblem, publicUrlProblem } from './setting-checks.js';
-import { WEBHOOK_MAX_IN_FLIGHT } from '../core/webhooks/webhook-retry.js';
+import { WEBHOOK_MAX_IN_FLIGHT, WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT } from '../core/webhooks/webhook-retry.js';
 
 /** An IP address, or a subnet in CIDR notation. */
 function isAddressOrSubnet(entry: string): boolean {
@@ -38,13 +38,17 @@ const section = <T extends z.ZodRawShape>(shape: T, doc?: string) => {
  * timeoutMs, and recording it), or another node claims the call and posts it again while the
  * first attempt still runs, and the first one's result is then not recorded.
  */
-const webhooksSection = <T extends { timeoutMs: z.ZodType<number>; leaseMs: z.ZodType<number> } & z.ZodRawShape>(shape: T) =>
+const webhooksSection = <T extends { timeoutMs: z.ZodType<number>; leaseMs: z.ZodType<number>; maxInFlight: z.ZodType<number>; maxInFlightPerHost: z.ZodType<number> } & z.ZodRawShape>(shape: T) =>
   z
     .object(shape)
     .strict()
     .superRefine((v, ctx) => {
-      const { timeoutMs, leaseMs } = v as { timeoutMs: number; leaseMs: number };
+      const { timeoutMs, leaseMs, maxInFlight, maxInFlightPerHost } = v as { timeoutMs: number; leaseMs: number; maxInFlight: number; maxInFlightPerHost: number };
       if (leaseMs < 2 * timeoutMs) ctx.addIssue({ code: 'custom', path: ['leaseMs'], message: `must be at least twice webhooks.timeoutMs (${timeoutMs}), so a claimed call is not posted again while its attempt still runs` });
+      // A per-host cap above the total would never bind: surely a typo in one of the two.
+      if (maxInFlightPerHost > maxInFlight) {
+        ctx.addIssue({ code: 'custom', path: ['maxInFlightPerHost'], message: `is ${maxInFlightPerHost}, more than webhooks.maxInFlight (${maxInFlight}), the calls in flight in all: lower it, or raise webhooks.maxInFlight` });
+      }
     })
     .prefault({} as never);
 
@@ -482,8 +486,11 @@ export const configSchema = z
       leaseMs: key(z.number().int().min(1000).default(5 * 60_000), {
         doc: 'How long a claimed webhook call stays leased, in milliseconds: far beyond one attempt plus recording it (at least twice timeoutMs); a call whose attempt could not be recorded is due again after it.',
       }),
-      maxInFlightPerHost: key(z.number().int().min(0).max(WEBHOOK_MAX_IN_FLIGHT).default(16), {
-        doc: `Webhook calls in flight to one host name at once, over all endpoints (and teams) that point at it, per node; 0 means no cap. The dispatcher makes at most ${WEBHOOK_MAX_IN_FLIGHT} calls at once (4 per endpoint): the cap keeps many endpoints on one slow host from taking every one of them while other hosts' events wait.`,
+      maxInFlight: key(z.number().int().min(1).max(1024).default(WEBHOOK_MAX_IN_FLIGHT), {
+        doc: `Webhook calls in flight at once in all, per node (at most ${WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT} per endpoint); half of them at most go to endpoints whose last attempt failed. More lets many slow endpoints be waited on together, each call holding a socket.`,
+      }),
+      maxInFlightPerHost: key(z.number().int().min(0).max(1024).default(16), {
+        doc: `Webhook calls in flight to one host name at once, over all endpoints (and teams) that point at it, per node; 0 means no cap. At most maxInFlight: the cap keeps many endpoints on one slow host from taking every call in flight while other hosts' events wait.`,
       }),
       disableAfterFailures: key(z.number().int().min(0).max(1_000_000).default(30), {
         doc: 'An endpoint whose events failed every attempt this many times in a row is set AUTO_DISABLED: it gets no new events and its pending calls are discarded until it is set ACTIVE again. A delivered event resets the count. 0 never disables.',

@@ -15,7 +15,7 @@ export interface WebhookDispatcherOptions {
   onAttempt?: (outcome: string) => void;
   /** Calls in flight to one endpoint: a slow endpoint holds only its own slots. */
   perEndpointConcurrency?: number;
-  /** Calls in flight in total. */
+  /** Calls in flight in total (webhooks.maxInFlight). */
   maxInFlight?: number;
   /** Calls in flight to one host name, over all endpoints on it (webhooks.maxInFlightPerHost); 0 no cap. */
   maxInFlightPerHost?: number;

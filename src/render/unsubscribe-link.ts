@@ -1,4 +1,5 @@
 import type { InlineNode } from './editor-document.js';
+import { formatPlaceholder } from './variables.js';
 
 /**
  * The placeholder the unsubscribe footer links to. It is an ordinary
@@ -6,9 +7,22 @@ import type { InlineNode } from './editor-document.js';
  */
 export const UNSUBSCRIBE_PLACEHOLDER = '{{unsubscribeUrl}}';
 
-/** True when the author already linked some footer text to the unsubscribe URL, so no second link is added. */
+// What the campaign sender fills with the URL: ours (a fallback allowed; names are read in any
+// case), and useSend's names, which it reads as ours.
+const OURS = /\{\{\s*unsubscribeUrl\s*(?:,[^}]*)?\}\}/i;
+const USESEND = /\{\{\s*(?:usesend|unsend)_unsubscribe_url\s*\}\}/i;
+const carriesUrl = (s: string): boolean => OURS.test(s) || USESEND.test(s);
+
+/**
+ * True when the author's footer text already carries the unsubscribe URL (a link to it, the
+ * variable, or the placeholder typed in), so no second link is added. The HTML and the text
+ * renderers both ask this, so the two parts agree.
+ */
 export function linksToUnsubscribe(nodes: InlineNode[] | undefined): boolean {
-  return (nodes ?? []).some(
-    (n) => n.type === 'text' && (n.marks ?? []).some((m) => m.type === 'link' && /^\{\{\s*unsubscribeUrl\b/.test(m.attrs.href.trim())),
-  );
+  return (nodes ?? []).some((n) => {
+    if (n.type === 'variable') return carriesUrl(formatPlaceholder(n.attrs.id, n.attrs.fallback));
+    if (n.type !== 'text') return false;
+    // A link whose target is the placeholder (not one that merely mentions it in its query).
+    return carriesUrl(n.text) || (n.marks ?? []).some((m) => m.type === 'link' && m.attrs.href.trim().startsWith('{{') && carriesUrl(m.attrs.href));
+  });
 }

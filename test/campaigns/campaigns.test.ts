@@ -501,3 +501,31 @@ test.serial('a campaign given HTML over the conversion bound, or nested too deep
     t.regex(String(parsed.html), /http:\/\/posthorn\.test\/unsubscribe\//, 'the footer link is in the HTML');
   }
 });
+
+test.serial('an editor campaign with its own unsubscribe link (variable, link, footer node) has that one link in each part', async (t) => {
+  const linked = (label: string) => ({ type: 'text', text: label, marks: [{ type: 'link', attrs: { href: '{{unsubscribeUrl}}' } }] });
+  const cases = [
+    ['ownvariable@example.net', doc(para(text('Body. Leave: '), { type: 'variable', attrs: { id: 'unsubscribeUrl' } }))],
+    ['ownliteral@example.net', doc(para(text('Body. Leave: {{unsubscribeUrl}}')))],
+    ['ownlegacy@example.net', doc(para(text('Body. Leave: '), { type: 'variable', attrs: { id: 'usesend_unsubscribe_url' } }))],
+    ['ownlink@example.net', doc(para(text('Body. '), linked('Leave the list')))],
+    ['ownfooter@example.net', doc(para(text('Body')), { type: 'unsubscribeFooter', content: [text('You get this as a subscriber.')] })],
+    ['ownfooterlink@example.net', doc(para(text('Body')), { type: 'unsubscribeFooter', content: [text('No more? '), linked('Unsubscribe here')] })],
+    // The editor's footer node whose own text already carries the link: no second one.
+    ['footervariable@example.net', doc(para(text('Body')), { type: 'unsubscribeFooter', content: [text('Leave: '), { type: 'variable', attrs: { id: 'unsubscribeUrl' } }] })],
+    ['footerliteral@example.net', doc(para(text('Body')), { type: 'unsubscribeFooter', content: [text('Leave: {{unsubscribeUrl}}')] })],
+    ['footerlegacy@example.net', doc(para(text('Body')), { type: 'unsubscribeFooter', content: [{ type: 'text', text: 'Leave', marks: [{ type: 'link', attrs: { href: '{{usesend_unsubscribe_url}}' } }] }] })],
+  ] as const;
+  for (const [email, content] of cases) {
+    const bookId = await book(`Own link ${email}`, [{ email }]);
+    await campaign(bookId, { sendNow: true, content });
+    await run();
+    const sent = sentTo(email.split('@')[0]! + '@');
+    t.is(sent.length, 1, email);
+    const parsed = await simpleParser(sent[0]!.raw, { skipHtmlToText: true });
+    const links = (s: unknown) => (String(s ?? '').match(/http:\/\/posthorn\.test\/unsubscribe\/[A-Za-z0-9._~-]+/g) ?? []).length;
+    t.is(links(parsed.text), 1, `${email}: one unsubscribe URL in the text part: ${String(parsed.text)}`);
+    t.is(links(parsed.html), 1, `${email}: one unsubscribe URL in the HTML part`);
+    t.notRegex(String(parsed.text), /\n--\nUnsubscribe:/, `${email}: no footer line added`);
+  }
+});

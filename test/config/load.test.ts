@@ -254,6 +254,8 @@ test('every key has an environment variable, and each one sets its key (the rela
     'outbound.shaping': '[{"mx":"example.com","messageRate":"5/s"}]',
     'outbound.replyRules': '[{"code":421,"action":"suspend","duration":"5m"}]',
     'submission.authFailureWindow': '1h',
+    // At least the per-host cap's default (16): below it is a config error of its own.
+    'webhooks.maxInFlight': '100',
   };
   for (const k of keys) {
     if (/certFile|keyFile/.test(k.path.at(-1)!)) continue; // set in pairs; the schema tests cover them
@@ -321,6 +323,21 @@ test('webhooks.disableAfterFailures: 30 by default, 0 allowed (never), negative 
   for (const bad of ['-1', '2.5', 'many']) {
     t.throws(() => loadConfig({ env: { POSTHORN_WEBHOOKS_DISABLE_AFTER_FAILURES: bad } }), { instanceOf: ConfigError, message: /DISABLE_AFTER_FAILURES|disableAfterFailures/ });
   }
+});
+
+test('webhooks.maxInFlight: 64 by default, 1..1024; maxInFlightPerHost above it is a config error naming both', (t) => {
+  t.is(loadConfig({ env: {} }).webhooks.maxInFlight, 64);
+  t.is(loadConfig({ env: { POSTHORN_WEBHOOKS_MAX_IN_FLIGHT: '1024' } }).webhooks.maxInFlight, 1024);
+  t.is(loadConfig({ env: {}, overrides: { webhooks: { maxInFlight: 1, maxInFlightPerHost: 0 } } }).webhooks.maxInFlight, 1);
+  for (const bad of ['0', '-1', '2.5', '1025', 'many']) {
+    t.throws(() => loadConfig({ env: { POSTHORN_WEBHOOKS_MAX_IN_FLIGHT: bad } }), { instanceOf: ConfigError, message: /WEBHOOKS_MAX_IN_FLIGHT|webhooks\.maxInFlight\b/ }, bad);
+  }
+  // A larger total lets the per-host cap go higher; a smaller one brings its bound down.
+  t.is(loadConfig({ env: { POSTHORN_WEBHOOKS_MAX_IN_FLIGHT: '200', POSTHORN_WEBHOOKS_MAX_IN_FLIGHT_PER_HOST: '150' } }).webhooks.maxInFlightPerHost, 150);
+  t.throws(() => loadConfig({ env: { POSTHORN_WEBHOOKS_MAX_IN_FLIGHT: '8' } }), {
+    instanceOf: ConfigError,
+    message: /webhooks\.maxInFlightPerHost.*16.*webhooks\.maxInFlight \(8\)/,
+  });
 });
 
 test('webhooks.maxInFlightPerHost: 16 by default, 0 allowed (no cap), negative, fractional or above the 64 in all refused', (t) => {

@@ -98,8 +98,9 @@ test.after.always(async () => {
 });
 
 test.serial('the document is served without a key, is OpenAPI 3.1 and every schema in it compiles', async (t) => {
-  for (const prefix of ['/v1', '/api/v1']) {
-    const res = await w.t0.request('GET', `${prefix}/openapi.json`, { key: null });
+  // GET /api/v1/doc: where useSend serves its document (and so where its users look).
+  for (const path of ['/v1/openapi.json', '/api/v1/openapi.json', '/api/v1/doc']) {
+    const res = await w.t0.request('GET', path, { key: null });
     t.is(res.status, 200);
     t.regex(res.headers.get('content-type') ?? '', /^application\/json/);
     // Public: no team, so no rate limit and no rate-limit headers.
@@ -189,6 +190,7 @@ test.serial('tour: every route answers 200 with a body that matches the document
   const from = `Tour <tour@${domain.name}>`;
 
   await ok({ method: 'GET', route: '/openapi.json', key: null });
+  await ok({ method: 'GET', route: '/doc', key: null });
 
   // API keys
   const key = await ok({ method: 'POST', route: '/apiKeys', body: { name: 'tour', permission: 'SENDING', domainId: domain.id } });

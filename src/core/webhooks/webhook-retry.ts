@@ -31,5 +31,5 @@ export function webhookRetryDelayMs(attemptsMade: number, random: () => number =
 
 /** Calls in flight per endpoint (per node): a slow endpoint holds only its own slots. */
 export const WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT = 4;
-/** Calls in flight in all (per node); webhooks.maxInFlightPerHost is bounded by it. */
+/** Calls in flight in all (per node) by default: webhooks.maxInFlight, which bounds webhooks.maxInFlightPerHost. */
 export const WEBHOOK_MAX_IN_FLIGHT = 64;

@@ -54,4 +54,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261130000000-webhook-status': lazy(() => import('./20261130000000-webhook-status.js')),
   '20261130010000-contact-unquoted-keys': lazy(() => import('./20261130010000-contact-unquoted-keys.js')),
   '20261130020000-webhook-disabled-at': lazy(() => import('./20261130020000-webhook-disabled-at.js')),
+  '20261130030000-orphan-domain-keys': lazy(() => import('./20261130030000-orphan-domain-keys.js')),
 };

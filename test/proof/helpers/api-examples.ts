@@ -114,8 +114,9 @@ export async function buildApiFixtures(t0: TestApp): Promise<ApiFixtures> {
   const page = { page: '1', limit: '10' };
   const dom = String(domain.id);
   const e: [string, RouteExample][] = [
-    // The one public API route: the static OpenAPI document.
+    // The public API routes: the static OpenAPI document, at its two paths.
     ['GET /openapi.json', { params: {} }],
+    ['GET /doc', { params: {} }],
     ['GET /apiKeys', { params: {} }],
     ['POST /apiKeys', { params: {}, body: { name: 'fuzz key', permission: 'SENDING', domainId: domain.id } }],
     ['DELETE /apiKeys/:apiKeyId', { params: { apiKeyId: String(spareKey.id) } }],
