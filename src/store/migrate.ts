@@ -60,10 +60,19 @@ async function migrate(db: Db): Promise<MigrateOutcome> {
  */
 async function refuseNewerStore(db: Db): Promise<void> {
   const applied = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(db).catch(() => ({ rows: [] }));
-  const unknown = applied.rows.map((r) => r.name).filter((name) => !Object.hasOwn(MIGRATIONS, name));
+  const unknown = unknownMigrations(applied.rows.map((r) => r.name));
   if (!unknown.length) return;
-  const newest = Object.keys(MIGRATIONS).sort().at(-1);
   throw new Error(
-    `this store was written by a newer Posthorn release: it has migration${unknown.length === 1 ? '' : 's'} ${unknown.join(', ')}, which this release (newest: ${newest}) does not know; run that release or a newer one, or restore a backup made by this release (posthorn store restore)`,
+    `this store was written by a newer Posthorn release: it has migration${unknown.length === 1 ? '' : 's'} ${unknown.join(', ')}, which this release (newest: ${newestMigration()}) does not know; run that release or a newer one, or restore a backup made by this release (posthorn store restore)`,
   );
+}
+
+/** Applied migrations this release does not have: the store was migrated by a newer one. */
+export function unknownMigrations(applied: readonly string[]): string[] {
+  return applied.filter((name) => !Object.hasOwn(MIGRATIONS, name));
+}
+
+/** This release's newest migration. */
+export function newestMigration(): string {
+  return Object.keys(MIGRATIONS).sort().at(-1)!;
 }

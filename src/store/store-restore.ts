@@ -1,6 +1,7 @@
 import { closeSync, copyFileSync, existsSync, fchmodSync, fsyncSync, lstatSync, mkdirSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
+import { newestMigration, unknownMigrations } from './migrate.js';
 import { MIGRATIONS } from './migrations/index.js';
 import { acquireServeLock } from './serve-lock.js';
 
@@ -150,10 +151,10 @@ function checkBackup(from: string): { latestMigration: string; pending: string[]
     if (!hasMigrations) throw new RestoreRefused(`${from} is a SQLite database but not a Posthorn store (it has no kysely_migration table): give a file written by posthorn store backup`);
     const applied = (db.prepare('select name from kysely_migration order by name').all() as { name: string }[]).map((r) => r.name);
     const known = Object.keys(MIGRATIONS);
-    const unknown = applied.filter((name) => !(name in MIGRATIONS));
+    const unknown = unknownMigrations(applied);
     if (unknown.length > 0) {
       throw new RestoreRefused(
-        `${from} was made by a newer Posthorn release: it holds migration ${unknown.join(', ')}, which this release (its newest is ${known[known.length - 1]}) does not know; restore it with that release or a newer one`,
+        `${from} was made by a newer Posthorn release: it holds migration ${unknown.join(', ')}, which this release (its newest is ${newestMigration()}) does not know; restore it with that release or a newer one`,
       );
     }
     const latest = applied[applied.length - 1];
