@@ -54,9 +54,9 @@ test.serial('the table has an isolation case for every API route, and none for a
   t.true(keys.length >= 69, `${keys.length} routes`);
   t.deepEqual(keys.filter((k) => !cases[k]), [], 'routes without an isolation case: add one to test/proof/helpers/isolation-cases.ts');
   t.deepEqual(Object.keys(cases).filter((k) => !keys.includes(k)), [], 'cases for routes that do not exist');
-  // The OpenAPI document is the one public API route: static, the same for everyone, no team data.
-  // Any other public route would need its own case.
-  t.deepEqual(x.w.t0.app.routes.filter((r) => r.access === 'public').map(keyOf), ['GET /openapi.json'], 'public API routes');
+  // The OpenAPI document (also at /doc, where useSend serves its own) is the one public API
+  // route: static, the same for everyone, no team data. Any other public route would need its own case.
+  t.deepEqual(x.w.t0.app.routes.filter((r) => r.access === 'public').map(keyOf), ['GET /openapi.json', 'GET /doc'], 'public API routes');
   for (const route of routes) {
     const c = cases[keyOf(route)]!;
     t.true(c.cross().length > 0, `${keyOf(route)}: no cross-team probe`);
