@@ -310,6 +310,8 @@ export function createDomainsRepository(db: Db) {
         // domain): it goes with it, in this transaction.
         await ex.deleteFrom('api_keys').where('team_id', '=', teamId).where('domain_id', '=', id).execute();
         return true;
+        // Two statements: with no caller hook a no-op one still makes `write` open a transaction,
+        // so the domain never goes without its keys or its keys without the domain.
       }, inTransaction ?? (() => undefined));
     },
   };
