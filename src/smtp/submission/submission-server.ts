@@ -70,8 +70,8 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
   const lockout = new AuthFailureLockout(options.clock, options.authFailureLimit, parseDuration(options.authFailureWindow) ?? 15 * 60_000);
   /**
    * submission.exemptNetworks: neither capped nor locked out, and their failures are not counted
-   * (a client they share no address with is never locked out by them). Each connection still
-   * closes after MAX_AUTH_FAILURES, and every AUTH still needs a valid key.
+   * (so they lock out nobody else in their IPv6 /64). Each connection still closes after
+   * MAX_AUTH_FAILURES, and every AUTH still needs a valid key.
    */
   const exempt = networkMatcher(options.exemptNetworks);
 
