@@ -309,6 +309,7 @@ export function wireCoreServices(o: {
     deliveries: deliveriesRepo,
     secret,
     clock,
+    lateReportDays: config.inbound.lateReportDays,
     complaintAddress: config.inbound.complaintAddress || `complaints@${config.hostname}`,
     unsubscribeHost: config.hostname,
     isUnsubscribeToken: (token) => verifyUnsubscribeToken(secret, token) !== null,

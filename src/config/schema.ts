@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { isIP } from 'node:net';
 import { parseDnsServers } from '../lib/dns/dns-client.js';
+import { networkProblem } from '../lib/network-list.js';
 import { parseDuration, parseRate } from '../lib/rate-spec.js';
 import { cronProblem, databaseUrlProblem, hostProblem, publicUrlProblem } from './setting-checks.js';
 import { WEBHOOK_MAX_IN_FLIGHT, WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT } from '../core/webhooks/webhook-retry.js';
@@ -70,8 +71,20 @@ const dnsName = checked((v) => hostProblem(v) ?? (isIP(v) ? `"${v}" is an IP add
 const bothOrNeither = (v: { certFile: string; keyFile: string }) => !v.certFile === !v.keyFile;
 const bothOrNeitherMessage = { message: 'certFile and keyFile must be set together (or both left empty for a self-signed pair)' };
 
+/** A list of IP addresses and networks (CIDR), each entry checked: a typo is named, not silently never matched. */
+const networkList = z.array(z.string()).superRefine((list, ctx) => {
+  list.forEach((entry, i) => {
+    const found = networkProblem(entry);
+    if (found) ctx.addIssue({ code: 'custom', message: found });
+  });
+});
+
 /** The keys both SMTP listeners have. */
-const listenerKeys = (kind: 'inbound' | 'submission', defaults: { port: number; maxConnections: number; maxConnectionsPerIp: number }, docs: { port: string; tls: string; maxRecipients: string }) => ({
+const listenerKeys = (
+  kind: 'inbound' | 'submission',
+  defaults: { port: number; maxConnections: number; maxConnectionsPerIp: number },
+  docs: { port: string; tls: string; maxRecipients: string; exemptNetworks: string },
+) => ({
   host: key(hostAddress.default('0.0.0.0'), { doc: 'Address the listener binds to.' }),
   port: key(port.default(defaults.port), { doc: docs.port, env: `POSTHORN_${kind.toUpperCase()}_PORT` }),
   certFile: key(z.string().default(''), { doc: docs.tls }),
@@ -79,8 +92,9 @@ const listenerKeys = (kind: 'inbound' | 'submission', defaults: { port: number; 
   maxMessageBytes: key(z.number().int().min(1024).default(30 * 1024 * 1024), { doc: 'Largest accepted message in bytes (RFC 1870 SIZE); larger is refused with 552 5.3.4.' }),
   maxConnections: key(z.number().int().positive().default(defaults.maxConnections), { doc: 'Concurrent SMTP connections; more are told 421 and closed.' }),
   maxConnectionsPerIp: key(z.number().int().min(0).default(defaults.maxConnectionsPerIp), {
-    doc: 'Concurrent SMTP connections from one client address (IPv6: one /64), loopback included; more are told 421 4.7.0 and closed. 0: no cap. Counted by each node on its own.',
+    doc: 'Concurrent SMTP connections from one client address (IPv6: one /64), loopback included unless in exemptNetworks; more are told 421 4.7.0 and closed. 0: no cap. Counted by each node on its own.',
   }),
+  exemptNetworks: key(networkList.default([]), { doc: docs.exemptNetworks }),
   maxRecipients: key(z.number().int().min(1).max(1000).default(100), { doc: docs.maxRecipients }),
 });
 
@@ -308,10 +322,15 @@ export const configSchema = z
             port: 'Port of the inbound SMTP listener; 0 picks a free one.',
             tls: 'PEM certificate (chain) for STARTTLS. Both this and keyFile empty: a self-signed pair is generated on first start and kept in <dataDir>/tls/.',
             maxRecipients: 'RCPT TO commands accepted per message (RFC 5321 4.5.3.1.8 requires at least 100); more get 452.',
+            exemptNetworks:
+              'Client addresses and networks ("192.0.2.7", "10.0.0.0/8", "2001:db8::/32"; an IPv4-mapped IPv6 client counts as its IPv4 address) that maxConnectionsPerIp does not cap: your own relays and monitoring. maxConnections still counts them. Empty: none.',
           },
         ),
         complaintAddress: key(z.union([z.literal(''), z.string().regex(/^[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+$/, 'must be an email address')]).default(''), {
           doc: 'Address feedback loops (Yahoo, AOL, Microsoft JMRP...) send ARF complaints to. Empty means complaints@<hostname>.',
+        }),
+        lateReportDays: key(z.number().int().min(0).max(365).default(30), {
+          doc: "Days after a domain is deleted that bounces and complaints to its tagged return paths are still taken, for the email (and team) they name (docs/inbound.md, Late reports for a deleted domain). Remote MTAs retry for about five days before their final DSN, feedback loops complain weeks later; past this the name's mail is refused like any name's we do not serve. 0: none after the deletion.",
         }),
       },
       'Inbound SMTP: bounces, complaints and receiving domains.',
@@ -325,6 +344,8 @@ export const configSchema = z
             port: 'Port of authenticated SMTP submission; 0 picks a free one.',
             tls: 'PEM certificate for STARTTLS; both empty uses the same self-signed pair as [inbound]. Clients must STARTTLS before AUTH, so give them one they trust in production.',
             maxRecipients: 'Recipients per message; more get 452. A send takes at most 100 in to, cc and bcc together, so a higher value acts as 100.',
+            exemptNetworks:
+              'Client addresses and networks ("192.0.2.7", "10.0.0.0/8", "2001:db8::/32"; an IPv4-mapped IPv6 client counts as its IPv4 address) that neither maxConnectionsPerIp caps nor the authFailureLimit lockout shuts out: a local app with many connections, or one whose old key would lock out its neighbours. They still need a valid key, and each connection still closes after 3 failed AUTHs; maxConnections still counts them. Empty: none.',
           },
         ),
         authFailureLimit: key(z.number().int().min(0).default(10), {

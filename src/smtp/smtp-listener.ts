@@ -23,6 +23,8 @@ export interface SmtpListenerOptions {
   maxConnections: number;
   /** Connections at once from one client address (client-ip-limits.ts); 0 is no cap. */
   maxConnectionsPerIp: number;
+  /** Addresses and networks (checked by the config schema) the per-client limits leave alone. */
+  exemptNetworks: readonly string[];
   maxRecipients: number;
   logger: Logger;
   /** Told each connection or AUTH refused by a per-client limit, for metrics. */

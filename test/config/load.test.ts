@@ -317,6 +317,39 @@ test('the SMTP per-client limits default to 50 (inbound) and 20 (submission) con
   t.throws(() => loadConfig({ env: {}, overrides: { inbound: { maxConnectionsPerIp: -1 } } }), { instanceOf: ConfigError, message: /inbound\.maxConnectionsPerIp/ });
 });
 
+test('exemptNetworks of the SMTP listeners: empty by default, addresses and CIDRs of both families from the file or a comma-separated variable; a bad entry is named with its setting', (t) => {
+  const config = loadConfig({ env: {} });
+  t.deepEqual([config.inbound.exemptNetworks, config.submission.exemptNetworks], [[], []]);
+  const set = loadConfig({ env: { POSTHORN_SUBMISSION_EXEMPT_NETWORKS: '10.0.0.0/8, 192.0.2.7,2001:db8::/32,::ffff:198.51.100.0/120', POSTHORN_INBOUND_EXEMPT_NETWORKS: '::1' } });
+  t.deepEqual(set.submission.exemptNetworks, ['10.0.0.0/8', '192.0.2.7', '2001:db8::/32', '::ffff:198.51.100.0/120']);
+  t.deepEqual(set.inbound.exemptNetworks, ['::1']);
+  const bad: [string, RegExp][] = [
+    ['10.0.0.0/33', /"10\.0\.0\.0\/33" has a prefix length that is not 0 to 32/],
+    ['2001:db8::/129', /not 0 to 128/],
+    ['10.0.0/8', /"10\.0\.0\/8" is not an IP address or a network/],
+    ['mail.example.com', /is not an IP address or a network/],
+    ['10.0.0.0/8/8', /is not an IP address or a network/],
+    ['10.0.0.0/', /prefix length/],
+    ['fe80::1%eth0', /zone index/],
+    ['::ffff:10.0.0.0/8', /IPv4-mapped network shorter than \/96/],
+  ];
+  for (const [entry, message] of bad) {
+    const err = t.throws(() => loadConfig({ env: { POSTHORN_SUBMISSION_EXEMPT_NETWORKS: `127.0.0.1,${entry}` } }), { instanceOf: ConfigError }, entry);
+    t.regex(err!.message, /submission\.exemptNetworks \(POSTHORN_SUBMISSION_EXEMPT_NETWORKS\): /, entry);
+    t.regex(err!.message, message, entry);
+  }
+  t.throws(() => loadConfig({ env: {}, overrides: { inbound: { exemptNetworks: ['300.1.2.3'] } } }), { instanceOf: ConfigError, message: /inbound\.exemptNetworks.*"300\.1\.2\.3"/ });
+});
+
+test('inbound.lateReportDays: 30 by default, 0 to 365, anything else refused naming it', (t) => {
+  t.is(loadConfig({ env: {} }).inbound.lateReportDays, 30);
+  t.is(loadConfig({ env: { POSTHORN_INBOUND_LATE_REPORT_DAYS: '0' } }).inbound.lateReportDays, 0);
+  t.is(loadConfig({ env: { POSTHORN_INBOUND_LATE_REPORT_DAYS: '365' } }).inbound.lateReportDays, 365);
+  for (const bad of ['366', '2.5', 'month']) {
+    t.throws(() => loadConfig({ env: { POSTHORN_INBOUND_LATE_REPORT_DAYS: bad } }), { instanceOf: ConfigError, message: /POSTHORN_INBOUND_LATE_REPORT_DAYS/ }, bad);
+  }
+});
+
 test('webhooks.disableAfterFailures: 30 by default, 0 allowed (never), negative or fractional refused', (t) => {
   t.is(loadConfig({ env: {} }).webhooks.disableAfterFailures, 30);
   t.is(loadConfig({ env: { POSTHORN_WEBHOOKS_DISABLE_AFTER_FAILURES: '0' } }).webhooks.disableAfterFailures, 0);

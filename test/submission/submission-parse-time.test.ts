@@ -31,6 +31,7 @@ test('a message that takes longer than the parse time is answered 451 (try again
     maxMessageBytes: 30 * 1024 * 1024,
     maxConnections: 10,
     maxConnectionsPerIp: 0,
+    exemptNetworks: [],
     maxRecipients: 100,
     logger: createLogger('silent'),
     clock: systemClock,

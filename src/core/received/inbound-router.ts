@@ -15,15 +15,7 @@ import { recipientTag, splitReturnPathToken, transactionTag } from './return-pat
 
 /** Local part of the return path: `bounces+<email id>_<tag>` (VERP, set by the outbound engine; return-path-token.ts). */
 const VERP_LOCAL = /^bounces(?:\+([A-Za-z0-9_]{1,100}))?$/i;
-/**
- * How long after a domain is deleted its tagged return paths still take reports (docs/inbound.md,
- * Late reports for a deleted domain). Remote MTAs keep trying for about five days (RFC 5321
- * 4.5.4.1) before their final DSN, and feedback loops send complaints days or weeks after the
- * mail was read: 30 days covers both with room to spare, and bounds how long a name we no
- * longer serve still has mail accepted for it.
- */
-export const LATE_REPORT_DAYS = 30;
-const LATE_REPORT_MS = LATE_REPORT_DAYS * 24 * 3600_000;
+const DAY_MS = 24 * 3600_000;
 
 /** Local part of a TLS report mailbox: `tlsrpt+<domain id>` (core/domains/dns-records.ts tlsRptAddress). */
 const TLSRPT_LOCAL = /^tlsrpt\+(\d{1,10})$/i;
@@ -77,6 +69,14 @@ export interface InboundRouterDeps {
   secret: string;
   /** Dates the window of late reports to a deleted domain's return paths. */
   clock: Clock;
+  /**
+   * How long after a domain is deleted its tagged return paths still take reports
+   * (inbound.lateReportDays, 30 by default; docs/inbound.md, Late reports for a deleted domain).
+   * Remote MTAs keep trying for about five days (RFC 5321 4.5.4.1) before their final DSN, and
+   * feedback loops send complaints days or weeks after the mail was read; the window also bounds
+   * how long a name we no longer serve still has mail accepted for it. 0: none after the deletion.
+   */
+  lateReportDays: number;
   /** Full complaint address, e.g. complaints@mx.example.com. */
   complaintAddress: string;
   /** This server's host name: `unsubscribe+<token>@<it>` is a campaign unsubscribe, `tlsrpt+<domain id>@<it>` a TLS report mailbox. */
@@ -87,6 +87,7 @@ export interface InboundRouterDeps {
 
 export function createInboundRouter(deps: InboundRouterDeps) {
   const complaint = splitAddress(deps.complaintAddress);
+  const lateReportMs = deps.lateReportDays * DAY_MS;
 
   /** Live domains whose return-path host `<bounceLabel>.<name>` is this host name. */
   async function returnPathDomains(host: string): Promise<DomainRecord[]> {
@@ -116,7 +117,7 @@ export function createInboundRouter(deps: InboundRouterDeps) {
 
   /**
    * The email a tagged token names when the domain it was sent from has been deleted, at most
-   * LATE_REPORT_DAYS ago, and its return-path host was `host`: the report is about mail the
+   * lateReportDays ago, and its return-path host was `host`: the report is about mail the
    * domain's team sent while it owned the name, so it goes to that email (its team), whoever
    * holds the name now. Only a tag that verifies (keyed with the secret) opens this: an
    * untagged token, or plain `bounces@`, proves nothing once the name is not ours.
@@ -129,7 +130,7 @@ export function createInboundRouter(deps: InboundRouterDeps) {
     const retired = await deps.domains.findDeletedByIdAnyTeam(row.domain_id);
     if (!retired || retired.domain.teamId !== row.team_id) return undefined;
     if (`${retired.domain.bounceLabel}.${retired.domain.name}`.toLowerCase() !== host) return undefined;
-    if (deps.clock.now().getTime() - Date.parse(retired.deletedAt) > LATE_REPORT_MS) return undefined;
+    if (deps.clock.now().getTime() - Date.parse(retired.deletedAt) > lateReportMs) return undefined;
     const found = await emailFor(token, [retired.domain]);
     return found?.tagged ? { domain: retired.domain, email: found.email, tagged: found.tagged } : undefined;
   }

@@ -10,6 +10,7 @@ import type { DomainRecord } from '../../core/domains/domain-service.js';
 import { AppError } from '../../core/errors.js';
 import { smtpError, toSmtpError } from '../smtp-errors.js';
 import { ConnectionsPerIp } from '../client-ip-limits.js';
+import { networkMatcher } from '../../lib/network-list.js';
 import { receiveMessage, SMTP_SERVER_TIMEOUT_MS, SmtpListener, tooManyConnectionsReply, type SmtpListenerOptions } from '../smtp-listener.js';
 import { parseMessage } from '../parsed-mail.js';
 import { parseReport } from './report-parser.js';
@@ -41,6 +42,7 @@ export async function startInboundServer(options: InboundServerOptions): Promise
   const logger = options.logger.child({ listener: 'inbound' });
   const listener = new SmtpListener(logger, 'inbound');
   const perIp = new ConnectionsPerIp(options.maxConnectionsPerIp);
+  const exempt = networkMatcher(options.exemptNetworks);
 
   const envelopeOf = (session: SMTPServerSession): InboundEnvelope => ({
     mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
@@ -162,7 +164,8 @@ export async function startInboundServer(options: InboundServerOptions): Promise
 
     onConnect(session, callback) {
       if (listener.closing) return callback(smtpError(421, '4.3.2', `${options.hostname} shutting down, try again later`));
-      if (!perIp.admit(session.id, session.remoteAddress)) {
+      // An exempt client is not counted (release then finds nothing to release).
+      if (!exempt(session.remoteAddress) && !perIp.admit(session.id, session.remoteAddress)) {
         logger.debug({ remote: session.remoteAddress, cap: options.maxConnectionsPerIp }, 'connection over the per-address cap refused');
         options.onRefused?.('connections_per_ip');
         return callback(tooManyConnectionsReply(options.hostname, options.maxConnectionsPerIp));

@@ -10,6 +10,7 @@ import { smtpError, toSmtpError } from '../smtp-errors.js';
 import type { Clock } from '../../lib/clock.js';
 import { parseDuration } from '../../lib/rate-spec.js';
 import { AuthFailureLockout, ConnectionsPerIp } from '../client-ip-limits.js';
+import { networkMatcher } from '../../lib/network-list.js';
 import { receiveMessage, SMTP_SERVER_TIMEOUT_MS, SmtpListener, tooManyConnectionsReply, type SmtpListenerOptions } from '../smtp-listener.js';
 import { messageToSendInput } from './message-to-send-input.js';
 
@@ -67,6 +68,12 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
   const authFailures = new WeakMap<SMTPServerSession, number>();
   const perIp = new ConnectionsPerIp(options.maxConnectionsPerIp);
   const lockout = new AuthFailureLockout(options.clock, options.authFailureLimit, parseDuration(options.authFailureWindow) ?? 15 * 60_000);
+  /**
+   * submission.exemptNetworks: neither capped nor locked out, and their failures are not counted
+   * (so they lock out nobody else in their IPv6 /64). Each connection still closes after
+   * MAX_AUTH_FAILURES, and every AUTH still needs a valid key.
+   */
+  const exempt = networkMatcher(options.exemptNetworks);
 
   /**
    * The reply to an address locked out after failed AUTHs, at connect and at AUTH alike: 421
@@ -137,6 +144,7 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
 
     onConnect(session, callback) {
       if (listener.closing) return callback(shuttingDown());
+      if (exempt(session.remoteAddress)) return callback();
       const locked = lockout.lockedFor(session.remoteAddress);
       if (locked > 0) {
         logger.debug({ remote: session.remoteAddress }, 'connection from an address locked out after failed AUTHs refused');
@@ -158,7 +166,8 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
     onAuth(auth, session, callback) {
       const token = (auth.password ?? '').trim();
       // A connection opened before its address was locked out is refused at its next AUTH.
-      const locked = lockout.lockedFor(session.remoteAddress);
+      const isExempt = exempt(session.remoteAddress);
+      const locked = isExempt ? 0 : lockout.lockedFor(session.remoteAddress);
       if (locked > 0) {
         options.onRefused?.('auth_lockout');
         return callback(lockedOut(locked));
@@ -174,7 +183,7 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
           const failures = (authFailures.get(session) ?? 0) + 1;
           authFailures.set(session, failures);
           logger.info({ method: auth.method, remote: session.remoteAddress, failures }, 'submission AUTH refused');
-          const { lockedForMs, started } = lockout.fail(session.remoteAddress);
+          const { lockedForMs, started } = isExempt ? { lockedForMs: 0, started: false } : lockout.fail(session.remoteAddress);
           if (started) {
             logger.warn(
               { event: 'submission.auth_lockout', remote: session.remoteAddress, limit: options.authFailureLimit, window: options.authFailureWindow },
