@@ -115,7 +115,11 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
     const rcptTo = session.envelope.rcptTo.map((r) => r.address);
     const input = messageToSendInput(parsed, { mailFrom, rcptTo });
     const resend = resendKey(raw, mailFrom, rcptTo);
-    const { emailId } = await options.emails.submit({ teamId: user.auth.teamId, domainId: user.auth.domainId, apiKeyId: user.auth.keyId }, input, { submittedBy: mailFrom, idempotencyKey: resend, rawBody: resend });
+    // The key again once the message is in: one deleted while the message was on the wire (or
+    // parsed) since MAIL FROM is refused for it too, as an API request it would be.
+    const auth = await options.apiKeys.authenticate(user.token);
+    user.auth = auth;
+    const { emailId } = await options.emails.submit({ teamId: auth.teamId, domainId: auth.domainId, apiKeyId: auth.keyId }, input, { submittedBy: mailFrom, idempotencyKey: resend, rawBody: resend });
     return emailId;
   }
 
