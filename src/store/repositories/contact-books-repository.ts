@@ -63,6 +63,23 @@ export function createContactBooksRepository(db: Db) {
     },
 
     /**
+     * The first step of a delete: unless a campaign needs the book, marks it as being deleted,
+     * in the transaction that looked (on PostgreSQL with the row locked, as a schedule or a
+     * create to send holds it: campaigns-repository), so no campaign is scheduled or created
+     * to send on it while its contacts go in batches. A book already being deleted is marked
+     * again (a delete that failed half-way is taken up). Undefined when the book is not there.
+     */
+    async beginDelete(teamId: number, id: string, nowIso: string): Promise<{ blockedBy: CampaignRef[] } | undefined> {
+      return transact(db, async (trx) => {
+        const book = await trx.selectFrom('contact_books').select('id').where('team_id', '=', teamId).where('id', '=', id).$if(isPostgres(db), (q) => q.forUpdate()).executeTakeFirst();
+        if (!book) return undefined;
+        const blockedBy = await campaignsNeeding(trx, teamId, id);
+        if (!blockedBy.length) await trx.updateTable('contact_books').set({ deleting_since: nowIso }).where('team_id', '=', teamId).where('id', '=', id).execute();
+        return { blockedBy };
+      });
+    },
+
+    /**
      * Removes the book with whatever contacts it still has (segments go by cascade) in one
      * transaction; returns those contacts, or undefined when the book is not there.
      */
