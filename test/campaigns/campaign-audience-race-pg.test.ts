@@ -96,3 +96,27 @@ test.serial('a schedule while the segment is being deleted waits for the delete 
   t.is(res.body.error.message, `segmentId: segment ${seg} no longer exists`);
   t.is((await get(draft.id)).status, 'DRAFT');
 });
+
+test.serial('a contact book delete while a schedule holds the book waits for it and is refused (409 naming the campaign); no contact is deleted', async (t) => {
+  const bookId = await book('Pg book delete', [{ email: 'pbd1@example.net' }]);
+  const draft = await campaign(bookId, { name: 'Holds the book' });
+  const scheduling = new pg.Client({ connectionString: url });
+  await scheduling.connect();
+  try {
+    // As a schedule does (campaigns-repository, update withAudience): the book held, the campaign moved on.
+    await scheduling.query('begin');
+    await scheduling.query('select id from contact_books where id = $1 for share', [bookId]);
+    await scheduling.query(`update campaigns set status = 'SCHEDULED' where id = $1`, [draft.id]);
+    const deleting = w.t0.request('DELETE', `/v1/contactBooks/${bookId}`);
+    await untilSomeoneWaitsForALock(client);
+    await scheduling.query('commit');
+    const res = await deleting;
+    t.is(res.status, 409, JSON.stringify(res.body));
+    t.true(res.body.error.message.startsWith(`contact book ${bookId} is used by campaign ${draft.id} ("Holds the book", SCHEDULED)`), res.body.error.message);
+  } finally {
+    await scheduling.end();
+  }
+  const shown = await w.t0.request('GET', `/v1/contactBooks/${bookId}`);
+  t.is(shown.body._count.contacts, 1);
+  t.is((await get(draft.id)).status, 'SCHEDULED');
+});
