@@ -8,6 +8,7 @@ import type { ContactRow } from './contacts-repository.js';
 export type ContactBookRow = Selectable<ContactBooksTable> & { contact_count: number };
 export type ContactBookChanges = Omit<Updateable<ContactBooksTable>, 'id' | 'team_id' | 'created_at'>;
 
+/** Live campaigns that will still send to the book (scheduled, running or paused), named by a refused delete. */
 function campaignsNeeding(q: Db | Transaction<Database>, teamId: number, bookId: string): Promise<CampaignRef[]> {
   return q
     .selectFrom('campaigns')
@@ -38,9 +39,6 @@ export function createContactBooksRepository(db: Db) {
   const normalise = (r: Omit<ContactBookRow, 'contact_count'> & { contact_count: number | null }): ContactBookRow => ({ ...r, contact_count: Number(r.contact_count ?? 0) });
 
   return {
-    /** Live campaigns that will still send to the book (scheduled, running or paused), named by a refused delete. */
-    campaignsNeeding: (teamId: number, id: string) => campaignsNeeding(db, teamId, id),
-
     async insert(row: ContactBooksTable): Promise<ContactBookRow> {
       await db.insertInto('contact_books').values(row).execute();
       return { ...row, contact_count: 0 };
