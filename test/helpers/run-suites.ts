@@ -16,7 +16,7 @@ const AVA = fileURLToPath(new URL('./ava-cli.js', import.meta.url));
 const WITH_POSTGRES = fileURLToPath(new URL('./with-postgres.js', import.meta.url));
 
 /** PostgreSQL's own tests (they use or start servers themselves): run once, in the PostgreSQL run. */
-const POSTGRES_ONLY = [/^cluster\//, /^proof\/cluster-sigkill\./, /^proof\/cluster-name-lost\./, /^proof\/pg-connection-loss\./, /^webhooks\/webhook-endpoint-delete-race\./, /^emails\/schedule-claim-race\./, /^emails\/idempotency-connection-loss\./, /^store\/pg-connection-cut\./, /^store\/pg-commit-answer-lost[.-]/, /^store\/store-copy\./, /^store\/store-outage\./, /^store\/pg-unicode-lower\./, /^cli\/pg-empty-database\./];
+const POSTGRES_ONLY = [/^cluster\//, /^proof\/cluster-sigkill\./, /^proof\/cluster-name-lost\./, /^proof\/pg-connection-loss\./, /^webhooks\/webhook-endpoint-delete-race\./, /^emails\/schedule-claim-race\./, /^campaigns\/campaign-audience-race-pg\./, /^emails\/idempotency-connection-loss\./, /^store\/pg-connection-cut\./, /^store\/pg-commit-answer-lost[.-]/, /^store\/store-copy\./, /^store\/store-outage\./, /^store\/pg-unicode-lower\./, /^cli\/pg-empty-database\./];
 
 /**
  * Not run a second time on PostgreSQL: code with no store (pure functions, the SMTP client,

@@ -17,9 +17,10 @@ export function campaignsRoutes(campaigns: CampaignService): RouteDef[] {
       path: '/campaigns',
       access: 'full',
       tag,
-      summary: 'Create a campaign (draft, or scheduled with sendNow / scheduledAt).',
+      summary: 'Create a campaign (draft, or scheduled with sendNow / scheduledAt); 409 to send while its contact book is being deleted.',
       request: { body: createBody },
       response: campaignSchema,
+      errors: [409],
       handler: async ({ auth, input }) => campaigns.create(scope(auth), input.body),
     }),
     defineRoute({
@@ -77,7 +78,7 @@ export function campaignsRoutes(campaigns: CampaignService): RouteDef[] {
       summary: 'Schedule a draft (now, or at scheduledAt).',
       request: { params, body: scheduleBody },
       response: campaignActionSchema,
-      errors: [404],
+      errors: [404, 409],
       handler: async ({ auth, input }) => campaigns.schedule(scope(auth), input.params.campaignId, input.body),
     }),
     defineRoute({
@@ -99,7 +100,7 @@ export function campaignsRoutes(campaigns: CampaignService): RouteDef[] {
       summary: 'Resume a paused campaign.',
       request: { params },
       response: campaignActionSchema,
-      errors: [404],
+      errors: [404, 409],
       handler: async ({ auth, input }) => campaigns.resume(scope(auth), input.params.campaignId),
     }),
   ];

@@ -11,7 +11,7 @@ import type { DomainService } from '../domains/domain-service.js';
 import { parseMailbox, parseMailboxList, domainOf } from '../emails/addresses.js';
 import { MAX_RECIPIENTS, trackingColumn, trackingValue, type EmailService } from '../emails/email-service.js';
 import { parseScheduledAt } from '../emails/scheduled-at.js';
-import { badRequest, notFound } from '../errors.js';
+import { badRequest, notFound, notUnique, type AppError } from '../errors.js';
 import type { BusEvent, EventBus } from '../events.js';
 import { personalizeCampaign, renderCampaignBody, withUnsubscribeLink } from './campaign-content.js';
 import { signUnsubscribeToken } from './unsubscribe-token.js';
@@ -205,18 +205,29 @@ export function createCampaignService(deps: CampaignServiceDeps) {
   }
 
   /**
-   * Why the campaign has nobody to send to, if so: its contact book was deleted, or (before it
-   * started with the segment's filter) its segment. Deleting either is refused while a
-   * scheduled campaign needs it; a draft may still point at one, and is refused when scheduled.
+   * Why a campaign on this book (and segment, if any) would have nobody to send to, if so: the
+   * book is gone (400) or being deleted (409: its contacts are going), or the segment is gone
+   * (400). `gone` words a missing one as the request would: "not found" when it is named now,
+   * "no longer exists" when a stored campaign names it.
    */
-  async function audienceGone(c: CampaignRow): Promise<string | null> {
-    if (!(await deps.contactBooks.findById(c.team_id, c.contact_book_id))) return `contactBookId: contact book ${c.contact_book_id} no longer exists`;
-    if (c.segment_id && c.segment_filters_json === null) {
-      const seg = await deps.segments.findById(c.team_id, c.segment_id);
-      if (!seg || seg.contact_book_id !== c.contact_book_id) return `segmentId: segment ${c.segment_id} no longer exists`;
+  async function audienceProblem(teamId: number, bookId: string, segmentId: string | null, gone: 'not found' | 'no longer exists'): Promise<AppError | null> {
+    const book = await deps.contactBooks.findById(teamId, bookId);
+    if (!book) return badRequest(`contactBookId: contact book ${bookId} ${gone}`);
+    if (book.deleting_since !== null) return notUnique(`contactBookId: contact book ${bookId} is being deleted`);
+    if (segmentId) {
+      const seg = await deps.segments.findById(teamId, segmentId);
+      if (!seg || seg.contact_book_id !== bookId) return badRequest(`segmentId: segment ${segmentId} ${gone}`);
     }
     return null;
   }
+
+  /**
+   * Why the campaign has nobody to send to, if so: its contact book was deleted (or is being
+   * deleted), or (before it started with the segment's filter) its segment. Deleting either is
+   * refused while a scheduled campaign needs it; a draft may still point at one, and is
+   * refused when scheduled.
+   */
+  const audienceGone = (c: CampaignRow) => audienceProblem(c.team_id, c.contact_book_id, c.segment_filters_json === null ? c.segment_id : null, 'no longer exists');
 
   function resolveWhen(scheduledAt: string | null | undefined): string {
     const now = clock.now();
@@ -251,7 +262,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       const gone = await audienceGone(c);
       if (gone) {
         await campaigns.update(c.id, { status: 'PAUSED', updated_at: now.toISOString() }, ['SCHEDULED']);
-        deps.logger.warn({ campaignId: c.id }, `campaign paused before it started: ${gone}`);
+        deps.logger.warn({ campaignId: c.id }, `campaign paused before it started: ${gone.message}`);
         return;
       }
       // The audience is the book's contacts as of the first start (a restart after a pause keeps it).
@@ -433,7 +444,11 @@ export function createCampaignService(deps: CampaignServiceDeps) {
         updated_at: now,
         deleted_at: null,
       };
-      await campaigns.insert(row);
+      // One to send needs its audience: checked again in the inserting transaction, so a delete
+      // of the book or segment is either seen here or refused for this campaign (409).
+      if (!(await campaigns.insert(row, { withAudience: scheduled !== null }))) {
+        throw (await audienceProblem(scope.teamId, row.contact_book_id, row.segment_id, 'not found')) ?? badRequest('contactBookId: the contact book or segment changed meanwhile; try again');
+      }
       return view(row);
     },
 
@@ -479,14 +494,14 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       if (!c.html) throw badRequest('content or html is required before scheduling');
       await deps.domains.sendingDomain(scope, domainOf(parseMailbox(c.from_addr, 'from').address));
       const gone = await audienceGone(c);
-      if (gone) throw badRequest(gone);
+      if (gone) throw gone;
       const updated = await campaigns.update(
         id,
         { status: 'SCHEDULED', scheduled_at: resolveWhen(input.scheduledAt), batch_size: input.batchSize ?? c.batch_size, accepted_in_sandbox: inSandbox(), updated_at: clock.now().toISOString() },
         ['DRAFT', 'SCHEDULED'],
         { withBody: true, withAudience: true },
       );
-      if (!updated) throw badRequest((await audienceGone(c)) ?? `campaign ${id} changed state meanwhile`);
+      if (!updated) throw (await audienceGone(c)) ?? badRequest(`campaign ${id} changed state meanwhile`);
       return { success: true, campaign: view(updated) };
     },
 
@@ -508,14 +523,14 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       // A campaign that started goes on running: its start time ahead of now only means the
       // server clock was set back since, and waiting for it would stall the campaign by the jump.
       const gone = await audienceGone(c);
-      if (gone) throw badRequest(gone);
+      if (gone) throw gone;
       const future = c.started_at === null && c.scheduled_at !== null && Date.parse(c.scheduled_at) > clock.nowMs();
       // Paused before it started (its segment or book was gone then): it starts as scheduled, its audience counted then.
       const unstarted = c.started_at === null && c.cursor === null;
       // The next batch keeps its time: a pause and a resume never make room for another batch
       // within the window of the last one (a pause longer than the window resumes at once).
       const updated = await campaigns.update(id, { status: future || unstarted ? 'SCHEDULED' : 'RUNNING', accepted_in_sandbox: inSandbox(), updated_at: clock.now().toISOString() }, ['PAUSED'], { withAudience: true });
-      if (!updated) throw badRequest((await audienceGone(c)) ?? `campaign ${id} changed state meanwhile`);
+      if (!updated) throw (await audienceGone(c)) ?? badRequest(`campaign ${id} changed state meanwhile`);
       return { success: true, campaign: view(updated) };
     },
 

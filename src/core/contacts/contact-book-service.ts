@@ -195,6 +195,7 @@ export function createContactBookService(deps: ContactBookServiceDeps) {
         double_opt_in_content: validateConfirmationContent(input.doubleOptInContent),
         created_at: now,
         updated_at: now,
+        deleting_since: null,
       });
       return bookView(row);
     },
@@ -239,14 +240,19 @@ export function createContactBookService(deps: ContactBookServiceDeps) {
 
     /**
      * Refused (409) while a scheduled, running or paused campaign sends to the book: it would
-     * send to nobody. Checked before the contacts go, and again in the final transaction.
+     * send to nobody. Checked before the contacts go, in the transaction that marks the book as
+     * being deleted (nothing is scheduled on it from then on), and again in the final one.
+     * A delete that failed half-way leaves the book marked; deleting it again finishes it.
      */
     async remove(scope: BookScope, id: string): Promise<{ id: string; success: boolean; message: string }> {
       await load(scope.teamId, id);
       const inUse = (blockedBy: CampaignRef[]) =>
         notUnique(`contact book ${id} is used by ${describeCampaigns(blockedBy)}: delete ${blockedBy.length === 1 ? 'that campaign' : 'those campaigns'} first, or wait until ${blockedBy.length === 1 ? 'it is' : 'they are'} sent`);
-      const needing = await books.campaignsNeeding(scope.teamId, id);
-      if (needing.length) throw inUse(needing);
+      // Checked and marked in one transaction: a campaign scheduled or created to send on the
+      // book from then on is refused (409), so none is left needing a book whose contacts went.
+      const begun = await books.beginDelete(scope.teamId, id, clock.now().toISOString());
+      if (!begun) throw notFound(`contact book ${id} not found`);
+      if (begun.blockedBy.length) throw inUse(begun.blockedBy);
       // Contacts go first in bounded batches (short transactions, architecture.md, House rules 6); the book and
       // anything added meanwhile go in the final transaction.
       await deps.contacts.deleteAllInBook(scope.teamId, id);

@@ -48,10 +48,20 @@ export function createCampaignsRepository(db: Db) {
       );
   }
 
-  /** The campaign's book is there, and its segment unless it has none or started with its filter; both of its team. */
+  /**
+   * The campaign's book is there and not being deleted, and its segment unless it has none or
+   * started with its filter; both of its team.
+   */
   const audienceThere = (eb: ExpressionBuilder<Database, 'campaigns'>) =>
     eb.and([
-      eb.exists(eb.selectFrom('contact_books').select(sql`1`.as('x')).whereRef('contact_books.id', '=', 'campaigns.contact_book_id').whereRef('contact_books.team_id', '=', 'campaigns.team_id')),
+      eb.exists(
+        eb
+          .selectFrom('contact_books')
+          .select(sql`1`.as('x'))
+          .whereRef('contact_books.id', '=', 'campaigns.contact_book_id')
+          .whereRef('contact_books.team_id', '=', 'campaigns.team_id')
+          .where('contact_books.deleting_since', 'is', null),
+      ),
       eb.or([
         eb('campaigns.segment_id', 'is', null),
         eb('campaigns.segment_filters_json', 'is not', null),
@@ -67,8 +77,42 @@ export function createCampaignsRepository(db: Db) {
     ]);
 
   return withDialect(db, 'campaigns', {
-    async insert(row: CampaignsTable): Promise<void> {
-      await db.insertInto('campaigns').values(row).execute();
+    /**
+     * withAudience (a campaign created to send): stored only while its book is there and not
+     * being deleted, and its segment (if any) is there in that book; false otherwise. Checked
+     * in the inserting transaction: on SQLite that holds the one connection, so nothing commits
+     * between the check and the insert; on PostgreSQL the two rows are held (FOR SHARE) until
+     * the commit, so a delete (which locks its row first, then looks for campaigns that need
+     * it) either finds this campaign or has committed before the check sees its row gone.
+     */
+    async insert(row: CampaignsTable, opts: { withAudience?: boolean } = {}): Promise<boolean> {
+      if (!opts.withAudience) {
+        await db.insertInto('campaigns').values(row).execute();
+        return true;
+      }
+      return transact(db, async (trx) => {
+        const pg = isPostgres(db);
+        const book = await trx
+          .selectFrom('contact_books')
+          .select('deleting_since')
+          .where('team_id', '=', row.team_id)
+          .where('id', '=', row.contact_book_id)
+          .$if(pg, (q) => q.forShare())
+          .executeTakeFirst();
+        if (!book || book.deleting_since !== null) return false;
+        if (row.segment_id !== null && row.segment_filters_json === null) {
+          const seg = await trx
+            .selectFrom('segments')
+            .select('contact_book_id')
+            .where('team_id', '=', row.team_id)
+            .where('id', '=', row.segment_id)
+            .$if(pg, (q) => q.forShare())
+            .executeTakeFirst();
+          if (seg?.contact_book_id !== row.contact_book_id) return false;
+        }
+        await trx.insertInto('campaigns').values(row).execute();
+        return true;
+      });
     },
     async findById(scope: CampaignScope, id: string): Promise<CampaignRow | undefined> {
       return db.selectFrom('campaigns').selectAll().where(inScope(scope)).where('id', '=', id).executeTakeFirst();

@@ -8,6 +8,7 @@ import type { ContactRow } from './contacts-repository.js';
 export type ContactBookRow = Selectable<ContactBooksTable> & { contact_count: number };
 export type ContactBookChanges = Omit<Updateable<ContactBooksTable>, 'id' | 'team_id' | 'created_at'>;
 
+/** Live campaigns that will still send to the book (scheduled, running or paused), named by a refused delete. */
 function campaignsNeeding(q: Db | Transaction<Database>, teamId: number, bookId: string): Promise<CampaignRef[]> {
   return q
     .selectFrom('campaigns')
@@ -38,9 +39,6 @@ export function createContactBooksRepository(db: Db) {
   const normalise = (r: Omit<ContactBookRow, 'contact_count'> & { contact_count: number | null }): ContactBookRow => ({ ...r, contact_count: Number(r.contact_count ?? 0) });
 
   return {
-    /** Live campaigns that will still send to the book (scheduled, running or paused), named by a refused delete. */
-    campaignsNeeding: (teamId: number, id: string) => campaignsNeeding(db, teamId, id),
-
     async insert(row: ContactBooksTable): Promise<ContactBookRow> {
       await db.insertInto('contact_books').values(row).execute();
       return { ...row, contact_count: 0 };
@@ -60,6 +58,23 @@ export function createContactBooksRepository(db: Db) {
       const res = await db.updateTable('contact_books').set(changes).where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
       if (Number(res.numUpdatedRows) === 0) return undefined;
       return this.findById(teamId, id);
+    },
+
+    /**
+     * The first step of a delete: unless a campaign needs the book, marks it as being deleted,
+     * in the transaction that looked (on PostgreSQL with the row locked, as a schedule or a
+     * create to send holds it: campaigns-repository), so no campaign is scheduled or created
+     * to send on it while its contacts go in batches. A book already being deleted is marked
+     * again (a delete that failed half-way is taken up). Undefined when the book is not there.
+     */
+    async beginDelete(teamId: number, id: string, nowIso: string): Promise<{ blockedBy: CampaignRef[] } | undefined> {
+      return transact(db, async (trx) => {
+        const book = await trx.selectFrom('contact_books').select('id').where('team_id', '=', teamId).where('id', '=', id).$if(isPostgres(db), (q) => q.forUpdate()).executeTakeFirst();
+        if (!book) return undefined;
+        const blockedBy = await campaignsNeeding(trx, teamId, id);
+        if (!blockedBy.length) await trx.updateTable('contact_books').set({ deleting_since: nowIso }).where('team_id', '=', teamId).where('id', '=', id).execute();
+        return { blockedBy };
+      });
     },
 
     /**

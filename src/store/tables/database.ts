@@ -239,6 +239,8 @@ export interface ContactBooksTable {
   double_opt_in_content: string | null;
   created_at: string;
   updated_at: string;
+  /** When its delete began (contacts go in batches first); null otherwise. Nothing new is scheduled on it meanwhile. */
+  deleting_since: string | null;
 }
 
 export interface ContactsTable {
