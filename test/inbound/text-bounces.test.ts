@@ -92,8 +92,8 @@ test.serial('the same qmail text from a non-null reverse-path is not a bounce', 
 });
 
 test.serial('a text delay notice with a 4xx reply next to the address is a delay, not a bounce', async (t) => {
-  const email = await sendAndDeliver(w, { to: 'slow@example.com', subject: 'text delay' });
-  const raw = fixture('text-delay-notice.eml', { RETURN_PATH: email.returnPath, RECIPIENT: 'slow@example.com' });
+  const email = await sendAndDeliver(w, { to: 'slow@example.net', subject: 'text delay' });
+  const raw = fixture('text-delay-notice.eml', { RETURN_PATH: email.returnPath, RECIPIENT: 'slow@example.net' });
   const res = await smtpSend({ port: inboundPort, from: '', to: [email.returnPath], raw });
   t.true(res.ok, res.response);
   const got = await w.t0.request('GET', `/v1/emails/${email.id}`);
@@ -104,7 +104,7 @@ test.serial('a text delay notice with a 4xx reply next to the address is a delay
   const [row] = await deliveryRows(email.id);
   t.is(row!.state, 'delivered');
   t.regex(row!.last_response!, /^delayed text bounce: 451 4\.3\.0/);
-  t.is(await suppression('slow@example.com'), undefined);
+  t.is(await suppression('slow@example.net'), undefined);
   const reports = await w.t0.app.inbound.reportsRepo.listForEmail(email.id);
   t.is(reports[0]!.kind, 'delay');
 });
