@@ -97,8 +97,10 @@ test.serial('a text delay notice with a 4xx reply next to the address is a delay
   const res = await smtpSend({ port: inboundPort, from: '', to: [email.returnPath], raw });
   t.true(res.ok, res.response);
   const got = await w.t0.request('GET', `/v1/emails/${email.id}`);
-  t.is(got.body.latestStatus, 'DELIVERY_DELAYED');
+  t.is(got.body.latestStatus, 'DELIVERED', 'DELIVERY_DELAYED ranks below DELIVERED');
+  t.false(got.body.emailEvents.some((e: any) => e.status === 'BOUNCED'));
   const delayed = got.body.emailEvents.find((e: any) => e.status === 'DELIVERY_DELAYED');
+  t.truthy(delayed, 'a DELIVERY_DELAYED event was recorded');
   t.is(delayed.data.source, 'text');
   t.is(delayed.data.smtpCode, 451);
   const [row] = await deliveryRows(email.id);
