@@ -49,8 +49,11 @@ function fieldsOf(parsed: ParsedMail, raw: Buffer): [string, string][] {
   return parseFieldGroups(end ? text.slice(0, end.index) : text)[0] ?? (parsed.headerLines ?? []).map((l) => [l.key, l.line.slice(l.line.indexOf(':') + 1).trim()]);
 }
 
+/** A bounce's own words fit in far less; the rest of a large message is its returned original. */
+const PROSE_LIMIT = 64 * 1024;
+
 function prose(parsed: ParsedMail): string {
-  const body = parsed.text ?? '';
+  const body = (parsed.text ?? '').slice(0, PROSE_LIMIT);
   let end = body.length;
   for (const marker of ORIGINAL_MARKERS) {
     const m = marker.exec(body);
