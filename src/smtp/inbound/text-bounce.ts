@@ -1,6 +1,6 @@
 import type { ParsedMail } from 'mailparser';
 import type { DsnRecipient, TextBounce } from '../../core/received/inbound-types.js';
-import { classifyReply } from '../outbound/classify-reply.js';
+import { classifyReply, parseEnhancedCode } from '../outbound/classify-reply.js';
 import { parseFieldGroups } from '../parsed-mail.js';
 
 // Bounces that are not RFC 3464 DSNs: Exim's text/plain bounce with X-Failed-Recipients, qmail's
@@ -117,7 +117,8 @@ function recipient(address: string, reply: Reply | null, forceFailed: boolean): 
   if (!action) return null;
   const effectiveCode = reply?.smtpCode ?? (klass === '4' ? 450 : 550);
   let text = reply?.text ?? '';
-  if (reply?.status && !ENHANCED_CODE.test(text.split(/\s+/).slice(0, 2).join(' '))) text = `${reply.status} ${text}`.trim();
+  // The classifier reads the enhanced code first; a reply without one it finds gets the status read here.
+  if (reply?.status && parseEnhancedCode(text) !== reply.status) text = `${reply.status} ${text}`.trim();
   const verdict = classifyReply(effectiveCode, text);
   return {
     finalRecipient: address,
