@@ -157,3 +157,58 @@ test('a message of the largest accepted size in quoted-printable parts is read i
   t.is(result.code, 0, result.stderr);
   t.is(result.stdout, 'dsn');
 });
+
+// Plain-text bounces (text-bounce.ts): what makes one, and what never does.
+
+function textMessage(headers: string[], body: string[]): Buffer {
+  return Buffer.from([...headers, 'Content-Type: text/plain; charset=us-ascii', '', ...body, ''].join('\r\n'));
+}
+
+async function parseFrom(raw: Buffer, mailFrom: string | null) {
+  return parseReport(raw, await parseMessage(raw), mailFrom);
+}
+
+test('text bounce: Exim with X-Failed-Recipients and its own Auto-Submitted is read; an IP address is not a status code', async (t) => {
+  const raw = fixture('exim-text-bounce.eml', { RETURN_PATH: RP, RECIPIENT: 'alice@example.net', ORIGINAL });
+  const r = await parseFrom(raw, '');
+  t.is(r.type, 'text');
+  t.deepEqual(r.textBounce, { evidence: 'x-failed-recipients', reportingMta: null });
+  t.is(r.recipients.length, 1);
+  t.like(r.recipients[0], { finalRecipient: 'alice@example.net', action: 'failed', status: '5.1.1', smtpCode: 550, hardBounce: true, category: 'recipient', source: 'text' });
+  t.regex(r.recipients[0]!.diagnosticCode!, /^550 5\.1\.1 <alice@example\.net>: Recipient address rejected/);
+  // The returned original (its To: names bob too) is not read.
+  t.is((await parseFrom(fixture('exim-text-bounce.eml', { RETURN_PATH: RP, RECIPIENT: 'alice@example.net', ORIGINAL }), 'someone@example.org')).type, 'text', 'X-Failed-Recipients alone is enough');
+});
+
+test('text bounce: X-Failed-Recipients without a code is a failure that does not suppress (like a DSN without a status)', async (t) => {
+  const raw = textMessage(['X-Failed-Recipients: <alice@example.net>, bob@example.net', 'Subject: Mail delivery failed'], ['The following address(es) failed:', '', '  alice@example.net', '    no reply recorded']);
+  const r = await parseFrom(raw, '');
+  t.is(r.type, 'text');
+  t.deepEqual(r.recipients.map((x) => [x.finalRecipient, x.action, x.smtpCode, x.hardBounce]), [
+    ['alice@example.net', 'failed', null, false],
+    ['bob@example.net', 'failed', null, false],
+  ]);
+});
+
+test('text bounce: qmail counts only from the null reverse-path', async (t) => {
+  const raw = fixture('qmail-text-bounce.eml', { RETURN_PATH: RP, RECIPIENT: 'alice@example.net', ORIGINAL });
+  const r = await parseFrom(raw, '');
+  t.is(r.type, 'text');
+  t.deepEqual(r.textBounce, { evidence: 'bounce-text', reportingMta: 'mail.example.org' });
+  t.like(r.recipients[0], { finalRecipient: 'alice@example.net', action: 'failed', status: '5.1.1', smtpCode: null, hardBounce: true });
+  t.is((await parseFrom(raw, 'someone@example.org')).type, 'other');
+  t.is((await parseFrom(raw, null)).type, 'other', 'an unknown reverse-path is not the null one');
+});
+
+test('text bounce: never an auto-reply, and never an address without a reply code in its block', async (t) => {
+  const bounceBody = ['Your message could not be delivered.', '', '  alice@example.net', '    550 5.1.1 User unknown'];
+  const plain = textMessage(['Subject: Undeliverable'], bounceBody);
+  t.is((await parseFrom(plain, '')).type, 'text', 'the control: this text is a bounce');
+  t.is((await parseFrom(textMessage(['Subject: Undeliverable', 'Auto-Submitted: auto-replied'], bounceBody), '')).type, 'other', 'Auto-Submitted: auto-replied without X-Failed-Recipients');
+  t.is((await parseFrom(textMessage(['Subject: Out of Office', 'X-Failed-Recipients: alice@example.net'], bounceBody), '')).type, 'other', 'an out-of-office subject vetoes even X-Failed-Recipients');
+  t.is((await parseFrom(textMessage(['Subject: Undeliverable', 'X-Autoreply: yes'], bounceBody), '')).type, 'other');
+  t.is((await parseFrom(textMessage(['Subject: Undeliverable', 'Precedence: auto_reply'], bounceBody), '')).type, 'other');
+  t.is((await parseFrom(textMessage(['Subject: Re: Hello'], ['I am on vacation until Monday.', ...bounceBody]), '')).type, 'other');
+  t.is((await parseFrom(textMessage(['Subject: Undeliverable'], ['Your message could not be delivered.', '', '  alice@example.net', '    host mx.example.net [10.4.5.6] did not answer']), '')).type, 'other', 'an IP address is no status code');
+  t.is((await parseFrom(textMessage(['Subject: Hello'], ['Thanks for your message.', '', '  alice@example.net', '    550 5.1.1 User unknown']), '')).type, 'other', 'no bounce text');
+});

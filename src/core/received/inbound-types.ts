@@ -18,6 +18,16 @@ export interface DsnRecipient {
   /** How the edge's reply classifier reads it: the address is dead (suppress) or not. */
   hardBounce: boolean;
   category: string;
+  /** Where the block came from: a delivery-status part, or a plain-text bounce (text-bounce.ts). */
+  source?: 'dsn' | 'text';
+}
+
+/** What made a message that is not a DSN a bounce (smtp/inbound/text-bounce.ts). */
+export interface TextBounce {
+  /** Exim's X-Failed-Recipients field, or the null reverse-path with a recognised bounce text. */
+  evidence: 'x-failed-recipients' | 'bounce-text';
+  /** The reporting host when the text names it (qmail's "qmail-send program at <host>"). */
+  reportingMta: string | null;
 }
 
 /** The machine-readable part of an RFC 5965 feedback report (section 3.1, 3.2). */
@@ -42,9 +52,12 @@ export interface OriginalMessageRef {
 }
 
 export interface ParsedReport {
-  type: 'dsn' | 'arf' | 'other';
+  /** 'text': a plain-text bounce, its recipients read into DSN blocks (action failed or delayed). */
+  type: 'dsn' | 'arf' | 'text' | 'other';
   reportingMta: string | null;
   recipients: DsnRecipient[];
+  /** Set for type 'text'. */
+  textBounce?: TextBounce | null;
   feedback: FeedbackReport | null;
   original: OriginalMessageRef | null;
   subject: string | null;

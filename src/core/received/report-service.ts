@@ -13,7 +13,7 @@ import { emailBusEvent } from '../emails/email-bus-event.js';
 import { bounceSubType } from '../deliveries/bounce-sub-type.js';
 import { messageDigest, transactionKey } from './transaction-key.js';
 
-// Asynchronous bounces (RFC 3464 DSNs) and complaints (RFC 5965 ARF) that come back to the
+// Asynchronous bounces (RFC 3464 DSNs, and plain-text bounces read into DSN blocks) and complaints (RFC 5965 ARF) that come back to the
 // inbound listener. A report is linked to the email it is about, most reliable first:
 // the VERP token of the address it came to, a return path quoted inside the report, our
 // X-Posthorn-Email-ID header in the returned message, and its Message-ID. Reports are not
@@ -27,6 +27,9 @@ import { messageDigest, transactionKey } from './transaction-key.js';
 // 451, or our 250 was lost) is recognised by its transaction key and changes nothing twice.
 // Another report about the same copy records only news (docs/inbound.md, Several reports about
 // one copy): each event is a webhook and a count, and a recipient bounces and complains once.
+// A plain-text bounce (docs/inbound.md, Plain-text bounces) is weaker evidence than a DSN: it acts
+// only when it came to a VERP return path, and only on a delivery of that email, in the token's
+// scope, whose recipient it names exactly.
 
 /**
  * RFC 5965 7.3 feedback types that mean "this mail is unwanted or harmful to the recipient"
@@ -82,6 +85,8 @@ export function createReportService(deps: ReportServiceDeps) {
     const bounceRoutes = intake.routes.filter((r): r is Extract<InboundRoute, { kind: 'bounce' }> => r.kind === 'bounce');
     const viaVerp = bounceRoutes.find((r) => r.email);
     if (viaVerp?.email) return { email: viaVerp.email, by: 'verp', tagged: viaVerp.tagged };
+    // A text bounce names its email by the return path's token only: its quoted original is prose.
+    if (intake.report.type === 'text') return null;
     // Came to tokenless return paths: whatever we find must be from one of those domains. The
     // shared complaint address links any team's email, but only for what it acts on (ARF): a
     // DSN acts through the return paths it came to, so a complaint address beside them must
@@ -151,18 +156,31 @@ export function createReportService(deps: ReportServiceDeps) {
     };
   }
 
+  /** Where a block came from, for the event data and the delivery row. */
+  function origin(r: DsnRecipient, report: ParsedReport) {
+    if (r.source !== 'text') return { source: 'dsn', label: 'DSN', detail: { dsn: dsnData(r, report.reportingMta) } };
+    return {
+      source: 'text',
+      label: 'text bounce',
+      detail: { text: { evidence: report.textBounce?.evidence ?? null, reportingMta: report.reportingMta, action: r.action, status: r.status, diagnosticCode: r.diagnosticCode } },
+    };
+  }
+
   function planDsn(email: EmailRow, scope: Scope, report: ParsedReport, nowIso: string) {
     const effects: ReportEffects = { steps: [] };
     const announce: Announcement[] = [];
     for (const r of report.recipients) {
       if (r.action !== 'failed' && r.action !== 'delayed') continue; // delivered/relayed/expanded: success notices
-      const delivery = matchDelivery(scope, r.finalRecipient, r.originalRecipient);
+      // A text bounce names its recipient or nothing: no single-recipient fallback, no rewritten address.
+      const delivery =
+        r.source === 'text' ? scope.deliveries.find((d) => !!r.finalRecipient && addressKey(d.recipient) === addressKey(r.finalRecipient)) : matchDelivery(scope, r.finalRecipient, r.originalRecipient);
       // A block about no delivery the evidence covers changes nothing (the report is kept).
       if (!delivery) continue;
       const recipient = delivery.recipient;
       const response = r.diagnosticCode ?? (r.status ? `status ${r.status}` : `action ${r.action}`);
       const reporter = report.reportingMta ? ` (reported by ${report.reportingMta})` : '';
-      const base = { recipient, smtpCode: r.smtpCode, response, source: 'dsn', dsn: dsnData(r, report.reportingMta) };
+      const from = origin(r, report);
+      const base = { recipient, smtpCode: r.smtpCode, response, source: from.source, ...from.detail };
       // A copy bounces once, and a bounce is final: a failed or delayed block about a copy that
       // has bounced (an earlier report, the remote's reply during delivery) is only kept.
       if (r.action === 'failed') {
@@ -175,7 +193,7 @@ export function createReportService(deps: ReportServiceDeps) {
           recipient,
           unless: 'BOUNCED',
           event: event(email.id, 'BOUNCED', data, nowIso),
-          delivery: { state: 'bounced', fromStates: ['delivered'], code: r.smtpCode, response: `DSN${reporter}: ${response}`, at: nowIso },
+          delivery: { state: 'bounced', fromStates: ['delivered'], code: r.smtpCode, response: `${from.label}${reporter}: ${response}`, at: nowIso },
           ...(r.hardBounce ? { suppression: { teamId: email.team_id, email: addressKey(recipient), reason: 'HARD_BOUNCE', source: email.id, at: nowIso } } : {}),
         });
         announce.push({ status: 'BOUNCED', data });
@@ -187,7 +205,7 @@ export function createReportService(deps: ReportServiceDeps) {
           recipient,
           unless: 'BOUNCED',
           event: event(email.id, 'DELIVERY_DELAYED', data, nowIso),
-          delivery: { code: r.smtpCode, response: `delayed DSN${reporter}: ${response}`, at: nowIso },
+          delivery: { code: r.smtpCode, response: `delayed ${from.label}${reporter}: ${response}`, at: nowIso },
         });
         announce.push({ status: 'DELIVERY_DELAYED', data });
       }
@@ -266,11 +284,11 @@ export function createReportService(deps: ReportServiceDeps) {
         const all = await deps.deliveries.listForEmail(l.email.id);
         return { all, deliveries: inScope(all, l.tagged) };
       };
-      if (linked && report.type === 'dsn' && toReturnPath) {
+      if (linked && (report.type === 'dsn' || report.type === 'text') && toReturnPath) {
         plan = planDsn(linked.email, await scopeOf(linked), report, nowIso);
       } else if (linked && report.type === 'arf' && report.feedback) {
         plan = planComplaint(linked.email, await scopeOf(linked), report, nowIso);
-      } else if (report.type === 'dsn') {
+      } else if (report.type === 'dsn' || report.type === 'text') {
         // Unlinked, or not at a return path: recorded by kind, nothing changed.
         plan.kind = dsnKind(report);
       } else if (report.type === 'arf') {
@@ -284,6 +302,7 @@ export function createReportService(deps: ReportServiceDeps) {
         recipients: report.recipients.map((r) => ({ finalRecipient: r.finalRecipient, action: r.action, status: r.status, diagnosticCode: r.diagnosticCode })),
         feedback: report.feedback,
         original: report.original,
+        ...(report.textBounce ? { textBounce: report.textBounce } : {}),
       };
       // The steps that were news, and only they, are announced: their webhook outbox rows
       // commit with the report's effects.

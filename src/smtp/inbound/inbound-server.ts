@@ -109,7 +109,7 @@ export async function startInboundServer(options: InboundServerOptions): Promise
       }
     }
     if (reportRoutes.length) {
-      const outcome = await options.reports.record({ envelope, routes: reportRoutes, report: parseReport(raw, parsed), raw });
+      const outcome = await options.reports.record({ envelope, routes: reportRoutes, report: parseReport(raw, parsed, envelope.mailFrom), raw });
       logger.info({ reportId: outcome.reportId, kind: outcome.kind, emailId: outcome.emailId, duplicate: outcome.duplicate }, 'inbound report recorded');
       ids.push(`report-${outcome.reportId}`);
       options.onMessage?.(outcome.kind);

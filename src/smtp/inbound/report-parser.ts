@@ -3,6 +3,7 @@ import type { DsnRecipient, FeedbackReport, OriginalMessageRef, ParsedReport } f
 import { classifyReply, parseEnhancedCode } from '../outbound/classify-reply.js';
 import { replaceUnstorable } from '../../lib/nul-text.js';
 import { headerBlock, parseFieldGroups } from '../parsed-mail.js';
+import { readTextBounce } from './text-bounce.js';
 
 // Reads the machine-readable parts of a report:
 // - RFC 3464 DSN: multipart/report; report-type=delivery-status with a message/delivery-status
@@ -10,6 +11,8 @@ import { headerBlock, parseFieldGroups } from '../parsed-mail.js';
 //   recipient with Final-Recipient, Action, Status, Diagnostic-Code...
 // - RFC 5965 ARF: multipart/report; report-type=feedback-report with message/feedback-report.
 // - The returned original (message/rfc822, message/global, text/rfc822-headers) for linking.
+// - A plain-text bounce (Exim's X-Failed-Recipients, qmail's, other MTAs' prose from the null
+//   reverse-path): type 'text', its recipients read into DSN blocks (text-bounce.ts).
 // Anything else is type 'other'. Never throws: garbage in, 'other' out.
 
 const DSN_TYPES = new Set(['message/delivery-status', 'message/global-delivery-status']);
@@ -87,6 +90,7 @@ function dsnRecipient(group: [string, string][]): DsnRecipient | null {
     // Only a permanent failure can mean the mailbox is gone; a delay never suppresses.
     hardBounce: action === 'failed' && verdict.hardBounce,
     category: verdict.category ?? 'other',
+    source: 'dsn',
   };
 }
 
@@ -227,17 +231,24 @@ function reportParts(raw: Buffer): { reportType: string; parts: MimePart[] } | n
  * What a DSN or feedback report says. Its text comes from other servers and may hold NUL or an
  * unpaired surrogate, which no store keeps alike (lib/nul-text.ts): U+FFFD stands in their place.
  */
-export function parseReport(raw: Buffer, parsed: ParsedMail | null): ParsedReport {
-  return replaceUnstorable(readReport(raw, parsed));
+export function parseReport(raw: Buffer, parsed: ParsedMail | null, mailFrom: string | null = null): ParsedReport {
+  return replaceUnstorable(readReport(raw, parsed, mailFrom));
 }
 
-function readReport(raw: Buffer, parsed: ParsedMail | null): ParsedReport {
+/** A message that is no report: a plain-text bounce when it clearly is one, else 'other'. */
+function textOrOther(base: ParsedReport, raw: Buffer, parsed: ParsedMail | null, mailFrom: string | null): ParsedReport {
+  // An unknown reverse-path is not the null one: only X-Failed-Recipients can make it a bounce.
+  const found = readTextBounce(raw, parsed, mailFrom ?? '<unknown>');
+  return found ? { ...base, type: 'text', recipients: found.recipients, reportingMta: found.textBounce.reportingMta, textBounce: found.textBounce } : base;
+}
+
+function readReport(raw: Buffer, parsed: ParsedMail | null, mailFrom: string | null): ParsedReport {
   const empty: ParsedReport = { type: 'other', reportingMta: null, recipients: [], feedback: null, original: null, subject: null, from: null };
   try {
     const subject = parsed?.subject ?? null;
     const from = parsed?.from?.value?.[0]?.address ?? null;
     const split = reportParts(raw);
-    if (!split) return { ...empty, subject, from };
+    if (!split) return textOrOther({ ...empty, subject, from }, raw, parsed, mailFrom);
     const { parts, reportType } = split;
     const text = (p: MimePart) => p.body.toString('utf8');
     const originalPart = parts.find((p) => ORIGINAL_TYPES.has(p.contentType));
@@ -257,7 +268,7 @@ function readReport(raw: Buffer, parsed: ParsedMail | null): ParsedReport {
       const recipients = groups.map(dsnRecipient).filter((r): r is DsnRecipient => r !== null);
       return { ...base, type: 'dsn', reportingMta: mtaField(field(perMessage, 'reporting-mta')), recipients };
     }
-    return base;
+    return textOrOther(base, raw, parsed, mailFrom);
   } catch {
     return empty;
   }
