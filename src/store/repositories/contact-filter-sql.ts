@@ -90,6 +90,21 @@ function pgJsonEquals(field: string, value: string | number): RawBuilder<SqlBool
   return sql<SqlBool>`((contacts.properties_json::jsonb -> ${key}) = ${json})`;
 }
 
+/**
+ * PostgreSQL: a property equal to any of `values` (strings, as the validator keeps them) in one
+ * read of the property per contact. Spelled as an OR of pgJsonEquals, each value parsed the
+ * contact's JSON again: a filter's ten thousand `in` values made ten thousand parses per
+ * contact, minutes for a book of a few thousand. A JSON string only, as json_extract's text is
+ * on SQLite (a JSON number 5 is not "5"); compared bytewise, as `=` on text is.
+ */
+function pgJsonIn(field: string, values: readonly (string | number)[]): Expression<SqlBool> {
+  const key = propertyKey(field)!;
+  const texts = values.filter((v): v is string => typeof v === 'string');
+  const others = values.filter((v): v is number => typeof v === 'number').map((v) => pgJsonEquals(field, v));
+  const anyText = sql<SqlBool>`(jsonb_typeof(contacts.properties_json::jsonb -> ${key}) = 'string' and (contacts.properties_json::jsonb ->> ${key}) collate "C" = any(${texts}::text[]))`;
+  return others.length === 0 ? anyText : sql<SqlBool>`(${sql.join([anyText, ...others], sql` or `)})`;
+}
+
 function scalar(field: string, value: FilterValue | undefined): string | number {
   if (field === 'subscribed') {
     if (typeof value !== 'boolean') throw new Error('segment filter: subscribed needs a boolean');
@@ -181,7 +196,7 @@ function condition(eb: ContactsEb, c: FilterCondition, dialect: Dialect): Expres
     case 'in': {
       const values = c.value;
       if (!Array.isArray(values) || values.length === 0) throw new Error('segment filter: in needs a non-empty array');
-      if (pgProperty) return eb.or(values.map((v) => pgJsonEquals(c.field, v)));
+      if (pgProperty) return pgJsonIn(c.field, values);
       return eb(col, 'in', values);
     }
     case 'gt':
