@@ -22,8 +22,41 @@ const HEADING = /^(#{1,3}) +(.*)$/;
 const BULLET = /^[-*] +(.*)$/;
 const ORDERED = /^(\d{1,6})\. +(.*)$/;
 
+/**
+ * `[text](url)` at a position, as /^\[([^\]]+)\]\((\S+?)\)/ would match it there, in time linear
+ * in the whole line: the regex, tried at each '[', scans to the line's end when nothing closes it,
+ * so a line of '[' (or of '[a](') took time quadratic in its length (a 2 MB form: hours of the
+ * one thread that also sends the mail). Positions are asked in increasing order; the next ']'
+ * and the next ')' or space are found once and reused until passed.
+ */
+function linkFinder(src: string) {
+  let close = -1; // the first ']' after the last position asked (src.length: none)
+  let stopFrom = -1;
+  let stop = -1; // the first ')' or white space at or after stopFrom (src.length: none)
+  return {
+    at(i: number): { text: string; href: string; end: number } | null {
+      if (close <= i) {
+        close = src.indexOf(']', i + 1);
+        if (close < 0) close = src.length;
+      }
+      if (close >= src.length || close === i + 1 || src[close + 1] !== '(') return null;
+      const from = close + 2; // the URL: one non-space character at least, then up to the first ')'
+      if (from >= src.length || /\s/.test(src[from]!)) return null;
+      if (!(stopFrom <= from + 1 && from + 1 <= stop)) {
+        stopFrom = from + 1;
+        const rest = /[)\s]/g;
+        rest.lastIndex = stopFrom;
+        stop = rest.exec(src)?.index ?? src.length;
+      }
+      if (stop >= src.length || src[stop] !== ')') return null;
+      return { text: src.slice(i + 1, close), href: src.slice(from, stop), end: stop + 1 };
+    },
+  };
+}
+
 /** Inline markup to editor nodes. */
 function inline(src: string): InlineNode[] {
+  const links = linkFinder(src);
   const out: InlineNode[] = [];
   let buf = '';
   let marks: Mark[] = [];
@@ -57,16 +90,16 @@ function inline(src: string): InlineNode[] {
       out.push(p.fallback === undefined ? { type: 'variable', attrs: { id: p.name } } : { type: 'variable', attrs: { id: p.name, fallback: p.fallback } });
       i = p.end;
     } else if (c === '[') {
-      const m = /^\[([^\]]+)\]\((\S+?)\)/.exec(src.slice(i));
+      const m = links.at(i);
       if (!m) {
         buf += c;
         i += 1;
         continue;
       }
       flush();
-      const link: Mark = { type: 'link', attrs: { href: m[2]! } };
-      out.push({ type: 'text', text: m[1]!, marks: [...marks, link] });
-      i += m[0].length;
+      const link: Mark = { type: 'link', attrs: { href: m.href } };
+      out.push({ type: 'text', text: m.text, marks: [...marks, link] });
+      i = m.end;
     } else {
       buf += c;
       i += 1;

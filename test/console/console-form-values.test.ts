@@ -198,3 +198,18 @@ test.serial('campaigns: a draft whose contact book was deleted shows that book, 
   const after = (await t0.request('GET', `/v1/campaigns/${id}`)).body;
   t.deepEqual([after.contactBookId, after.subject], [gone.id, 'Hi']);
 });
+
+test.serial('segments: a filter nested thousands of groups deep, posted as JSON, is refused with core\'s reason (a 400 back to the form), never a 500', async (t) => {
+  const book = (await t0.request('POST', '/v1/contactBooks', { body: { name: 'Deep' } })).body;
+  const before = (await t0.request('GET', '/v1/segments?limit=100')).body.total;
+  const deep = (n: number) => '{"match":"all","conditions":['.repeat(n) + ']}'.repeat(n);
+  for (const [path, levels] of [['/console/segments', 20_000], ['/console/segments', 6], ['/console/segments/preview', 20_000]] as const) {
+    const res = await c.post(path, { name: 'Deep', contactBookId: book.id, mode: 'json', filtersJson: deep(levels) }, { referer: `/console/segments/new?book=${book.id}` });
+    t.true(res.status < 500, `${path} at ${levels} levels: ${res.status}`);
+    t.regex(res.status === 303 ? c.flash() : res.text, /nest at most 5 levels deep/, `${path} at ${levels} levels`);
+  }
+  // A filter at the deepest level allowed that holds every contact still asks for the box.
+  await c.post('/console/segments', { name: 'Deep', contactBookId: book.id, mode: 'json', filtersJson: deep(5) }, { referer: '/console/segments' });
+  t.regex(c.flash(), /no condition narrows this segment/);
+  t.is((await t0.request('GET', '/v1/segments?limit=100')).body.total, before);
+});

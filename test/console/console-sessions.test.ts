@@ -167,3 +167,20 @@ test('a console reached over https through a trusted proxy sets Secure cookies, 
     await proxied.close();
   }
 });
+
+test.serial('signing in over a live session (another user, in a tab left open) ends that session on the server, not only in the cookie jar', async (t) => {
+  await consoleUser(t0.app, 'first@example.com', t0.teamId);
+  await consoleUser(t0.app, 'second@example.com', t0.teamId);
+  const first = await signedIn('first@example.com');
+  const old = first.cookies.get('posthorn_session')!;
+  // The sign-in form, as a tab opened before the first user signed in shows it.
+  const tab = new ConsoleClient(t0.baseUrl);
+  const token = /name="_csrf" value="([^"]+)"/.exec((await tab.get('/console/login')).text)![1]!;
+  tab.cookies.set('posthorn_session', old);
+  const res = await tab.request('POST', '/console/login', { form: { _csrf: token, email: 'second@example.com', password: PASSWORD, next: '' }, headers: { origin: t0.baseUrl } });
+  t.is(res.status, 303);
+  t.not(tab.cookies.get('posthorn_session'), old);
+  t.regex((await tab.get('/console/account')).text, /second@example\.com/);
+  // The first user's session is over: its cookie, replayed, is dead.
+  t.is((await first.get('/console/account')).status, 303);
+});

@@ -1,4 +1,5 @@
 import test from 'ava';
+import fc from 'fast-check';
 import { parseEditorDocument } from '../../src/render/editor-document.js';
 import { renderEditorHtml } from '../../src/render/editor-html-renderer.js';
 import { documentToMarkup, markupToDocument } from '../../src/render/editor-markup.js';
@@ -53,4 +54,48 @@ test('hostile markup stays text: no HTML passes through, javascript: links are t
   const html = renderEditorHtml(parseEditorDocument(JSON.stringify(doc)));
   t.false(html.includes('<script>'));
   t.false(html.includes('href="javascript:'));
+});
+
+/** The link syntax as one regex, tried at a position: what the markup's links must read, exactly. */
+function linkByRegex(line: string, i: number): { text: string; href: string } | null {
+  const m = /^\[([^\]]+)\]\((\S+?)\)/.exec(line.slice(i));
+  return m ? { text: m[1]!, href: m[2]! } : null;
+}
+
+test('links read as the regex reads them, whatever brackets, parentheses and spaces surround them', (t) => {
+  fc.assert(
+    fc.property(fc.string({ unit: fc.constantFrom('[', ']', '(', ')', 'a', ' ', '\t', '*', '\\'), maxLength: 40 }), (middle) => {
+      // Letters at both ends: no heading, list or button line, and no trailing space trimmed.
+      const line = `a${middle}a`;
+      // Walk the line as inline() does: an escape takes two characters, a link its whole length.
+      const expected: { text: string; href: string }[] = [];
+      for (let i = 0; i < line.length; ) {
+        if (line[i] === '\\' && i + 1 < line.length && '\\*[]{}'.includes(line[i + 1]!)) i += 2;
+        else if (line[i] === '[') {
+          const m = linkByRegex(line, i);
+          if (m) {
+            expected.push(m);
+            i += `[${m.text}](${m.href})`.length;
+          } else i += 1;
+        } else i += 1;
+      }
+      const doc = markupToDocument(line);
+      const found = (doc.content.flatMap((b) => ('content' in b && b.type === 'paragraph' ? (b.content ?? []) : [])) as { type: string; text?: string; marks?: { type: string; attrs?: { href: string } }[] }[])
+        .filter((n) => n.marks?.some((m) => m.type === 'link'))
+        .map((n) => ({ text: n.text!, href: n.marks!.find((m) => m.type === 'link')!.attrs!.href }));
+      t.deepEqual(found, expected, JSON.stringify(line));
+    }),
+    { numRuns: 2000 },
+  );
+});
+
+test('a long line of unclosed brackets or link openings is read in linear time, not quadratic (a form of 2 MB must not hold the server for hours)', (t) => {
+  // Quadratic, each took over ten seconds at this length; linear, a few milliseconds.
+  for (const line of ['['.repeat(100_000), '[a]('.repeat(25_000), '[['.repeat(50_000), '[a](b'.repeat(20_000)]) {
+    const started = process.hrtime.bigint();
+    const doc = markupToDocument(line);
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    t.is(doc.content.length, 1);
+    t.true(ms < 2000, `${JSON.stringify(line.slice(0, 8))}…: ${Math.round(ms)} ms`);
+  }
 });

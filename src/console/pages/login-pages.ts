@@ -70,6 +70,9 @@ export function loginPages(r: Router, d: PageDeps): void {
     // A wrong password leaves the attempt counted as a failure.
     if (!user) return form(ctx, { email, next, status: 401, message: 'That email and password do not match an account.' });
     await decision.attempt.succeeded();
+    // A session this browser still had (a tab left signed in, maybe as someone else) ends
+    // here, on the server too: only the new one lives on in the cookie.
+    await d.sessions.destroy(readCookie(ctx, SESSION_COOKIE));
     const session = await d.sessions.create(user.id);
     setCookie(ctx, SESSION_COOKIE, session.token, { secure, sameSite: 'Lax', maxAgeSeconds: d.sessions.policy.absoluteMs / 1000 });
     clearCookie(ctx, LOGIN_COOKIE, { secure, sameSite: 'Strict' });

@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import { segmentCreateSchema, type SegmentView } from '../../core/segments/segment-service.js';
-import type { FilterCondition, FilterGroup, FilterNode } from '../../core/segments/segment-filters.js';
+import { MAX_FILTER_DEPTH, type FilterCondition, type FilterGroup, type FilterNode } from '../../core/segments/segment-filters.js';
 import { AppError, badRequest } from '../../core/errors.js';
 import { route, type PageDeps } from '../console-deps.js';
 import { field, parseWith, scopeOf, type ConsoleContext } from '../console-context.js';
@@ -58,14 +58,18 @@ function conditionsBefore(fields: string[], props: string[], values: string[], r
 
 /**
  * True when a filter holds every contact whatever its fields: `all` of none, `any` of such a
- * group. A group without `match` is `all`, as core reads it.
+ * group. A group without `match` is `all`, as core reads it. Groups nested deeper than core
+ * allows are not looked into (core refuses them, naming the depth): a filter of thousands of
+ * levels, posted as JSON, must be a 400, not a stack overflow.
  */
-function holdsEveryone(node: unknown): boolean {
+function holdsEveryone(node: unknown, depth = 1): boolean {
   if (!node || typeof node !== 'object' || !Array.isArray((node as FilterGroup).conditions)) return false;
+  if (depth > MAX_FILTER_DEPTH) return false;
   const g = node as FilterGroup;
   const match: unknown = g.match ?? 'all';
-  if (match === 'any') return g.conditions.some(holdsEveryone);
-  return match === 'all' && g.conditions.every(holdsEveryone);
+  const inner = (n: FilterNode) => holdsEveryone(n, depth + 1);
+  if (match === 'any') return g.conditions.some(inner);
+  return match === 'all' && g.conditions.every(inner);
 }
 
 const EVERYONE_LABEL = 'Every contact of the book, when no condition narrows it';
