@@ -89,13 +89,14 @@ test('links read as the regex reads them, whatever brackets, parentheses and spa
   );
 });
 
-test('a long line of unclosed brackets or link openings is read in linear time, not quadratic (a form of 2 MB must not hold the server for hours)', (t) => {
-  // Quadratic, each took over ten seconds at this length; linear, a few milliseconds.
-  for (const line of ['['.repeat(100_000), '[a]('.repeat(25_000), '[['.repeat(50_000), '[a](b'.repeat(20_000)]) {
-    const started = process.hrtime.bigint();
+test('a 2 MB line of unclosed brackets or link openings is read (a form the size the console takes), with its text kept', (t) => {
+  // Read quadratically, 100 KB of these took over ten seconds and 2 MB would take hours: the
+  // test's timeout is the check, not a clock in the test.
+  for (const unit of ['[', '[a](', '[[', '[a](b']) {
+    const line = unit.repeat(Math.floor((2 * 1024 * 1024) / unit.length));
     const doc = markupToDocument(line);
-    const ms = Number(process.hrtime.bigint() - started) / 1e6;
     t.is(doc.content.length, 1);
-    t.true(ms < 2000, `${JSON.stringify(line.slice(0, 8))}…: ${Math.round(ms)} ms`);
+    const text = (doc.content[0] as { content?: { text?: string }[] }).content?.map((n) => n.text ?? '').join('') ?? '';
+    t.is(text.length, line.length, JSON.stringify(unit));
   }
 });
