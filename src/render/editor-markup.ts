@@ -17,7 +17,6 @@ import { formatPlaceholder, readPlaceholderAt } from './variables.js';
  * is the way back, for documents that use nothing else (otherwise null: edit the JSON).
  */
 
-const BUTTON = /^\[\[(.+?)\]\]\((\S+?)\)$/;
 const HEADING = /^(#{1,3}) +(.*)$/;
 const BULLET = /^[-*] +(.*)$/;
 const ORDERED = /^(\d{1,6})\. +(.*)$/;
@@ -52,6 +51,24 @@ function linkFinder(src: string) {
       return { text: src.slice(i + 1, close), href: src.slice(from, stop), end: stop + 1 };
     },
   };
+}
+
+/**
+ * `[[text]](url)` filling a line, as /^\[\[(.+?)\]\]\((\S+?)\)$/ would read it, in linear time: the
+ * regex tried each ']](' and scanned from it to the line's end, so a 2 MB line of 'a]](' took
+ * minutes. The text ends at the first ']](' after which the rest, up to the closing ')', is one
+ * run of non-space characters; the text itself holds no line terminator ('.' does not match one).
+ */
+function readButton(line: string): { text: string; url: string } | null {
+  if (!line.startsWith('[[') || !line.endsWith(')') || line.length < 8) return null;
+  const last = line.length - 1; // the closing ')'
+  let runStart = last; // where the non-space run before the ')' begins
+  while (runStart > 0 && !/\s/.test(line[runStart - 1]!)) runStart--;
+  const close = line.indexOf(']](', Math.max(3, runStart - 3));
+  if (close < 0 || close + 3 >= last) return null;
+  const text = line.slice(2, close);
+  if (/[\n\r\u2028\u2029]/.test(text)) return null;
+  return { text, url: line.slice(close + 3, last) };
 }
 
 /** Inline markup to editor nodes. */
@@ -131,6 +148,7 @@ export function markupToDocument(text: string): EditorDoc {
     const line = raw.trimEnd();
     const last = blocks[blocks.length - 1];
     let m: RegExpExecArray | null;
+    let button: { text: string; url: string } | null;
     if (line.trim() === '') endPara();
     else if (line.trim() === '---') {
       endPara();
@@ -139,9 +157,9 @@ export function markupToDocument(text: string): EditorDoc {
       endPara();
       const content = inline(m[2]!);
       blocks.push({ type: 'heading', attrs: { level: m[1]!.length as 1 | 2 | 3 }, ...(content.length ? { content } : {}) });
-    } else if ((m = BUTTON.exec(line.trim()))) {
+    } else if ((button = readButton(line.trim()))) {
       endPara();
-      blocks.push({ type: 'button', attrs: { text: m[1]!, url: m[2]! } });
+      blocks.push({ type: 'button', attrs: button });
     } else if ((m = BULLET.exec(line)) && !para.length) {
       if (last?.type === 'bulletList') last.content.push(item(m[1]!));
       else blocks.push({ type: 'bulletList', content: [item(m[1]!)] });

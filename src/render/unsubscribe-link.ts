@@ -9,9 +9,31 @@ export const UNSUBSCRIBE_PLACEHOLDER = '{{unsubscribeUrl}}';
 
 // What the campaign sender fills with the URL: ours (a fallback allowed; names are read in any
 // case), and useSend's names, which it reads as ours.
-const OURS = /\{\{\s*unsubscribeUrl\s*(?:,[^}]*)?\}\}/i;
+const OURS_OPENING = /\{\{\s*unsubscribeUrl\s*/gi;
 const USESEND = /\{\{\s*(?:usesend|unsend)_unsubscribe_url\s*\}\}/i;
-const carriesUrl = (s: string): boolean => OURS.test(s) || USESEND.test(s);
+
+/**
+ * True when `s` holds our placeholder, as /\{\{\s*unsubscribeUrl\s*(?:,[^}]*)?\}\}/i would find
+ * it, in linear time: that regex scanned from each opening to the next '}', so text of
+ * '{{unsubscribeUrl,' repeated (2 MB) took minutes. After each opening only the first '}' past
+ * its ',' can end it, and that '}' is found once for all the openings before it.
+ */
+export function hasUnsubscribePlaceholder(s: string): boolean {
+  let nextBrace = -1;
+  OURS_OPENING.lastIndex = 0;
+  for (let m = OURS_OPENING.exec(s); m; m = OURS_OPENING.exec(s)) {
+    const at = m.index + m[0].length;
+    if (s.startsWith('}}', at)) return true;
+    if (s[at] === ',') {
+      if (nextBrace <= at) nextBrace = s.indexOf('}', at + 1);
+      if (nextBrace < 0) return false;
+      if (s[nextBrace + 1] === '}') return true;
+    }
+  }
+  return false;
+}
+
+const carriesUrl = (s: string): boolean => hasUnsubscribePlaceholder(s) || USESEND.test(s);
 
 /**
  * True when the author's footer text already carries the unsubscribe URL (a link to it, the

@@ -212,3 +212,16 @@ test('text bounce: never an auto-reply, and never an address without a reply cod
   t.is((await parseFrom(textMessage(['Subject: Undeliverable'], ['Your message could not be delivered.', '', '  alice@example.net', '    host mx.example.net [10.4.5.6] did not answer']), '')).type, 'other', 'an IP address is no status code');
   t.is((await parseFrom(textMessage(['Subject: Hello'], ['Thanks for your message.', '', '  alice@example.net', '    550 5.1.1 User unknown']), '')).type, 'other', 'no bounce text');
 });
+
+test('large header fields from a remote are read in linear time: a Content-Type parameter without "=", an X-Failed-Recipients without "@"', async (t) => {
+  // Both patterns were retried from inside a long run of characters: 20 minutes or more each.
+  // The test's timeout is the check.
+  const run = 'a'.repeat(1024 * 1024);
+  const ct = Buffer.from(`Content-Type: multipart/report; ${run}\r\nSubject: x\r\n\r\nbody\r\n`);
+  t.is(parseReport(ct, null).type, 'other');
+  // Just under the 1 MB header block mailparser reads at most (it gives up on a larger one).
+  const failed = textMessage([`X-Failed-Recipients: ${run.slice(0, 900_000)}, alice@example.net`, 'Subject: Mail delivery failed'], ['alice@example.net', '  550 5.1.1 User unknown']);
+  const r = await parseFrom(failed, '');
+  t.is(r.type, 'text');
+  t.deepEqual(r.recipients.map((x) => [x.finalRecipient, x.status]), [['alice@example.net', '5.1.1']]);
+});

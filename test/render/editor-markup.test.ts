@@ -100,3 +100,14 @@ test('a 2 MB line of unclosed brackets or link openings is read (a form the size
     t.is(text.length, line.length, JSON.stringify(unit));
   }
 });
+
+test('a 2 MB line of button openings is read as one paragraph, and a button after such text still is one', (t) => {
+  // The button pattern tried every ']](' and scanned to the line's end from each: minutes for
+  // this line. The test's timeout is the check.
+  const line = '[[' + 'a]]('.repeat(512 * 1024);
+  const doc = markupToDocument(line);
+  t.is(doc.content.length, 1);
+  t.is(doc.content[0]!.type, 'paragraph');
+  t.deepEqual(markupToDocument(`${line}x)`).content, [{ type: 'button', attrs: { text: 'a', url: `${'a]]('.repeat(512 * 1024 - 1)}x` } }]);
+  t.deepEqual(markupToDocument('[[Go ]](x]](https://example.com/a)').content, [{ type: 'button', attrs: { text: 'Go ', url: 'x]](https://example.com/a' } }]);
+});

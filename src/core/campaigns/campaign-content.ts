@@ -3,13 +3,13 @@ import { renderEditorHtml } from '../../render/editor-html-renderer.js';
 import { renderEditorText } from '../../render/editor-text-renderer.js';
 import { plainTextAlternative } from '../../render/html-to-plain-text.js';
 import { RenderError } from '../../render/render-error.js';
+import { hasUnsubscribePlaceholder } from '../../render/unsubscribe-link.js';
 import { substituteVariables } from '../../render/variables.js';
 import { badRequest } from '../errors.js';
 
 export const UNSUBSCRIBE_VARIABLE = 'unsubscribeUrl';
 // useSend's placeholder names, accepted so campaigns written for it keep their link.
 const LEGACY_UNSUBSCRIBE = /\{\{\s*(?:usesend|unsend)_unsubscribe_url\s*\}\}/gi;
-const HAS_UNSUBSCRIBE = /\{\{\s*unsubscribeUrl\s*(?:,[^}]*)?\}\}/i;
 
 /**
  * Renders a campaign body once (from editor content or given HTML); the footer is added when
@@ -37,7 +37,7 @@ export function renderCampaignBody(input: { content?: string | null; html?: stri
   }
   if (text === undefined) return { html: withUnsubscribeLink(html), text: null };
   text = text.replace(LEGACY_UNSUBSCRIBE, '{{unsubscribeUrl}}');
-  if (!HAS_UNSUBSCRIBE.test(text)) text = `${text.trimEnd()}\n\n--\nUnsubscribe: {{unsubscribeUrl}}\n`;
+  if (!hasUnsubscribePlaceholder(text)) text = `${text.trimEnd()}\n\n--\nUnsubscribe: {{unsubscribeUrl}}\n`;
   return { html: withUnsubscribeLink(html), text };
 }
 
@@ -47,7 +47,7 @@ export function renderCampaignBody(input: { content?: string | null; html?: stri
  */
 export function withUnsubscribeLink(html: string): string {
   html = html.replace(LEGACY_UNSUBSCRIBE, '{{unsubscribeUrl}}');
-  if (HAS_UNSUBSCRIBE.test(html)) return html;
+  if (hasUnsubscribePlaceholder(html)) return html;
   // Every campaign message carries a way out (CAN-SPAM, RFC 8058 context): add a footer.
   const footer =
     '<table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0"><tr><td align="center" style="padding:16px;font-family:Arial,sans-serif;font-size:12px;color:#6b7280;">' +

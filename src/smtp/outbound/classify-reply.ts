@@ -50,7 +50,7 @@ const MS_PER_HOUR = 60 * MS_PER_MINUTE;
  * RFC 2034 §4 puts it right after the reply code ("550-5.1.1 ..." on every
  * line of a multi-line reply); we also strip an optional leading reply code.
  */
-const LEADING_ENHANCED_CODE = /^\s*(?:\d{3}[ -])?\s*([245])\.(\d{1,3})\.(\d{1,3})(?![\d.]*\d)/;
+const LEADING_ENHANCED_CODE = /^(?:\d{3}[ -])?\s*([245])\.(\d{1,3})\.(\d{1,3})(?![\d.]*\d)/;
 /**
  * Servers that put it elsewhere ("mailbox unavailable (5.1.1)"). The guards keep
  * an IPv4 address such as 5.1.1.9 or 10.5.1.1 from passing for one.
@@ -60,7 +60,9 @@ const ANYWHERE_ENHANCED_CODE = /(?<![\d.])([245])\.(\d{1,3})\.(\d{1,3})(?!\.?\d)
 /** "5.1.1" from a reply such as "550 5.1.1 User unknown" or "5.1.1 User unknown"; undefined when none. */
 export function parseEnhancedCode(response: string): string | undefined {
   const firstLine = response.split(/\r?\n/, 1)[0] ?? '';
-  const m = LEADING_ENHANCED_CODE.exec(firstLine) ?? ANYWHERE_ENHANCED_CODE.exec(response);
+  // Leading white space is trimmed, not matched: a leading \s* before the optional code's own
+  // \s* made a line of spaces quadratic (a remote's 1 MB reply or DSN field: minutes).
+  const m = LEADING_ENHANCED_CODE.exec(firstLine.trimStart()) ?? ANYWHERE_ENHANCED_CODE.exec(response);
   if (!m) return undefined;
   // Normalise "5.01.001" style padding some servers emit.
   return `${m[1]}.${Number(m[2])}.${Number(m[3])}`;

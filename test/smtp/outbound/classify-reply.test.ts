@@ -150,3 +150,12 @@ test('with a relay configured, the relay refusing us (auth, relaying, an unverif
   // Without a relay the same 554 is a policy bounce from the destination.
   t.is(classifyReply(554, '554 5.7.1 <bob@example.net>: Relay access denied').kind, 'bounced');
 });
+
+test('a 1 MB reply of white space before its code is read (a remote writes what it likes)', (t) => {
+  // A leading \s* before the optional reply code's own made this quadratic: about 20 minutes.
+  // The test's timeout is the check.
+  const spaces = ' '.repeat(1024 * 1024);
+  t.is(parseEnhancedCode(`${spaces}x`), undefined);
+  t.is(parseEnhancedCode(`${spaces}550 5.1.1 User unknown`), '5.1.1');
+  t.is(classifyReply(550, `${spaces}5.1.1 no such user`).category, classifyReply(550, '5.1.1 no such user').category);
+});
