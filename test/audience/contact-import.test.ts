@@ -149,6 +149,37 @@ test('an import whose progress could not be recorded (the store failed for a mom
   t.is((await app.app.services.contacts.search(scope, book.id, { offset: 0, limit: 1 })).total, rows);
 });
 
+test('a chunk whose progress could not be recorded is not counted twice: it commits with its progress or not at all', async (t) => {
+  // As a process killed between a chunk and its progress record: the chunk runs again, and its
+  // contacts must still count as created, not as updated by the run that wrote them first.
+  const app = await startTestApp();
+  t.teardown(() => app.close());
+  const scope = { teamId: app.teamId, domainId: null };
+  const book = (await app.request('POST', '/v1/contactBooks', { body: { name: 'Counted once' } })).body;
+  const repo = createContactImportsRepository(app.app.store.db);
+  let failures = 1;
+  const storeFailure = () => Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
+  const imports: typeof repo = {
+    ...repo,
+    async record(id, owner, changes) {
+      if (failures > 0 && changes.processed_rows) {
+        failures--;
+        throw storeFailure();
+      }
+      return repo.record(id, owner, changes);
+    },
+  };
+  const service = createContactImportService({ imports, contacts: app.app.services.contacts, clock: app.app.clock, logger: pino({ level: 'silent' }), node: 'n', cluster: false, retryDelayMs: 10 });
+  t.teardown(() => service.stop());
+  const rows = 3 * IMPORT_CHUNK_ROWS;
+  const csv = `email\n${Array.from({ length: rows }, (_, i) => `c${i}@example.org`).join('\n')}\n`;
+  const job = await service.start(scope, book.id, 'counted.csv', csv);
+  await service.whenFinished(job.id);
+  t.is(failures, 0, 'the progress write failed once');
+  t.like(await service.get(scope, job.id), { status: 'DONE', processedRows: rows, created: rows, updated: 0, errorCount: 0 });
+  t.is((await app.app.services.contacts.search(scope, book.id, { offset: 0, limit: 1 })).total, rows);
+});
+
 test('an import whose chunk the store could not take for a moment is not FAILED: it carries on from that chunk', async (t) => {
   const app = await startTestApp();
   t.teardown(() => app.close());
@@ -204,6 +235,8 @@ test('a node whose import was taken over (it was taken for dead) stops, and writ
   const row = await db.selectFrom('contact_imports').selectAll().where('id', '=', job.id).executeTakeFirstOrThrow();
   t.like(row, { owner: 'node-b', status: 'RUNNING', processed_rows: 0 }, 'left to node-b as node-b found it');
   t.not(row.csv, '', 'its file is still there for node-b to run');
+  // Its chunk rolled back with the progress it could not record: node-b counts those rows as its own.
+  t.is((await real.search(scope, book.id, { offset: 0, limit: 1 })).total, 0, 'the chunk of the node that lost the import is not written');
 });
 
 test('a team runs at most MAX_RUNNING_IMPORTS imports at once: the next is RATE_LIMITED until one ends; other teams are not held back', async (t) => {
