@@ -206,7 +206,9 @@ test('a node whose import was taken over (it was taken for dead) stops, and writ
       return real.bulkAdd(...args);
     },
   };
-  const service = createContactImportService({ imports: createContactImportsRepository(db), contacts, clock: app.app.clock, logger: pino({ level: 'silent' }), node: 'node-a', cluster: true });
+  const logged: { level: number; msg: string }[] = [];
+  const logger = pino({ level: 'warn' }, { write: (line: string) => void logged.push(JSON.parse(line) as { level: number; msg: string }) });
+  const service = createContactImportService({ imports: createContactImportsRepository(db), contacts, clock: app.app.clock, logger, node: 'node-a', cluster: true });
   t.teardown(() => service.stop());
   const rows = 3 * IMPORT_CHUNK_ROWS;
   const csv = `email\n${Array.from({ length: rows }, (_, i) => `t${i}@example.org`).join('\n')}\n`;
@@ -217,6 +219,7 @@ test('a node whose import was taken over (it was taken for dead) stops, and writ
   t.not(row.csv, '', 'its file is still there for node-b to run');
   // Its chunk rolled back with the progress it could not record: node-b counts those rows as its own.
   t.is((await real.search(scope, book.id, { offset: 0, limit: 1 })).total, 0, 'the chunk of the node that lost the import is not written');
+  t.deepEqual(logged.map((l) => l.msg), ['contact import stopped here: another node runs it now (this one was taken for dead), or it ended meanwhile'], 'it stopped for the lost import, not as a failure');
 });
 
 test('a team runs at most MAX_RUNNING_IMPORTS imports at once: the next is RATE_LIMITED until one ends; other teams are not held back', async (t) => {
