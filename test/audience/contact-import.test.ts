@@ -4,6 +4,7 @@ import { contactsCsvHeader, contactsCsvLines, contactsFromCsv, parseCsv } from '
 import { createContactImportService, IMPORT_CHUNK_ROWS, MAX_RUNNING_IMPORTS } from '../../src/core/contacts/contact-import-service.js';
 import { createContactImportsRepository } from '../../src/store/repositories/contact-imports-repository.js';
 import type { ContactView } from '../../src/core/contacts/contact-service.js';
+import { AppError } from '../../src/core/errors.js';
 import { startTestApp } from '../helpers/test-app.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { twoTeams } from '../helpers/two-teams.js';
@@ -220,6 +221,35 @@ test('a node whose import was taken over (it was taken for dead) stops, and writ
   // Its chunk rolled back with the progress it could not record: node-b counts those rows as its own.
   t.is((await real.search(scope, book.id, { offset: 0, limit: 1 })).total, 0, 'the chunk of the node that lost the import is not written');
   t.deepEqual(logged.map((l) => l.msg), ['contact import stopped here: another node runs it now (this one was taken for dead), or it ended meanwhile'], 'it stopped for the lost import, not as a failure');
+});
+
+test('an import that fails after a chunk committed (its confirmations\' sender checked only then) is FAILED with that chunk counted; one that fails before, without it', async (t) => {
+  const app = await startTestApp();
+  t.teardown(() => app.close());
+  const scope = { teamId: app.teamId, domainId: null };
+  const book = (await app.request('POST', '/v1/contactBooks', { body: { name: 'Fails late' } })).body;
+  const real = app.app.services.contacts;
+  const run = async (failAt: number, afterCommit: boolean) => {
+    let call = 0;
+    const contacts: typeof real = {
+      ...real,
+      async bulkAdd(...args: Parameters<typeof real.bulkAdd>) {
+        if (++call === failAt && !afterCommit) throw new AppError('BAD_REQUEST', 'refused before');
+        const result = await real.bulkAdd(...args);
+        if (call === failAt) throw new AppError('BAD_REQUEST', 'refused after');
+        return result;
+      },
+    };
+    const service = createContactImportService({ imports: createContactImportsRepository(app.app.store.db), contacts, clock: app.app.clock, logger: pino({ level: 'silent' }), node: 'n', cluster: false });
+    t.teardown(() => service.stop());
+    const rows = 3 * IMPORT_CHUNK_ROWS;
+    const csv = `email\n${Array.from({ length: rows }, (_, i) => `f${afterCommit ? 'a' : 'b'}${i}@example.org`).join('\n')}\n`;
+    const job = await service.start(scope, book.id, 'fails.csv', csv);
+    await service.whenFinished(job.id);
+    return service.get(scope, job.id);
+  };
+  t.like(await run(2, true), { status: 'FAILED', failure: 'refused after', processedRows: 2 * IMPORT_CHUNK_ROWS, created: 2 * IMPORT_CHUNK_ROWS });
+  t.like(await run(2, false), { status: 'FAILED', failure: 'refused before', processedRows: IMPORT_CHUNK_ROWS, created: IMPORT_CHUNK_ROWS });
 });
 
 test('a team runs at most MAX_RUNNING_IMPORTS imports at once: the next is RATE_LIMITED until one ends; other teams are not held back', async (t) => {
