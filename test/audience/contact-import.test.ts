@@ -4,6 +4,7 @@ import { contactsCsvHeader, contactsCsvLines, contactsFromCsv, parseCsv } from '
 import { createContactImportService, IMPORT_CHUNK_ROWS, MAX_RUNNING_IMPORTS } from '../../src/core/contacts/contact-import-service.js';
 import { createContactImportsRepository } from '../../src/store/repositories/contact-imports-repository.js';
 import type { ContactView } from '../../src/core/contacts/contact-service.js';
+import { AppError } from '../../src/core/errors.js';
 import { startTestApp } from '../helpers/test-app.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { twoTeams } from '../helpers/two-teams.js';
@@ -121,31 +122,42 @@ test('an import a stopped process left half done carries on at the next start, a
   await app.close();
 });
 
-test('an import whose progress could not be recorded (the store failed for a moment) carries on by itself, without a restart', async (t) => {
+test('an import whose progress could not be recorded (the store failed for a moment) carries on by itself, and counts that chunk once: it commits with its progress or not at all', async (t) => {
+  // As a process killed between a chunk and its progress record: the chunk runs again, and its
+  // contacts must still count as created, not as updated by the run that wrote them first.
   const app = await startTestApp();
   t.teardown(() => app.close());
   const scope = { teamId: app.teamId, domainId: null };
-  const book = (await app.request('POST', '/v1/contactBooks', { body: { name: 'Outage' } })).body;
+  const book = (await app.request('POST', '/v1/contactBooks', { body: { name: 'Counted once' } })).body;
   const repo = createContactImportsRepository(app.app.store.db);
   let failures = 1;
+  const storeFailure = () => Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
   const imports: typeof repo = {
     ...repo,
     async record(id, owner, changes) {
-      if (failures > 0) {
+      if (failures > 0 && changes.processed_rows) {
         failures--;
-        throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
+        throw storeFailure();
       }
       return repo.record(id, owner, changes);
+    },
+    // The chunk's progress is written inside the chunk's transaction: failing there fails both.
+    recordInOpenTransaction(id, owner, changes) {
+      if (failures > 0 && changes.processed_rows) {
+        failures--;
+        throw storeFailure();
+      }
+      repo.recordInOpenTransaction(id, owner, changes);
     },
   };
   const service = createContactImportService({ imports, contacts: app.app.services.contacts, clock: app.app.clock, logger: pino({ level: 'silent' }), node: 'n', cluster: false, retryDelayMs: 10 });
   t.teardown(() => service.stop());
   const rows = 3 * IMPORT_CHUNK_ROWS;
-  const csv = `email\n${Array.from({ length: rows }, (_, i) => `o${i}@example.org`).join('\n')}\n`;
-  const job = await service.start(scope, book.id, 'outage.csv', csv);
+  const csv = `email\n${Array.from({ length: rows }, (_, i) => `c${i}@example.org`).join('\n')}\n`;
+  const job = await service.start(scope, book.id, 'counted.csv', csv);
   await service.whenFinished(job.id);
-  const done = await service.get(scope, job.id);
-  t.like(done, { status: 'DONE', processedRows: rows, errorCount: 0 });
+  t.is(failures, 0, 'the progress write failed once');
+  t.like(await service.get(scope, job.id), { status: 'DONE', processedRows: rows, created: rows, updated: 0, errorCount: 0 });
   t.is((await app.app.services.contacts.search(scope, book.id, { offset: 0, limit: 1 })).total, rows);
 });
 
@@ -195,7 +207,9 @@ test('a node whose import was taken over (it was taken for dead) stops, and writ
       return real.bulkAdd(...args);
     },
   };
-  const service = createContactImportService({ imports: createContactImportsRepository(db), contacts, clock: app.app.clock, logger: pino({ level: 'silent' }), node: 'node-a', cluster: true });
+  const logged: { level: number; msg: string }[] = [];
+  const logger = pino({ level: 'warn' }, { write: (line: string) => void logged.push(JSON.parse(line) as { level: number; msg: string }) });
+  const service = createContactImportService({ imports: createContactImportsRepository(db), contacts, clock: app.app.clock, logger, node: 'node-a', cluster: true });
   t.teardown(() => service.stop());
   const rows = 3 * IMPORT_CHUNK_ROWS;
   const csv = `email\n${Array.from({ length: rows }, (_, i) => `t${i}@example.org`).join('\n')}\n`;
@@ -204,6 +218,38 @@ test('a node whose import was taken over (it was taken for dead) stops, and writ
   const row = await db.selectFrom('contact_imports').selectAll().where('id', '=', job.id).executeTakeFirstOrThrow();
   t.like(row, { owner: 'node-b', status: 'RUNNING', processed_rows: 0 }, 'left to node-b as node-b found it');
   t.not(row.csv, '', 'its file is still there for node-b to run');
+  // Its chunk rolled back with the progress it could not record: node-b counts those rows as its own.
+  t.is((await real.search(scope, book.id, { offset: 0, limit: 1 })).total, 0, 'the chunk of the node that lost the import is not written');
+  t.deepEqual(logged.map((l) => l.msg), ['contact import stopped here: another node runs it now (this one was taken for dead), or it ended meanwhile'], 'it stopped for the lost import, not as a failure');
+});
+
+test('an import that fails after a chunk committed (its confirmations\' sender checked only then) is FAILED with that chunk counted; one that fails before, without it', async (t) => {
+  const app = await startTestApp();
+  t.teardown(() => app.close());
+  const scope = { teamId: app.teamId, domainId: null };
+  const book = (await app.request('POST', '/v1/contactBooks', { body: { name: 'Fails late' } })).body;
+  const real = app.app.services.contacts;
+  const run = async (failAt: number, afterCommit: boolean) => {
+    let call = 0;
+    const contacts: typeof real = {
+      ...real,
+      async bulkAdd(...args: Parameters<typeof real.bulkAdd>) {
+        if (++call === failAt && !afterCommit) throw new AppError('BAD_REQUEST', 'refused before');
+        const result = await real.bulkAdd(...args);
+        if (call === failAt) throw new AppError('BAD_REQUEST', 'refused after');
+        return result;
+      },
+    };
+    const service = createContactImportService({ imports: createContactImportsRepository(app.app.store.db), contacts, clock: app.app.clock, logger: pino({ level: 'silent' }), node: 'n', cluster: false });
+    t.teardown(() => service.stop());
+    const rows = 3 * IMPORT_CHUNK_ROWS;
+    const csv = `email\n${Array.from({ length: rows }, (_, i) => `f${afterCommit ? 'a' : 'b'}${i}@example.org`).join('\n')}\n`;
+    const job = await service.start(scope, book.id, 'fails.csv', csv);
+    await service.whenFinished(job.id);
+    return service.get(scope, job.id);
+  };
+  t.like(await run(2, true), { status: 'FAILED', failure: 'refused after', processedRows: 2 * IMPORT_CHUNK_ROWS, created: 2 * IMPORT_CHUNK_ROWS });
+  t.like(await run(2, false), { status: 'FAILED', failure: 'refused before', processedRows: IMPORT_CHUNK_ROWS, created: IMPORT_CHUNK_ROWS });
 });
 
 test('a team runs at most MAX_RUNNING_IMPORTS imports at once: the next is RATE_LIMITED until one ends; other teams are not held back', async (t) => {

@@ -1,7 +1,7 @@
 import type { Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { Logger } from '../../lib/logger.js';
-import type { ContactImportRow, ContactImportsRepository } from '../../store/repositories/contact-imports-repository.js';
+import { ImportNotOwnedError, type ContactImportChanges, type ContactImportRow, type ContactImportsRepository } from '../../store/repositories/contact-imports-repository.js';
 import type { ContactImportStatus } from '../../store/tables/database.js';
 import { AppError, notFound } from '../errors.js';
 import { isStorageFailure } from '../../store/store-errors.js';
@@ -11,10 +11,10 @@ import type { ContactService } from './contact-service.js';
 
 // A CSV import runs in the background, a chunk of rows at a time through contacts.bulkAdd
 // (the API's bulk add: same validation, same events, same double opt-in), and records its
-// progress after each chunk, so the console can show a progress bar and, at the end, each
-// refused row with its line. The file is stored with the job: a process killed mid-import
-// continues at the next start from the last recorded chunk (re-running a chunk whose commit
-// was not yet recorded writes the same contacts again, which changes nothing).
+// progress in each chunk's own transaction (bulkAdd's inTransaction), so the console can show a
+// progress bar and, at the end, each refused row with its line. The file is stored with the job:
+// a process killed mid-import continues at the next start from the last recorded chunk, and a
+// chunk commits only with its progress, so none is written or counted twice.
 
 /** Rows per bulkAdd: small enough that progress moves visibly, large enough to be cheap. */
 export const IMPORT_CHUNK_ROWS = 100;
@@ -69,6 +69,23 @@ function view(r: Omit<ContactImportRow, 'csv'>): ContactImportView {
   };
 }
 
+/** A run's counts; the run moves on to the next only once it is recorded. */
+interface Progress {
+  processed: number;
+  created: number;
+  updated: number;
+  errorCount: number;
+  errors: ImportError[];
+}
+
+/** The progress once a chunk of `rows` rows is counted (a new object: the run's own moves only once recorded). */
+function after(p: Progress, rows: number, added: { created: number; updated: number }, refused: ImportError[]): Progress {
+  const errors = [...p.errors, ...refused.slice(0, Math.max(0, MAX_REPORTED_ERRORS - p.errors.length))];
+  return { processed: p.processed + rows, created: p.created + added.created, updated: p.updated + added.updated, errorCount: p.errorCount + refused.length, errors };
+}
+
+const LOST = 'contact import stopped here: another node runs it now (this one was taken for dead), or it ended meanwhile';
+
 export interface ContactImportServiceDeps {
   imports: ContactImportsRepository;
   contacts: Pick<ContactService, 'bulkAdd' | 'search'>;
@@ -88,58 +105,69 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
   let stopping = false;
 
   /** Writes the run's progress or end; false (and the run stops) when the import is no longer this node's to run. */
-  async function record(job: ContactImportRow, changes: Parameters<ContactImportsRepository['record']>[2]): Promise<boolean> {
+  async function record(job: ContactImportRow, changes: ContactImportChanges): Promise<boolean> {
     if (await imports.record(job.id, deps.node, changes)) return true;
-    deps.logger.warn({ importId: job.id }, 'contact import stopped here: another node runs it now (this one was taken for dead), or it ended meanwhile');
+    deps.logger.warn({ importId: job.id }, LOST);
     return false;
   }
 
   async function run(job: ContactImportRow): Promise<void> {
     const scope: BookScope = { teamId: job.team_id, domainId: null };
     const rows = contactsFromCsv(job.csv);
-    let { processed_rows: processed, created_count: created, updated_count: updated, error_count: errorCount } = job;
-    const errors = JSON.parse(job.errors_json) as ImportError[];
-    const refuse = (e: ImportError) => {
-      errorCount++;
-      if (errors.length < MAX_REPORTED_ERRORS) errors.push(e);
-    };
-    while (processed < rows.length && !stopping) {
-      const chunk = rows.slice(processed, processed + IMPORT_CHUNK_ROWS);
+    let state: Progress = { processed: job.processed_rows, created: job.created_count, updated: job.updated_count, errorCount: job.error_count, errors: JSON.parse(job.errors_json) as ImportError[] };
+    const changesOf = (p: Progress, done: boolean): ContactImportChanges => ({
+      status: done ? 'DONE' : 'RUNNING',
+      processed_rows: p.processed,
+      created_count: p.created,
+      updated_count: p.updated,
+      error_count: p.errorCount,
+      errors_json: JSON.stringify(p.errors),
+      // The file is only needed to finish; a finished import keeps its report, not the data.
+      ...(done ? { csv: '' } : {}),
+      updated_at: clock.now().toISOString(),
+    });
+    while (state.processed < rows.length && !stopping) {
+      const chunk = rows.slice(state.processed, state.processed + IMPORT_CHUNK_ROWS);
       const valid = chunk.filter((r): r is Extract<CsvContactRow, { body: unknown }> => 'body' in r);
-      for (const r of chunk) if ('error' in r) refuse({ line: r.line, email: r.email, message: r.error });
-      if (valid.length) {
-        try {
-          const result = await deps.contacts.bulkAdd(scope, job.contact_book_id, valid.map((r) => r.body));
-          created += result.created;
-          updated += result.updated;
-          for (const e of result.errors) {
+      const unreadable = chunk.flatMap((r) => ('error' in r ? [{ line: r.line, email: r.email, message: r.error }] : []));
+      const done = state.processed + chunk.length >= rows.length;
+      if (!valid.length) {
+        const next = after(state, chunk.length, { created: 0, updated: 0 }, unreadable);
+        if (!(await record(job, changesOf(next, done)))) return;
+        state = next;
+        continue;
+      }
+      let next: Progress | undefined;
+      try {
+        // The chunk's contacts commit only with its progress, and only while the import is this
+        // node's: a process killed in between has neither (the chunk runs again, counted once),
+        // and a node that lost the import (taken for dead) rolls its chunk back.
+        await deps.contacts.bulkAdd(scope, job.contact_book_id, valid.map((r) => r.body), (outcome) => {
+          const refused = outcome.errors.map((e) => {
             const row = valid[e.index]!;
             // bulkAdd names the field by the request index ("[3].email: ..."); the line says where.
-            refuse({ line: row.line, email: row.email, message: e.message.replace(/^\[\d+\]\.?/, '') || e.message });
-          }
-        } catch (err) {
-          // The store failing (full, out of reach, busy) is not the file's fault: the run stops and carries on from this chunk.
-          if (isStorageFailure(err)) throw err;
-          const failure = err instanceof AppError ? err.message : 'the import failed unexpectedly; see the server log';
-          if (!(err instanceof AppError)) deps.logger.error({ err, importId: job.id }, 'contact import failed');
-          await record(job, { status: 'FAILED', failure, processed_rows: processed, created_count: created, updated_count: updated, error_count: errorCount, errors_json: JSON.stringify(errors), csv: '', updated_at: clock.now().toISOString() });
+            return { line: row.line, email: row.email, message: e.message.replace(/^\[\d+\]\.?/, '') || e.message };
+          });
+          next = after(state, chunk.length, outcome, [...unreadable, ...refused]);
+          imports.recordInOpenTransaction(job.id, deps.node, changesOf(next, done));
+        });
+      } catch (err) {
+        if (err instanceof ImportNotOwnedError) {
+          deps.logger.warn({ importId: job.id }, LOST);
           return;
         }
+        // The store failing (full, out of reach, busy) is not the file's fault: the run stops and carries on from this chunk.
+        if (isStorageFailure(err)) throw err;
+        const failure = err instanceof AppError ? err.message : 'the import failed unexpectedly; see the server log';
+        if (!(err instanceof AppError)) deps.logger.error({ err, importId: job.id }, 'contact import failed');
+        // A failure after the commit (a confirmation's sender checked only then) leaves the chunk
+        // recorded: the stored progress says which, and the report keeps what was written.
+        const committed = next && (await imports.findRunning(job.id, deps.node))?.processed_rows === next.processed;
+        const stopped = committed ? next! : after(state, 0, { created: 0, updated: 0 }, unreadable);
+        await record(job, { ...changesOf(stopped, false), status: 'FAILED', failure, csv: '' });
+        return;
       }
-      processed += chunk.length;
-      const done = processed >= rows.length;
-      const still = await record(job, {
-        status: done ? 'DONE' : 'RUNNING',
-        processed_rows: processed,
-        created_count: created,
-        updated_count: updated,
-        error_count: errorCount,
-        errors_json: JSON.stringify(errors),
-        // The file is only needed to finish; a finished import keeps its report, not the data.
-        ...(done ? { csv: '' } : {}),
-        updated_at: clock.now().toISOString(),
-      });
-      if (!still) return;
+      state = next!;
     }
     if (rows.length === 0) {
       await record(job, { status: 'DONE', csv: '', updated_at: clock.now().toISOString() });

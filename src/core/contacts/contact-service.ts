@@ -374,9 +374,12 @@ export function createContactService(deps: ContactServiceDeps) {
     /**
      * Bulk add: every valid row is written in one transaction (a row whose email is already in
      * the book updates that contact; a repeated email in the request updates its earlier row);
-     * invalid rows are reported by index and change nothing.
+     * invalid rows are reported by index and change nothing. `inTransaction` runs with the
+     * counts inside the write's transaction (a CSV import's progress record, so its chunk commits
+     * only with its progress); it may throw to roll the write back, and runs again if the write
+     * is retried.
      */
-    async bulkAdd(scope: BookScope, bookId: string, body: unknown): Promise<BulkAddResult> {
+    async bulkAdd(scope: BookScope, bookId: string, body: unknown, inTransaction?: (outcome: Pick<BulkAddResult, 'created' | 'updated' | 'errors'>) => void): Promise<BulkAddResult> {
       if (!Array.isArray(body)) throw badRequest('body: must be an array of contacts');
       if (body.length === 0) throw badRequest('body: at least 1 contact is required');
       if (body.length > MAX_BULK_CONTACTS) throw badRequest(`body: at most ${MAX_BULK_CONTACTS} contacts per request (got ${body.length})`);
@@ -440,6 +443,7 @@ export function createContactService(deps: ContactServiceDeps) {
         }
         const saved = [...updates.keys()].map((id) => written.get(id)!);
         const value = { inserts: [...inserts.values()], saved };
+        inTransaction?.({ created: value.inserts.length, updated: saved.length, errors });
         return {
           value,
           events: [...value.inserts.map((i) => contactEvent('contact.created', i.row)), ...saved.map((r) => contactEvent('contact.updated', r))],

@@ -3,6 +3,7 @@ import { pgAnalytics } from './pg-analytics.js';
 import { pgAudit } from './pg-audit.js';
 import { pgBounceNotices } from './pg-bounce-notices.js';
 import { pgCampaigns } from './pg-campaigns.js';
+import { pgContactImports } from './pg-contact-imports.js';
 import { pgDeliveries } from './pg-deliveries.js';
 import { pgEmails } from './pg-emails.js';
 import { pgQueue } from './pg-queue.js';
@@ -16,6 +17,7 @@ export const PG_OVERRIDES: Record<string, DialectOverride> = {
   apiKeys: pgApiKeys,
   bounceNotices: pgBounceNotices,
   campaigns: pgCampaigns,
+  contactImports: pgContactImports,
   deliveries: pgDeliveries,
   emails: pgEmails,
   operatorAudit: pgAudit,

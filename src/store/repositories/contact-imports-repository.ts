@@ -1,13 +1,32 @@
 import type { Selectable, Updateable } from 'kysely';
 import type { Db } from '../db.js';
-import { isPostgres, transact } from '../store-context.js';
+import { groupCommitOf } from '../group-commit.js';
+import { isPostgres, transact, withDialect } from '../store-context.js';
 import type { ContactImportsTable } from '../tables/database.js';
 
 export type ContactImportRow = Selectable<ContactImportsTable>;
+export type ContactImportChanges = Updateable<ContactImportsTable>;
+
+/** A progress record inside a chunk's transaction found the import no longer this node's: the chunk rolls back with it. */
+export class ImportNotOwnedError extends Error {
+  constructor(readonly importId: string) {
+    super(`contact import ${importId} is no longer this node's to run (another node took it over, or it ended)`);
+    this.name = 'ImportNotOwnedError';
+  }
+}
+
+/** The progress write, while the import is still RUNNING and `owner`'s (both engines compile it from here). */
+export function recordQuery(db: Db, id: string, owner: string, changes: ContactImportChanges) {
+  return db.updateTable('contact_imports').set(changes).where('id', '=', id).where('status', '=', 'RUNNING').where('owner', '=', owner);
+}
 
 /** Background CSV imports of contacts (the console's import page). */
 export function createContactImportsRepository(db: Db) {
-  return {
+  // recordInOpenTransaction writes inside a chunk's contacts transaction: on SQLite a synchronous
+  // statement on the one connection lands in the transaction open on it; PostgreSQL queues it and
+  // writes it before that transaction commits (store/pg/pg-contact-imports.ts).
+  const sync = groupCommitOf(db);
+  return withDialect(db, 'contactImports', {
     /**
      * Inserts the import unless its team already has `max` running; false then. `owner`: the node
      * that runs it (several nodes may share the store). On PostgreSQL the team's row is locked
@@ -62,10 +81,21 @@ export function createContactImportsRepository(db: Db) {
      * Records a run's progress or end, only while the import is still RUNNING and `owner`'s: false
      * when another node took it over (this one was taken for dead), so that one's work stands.
      */
-    async record(id: string, owner: string, changes: Updateable<ContactImportsTable>): Promise<boolean> {
-      const res = await db.updateTable('contact_imports').set(changes).where('id', '=', id).where('status', '=', 'RUNNING').where('owner', '=', owner).executeTakeFirst();
+    async record(id: string, owner: string, changes: ContactImportChanges): Promise<boolean> {
+      const res = await recordQuery(db, id, owner, changes).executeTakeFirst();
       return res.numUpdatedRows > 0n;
     },
-  };
+    /**
+     * The same record inside the write transaction the caller has open (a chunk's contacts, which
+     * then commit only with their progress): throws ImportNotOwnedError, failing that transaction,
+     * when the import is no longer RUNNING and `owner`'s. Throws outside a transaction.
+     */
+    recordInOpenTransaction(id: string, owner: string, changes: ContactImportChanges): void {
+      if (!sync.sqlite.inTransaction) throw new Error('recordInOpenTransaction: no transaction is open');
+      const q = recordQuery(db, id, owner, changes).compile();
+      // prepared statements are cached by their text (statement-cache.ts)
+      if (sync.sqlite.prepare(q.sql).run(...q.parameters).changes === 0) throw new ImportNotOwnedError(id);
+    },
+  });
 }
 export type ContactImportsRepository = ReturnType<typeof createContactImportsRepository>;
