@@ -279,6 +279,7 @@ export const configSchema = z
       {
         machineWindowSeconds: key(z.number().int().min(0).max(3600).default(3), {
           doc: 'An open or click within this many seconds of the email\'s delivery is flagged as a machine\'s (a privacy proxy or link scanner fetching at arrival): still recorded, but it leaves latestStatus alone and analytics reports it apart. 0 turns this rule off; the user-agent and link-burst rules stay.',
+          env: 'POSTHORN_TRACKING_MACHINE_WINDOW_SECONDS',
         }),
       },
       'Open and click tracking: which hits count as made by machines (docs/api.md, Tracking).',
