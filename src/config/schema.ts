@@ -275,6 +275,15 @@ export const configSchema = z
       },
       'The HTTP API, tracking links and unsubscribe pages.',
     ),
+    tracking: section(
+      {
+        machineWindowSeconds: key(z.number().int().min(0).max(3600).default(3), {
+          doc: 'An open or click within this many seconds of the email\'s delivery is flagged as a machine\'s (a privacy proxy or link scanner fetching at arrival): still recorded, but it leaves latestStatus alone and analytics reports it apart. 0 turns this rule off; the user-agent and link-burst rules stay.',
+          env: 'POSTHORN_TRACKING_MACHINE_WINDOW_SECONDS',
+        }),
+      },
+      'Open and click tracking: which hits count as made by machines (docs/api.md, Tracking).',
+    ),
     rateLimit: section({
       perSecond: key(z.number().int().positive().default(10), {
         doc: 'API requests per second per team (a team may have its own: posthorn teams set-rate-limit).',

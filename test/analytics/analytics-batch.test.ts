@@ -29,9 +29,9 @@ test("one attempt's SENT and DELIVERED are one row of increments; another day or
   t.deepEqual(
     calls.map((c) => c.delta),
     [
-      { teamId: 7, domainId: 1, day: '2026-03-08', sent: 1, delivered: 1, opened: 0, clicked: 0, bounced: 1, hardBounced: 1, complained: 0 },
-      { teamId: 7, domainId: 1, day: '2026-03-09', sent: 0, delivered: 1, opened: 0, clicked: 0, bounced: 0, hardBounced: 0, complained: 0 },
-      { teamId: 7, domainId: 2, day: '2026-03-08', sent: 0, delivered: 1, opened: 0, clicked: 0, bounced: 0, hardBounced: 0, complained: 0 },
+      { teamId: 7, domainId: 1, day: '2026-03-08', sent: 1, delivered: 1, opened: 0, clicked: 0, bounced: 1, hardBounced: 1, complained: 0, machineOpened: 0, machineClicked: 0 },
+      { teamId: 7, domainId: 1, day: '2026-03-09', sent: 0, delivered: 1, opened: 0, clicked: 0, bounced: 0, hardBounced: 0, complained: 0, machineOpened: 0, machineClicked: 0 },
+      { teamId: 7, domainId: 2, day: '2026-03-08', sent: 0, delivered: 1, opened: 0, clicked: 0, bounced: 0, hardBounced: 0, complained: 0, machineOpened: 0, machineClicked: 0 },
     ],
   );
   t.true(calls.every((c) => c.hit === null));

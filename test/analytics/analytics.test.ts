@@ -64,7 +64,7 @@ test.after.always(async () => {
   await w?.close();
 });
 
-const zero = { sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, complained: 0 };
+const zero = { sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, complained: 0, machineOpened: 0, machineClicked: 0 };
 
 test('the time series counts each day as it happened', async (t) => {
   t.truthy(sent.e1!.pixel && sent.e1!.link, 'tracking was on');
@@ -80,7 +80,7 @@ test('the time series counts each day as it happened', async (t) => {
   t.deepEqual(res.body.result[4], { date: '2026-03-08', ...zero, sent: 2, delivered: 3 });
   t.deepEqual(res.body.result[5], { date: '2026-03-09', ...zero, sent: 1, bounced: 2, opened: 2, clicked: 1, complained: 1 });
   t.deepEqual(res.body.result[6], { date: '2026-03-10', ...zero, sent: 1, delivered: 1 });
-  t.deepEqual(res.body.totalCounts, { sent: 4, delivered: 4, opened: 2, clicked: 1, bounced: 2, complained: 1 });
+  t.deepEqual(res.body.totalCounts, { sent: 4, delivered: 4, opened: 2, clicked: 1, bounced: 2, complained: 1, machineOpened: 0, machineClicked: 0 });
 
   const month = await w.t0.request('GET', '/v1/analytics/email-time-series');
   t.is(month.body.result.length, 30, 'days defaults to 30');
@@ -88,7 +88,7 @@ test('the time series counts each day as it happened', async (t) => {
   t.deepEqual(month.body.totalCounts, res.body.totalCounts);
 
   const one = await w.t0.request('GET', `/v1/analytics/email-time-series?days=7&domainId=${w.domain.id}`);
-  t.deepEqual(one.body.totalCounts, { sent: 3, delivered: 3, opened: 2, clicked: 1, bounced: 2, complained: 1 });
+  t.deepEqual(one.body.totalCounts, { sent: 3, delivered: 3, opened: 2, clicked: 1, bounced: 2, complained: 1, machineOpened: 0, machineClicked: 0 });
   t.deepEqual(one.body.result[6], { date: '2026-03-10', ...zero });
 });
 

@@ -5,7 +5,7 @@ import type { TimeSeriesPoint } from '../../src/core/analytics/analytics-service
 // "Needs attention" on the console's overview: a bounce spike is a recent day well above the
 // month's usual bounce share.
 
-const day = (i: number, delivered: number, bounced: number): TimeSeriesPoint => ({ date: `2026-01-${String(i + 1).padStart(2, '0')}`, sent: delivered + bounced, delivered, opened: 0, clicked: 0, bounced, complained: 0 });
+const day = (i: number, delivered: number, bounced: number): TimeSeriesPoint => ({ date: `2026-01-${String(i + 1).padStart(2, '0')}`, sent: delivered + bounced, delivered, opened: 0, clicked: 0, bounced, complained: 0, machineOpened: 0, machineClicked: 0 });
 
 test('a day of the last week with a bounce share far above the month\'s is a spike; small numbers and steady rates are not', (t) => {
   const month = Array.from({ length: 30 }, (_, i) => day(i, 1000, 5));

@@ -4,16 +4,20 @@ import { simpleParser } from 'mailparser';
 import { startMailWorld, sendBody, type MailWorld } from '../helpers/mail-world.js';
 import { addVerifiedDomain } from '../helpers/domain-fixtures.js';
 import { startWebhookReceiver, verifySignature, type WebhookReceiver } from '../webhooks/webhook-receiver.js';
+import { ManualClock } from '../../src/lib/clock.js';
 
 // Opens and clicks end to end: the message as the recipient's MX received it, its pixel and
-// links fetched over HTTP, the email's events and the webhook events that follow.
+// links fetched over HTTP, the email's events and the webhook events that follow. The reader
+// opens a minute after delivery (the clock is moved), as a person would: a hit within
+// tracking.machineWindowSeconds is a machine's (tracking-machine.test.ts).
 
 let w: MailWorld;
 let receiver: WebhookReceiver;
 let hook: { id: string; secret: string };
+const clock = new ManualClock(Date.UTC(2026, 10, 23, 9, 0, 0));
 
 test.before(async () => {
-  w = await startMailWorld({ overrides: { webhooks: { allowPrivate: true } } });
+  w = await startMailWorld({ clock, overrides: { webhooks: { allowPrivate: true } } });
   receiver = await startWebhookReceiver();
   hook = (await w.t0.request('POST', '/v1/webhooks', { body: { url: receiver.url, eventTypes: ['email.opened', 'email.clicked'] } })).body;
 });
@@ -29,6 +33,13 @@ async function deliver(body: Record<string, unknown>): Promise<{ id: string; htm
   if (res.status !== 200) throw new Error(JSON.stringify(res.body));
   const [msg] = (await w.sink.waitForMessages(before + 1)).slice(before);
   const parsed = await simpleParser(msg!.raw);
+  // The DELIVERED event follows the sink's reply; the reader comes a minute later.
+  for (;;) {
+    const email = (await w.t0.request('GET', `/v1/emails/${res.body.emailId}`)).body;
+    if (email.emailEvents.some((e: any) => e.status === 'DELIVERED')) break;
+    await new Promise((r) => setImmediate(r));
+  }
+  clock.advance(60_000);
   return { id: res.body.emailId, html: String(parsed.html || ''), text: parsed.text ?? '' };
 }
 
@@ -96,7 +107,7 @@ test.serial('open pixel and click links: rewritten on the shared host, recorded 
   let ev = await events(id, 'OPENED');
   t.is(ev.latest, 'OPENED');
   t.is(ev.list.length, 1);
-  t.like(ev.list[0].data, { userAgent: 'TestMail/1.0', ip: '127.0.0.1' });
+  t.like(ev.list[0].data, { userAgent: 'TestMail/1.0', ip: '127.0.0.1', machine: false, machineReason: null });
   t.truthy(Date.parse(ev.list[0].data.timestamp));
 
   // Click: a 302 to exactly the original URL, recorded with the URL.
@@ -116,7 +127,7 @@ test.serial('open pixel and click links: rewritten on the shared host, recorded 
   t.is(clickCall!.json.type, 'email.clicked');
   t.like(clickCall!.json.data, { id, status: 'CLICKED', click: { url: 'https://example.com/a?x=1&y=2', userAgent: 'TestMail/1.0', ip: '127.0.0.1' } });
 
-  // A second open is recorded too; latestStatus never goes back.
+  // A second open is recorded too (with no user agent: flagged as a machine's); latestStatus never goes back.
   await get(px);
   ev = await events(id, 'OPENED');
   t.is(ev.list.length, 2);

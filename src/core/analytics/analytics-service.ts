@@ -9,7 +9,8 @@ import type { BusEvent } from '../events.js';
 //
 // Units: `sent` counts emails (email.sent fires once per email); delivered, bounced and
 // complained count recipients (one event per recipient's outcome); opened and clicked count
-// emails, once each however often they are opened or clicked.
+// emails, once each however often they are opened or clicked. Opens and clicks flagged as a
+// machine's (core/tracking/machine-hits.ts) count apart, as machineOpened and machineClicked.
 
 export interface AnalyticsScope {
   teamId: number;
@@ -25,6 +26,9 @@ export interface TimeSeriesPoint {
   clicked: number;
   bounced: number;
   complained: number;
+  /** Emails opened or clicked by a privacy proxy or link scanner (not in opened/clicked). */
+  machineOpened: number;
+  machineClicked: number;
 }
 
 export interface AnalyticsServiceDeps {
@@ -35,7 +39,7 @@ export interface AnalyticsServiceDeps {
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
-const SERIES_KEYS = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained'] as const;
+const SERIES_KEYS = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained', 'machineOpened', 'machineClicked'] as const;
 
 /** A UTC instant as toISOString writes it: its day is its first ten characters. */
 const UTC_ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z$/;
@@ -99,7 +103,10 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
       case 'email.clicked': {
         const emailId = event.data.id;
         if (typeof emailId !== 'string') return null;
-        return { delta: null, hit: { emailId, kind: event.type === 'email.opened' ? 'opened' : 'clicked', teamId: event.teamId, domainId, day } };
+        const opened = event.type === 'email.opened';
+        const machine = (event.data[opened ? 'open' : 'click'] as { machine?: unknown } | undefined)?.machine === true;
+        const kind = opened ? (machine ? 'machineOpened' : 'opened') : machine ? 'machineClicked' : 'clicked';
+        return { delta: null, hit: { emailId, kind, teamId: event.teamId, domainId, day } };
       }
       default:
         return null;
@@ -185,10 +192,10 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
       const today = Date.parse(deps.clock.now().toISOString().slice(0, 10));
       const dates = Array.from({ length: q.days }, (_, i) => new Date(today - (q.days - 1 - i) * DAY_MS).toISOString().slice(0, 10));
       const rows = new Map((await deps.analytics.daily(scope.teamId, domainId, dates[0]!, dates[dates.length - 1]!)).map((r) => [r.day, r]));
-      const totalCounts = { sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, complained: 0 };
+      const totalCounts = { sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, complained: 0, machineOpened: 0, machineClicked: 0 };
       const result: TimeSeriesPoint[] = dates.map((date) => {
         const r = rows.get(date);
-        const point: TimeSeriesPoint = { date, sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, complained: 0 };
+        const point: TimeSeriesPoint = { date, sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, complained: 0, machineOpened: 0, machineClicked: 0 };
         for (const k of SERIES_KEYS) {
           point[k] = r?.[k] ?? 0;
           totalCounts[k] += point[k];

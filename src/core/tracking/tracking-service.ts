@@ -9,6 +9,7 @@ import type { EventBus } from '../events.js';
 import { createTrackingTokens, MAX_TRACKING_TOKEN_CHARS } from './tracking-tokens.js';
 import { emailBusEvent } from '../emails/email-bus-event.js';
 import { canonicalHost } from '../domains/domain-names.js';
+import { classifyHit, LINK_BURST_MS, type MachineVerdict } from './machine-hits.js';
 
 export interface TrackingServiceDeps {
   emails: EmailsRepository;
@@ -20,6 +21,8 @@ export interface TrackingServiceDeps {
   secret: string;
   /** The shared tracking host (POSTHORN_PUBLIC_URL), used when a domain has no working tracking domain. */
   publicUrl: string;
+  /** tracking.machineWindowSeconds: a hit this soon after delivery is a machine's (0: rule off). */
+  machineWindowSeconds: number;
 }
 
 /** Who opened or clicked, as the HTTP edge saw it. */
@@ -76,14 +79,33 @@ export function createTrackingService(deps: TrackingServiceDeps) {
     return { email, hostOk };
   }
 
-  async function record(email: EmailRow, kind: 'OPENED' | 'CLICKED', detail: Record<string, unknown>): Promise<void> {
+  async function record(email: EmailRow, kind: 'OPENED' | 'CLICKED', detail: Record<string, unknown> & MachineVerdict): Promise<void> {
     const at = detail.timestamp as string;
     const type = kind === 'OPENED' ? 'email.opened' : 'email.clicked';
     const extra = kind === 'OPENED' ? { open: detail } : { click: detail };
     const event = emailBusEvent(type, email, kind, at, extra);
+    // A machine's hit is kept as an event but leaves latestStatus alone (rank -1 never wins):
+    // DELIVERED stays DELIVERED until a person opens or clicks.
+    const rank = detail.machine ? -1 : statusRank(kind);
     // The webhook outbox rows are written in the same transaction as the email event.
-    await deps.emails.recordEvents([{ emailId: email.id, status: kind, rank: statusRank(kind), data: detail, at }], () => deps.events.inTransaction([event]));
+    await deps.emails.recordEvents([{ emailId: email.id, status: kind, rank, data: detail, at }], () => deps.events.inTransaction([event]));
     deps.events.emit(event);
+  }
+
+  /** Machine or person, from the request and the email's own events (see machine-hits.ts). */
+  async function verdict(email: EmailRow, userAgent: string | null, nowMs: number, clickedUrl?: string): Promise<MachineVerdict> {
+    const nowIso = new Date(nowMs).toISOString();
+    const [delivered, recent] = await Promise.all([
+      deps.tracking.lastDeliveredAt(email.id, nowIso),
+      clickedUrl === undefined ? Promise.resolve([] as string[]) : deps.tracking.clickedUrlsSince(email.id, new Date(nowMs - LINK_BURST_MS).toISOString(), nowIso),
+    ]);
+    return classifyHit({
+      userAgent,
+      nowMs,
+      deliveredAtMs: delivered ? Date.parse(delivered) : null,
+      windowMs: deps.machineWindowSeconds * 1000,
+      otherLinkJustClicked: recent.some((u) => u !== clickedUrl),
+    });
   }
 
   function who(hit: TrackingHit) {
@@ -119,13 +141,18 @@ export function createTrackingService(deps: TrackingServiceDeps) {
       });
     },
 
-    /** Pixel fetched: records OPENED (every open is an event; analytics counts the first). */
+    /**
+     * Pixel fetched: records OPENED (every open is an event, flagged machine or not; analytics
+     * counts the first of each kind).
+     */
     async recordOpen(hit: TrackingHit): Promise<boolean> {
       const valid = tokens.verifyOpen(hit.token);
       if (!valid) return false;
       const { email, hostOk } = await emailFor(valid.emailId, hit.host);
       if (!email || !hostOk) return false;
-      await record(email, 'OPENED', { timestamp: deps.clock.now().toISOString(), ...who(hit) });
+      const nowMs = deps.clock.nowMs();
+      const person = who(hit);
+      await record(email, 'OPENED', { timestamp: new Date(nowMs).toISOString(), ...person, ...(await verdict(email, person.userAgent, nowMs)) });
       return true;
     },
 
@@ -141,7 +168,9 @@ export function createTrackingService(deps: TrackingServiceDeps) {
       if (email && recordIt) {
         const { userAgent, ip } = who(hit);
         try {
-          await record(email, 'CLICKED', { timestamp: deps.clock.now().toISOString(), url: valid.url, userAgent, ip });
+          const nowMs = deps.clock.nowMs();
+          const flag = await verdict(email, userAgent, nowMs, valid.url);
+          await record(email, 'CLICKED', { timestamp: new Date(nowMs).toISOString(), url: valid.url, userAgent, ip, ...flag });
         } catch (err) {
           // The reader still gets where they were going; only the statistic is lost.
           deps.logger.error({ err, emailId: email.id }, 'recording a click failed');

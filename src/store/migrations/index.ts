@@ -56,4 +56,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261130020000-webhook-disabled-at': lazy(() => import('./20261130020000-webhook-disabled-at.js')),
   '20261130030000-orphan-domain-keys': lazy(() => import('./20261130030000-orphan-domain-keys.js')),
   '20261130040000-contact-book-deleting': lazy(() => import('./20261130040000-contact-book-deleting.js')),
+  '20261130140000-machine-engagement': lazy(() => import('./20261130140000-machine-engagement.js')),
 };

@@ -44,14 +44,15 @@ export async function writeRollups(exec: PgExec, deltas: StatDelta[], hits: Enga
   const list = [...rows.values()].sort((a, b) => a.teamId - b.teamId || a.domainId - b.domainId || (a.day < b.day ? -1 : a.day > b.day ? 1 : 0));
   const col = (k: keyof StatDelta) => list.map((d) => d[k]);
   await exec.run(
-    `insert into email_daily_stats (team_id, domain_id, day, sent, delivered, opened, clicked, bounced, hard_bounced, complained)
-     select * from unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[])
+    `insert into email_daily_stats (team_id, domain_id, day, sent, delivered, opened, clicked, bounced, hard_bounced, complained, machine_opened, machine_clicked)
+     select * from unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[])
      on conflict (team_id, domain_id, day) do update set
        sent = email_daily_stats.sent + excluded.sent, delivered = email_daily_stats.delivered + excluded.delivered,
        opened = email_daily_stats.opened + excluded.opened, clicked = email_daily_stats.clicked + excluded.clicked,
        bounced = email_daily_stats.bounced + excluded.bounced, hard_bounced = email_daily_stats.hard_bounced + excluded.hard_bounced,
-       complained = email_daily_stats.complained + excluded.complained`,
-    [col('teamId'), col('domainId'), col('day'), col('sent'), col('delivered'), col('opened'), col('clicked'), col('bounced'), col('hardBounced'), col('complained')],
+       complained = email_daily_stats.complained + excluded.complained,
+       machine_opened = email_daily_stats.machine_opened + excluded.machine_opened, machine_clicked = email_daily_stats.machine_clicked + excluded.machine_clicked`,
+    [col('teamId'), col('domainId'), col('day'), col('sent'), col('delivered'), col('opened'), col('clicked'), col('bounced'), col('hardBounced'), col('complained'), col('machineOpened'), col('machineClicked')],
   );
 }
 

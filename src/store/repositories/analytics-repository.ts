@@ -11,6 +11,9 @@ export interface StatCounters {
   bounced: number;
   hardBounced: number;
   complained: number;
+  /** Emails opened or clicked by a machine (tracking/machine-hits.ts), once each; apart from opened and clicked. */
+  machineOpened: number;
+  machineClicked: number;
 }
 
 export interface StatDelta extends StatCounters {
@@ -20,23 +23,24 @@ export interface StatDelta extends StatCounters {
   day: string;
 }
 
-/** An open or click that counts only if it is the email's first of its kind. */
+/** An open or click that counts only if it is the email's first of its kind (a person's, or a machine's). */
 export interface EngagementHit {
   emailId: string;
-  kind: 'opened' | 'clicked';
+  kind: 'opened' | 'clicked' | 'machineOpened' | 'machineClicked';
   teamId: number;
   domainId: number;
   day: string;
 }
 
-export const ZERO_COUNTERS: StatCounters = { sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, hardBounced: 0, complained: 0 };
+export const ZERO_COUNTERS: StatCounters = { sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, hardBounced: 0, complained: 0, machineOpened: 0, machineClicked: 0 };
 
-const UPSERT_DAILY_SQL = `insert into email_daily_stats (team_id, domain_id, day, sent, delivered, opened, clicked, bounced, hard_bounced, complained)
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+const UPSERT_DAILY_SQL = `insert into email_daily_stats (team_id, domain_id, day, sent, delivered, opened, clicked, bounced, hard_bounced, complained, machine_opened, machine_clicked)
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   on conflict (team_id, domain_id, day) do update set
     sent = sent + excluded.sent, delivered = delivered + excluded.delivered, opened = opened + excluded.opened,
     clicked = clicked + excluded.clicked, bounced = bounced + excluded.bounced,
-    hard_bounced = hard_bounced + excluded.hard_bounced, complained = complained + excluded.complained`;
+    hard_bounced = hard_bounced + excluded.hard_bounced, complained = complained + excluded.complained,
+    machine_opened = machine_opened + excluded.machine_opened, machine_clicked = machine_clicked + excluded.machine_clicked`;
 // An email that no longer exists counts nothing (and cannot trip the foreign key).
 const COUNT_HIT_SQL = `insert into email_engagement_counted (email_id, kind)
   select ?, ? where exists (select 1 from emails where id = ?)
@@ -57,7 +61,7 @@ export function createAnalyticsRepository(db: Db) {
         d = { ...ZERO_COUNTERS, teamId: hit.teamId, domainId: hit.domainId, day: hit.day, [hit.kind]: 1 };
       }
       if (!d) return;
-      sqlite.prepare(UPSERT_DAILY_SQL).run(d.teamId, d.domainId, d.day, d.sent, d.delivered, d.opened, d.clicked, d.bounced, d.hardBounced, d.complained);
+      sqlite.prepare(UPSERT_DAILY_SQL).run(d.teamId, d.domainId, d.day, d.sent, d.delivered, d.opened, d.clicked, d.bounced, d.hardBounced, d.complained, d.machineOpened, d.machineClicked);
     },
 
     /**
@@ -107,6 +111,8 @@ export function createAnalyticsRepository(db: Db) {
               bounced: d.bounced,
               hard_bounced: d.hardBounced,
               complained: d.complained,
+              machine_opened: d.machineOpened,
+              machine_clicked: d.machineClicked,
             })
             .onConflict((oc) =>
               oc.columns(['team_id', 'domain_id', 'day']).doUpdateSet({
@@ -117,6 +123,8 @@ export function createAnalyticsRepository(db: Db) {
                 bounced: sql`email_daily_stats.bounced + excluded.bounced`,
                 hard_bounced: sql`email_daily_stats.hard_bounced + excluded.hard_bounced`,
                 complained: sql`email_daily_stats.complained + excluded.complained`,
+                machine_opened: sql`email_daily_stats.machine_opened + excluded.machine_opened`,
+                machine_clicked: sql`email_daily_stats.machine_clicked + excluded.machine_clicked`,
               }),
             )
             .execute();
@@ -142,6 +150,8 @@ export function createAnalyticsRepository(db: Db) {
           eb.fn.sum<number>('bounced').as('bounced'),
           eb.fn.sum<number>('hard_bounced').as('hard_bounced'),
           eb.fn.sum<number>('complained').as('complained'),
+          eb.fn.sum<number>('machine_opened').as('machine_opened'),
+          eb.fn.sum<number>('machine_clicked').as('machine_clicked'),
         ])
         .groupBy('day')
         .orderBy('day')
@@ -162,6 +172,8 @@ export function createAnalyticsRepository(db: Db) {
           eb.fn.coalesce(eb.fn.sum<number>('bounced'), sql<number>`0`).as('bounced'),
           eb.fn.coalesce(eb.fn.sum<number>('hard_bounced'), sql<number>`0`).as('hard_bounced'),
           eb.fn.coalesce(eb.fn.sum<number>('complained'), sql<number>`0`).as('complained'),
+          eb.fn.coalesce(eb.fn.sum<number>('machine_opened'), sql<number>`0`).as('machine_opened'),
+          eb.fn.coalesce(eb.fn.sum<number>('machine_clicked'), sql<number>`0`).as('machine_clicked'),
         ])
         .executeTakeFirstOrThrow();
       return toCounters(r);
@@ -169,7 +181,7 @@ export function createAnalyticsRepository(db: Db) {
   });
 }
 /** SQL sums (numbers or numeric strings) as the API's counters. */
-function toCounters(r: Record<'sent' | 'delivered' | 'opened' | 'clicked' | 'bounced' | 'hard_bounced' | 'complained', unknown>): StatCounters {
+function toCounters(r: Record<'sent' | 'delivered' | 'opened' | 'clicked' | 'bounced' | 'hard_bounced' | 'complained' | 'machine_opened' | 'machine_clicked', unknown>): StatCounters {
   return {
     sent: Number(r.sent),
     delivered: Number(r.delivered),
@@ -178,6 +190,8 @@ function toCounters(r: Record<'sent' | 'delivered' | 'opened' | 'clicked' | 'bou
     bounced: Number(r.bounced),
     hardBounced: Number(r.hard_bounced),
     complained: Number(r.complained),
+    machineOpened: Number(r.machine_opened),
+    machineClicked: Number(r.machine_clicked),
   };
 }
 export type AnalyticsRepository = ReturnType<typeof createAnalyticsRepository>;

@@ -361,6 +361,9 @@ export interface EmailDailyStatsTable {
   bounced: number;
   hard_bounced: number;
   complained: number;
+  /** Emails first opened or clicked by a machine (a privacy proxy or link scanner) that day. */
+  machine_opened: number;
+  machine_clicked: number;
 }
 
 export interface EmailEngagementCountedTable {
