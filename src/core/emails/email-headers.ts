@@ -1,4 +1,5 @@
 import { badRequest } from '../errors.js';
+import { formatMailbox, type Mailbox } from './addresses.js';
 
 /**
  * Header fields the message composer (smtp/outbound/mime-builder.ts) writes itself, from the
@@ -74,6 +75,16 @@ export function isFoldable(value: string): boolean {
 
 export function assertFoldable(value: string, field: string): void {
   if (!isFoldable(value)) throw badRequest(`${field}: contains a word longer than ${MAX_UNBROKEN_HEADER_RUN} characters, which cannot be written in a mail header`);
+}
+/**
+ * 400 naming `field` when a mailbox's display name, as the header writes it, holds an unbroken
+ * run too long to fold. An ASCII name that needs quotes is written as a quoted-string with each
+ * `"` and `\` escaped (formatMailbox), up to twice its length: 600 backslashes in a field of
+ * 1000 characters are a 1202-octet word. A name with other characters is written as encoded
+ * words, which the composer splits into short ones.
+ */
+export function assertNameFoldable(m: Mailbox, field: string): void {
+  if (m.name && /^[\x00-\x7f]*$/.test(m.name)) assertFoldable(formatMailbox({ name: m.name, address: '' }), field);
 }
 export const MAX_CUSTOM_HEADERS = 50;
 /** The send schema's bounds on a custom header's name and value (core/emails/send-schema.ts). */
