@@ -236,6 +236,8 @@ test.serial('validation: required fields, unknown book, unverified from, segment
     // would fail every message: refused here, as a send refuses it.
     { name: 'n', from: `${'x'.repeat(950)} <a@${w.domain.name}>`, subject: 's', contactBookId: bookId, html: '<p>x</p>' },
     { name: 'n', from: `${'\\'.repeat(600)} <a@${w.domain.name}>`, subject: 's', contactBookId: bookId, html: '<p>x</p>' },
+    // Nor a subject whose words outside its placeholders are too long, whatever the contact's data.
+    { name: 'n', from: `a@${w.domain.name}`, subject: `Hi {{firstName}} ${'x'.repeat(950)}`, contactBookId: bookId, html: '<p>x</p>' },
   ]) {
     const res = await w.t0.request('POST', '/v1/campaigns', { body });
     t.is(res.status, 400, JSON.stringify(body));

@@ -11,7 +11,7 @@ import type { DomainService } from '../domains/domain-service.js';
 import { parseMailbox, parseMailboxList, domainOf } from '../emails/addresses.js';
 import { MAX_RECIPIENTS, trackingColumn, trackingValue, type EmailService } from '../emails/email-service.js';
 import { parseScheduledAt } from '../emails/scheduled-at.js';
-import { assertFoldable, assertNameFoldable } from '../emails/email-headers.js';
+import { assertFoldable, assertNameFoldable, assertSubjectTemplateFoldable } from '../emails/email-headers.js';
 import { badRequest, notFound, notUnique, type AppError } from '../errors.js';
 import type { BusEvent, EventBus } from '../events.js';
 import { personalizeCampaign, renderCampaignBody, withUnsubscribeLink } from './campaign-content.js';
@@ -170,7 +170,11 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       throw badRequest(`${input.bcc !== undefined ? 'bcc' : 'cc'}: cc and bcc together take at most ${MAX_RECIPIENTS - 1} addresses (each message also goes to its contact)`);
     }
     if (input.name !== undefined) out.name = input.name;
-    if (input.subject !== undefined) out.subject = input.subject;
+    if (input.subject !== undefined) {
+      // Every message would be a rendering failure.
+      assertSubjectTemplateFoldable(input.subject, 'subject');
+      out.subject = input.subject;
+    }
     if (input.previewText !== undefined) out.preview_text = input.previewText;
     // The preview text is rendered into the HTML (the preheader): a change of it alone re-renders too.
     if (input.content !== undefined || input.html !== undefined || input.previewText !== undefined) {

@@ -1,3 +1,4 @@
+import { listVariables, substituteVariables } from '../../render/variables.js';
 import { badRequest } from '../errors.js';
 import { formatMailbox, type Mailbox } from './addresses.js';
 
@@ -85,6 +86,15 @@ export function assertFoldable(value: string, field: string): void {
  */
 export function assertNameFoldable(m: Mailbox, field: string): void {
   if (m.name && /^[\x00-\x7f]*$/.test(m.name)) assertFoldable(formatMailbox({ name: m.name, address: '' }), field);
+}
+/**
+ * 400 naming `field` when a subject template (a template's, a campaign's, a confirmation's) can
+ * never be written, whatever its placeholders become: each is taken as a space, the most a value
+ * can do to part the words around it. Refused when stored, not at every send.
+ */
+export function assertSubjectTemplateFoldable(subject: string, field: string): void {
+  const spaces = Object.fromEntries(listVariables(subject).map((name) => [name, ' ']));
+  assertFoldable(substituteVariables(subject, spaces, { escapeHtml: false }), field);
 }
 export const MAX_CUSTOM_HEADERS = 50;
 /** The send schema's bounds on a custom header's name and value (core/emails/send-schema.ts). */
