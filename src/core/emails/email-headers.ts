@@ -106,10 +106,19 @@ export function validateCustomHeaders(headers: Record<string, string> | undefine
   if (!headers) return {};
   const entries = Object.entries(headers);
   if (entries.length > MAX_CUSTOM_HEADERS) throw badRequest(`${field}: at most ${MAX_CUSTOM_HEADERS} custom headers`);
+  const seen = new Map<string, string>();
   for (const [name, value] of entries) {
     if (!HEADER_NAME.test(name)) throw badRequest(`${field}: "${name.replace(/[\r\n]/g, '\\n')}" is not a valid header name`);
     if (/[\r\n\0]/.test(value)) throw badRequest(`${field}.${name}: must not contain CR, LF or NUL`);
-    if (ENGINE_OWNED_HEADERS.has(name.toLowerCase())) throw badRequest(`${field}.${name}: this header is set by Posthorn and cannot be overridden`);
+    // The composer writes no field for white space alone: it would vanish without a word.
+    if (value.trim() === '') throw badRequest(`${field}.${name}: must not be blank`);
+    const lower = name.toLowerCase();
+    if (ENGINE_OWNED_HEADERS.has(lower)) throw badRequest(`${field}.${name}: this header is set by Posthorn and cannot be overridden`);
+    // Header names ignore case: two casings are one header, which the composer wrote twice under
+    // one of the two spellings.
+    const first = seen.get(lower);
+    if (first !== undefined) throw badRequest(`${field}.${name}: the same header as ${first} (header names ignore case); give it once`);
+    seen.set(lower, name);
     assertFoldable(value, `${field}.${name}`);
   }
   return Object.fromEntries(entries);
