@@ -92,15 +92,28 @@ export function formatMailboxes(field: AddressObject | AddressObject[] | undefin
   return mailboxes(field).map((m) => formatMailbox({ name: m.name.replace(/[\r\n]+/g, ' '), address: m.address }));
 }
 
-/** Header fields in message order with their original names; values unfolded (RFC 5322 2.2.3), not decoded. */
+/**
+ * Header fields in message order with their original names; values unfolded (RFC 5322 2.2.3),
+ * encoded words not decoded. mailparser keeps each line as a binary string, one character per
+ * byte: 8-bit text (UTF-8 headers, RFC 6532) is read as UTF-8 where it is valid UTF-8, as
+ * mailparser reads the fields it decodes, else left as bytes. Read as bytes, a submitted
+ * "X-Note: café" was passed on as "cafÃ©".
+ */
 export function headerFields(lines: HeaderLines | undefined): { name: string; value: string }[] {
   const out: { name: string; value: string }[] = [];
-  for (const { line } of lines ?? []) {
+  for (const { line: binary } of lines ?? []) {
+    const line = utf8OrBytes(binary);
     const colon = line.indexOf(':');
     if (colon < 1) continue;
     out.push({ name: line.slice(0, colon).trim(), value: line.slice(colon + 1).replace(/\r?\n(?=[ \t])/g, '').trim() });
   }
   return out;
+}
+
+function utf8OrBytes(binary: string): string {
+  if (/^[\x00-\x7f]*$/.test(binary)) return binary;
+  const utf8 = Buffer.from(binary, 'latin1').toString('utf8');
+  return utf8.includes('\uFFFD') ? binary : utf8;
 }
 
 /**

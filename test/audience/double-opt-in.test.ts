@@ -199,6 +199,39 @@ test.serial('custom subject and content with variables; content must link to {{c
   t.regex(String(parsed.html), /href="http:\/\/posthorn\.test\/confirm\//);
 });
 
+test.serial('a confirmation sender name or subject that no header line can hold is 400 when the book is written, not a failure at every confirmation', async (t) => {
+  const base = { name: 'Long', doubleOptInEnabled: true, doubleOptInFrom: `hello@${w.domain.name}` };
+  for (const extra of [
+    { doubleOptInFrom: `${'x'.repeat(950)} <hello@${w.domain.name}>` },
+    { doubleOptInFrom: `${'\\'.repeat(600)} <hello@${w.domain.name}>` },
+    { doubleOptInSubject: 'z'.repeat(950) },
+  ]) {
+    const res = await w.t0.request('POST', '/v1/contactBooks', { body: { ...base, ...extra } });
+    t.is(res.status, 400, JSON.stringify(res.body).slice(0, 200));
+    t.regex(res.body.error.message, /^doubleOptIn(From|Subject): contains a word longer than 900/);
+  }
+  const ok = await w.t0.request('POST', '/v1/contactBooks', { body: base });
+  t.is((await w.t0.request('PATCH', `/v1/contactBooks/${ok.body.id}`, { body: { doubleOptInSubject: 'z'.repeat(950) } })).status, 400);
+});
+
+test.serial('contact data with line breaks and header-looking text stays inside the confirmation Subject: no header or recipient added, DKIM passes', async (t) => {
+  const book = await w.t0.request('POST', '/v1/contactBooks', {
+    body: { name: 'Hostile', doubleOptInEnabled: true, doubleOptInFrom: `hello@${w.domain.name}`, doubleOptInSubject: 'Confirm, {{firstName}}' },
+  });
+  t.is(book.status, 200, JSON.stringify(book.body));
+  const { messages } = await mailAfter(1, () =>
+    w.t0.request('POST', contactsPath(book.body.id), { body: { email: 'hostile@example.net', firstName: 'Eve\r\nBcc: smuggled@evil.example\u2028X-Sep: 1' } }),
+  );
+  const m = messages[0]!;
+  t.deepEqual(m.rcptTo, ['hostile@example.net']);
+  const raw = m.raw.toString('latin1');
+  const head = raw.slice(0, raw.indexOf('\r\n\r\n'));
+  for (const line of head.split('\r\n')) t.regex(line, /^([ \t]|[!-9;-~]+:)/);
+  t.notRegex(head, /^(Bcc|X-Sep):/im);
+  t.true((await simpleParser(m.raw)).subject!.startsWith('Confirm, Eve Bcc: smuggled@evil.example'));
+  t.is(await w.dkimStatus(m.raw), 'pass');
+});
+
 test.serial('the sender domain must still be verified when the confirmation is sent', async (t) => {
   const second = await addVerifiedDomain(w.t0, 'optin-second.dev');
   const book = await w.t0.request('POST', '/v1/contactBooks', { body: { name: 'Fragile', doubleOptInEnabled: true, doubleOptInFrom: `hi@${second.name}` } });

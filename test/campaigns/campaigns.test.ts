@@ -128,6 +128,30 @@ test.serial('personalised, with per-contact unsubscribe links and RFC 8058 heade
   t.true(raw.includes(link.split('/unsubscribe/')[1]!.slice(0, 20)));
 });
 
+test.serial('contact data with line breaks, header-looking text and line separators stays inside the Subject: one field, no header or recipient added, DKIM passes', async (t) => {
+  const evil = 'Eve\r\nBcc: smuggled@evil.example\r\nX-Injected: 1\u2028X-Sep: 2\u0085X-Nel: 3';
+  const bookId = await book('Hostile', [{ email: 'eve@example.net', firstName: evil, properties: { company: 'A\r\n\r\n<b>body</b>' } }], ['company']);
+  await campaign(bookId, { sendNow: true, subject: 'Hi {{firstName}} of {{company}}', content: doc(para(text('Dear {{firstName}}'))) });
+  await run();
+  const msgs = sentTo('eve@');
+  t.is(msgs.length, 1);
+  const m = msgs[0]!;
+  t.deepEqual(m.rcptTo, ['eve@example.net']);
+  const raw = m.raw.toString('latin1');
+  const head = raw.slice(0, raw.indexOf('\r\n\r\n'));
+  // Every header line is a field or a fold, none over 998 octets; no field the data named.
+  for (const line of head.split('\r\n')) {
+    t.regex(line, /^([ \t]|[!-9;-~]+:)/);
+    t.true(Buffer.byteLength(line) <= 998);
+  }
+  t.notRegex(head, /^(Bcc|X-Injected|X-Sep|X-Nel):/im);
+  t.is(head.match(/^Subject:/gim)?.length, 1);
+  const parsed = await simpleParser(m.raw);
+  t.true(parsed.subject!.startsWith('Hi Eve Bcc: smuggled@evil.example X-Injected: 1'), parsed.subject);
+  t.is(parsed.bcc, undefined);
+  t.is(await w.dkimStatus(m.raw), 'pass');
+});
+
 test.serial('unsubscribe: GET shows a page and changes nothing; POST unsubscribes; one-click POST works', async (t) => {
   const bookId = await book('Unsub', [{ email: 'u1@example.net' }, { email: 'u2@example.net' }]);
   const c = await campaign(bookId, { sendNow: true });
@@ -208,6 +232,12 @@ test.serial('validation: required fields, unknown book, unverified from, segment
     { name: 'n', from: `a@${w.domain.name}`, subject: 's', contactBookId: 'cb_nope', html: '<p>x</p>' },
     { name: 'n', from: `a@${w.domain.name}`, subject: 's', contactBookId: bookId, content: '{bad json' },
     { name: 'n', from: `a@${w.domain.name}`, subject: 's', contactBookId: bookId, html: '<p>x</p>', batchSize: 0 },
+    // A sender name no header line can hold (a 950-letter word; 600 backslashes, each written escaped)
+    // would fail every message: refused here, as a send refuses it.
+    { name: 'n', from: `${'x'.repeat(950)} <a@${w.domain.name}>`, subject: 's', contactBookId: bookId, html: '<p>x</p>' },
+    { name: 'n', from: `${'\\'.repeat(600)} <a@${w.domain.name}>`, subject: 's', contactBookId: bookId, html: '<p>x</p>' },
+    // Nor a subject whose words outside its placeholders are too long, whatever the contact's data.
+    { name: 'n', from: `a@${w.domain.name}`, subject: `Hi {{firstName}} ${'x'.repeat(950)}`, contactBookId: bookId, html: '<p>x</p>' },
   ]) {
     const res = await w.t0.request('POST', '/v1/campaigns', { body });
     t.is(res.status, 400, JSON.stringify(body));

@@ -220,6 +220,17 @@ test('header values that can never be folded into legal lines are 400, not a del
   t.is(spaced.status, 200);
 });
 
+test('a display name whose written form is an unbroken run too long for a line is 400 in every address field, not a delivery failure later', async (t) => {
+  // 600 backslashes are a 600-character name within the 1000-character field, but the header
+  // writes each one escaped (RFC 5322 3.2.4): a 1200-octet quoted-string no fold can break.
+  const name = `${'\\'.repeat(600)} <b@example.net>`;
+  for (const [field, value] of [['from', `${'\\'.repeat(600)} <a@${w.domain.name}>`], ['to', name], ['cc', [name]], ['replyTo', name]] as const) {
+    const res = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { [field]: value }) });
+    t.is(res.status, 400, `${field}: ${JSON.stringify(res.body).slice(0, 200)}`);
+    t.regex(String(res.body.error?.message), new RegExp(`^${field}(\\[0\\])?: contains a word longer than`), field);
+  }
+});
+
 test('a list page whose bodies are large is written item by item, the same JSON as a small page', async (t) => {
   const tag = `big-${Date.now()}`;
   const text = 'x'.repeat(3_000_000);

@@ -94,6 +94,57 @@ test.serial('a submitted message is queued, DKIM-signed and delivered like an AP
   t.is(parsed.replyTo?.value[0]?.address, 'support@sender.dev');
 });
 
+test.serial('a submitted message\'s own Bcc, Message-ID, Date, DKIM-Signature, Return-Path, Received and results are not sent on: the blind recipient only in RCPT TO, one DKIM signature (ours) that passes', async (t) => {
+  const before = w.sink.messages.length;
+  const raw = [
+    'Return-Path: <forged@evil.example>',
+    'Received: from evil.example by evil.example; Mon, 1 Jan 2001 00:00:00 +0000',
+    'DKIM-Signature: v=1; a=rsa-sha256; d=evil.example; s=x; h=from; bh=x; b=x',
+    'Authentication-Results: mx.example.net; dkim=pass; spf=pass',
+    'Message-ID: <forged@evil.example>',
+    'Date: Mon, 1 Jan 2001 00:00:00 +0000',
+    'From: Sender <hello@sender.dev>',
+    'To: Alice <alice@example.net>',
+    'Bcc: Hidden <hidden@example.net>',
+    'Subject: Raw submission',
+    // An encoded CRLF stays encoded; a raw U+2028 (8-bit header) is written as an encoded word.
+    'X-Encoded: =?utf-8?q?a=0D=0ABcc:_x@evil.example?=',
+    'X-Sep: a\u2028X-Injected: 1',
+    'MIME-Version: 1.0',
+    'Content-Type: text/plain; charset=utf-8',
+    '',
+    'Body',
+    '',
+  ].join('\r\n');
+  const tx = transport(w.t0.key);
+  const info = await tx.sendMail({ envelope: { from: 'hello@sender.dev', to: ['alice@example.net', 'hidden@example.net'] }, raw: Buffer.from(raw, 'utf8') });
+  tx.close();
+  const emailId = /queued as (em_\w+)/.exec(info.response)![1]!;
+  await waitForStatus(w, emailId, 'DELIVERED');
+  const delivered = w.sink.messages.slice(before);
+  t.is(delivered.length, 2);
+  t.deepEqual(delivered.map((d) => d.rcptTo).flat().sort(), ['alice@example.net', 'hidden@example.net']);
+  for (const d of delivered) {
+    const text = d.raw.toString('latin1');
+    const head = text.slice(0, text.indexOf('\r\n\r\n'));
+    for (const line of head.split('\r\n')) {
+      t.regex(line, /^([ \t]|[!-9;-~]+:)/);
+      t.true(Buffer.byteLength(line) <= 998);
+    }
+    t.notRegex(head, /^(Bcc|Return-Path|Received|Authentication-Results|X-Injected):/im);
+    t.notRegex(head, /hidden@example\.net|evil\.example>|2001/i);
+    t.is(head.match(/^DKIM-Signature:/gim)?.length, 1);
+    t.regex(head, /^DKIM-Signature:[^]*?\bd=sender\.dev;/m);
+    t.is(await w.dkimStatus(d.raw), 'pass');
+    const parsed = await simpleParser(d.raw);
+    t.not(parsed.messageId, '<forged@evil.example>');
+    t.is(parsed.bcc, undefined);
+    t.is(parsed.headers.get('x-encoded'), '=?utf-8?q?a=0D=0ABcc:_x@evil.example?=', 'passed on as written: still one field');
+    // One encoded word of the UTF-8 the client wrote (read as bytes, it was sent on as "aâ\u0080¨...").
+    t.is(parsed.headers.get('x-sep'), '=?UTF-8?Q?a=E2=80=A8X-Injected=3A_1?=');
+  }
+});
+
 test.serial('AUTH before STARTTLS is refused and the key never crosses in the clear', async (t) => {
   const err = await sendError(transport(w.t0.key, { requireTLS: false, ignoreTLS: true }).sendMail({ from: 'hello@sender.dev', to: 'a@example.net', subject: 's', text: 't' }));
   t.is(err.code, 'EAUTH');

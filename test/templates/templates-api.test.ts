@@ -74,6 +74,20 @@ test('bad content is 400 naming the problem', async (t) => {
   t.is(empty.status, 200);
 });
 
+test('a subject whose text outside its placeholders is a word too long for a header line is 400, not a failure at every send', async (t) => {
+  const long = 'x'.repeat(950);
+  for (const subject of [long, `Hi {{name}} ${long}`]) {
+    const res = await w.t0.request('POST', '/v1/templates', { body: { name: 'Long', subject } });
+    t.is(res.status, 400, JSON.stringify(res.body));
+    t.regex(res.body.error.message, /^subject: contains a word longer than 900/);
+  }
+  // A value with a space would part the words around the placeholder: taken.
+  t.is((await w.t0.request('POST', '/v1/templates', { body: { name: 'Parted', subject: `${'x'.repeat(480)}{{name}}${'y'.repeat(480)}` } })).status, 200);
+  const ok = await w.t0.request('POST', '/v1/templates', { body: { name: 'Ok', subject: 's' } });
+  const patched = await w.t0.request('PATCH', `/v1/templates/${ok.body.id}`, { body: { subject: long } });
+  t.is(patched.status, 400, JSON.stringify(patched.body));
+});
+
 test('list search and paging; duplicate; delete twice is 404', async (t) => {
   const a = (await w.t0.request('POST', '/v1/templates', { body: { name: 'Zebra notice', subject: 'Stripes' } })).body;
   const search = await w.t0.request('GET', '/v1/templates?search=zebra');

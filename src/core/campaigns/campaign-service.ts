@@ -11,6 +11,7 @@ import type { DomainService } from '../domains/domain-service.js';
 import { parseMailbox, parseMailboxList, domainOf } from '../emails/addresses.js';
 import { MAX_RECIPIENTS, trackingColumn, trackingValue, type EmailService } from '../emails/email-service.js';
 import { parseScheduledAt } from '../emails/scheduled-at.js';
+import { assertFoldable, assertNameFoldable, assertSubjectTemplateFoldable } from '../emails/email-headers.js';
 import { badRequest, notFound, notUnique, type AppError } from '../errors.js';
 import type { BusEvent, EventBus } from '../events.js';
 import { personalizeCampaign, renderCampaignBody, withUnsubscribeLink } from './campaign-content.js';
@@ -138,6 +139,9 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     if (input.content && input.html) throw badRequest('html: give either content or html, not both (content is an editor document, rendered to HTML)');
     if (input.from !== undefined) {
       const from = parseMailbox(input.from, 'from');
+      // As a send checks it: a name no header line can hold would fail every message of the campaign.
+      assertFoldable(from.name, 'from');
+      assertNameFoldable(from, 'from');
       // Verified, the team's, and inside the key's domain (403 otherwise), like any send.
       const domain = await deps.domains.sendingDomain(scope, domainOf(from.address));
       out.from_addr = input.from;
@@ -166,7 +170,11 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       throw badRequest(`${input.bcc !== undefined ? 'bcc' : 'cc'}: cc and bcc together take at most ${MAX_RECIPIENTS - 1} addresses (each message also goes to its contact)`);
     }
     if (input.name !== undefined) out.name = input.name;
-    if (input.subject !== undefined) out.subject = input.subject;
+    if (input.subject !== undefined) {
+      // Every message would be a rendering failure.
+      assertSubjectTemplateFoldable(input.subject, 'subject');
+      out.subject = input.subject;
+    }
     if (input.previewText !== undefined) out.preview_text = input.previewText;
     // The preview text is rendered into the HTML (the preheader): a change of it alone re-renders too.
     if (input.content !== undefined || input.html !== undefined || input.previewText !== undefined) {

@@ -11,6 +11,7 @@ import type { BusEvent, EventBus } from '../events.js';
 import { domainOf, formatMailbox, parseMailbox } from '../emails/addresses.js';
 import { canonicalHost } from '../domains/domain-names.js';
 import { validateConfirmationContent } from './double-opt-in-content.js';
+import { assertFoldable, assertNameFoldable, assertSubjectTemplateFoldable } from '../emails/email-headers.js';
 
 export const DEFAULT_EMOJI = '📙';
 export const MAX_VARIABLES = 100;
@@ -109,6 +110,9 @@ export function bookView(b: ContactBookRow): ContactBookView {
  */
 export async function resolveSender(domains: DomainService, scope: BookScope, from: string, field = 'doubleOptInFrom'): Promise<string> {
   const mailbox = parseMailbox(from, field);
+  // As a send checks it: a name no header line can hold would fail every confirmation.
+  assertFoldable(mailbox.name, field);
+  assertNameFoldable(mailbox, field);
   let domain;
   try {
     domain = await domains.sendingDomain({ teamId: scope.teamId, domainId: null }, domainOf(mailbox.address));
@@ -170,6 +174,7 @@ export function createContactBookService(deps: ContactBookServiceDeps) {
   function cleanSubject(subject: string | null | undefined): string | null | undefined {
     if (subject === undefined || subject === null) return subject;
     const s = subject.replace(/\r?\n|\r/g, ' ').trim();
+    assertSubjectTemplateFoldable(s, 'doubleOptInSubject');
     return s === '' ? null : s;
   }
 

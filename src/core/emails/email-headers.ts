@@ -1,4 +1,6 @@
+import { listVariables, substituteVariables } from '../../render/variables.js';
 import { badRequest } from '../errors.js';
+import { formatMailbox, type Mailbox } from './addresses.js';
 
 /**
  * Header fields the message composer (smtp/outbound/mime-builder.ts) writes itself, from the
@@ -75,6 +77,25 @@ export function isFoldable(value: string): boolean {
 export function assertFoldable(value: string, field: string): void {
   if (!isFoldable(value)) throw badRequest(`${field}: contains a word longer than ${MAX_UNBROKEN_HEADER_RUN} characters, which cannot be written in a mail header`);
 }
+/**
+ * 400 naming `field` when a mailbox's display name, as the header writes it, holds an unbroken
+ * run too long to fold. An ASCII name that needs quotes is written as a quoted-string with each
+ * `"` and `\` escaped (formatMailbox), up to twice its length: 600 backslashes in a field of
+ * 1000 characters are a 1202-octet word. A name with other characters is written as encoded
+ * words, which the composer splits into short ones.
+ */
+export function assertNameFoldable(m: Mailbox, field: string): void {
+  if (m.name && /^[\x00-\x7f]*$/.test(m.name)) assertFoldable(formatMailbox({ name: m.name, address: '' }), field);
+}
+/**
+ * 400 naming `field` when a subject template (a template's, a campaign's, a confirmation's) can
+ * never be written, whatever its placeholders become: each is taken as a space, the most a value
+ * can do to part the words around it. Refused when stored, not at every send.
+ */
+export function assertSubjectTemplateFoldable(subject: string, field: string): void {
+  const spaces = Object.fromEntries(listVariables(subject).map((name) => [name, ' ']));
+  assertFoldable(substituteVariables(subject, spaces, { escapeHtml: false }), field);
+}
 export const MAX_CUSTOM_HEADERS = 50;
 /** The send schema's bounds on a custom header's name and value (core/emails/send-schema.ts). */
 export const MAX_CUSTOM_HEADER_NAME = 200;
@@ -85,10 +106,19 @@ export function validateCustomHeaders(headers: Record<string, string> | undefine
   if (!headers) return {};
   const entries = Object.entries(headers);
   if (entries.length > MAX_CUSTOM_HEADERS) throw badRequest(`${field}: at most ${MAX_CUSTOM_HEADERS} custom headers`);
+  const seen = new Map<string, string>();
   for (const [name, value] of entries) {
     if (!HEADER_NAME.test(name)) throw badRequest(`${field}: "${name.replace(/[\r\n]/g, '\\n')}" is not a valid header name`);
     if (/[\r\n\0]/.test(value)) throw badRequest(`${field}.${name}: must not contain CR, LF or NUL`);
-    if (ENGINE_OWNED_HEADERS.has(name.toLowerCase())) throw badRequest(`${field}.${name}: this header is set by Posthorn and cannot be overridden`);
+    // The composer writes no field for white space alone: it would vanish without a word.
+    if (value.trim() === '') throw badRequest(`${field}.${name}: must not be blank`);
+    const lower = name.toLowerCase();
+    if (ENGINE_OWNED_HEADERS.has(lower)) throw badRequest(`${field}.${name}: this header is set by Posthorn and cannot be overridden`);
+    // Header names ignore case: two casings are one header, which the composer wrote twice under
+    // one of the two spellings.
+    const first = seen.get(lower);
+    if (first !== undefined) throw badRequest(`${field}.${name}: the same header as ${first} (header names ignore case); give it once`);
+    seen.set(lower, name);
     assertFoldable(value, `${field}.${name}`);
   }
   return Object.fromEntries(entries);

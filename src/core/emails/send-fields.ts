@@ -1,6 +1,6 @@
 import { badRequest } from '../errors.js';
 import { assertValidALabels, parseMailbox, parseMailboxList, type Mailbox } from './addresses.js';
-import { assertFoldable, validateCustomHeaders } from './email-headers.js';
+import { assertFoldable, assertNameFoldable, validateCustomHeaders } from './email-headers.js';
 import { parseScheduledAt } from './scheduled-at.js';
 import type { SendInput } from './send-schema.js';
 
@@ -52,10 +52,11 @@ export function sendFields(
 
   const from = assertValidALabels(parseMailbox(input.from, f('from')), f('from'));
   assertFoldable(from.name, f('from'));
-  const to = mailboxes(input.to, f('to'));
-  const cc = mailboxes(input.cc, f('cc'));
+  assertNameFoldable(from, f('from'));
+  const to = mailboxes(input.to, f('to'), true);
+  const cc = mailboxes(input.cc, f('cc'), true);
   const bcc = mailboxes(input.bcc, f('bcc'));
-  const replyTo = mailboxes(input.replyTo, f('replyTo'));
+  const replyTo = mailboxes(input.replyTo, f('replyTo'), true);
   if (to.length === 0) throw badRequest(`${f('to')}: at least one recipient is required`);
   if (to.length + cc.length + bcc.length > MAX_RECIPIENTS) throw badRequest(`${field || 'body'}: at most ${MAX_RECIPIENTS} recipients in to, cc and bcc together`);
 
@@ -74,7 +75,15 @@ export function sendFields(
   return { subject, ...(renderingFailure !== undefined ? { renderingFailure } : {}), html, text, from, to, cc, bcc, replyTo, headers, attachments, tags, scheduledAt };
 }
 
-/** A send's address list, each place named as parseMailboxList names it (`to[1]`); an invalid A-label is refused too. */
-function mailboxes(input: string | string[] | null | undefined, field: string): Mailbox[] {
-  return parseMailboxList(input, field).map((m, i) => assertValidALabels(m, Array.isArray(input) ? `${field}[${i}]` : field));
+/**
+ * A send's address list, each place named as parseMailboxList names it (`to[1]`); an invalid
+ * A-label is refused too, and in a header field (`inHeader`; Bcc is envelope only) a display
+ * name that cannot be written in legal lines.
+ */
+function mailboxes(input: string | string[] | null | undefined, field: string, inHeader = false): Mailbox[] {
+  return parseMailboxList(input, field).map((m, i) => {
+    const place = Array.isArray(input) ? `${field}[${i}]` : field;
+    if (inHeader) assertNameFoldable(m, place);
+    return assertValidALabels(m, place);
+  });
 }

@@ -9,6 +9,7 @@ import type { TemplateRow, TemplateVersionRow, TemplatesRepository } from '../..
 import { badRequest, notFound } from '../errors.js';
 import { isIntId } from '../int-id.js';
 import { DEFAULT_TEMPLATES } from './default-templates.js';
+import { assertSubjectTemplateFoldable } from '../emails/email-headers.js';
 
 export interface TemplateView {
   id: string;
@@ -78,6 +79,7 @@ export function createTemplateService(deps: { templates: TemplatesRepository; cl
     },
 
     async create(teamId: number, input: { name: string; subject: string; content?: string }): Promise<TemplateView> {
+      assertSubjectTemplateFoldable(input.subject, 'subject');
       const rendered = renderContent(input.content);
       const now = clock.now().toISOString();
       const row = { id: newId('tp'), team_id: teamId, name: input.name, subject: input.subject, content: rendered.content, html: rendered.html, text_body: rendered.text, published_version: null, created_at: now, updated_at: now, deleted_at: null };
@@ -94,7 +96,10 @@ export function createTemplateService(deps: { templates: TemplatesRepository; cl
       await load(teamId, id);
       const changes: Parameters<TemplatesRepository['updateDraft']>[2] = {};
       if (patch.name !== undefined) changes.name = patch.name;
-      if (patch.subject !== undefined) changes.subject = patch.subject;
+      if (patch.subject !== undefined) {
+        assertSubjectTemplateFoldable(patch.subject, 'subject');
+        changes.subject = patch.subject;
+      }
       if (patch.content !== undefined) {
         const r = renderContent(patch.content);
         Object.assign(changes, { content: r.content, html: r.html, text_body: r.text });
