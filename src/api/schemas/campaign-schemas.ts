@@ -29,6 +29,8 @@ export const campaignSchema = z
     hardBounced: count,
     complained: count,
     unsubscribed: count,
+    machineOpened: count.meta({ description: 'Emails of the campaign opened by a machine (a privacy proxy fetching images on arrival); opened counts people only.' }),
+    machineClicked: count.meta({ description: 'Emails of the campaign whose links a machine (a link scanner) followed; clicked counts people only.' }),
     replyTo: z.array(z.string()),
     cc: z.array(z.string()),
     bcc: z.array(z.string()),

@@ -117,6 +117,8 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       hardBounced: c.hard_bounced,
       complained: c.complained,
       unsubscribed: c.unsubscribed,
+      machineOpened: c.machine_opened,
+      machineClicked: c.machine_clicked,
       replyTo: JSON.parse(c.reply_to_json) as string[],
       cc: JSON.parse(c.cc_json) as string[],
       bcc: JSON.parse(c.bcc_json) as string[],
@@ -403,6 +405,14 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     'email.complained': 'complained',
   };
 
+  /** opened and clicked count people, as email analytics do: a machine's hit has counters of its own. */
+  function countedAs(event: BusEvent): CountedStatus | undefined {
+    const status = COUNTED[event.type];
+    if (status !== 'opened' && status !== 'clicked') return status;
+    const machine = (event.data[status === 'opened' ? 'open' : 'click'] as { machine?: unknown } | undefined)?.machine === true;
+    return machine ? (status === 'opened' ? 'machine_opened' : 'machine_clicked') : status;
+  }
+
   return {
     view,
 
@@ -448,6 +458,8 @@ export function createCampaignService(deps: CampaignServiceDeps) {
         hard_bounced: 0,
         complained: 0,
         unsubscribed: 0,
+        machine_opened: 0,
+        machine_clicked: 0,
         created_at: now,
         updated_at: now,
         deleted_at: null,
@@ -574,8 +586,8 @@ export function createCampaignService(deps: CampaignServiceDeps) {
 
     /** Counters move once per email per status, as status events arrive. */
     async onEmailEvent(event: BusEvent): Promise<void> {
-      const status = COUNTED[event.type];
       const emailId = event.data.id;
+      const status = countedAs(event);
       if (!status || !event.data.campaignId || typeof emailId !== 'string') return;
       // Each write counts or unsubscribes once however often it runs, so one whose store
       // connection was cut is tried again (core/connection-retry.ts): given up, the count would

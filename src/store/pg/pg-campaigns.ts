@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../tables/database.js';
-import { COUNTED_STATUSES, HARD_BOUNCED, type CampaignsRepository, type CountedStatus } from '../repositories/campaigns-repository.js';
+import { COUNTED_STATUSES, HARD_BOUNCED, RECOUNTED_EVENT_STATUSES, type CampaignsRepository, type CountedStatus } from '../repositories/campaigns-repository.js';
 import { pgPoolOf } from './pg-context.js';
 import { clientExec } from './pg-exec.js';
 import { transact } from '../store-context.js';
@@ -45,10 +45,11 @@ export function pgCampaigns(db: Kysely<Database>): Partial<CampaignsRepository> 
     },
 
     async recountMissed(after: number, limit: number): Promise<{ last: number | null; added: number }> {
-      const reachable = COUNTED_STATUSES.map((s) => s.toUpperCase());
+      const reachable = [...RECOUNTED_EVENT_STATUSES];
       const rows = await exec.query<{ rid: number; campaign_id: string; contact_id: string; counted: string; reached: string[]; hard: boolean }>(
         `select cr.rowid as rid, cr.campaign_id, cr.contact_id, cr.counted,
-           array(select distinct e.status from email_events e where e.email_id = cr.email_id and e.status = any($2::text[])) as reached,
+           array(select distinct case when e.status in ('OPENED', 'CLICKED') and (e.data_json::jsonb ->> 'machine') = 'true' then 'MACHINE_' || e.status else e.status end
+                 from email_events e where e.email_id = cr.email_id and e.status = any($2::text[])) as reached,
            exists (select 1 from email_events e where e.email_id = cr.email_id and e.status = 'BOUNCED' and (e.data_json::jsonb -> 'bounce' ->> 'type') = 'Permanent') as hard
          from campaign_recipients cr where cr.rowid > $1 order by cr.rowid limit $3`,
         [after, reachable, limit],

@@ -10,11 +10,17 @@ import { contactsInBook } from './contacts-scope.js';
 export type CampaignRow = Selectable<CampaignsTable>;
 export type CampaignChanges = Omit<Updateable<CampaignsTable>, 'id' | 'team_id' | 'created_at'>;
 
-/** Counters a recipient's email moves once each (campaign_recipients.counted remembers which). */
-export const COUNTED_STATUSES = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'hard_bounced', 'complained'] as const;
+/**
+ * Counters a recipient's email moves once each (campaign_recipients.counted remembers which).
+ * opened and clicked are a person's; a machine's hit (core/tracking/machine-hits.ts, its event
+ * data flagged `machine`) moves machine_opened or machine_clicked instead.
+ */
+export const COUNTED_STATUSES = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'hard_bounced', 'complained', 'machine_opened', 'machine_clicked'] as const;
 export type CountedStatus = (typeof COUNTED_STATUSES)[number];
 /** No email status of its own: a BOUNCED event whose bounce is Permanent (what live counting reads). */
 export const HARD_BOUNCED = 'HARD_BOUNCED';
+/** The email statuses the recount reads (an OPENED or CLICKED event flagged `machine` reads as MACHINE_OPENED or MACHINE_CLICKED). */
+export const RECOUNTED_EVENT_STATUSES = ['SENT', 'DELIVERED', 'OPENED', 'CLICKED', 'BOUNCED', 'COMPLAINED'] as const;
 
 /** Whose campaigns a query reaches: the team's, or only those from one domain of it (a key bound to that domain). */
 export interface CampaignScope {
@@ -287,12 +293,13 @@ export function createCampaignsRepository(db: Db) {
      * the recipients after rowid `after`, `limit` of them; `last` is null when none are left.
      */
     async recountMissed(after: number, limit: number): Promise<{ last: number | null; added: number }> {
-      const reachable = COUNTED_STATUSES.map((s) => `'${s.toUpperCase()}'`).join(', ');
+      const reachable = RECOUNTED_EVENT_STATUSES.map((s) => `'${s}'`).join(', ');
       return sync.write(() => {
         const rows = sync.sqlite
           .prepare(
             `select cr.rowid as rid, cr.campaign_id, cr.email_id, cr.counted,
-               (select group_concat(distinct e.status) from email_events e where e.email_id = cr.email_id and e.status in (${reachable})) as reached,
+               (select group_concat(distinct case when e.status in ('OPENED', 'CLICKED') and json_extract(e.data_json, '$.machine') = 1 then 'MACHINE_' || e.status else e.status end)
+                  from email_events e where e.email_id = cr.email_id and e.status in (${reachable})) as reached,
                exists (select 1 from email_events e where e.email_id = cr.email_id and e.status = 'BOUNCED' and json_extract(e.data_json, '$.bounce.type') = 'Permanent') as hard
              from campaign_recipients cr where cr.rowid > ? order by cr.rowid limit ?`,
           )

@@ -414,6 +414,9 @@ export interface CampaignsTable {
   hard_bounced: number;
   complained: number;
   unsubscribed: number;
+  /** Emails opened or clicked by a machine (a privacy proxy or link scanner); opened and clicked count people only. */
+  machine_opened: number;
+  machine_clicked: number;
   created_at: string;
   updated_at: string;
   deleted_at: string | null;
