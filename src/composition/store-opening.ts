@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import type { Config } from '../config/defaults.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { isPostgresUrl, openAppStore, type AppStore, type StoreSettings } from '../store/open-store.js';
+import { parseDuration } from '../lib/rate-spec.js';
 import type { CopyProgress, CopyReport } from '../store/store-copy.js';
 import type { BackupReport } from '../store/store-backup.js';
 import type { RestoreReport } from '../store/store-restore.js';
@@ -18,7 +19,7 @@ const storeFile = (config: Config) => join(resolve(config.dataDir), 'posthorn.db
 
 /** Where a configuration keeps its data: PostgreSQL at store.url, or SQLite in the data directory. */
 export function storeSettings(config: Config): StoreSettings {
-  return { url: config.store.url, file: storeFile(config), durability: config.store.durability, poolMax: config.store.pool.max, connectTimeoutMs: config.store.pool.connectTimeoutMs };
+  return { url: config.store.url, file: storeFile(config), durability: config.store.durability, poolMax: config.store.pool.max, connectTimeoutMs: config.store.pool.connectTimeoutMs, statementTimeoutMs: config.store.statementTimeout === '0' ? 0 : parseDuration(config.store.statementTimeout)! };
 }
 
 /** This node's id in the cluster (its leases, health, logs): cluster.nodeName, or <hostname>:<pid>. */

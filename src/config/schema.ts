@@ -243,6 +243,9 @@ export const configSchema = z
         durability: key(z.enum(['full', 'normal']).default('full'), {
           doc: 'full: every accepted send, stored message and delivery result is on disk before Posthorn says so (it survives a power cut: SQLite syncs its log, PostgreSQL commits with synchronous_commit=on). normal: faster on slow disks; a killed Posthorn still loses nothing, but a power cut (or a crash of the PostgreSQL server) can lose the last seconds (SQLite syncs at checkpoints only; PostgreSQL synchronous_commit=off).',
         }),
+        statementTimeout: key(z.union([z.literal('0'), durationAtMost('1h')]).default('30s'), {
+          doc: 'PostgreSQL: how long one query served on behalf of an API or console request that reads contacts by a filter (segment members and previews, contact searches and exports) may run before the server cancels it; the request then answers 422 saying to narrow the filter. Migrations, store copies, retention and the engine\'s own work are never cut short. "0": no limit.',
+        }),
         pool: section({
           max: key(z.number().int().min(2).max(1000).default(10), { doc: 'PostgreSQL: connections this node keeps to the database at most.' }),
           connectTimeoutMs: key(timeoutMs(600_000).default(5000), { doc: 'PostgreSQL: how long an operation waits for a connection, in milliseconds, before it fails (a send then answers 500 "not stored").' }),

@@ -43,7 +43,7 @@ function compose(stack: Middleware[]): Middleware {
   };
 }
 
-const TITLES: Record<number, string> = { 400: 'Not possible', 401: 'Sign in first', 403: 'Not allowed', 404: 'Not found', 405: 'Not possible', 409: 'Already exists', 413: 'Too large', 429: 'Too many requests', 500: 'Something went wrong' };
+const TITLES: Record<number, string> = { 400: 'Not possible', 401: 'Sign in first', 403: 'Not allowed', 404: 'Not found', 405: 'Not possible', 409: 'Already exists', 413: 'Too large', 422: 'Too slow', 429: 'Too many requests', 500: 'Something went wrong' };
 
 const isUnsafe = (ctx: Context) => ctx.method !== 'GET' && ctx.method !== 'HEAD';
 const wantsJson = (ctx: Context) => ctx.path.endsWith('.json') || /application\/json/.test(ctx.get('accept'));
@@ -99,7 +99,7 @@ export function mountConsole(router: Router, deps: ConsoleDeps): void {
       if (known && err.retryAfterSeconds !== undefined) ctx.set('Retry-After', String(err.retryAfterSeconds));
       if (wantsJson(ctx)) {
         ctx.status = status;
-        ctx.body = { error: { code, message } };
+        ctx.body = { error: { code: code === 'QUERY_TOO_SLOW' ? 'BAD_REQUEST' : code, message } };
         return;
       }
       const c = ctx as ConsoleContext;

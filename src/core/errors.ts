@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'NOT_UNIQUE'
   | 'RATE_LIMITED'
   | 'PAYLOAD_TOO_LARGE'
+  | 'QUERY_TOO_SLOW'
   | 'INTERNAL_SERVER_ERROR';
 
 /** The HTTP status the spec gives each code; both HTTP edges (the API and the console) answer with it. */
@@ -20,6 +21,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   METHOD_NOT_ALLOWED: 405,
   NOT_UNIQUE: 409,
   PAYLOAD_TOO_LARGE: 413,
+  QUERY_TOO_SLOW: 422,
   RATE_LIMITED: 429,
   INTERNAL_SERVER_ERROR: 500,
 };
@@ -49,3 +51,11 @@ export const notUnique = (message: string) => new AppError('NOT_UNIQUE', message
  */
 export const storageUnavailable = () =>
   new AppError('INTERNAL_SERVER_ERROR', 'the server could not store this request (its storage is full, failing, busy or out of reach); nothing was accepted, retry later');
+
+/**
+ * A read on behalf of the request ran past store.statementTimeout and was cancelled (nothing was
+ * written): 422 with the spec's code BAD_REQUEST, since the same request would run as long again;
+ * a narrower filter or search is what helps.
+ */
+export const queryTooSlow = () =>
+  new AppError('QUERY_TOO_SLOW', 'the query took too long and was stopped (store.statementTimeout); narrow the filter or search and try again');

@@ -30,6 +30,8 @@ const REPLIES: Record<ErrorCode, Reply> = {
   RATE_LIMITED: { code: 451, enhanced: '4.7.0' },
   // RFC 1870 6.1 / RFC 3463 X.3.4: message too big for system.
   PAYLOAD_TOO_LARGE: { code: 552, enhanced: '5.3.4' },
+  // Not reached over SMTP (filtered contact reads only); a transient local error if it ever is.
+  QUERY_TOO_SLOW: { code: 451, enhanced: '4.3.0' },
   // Ours, not the client's: a transient local error (RFC 3463 X.3.0).
   INTERNAL_SERVER_ERROR: { code: 451, enhanced: '4.3.0' },
 };

@@ -12,6 +12,8 @@ export interface StoreSettings {
   durability: 'full' | 'normal';
   poolMax: number;
   connectTimeoutMs: number;
+  /** PostgreSQL: statement_timeout of the reads served on behalf of requests, in ms (0: none). */
+  statementTimeoutMs?: number;
 }
 
 export interface OpenHooks {
@@ -33,7 +35,7 @@ export async function openAppStore(s: StoreSettings, hooks: OpenHooks = {}): Pro
   if (s.url) {
     if (!isPostgresUrl(s.url)) throw new Error('store.url: must be a postgres:// or postgresql:// URL (or empty for SQLite)');
     const { openPgStore } = await import('./pg/pg-store.js');
-    return openPgStore({ url: s.url, poolMax: s.poolMax, connectTimeoutMs: s.connectTimeoutMs, durability: s.durability, onPoolError: hooks.onPoolError, applicationName: hooks.applicationName });
+    return openPgStore({ url: s.url, poolMax: s.poolMax, connectTimeoutMs: s.connectTimeoutMs, durability: s.durability, onPoolError: hooks.onPoolError, applicationName: hooks.applicationName, statementTimeoutMs: s.statementTimeoutMs });
   }
   // Each store's driver is loaded only when it is the one configured (better-sqlite3 here, pg above).
   const { openStore } = await import('./db.js');

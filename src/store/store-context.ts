@@ -53,3 +53,9 @@ export function transact<DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) => Pr
   const pg = pgDialects.get(db);
   return pg ? pg.transact(db, fn as (trx: Transaction<any>) => Promise<T>) : db.transaction().execute(fn);
 }
+
+/** A transaction opened on `db` directly answers storeKindOf (and withDialect) as `db` does. */
+export function inheritDialect(db: object, trx: object): void {
+  const pg = pgDialects.get(db);
+  if (pg) pgDialects.set(trx, pg);
+}

@@ -86,3 +86,16 @@ export class RecipientGoneError extends Error {
 }
 
 export const isRecipientGone = (err: unknown): err is RecipientGoneError => err instanceof RecipientGoneError;
+
+/**
+ * A read served on behalf of a request ran past store.statementTimeout and was cancelled
+ * (bounded-read.ts): the request asks too much of the database, nothing was written.
+ */
+export class StatementTimeoutError extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(`the query ran longer than store.statementTimeout (${timeoutMs} ms) and was cancelled`);
+    this.name = 'StatementTimeoutError';
+  }
+}
+
+export const isStatementTimeout = (err: unknown): err is StatementTimeoutError => err instanceof StatementTimeoutError;

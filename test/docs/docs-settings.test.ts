@@ -154,6 +154,7 @@ const PROBES: Record<string, string> = {
   'log.level': 'debug',
   'dns.trustAd': 'always',
   'store.durability': 'normal',
+  'store.statementTimeout': '45s',
   'store.url': 'postgres://u@db.example.com/posthorn',
   hostname: 'mail.example.com',
   publicUrl: 'https://mail.example.com',

@@ -17,6 +17,7 @@ import { CONFIRMATION_TTL_MS, signConfirmationToken, verifyConfirmationToken } f
 import { CONFIRM_URL_VARIABLE, LEGACY_CONFIRM_URL_VARIABLE, confirmationTemplate, personalize } from './double-opt-in-content.js';
 import { isPending, type Fields, merge, newContact, changesOf } from './contact-rows.js';
 import { isForeignKeyViolation, isUniqueViolation as isStoreUniqueViolation } from '../../store/store-errors.js';
+import { orTooSlow } from '../query-too-slow.js';
 
 /** Spec, Limits: bulk add and bulk delete take at most 1000 contacts per request. */
 export const MAX_BULK_CONTACTS = 1000;
@@ -324,7 +325,7 @@ export function createContactService(deps: ContactServiceDeps) {
       const filter: FilterGroup = term
         ? { match: 'any', conditions: [{ field: 'email', op: 'contains', value: lowerAddressTerm(unquoted(term)) }, { field: 'firstName', op: 'contains', value: term }, { field: 'lastName', op: 'contains', value: term }] }
         : { match: 'all', conditions: [] };
-      const { rows, total } = await contacts.listMatching({ teamId: scope.teamId, bookId }, filter, { offset: q.offset, limit: q.limit });
+      const { rows, total } = await orTooSlow(contacts.listMatching({ teamId: scope.teamId, bookId }, filter, { offset: q.offset, limit: q.limit }));
       return { items: rows.map(contactView), total };
     },
 
@@ -333,7 +334,7 @@ export function createContactService(deps: ContactServiceDeps) {
       await loadBook(scope.teamId, bookId);
       const all: FilterGroup = { match: 'all', conditions: [] };
       for (let offset = 0; ; offset += pageSize) {
-        const { rows } = await contacts.listMatching({ teamId: scope.teamId, bookId }, all, { offset, limit: pageSize });
+        const { rows } = await orTooSlow(contacts.listMatching({ teamId: scope.teamId, bookId }, all, { offset, limit: pageSize }));
         if (rows.length) yield rows.map(contactView);
         if (rows.length < pageSize) return;
       }

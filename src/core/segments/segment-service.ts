@@ -10,6 +10,7 @@ import { badRequest, notFound, notUnique } from '../errors.js';
 import { describeCampaigns } from '../campaigns/campaign-refs.js';
 import { parseSegmentFilters } from './segment-filters.js';
 import { isForeignKeyViolation } from '../../store/store-errors.js';
+import { orTooSlow } from '../query-too-slow.js';
 
 // Filters are checked by parseSegmentFilters (which names the bad condition); zod only
 // requires them to be present here.
@@ -124,7 +125,7 @@ export function createSegmentService(deps: { segments: SegmentsRepository; books
     async preview(teamId: number, input: { contactBookId: string; filters: unknown }, page: { offset: number; limit: number }): Promise<{ items: ContactView[]; total: number }> {
       const filters = parseSegmentFilters(input.filters);
       if (!(await books.findById(teamId, input.contactBookId))) throw badRequest(`contactBookId: contact book ${input.contactBookId} not found`);
-      const { rows, total } = await contacts.listMatching({ teamId, bookId: input.contactBookId }, filters, page);
+      const { rows, total } = await orTooSlow(contacts.listMatching({ teamId, bookId: input.contactBookId }, filters, page));
       return { items: rows.map(contactView), total };
     },
 
@@ -132,7 +133,7 @@ export function createSegmentService(deps: { segments: SegmentsRepository; books
     async contacts(teamId: number, id: string, page: { offset: number; limit: number }): Promise<{ items: ContactView[]; total: number }> {
       const s = await load(teamId, id);
       const filters = JSON.parse(s.filters_json) as FilterGroup;
-      const { rows, total } = await contacts.listMatching({ teamId: s.team_id, bookId: s.contact_book_id }, filters, page);
+      const { rows, total } = await orTooSlow(contacts.listMatching({ teamId: s.team_id, bookId: s.contact_book_id }, filters, page));
       return { items: rows.map(contactView), total };
     },
   };

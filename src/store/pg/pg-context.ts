@@ -25,3 +25,14 @@ export function sharedOf<T>(db: object, name: string, make: () => T): T {
   if (!map.has(name)) map.set(name, make());
   return map.get(name) as T;
 }
+
+/** store.statementTimeout in ms (0: none), for the reads served on behalf of requests (bounded-read.ts). */
+const statementTimeouts = new WeakMap<object, number>();
+
+export function registerStatementTimeout(db: object, ms: number): void {
+  statementTimeouts.set(db, ms);
+}
+
+export function statementTimeoutOf(db: object): number {
+  return statementTimeouts.get(db) ?? 0;
+}

@@ -7,7 +7,7 @@ import { registerPgDialect, type PgDialect } from '../store-context.js';
 import { PgSchemaPlugin } from './pg-schema-plugin.js';
 import { kyselyExec, withTxWrites } from './pg-exec.js';
 import { PG_OVERRIDES } from './pg-overrides.js';
-import { registerPgPool } from './pg-context.js';
+import { registerPgPool, registerStatementTimeout } from './pg-context.js';
 import { PG_LOWER_COLLATION } from '../unicode-lower.js';
 import { PgStoreUnsupportedError, redactDatabaseUrl } from './pg-url.js';
 import { ASSIGNED_XID_SQL, commitOutcome } from './pg-commit-outcome.js';
@@ -26,6 +26,8 @@ export interface PgStoreOptions {
   onPoolError?: (err: Error) => void;
   /** Shown in pg_stat_activity. */
   applicationName?: string;
+  /** store.statementTimeout in ms for reads served on behalf of requests (bounded-read.ts); 0 or absent: none. */
+  statementTimeoutMs?: number;
 }
 
 export interface PgStore {
@@ -109,6 +111,7 @@ export async function openPgStore(opts: PgStoreOptions): Promise<PgStore> {
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new ParenthesizeRawPlugin(), new PgSchemaPlugin()] });
   registerGroupCommit(db, sqliteOnly);
   registerPgPool(db, pool);
+  registerStatementTimeout(db, opts.statementTimeoutMs ?? 0);
   const dialect: PgDialect = {
     overrides: PG_OVERRIDES,
     transact: async (kdb, fn) => {

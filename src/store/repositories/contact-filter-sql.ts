@@ -72,7 +72,7 @@ function column(eb: ContactsEb, field: string, dialect: Dialect): Operand {
     // PostgreSQL: the value as text (null for a missing key or a JSON null), a JSON boolean as 1
     // or 0: what json_extract gives on SQLite, which text ops and numeric compares then read.
     if (dialect === 'postgres') {
-      return sql`(case (contacts.properties_json::jsonb -> ${key}) when 'true'::jsonb then '1' when 'false'::jsonb then '0' else contacts.properties_json::jsonb ->> ${key} end)`;
+      return sql`(case (contact_properties.p -> ${key}) when 'true'::jsonb then '1' when 'false'::jsonb then '0' else contact_properties.p ->> ${key} end)`;
     }
     // The quoted JSON path member makes keys such as "a-b" work; the path itself is bound.
     return eb.fn('json_extract', [eb.ref('contacts.properties_json'), eb.val(`$."${key}"`)]);
@@ -87,7 +87,7 @@ function column(eb: ContactsEb, field: string, dialect: Dialect): Operand {
 function pgJsonEquals(field: string, value: string | number): RawBuilder<SqlBool> {
   const key = propertyKey(field)!;
   const json = typeof value === 'number' ? sql`to_jsonb(${value}::numeric)` : sql`to_jsonb(${value}::text)`;
-  return sql<SqlBool>`((contacts.properties_json::jsonb -> ${key}) = ${json})`;
+  return sql<SqlBool>`((contact_properties.p -> ${key}) = ${json})`;
 }
 
 /**
@@ -101,7 +101,7 @@ function pgJsonIn(field: string, values: readonly (string | number)[]): Expressi
   const key = propertyKey(field)!;
   const texts = values.filter((v): v is string => typeof v === 'string');
   const others = values.filter((v): v is number => typeof v === 'number').map((v) => pgJsonEquals(field, v));
-  const anyText = sql<SqlBool>`(jsonb_typeof(contacts.properties_json::jsonb -> ${key}) = 'string' and (contacts.properties_json::jsonb ->> ${key}) collate "C" = any(${texts}::text[]))`;
+  const anyText = sql<SqlBool>`(jsonb_typeof(contact_properties.p -> ${key}) = 'string' and (contact_properties.p ->> ${key}) collate "C" = any(${texts}::text[]))`;
   return others.length === 0 ? anyText : sql<SqlBool>`(${sql.join([anyText, ...others], sql` or `)})`;
 }
 
@@ -171,7 +171,7 @@ type Comparator = (typeof COMPARATORS)[keyof typeof COMPARATORS];
 function pgTextOrder(field: string, operator: Comparator, value: string): RawBuilder<SqlBool> {
   const key = propertyKey(field)!;
   const numberOrBoolean = operator === '<' || operator === '<=' ? sql`true` : sql`false`;
-  return sql<SqlBool>`(case jsonb_typeof(contacts.properties_json::jsonb -> ${key}) when 'number' then ${numberOrBoolean} when 'boolean' then ${numberOrBoolean} else (contacts.properties_json::jsonb ->> ${key}) collate "C" ${sql.raw(operator)} ${value} end)`;
+  return sql<SqlBool>`(case jsonb_typeof(contact_properties.p -> ${key}) when 'number' then ${numberOrBoolean} when 'boolean' then ${numberOrBoolean} else (contact_properties.p ->> ${key}) collate "C" ${sql.raw(operator)} ${value} end)`;
 }
 
 function condition(eb: ContactsEb, c: FilterCondition, dialect: Dialect): Expression<SqlBool> {
@@ -232,5 +232,16 @@ function node(eb: ContactsEb, n: FilterNode, dialect: Dialect): Expression<SqlBo
  * only through `contactsInBook` (contacts-scope.ts), which ANDs it with the team and book.
  */
 export function contactFilterExpression(eb: ContactsEb, filter: FilterNode, dialect: Dialect = 'sqlite'): Expression<SqlBool> {
-  return eb.parens(node(eb, filter, dialect));
+  const expression = eb.parens(node(eb, filter, dialect));
+  if (dialect !== 'postgres' || !readsProperties(filter)) return expression;
+  // PostgreSQL: the contact's properties (a text column) parsed as JSON once per row, not once per
+  // condition: a filter of 100 conditions over 100 properties of 2,000 characters parsed 20 MB
+  // per contact, minutes for a book of a few hundred. OFFSET 0 keeps the planner from folding
+  // the subquery away (it would put the cast back into every reference). The filter stays in
+  // the WHERE clause, so `selectAll()` is still `contacts.*` and counts are unchanged.
+  return sql<SqlBool>`exists (select 1 from (select contacts.properties_json::jsonb as p offset 0) as contact_properties where ${expression})`;
+}
+
+function readsProperties(n: FilterNode): boolean {
+  return isGroup(n) ? n.conditions.some(readsProperties) : n.field.startsWith('properties.');
 }

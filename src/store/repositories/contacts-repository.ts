@@ -4,6 +4,7 @@ import { transact } from '../store-context.js';
 import type { ContactsTable, Database } from '../tables/database.js';
 import type { FilterNode } from './contact-filter-sql.js';
 import { contactsInBook, type BookKey } from './contacts-scope.js';
+import { boundedRead } from '../bounded-read.js';
 
 export type ContactRow = Selectable<ContactsTable>;
 export type ContactChanges = Omit<Updateable<ContactsTable>, 'id' | 'team_id' | 'contact_book_id' | 'created_at'>;
@@ -109,10 +110,13 @@ function build(db: Executor) {
 
     /** A segment evaluated now: the filter runs in SQL, with the total for the page envelope. */
     async listMatching(scope: BookKey, filter: FilterNode, page: { offset: number; limit: number }): Promise<{ rows: ContactRow[]; total: number }> {
-      const base = contactsInBook(db, scope, filter);
-      const rows = await base.selectAll().orderBy(NEWEST_FIRST).limit(page.limit).offset(page.offset).execute();
-      const total = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      return { rows, total: Number(total.n) };
+      // Served on behalf of requests only (members, previews, searches, exports): bounded by store.statementTimeout.
+      return boundedRead(db, async (rdb) => {
+        const base = contactsInBook(rdb, scope, filter);
+        const rows = await base.selectAll().orderBy(NEWEST_FIRST).limit(page.limit).offset(page.offset).execute();
+        const total = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+        return { rows, total: Number(total.n) };
+      });
     },
 
     /**
