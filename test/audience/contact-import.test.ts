@@ -1,6 +1,6 @@
 import test from 'ava';
 import { pino } from 'pino';
-import { contactsCsvHeader, contactsCsvLines, contactsFromCsv, parseCsv } from '../../src/core/contacts/contact-csv.js';
+import { contactsCsvHeader, contactsCsvLines, contactsFromCsv, MAX_CSV_BYTES, parseCsv } from '../../src/core/contacts/contact-csv.js';
 import { createContactImportService, IMPORT_CHUNK_ROWS, MAX_RUNNING_IMPORTS } from '../../src/core/contacts/contact-import-service.js';
 import { createContactImportsRepository } from '../../src/store/repositories/contact-imports-repository.js';
 import type { ContactView } from '../../src/core/contacts/contact-service.js';
@@ -21,6 +21,18 @@ test('CSV: quotes, doubled quotes, line breaks inside fields, CRLF, a BOM and ";
   ]);
   t.deepEqual(parseCsv('email;plan\nx@example.org;pro\n').records[1]!.fields, ['x@example.org', 'pro']);
   t.deepEqual(parseCsv('a,"open\nnever closed').error, { line: 1, message: 'a quoted field opened on line 1 is never closed' });
+});
+
+test('CSV: a field of quotes after text, or of spaces then quotes, at the 20 MB upload limit is read in linear time', (t) => {
+  // Each '"' outside a quoted field asked whether the field so far was only spaces by scanning it:
+  // 1 MB of such quotes took minutes of the only thread, 20 MB would take days.
+  const quotes = '"'.repeat(MAX_CSV_BYTES - 2 * 1024 * 1024);
+  const rows = contactsFromCsv(`email\n${' '.repeat(1024 * 1024)}x${quotes}\n`);
+  t.is(rows.length, 1);
+  t.is(rows[0]!.email, `x${quotes}`);
+  const { records } = parseCsv(`a\nb${quotes}\n  "c"\n`);
+  t.is(records[1]!.fields[0]!.length, quotes.length + 1);
+  t.deepEqual(records[2]!.fields, ['c']);
 });
 
 test('CSV: old-Mac CR-only line breaks, a quoted field after spaces, and line numbers stay right', (t) => {

@@ -36,9 +36,13 @@ export function parseCsv(text: string): { records: CsvRecord[]; error?: { line: 
   // After a closing quote, spaces up to the delimiter are padding, not content.
   let closed = false;
   let pad = '';
+  // Whether field is spaces only, kept as it grows: testing the field itself at every '"'
+  // rescanned it (a field of 1 MB of '"' took minutes of the only thread).
+  let blank = true;
   const endField = () => {
     fields.push(field);
     field = '';
+    blank = true;
     closed = false;
     pad = '';
   };
@@ -54,6 +58,7 @@ export function parseCsv(text: string): { records: CsvRecord[]; error?: { line: 
       if (c === '"') {
         if (src[i + 1] === '"') {
           field += '"';
+          blank = false;
           i += 2;
           continue;
         }
@@ -64,10 +69,11 @@ export function parseCsv(text: string): { records: CsvRecord[]; error?: { line: 
       }
       if (c === '\n' || (c === '\r' && src[i + 1] !== '\n')) line++;
       field += c;
+      blank &&= c === ' ';
       i++;
       continue;
     }
-    if (c === '"' && !closed && /^ *$/.test(field)) {
+    if (c === '"' && !closed && blank) {
       // Spaces before the opening quote are padding (RFC 4180 has none, spreadsheets write them).
       field = '';
       quotedAt = line;
@@ -88,6 +94,7 @@ export function parseCsv(text: string): { records: CsvRecord[]; error?: { line: 
     } else {
       // Text after a closed quote is kept as written (lenient), spaces before it included.
       field += pad + c;
+      blank &&= c === ' ';
       closed = false;
       pad = '';
       i++;
