@@ -1,5 +1,8 @@
 import test from 'ava';
 import { sql } from 'kysely';
+import { pino } from 'pino';
+import { createContactImportService } from '../../src/core/contacts/contact-import-service.js';
+import { createContactImportsRepository } from '../../src/store/repositories/contact-imports-repository.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import type { App } from '../../src/app.js';
 import { startMailWorld, type MailWorld } from '../helpers/mail-world.js';
@@ -95,6 +98,22 @@ test.serial('bulk add: a confirmation failing to be stored rolls the whole write
   t.is(again.status, 200, JSON.stringify(again.body));
   t.is(again.body.created, 2);
   t.is(await eachPendingConfirmedOnce(t, emails), 2);
+});
+
+test.serial('CSV import: a chunk whose confirmation fails to be stored is rolled back with its progress', async (t) => {
+  const emails = ['lost-import1@example.net', 'lost-import2@example.org'];
+  const app = w.t0.app;
+  const service = createContactImportService({ imports: createContactImportsRepository(app.store.db), contacts: app.services.contacts, clock: app.clock, logger: pino({ level: 'silent' }), node: 'n', cluster: false });
+  t.teardown(() => service.stop());
+  const scope = { teamId: w.t0.teamId, domainId: null };
+  await refuseEmails(app, '%lost-import2%');
+  const job = await service.start(scope, bookId, 'optin.csv', `email\n${emails.join('\n')}\n`);
+  await service.whenFinished(job.id);
+  await acceptEmails(app);
+  t.like(await service.get(scope, job.id), { status: 'FAILED', created: 0 });
+  t.deepEqual(await contactsAt(emails), [], 'the chunk was not written');
+  await service.stop();
+  t.is(await eachPendingConfirmedOnce(t, emails), 0);
 });
 
 test.serial('a suppressed address is stored pending with a SUPPRESSED confirmation and gets no mail', async (t) => {
