@@ -235,7 +235,7 @@ test('a node whose import was taken over (it was taken for dead) stops, and writ
   t.deepEqual(logged.map((l) => l.msg), ['contact import stopped here: another node runs it now (this one was taken for dead), or it ended meanwhile'], 'it stopped for the lost import, not as a failure');
 });
 
-test('an import that fails after a chunk committed (its confirmations\' sender checked only then) is FAILED with that chunk counted; one that fails before, without it', async (t) => {
+test('an import that fails after a chunk committed (in an after-commit step) is FAILED with that chunk counted; one that fails before, without it', async (t) => {
   const app = await startTestApp();
   t.teardown(() => app.close());
   const scope = { teamId: app.teamId, domainId: null };

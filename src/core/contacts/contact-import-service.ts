@@ -160,7 +160,7 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
         if (isStorageFailure(err)) throw err;
         const failure = err instanceof AppError ? err.message : 'the import failed unexpectedly; see the server log';
         if (!(err instanceof AppError)) deps.logger.error({ err, importId: job.id }, 'contact import failed');
-        // A failure after the commit (a confirmation's sender checked only then) leaves the chunk
+        // A failure after the commit (an after-commit step of bulkAdd) leaves the chunk
         // recorded: the stored progress says which, and the report keeps what was written.
         const committed = next && (await imports.findRunning(job.id, deps.node))?.processed_rows === next.processed;
         const stopped = committed ? next! : after(state, 0, { created: 0, updated: 0 }, unreadable);

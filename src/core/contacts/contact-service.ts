@@ -7,9 +7,9 @@ import type { ContactsTable } from '../../store/tables/database.js';
 import type { FilterGroup } from '../../store/repositories/contact-filter-sql.js';
 import type { DomainService } from '../domains/domain-service.js';
 import { issuePath, plainIssues } from '../plain-issues.js';
-import type { EmailService, SendContext } from '../emails/email-service.js';
+import type { EmailService, SendContext, SendInTransaction, SendReadAhead } from '../emails/email-service.js';
 import { lowerAddressTerm, mailboxKey, unquoted } from '../emails/addresses.js';
-import { badRequest, notFound, notUnique } from '../errors.js';
+import { AppError, badRequest, notFound, notUnique } from '../errors.js';
 import type { BusEvent, ContactEventType, EventBus } from '../events.js';
 import { resolveSender, type BookScope } from './contact-book-service.js';
 import { contactCreateSchema, normalizeContactEmail, type ContactCreateInput, type ContactPatchInput } from './contact-schema.js';
@@ -59,6 +59,20 @@ export function contactView(r: ContactRow): ContactView {
   };
 }
 
+/**
+ * A write found inside its transaction that it needs a confirmation nobody read ahead for (a
+ * concurrent change of the book or the contact made one necessary only now): it is rolled back
+ * and redone once the sender is checked and the confirmation's reads are made.
+ */
+class ConfirmationNeeded extends Error {}
+
+/** What a write's confirmations need, read before its transaction: the checked sender, and the store reads of sends to `addresses`. */
+interface ConfirmationReads {
+  sender: string;
+  addresses: Set<string>;
+  ahead: SendReadAhead;
+}
+
 function isUniqueViolation(err: unknown): boolean {
   return isStoreUniqueViolation(err, 'contacts');
 }
@@ -75,8 +89,11 @@ export interface ContactServiceDeps {
   books: ContactBooksRepository;
   contacts: ContactsRepository;
   domains: DomainService;
-  /** The one send path (architecture.md, House rules 1); double opt-in mail goes through it like any other. */
-  emails: Pick<EmailService, 'submit'>;
+  /**
+   * The one send path (architecture.md, House rules 1); double opt-in mail goes through it like
+   * any other, written in its contact's transaction (the transactional outbox).
+   */
+  emails: Pick<EmailService, 'readAhead' | 'prepareInTransaction'>;
   events: EventBus;
   clock: Clock;
   logger: Logger;
@@ -113,15 +130,17 @@ export function createContactService(deps: ContactServiceDeps) {
   /**
    * A contact write and its events in one transaction: the events' transactional subscribers
    * (the webhook outbox) write inside it, so a process killed right after the commit still
-   * has them; the after-commit handlers follow the commit (events.ts).
+   * has them; the after-commit handlers follow the commit (events.ts), and then `sent`'s
+   * (confirmation emails queued in the same transaction).
    */
-  async function announced<T>(write: (tx: ContactsStore) => Promise<{ value: T; events: BusEvent[] }>): Promise<T> {
+  async function announced<T>(write: (tx: ContactsStore) => Promise<{ value: T; events: BusEvent[]; sent?: SendInTransaction[] }>): Promise<T> {
     const done = await contacts.transaction(async (tx) => {
       const r = await write(tx);
       events.inTransaction(r.events);
       return r;
     });
     for (const e of done.events) events.emit(e);
+    for (const m of done.sent ?? []) m.announce();
     return done.value;
   }
 
@@ -174,14 +193,35 @@ export function createContactService(deps: ContactServiceDeps) {
   }
 
   /**
-   * Sends the confirmation email through the normal send path. `strict` rethrows the first
-   * failure (single adds: the caller sees it and can retry); bulk adds log failures instead so
-   * one bad address does not hide the rest.
+   * Made before a write that may need confirmations: a bad sender refuses it before anything is
+   * written, and the sends' store reads (sending domain, suppressions) are not made inside it.
    */
-  async function sendConfirmations(from: string, book: ContactBookRow, rows: ContactRow[], strict: boolean): Promise<void> {
-    if (!rows.length) return;
+  async function confirmationReads(scope: BookScope, book: ContactBookRow, addresses: string[]): Promise<ConfirmationReads> {
+    const sender = await senderFor(scope, book);
+    const ahead = await deps.emails.readAhead(confirmationContext(book), sender, addresses);
+    return { sender, addresses: new Set(addresses), ahead };
+  }
+
+  function confirmationContext(book: ContactBookRow): SendContext {
+    return { teamId: book.team_id, domainId: null, apiKeyId: null };
+  }
+
+  /**
+   * Queues each row's confirmation email in the contact write's open transaction, through the
+   * normal send checks (a suppressed address gets a SUPPRESSED email and no mail), so the
+   * contact and its confirmation commit together or not at all (architecture.md, The
+   * transactional outbox). `strict` decides only about a confirmation that can not be built (a
+   * 400 of the send checks, nothing queued yet): strict rethrows it and the contact is not
+   * written either (single adds: the caller sees why); otherwise it is logged and the contact is
+   * stored without one (bulk adds: one bad row does not refuse the rest). A failure to store a
+   * confirmation is never caught here: it fails the whole write.
+   */
+  async function queueConfirmations(reads: ConfirmationReads | null, book: ContactBookRow, rows: ContactRow[], strict: boolean): Promise<SendInTransaction[]> {
+    if (!rows.length) return [];
+    if (!reads || rows.some((r) => !reads.addresses.has(r.email))) throw new ConfirmationNeeded();
     const tpl = confirmationTemplate({ subject: book.double_opt_in_subject, content: book.double_opt_in_content });
-    const ctx: SendContext = { teamId: book.team_id, domainId: null, apiKeyId: null };
+    const ctx = confirmationContext(book);
+    const sent: SendInTransaction[] = [];
     for (const r of rows) {
       const url = confirmUrl(r.id);
       const values: Record<string, string> = {
@@ -193,18 +233,39 @@ export function createContactService(deps: ContactServiceDeps) {
         [LEGACY_CONFIRM_URL_VARIABLE]: url,
       };
       const mail = personalize(tpl, values);
+      let prepared: SendInTransaction;
       try {
-        await deps.emails.submit(ctx, { from, to: r.email, subject: mail.subject, html: mail.html, text: mail.text }, { contactId: r.id });
+        prepared = await deps.emails.prepareInTransaction(ctx, { from: reads.sender, to: r.email, subject: mail.subject, html: mail.html, text: mail.text }, { contactId: r.id }, reads.ahead);
       } catch (err) {
-        if (strict) throw err;
+        if (strict || !(err instanceof AppError)) throw err;
         deps.logger.warn({ err, contactId: r.id, contactBookId: book.id }, 'double opt-in confirmation could not be sent');
+        continue;
+      }
+      prepared.queue();
+      sent.push(prepared);
+    }
+    return sent;
+  }
+
+  /**
+   * Runs a contact write with the reads its confirmations need, made first when `needed` says
+   * so, or once the write finds inside its transaction that it needs them after all.
+   */
+  async function withConfirmationReads<T>(needed: boolean, read: () => Promise<ConfirmationReads>, write: (reads: ConfirmationReads | null) => Promise<T>): Promise<T> {
+    let reads = needed ? await read() : null;
+    for (;;) {
+      try {
+        return await write(reads);
+      } catch (err) {
+        if (!(err instanceof ConfirmationNeeded) || reads) throw err;
+        reads = await read();
       }
     }
   }
 
   /**
    * Create-or-update of one contact by email (POST) or by id then email (PUT). Reads, decides
-   * and writes in one transaction; events and the confirmation email follow the commit.
+   * and writes in one transaction, the confirmation email and the events with it.
    */
   async function writeOne(scope: BookScope, bookId: string, input: ContactCreateInput, how: { putId?: string }): Promise<{ contactId: string }> {
     const book = await loadBook(scope.teamId, bookId);
@@ -214,17 +275,20 @@ export function createContactService(deps: ContactServiceDeps) {
     // PUT never re-sends, so repeating it is harmless.
     const resend = how.putId === undefined;
 
-    let sender: string | null = null;
+    let needed = false;
     if (book.double_opt_in_enabled === 1) {
       const before = (how.putId && (await contacts.findById({ teamId: scope.teamId, bookId }, how.putId))) || (await contacts.findByEmail({ teamId: scope.teamId, bookId }, email));
-      if (input.subscribed !== false && (!before || (resend && isPending(before)))) sender = await senderFor(scope, book);
+      needed = input.subscribed !== false && (!before || (resend && isPending(before)));
     }
 
     const nowIso = clock.now().toISOString();
-    let outcome: { row: ContactRow; event: ContactEventType | null; confirm: boolean };
     try {
-      outcome = await retryOnRace(bookId, () => announced(async (tx: ContactsStore) => {
-        const result = (r: { row: ContactRow; event: ContactEventType | null; confirm: boolean }) => ({ value: r, events: r.event ? [contactEvent(r.event, r.row)] : [] });
+      const row = await withConfirmationReads(needed, () => confirmationReads(scope, book, [email]), (reads) => retryOnRace(bookId, () => announced(async (tx: ContactsStore) => {
+        const result = async (r: { row: ContactRow; event: ContactEventType | null; confirm: boolean }) => ({
+          value: r.row,
+          events: r.event ? [contactEvent(r.event, r.row)] : [],
+          sent: await queueConfirmations(reads, book, r.confirm ? [r.row] : [], true),
+        });
         let existing = how.putId ? await tx.findById({ teamId: scope.teamId, bookId }, how.putId) : undefined;
         if (existing && existing.email !== email) {
           const clash = await tx.findByEmail({ teamId: scope.teamId, bookId }, email);
@@ -242,18 +306,12 @@ export function createContactService(deps: ContactServiceDeps) {
         if (!after) return result({ row: existing, event: null, confirm });
         const saved = await tx.update({ teamId: scope.teamId, bookId }, existing.id, changesOf(after));
         return result({ row: saved ?? after, event: 'contact.updated', confirm });
-      }));
+      })));
+      return { contactId: row.id };
     } catch (err) {
       if (isUniqueViolation(err)) throw notUnique(`email: ${email} already exists in contact book ${bookId}`);
       throw err;
     }
-    if (outcome.confirm) {
-      // The pre-check normally resolved the sender; a concurrent change of the book or the
-      // contact can make a confirmation necessary only now.
-      sender ??= await senderFor(scope, book);
-      await sendConfirmations(sender, book, [outcome.row], true);
-    }
-    return { contactId: outcome.row.id };
   }
 
   async function deleteAllInBook(teamId: number, bookId: string): Promise<void> {
@@ -405,16 +463,17 @@ export function createContactService(deps: ContactServiceDeps) {
         valid.push({ email, fields: { firstName, lastName, properties, subscribed } });
       });
 
-      let sender: string | null = null;
+      let needed = false;
       if (book.double_opt_in_enabled === 1 && valid.length) {
         // Any address not yet in the book will need a confirmation: check the sender first, so
         // a sender that cannot send refuses the request before anything is written.
         const known = await contacts.findByEmails({ teamId: scope.teamId, bookId }, valid.map((v) => v.email));
-        if (valid.some((v) => !known.has(v.email) && v.fields.subscribed !== false)) sender = await senderFor(scope, book);
+        needed = valid.some((v) => !known.has(v.email) && v.fields.subscribed !== false);
       }
 
       const nowIso = clock.now().toISOString();
-      const result = await retryOnRace(bookId, () => announced(async (tx) => {
+      const addresses = [...new Set(valid.map((v) => v.email))];
+      const result = await withConfirmationReads(needed, () => confirmationReads(scope, book, addresses), (reads) => retryOnRace(bookId, () => announced(async (tx) => {
         const existing = await tx.findByEmails({ teamId: scope.teamId, bookId }, valid.map((v) => v.email));
         const inserts = new Map<string, { row: ContactsTable; confirm: boolean }>();
         const updates = new Map<string, ContactRow>();
@@ -444,18 +503,15 @@ export function createContactService(deps: ContactServiceDeps) {
         }
         const saved = [...updates.keys()].map((id) => written.get(id)!);
         const value = { inserts: [...inserts.values()], saved };
+        // Built inside the write (no store reads: `reads` made them), in the request's order.
+        const sent = await queueConfirmations(reads, book, value.inserts.filter((i) => i.confirm).map((i) => i.row), false);
         inTransaction?.({ created: value.inserts.length, updated: saved.length, errors });
         return {
           value,
           events: [...value.inserts.map((i) => contactEvent('contact.created', i.row)), ...saved.map((r) => contactEvent('contact.updated', r))],
+          sent,
         };
-      }));
-
-      const toConfirm = result.inserts.filter((i) => i.confirm).map((i) => i.row);
-      if (toConfirm.length) {
-        sender ??= await senderFor(scope, book);
-        await sendConfirmations(sender, book, toConfirm, false);
-      }
+      })));
       const created = result.inserts.length;
       const updated = result.saved.length;
       return {

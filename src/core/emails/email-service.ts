@@ -60,6 +60,28 @@ export interface SubmitOptions {
   acceptedInSandbox?: boolean;
 }
 
+/**
+ * The store reads a send needs (its sending domain, the suppressions of its addresses), made
+ * before the write transaction that will hold it opens (EmailService.readAhead), so building
+ * the send inside that transaction reads nothing (SQLite's one connection is that
+ * transaction's until it commits).
+ */
+export interface SendReadAhead {
+  teamId: number;
+  domainName: string;
+  domain: DomainRecord;
+  suppressedAmong: { checked: Set<string>; suppressed: Set<string> };
+}
+
+/** A send built for a transaction the caller has open (EmailService.prepareInTransaction). */
+export interface SendInTransaction {
+  emailId: string;
+  /** Queues the rows and their events in the open transaction; a store failure fails that transaction. */
+  queue(): void;
+  /** After the commit: the events' ordinary subscribers, the log line and the engine's wake-up. */
+  announce(): void;
+}
+
 export interface RenderedTemplate {
   subject: string;
   html: string;
@@ -133,7 +155,8 @@ export function createEmailService(deps: EmailServiceDeps) {
   const { emails, clock, events } = deps;
 
   /** Validates and resolves one send body into rows ready to insert. Throws 400/403 on bad input. */
-  async function prepare(ctx: SendContext, input: SendInput, opts: SubmitOptions, field = ''): Promise<Prepared> {
+  async function prepare(ctx: SendContext, input: SendInput, opts: SubmitOptions, field = '', ahead?: SendReadAhead): Promise<Prepared> {
+    if (ahead && (input.templateId || input.inReplyToId || ahead.teamId !== ctx.teamId)) throw new Error('prepare: a send read ahead renders no template and replies to nothing');
     const f = (name: string) => (field ? `${field}.${name}` : name);
     const now = clock.now();
     const nowIso = now.toISOString();
@@ -182,7 +205,8 @@ export function createEmailService(deps: EmailServiceDeps) {
     // field): a request with a bad field is told about the field whatever its domain's state.
     const domainName = domainOf(from.address);
     const inSandbox = opts.acceptedInSandbox ?? !!deps.sandbox;
-    let domainLookup = opts.domainCache?.get(domainName);
+    if (ahead && ahead.domainName !== domainName) throw new Error(`prepare: the read ahead is for ${ahead.domainName}, not ${domainName}`);
+    let domainLookup = ahead ? Promise.resolve(ahead.domain) : opts.domainCache?.get(domainName);
     if (!domainLookup) {
       domainLookup = deps.domains.sendingDomain({ teamId: ctx.teamId, domainId: ctx.domainId }, domainName, { acceptedInSandbox: inSandbox });
       opts.domainCache?.set(domainName, domainLookup);
@@ -194,6 +218,8 @@ export function createEmailService(deps: EmailServiceDeps) {
 
     // Suppressions: all To suppressed -> nothing is sent; suppressed cc/bcc are dropped.
     const keys = [...to, ...cc, ...bcc].map((m) => addressKey(m.address));
+    if (ahead && !keys.every((k) => ahead.suppressedAmong.checked.has(k))) throw new Error('prepare: an address was not read ahead');
+    if (ahead) opts = { ...opts, suppressedAmong: ahead.suppressedAmong };
     const suppressed = opts.suppressedAmong && keys.every((k) => opts.suppressedAmong!.checked.has(k)) ? opts.suppressedAmong.suppressed : await deps.suppressions.findSuppressed(ctx.teamId, keys);
     const isSuppressed = (m: Mailbox) => suppressed.has(addressKey(m.address));
     const allToSuppressed = to.every(isSuppressed);
@@ -427,6 +453,46 @@ export function createEmailService(deps: EmailServiceDeps) {
         announce([prepared]);
         return response;
       });
+    },
+
+    /**
+     * The store reads of sends from `from` to `recipients` that a write transaction will hold
+     * (prepareInTransaction), made before it opens: the sending domain's check (403 as submit's)
+     * and the suppressions.
+     */
+    async readAhead(ctx: SendContext, from: string, recipients: string[], opts: { acceptedInSandbox?: boolean } = {}): Promise<SendReadAhead> {
+      const domainName = domainOf(parseMailbox(from, 'from').address);
+      const domain = await deps.domains.sendingDomain({ teamId: ctx.teamId, domainId: ctx.domainId }, domainName, { acceptedInSandbox: opts.acceptedInSandbox ?? !!deps.sandbox });
+      const checked = new Set<string>();
+      for (const a of recipients) {
+        try {
+          checked.add(addressKey(parseMailbox(a, 'to').address)); // keyed as prepare keys it
+        } catch {
+          // invalid: prepareInTransaction refuses it with a 400
+        }
+      }
+      return { teamId: ctx.teamId, domainName, domain, suppressedAmong: { checked, suppressed: await deps.suppressions.findSuppressed(ctx.teamId, [...checked]) } };
+    },
+
+    /**
+     * A send that commits with another write (the transactional outbox for mail: a double
+     * opt-in confirmation with its contact), built inside that write's transaction from what
+     * `ahead` read. Checks as submit does (400 on a body that cannot be sent; suppressed
+     * recipients dropped, an email whose every To is suppressed stored as SUPPRESSED) and
+     * throws before anything is queued; `queue()` then writes it in the open transaction, with
+     * its events' outbox rows, and `announce()` follows the commit. No idempotency key: the
+     * caller's write is what a retry repeats.
+     */
+    async prepareInTransaction(ctx: SendContext, input: SendInput, opts: Omit<SubmitOptions, 'idempotencyKey' | 'rawBody'>, ahead: SendReadAhead): Promise<SendInTransaction> {
+      const prepared = await prepare(ctx, input, opts, '', ahead);
+      return {
+        emailId: prepared.item.row.id,
+        queue() {
+          emails.insertAcceptedInOpenTransaction([prepared.item]);
+          events.inTransaction([busEventOf(prepared)]);
+        },
+        announce: () => announce([prepared]),
+      };
     },
 
     /** All or nothing: any invalid item rejects the whole batch with 400 naming its index. */

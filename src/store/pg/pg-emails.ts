@@ -4,7 +4,7 @@ import { BODY_BYTES_SQL, EMAIL_BODY_COLUMNS, EMAIL_COLUMNS, EMAIL_HEAD_COLUMNS, 
 import { createPgBatcher } from './pg-batcher.js';
 import { pgPoolOf, sharedOf } from './pg-context.js';
 import { createPgLoader } from './pg-loader.js';
-import type { PgExec } from './pg-exec.js';
+import { openTxWrites, type PgExec, type TxWriteKind } from './pg-exec.js';
 import { RecipientGoneError } from '../store-errors.js';
 
 /*
@@ -116,6 +116,21 @@ async function refuseGoneRecipients(exec: PgExec, calls: AcceptCall[]): Promise<
   if (gone) throw new RecipientGoneError(gone.contactId);
 }
 
+/**
+ * Emails accepted inside another write's transaction (a double opt-in confirmation in its
+ * contact's): the same statement, written just before that transaction commits. First of the
+ * kinds, so their events' outbox rows and rollups (written after) find them.
+ */
+const ACCEPTED_IN_TX: TxWriteKind<NewEmail[]> = {
+  name: 'accepted-emails',
+  order: 1,
+  async flush(exec, lists) {
+    const calls = lists.map((items) => ({ items }));
+    await refuseGoneRecipients(exec, calls);
+    await exec.run(ACCEPT_SQL, acceptParams(calls));
+  },
+};
+
 export function pgEmails(db: Kysely<Database>): Partial<EmailsRepository> {
   const pool = pgPoolOf(db);
   const accept = sharedOf(db, 'accept', () => createPgBatcher<AcceptCall, void>(
@@ -134,6 +149,9 @@ export function pgEmails(db: Kysely<Database>): Partial<EmailsRepository> {
   return {
     async insertAccepted(items: NewEmail[], idem?: IdempotencyCompletion, inTransaction?: () => void): Promise<void> {
       await accept.write({ items, idem, inTransaction });
+    },
+    insertAcceptedInOpenTransaction(items: NewEmail[]): void {
+      openTxWrites('insertAcceptedInOpenTransaction').add(ACCEPTED_IN_TX, items);
     },
     findHeadAnyTeamFast: headById,
     async findBodyAnyTeamFast(id: string): Promise<EmailBody | undefined> {

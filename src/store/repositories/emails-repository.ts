@@ -1,4 +1,5 @@
 import { sql, type Selectable, type SelectQueryBuilder, type Transaction } from 'kysely';
+import type BetterSqlite3 from 'better-sqlite3';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
 import { storedBytes, withinBytes, type ChunkLimit } from './content-chunks.js';
@@ -125,6 +126,37 @@ async function refuseIfClaimedMeanwhile(trx: Executor, emailId: string): Promise
 
 type ContentScan = SelectQueryBuilder<Database, 'emails', { id: string; bytes: number }>;
 
+/** An accepted email's rows (campaign recipient, email, tags, deliveries, first events), by synchronous statements in the open transaction. */
+function writeAccepted(sqlite: BetterSqlite3.Database, items: NewEmail[]): void {
+  for (const item of items) {
+    const r = item.row;
+    if (item.campaignRecipient) {
+      // Only while the contact is still to be mailed, checked in this transaction: an
+      // unsubscribe committed after the audience was read is honoured (no row, no email).
+      const { campaignId, contactId } = item.campaignRecipient;
+      const written = sqlite.prepare(INSERT_RECIPIENT_IF_SUBSCRIBED_SQL).run(campaignId, contactId, r.id, contactId, r.team_id).changes;
+      if (written === 0) throw new RecipientGoneError(contactId);
+    }
+    sqlite.prepare(INSERT_EMAIL_SQL).run(EMAIL_COLUMNS.map((c) => r[c]));
+    for (const tag of item.tags) sqlite.prepare('insert into email_tags (email_id, team_id, tag) values (?, ?, ?)').run(r.id, r.team_id, tag);
+    const acceptedAt = Date.parse(r.created_at);
+    // The give-up age counts from the time a delivery is due (a scheduled send's time).
+    for (const d of item.deliveries) {
+      sqlite
+        .prepare(
+          `insert into deliveries (email_id, team_id, recipient, rcpt_domain, kind, state, attempts, next_attempt_at, due_since, updated_at)
+           values (?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?)`,
+        )
+        .run(r.id, r.team_id, d.recipient, d.rcptDomain, d.kind, d.nextAttemptAt, Math.max(acceptedAt, d.nextAttemptAt), r.created_at);
+    }
+    for (const e of item.events) {
+      sqlite
+        .prepare('insert into email_events (email_id, status, data_json, created_at) values (?, ?, ?, ?)')
+        .run(r.id, e.status, e.data === undefined || e.data === null ? null : JSON.stringify(e.data), e.createdAt);
+    }
+  }
+}
+
 export function createEmailsRepository(db: Db) {
   const sync = groupCommitOf(db);
   /** Content retention's scans: ids after `afterId`, in order, of emails that still have content, narrowed by `narrow`, within `limit`. */
@@ -147,38 +179,22 @@ export function createEmailsRepository(db: Db) {
     async insertAccepted(items: NewEmail[], idem?: IdempotencyCompletion, inTransaction?: () => void): Promise<void> {
       const { sqlite } = sync;
       await sync.write(() => {
-        for (const item of items) {
-          const r = item.row;
-          if (item.campaignRecipient) {
-            // Only while the contact is still to be mailed, checked in this transaction: an
-            // unsubscribe committed after the audience was read is honoured (no row, no email).
-            const { campaignId, contactId } = item.campaignRecipient;
-            const written = sqlite.prepare(INSERT_RECIPIENT_IF_SUBSCRIBED_SQL).run(campaignId, contactId, r.id, contactId, r.team_id).changes;
-            if (written === 0) throw new RecipientGoneError(contactId);
-          }
-          sqlite.prepare(INSERT_EMAIL_SQL).run(EMAIL_COLUMNS.map((c) => r[c]));
-          for (const tag of item.tags) sqlite.prepare('insert into email_tags (email_id, team_id, tag) values (?, ?, ?)').run(r.id, r.team_id, tag);
-          const acceptedAt = Date.parse(r.created_at);
-          // The give-up age counts from the time a delivery is due (a scheduled send's time).
-          for (const d of item.deliveries) {
-            sqlite
-              .prepare(
-                `insert into deliveries (email_id, team_id, recipient, rcpt_domain, kind, state, attempts, next_attempt_at, due_since, updated_at)
-                 values (?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?)`,
-              )
-              .run(r.id, r.team_id, d.recipient, d.rcptDomain, d.kind, d.nextAttemptAt, Math.max(acceptedAt, d.nextAttemptAt), r.created_at);
-          }
-          for (const e of item.events) {
-            sqlite
-              .prepare('insert into email_events (email_id, status, data_json, created_at) values (?, ?, ?, ?)')
-              .run(r.id, e.status, e.data === undefined || e.data === null ? null : JSON.stringify(e.data), e.createdAt);
-          }
-        }
+        writeAccepted(sqlite, items);
         if (idem) {
           sqlite.prepare(`update idempotency_keys set state = 'done', response_json = ? where team_id = ? and key = ?`).run(idem.responseJson, idem.teamId, idem.key);
         }
         inTransaction?.();
       });
+    },
+
+    /**
+     * The same rows inside the write transaction the caller has open (a double opt-in
+     * confirmation in its contact's transaction): they commit with the caller's change or not at
+     * all, and a failure here fails that transaction. Throws outside a transaction.
+     */
+    insertAcceptedInOpenTransaction(items: NewEmail[]): void {
+      if (!sync.sqlite.inTransaction) throw new Error('insertAcceptedInOpenTransaction: no transaction is open');
+      writeAccepted(sync.sqlite, items);
     },
 
     /** Hot path: one email without its body, by id, any team (the engine's claim). */
