@@ -14,6 +14,7 @@ import { formatMailboxes, headerFields, mailboxes } from '../parsed-mail.js';
 // by the engine. The envelope decides who receives it (RFC 5321 3.3: RCPT is the delivery
 // list; headers are display): To and Cc keep the header recipients the envelope also has,
 // and envelope recipients in neither become Bcc, which never appears in a header.
+// In-Reply-To and References go to the composer beside the send body (messageThreading).
 
 export interface SubmissionEnvelope {
   mailFrom: string;
