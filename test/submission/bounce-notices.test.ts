@@ -40,10 +40,10 @@ test.after.always(async () => {
   await w?.close();
 });
 
-async function submit(envelopeFrom: string, to: string, subject: string): Promise<string> {
+async function submit(envelopeFrom: string, to: string, subject: string, extra: { inReplyTo?: string; references?: string[] } = {}): Promise<string> {
   const tx = submissionTransport(w.t0);
   try {
-    const info = await tx.sendMail({ from: 'App <hello@sender.dev>', to, subject, text: 'body', envelope: { from: envelopeFrom, to: [to] } });
+    const info = await tx.sendMail({ from: 'App <hello@sender.dev>', to, subject, text: 'body', envelope: { from: envelopeFrom, to: [to] }, ...extra });
     return /queued as (em_\S+)$/.exec(info.response)![1]!;
   } finally {
     tx.close();
@@ -59,7 +59,7 @@ test.serial('off by default: a submitted message that bounces sends no notice', 
 
 test.serial('on: a hard bounce mails a DSN to the envelope sender, from <>, DKIM-signed by the server', async (t) => {
   await w.restart({ submission: { bounceNotices: true } });
-  const id = await submit('app@sender.dev', 'nobody@example.net', 'Your invoice');
+  const id = await submit('app@sender.dev', 'nobody@example.net', 'Your invoice', { inReplyTo: '<order.2@shop.example>', references: ['<order.1@shop.example>', '<order.2@shop.example>'] });
   await waitForStatus(w, id, 'BOUNCED');
   const [dsn] = await senderMx.waitForMessages(1);
   t.is(dsn!.mailFrom, '', 'the null reverse-path: a notice never bounces back');
@@ -84,6 +84,8 @@ test.serial('on: a hard bounce mails a DSN to the envelope sender, from <>, DKIM
   t.regex(headersPart, /^Subject: Your invoice\r$/m);
   t.regex(headersPart, /^From: App <hello@sender\.dev>\r$/m);
   t.regex(headersPart, /^Message-ID: <[^>]+@sender\.dev>\r$/m);
+  t.regex(headersPart, /^In-Reply-To: <order\.2@shop\.example>\r$/m);
+  t.regex(headersPart, /^References: <order\.1@shop\.example> <order\.2@shop\.example>\r$/m);
   t.notRegex(headersPart, /^Content-Type: (?!text\/rfc822-headers)/m);
   t.is(await w.dkimStatus(dsn!.raw), 'pass');
   t.regex(raw, /^DKIM-Signature: [^]*?d=mx\.posthorn\.test;/m);
@@ -190,7 +192,7 @@ test.serial('on: a DSN that comes back after the 250 sends the notice too, with 
 /** A notice composed alone (no delivery), for a submitted email with `subject` sent to `recipients`. */
 async function composed(subject: string, recipients: BounceNoticeRecipient[]): Promise<string> {
   const to = JSON.stringify(recipients.map((r) => r.address));
-  const original = { from_addr: 'App <hello@sender.dev>', to_json: to, cc_json: null, subject, message_id: '<m1@sender.dev>', in_reply_to: null, headers_json: null, created_at: '2026-11-27T00:00:00.000Z' };
+  const original = { from_addr: 'App <hello@sender.dev>', to_json: to, cc_json: null, subject, message_id: '<m1@sender.dev>', in_reply_to: null, references_json: null, headers_json: null, created_at: '2026-11-27T00:00:00.000Z' };
   const notice = { emailId: 'em_1', teamId: 1, to: 'app@sender.dev', original, recipients };
   return (await composeBounceNotice({ hostname: 'mx.posthorn.test', date: new Date(Date.UTC(2026, 10, 27)), messageId: 'dsn.1@mx.posthorn.test', notice })).toString('latin1');
 }

@@ -36,7 +36,7 @@ export interface BounceNotice {
   teamId: number;
   /** The envelope sender of the submission: the notice's recipient. */
   to: string;
-  original: Pick<EmailRow, 'from_addr' | 'to_json' | 'cc_json' | 'subject' | 'message_id' | 'in_reply_to' | 'headers_json' | 'created_at'>;
+  original: Pick<EmailRow, 'from_addr' | 'to_json' | 'cc_json' | 'subject' | 'message_id' | 'in_reply_to' | 'references_json' | 'headers_json' | 'created_at'>;
   recipients: BounceNoticeRecipient[];
 }
 

@@ -14,6 +14,7 @@ import { addressKey, domainOf, formatMailbox, parseMailbox, type Mailbox } from 
 import { statusEventType, statusRank, type EmailStatus } from './email-status.js';
 import { emailBusEvent } from './email-bus-event.js';
 import { parseScheduledAt } from './scheduled-at.js';
+import { boundReferences, type Threading } from './threading.js';
 import type { SendInput } from './send-schema.js';
 import { MAX_RECIPIENTS, sendFields } from './send-fields.js';
 
@@ -38,6 +39,12 @@ export interface SubmitOptions {
   contactId?: string;
   /** Headers set by Posthorn itself (List-Unsubscribe for campaigns): allowed to be engine-owned. */
   systemHeaders?: Record<string, string>;
+  /**
+   * SMTP submission only: the submitted message's own In-Reply-To and References (valid msg-ids,
+   * core/emails/threading.ts), which the composer writes. An API caller threads with inReplyToId;
+   * as custom headers both are refused (email-headers.ts).
+   */
+  threading?: Threading;
   idempotencyKey?: string;
   /** The request body as received, hashed canonically for the idempotency check. */
   rawBody?: unknown;
@@ -187,8 +194,8 @@ export function createEmailService(deps: EmailServiceDeps) {
     const headers = { ...fields.headers, ...(opts.systemHeaders ?? {}) };
     subject = fields.subject;
 
-    let inReplyTo: string | null = null;
-    let references: string[] | null = null;
+    let inReplyTo: string | null = opts.threading?.inReplyTo ?? null;
+    let references: string[] | null = opts.threading?.references.length ? boundReferences(opts.threading.references) : null;
     if (input.inReplyToId) {
       const parent = await emails.findById(ctx.teamId, input.inReplyToId);
       // A key bound to a domain sees only that domain's emails, so another domain's email is
@@ -198,7 +205,8 @@ export function createEmailService(deps: EmailServiceDeps) {
         throw badRequest(`${f('inReplyToId')}: email ${input.inReplyToId} not found in this team`);
       }
       inReplyTo = parent.message_id;
-      references = [...(parseJsonList(parent.references_json) ?? []), parent.message_id];
+      // Bounded, so a long exchange of replies does not grow the field with every message.
+      references = boundReferences([...(parseJsonList(parent.references_json) ?? []), parent.message_id]);
     }
 
     // Whether this sender may send (403) only once the whole body is valid (400 naming the

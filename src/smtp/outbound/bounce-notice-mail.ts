@@ -73,6 +73,7 @@ async function originalHeaders(o: BounceNotice['original']): Promise<string> {
     messageId: o.message_id,
     date: new Date(o.created_at),
     inReplyTo: o.in_reply_to,
+    references: list(o.references_json),
   });
   const head = composed.toString('latin1');
   const block = head.slice(0, Math.max(0, head.indexOf('\r\n\r\n')));

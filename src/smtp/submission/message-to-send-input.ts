@@ -3,6 +3,7 @@ import { detectExtension } from 'nodemailer/lib/mime-funcs';
 import { addressKey, formatMailbox } from '../../core/emails/addresses.js';
 import { ENGINE_OWNED_HEADERS, isFoldable, MAX_CUSTOM_HEADER_NAME, MAX_CUSTOM_HEADER_VALUE, MAX_CUSTOM_HEADERS } from '../../core/emails/email-headers.js';
 import { sendBodySchema, type SendInput } from '../../core/emails/send-schema.js';
+import { submittedThreading, type Threading } from '../../core/emails/threading.js';
 import { badRequest } from '../../core/errors.js';
 import { issuePath, plainIssues } from '../../core/plain-issues.js';
 import { nulMessage, nulPath, unpairedSurrogateMessage, unpairedSurrogatePath } from '../../lib/nul-text.js';
@@ -13,6 +14,7 @@ import { formatMailboxes, headerFields, mailboxes } from '../parsed-mail.js';
 // by the engine. The envelope decides who receives it (RFC 5321 3.3: RCPT is the delivery
 // list; headers are display): To and Cc keep the header recipients the envelope also has,
 // and envelope recipients in neither become Bcc, which never appears in a header.
+// In-Reply-To and References go to the composer beside the send body (messageThreading).
 
 export interface SubmissionEnvelope {
   mailFrom: string;
@@ -44,6 +46,23 @@ const TRACKING_VALUES: Record<string, { openTracking: boolean; clickTracking: bo
  */
 function passesOn(name: string, value: string): boolean {
   return name.length <= MAX_CUSTOM_HEADER_NAME && value.length <= MAX_CUSTOM_HEADER_VALUE && isFoldable(value);
+}
+
+/**
+ * The message's own In-Reply-To and References (the first of each), which the API's custom
+ * headers may not carry: the composer writes them (SubmitOptions.threading), so a reply sent
+ * from a mail client stays in its thread. Ids that are not valid msg-ids are left out rather
+ * than the message refused.
+ */
+export function messageThreading(parsed: ParsedMail): Threading {
+  let inReplyTo: string | undefined;
+  let references: string | undefined;
+  for (const { name, value } of headerFields(parsed.headerLines)) {
+    const lower = name.toLowerCase();
+    if (lower === 'in-reply-to') inReplyTo ??= value;
+    else if (lower === 'references') references ??= value;
+  }
+  return submittedThreading(inReplyTo, references);
 }
 
 function attachmentName(filename: string | undefined, contentType: string, index: number): string {

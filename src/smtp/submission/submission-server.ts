@@ -12,7 +12,7 @@ import { parseDuration } from '../../lib/rate-spec.js';
 import { AuthFailureLockout, ConnectionsPerIp } from '../client-ip-limits.js';
 import { networkMatcher } from '../../lib/network-list.js';
 import { receiveMessage, SMTP_SERVER_TIMEOUT_MS, SmtpListener, tooManyConnectionsReply, type SmtpListenerOptions } from '../smtp-listener.js';
-import { messageToSendInput } from './message-to-send-input.js';
+import { messageThreading, messageToSendInput } from './message-to-send-input.js';
 
 // Message submission (RFC 6409) on 587: STARTTLS (RFC 3207) before AUTH PLAIN/LOGIN
 // (RFC 4954, RFC 4616) with an API key as the password. Every message enters through
@@ -119,7 +119,12 @@ export async function startSubmissionServer(options: SubmissionServerOptions): P
     // parsed) since MAIL FROM is refused for it too, as an API request it would be.
     const auth = await options.apiKeys.authenticate(user.token);
     user.auth = auth;
-    const { emailId } = await options.emails.submit({ teamId: auth.teamId, domainId: auth.domainId, apiKeyId: auth.keyId }, input, { submittedBy: mailFrom, idempotencyKey: resend, rawBody: resend });
+    const { emailId } = await options.emails.submit({ teamId: auth.teamId, domainId: auth.domainId, apiKeyId: auth.keyId }, input, {
+      submittedBy: mailFrom,
+      threading: messageThreading(parsed),
+      idempotencyKey: resend,
+      rawBody: resend,
+    });
     return emailId;
   }
 
