@@ -41,7 +41,8 @@ function listUnsubscribeUrls(email: Pick<EmailRow, 'headers_json'>): Set<string>
   if (!email.headers_json) return new Set();
   const headers = JSON.parse(email.headers_json) as Record<string, string>;
   const value = Object.entries(headers).find(([k]) => k.toLowerCase() === 'list-unsubscribe')?.[1] ?? '';
-  return new Set([...value.matchAll(/<\s*(https?:[^>\s]+)\s*>/gi)].map((m) => m[1]!));
+  // `<` is not part of a URL here: a run of `<http:` (no `>`) would otherwise be rescanned from each one.
+  return new Set([...value.matchAll(/<\s*(https?:[^<>\s]+)\s*>/gi)].map((m) => m[1]!));
 }
 
 export function createTrackingService(deps: TrackingServiceDeps) {
