@@ -15,6 +15,9 @@ import { contentFields, contentFromForm, editableContent, previewFrame, sendFram
 const STATUSES = ['DRAFT', 'SCHEDULED', 'RUNNING', 'PAUSED', 'SENT'] as const;
 const COUNTERS = ['sent', 'delivered', 'opened', 'clicked', 'bounced', 'complained', 'unsubscribed'] as const;
 const optional = (v: string) => (v === '' ? null : v);
+/** Opens and clicks made by machines (docs/api.md, "Machine opens and clicks") are counted apart. */
+const MACHINE = { opened: 'machineOpened', clicked: 'machineClicked' } as const;
+const machineNote = (key: string, n: number): SafeHtml => html` (+<span data-counter="${key}">${n}</span> by machines)`;
 
 export function campaignsPages(r: Router, d: PageDeps): void {
   const secure = isSecure(d.publicUrl);
@@ -98,7 +101,8 @@ ${table('Campaigns', ['Campaign', 'Status', 'Sent', 'Delivered', 'Updated'], lis
       ['Recipients', String(x.total)],
     ])}
 ${x.total > 0 ? html`<p><label for="campaign-progress">${x.sent} of ${x.total} sent</label></p><progress id="campaign-progress" max="${x.total}" value="${x.sent}">${x.sent} of ${x.total}</progress>` : ''}
-<ul class="counters">${COUNTERS.map((k) => html`<li><span class="n" data-counter="${k}">${x[k]}</span> ${k}</li>`)}</ul>`)}</div>`;
+<ul class="counters">${COUNTERS.map((k) => html`<li><span class="n" data-counter="${k}">${x[k]}</span> ${k}${k === 'opened' || k === 'clicked' ? machineNote(MACHINE[k], x[MACHINE[k]]) : ''}</li>`)}</ul>
+<p class="hint">Opened and clicked count people, each email once. Opens and clicks made by machines (privacy proxies and link scanners, which fetch at delivery) are counted apart.</p>`)}</div>`;
     let editor: SafeHtml | string = '';
     if (x.status === 'DRAFT') {
       const c = await choices(ctx);

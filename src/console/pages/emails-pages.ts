@@ -16,10 +16,22 @@ const SETTLED = new Set(['DELIVERED', 'BOUNCED', 'FAILED', 'COMPLAINED', 'SUPPRE
 
 const list = (v: string | string[] | null | undefined) => (v === null || v === undefined ? [] : Array.isArray(v) ? v : [v]);
 
+/** Why a hit was a machine's, in words (core/tracking/machine-hits.ts; docs/api.md, "Machine opens and clicks"). */
+const MACHINE_REASONS: Record<string, string> = {
+  scanner_user_agent: 'privacy proxy or scanner (user agent)',
+  no_user_agent: 'no user agent',
+  soon_after_delivery: 'seconds after delivery',
+  link_burst: 'several links at once',
+};
+
 function eventDetail(data: Record<string, unknown> | null): SafeHtml {
   if (!data) return html``;
   const parts: SafeHtml[] = [];
   const str = (k: string) => (typeof data[k] === 'string' || typeof data[k] === 'number' ? String(data[k]) : undefined);
+  if (data.machine === true) {
+    const reason = str('machineReason');
+    parts.push(html`<span><span class="badge muted">by a machine</span>${reason ? html` ${MACHINE_REASONS[reason] ?? reason}` : ''}</span>`);
+  }
   if (str('recipient')) parts.push(html`<span>to <strong>${str('recipient')}</strong></span>`);
   if (str('mxHost')) parts.push(html`<span>via ${str('mxHost')}</span>`);
   if (str('smtpCode')) parts.push(html`<span>SMTP ${str('smtpCode')}</span>`);
