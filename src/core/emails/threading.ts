@@ -27,16 +27,43 @@ export function isMsgId(value: string): boolean {
 
 /**
  * The valid msg-ids of an In-Reply-To or References value as a client wrote it, in order, each
- * once. Anything else (a phrase, a comment, a malformed or overlong id) is left out: a mail
- * client's user can not fix it, and a bad id in the field would only confuse the recipient's
- * threading.
+ * once. Anything else (a phrase, a malformed or overlong id) is left out: a mail client's user
+ * can not fix it, and a bad id in the field would only confuse the recipient's threading.
+ * Comments (RFC 5322 3.2.2: parenthesised, nestable, with quoted-pairs) and quoted strings are
+ * not ids even when they hold one, so they are skipped; an unclosed one runs to the end.
+ * One linear pass, no backtracking: the value comes from submitted mail.
  */
 export function msgIdsOf(value: string): string[] {
-  const ids: string[] = [];
-  for (const [candidate] of value.matchAll(/<[^<>]*>/g)) {
-    if (isMsgId(candidate) && !ids.includes(candidate)) ids.push(candidate);
+  const ids = new Set<string>();
+  const n = value.length;
+  let i = 0;
+  while (i < n) {
+    const c = value[i];
+    if (c === '(') {
+      let depth = 1;
+      for (i++; i < n && depth > 0; i++) {
+        const d = value[i];
+        if (d === '\\') i++;
+        else if (d === '(') depth++;
+        else if (d === ')') depth--;
+      }
+    } else if (c === '"') {
+      for (i++; i < n && value[i] !== '"'; i++) if (value[i] === '\\') i++;
+      i++;
+    } else if (c === '<') {
+      // A bracketed run is one unit, kept if it is a msg-id (a domain literal may hold '(' or
+      // '"'). A '<' with no '>' before the next '<' is a stray character; the scan stops at that
+      // '<', so each character is scanned at most twice.
+      let j = i + 1;
+      while (j < n && value[j] !== '<' && value[j] !== '>') j++;
+      if (j < n && value[j] === '>') {
+        const candidate = value.slice(i, j + 1);
+        if (isMsgId(candidate)) ids.add(candidate);
+        i = j + 1;
+      } else i++;
+    } else i++;
   }
-  return ids;
+  return [...ids];
 }
 
 /** References bounded to MAX_REFERENCES: each id once, the first kept and then the most recent ones. */
