@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import test, { type ExecutionContext } from 'ava';
@@ -12,15 +13,30 @@ import { openStore } from '../../src/store/db.js';
 import { createShapingRepository } from '../../src/store/repositories/shaping-repository.js';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
+import { simpleParser } from 'mailparser';
 
 // `posthorn store copy --to postgres://...` moves a SQLite installation to PostgreSQL. The
 // installation is filled through the real API (a verified domain, emails delivered to the MX,
-// contacts, segments, a sent campaign, webhooks, suppressions, templates, API keys); the CLI
+// contacts, segments, a sent campaign opened and clicked by machines, webhooks, suppressions,
+// templates, API keys); the CLI
 // copies it; an app started on the copy gives the same API answers, with the old API key. The
 // copy refuses a target that already holds data.
 
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../../../bin/posthorn', import.meta.url));
+
+/** A GET without following redirects (a click answers with one to the link's real target). */
+function hit(port: number, url: string, userAgent: string): Promise<number> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path: u.pathname, method: 'GET', headers: { host: u.host, 'user-agent': userAgent } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode!));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
 
 function storeCopy(dataDir: string, url: string, extraEnv: Record<string, string> = {}) {
   return run(process.execPath, [BIN, 'store', 'copy', '--to', url], { env: { PATH: process.env.PATH!, POSTHORN_DATA_DIR: dataDir, ...extraEnv } });
@@ -46,6 +62,7 @@ test('a populated SQLite installation copied to PostgreSQL serves the same API a
   await ok('POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/hook', eventTypes: ['email.delivered'] });
   const key = (await ok('POST', '/v1/apiKeys', { name: 'sender', permission: 'SENDING' })).token as string;
   const content = JSON.stringify({ type: 'doc', content: [{ type: 'paragraph', content: [{ type: 'text', text: 'Hello {{name}}' }] }] });
+  const campaignContent = JSON.stringify({ type: 'doc', content: [{ type: 'paragraph', content: [{ type: 'text', text: 'Read more', marks: [{ type: 'link', attrs: { href: 'https://example.com/launch' } }] }] }] });
   const tpl = await ok('POST', '/v1/templates', { name: 'Welcome', subject: 'Hi {{name}}', content });
   await ok('POST', `/v1/templates/${tpl.id}/publish`);
   for (let i = 0; i < 12; i++) await ok('POST', '/v1/emails', sendBody(w, { from, to: `reader${i}@example.net`, subject: `Issue ${i}`, tags: ['copy'] }));
@@ -53,12 +70,33 @@ test('a populated SQLite installation copied to PostgreSQL serves the same API a
   await ok('POST', '/v1/emails', { from, to: 'templated@example.net', templateId: tpl.id, variables: { name: 'Ada' } });
   const book = await ok('POST', '/v1/contactBooks', { name: 'Readers' });
   await ok('POST', `/v1/contactBooks/${book.id}/contacts/bulk`, Array.from({ length: 25 }, (_, i) => ({ email: `c${i}@example.net`, firstName: `C${i}`, properties: { plan: i % 2 ? 'pro' : 'free' } })));
+  // Tracked, so a machine (a privacy proxy, a link scanner) can open and click a campaign email.
+  await ok('PATCH', `/v1/domains/${w.domain.id}`, { openTracking: true, clickTracking: true });
   const seg = await ok('POST', '/v1/segments', { name: 'Pro', contactBookId: book.id, filters: { match: 'all', conditions: [{ field: 'properties.plan', op: 'eq', value: 'pro' }] } });
-  const campaign = await ok('POST', '/v1/campaigns', { name: 'Launch', from, subject: 'Launch', contactBookId: book.id, segmentId: seg.id, content, sendNow: true });
+  const campaign = await ok('POST', '/v1/campaigns', { name: 'Launch', from, subject: 'Launch', contactBookId: book.id, segmentId: seg.id, content: campaignContent, sendNow: true });
   await w.t0.app.runCampaigns();
   await w.settle();
   await w.t0.app.runCampaigns();
   await w.settle();
+  // Machine hits on one campaign email, through the tracking endpoints: Apple's privacy proxy
+  // fetches the pixel, a link scanner follows the link. They count in the campaign's and the
+  // daily stats' machine counters (campaigns, email_daily_stats), which the copy must carry.
+  const campaignMail = w.sink.messages.find((m) => m.rcptTo.includes('c1@example.net'))!;
+  const html = String((await simpleParser(campaignMail.raw)).html || '');
+  const pixelUrl = /<img src="([^"]*\/t\/o\/[^"]*)"/.exec(html)![1]!;
+  const linkUrl = /<a\b[^>]*\shref="([^"]*\/t\/c\/[^"]*)"/.exec(html)![1]!;
+  const httpPort = w.t0.app.listeners.http!.port;
+  t.is(await hit(httpPort, pixelUrl, 'Mozilla/5.0'), 200);
+  t.is(await hit(httpPort, linkUrl, 'Mozilla/5.0 (compatible; Barracuda Sentinel (EE))'), 302);
+  // The counters follow the hits' events: look until both the campaign and the daily stats have them.
+  const machineCounts = async () => {
+    const c = await ok('GET', `/v1/campaigns/${campaign.id}`);
+    const s = (await ok('GET', '/v1/analytics/email-time-series?days=7')).totalCounts;
+    return [c.machineOpened, c.machineClicked, s.machineOpened, s.machineClicked] as number[];
+  };
+  let machine = await machineCounts();
+  while (machine.some((n) => n === 0)) machine = await machineCounts();
+  t.deepEqual(machine, [1, 1, 1, 1]);
   await ok('POST', '/v1/suppressions', { email: 'stop@example.net', source: 'copy-test' });
   await ok('POST', '/v1/suppressions/bulk', { emails: ['s1@example.net', 's2@example.net'], reason: 'COMPLAINT', source: 'copy-bulk' });
   t.true(w.sink.messages.length >= 27, `${w.sink.messages.length} delivered`);
@@ -117,6 +155,10 @@ test('a populated SQLite installation copied to PostgreSQL serves the same API a
       t.is(res.status, 200, p);
       t.deepEqual(res.body, before.get(p), p);
     }
+    // The machine counters came across (campaigns and email_daily_stats), not reset to 0.
+    const copied = (await copy.request('GET', `/v1/campaigns/${campaign.id}`, { key: w.t0.key })).body;
+    const copiedTotals = (await copy.request('GET', '/v1/analytics/email-time-series?days=7', { key: w.t0.key })).body.totalCounts;
+    t.deepEqual([copied.machineOpened, copied.machineClicked, copiedTotals.machineOpened, copiedTotals.machineClicked], [1, 1, 1, 1]);
     const keysAfter = (await copy.request('GET', '/v1/apiKeys', { key: w.t0.key })).body as { id: number }[];
     const kept = keysAfter.filter((k) => keysBefore.some((b) => b.id === k.id));
     t.deepEqual(
