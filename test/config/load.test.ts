@@ -254,6 +254,7 @@ test('every key has an environment variable, and each one sets its key (the rela
     'outbound.shaping': '[{"mx":"example.com","messageRate":"5/s"}]',
     'outbound.replyRules': '[{"code":421,"action":"suspend","duration":"5m"}]',
     'submission.authFailureWindow': '1h',
+    'store.statementTimeout': '45s',
     // At least the per-host cap's default (16): below it is a config error of its own.
     'webhooks.maxInFlight': '100',
   };
