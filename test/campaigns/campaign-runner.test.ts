@@ -316,14 +316,30 @@ test.serial('a batch that fails unexpectedly again and again pauses its campaign
   const bookId = await book('Broken', Array.from({ length: 2 }, (_, i) => ({ email: `broken${i}@example.net` })));
   const c = await campaign(bookId, { ...aheadOfTheApp(), batchSize: 10 });
   const real = w.t0.app.services.emails;
-  const outage = runnerWith({ ...real, submitEach: async () => { throw Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' }); } } as EmailService, 'outage-runner', c.id);
-  for (let i = 0; i < MAX_BATCH_FAILURES + 1; i++) await outage.tick();
+  // A batch that throws leaves its started campaign due at once (next_batch_at null): on the
+  // app's clock too, and the app's runner, ticking every real second, would send it between two
+  // of a failing runner's ticks. Each failing batch (its lease held) makes it due a second ahead
+  // of the app's clock, long past on the runners' (RACING_AHEAD_MS ahead).
+  let attempts = 0;
+  const failWith = (err: Error) => async () => {
+    attempts++;
+    await w.t0.app.store.db.updateTable('campaigns').set({ next_batch_at: clock.nowMs() + 1000 }).where('id', '=', c.id).execute();
+    throw err;
+  };
+  const outage = runnerWith({ ...real, submitEach: failWith(Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' })) } as EmailService, 'outage-runner', c.id);
+  // The app's own runner ticks between the failing runner's ticks, as its timer may: it takes nothing.
+  const tickThenApp = async (runner: { tick(): Promise<number> }) => {
+    await runner.tick();
+    await w.t0.app.runCampaigns();
+  };
+  for (let i = 0; i < MAX_BATCH_FAILURES + 1; i++) await tickThenApp(outage);
   t.is((await get(c.id)).status, 'RUNNING', 'the store out of reach: tried again, never paused');
+  t.is(attempts, MAX_BATCH_FAILURES + 1, 'every tick of the failing runner tried the batch');
 
-  const broken = runnerWith({ ...real, submitEach: async () => { throw new TypeError("Cannot read properties of undefined (reading 'x')"); } } as EmailService, 'broken-runner', c.id);
-  for (let i = 0; i < MAX_BATCH_FAILURES - 1; i++) await broken.tick();
+  const broken = runnerWith({ ...real, submitEach: failWith(new TypeError("Cannot read properties of undefined (reading 'x')")) } as EmailService, 'broken-runner', c.id);
+  for (let i = 0; i < MAX_BATCH_FAILURES - 1; i++) await tickThenApp(broken);
   t.is((await get(c.id)).status, 'RUNNING', 'a failure or a few may pass (a race, a moment)');
-  await broken.tick();
+  await tickThenApp(broken);
   t.is((await get(c.id)).status, 'PAUSED');
   t.is(await broken.tick(), 0, 'paused: no more attempts, no more error lines');
   // Resumed (the cause fixed), it sends as usual.
