@@ -3,6 +3,7 @@ import type { Logger } from '../../lib/logger.js';
 import { ZERO_COUNTERS, type AnalyticsRepository, type EngagementHit, type StatCounters, type StatDelta } from '../../store/repositories/analytics-repository.js';
 import { forbidden, notFound } from '../errors.js';
 import type { BusEvent } from '../events.js';
+import { isMachineHit } from '../tracking/machine-hits.js';
 
 // Daily rollups keyed by (team, domain, UTC day), kept up to date from bus events, so the
 // analytics endpoints read a few dozen rollup rows instead of scanning emails.
@@ -104,7 +105,7 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
         const emailId = event.data.id;
         if (typeof emailId !== 'string') return null;
         const opened = event.type === 'email.opened';
-        const machine = (event.data[opened ? 'open' : 'click'] as { machine?: unknown } | undefined)?.machine === true;
+        const machine = isMachineHit(event);
         const kind = opened ? (machine ? 'machineOpened' : 'opened') : machine ? 'machineClicked' : 'clicked';
         return { delta: null, hit: { emailId, kind, teamId: event.teamId, domainId, day } };
       }

@@ -1,7 +1,7 @@
 import type { Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { Logger } from '../../lib/logger.js';
-import type { CampaignRow, CampaignScope, CampaignsRepository, CountedStatus } from '../../store/repositories/campaigns-repository.js';
+import type { CampaignRow, CampaignScope, CampaignsRepository } from '../../store/repositories/campaigns-repository.js';
 import type { ContactBooksRepository } from '../../store/repositories/contact-books-repository.js';
 import type { SegmentsRepository } from '../../store/repositories/segments-repository.js';
 import type { CampaignStatus } from '../../store/tables/database.js';
@@ -13,19 +13,17 @@ import { MAX_RECIPIENTS, trackingColumn, trackingValue, type EmailService } from
 import { parseScheduledAt } from '../emails/scheduled-at.js';
 import { assertFoldable, assertNameFoldable, assertSubjectTemplateFoldable } from '../emails/email-headers.js';
 import { badRequest, notFound, notUnique, type AppError } from '../errors.js';
-import type { BusEvent, EventBus } from '../events.js';
+import type { EventBus } from '../events.js';
 import { personalizeCampaign, renderCampaignBody, withUnsubscribeLink } from './campaign-content.js';
 import { signUnsubscribeToken } from './unsubscribe-token.js';
 import { createUnsubscribeLinks } from './unsubscribe-links.js';
+import { createCampaignCounters } from './campaign-counters.js';
 import { isRecipientGone, isStorageFailure, isUniqueViolation } from '../../store/store-errors.js';
-import { retryOnConnectionLoss } from '../connection-retry.js';
 
 export const DEFAULT_BATCH_SIZE = 500;
 export const MAX_BATCH_SIZE = 100_000;
 /** Contacts submitted per store round trip inside one batch (bounds memory for huge batches). */
 const FAN_OUT_CHUNK = 1000;
-/** Campaign recipients re-checked per write when counters are recovered at startup. */
-const RECOUNT_CHUNK = 2000;
 /** How long a node holds a campaign batch it is sending (released when done; a dead node's is swept sooner). */
 const BATCH_LEASE_MS = 10 * 60_000;
 /**
@@ -89,6 +87,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
   /** As kept on a campaign this process schedules, starts or resumes: its batches send as that. */
   const inSandbox = () => (deps.sandbox ? 1 : 0);
   const unsubscribeLinks = createUnsubscribeLinks({ campaigns, contacts: deps.contacts, secret: deps.secret, publicUrl: deps.publicUrl });
+  const counters = createCampaignCounters({ campaigns, contacts: deps.contacts });
 
   function view(c: CampaignRow) {
     return {
@@ -396,23 +395,6 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     await campaigns.update(c.id, { next_batch_at: clock.nowMs() + deps.batchWindowMs, updated_at: clock.now().toISOString() }, ['RUNNING']);
   }
 
-  const COUNTED: Partial<Record<BusEvent['type'], CountedStatus>> = {
-    'email.sent': 'sent',
-    'email.delivered': 'delivered',
-    'email.opened': 'opened',
-    'email.clicked': 'clicked',
-    'email.bounced': 'bounced',
-    'email.complained': 'complained',
-  };
-
-  /** opened and clicked count people, as email analytics do: a machine's hit has counters of its own. */
-  function countedAs(event: BusEvent): CountedStatus | undefined {
-    const status = COUNTED[event.type];
-    if (status !== 'opened' && status !== 'clicked') return status;
-    const machine = (event.data[status === 'opened' ? 'open' : 'click'] as { machine?: unknown } | undefined)?.machine === true;
-    return machine ? (status === 'opened' ? 'machine_opened' : 'machine_clicked') : status;
-  }
-
   return {
     view,
 
@@ -584,47 +566,13 @@ export function createCampaignService(deps: CampaignServiceDeps) {
       return ran;
     },
 
-    /** Counters move once per email per status, as status events arrive. */
-    async onEmailEvent(event: BusEvent): Promise<void> {
-      const emailId = event.data.id;
-      const status = countedAs(event);
-      if (!status || !event.data.campaignId || typeof emailId !== 'string') return;
-      // Each write counts or unsubscribes once however often it runs, so one whose store
-      // connection was cut is tried again (core/connection-retry.ts): given up, the count would
-      // stay missing until a restart recounts.
-      await retryOnConnectionLoss(() => campaigns.countStatus(emailId, status));
-      const hard = event.type === 'email.bounced' && (event.data.bounce as { type?: string } | undefined)?.type === 'Permanent';
-      if (hard) await retryOnConnectionLoss(() => campaigns.countStatus(emailId, 'hard_bounced'));
-      // A campaign contact whose mailbox is gone, or who complained, is unsubscribed from the
-      // book too, so no later campaign tries them again (suppression covers sends as well).
-      const contactId = event.data.contactId;
-      if (typeof contactId !== 'string') return;
-      if (hard) await retryOnConnectionLoss(() => deps.contacts.unsubscribe(event.teamId, contactId, 'BOUNCED'));
-      if (event.type === 'email.complained') await retryOnConnectionLoss(() => deps.contacts.unsubscribe(event.teamId, contactId, 'COMPLAINED'));
-    },
-
     /** At startup on SQLite (one node per database file): a batch lease left behind belonged to a dead process. */
     async releaseStaleBatches(): Promise<number> {
       return campaigns.releaseAllBatches();
     },
 
-    /**
-     * At startup: counters a killed process never moved (its status events were committed,
-     * the counting after them was not) are counted now from the stored events. Counting is
-     * once per email and status, so this never counts twice, also next to live counting.
-     * Also when the cluster finds a node dead; `stop` ends it between chunks (a graceful stop).
-     */
-    async recoverCounts(stop?: () => boolean): Promise<number> {
-      let added = 0;
-      for (let after: number | null = 0; after !== null && !stop?.(); ) {
-        const chunk = await campaigns.recountMissed(after, RECOUNT_CHUNK);
-        added += chunk.added;
-        after = chunk.last;
-      }
-      return added;
-    },
-
     ...unsubscribeLinks,
+    ...counters,
   };
 }
 export type CampaignService = ReturnType<typeof createCampaignService>;

@@ -1,3 +1,5 @@
+import type { BusEvent } from '../events.js';
+
 // Opens and clicks made by machines rather than people: privacy proxies that fetch every image
 // when a message arrives (Apple Mail Privacy Protection) and link scanners that follow every
 // link at delivery (Microsoft Defender Safe Links, Mimecast, Proofpoint, Barracuda). The hit is
@@ -61,4 +63,10 @@ export function classifyHit(e: HitEvidence): MachineVerdict {
   }
   if (e.otherLinkJustClicked) return machine('link_burst');
   return { machine: false, machineReason: null };
+}
+
+/** Whether an email.opened or email.clicked event is flagged as a machine's (its open or click data). */
+export function isMachineHit(event: BusEvent): boolean {
+  const hit = event.type === 'email.opened' ? event.data.open : event.type === 'email.clicked' ? event.data.click : undefined;
+  return (hit as { machine?: unknown } | undefined)?.machine === true;
 }
