@@ -144,7 +144,7 @@ async function buildApp(opts: AppOptions, onFailure: (close: () => Promise<unkno
   const storeOk = () => store.ping();
   const listenerStates = () => listenerStatesOf(listeners, failedListeners);
   // Membership of the cluster on PostgreSQL (composition/cluster-wiring.ts).
-  const { recount, cluster, clusterView } = wireCluster({ clusterRepo, nodeId, permits, campaigns, contactImports, bounceNotices: core.bounceNotices, clock, logger, listeners, jobs, stopping: () => stopping, onOrphanedRuns: () => scheduler.takeUp(), onNameLost: (err) => void stop().catch((stopErr: unknown) => logger.error({ err: stopErr }, 'stopping after the node name was lost failed')).finally(() => opts.onFatal?.(err)) });
+  const { recount, cluster, clusterView } = wireCluster({ clusterRepo, nodeId, permits, campaigns, contactImports, bounceNotices: core.bounceNotices, webhookDispatcher: core.webhookDispatcher, clock, logger, listeners, jobs, stopping: () => stopping, onOrphanedRuns: () => scheduler.takeUp(), onNameLost: (err) => void stop().catch((stopErr: unknown) => logger.error({ err: stopErr }, 'stopping after the node name was lost failed')).finally(() => opts.onFatal?.(err)) });
   // The cron jobs and the campaign runner (composition/scheduler-wiring.ts).
   const scheduler = wireScheduler({ domains, emails, queue, campaigns, runTlsReports, cronRuns, contentRetention: core.contentRetention, config, logger, jobs });
   const adminHealth = createAdminHealth({

@@ -13,7 +13,7 @@ import type { Listeners } from './listener-states.js';
 // sending). On SQLite there is no cluster service and the node is the only member.
 
 export function wireCluster(
-  o: Pick<CoreServices, 'clusterRepo' | 'nodeId' | 'permits' | 'campaigns' | 'contactImports' | 'bounceNotices'> & {
+  o: Pick<CoreServices, 'clusterRepo' | 'nodeId' | 'permits' | 'campaigns' | 'contactImports' | 'bounceNotices' | 'webhookDispatcher'> & {
     clock: Clock;
     logger: Logger;
     /** Read at each heartbeat: the addresses the node listens on. */
@@ -27,7 +27,7 @@ export function wireCluster(
     onNameLost: (err: Error) => void;
   },
 ) {
-  const { clusterRepo, nodeId, permits, campaigns, contactImports, bounceNotices, clock, logger, listeners, jobs, stopping, onOrphanedRuns, onNameLost } = o;
+  const { clusterRepo, nodeId, permits, campaigns, contactImports, bounceNotices, webhookDispatcher, clock, logger, listeners, jobs, stopping, onOrphanedRuns, onNameLost } = o;
   const recount = deadNodeRecount({ campaigns, jobs, logger, stopping });
   const cluster: ClusterService | undefined =
     clusterRepo &&
@@ -38,6 +38,8 @@ export function wireCluster(
       node: { id: nodeId, hostname: osHostname(), pid: process.pid },
       listeners: () => ({ ...listeners }),
       writeConnections: permits?.writeHeld,
+      // Webhook calls per endpoint and per host are counted in memory: each node takes its share.
+      onLiveNodes: (n) => webhookDispatcher.setLiveNodes(n),
       onNodeDied: async () => recount.start(),
       onOrphanedImports: async () => {
         if (stopping()) return;

@@ -3,6 +3,7 @@ import type { Logger } from '../lib/logger.js';
 import { acknowledged, MAX_RESPONSE_BODY_BYTES, type AttemptOutcome, type ClaimedCall, type SignedRequest, type WebhookOutbox } from '../core/webhooks/webhook-outbox.js';
 import { WebhookUrlError } from '../core/webhooks/url-policy.js';
 import { WEBHOOK_MAX_IN_FLIGHT, WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT } from '../core/webhooks/webhook-retry.js';
+import { nodeShare } from '../lib/node-share.js';
 import { createWebhookAgents, postPinned } from './http-post.js';
 
 export interface WebhookDispatcherOptions {
@@ -40,7 +41,11 @@ const DAY_MS = 24 * 60 * 60 * 1000;
  * of this: it only writes outbox rows.
  */
 export class WebhookDispatcher {
-  private readonly perEndpoint: number;
+  /** Calls in flight per endpoint and per host for the cluster, as configured (this node takes its share). */
+  private readonly clusterPerEndpoint: number;
+  private readonly clusterPerHost: number;
+  /** This node's share of them (nodeShare over the live nodes; the whole limit on one node). */
+  private perEndpoint: number;
   private readonly maxInFlight: number;
   private readonly idlePollMs: number;
   private readonly sweepIntervalMs: number;
@@ -61,7 +66,7 @@ export class WebhookDispatcher {
    * that claim is already within its host's room) and from every call claimed (a changed URL).
    */
   private readonly hostOf = new Map<string, string | null>();
-  private readonly maxPerHost: number;
+  private maxPerHost: number;
   /**
    * Endpoints whose latest attempt here failed. Together they may hold only half of the calls
    * in flight: endpoints that hang keep their slots for the whole timeout, and enough of them
@@ -93,9 +98,9 @@ export class WebhookDispatcher {
     this.logger = options.logger;
     this.timeoutMs = options.timeoutMs;
     this.onAttempt = options.onAttempt;
-    this.perEndpoint = options.perEndpointConcurrency ?? WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT;
+    this.clusterPerEndpoint = this.perEndpoint = options.perEndpointConcurrency ?? WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT;
     this.maxInFlight = options.maxInFlight ?? WEBHOOK_MAX_IN_FLIGHT;
-    this.maxPerHost = options.maxInFlightPerHost || Infinity;
+    this.clusterPerHost = this.maxPerHost = options.maxInFlightPerHost || Infinity;
     this.failingShare = Math.max(1, Math.floor(this.maxInFlight / 2));
     this.idlePollMs = options.idlePollMs ?? 1000;
     this.sweepIntervalMs = options.sweepIntervalMs ?? 30_000;
@@ -108,6 +113,27 @@ export class WebhookDispatcher {
     this.running = true;
     this.lastPrune = performance.now();
     this.loopDone = this.loop().catch((err) => this.logger.fatal({ err }, 'webhook dispatcher loop crashed'));
+  }
+
+  /**
+   * The live nodes of the cluster (the heartbeat tells, PostgreSQL only): the per-endpoint and
+   * per-host caps are promises to the receiving servers, kept in each node's memory, so each
+   * node takes its share of them. Calls in flight above a smaller share finish; no new one
+   * starts until the node is back under it.
+   */
+  setLiveNodes(n: number): void {
+    const perEndpoint = nodeShare(this.clusterPerEndpoint, n);
+    const perHost = nodeShare(this.clusterPerHost, n);
+    if (perEndpoint === this.perEndpoint && perHost === this.maxPerHost) return;
+    const grew = perEndpoint > this.perEndpoint || perHost > this.maxPerHost;
+    this.perEndpoint = perEndpoint;
+    this.maxPerHost = perHost;
+    if (grew) this.wake();
+  }
+
+  /** This node's caps now (its share of the cluster's). */
+  get caps(): { perEndpoint: number; perHost: number } {
+    return { perEndpoint: this.perEndpoint, perHost: this.maxPerHost };
   }
 
   /** An endpoint has work due at `dueMs` (new event or scheduled retry). */

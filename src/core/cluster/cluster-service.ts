@@ -74,6 +74,12 @@ export interface ClusterServiceDeps {
    * no session is being counted in or out (connection-permits.ts).
    */
   writeConnections?: (write: (held: ReadonlyMap<string, number>) => Promise<void>) => Promise<void>;
+  /**
+   * At every heartbeat: how many nodes are live (this one included), so limits kept in each
+   * node's memory that are meant for the cluster (webhook calls per endpoint and per host) are
+   * cut to this node's share.
+   */
+  onLiveNodes?: (count: number) => void;
   /** Whether a process with this pid runs on this host (default: signal 0). */
   processAlive?: (pid: number) => boolean;
   /** This node's own clock (default Date.now; tests skew it). */
@@ -174,6 +180,7 @@ export function createClusterService(deps: ClusterServiceDeps) {
     const writeCounts = (held: ReadonlyMap<string, number>) => repo.setConnections(node.id, held, CONNECTION_COUNT_TTL_MS);
     await (deps.writeConnections ? deps.writeConnections(writeCounts) : writeCounts(new Map()));
     const live = (await repo.members(now - STALE_MS)).map((m) => m.id);
+    deps.onLiveNodes?.(live.length);
     const key = live.join('\n');
     if (key !== lastLive || now - lastSweepMs >= SWEEP_EVERY_MS) {
       const gone = lastLive ? lastLive.split('\n').filter((id) => !live.includes(id)) : [];
