@@ -523,7 +523,7 @@ export const configSchema = z
         doc: `Webhook calls in flight at once in all, per node (at most ${WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT} per endpoint); half of them at most go to endpoints whose last attempt failed. More lets many slow endpoints be waited on together, each call holding a socket.`,
       }),
       maxInFlightPerHost: key(z.number().int().min(0).max(1024).default(16), {
-        doc: `Webhook calls in flight to one host name at once, over all endpoints (and teams) that point at it, per node; 0 means no cap. At most maxInFlight: the cap keeps many endpoints on one slow host from taking every call in flight while other hosts' events wait.`,
+        doc: `Webhook calls in flight to one host name at once, over all endpoints (and teams) that point at it, for the cluster (on several nodes each takes its share: the cap over the live nodes, rounded down, at least 1); 0 means no cap. At most maxInFlight: the cap keeps many endpoints on one slow host from taking every call in flight while other hosts' events wait.`,
       }),
       disableAfterFailures: key(z.number().int().min(0).max(1_000_000).default(30), {
         doc: 'An endpoint whose events failed every attempt this many times in a row is set AUTO_DISABLED: it gets no new events and its pending calls are discarded until it is set ACTIVE again. A delivered event resets the count. 0 never disables.',

@@ -1,4 +1,5 @@
 import test from 'ava';
+import { nodeShare } from '../../src/lib/node-share.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { parseDuration, parseRate } from '../../src/lib/rate-spec.js';
@@ -336,4 +337,14 @@ test('mail planned again before its rate slot gives the slot back: it and the ma
     t.deepEqual([await at(5), await at(3), await at(2), await at(4)].sort(), [1, 2, 3, 4], `shared: ${shared}`);
     t.is(await at(6), 5, `shared: ${shared}`);
   }
+});
+
+test('nodeShare: one node keeps the limit; several take it rounded down, never below 1', (t) => {
+  t.is(nodeShare(16, 1), 16);
+  t.is(nodeShare(16, 0), 16);
+  t.is(nodeShare(16, 2), 8);
+  t.is(nodeShare(16, 3), 5);
+  t.is(nodeShare(4, 2), 2);
+  t.is(nodeShare(1, 3), 1);
+  t.is(nodeShare(Infinity, 3), Infinity);
 });
