@@ -292,7 +292,7 @@ export function wireCoreServices(o: {
   });
   const webhookDispatcher = new WebhookDispatcher({ outbox: webhookOutbox, clock, logger, timeoutMs: config.webhooks.timeoutMs, maxInFlight: config.webhooks.maxInFlight, maxInFlightPerHost: config.webhooks.maxInFlightPerHost, onAttempt: (outcome) => server?.metrics.webhookCall(outcome) });
   const analytics = createAnalyticsService({ analytics: createAnalyticsRepository(store.db), clock, logger, domainBelongsToTeam: domains.belongsToTeam });
-  const tracking = createTrackingService({ emails: emailsRepo, tracking: createTrackingRepository(store.db), events, clock, logger, secret, publicUrl: config.publicUrl, machineWindowSeconds: config.tracking.machineWindowSeconds });
+  const tracking = createTrackingService({ emails: emailsRepo, tracking: createTrackingRepository(store.db), events, clock, logger, secret, publicUrl: config.publicUrl, machineWindowSeconds: config.tracking.machineWindowSeconds, machineNetworks: config.tracking.machineNetworks });
   // Every event's outbox rows commit with the write that emits it (transactional outbox, see
   // core/events.ts); after the commit the dispatcher is woken for them.
   events.onInTransaction((batch) => batch.forEach((event) => webhookOutbox.handleInTransaction(event)));

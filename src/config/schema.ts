@@ -284,6 +284,9 @@ export const configSchema = z
           doc: 'An open or click within this many seconds of the email\'s delivery is flagged as a machine\'s (a privacy proxy or link scanner fetching at arrival): still recorded, but it leaves latestStatus alone and analytics reports it apart. 0 turns this rule off; the user-agent and link-burst rules stay.',
           env: 'POSTHORN_TRACKING_MACHINE_WINDOW_SECONDS',
         }),
+        machineNetworks: key(networkList.default([]), {
+          doc: 'Addresses and networks ("192.0.2.7", "10.0.0.0/8", "2001:db8::/32"; an IPv4-mapped IPv6 client counts as its IPv4 address) whose opens and clicks are flagged as machines\' (machineReason "network"), whatever their user agent: the ranges your recipients\' security gateways (Mimecast, Proofpoint, Barracuda, Microsoft Safe Links) fetch links from. The client address is the connection\'s, or X-Forwarded-For\'s with http.trustProxy. Empty: none.',
+        }),
       },
       'Open and click tracking: which hits count as made by machines (docs/api.md, Tracking).',
     ),

@@ -342,6 +342,14 @@ test('exemptNetworks of the SMTP listeners: empty by default, addresses and CIDR
   t.throws(() => loadConfig({ env: {}, overrides: { inbound: { exemptNetworks: ['300.1.2.3'] } } }), { instanceOf: ConfigError, message: /inbound\.exemptNetworks.*"300\.1\.2\.3"/ });
 });
 
+test('tracking.machineNetworks: empty by default, a comma-separated variable or a file list, each entry checked and a bad one named with its setting', (t) => {
+  t.deepEqual(loadConfig({ env: {} }).tracking.machineNetworks, []);
+  t.deepEqual(loadConfig({ env: { POSTHORN_TRACKING_MACHINE_NETWORKS: '192.0.2.0/24, 2001:db8::/32,198.51.100.7' } }).tracking.machineNetworks, ['192.0.2.0/24', '2001:db8::/32', '198.51.100.7']);
+  const err = t.throws(() => loadConfig({ env: { POSTHORN_TRACKING_MACHINE_NETWORKS: '192.0.2.0/24,10.0.0.0/33' } }), { instanceOf: ConfigError });
+  t.regex(err!.message, /tracking\.machineNetworks \(POSTHORN_TRACKING_MACHINE_NETWORKS\): .*"10\.0\.0\.0\/33" has a prefix length that is not 0 to 32/);
+  t.throws(() => loadConfig({ env: {}, overrides: { tracking: { machineNetworks: ['mimecast.example'] } } }), { instanceOf: ConfigError, message: /tracking\.machineNetworks.*"mimecast\.example" is not an IP address/ });
+});
+
 test('inbound.lateReportDays: 30 by default, 0 to 365, anything else refused naming it', (t) => {
   t.is(loadConfig({ env: {} }).inbound.lateReportDays, 30);
   t.is(loadConfig({ env: { POSTHORN_INBOUND_LATE_REPORT_DAYS: '0' } }).inbound.lateReportDays, 0);

@@ -164,6 +164,7 @@ const PROBES: Record<string, string> = {
   'http.host': '127.0.0.1',
   'inbound.exemptNetworks': '10.0.0.0/8,2001:db8::/32',
   'submission.exemptNetworks': '10.0.0.0/8,2001:db8::/32',
+  'tracking.machineNetworks': '192.0.2.0/24,2001:db8::/32',
 };
 
 function loaderProblems(k: ConfigKey): string[] {

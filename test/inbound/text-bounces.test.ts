@@ -138,3 +138,24 @@ test.serial('an Exim bounce naming an address the email was not sent to is ignor
   const reports = await w.t0.app.inbound.reportsRepo.listForEmail(email.id);
   t.is(reports.length, 1, 'the report is kept');
 });
+
+test.serial('a German text bounce ("Benutzer unbekannt" after a bare 550) at the return path bounces and suppresses; a German out-of-office does not', async (t) => {
+  const text = (subject: string, body: string[]) =>
+    Buffer.from([`Subject: ${subject}`, 'MIME-Version: 1.0', 'Content-Type: text/plain; charset=utf-8', 'Content-Transfer-Encoding: 8bit', '', ...body, ''].join('\r\n'), 'utf8');
+  const email = await sendAndDeliver(w, { to: 'weg@example.net', subject: 'German bounce' });
+  const body = ['Ihre Nachricht konnte nicht zugestellt werden an:', '', '  weg@example.net', '    550 Benutzer unbekannt'];
+  const away = await sendAndDeliver(w, { to: 'urlaub@example.net', subject: 'German out-of-office' });
+  const res = await smtpSend({ port: inboundPort, from: '', to: [away.returnPath], raw: text('Automatische Antwort: Hallo', ['Ich bin bis Montag nicht im Büro.', '', '  urlaub@example.net', '    550 Benutzer unbekannt']) });
+  t.true(res.ok, res.response);
+  t.true((await smtpSend({ port: inboundPort, from: '', to: [email.returnPath], raw: text('Unzustellbar: German bounce', body) })).ok);
+
+  const got = await w.t0.request('GET', `/v1/emails/${email.id}`);
+  t.is(got.body.latestStatus, 'BOUNCED');
+  const bounced = got.body.emailEvents.find((e: any) => e.status === 'BOUNCED');
+  t.like(bounced.data, { recipient: 'weg@example.net', source: 'text', smtpCode: 550 });
+  t.is(bounced.data.bounce.type, 'Permanent');
+  t.is((await suppression('weg@example.net'))?.reason, 'HARD_BOUNCE');
+
+  t.is((await w.t0.request('GET', `/v1/emails/${away.id}`)).body.latestStatus, 'DELIVERED');
+  t.is(await suppression('urlaub@example.net'), undefined);
+});

@@ -18,6 +18,7 @@ const list = (v: string | string[] | null | undefined) => (v === null || v === u
 
 /** Why a hit was a machine's, in words (core/tracking/machine-hits.ts; docs/api.md, "Machine opens and clicks"). */
 const MACHINE_REASONS: Record<string, string> = {
+  network: 'from a listed network',
   scanner_user_agent: 'privacy proxy or scanner (user agent)',
   no_user_agent: 'no user agent',
   soon_after_delivery: 'seconds after delivery',

@@ -6,7 +6,7 @@ import type { BusEvent } from '../events.js';
 // still recorded; it is flagged, from evidence in hand (no lookups), and each rule is meant to
 // be wrong in the direction of "human": a person's open is never hidden by a guess.
 
-export type MachineReason = 'scanner_user_agent' | 'no_user_agent' | 'soon_after_delivery' | 'link_burst';
+export type MachineReason = 'network' | 'scanner_user_agent' | 'no_user_agent' | 'soon_after_delivery' | 'link_burst';
 
 export interface MachineVerdict {
   machine: boolean;
@@ -17,7 +17,8 @@ export interface MachineVerdict {
  * User agents that only machines send, matched case-insensitively as substrings, except Apple's
  * proxy, whose user agent is exactly "Mozilla/5.0" (every browser and mail client writes more).
  * Gmail's GoogleImageProxy is not here: it fetches when the reader opens the message. Scanners
- * that pose as a browser are caught by the timing rules instead.
+ * that pose as a browser are caught by the timing rules instead, or by the networks the operator
+ * lists (tracking.machineNetworks).
  */
 const APPLE_PRIVACY_PROXY = 'mozilla/5.0';
 export const MACHINE_USER_AGENT_TOKENS = [
@@ -43,6 +44,8 @@ export function isMachineUserAgent(userAgent: string): boolean {
 
 export interface HitEvidence {
   userAgent: string | null;
+  /** Whether the client address is in tracking.machineNetworks (a gateway's own ranges, named by the operator). */
+  fromMachineNetwork?: boolean;
   nowMs: number;
   /** The email's latest DELIVERED event at or before now, if any. */
   deliveredAtMs: number | null;
@@ -54,6 +57,8 @@ export interface HitEvidence {
 
 export function classifyHit(e: HitEvidence): MachineVerdict {
   const machine = (machineReason: MachineReason): MachineVerdict => ({ machine: true, machineReason });
+  // First: the operator's word for where a gateway fetches from, whatever user agent it poses with.
+  if (e.fromMachineNetwork) return machine('network');
   if (e.userAgent !== null && e.userAgent.trim() !== '' && isMachineUserAgent(e.userAgent)) return machine('scanner_user_agent');
   // Every mail client and browser sends one; scripts and some scanners do not.
   if (e.userAgent === null || e.userAgent.trim() === '') return machine('no_user_agent');

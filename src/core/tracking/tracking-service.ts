@@ -10,6 +10,7 @@ import { createTrackingTokens, MAX_TRACKING_TOKEN_CHARS } from './tracking-token
 import { emailBusEvent } from '../emails/email-bus-event.js';
 import { canonicalHost } from '../domains/domain-names.js';
 import { classifyHit, LINK_BURST_MS, type MachineVerdict } from './machine-hits.js';
+import { networkMatcher } from '../../lib/network-list.js';
 
 export interface TrackingServiceDeps {
   emails: EmailsRepository;
@@ -23,6 +24,8 @@ export interface TrackingServiceDeps {
   publicUrl: string;
   /** tracking.machineWindowSeconds: a hit this soon after delivery is a machine's (0: rule off). */
   machineWindowSeconds: number;
+  /** tracking.machineNetworks (checked by the config schema): a hit from one of them is a machine's. Default none. */
+  machineNetworks?: readonly string[];
 }
 
 /** Who opened or clicked, as the HTTP edge saw it. */
@@ -50,6 +53,7 @@ export function createTrackingService(deps: TrackingServiceDeps) {
   const shared = deps.publicUrl.replace(/\/+$/, '');
   const scheme = new URL(shared).protocol;
   const sharedHost = canonicalHost(new URL(shared).hostname);
+  const fromMachineNetwork = networkMatcher(deps.machineNetworks ?? []);
 
   /** The domain's own tracking host once its CNAME verified (spec, Domain rule 4), else the shared one. */
   function trackingBase(domain: DomainRecord): string {
@@ -94,7 +98,7 @@ export function createTrackingService(deps: TrackingServiceDeps) {
   }
 
   /** Machine or person, from the request and the email's own events (see machine-hits.ts). */
-  async function verdict(email: EmailRow, userAgent: string | null, nowMs: number, clickedUrl?: string): Promise<MachineVerdict> {
+  async function verdict(email: EmailRow, userAgent: string | null, ip: string | null, nowMs: number, clickedUrl?: string): Promise<MachineVerdict> {
     const nowIso = new Date(nowMs).toISOString();
     const [delivered, recent] = await Promise.all([
       deps.tracking.lastDeliveredAt(email.id, nowIso),
@@ -102,6 +106,7 @@ export function createTrackingService(deps: TrackingServiceDeps) {
     ]);
     return classifyHit({
       userAgent,
+      fromMachineNetwork: fromMachineNetwork(ip ?? undefined),
       nowMs,
       deliveredAtMs: delivered ? Date.parse(delivered) : null,
       windowMs: deps.machineWindowSeconds * 1000,
@@ -153,7 +158,7 @@ export function createTrackingService(deps: TrackingServiceDeps) {
       if (!email || !hostOk) return false;
       const nowMs = deps.clock.nowMs();
       const person = who(hit);
-      await record(email, 'OPENED', { timestamp: new Date(nowMs).toISOString(), ...person, ...(await verdict(email, person.userAgent, nowMs)) });
+      await record(email, 'OPENED', { timestamp: new Date(nowMs).toISOString(), ...person, ...(await verdict(email, person.userAgent, person.ip, nowMs)) });
       return true;
     },
 
@@ -170,7 +175,7 @@ export function createTrackingService(deps: TrackingServiceDeps) {
         const { userAgent, ip } = who(hit);
         try {
           const nowMs = deps.clock.nowMs();
-          const flag = await verdict(email, userAgent, nowMs, valid.url);
+          const flag = await verdict(email, userAgent, ip, nowMs, valid.url);
           await record(email, 'CLICKED', { timestamp: new Date(nowMs).toISOString(), url: valid.url, userAgent, ip, ...flag });
         } catch (err) {
           // The reader still gets where they were going; only the statistic is lost.

@@ -2,6 +2,7 @@ import type { ParsedMail } from 'mailparser';
 import type { DsnRecipient, TextBounce } from '../../core/received/inbound-types.js';
 import { classifyReply, parseEnhancedCode } from '../outbound/classify-reply.js';
 import { parseFieldGroups } from '../parsed-mail.js';
+import { englishGloss, foldText, isForeignAutoReplyText, isForeignBounceText } from './text-bounce-phrases.js';
 
 // Bounces that are not RFC 3464 DSNs: Exim's text/plain bounce with X-Failed-Recipients, qmail's
 // "Hi. This is the qmail-send program", and other MTAs' prose from the null reverse-path. Read
@@ -11,6 +12,9 @@ import { parseFieldGroups } from '../parsed-mail.js';
 // - an auto-reply (vacation, out of office) never is, whatever it says;
 // - an address counts only with X-Failed-Recipients naming it, or with an SMTP 4yz/5yz reply or an
 //   enhanced status code (RFC 3463) in its own block of the text.
+// Besides English, the bounce and auto-reply texts and the words of a reply ("Benutzer unbekannt",
+// "buzón lleno") are read in German, French, Spanish, Portuguese, Italian and Dutch
+// (text-bounce-phrases.ts); the rules stay the same.
 // Which deliveries the addresses may touch is core's decision (report-service.ts).
 
 /** Where the prose ends and the returned original begins (Exim, qmail, sendmail, Courier, others). */
@@ -121,7 +125,9 @@ function recipient(address: string, reply: Reply | null, forceFailed: boolean): 
   let text = reply?.text ?? '';
   // The classifier reads the enhanced code first; a reply without one it finds gets the status read here.
   if (reply?.status && parseEnhancedCode(text) !== reply.status) text = `${reply.status} ${text}`.trim();
-  const verdict = classifyReply(effectiveCode, text);
+  // The classifier reads English: another language's "user unknown" or "mailbox full" is given in its words.
+  const gloss = englishGloss(text);
+  const verdict = classifyReply(effectiveCode, gloss ? `${text} (${gloss})` : text);
   return {
     finalRecipient: address,
     originalRecipient: null,
@@ -156,10 +162,12 @@ export function readTextBounce(raw: Buffer, parsed: ParsedMail | null, mailFrom:
   const precedence = values('precedence').some((v) => /auto[_-]?reply/i.test(v));
   // Auto-replies never bounce. Exim marks its bounces Auto-Submitted: auto-replied too, so that
   // field alone vetoes only a message without X-Failed-Recipients; the vacation signs always do.
-  if (AUTO_REPLY_FIELDS.some((f) => values(f).length) || precedence || AUTO_REPLY_TEXT.test(subject) || AUTO_REPLY_TEXT.test(text)) return null;
+  const folded = foldText(`${subject}\n${text}`);
+  if (AUTO_REPLY_FIELDS.some((f) => values(f).length) || precedence || AUTO_REPLY_TEXT.test(subject) || AUTO_REPLY_TEXT.test(text) || isForeignAutoReplyText(folded)) return null;
   if (autoSubmitted && !failedField.length) return null;
 
-  const evidence: TextBounce['evidence'] | null = failedField.length ? 'x-failed-recipients' : mailFrom === '' && (BOUNCE_TEXT.test(subject) || BOUNCE_TEXT.test(text)) ? 'bounce-text' : null;
+  const bounceText = () => BOUNCE_TEXT.test(subject) || BOUNCE_TEXT.test(text) || isForeignBounceText(folded);
+  const evidence: TextBounce['evidence'] | null = failedField.length ? 'x-failed-recipients' : mailFrom === '' && bounceText() ? 'bounce-text' : null;
   if (!evidence) return null;
   const reportingMta = /qmail-send program at ([A-Za-z0-9.-]+[A-Za-z0-9])/i.exec(text)?.[1] ?? null;
 
