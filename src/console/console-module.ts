@@ -2,7 +2,6 @@ import type { Context, Next } from 'koa';
 import Router from '@koa/router';
 import { AppError, HTTP_STATUS, type ErrorCode } from '../core/errors.js';
 import { csrfTokenMatches } from '../core/users/session-service.js';
-import { MAX_CSV_BYTES } from '../core/contacts/contact-csv.js';
 import { loadConsoleAssets, type ConsoleAssets } from './console-assets.js';
 import type { ConsoleDeps, PageDeps } from './console-deps.js';
 import type { ConsoleContext } from './console-context.js';
@@ -19,7 +18,7 @@ import { emailsPages } from './pages/emails-pages.js';
 import { domainsPages } from './pages/domains-pages.js';
 import { apiKeysPages } from './pages/api-keys-pages.js';
 import { contactsPages } from './pages/contacts-pages.js';
-import { contactImportPages } from './pages/contact-import-pages.js';
+import { contactImportPages, CSV_IMPORT_BODY_LIMIT, CSV_IMPORT_ROUTE } from './pages/contact-import-pages.js';
 import { segmentsPages } from './pages/segments-pages.js';
 import { templatesPages } from './pages/templates-pages.js';
 import { campaignsPages } from './pages/campaigns-pages.js';
@@ -161,7 +160,10 @@ export function mountConsole(router: Router, deps: ConsoleDeps): void {
       ctx.req.resume();
       throw new AppError('UNAUTHORIZED', 'Your session has ended. Sign in again.');
     }
-    const limit = ctx.path.endsWith('/import') ? MAX_CSV_BYTES + 64 * 1024 : FORM_LIMIT_BYTES;
+    // Signed in, and the request is one the router gives to the CSV upload (method and route
+    // as it matches them): only then a form as large as a CSV file. The CSRF token travels in
+    // that form, so it can only be checked once the form is read.
+    const limit = isCsvImport(ctx) ? CSV_IMPORT_BODY_LIMIT : FORM_LIMIT_BYTES;
     const form = unsafe ? await readForm(ctx, limit) : { fields: new URLSearchParams() };
     if (unsafe && !csrfTokenMatches(session.csrfToken, form.fields.get('_csrf') ?? (ctx.get('x-csrf-token') || undefined))) {
       throw new AppError('FORBIDDEN', 'This form is out of date or did not come from the console (its CSRF token does not match). Reload the page and try again.');
@@ -182,6 +184,8 @@ export function mountConsole(router: Router, deps: ConsoleDeps): void {
 
   const inner = new Router({ prefix: '/console' });
   consolePages(inner, d);
+  const importRoute = `/console${CSV_IMPORT_ROUTE}`;
+  const isCsvImport = (ctx: Context) => inner.match(ctx.path, ctx.method).pathAndMethod.some((layer) => layer.path === importRoute);
 
   async function notFound(): Promise<void> {
     throw new AppError('NOT_FOUND', 'There is no console page at this address.');

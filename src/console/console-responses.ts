@@ -70,8 +70,8 @@ export function backTo(ctx: Context, fallback: string): string {
   }
 }
 
-/** Where to go after signing in: only a console path of this site. */
-export function safeNext(next: string | null | undefined): string {
-  if (!next || !/^\/console(\/|\?|$)/.test(next) || /[\\\r\n]/.test(next)) return '/console';
+/** Where to go after signing in: only a console path of this site, else the overview. */
+export function safeNext(next: unknown): string {
+  if (typeof next !== 'string' || !/^\/console(\/|\?|$)/.test(next) || /[\\\r\n]/.test(next)) return '/console';
   return next;
 }

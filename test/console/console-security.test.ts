@@ -107,6 +107,78 @@ test('sign-in: a wrong password says so; the right one sets an HttpOnly SameSite
   t.is(res.location, '/console');
 });
 
+// Koa reads a repeated query parameter as an array: the first is taken when it is a console
+// path, else the overview; never a 500 and never another site.
+test('sign-in: next given twice is the first when it is a console path, else the overview, signed in or out', async (t) => {
+  const q = (...next: string[]) => '/console/login?' + next.map((n) => `next=${encodeURIComponent(n)}`).join('&');
+  const hiddenNext = (text: string) => /name="next" value="([^"]*)"/.exec(text)?.[1];
+  const out = new ConsoleClient(t0.baseUrl);
+  const firstSafe = await out.get(q('/console/emails', '//evil.example/x'));
+  t.is(firstSafe.status, 200);
+  t.is(hiddenNext(firstSafe.text), '/console/emails');
+  const firstUnsafe = await out.get(q('//evil.example/x', '/console/emails'));
+  t.is(firstUnsafe.status, 200);
+  t.is(hiddenNext(firstUnsafe.text), '');
+  // Signed in, the login page sends the browser on at once. An account of its own: sign-ins in
+  // flight count against their account until they succeed.
+  const who = 'next@team-a.example';
+  await consoleUser(t0.app, who, t0.teamId);
+  const c = new ConsoleClient(t0.baseUrl);
+  await c.signIn(who);
+  for (const [next, location] of [
+    [['/console/emails', '/console/domains'], '/console/emails'],
+    [['/console/emails', '//evil.example/x'], '/console/emails'],
+    [['//evil.example/x', '/console/emails'], '/console'],
+    [['https://evil.example/', '/console/emails'], '/console'],
+    [['', '/console/emails'], '/console'],
+  ] as const) {
+    const res = await c.get(q(...next));
+    t.is(res.status, 302, JSON.stringify(next));
+    t.is(res.location, location, JSON.stringify(next));
+  }
+  // A form posting next twice: the first one.
+  for (const [next, location] of [
+    [['/console/emails', '//evil.example/x'], '/console/emails'],
+    [['//evil.example/x', '/console/emails'], '/console'],
+  ] as const) {
+    const s = new ConsoleClient(t0.baseUrl);
+    const page = await s.get('/console/login');
+    const tk = /name="_csrf" value="([^"]+)"/.exec(page.text)![1]!;
+    const res = await s.request('POST', '/console/login', { form: { _csrf: tk, email: who, password: 'correct horse battery staple', next: [...next] }, headers: { origin: t0.baseUrl } });
+    t.is(res.status, 303, JSON.stringify(next));
+    t.is(res.location, location, JSON.stringify(next));
+  }
+});
+
+// The CSV upload may send a form of up to 20 MB; every other request, one to a path that merely
+// ends in /import or the upload's path with another method, keeps the 2 MB of a form.
+test('the large form limit is the CSV upload\'s only: another path ending in /import, or another method, gets 413', async (t) => {
+  const who = 'uploads@team-a.example'; // its own account, as above
+  await consoleUser(t0.app, who, t0.teamId);
+  const c = new ConsoleClient(t0.baseUrl);
+  await c.signIn(who);
+  const big = (path: string, method = 'POST', client = c) =>
+    client.request(method, path, { body: `_csrf=not-the-token&pad=${'x'.repeat(3 * 1024 * 1024)}`, headers: { origin: t0.baseUrl, 'content-type': 'application/x-www-form-urlencoded' } });
+  // The upload's own route reads the whole form, then refuses the token in it.
+  const upload = await big(`/console/contacts/${a.book}/import`);
+  t.is(upload.status, 403, upload.text.slice(0, 200));
+  t.regex(upload.text, /CSRF token/);
+  for (const [method, path] of [
+    ['POST', `/console/domains/${a.domain}/import`],
+    ['POST', `/console/contacts/${a.book}/contacts/import`],
+    ['POST', '/console/import'],
+    ['PUT', `/console/contacts/${a.book}/import`],
+    ['DELETE', `/console/contacts/${a.book}/import`],
+  ] as const) {
+    const res = await big(path, method);
+    t.is(res.status, 413, `${method} ${path}`);
+  }
+  // Signed out, nothing is read at all.
+  const out = await big(`/console/contacts/${a.book}/import`, 'POST', new ConsoleClient(t0.baseUrl));
+  t.is(out.status, 303);
+  t.is(out.location, '/console/login');
+});
+
 test('CSRF: a cross-site POST is refused, a POST without the token or with another session\'s is refused, the console\'s own form works', async (t) => {
   const c = new ConsoleClient(t0.baseUrl);
   await c.signIn(A);

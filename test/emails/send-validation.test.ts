@@ -37,6 +37,8 @@ const badBodies: [string, Record<string, unknown>, RegExp][] = [
   // Written by the final delivery agent (RFC 9228); a forged Delivered-To makes Postfix bounce the mail as a loop.
   ['forged Delivered-To', { headers: { 'Delivered-To': 'alice@example.net' } }, /^headers\.Delivered-To: .*set by Posthorn/],
   ['forged X-Original-To', { headers: { 'x-original-to': 'alice@example.net' } }, /^headers\.x-original-to: /],
+  // A resent block (RFC 5322 3.6.6) on a fresh message: Resent-From/Resent-Sender could name another domain's sender.
+  ['forged Resent-From', { headers: { 'Resent-From': 'ceo@bank.example' } }, /^headers\.Resent-From: .*set by Posthorn/],
   ['empty header value', { headers: { 'X-A': '' } }, /headers/],
   ['11 attachments', { attachments: Array.from({ length: 11 }, (_, i) => ({ filename: `f${i}.txt`, content: b64 })) }, /attachments/],
   ['bad base64', { attachments: [{ filename: 'f.txt', content: 'not base64!!' }] }, /base64/],
@@ -94,6 +96,31 @@ test('400 before 403 in a batch too: the bad item is named, from an unverified d
   const res = await w.t0.request('POST', '/v1/emails/batch', { body: [sendBody(w), sendBody(w, { from: 'a@unverified-order.dev', to: 'not-an-address' })] });
   t.is(res.status, 400, JSON.stringify(res.body));
   t.regex(res.body.error.message, /^\[1\]\.to: /);
+});
+
+// Every field of a resent block (RFC 5322 3.6.6), and any other resent-* name, in any casing, on
+// each path that takes custom headers; a domain-bound key included, whose Resent-From would name
+// another domain's sender.
+test('every Resent-* header is refused with 400, through /v1 and /api/v1, single and batch, for a domain-bound key too', async (t) => {
+  const bound = (await w.t0.request('POST', '/v1/apiKeys', { body: { name: 'bound-resent', permission: 'SENDING', domainId: w.domain.id } })).body.token;
+  const names = ['Resent-From', 'resent-sender', 'RESENT-TO', 'Resent-Cc', 'Resent-Bcc', 'Resent-Date', 'Resent-Message-ID', 'rEsEnT-Reply-To', 'Resent-X'];
+  for (const name of names) {
+    const headers = { 'X-Ok': '1', [name]: name.toLowerCase().endsWith('date') ? 'Mon, 1 Jan 2001 00:00:00 +0000' : 'ceo@bank.example' };
+    for (const prefix of ['/v1', '/api/v1']) {
+      for (const key of [undefined, bound]) {
+        const one = await w.t0.request('POST', `${prefix}/emails`, { key, body: sendBody(w, { headers }) });
+        t.is(one.status, 400, `${prefix} ${name} ${JSON.stringify(one.body)}`);
+        t.is(one.body.error?.message, `headers.${name}: this header is set by Posthorn and cannot be overridden`);
+        const batch = await w.t0.request('POST', `${prefix}/emails/batch`, { key, body: [sendBody(w), sendBody(w, { headers })] });
+        t.is(batch.status, 400, `${prefix} batch ${name}`);
+        t.is(batch.body.error?.message, `[1].headers.${name}: this header is set by Posthorn and cannot be overridden`);
+      }
+    }
+  }
+  // A name that only starts like one is an ordinary header.
+  const ok = await w.t0.request('POST', '/v1/emails', { body: sendBody(w, { headers: { 'X-Resent-From': 'a', Resentful: 'b' }, scheduledAt: '2030-01-01T00:00:00Z' }) });
+  t.is(ok.status, 200, JSON.stringify(ok.body));
+  await w.t0.request('POST', `/v1/emails/${ok.body.emailId}/cancel`);
 });
 
 test('a scheduledAt years ahead is accepted (the spec sets no limit), with filler words around a plain-English time', async (t) => {

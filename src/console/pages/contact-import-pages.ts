@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type Router from '@koa/router';
-import { contactsCsvHeader, contactsCsvLines } from '../../core/contacts/contact-csv.js';
+import { contactsCsvHeader, contactsCsvLines, MAX_CSV_BYTES } from '../../core/contacts/contact-csv.js';
 import { badRequest, notFound } from '../../core/errors.js';
 import { route, type PageDeps } from '../console-deps.js';
 import { scopeOf, type ConsoleContext } from '../console-context.js';
@@ -20,11 +20,16 @@ export async function importSection(ctx: ConsoleContext, d: PageDeps, bookId: st
 ${recent.length ? html`<h3>Recent imports</h3><ul class="plain">${recent.map((i) => html`<li><a href="/console/contacts/${seg(bookId)}/imports/${seg(i.id)}">${i.fileName}</a> ${badge(i.status)} ${i.processedRows}/${i.totalRows} rows, ${i.errorCount} refused · ${time(i.createdAt)}</li>`)}</ul>` : ''}`);
 }
 
+/** The upload route, under /console: the one request whose form may be as large as CSV_IMPORT_BODY_LIMIT. */
+export const CSV_IMPORT_ROUTE = '/contacts/:bookId/import';
+/** A CSV file of MAX_CSV_BYTES with room for the multipart framing and the other fields. */
+export const CSV_IMPORT_BODY_LIMIT = MAX_CSV_BYTES + 64 * 1024;
+
 export function contactImportPages(r: Router, d: PageDeps): void {
   const secure = isSecure(d.publicUrl);
   const { contactImports, contactBooks, contacts } = d.services;
 
-  route(r, 'post', '/contacts/:bookId/import', async (ctx) => {
+  route(r, 'post', CSV_IMPORT_ROUTE, async (ctx) => {
     const file = ctx.state.console.file;
     if (!file || !file.text.trim()) throw badRequest('file: choose a CSV file to import');
     const job = await contactImports.start(scopeOf(ctx), ctx.params.bookId!, file.name, file.text);

@@ -40,9 +40,13 @@ export function loginPages(r: Router, d: PageDeps): void {
   }
 
   r.get('/login', async (ctx) => {
-    if (await d.sessions.resolve(readCookie(ctx, SESSION_COOKIE))) return ctx.redirect(safeNext(ctx.query.next as string | undefined));
+    // Koa reads a repeated parameter as an array: the first one counts, as f.get does for the form.
+    const asked = ctx.query.next;
+    const first = Array.isArray(asked) ? asked[0] : asked;
+    if (await d.sessions.resolve(readCookie(ctx, SESSION_COOKIE))) return ctx.redirect(safeNext(first));
     const flash = takeFlash(ctx, secure);
-    form(ctx, { next: typeof ctx.query.next === 'string' ? ctx.query.next : undefined, message: flash?.text, tone: flash?.kind });
+    const next = safeNext(first);
+    form(ctx, { next: next === first ? next : undefined, message: flash?.text, tone: flash?.kind });
   });
 
   r.post('/login', async (ctx) => {

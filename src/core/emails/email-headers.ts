@@ -55,6 +55,21 @@ const RECEIVER_ADDED_HEADERS = ['authentication-results', 'arc-seal', 'arc-messa
 // threading, DKIM or routing, so they are refused with 400 rather than silently dropped.
 export const ENGINE_OWNED_HEADERS: ReadonlySet<string> = new Set([...COMPOSER_OWNED_HEADERS, ...ENGINE_ADDED_HEADERS, ...RECEIVER_ADDED_HEADERS]);
 
+/**
+ * A resent block (RFC 5322 3.6.6: Resent-From, -Sender, -To, -Cc, -Bcc, -Date, -Message-ID)
+ * belongs to a message reintroduced by whoever resends it, never to a fresh one, and some clients
+ * show Resent-From or Resent-Sender as the sender: a key bound to one domain could name another
+ * domain's. Every resent-* name is refused, as the fields above are; by the API only, as
+ * RECEIVER_ADDED_HEADERS are, so mail accepted with one before still goes out.
+ */
+const RESENT_PREFIX = 'resent-';
+
+/** Whether a caller may not set header `name` (any casing): Posthorn, a receiver or a resender writes it. */
+export function isEngineOwnedHeader(name: string): boolean {
+  const lower = name.toLowerCase();
+  return ENGINE_OWNED_HEADERS.has(lower) || lower.startsWith(RESENT_PREFIX);
+}
+
 const HEADER_NAME = /^[!-9;-~]+$/; // RFC 5322 2.2: printable US-ASCII except colon
 /**
  * RFC 5322 2.1.1 caps a line at 998 octets, and a header can only be folded at whitespace: an
@@ -113,7 +128,7 @@ export function validateCustomHeaders(headers: Record<string, string> | undefine
     // The composer writes no field for white space alone: it would vanish without a word.
     if (value.trim() === '') throw badRequest(`${field}.${name}: must not be blank`);
     const lower = name.toLowerCase();
-    if (ENGINE_OWNED_HEADERS.has(lower)) throw badRequest(`${field}.${name}: this header is set by Posthorn and cannot be overridden`);
+    if (isEngineOwnedHeader(lower)) throw badRequest(`${field}.${name}: this header is set by Posthorn and cannot be overridden`);
     // Header names ignore case: two casings are one header, which the composer wrote twice under
     // one of the two spellings.
     const first = seen.get(lower);

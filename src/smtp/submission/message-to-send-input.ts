@@ -1,7 +1,7 @@
 import type { ParsedMail } from 'mailparser';
 import { detectExtension } from 'nodemailer/lib/mime-funcs';
 import { addressKey, formatMailbox } from '../../core/emails/addresses.js';
-import { ENGINE_OWNED_HEADERS, isFoldable, MAX_CUSTOM_HEADER_NAME, MAX_CUSTOM_HEADER_VALUE, MAX_CUSTOM_HEADERS } from '../../core/emails/email-headers.js';
+import { isEngineOwnedHeader, isFoldable, MAX_CUSTOM_HEADER_NAME, MAX_CUSTOM_HEADER_VALUE, MAX_CUSTOM_HEADERS } from '../../core/emails/email-headers.js';
 import { sendBodySchema, type SendInput } from '../../core/emails/send-schema.js';
 import { submittedThreading, type Threading } from '../../core/emails/threading.js';
 import { badRequest } from '../../core/errors.js';
@@ -107,7 +107,7 @@ export function messageToSendInput(parsed: ParsedMail, envelope: SubmissionEnvel
       tracking ??= choice; // first occurrence wins, as for other headers
       continue;
     }
-    if (!CUSTOM_HEADER.test(name) || ENGINE_OWNED_HEADERS.has(lower) || !value) continue;
+    if (!CUSTOM_HEADER.test(name) || isEngineOwnedHeader(lower) || !value) continue;
     if (Object.keys(headers).some((k) => k.toLowerCase() === lower)) continue; // first occurrence wins
     if (!passesOn(name, value) || Object.keys(headers).length >= MAX_CUSTOM_HEADERS) continue;
     headers[name] = value;

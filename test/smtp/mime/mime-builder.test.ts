@@ -213,6 +213,11 @@ test('a Delivered-To stored with an email accepted before the API refused it sti
   t.true(fields.includes('X-Original-To: alice@example.net'));
 });
 
+test('a Resent-From stored with an email accepted before the API refused it still composes', async (t) => {
+  const fields = rawHeaderFields(await composeMessage(baseInput({ headers: { 'Resent-From': 'hello@sender.dev' } })));
+  t.true(fields.includes('Resent-From: hello@sender.dev'));
+});
+
 test('engine headers List-Unsubscribe / List-Unsubscribe-Post pass through unchanged', async (t) => {
   const headers = { 'List-Unsubscribe': '<https://acme.com/u/Zx9>, <mailto:u+Zx9@acme.com>', 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' };
   const fields = rawHeaderFields(await composeMessage(baseInput({ headers })));
