@@ -133,10 +133,9 @@ export function createCampaignsRepository(db: Db) {
         let q = rdb.selectFrom('campaigns').where(inScope(scope));
         if (f.status) q = q.where('status', '=', f.status);
         if (f.search) q = q.where(containsIgnoringCase(rdb, ['name', 'subject'], f.search));
-        const [rows, total] = await Promise.all([
-          q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
-          q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-        ]);
+        // One after the other: they share the read's connection.
+        const rows = await q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute();
+        const total = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
         return { rows, total: Number(total.n) };
       });
     },

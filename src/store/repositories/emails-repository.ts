@@ -258,16 +258,15 @@ export function createEmailsRepository(db: Db) {
               .having(sql<number>`count(distinct tag)`, '=', tags.length),
           );
         }
-        const [page, total] = await Promise.all([
-          q
-            .select(['id', sql<number>`coalesce(length(html_body), 0) + coalesce(length(text_body), 0)`.as('bodyChars')])
-            .orderBy('created_at', 'desc')
-            .orderBy('id', 'desc')
-            .limit(f.limit)
-            .offset(f.offset)
-            .execute(),
-          q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-        ]);
+        // One after the other: they share the read's connection.
+        const page = await q
+          .select(['id', sql<number>`coalesce(length(html_body), 0) + coalesce(length(text_body), 0)`.as('bodyChars')])
+          .orderBy('created_at', 'desc')
+          .orderBy('id', 'desc')
+          .limit(f.limit)
+          .offset(f.offset)
+          .execute();
+        const total = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
         return { page: page.map((r) => ({ id: r.id, bodyChars: Number(r.bodyChars) })), count: Number(total.n) };
       });
     },

@@ -73,10 +73,9 @@ export function createReceivedEmailsRepository(db: Db) {
         let q = rdb.selectFrom('received_emails').where('team_id', '=', f.teamId);
         // An empty list matches nothing (never every row, never `in ()`).
         if (f.domainIds) q = q.where('domain_id', 'in', f.domainIds.length ? f.domainIds : [-1]);
-        const [rows, total] = await Promise.all([
-          q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
-          q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-        ]);
+        // One after the other: they share the read's connection.
+        const rows = await q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute();
+        const total = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
         return { rows, total: Number(total.n) };
       });
     },

@@ -30,10 +30,9 @@ export function createSandboxMessagesRepository(db: Db) {
       return boundedRead(db, async (rdb) => {
         let q = rdb.selectFrom('sandbox_messages').where('team_id', '=', f.teamId);
         if (f.domainId !== null) q = q.where('domain_id', '=', f.domainId);
-        const [rows, total] = await Promise.all([
-          q.selectAll().orderBy('created_at', 'desc').orderBy(sql`rowid`, 'desc').limit(f.limit).offset(f.offset).execute(),
-          q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-        ]);
+        // One after the other: they share the read's connection.
+        const rows = await q.selectAll().orderBy('created_at', 'desc').orderBy(sql`rowid`, 'desc').limit(f.limit).offset(f.offset).execute();
+        const total = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
         return { rows, total: Number(total.n) };
       });
     },

@@ -74,10 +74,9 @@ export function createSuppressionsRepository(db: Db) {
           q = q.where(patterns.length === 1 ? patterns[0]! : (eb) => eb.or(patterns));
         }
         if (f.reason) q = q.where('reason', '=', f.reason);
-        const [rows, total] = await Promise.all([
-          q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
-          q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-        ]);
+        // One after the other: they share the read's connection.
+        const rows = await q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute();
+        const total = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
         return { rows, total: Number(total.n) };
       });
     },

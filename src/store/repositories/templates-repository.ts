@@ -27,10 +27,9 @@ export function createTemplatesRepository(db: Db) {
       return boundedRead(db, async (rdb) => {
         let q = rdb.selectFrom('templates').where('team_id', '=', teamId).where('deleted_at', 'is', null);
         if (f.search) q = q.where(containsIgnoringCase(rdb, ['name', 'subject'], f.search));
-        const [rows, total] = await Promise.all([
-          q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
-          q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-        ]);
+        // One after the other: they share the read's connection.
+        const rows = await q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute();
+        const total = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
         return { rows, total: Number(total.n) };
       });
     },

@@ -212,10 +212,9 @@ export function createWebhooksRepository(db: Db) {
       return boundedRead(db, async (rdb) => {
         let q = rdb.selectFrom('webhooks').where('team_id', '=', teamId);
         if (onlyDomainIdsJson !== undefined) q = q.where('domain_ids_json', '=', onlyDomainIdsJson);
-        const [rows, total] = await Promise.all([
-          q.selectAll().orderBy('created_at').orderBy('id').limit(limit).offset(offset).execute(),
-          q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-        ]);
+        // One after the other: they share the read's connection.
+        const rows = await q.selectAll().orderBy('created_at').orderBy('id').limit(limit).offset(offset).execute();
+        const total = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
         return { rows, total: Number(total.n) };
       });
     },
