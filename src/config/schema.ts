@@ -244,7 +244,7 @@ export const configSchema = z
           doc: 'full: every accepted send, stored message and delivery result is on disk before Posthorn says so (it survives a power cut: SQLite syncs its log, PostgreSQL commits with synchronous_commit=on). normal: faster on slow disks; a killed Posthorn still loses nothing, but a power cut (or a crash of the PostgreSQL server) can lose the last seconds (SQLite syncs at checkpoints only; PostgreSQL synchronous_commit=off).',
         }),
         statementTimeout: key(z.union([z.literal('0'), durationAtMost('1h')]).default('30s'), {
-          doc: 'PostgreSQL: how long one query served on behalf of an API or console request that reads contacts by a filter (segment members and previews, contact searches and exports) may run before the server cancels it; the request then answers 422 saying to narrow the filter. Migrations, store copies, retention and the engine\'s own work are never cut short. "0": no limit.',
+          doc: 'PostgreSQL: how long one list, search or analytics query served on behalf of an API or console request (segment members and previews, contact searches and exports, the email list and its filters, the lists of contact books, suppressions, campaigns, templates, segments, webhooks and their delivery attempts, received emails, TLS reports and sandbox captures, and the analytics time series and reputation) may run before the server cancels it; the request then answers 422 saying to narrow the filter. Writes, migrations, store copies, retention and the engine\'s own work are never cut short. "0": no limit.',
         }),
         pool: section({
           max: key(z.number().int().min(2).max(1000).default(10), { doc: 'PostgreSQL: connections this node keeps to the database at most.' }),

@@ -8,7 +8,7 @@ import { StatementTimeoutError } from './store-errors.js';
 const QUERY_CANCELED = '57014';
 
 /**
- * Runs a read served on behalf of a request (a segment's members, a contact search) with
+ * Runs a read served on behalf of a request (a list, search or analytics read that may scan many rows) with
  * PostgreSQL's statement_timeout of `store.statementTimeout`, set LOCAL to a read transaction of
  * its own: the setting ends with that transaction, so the connection goes back to the pool as
  * it came and migrations, store copies, retention and the engine's work (which never come

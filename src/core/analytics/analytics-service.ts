@@ -4,6 +4,7 @@ import { ZERO_COUNTERS, type AnalyticsRepository, type EngagementHit, type StatC
 import { forbidden, notFound } from '../errors.js';
 import type { BusEvent } from '../events.js';
 import { isMachineHit } from '../tracking/machine-hits.js';
+import { orTooSlow } from '../query-too-slow.js';
 
 // Daily rollups keyed by (team, domain, UTC day), kept up to date from bus events, so the
 // analytics endpoints read a few dozen rollup rows instead of scanning emails.
@@ -192,7 +193,7 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
       await flush();
       const today = Date.parse(deps.clock.now().toISOString().slice(0, 10));
       const dates = Array.from({ length: q.days }, (_, i) => new Date(today - (q.days - 1 - i) * DAY_MS).toISOString().slice(0, 10));
-      const rows = new Map((await deps.analytics.daily(scope.teamId, domainId, dates[0]!, dates[dates.length - 1]!)).map((r) => [r.day, r]));
+      const rows = new Map((await orTooSlow(deps.analytics.daily(scope.teamId, domainId, dates[0]!, dates[dates.length - 1]!))).map((r) => [r.day, r]));
       const totalCounts = { sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, complained: 0, machineOpened: 0, machineClicked: 0 };
       const result: TimeSeriesPoint[] = dates.map((date) => {
         const r = rows.get(date);
@@ -210,7 +211,7 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps) {
     async reputation(scope: AnalyticsScope, q: { domainId?: number }) {
       const domainId = await resolveDomain(scope, q.domainId);
       await flush();
-      const t = await deps.analytics.totals(scope.teamId, domainId);
+      const t = await orTooSlow(deps.analytics.totals(scope.teamId, domainId));
       return {
         delivered: t.delivered,
         hardBounced: t.hardBounced,

@@ -19,6 +19,7 @@ import { signUnsubscribeToken } from './unsubscribe-token.js';
 import { createUnsubscribeLinks } from './unsubscribe-links.js';
 import { createCampaignCounters } from './campaign-counters.js';
 import { isRecipientGone, isStorageFailure, isUniqueViolation } from '../../store/store-errors.js';
+import { orTooSlow } from '../query-too-slow.js';
 
 export const DEFAULT_BATCH_SIZE = 500;
 export const MAX_BATCH_SIZE = 100_000;
@@ -455,7 +456,7 @@ export function createCampaignService(deps: CampaignServiceDeps) {
     },
 
     async list(scope: CampaignScope, q: { status?: CampaignStatus; search?: string; offset: number; limit: number }) {
-      const { rows, total } = await campaigns.list(scope, q);
+      const { rows, total } = await orTooSlow(campaigns.list(scope, q));
       return { items: rows.map(view), total };
     },
 

@@ -12,6 +12,7 @@ import { domainOf, formatMailbox, parseMailbox } from '../emails/addresses.js';
 import { canonicalHost } from '../domains/domain-names.js';
 import { validateConfirmationContent } from './double-opt-in-content.js';
 import { assertFoldable, assertNameFoldable, assertSubjectTemplateFoldable } from '../emails/email-headers.js';
+import { orTooSlow } from '../query-too-slow.js';
 
 export const DEFAULT_EMOJI = '📙';
 export const MAX_VARIABLES = 100;
@@ -206,7 +207,7 @@ export function createContactBookService(deps: ContactBookServiceDeps) {
     },
 
     async list(scope: BookScope): Promise<ContactBookView[]> {
-      return (await books.list(scope.teamId)).map(bookView);
+      return (await orTooSlow(books.list(scope.teamId))).map(bookView);
     },
 
     async get(scope: BookScope, id: string): Promise<ContactBookView> {

@@ -370,7 +370,7 @@ export function createContactService(deps: ContactServiceDeps) {
       // Keyed as addresses are stored (lowercased, the domain in A-labels), not validated: an
       // address nobody has finds nobody.
       const emails = q.emails?.map(mailboxKey);
-      return (await contacts.list({ teamId: scope.teamId, bookId }, { emails, ids: q.ids, offset: q.offset, limit: q.limit })).map(contactView);
+      return (await orTooSlow(contacts.list({ teamId: scope.teamId, bookId }, { emails, ids: q.ids, offset: q.offset, limit: q.limit }))).map(contactView);
     },
 
     /**

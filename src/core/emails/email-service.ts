@@ -16,6 +16,7 @@ import { boundReferences, type Threading } from './threading.js';
 import type { SendInput } from './send-schema.js';
 import { MAX_RECIPIENTS, sendFields } from './send-fields.js';
 import { createSendIdempotency, IDEMPOTENCY_TTL_MS } from './send-idempotency.js';
+import { orTooSlow } from '../query-too-slow.js';
 
 /** An accepted email as core hands it to the edges (the outbound engine composes from it). */
 export type { EmailRow } from '../../store/repositories/emails-repository.js';
@@ -511,7 +512,7 @@ export function createEmailService(deps: EmailServiceDeps) {
         if (domainIds?.length && !domainIds.includes(ctx.domainId)) return { data: [], count: 0 };
         domainIds = [ctx.domainId];
       }
-      const { page, count } = await emails.listPage({ teamId: ctx.teamId, domainIds, startDate: q.startDate, endDate: q.endDate, tags: q.tags, offset: q.offset, limit: q.limit });
+      const { page, count } = await orTooSlow(emails.listPage({ teamId: ctx.teamId, domainIds, startDate: q.startDate, endDate: q.endDate, tags: q.tags, offset: q.offset, limit: q.limit }));
       const ids = page.map((p) => p.id);
       if (page.reduce((sum, p) => sum + p.bodyChars, 0) <= LIST_INLINE_BODY_CHARS) {
         return { data: (await emails.findManyById(ctx.teamId, ids)).map(toListItem), count };

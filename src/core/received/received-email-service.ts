@@ -7,6 +7,7 @@ import { badRequest, notFound } from '../errors.js';
 import type { BusEvent, EventBus } from '../events.js';
 import type { AuthResults, ReceivedMessageInput } from './inbound-types.js';
 import { transactionKey } from './transaction-key.js';
+import { orTooSlow } from '../query-too-slow.js';
 
 // Mail for receiving domains: stored durably before the SMTP 250 (raw bytes, parsed fields,
 // attachments, SPF/DKIM/DMARC verdicts), listed and fetched through the API, and announced
@@ -146,7 +147,7 @@ export function createReceivedEmailService(deps: ReceivedEmailServiceDeps) {
         if (domainIds?.length && !domainIds.includes(scope.domainId)) return { items: [], total: 0 };
         domainIds = [scope.domainId];
       }
-      const { rows, total } = await deps.received.list({ teamId: scope.teamId, domainIds, offset: q.offset, limit: q.limit });
+      const { rows, total } = await orTooSlow(deps.received.list({ teamId: scope.teamId, domainIds, offset: q.offset, limit: q.limit }));
       return { items: rows.map(toListItem), total };
     },
 

@@ -2,6 +2,7 @@ import type { Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { SandboxMessageRow, SandboxMessagesRepository } from '../../store/repositories/sandbox-messages-repository.js';
 import { notFound } from '../errors.js';
+import { orTooSlow } from '../query-too-slow.js';
 
 // Sandbox mode's capture mailbox (architecture.md, Decisions: sandbox mode). The engine hands
 // each signed message to the sandbox transport instead of an MX; the transport files it here,
@@ -89,7 +90,7 @@ export function createSandboxService(deps: SandboxServiceDeps) {
 
     async list(scope: SandboxScope, q: { offset: number; limit: number }) {
       ensureEnabled();
-      const { rows, total } = await deps.messages.list({ teamId: scope.teamId, domainId: scope.domainId, offset: q.offset, limit: q.limit });
+      const { rows, total } = await orTooSlow(deps.messages.list({ teamId: scope.teamId, domainId: scope.domainId, offset: q.offset, limit: q.limit }));
       return { items: rows.map(listItem), total };
     },
 

@@ -86,7 +86,7 @@ export function createSegmentService(deps: { segments: SegmentsRepository; books
     },
 
     async list(teamId: number, q: { contactBookId?: string; offset: number; limit: number }): Promise<{ items: SegmentView[]; total: number }> {
-      const { rows, total } = await segments.list(teamId, q);
+      const { rows, total } = await orTooSlow(segments.list(teamId, q));
       return { items: rows.map(view), total };
     },
 

@@ -3,6 +3,7 @@ import type { Clock } from '../../lib/clock.js';
 import type { SuppressionReason, SuppressionRow, SuppressionsRepository } from '../../store/repositories/suppressions-repository.js';
 import { isValidAddress, lowerAddressTerm, mailboxKey } from '../emails/addresses.js';
 import { badRequest, notFound } from '../errors.js';
+import { orTooSlow } from '../query-too-slow.js';
 
 /*
  * The team's suppression list (spec, Suppressions; architecture.md, Decisions: suppressions). Addresses are keyed trimmed and
@@ -50,7 +51,7 @@ export function createSuppressionService(deps: { suppressions: SuppressionsRepos
   return {
     async list(teamId: number, q: { search?: string; reason?: SuppressionReason; offset: number; limit: number }): Promise<{ items: SuppressionView[]; total: number }> {
       const search = lowerAddressTerm(q.search?.trim() ?? '') || undefined;
-      const { rows, total } = await suppressions.list(teamId, { ...q, search });
+      const { rows, total } = await orTooSlow(suppressions.list(teamId, { ...q, search }));
       return { items: rows.map(view), total };
     },
 

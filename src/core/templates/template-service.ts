@@ -10,6 +10,7 @@ import { badRequest, notFound } from '../errors.js';
 import { isIntId } from '../int-id.js';
 import { DEFAULT_TEMPLATES } from './default-templates.js';
 import { assertSubjectTemplateFoldable } from '../emails/email-headers.js';
+import { orTooSlow } from '../query-too-slow.js';
 
 export interface TemplateView {
   id: string;
@@ -74,7 +75,7 @@ export function createTemplateService(deps: { templates: TemplatesRepository; cl
 
   return {
     async list(teamId: number, q: { search?: string; offset: number; limit: number }) {
-      const { rows, total } = await templates.list(teamId, q);
+      const { rows, total } = await orTooSlow(templates.list(teamId, q));
       return { items: rows.map(view), total };
     },
 

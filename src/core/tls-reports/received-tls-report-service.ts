@@ -5,6 +5,7 @@ import { replaceUnstorable } from '../../lib/nul-text.js';
 import type { DomainRecord } from '../../store/repositories/domains-repository.js';
 import type { ReceivedTlsReportRow, ReceivedTlsReportsRepository } from '../../store/repositories/received-tls-reports-repository.js';
 import { badRequest, notFound } from '../errors.js';
+import { orTooSlow } from '../query-too-slow.js';
 
 /**
  * TLS reports (RFC 8460) that other senders mail about a receiving domain of ours, to the
@@ -173,7 +174,7 @@ export function createReceivedTlsReportService(deps: { repo: ReceivedTlsReportsR
         if (domainIds && !domainIds.includes(scope.domainId)) return { items: [], total: 0 };
         domainIds = [scope.domainId];
       }
-      const { rows, total } = await deps.repo.list(scope.teamId, { domainIds, offset: opts.offset, limit: opts.limit });
+      const { rows, total } = await orTooSlow(deps.repo.list(scope.teamId, { domainIds, offset: opts.offset, limit: opts.limit }));
       return { items: rows.map(listItem), total };
     },
 

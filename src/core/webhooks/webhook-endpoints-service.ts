@@ -9,6 +9,7 @@ import type { WebhookOutbox } from './webhook-outbox.js';
 import { WEBHOOK_MAX_ATTEMPTS } from './webhook-retry.js';
 import { newWebhookSecret } from './webhook-signature.js';
 import { decodeIdCursor, encodeIdCursor } from '../id-cursor.js';
+import { orTooSlow } from '../query-too-slow.js';
 
 // Webhook endpoints as the API manages them: create, read, change (secret rotation included),
 // delete, the test event and the attempts log. What happens to events is webhook-outbox.ts.
@@ -212,7 +213,7 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
     },
 
     async list(scope: WebhookScope, offset: number, limit: number): Promise<{ items: WebhookView[]; total: number }> {
-      const { rows, total } = await webhooks.list(scope.teamId, offset, limit, scopedDomainJson(scope));
+      const { rows, total } = await orTooSlow(webhooks.list(scope.teamId, offset, limit, scopedDomainJson(scope)));
       return { items: rows.map(view), total };
     },
 
@@ -255,7 +256,7 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
     async listAttempts(scope: WebhookScope, id: string, limit: number, cursor?: string) {
       const row = await load(scope, id);
       const before = cursor === undefined ? undefined : decodeIdCursor(CURSOR_KIND, cursor);
-      const { attempts, more } = await webhooks.listAttempts(row.id, limit, before, MAX_ATTEMPTS_PAGE_BODY_CHARS);
+      const { attempts, more } = await orTooSlow(webhooks.listAttempts(row.id, limit, before, MAX_ATTEMPTS_PAGE_BODY_CHARS));
       return { attempts: attempts.map(attemptView), nextCursor: more ? encodeIdCursor(CURSOR_KIND, attempts[attempts.length - 1]!.id) : null };
     },
 
@@ -264,7 +265,7 @@ export function createWebhookEndpointsService(deps: WebhookEndpointsServiceDeps)
      * console's "needs attention"): read without the event's body, which may be megabytes.
      */
     async failing(scope: WebhookScope): Promise<{ webhook: WebhookView; lastAttempt: FailedAttemptOutcome }[]> {
-      const { rows } = await webhooks.list(scope.teamId, 0, MAX_WEBHOOKS_PER_TEAM, scopedDomainJson(scope));
+      const { rows } = await orTooSlow(webhooks.list(scope.teamId, 0, MAX_WEBHOOKS_PER_TEAM, scopedDomainJson(scope)));
       const out: { webhook: WebhookView; lastAttempt: FailedAttemptOutcome }[] = [];
       for (const row of rows) {
         // Paused by its owner on purpose: nothing to point out (an auto-disabled one is).

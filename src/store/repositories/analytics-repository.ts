@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db.js';
 import { groupCommitOf } from '../group-commit.js';
 import { withDialect, transact } from '../store-context.js';
+import { boundedRead } from '../bounded-read.js';
 
 export interface StatCounters {
   sent: number;
@@ -134,49 +135,53 @@ export function createAnalyticsRepository(db: Db) {
 
     /** Per-day sums over [fromDay, toDay], for one domain or all of the team's. */
     async daily(teamId: number, domainId: number | null, fromDay: string, toDay: string): Promise<(StatCounters & { day: string })[]> {
-      let q = db
-        .selectFrom('email_daily_stats')
-        .where('team_id', '=', teamId)
-        .where('day', '>=', fromDay)
-        .where('day', '<=', toDay);
-      if (domainId !== null) q = q.where('domain_id', '=', domainId);
-      const rows = await q
-        .select((eb) => [
-          'day',
-          eb.fn.sum<number>('sent').as('sent'),
-          eb.fn.sum<number>('delivered').as('delivered'),
-          eb.fn.sum<number>('opened').as('opened'),
-          eb.fn.sum<number>('clicked').as('clicked'),
-          eb.fn.sum<number>('bounced').as('bounced'),
-          eb.fn.sum<number>('hard_bounced').as('hard_bounced'),
-          eb.fn.sum<number>('complained').as('complained'),
-          eb.fn.sum<number>('machine_opened').as('machine_opened'),
-          eb.fn.sum<number>('machine_clicked').as('machine_clicked'),
-        ])
-        .groupBy('day')
-        .orderBy('day')
-        .execute();
-      return rows.map((r) => ({ day: r.day, ...toCounters(r) }));
+      return boundedRead(db, async (rdb) => {
+        let q = rdb
+          .selectFrom('email_daily_stats')
+          .where('team_id', '=', teamId)
+          .where('day', '>=', fromDay)
+          .where('day', '<=', toDay);
+        if (domainId !== null) q = q.where('domain_id', '=', domainId);
+        const rows = await q
+          .select((eb) => [
+            'day',
+            eb.fn.sum<number>('sent').as('sent'),
+            eb.fn.sum<number>('delivered').as('delivered'),
+            eb.fn.sum<number>('opened').as('opened'),
+            eb.fn.sum<number>('clicked').as('clicked'),
+            eb.fn.sum<number>('bounced').as('bounced'),
+            eb.fn.sum<number>('hard_bounced').as('hard_bounced'),
+            eb.fn.sum<number>('complained').as('complained'),
+            eb.fn.sum<number>('machine_opened').as('machine_opened'),
+            eb.fn.sum<number>('machine_clicked').as('machine_clicked'),
+          ])
+          .groupBy('day')
+          .orderBy('day')
+          .execute();
+        return rows.map((r) => ({ day: r.day, ...toCounters(r) }));
+      });
     },
 
     /** All-time sums (rollup rows: domains x days, never the emails). */
     async totals(teamId: number, domainId: number | null): Promise<StatCounters> {
-      let q = db.selectFrom('email_daily_stats').where('team_id', '=', teamId);
-      if (domainId !== null) q = q.where('domain_id', '=', domainId);
-      const r = await q
-        .select((eb) => [
-          eb.fn.coalesce(eb.fn.sum<number>('sent'), sql<number>`0`).as('sent'),
-          eb.fn.coalesce(eb.fn.sum<number>('delivered'), sql<number>`0`).as('delivered'),
-          eb.fn.coalesce(eb.fn.sum<number>('opened'), sql<number>`0`).as('opened'),
-          eb.fn.coalesce(eb.fn.sum<number>('clicked'), sql<number>`0`).as('clicked'),
-          eb.fn.coalesce(eb.fn.sum<number>('bounced'), sql<number>`0`).as('bounced'),
-          eb.fn.coalesce(eb.fn.sum<number>('hard_bounced'), sql<number>`0`).as('hard_bounced'),
-          eb.fn.coalesce(eb.fn.sum<number>('complained'), sql<number>`0`).as('complained'),
-          eb.fn.coalesce(eb.fn.sum<number>('machine_opened'), sql<number>`0`).as('machine_opened'),
-          eb.fn.coalesce(eb.fn.sum<number>('machine_clicked'), sql<number>`0`).as('machine_clicked'),
-        ])
-        .executeTakeFirstOrThrow();
-      return toCounters(r);
+      return boundedRead(db, async (rdb) => {
+        let q = rdb.selectFrom('email_daily_stats').where('team_id', '=', teamId);
+        if (domainId !== null) q = q.where('domain_id', '=', domainId);
+        const r = await q
+          .select((eb) => [
+            eb.fn.coalesce(eb.fn.sum<number>('sent'), sql<number>`0`).as('sent'),
+            eb.fn.coalesce(eb.fn.sum<number>('delivered'), sql<number>`0`).as('delivered'),
+            eb.fn.coalesce(eb.fn.sum<number>('opened'), sql<number>`0`).as('opened'),
+            eb.fn.coalesce(eb.fn.sum<number>('clicked'), sql<number>`0`).as('clicked'),
+            eb.fn.coalesce(eb.fn.sum<number>('bounced'), sql<number>`0`).as('bounced'),
+            eb.fn.coalesce(eb.fn.sum<number>('hard_bounced'), sql<number>`0`).as('hard_bounced'),
+            eb.fn.coalesce(eb.fn.sum<number>('complained'), sql<number>`0`).as('complained'),
+            eb.fn.coalesce(eb.fn.sum<number>('machine_opened'), sql<number>`0`).as('machine_opened'),
+            eb.fn.coalesce(eb.fn.sum<number>('machine_clicked'), sql<number>`0`).as('machine_clicked'),
+          ])
+          .executeTakeFirstOrThrow();
+        return toCounters(r);
+      });
     },
   });
 }

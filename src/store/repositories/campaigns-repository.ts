@@ -6,6 +6,7 @@ import { isPostgres, transact, withDialect } from '../store-context.js';
 import type { CampaignsTable, CampaignStatus, ContactsTable, Database } from '../tables/database.js';
 import type { FilterNode } from './contact-filter-sql.js';
 import { contactsInBook } from './contacts-scope.js';
+import { boundedRead } from '../bounded-read.js';
 
 export type CampaignRow = Selectable<CampaignsTable>;
 export type CampaignChanges = Omit<Updateable<CampaignsTable>, 'id' | 'team_id' | 'created_at'>;
@@ -128,14 +129,15 @@ export function createCampaignsRepository(db: Db) {
       return db.selectFrom('campaigns').selectAll().where('id', '=', id).executeTakeFirst();
     },
     async list(scope: CampaignScope, f: { status?: CampaignStatus; search?: string; offset: number; limit: number }): Promise<{ rows: CampaignRow[]; total: number }> {
-      let q = db.selectFrom('campaigns').where(inScope(scope));
-      if (f.status) q = q.where('status', '=', f.status);
-      if (f.search) q = q.where(containsIgnoringCase(db, ['name', 'subject'], f.search));
-      const [rows, total] = await Promise.all([
-        q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
-        q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-      ]);
-      return { rows, total: Number(total.n) };
+      return boundedRead(db, async (rdb) => {
+        let q = rdb.selectFrom('campaigns').where(inScope(scope));
+        if (f.status) q = q.where('status', '=', f.status);
+        if (f.search) q = q.where(containsIgnoringCase(rdb, ['name', 'subject'], f.search));
+        // One after the other: they share the read's connection.
+        const rows = await q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute();
+        const total = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+        return { rows, total: Number(total.n) };
+      });
     },
     /** Updates only when the campaign is in one of `fromStatuses` (checked in the statement). */
     /** withBody: only while the campaign has a body (a draft may lose it by an update meanwhile). */

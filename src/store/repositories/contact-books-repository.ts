@@ -1,6 +1,7 @@
 import { sql, type Selectable, type Transaction, type Updateable } from 'kysely';
 import type { Db } from '../db.js';
 import { isPostgres, transact } from '../store-context.js';
+import { boundedRead } from '../bounded-read.js';
 import type { ContactBooksTable, Database } from '../tables/database.js';
 import { BLOCKERS_NAMED, type CampaignRef } from './segments-repository.js';
 import type { ContactRow } from './contacts-repository.js';
@@ -24,8 +25,8 @@ function campaignsNeeding(q: Db | Transaction<Database>, teamId: number, bookId:
 }
 
 export function createContactBooksRepository(db: Db) {
-  const withCount = () =>
-    db
+  const withCount = (q: Db | Transaction<Database> = db) =>
+    q
       .selectFrom('contact_books')
       .selectAll('contact_books')
       .select((eb) =>
@@ -49,8 +50,9 @@ export function createContactBooksRepository(db: Db) {
       return r && normalise(r);
     },
 
+    /** Served on behalf of requests only (each book's contacts are counted): bounded by store.statementTimeout. */
     async list(teamId: number): Promise<ContactBookRow[]> {
-      const rows = await withCount().where('contact_books.team_id', '=', teamId).orderBy(sql`contact_books.created_at desc, contact_books.rowid desc`).execute();
+      const rows = await boundedRead(db, (rdb) => withCount(rdb).where('contact_books.team_id', '=', teamId).orderBy(sql`contact_books.created_at desc, contact_books.rowid desc`).execute());
       return rows.map(normalise);
     },
 

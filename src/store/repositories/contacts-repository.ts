@@ -102,10 +102,12 @@ function build(db: Executor) {
     /** `emails` and `ids` narrow the list; an empty one matches nothing (never every contact, never `in ()`). */
     async list(book: BookKey, f: { emails?: string[]; ids?: string[]; offset: number; limit: number }): Promise<ContactRow[]> {
       if (f.emails?.length === 0 || f.ids?.length === 0) return [];
-      let q = db.selectFrom('contacts').selectAll().where('team_id', '=', book.teamId).where('contact_book_id', '=', book.bookId);
-      if (f.emails) q = q.where('email', 'in', f.emails);
-      if (f.ids) q = q.where('id', 'in', f.ids);
-      return q.orderBy(NEWEST_FIRST).limit(f.limit).offset(f.offset).execute();
+      return boundedRead(db, async (rdb) => {
+        let q = rdb.selectFrom('contacts').selectAll().where('team_id', '=', book.teamId).where('contact_book_id', '=', book.bookId);
+        if (f.emails) q = q.where('email', 'in', f.emails);
+        if (f.ids) q = q.where('id', 'in', f.ids);
+        return q.orderBy(NEWEST_FIRST).limit(f.limit).offset(f.offset).execute();
+      });
     },
 
     /** A segment evaluated now: the filter runs in SQL, with the total for the page envelope. */

@@ -6,6 +6,7 @@ import { storedBytes, withinBytes, type ChunkLimit } from './content-chunks.js';
 import { transact, withDialect } from '../store-context.js';
 import { RecipientGoneError } from '../store-errors.js';
 import type { Database, DeliveriesTable, EmailsTable } from '../tables/database.js';
+import { boundedRead } from '../bounded-read.js';
 
 export type EmailRow = Selectable<EmailsTable>;
 
@@ -237,36 +238,37 @@ export function createEmailsRepository(db: Db) {
      * not the rows, so a caller can decide how to fetch rows whose bodies may be tens of MB.
      */
     async listPage(f: EmailListFilter): Promise<{ page: { id: string; bodyChars: number }[]; count: number }> {
-      let q = db.selectFrom('emails').where('team_id', '=', f.teamId);
-      // An empty list matches nothing (never every row, never `in ()`).
-      if (f.domainIds) q = q.where('domain_id', 'in', f.domainIds.length ? f.domainIds : [-1]);
-      if (f.startDate) q = q.where('created_at', '>=', f.startDate);
-      if (f.endDate) q = q.where('created_at', '<=', f.endDate);
-      if (f.tags?.length === 0) q = q.where(sql<boolean>`false`);
-      if (f.tags?.length) {
-        const tags = [...new Set(f.tags)];
-        // AND semantics: the email carries every requested tag.
-        q = q.where('id', 'in', (eb) =>
-          eb
-            .selectFrom('email_tags')
-            .select('email_id')
-            .where('team_id', '=', f.teamId)
-            .where('tag', 'in', tags)
-            .groupBy('email_id')
-            .having(sql<number>`count(distinct tag)`, '=', tags.length),
-        );
-      }
-      const [page, total] = await Promise.all([
-        q
+      return boundedRead(db, async (rdb) => {
+        let q = rdb.selectFrom('emails').where('team_id', '=', f.teamId);
+        // An empty list matches nothing (never every row, never `in ()`).
+        if (f.domainIds) q = q.where('domain_id', 'in', f.domainIds.length ? f.domainIds : [-1]);
+        if (f.startDate) q = q.where('created_at', '>=', f.startDate);
+        if (f.endDate) q = q.where('created_at', '<=', f.endDate);
+        if (f.tags?.length === 0) q = q.where(sql<boolean>`false`);
+        if (f.tags?.length) {
+          const tags = [...new Set(f.tags)];
+          // AND semantics: the email carries every requested tag.
+          q = q.where('id', 'in', (eb) =>
+            eb
+              .selectFrom('email_tags')
+              .select('email_id')
+              .where('team_id', '=', f.teamId)
+              .where('tag', 'in', tags)
+              .groupBy('email_id')
+              .having(sql<number>`count(distinct tag)`, '=', tags.length),
+          );
+        }
+        // One after the other: they share the read's connection.
+        const page = await q
           .select(['id', sql<number>`coalesce(length(html_body), 0) + coalesce(length(text_body), 0)`.as('bodyChars')])
           .orderBy('created_at', 'desc')
           .orderBy('id', 'desc')
           .limit(f.limit)
           .offset(f.offset)
-          .execute(),
-        q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-      ]);
-      return { page: page.map((r) => ({ id: r.id, bodyChars: Number(r.bodyChars) })), count: Number(total.n) };
+          .execute();
+        const total = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+        return { page: page.map((r) => ({ id: r.id, bodyChars: Number(r.bodyChars) })), count: Number(total.n) };
+      });
     },
 
     /** Rows of one team by id, in the order of `ids` (missing ones left out). */

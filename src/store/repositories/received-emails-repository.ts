@@ -3,6 +3,7 @@ import type { Db } from '../db.js';
 import { transact } from '../store-context.js';
 import { storedBytes, withinBytes, type ChunkLimit } from './content-chunks.js';
 import type { ReceivedAttachmentsTable, ReceivedEmailsTable } from '../tables/database.js';
+import { boundedRead } from '../bounded-read.js';
 
 export type ReceivedEmailRow = Selectable<ReceivedEmailsTable>;
 export type ReceivedAttachmentRow = Selectable<ReceivedAttachmentsTable>;
@@ -68,14 +69,15 @@ export function createReceivedEmailsRepository(db: Db) {
     },
 
     async list(f: ReceivedListFilter): Promise<{ rows: ReceivedEmailRow[]; total: number }> {
-      let q = db.selectFrom('received_emails').where('team_id', '=', f.teamId);
-      // An empty list matches nothing (never every row, never `in ()`).
-      if (f.domainIds) q = q.where('domain_id', 'in', f.domainIds.length ? f.domainIds : [-1]);
-      const [rows, total] = await Promise.all([
-        q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
-        q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-      ]);
-      return { rows, total: Number(total.n) };
+      return boundedRead(db, async (rdb) => {
+        let q = rdb.selectFrom('received_emails').where('team_id', '=', f.teamId);
+        // An empty list matches nothing (never every row, never `in ()`).
+        if (f.domainIds) q = q.where('domain_id', 'in', f.domainIds.length ? f.domainIds : [-1]);
+        // One after the other: they share the read's connection.
+        const rows = await q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute();
+        const total = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+        return { rows, total: Number(total.n) };
+      });
     },
 
     async findById(teamId: number, id: string): Promise<ReceivedEmailRow | undefined> {

@@ -1,6 +1,7 @@
 import type { Insertable, Selectable } from 'kysely';
 import type { Db } from '../db.js';
 import type { ReceivedTlsReportsTable } from '../tables/database.js';
+import { boundedRead } from '../bounded-read.js';
 
 export type ReceivedTlsReportRow = Selectable<ReceivedTlsReportsTable>;
 
@@ -18,11 +19,13 @@ export function createReceivedTlsReportsRepository(db: Db) {
     },
 
     async list(teamId: number, opts: { domainIds: number[] | null; offset: number; limit: number }): Promise<{ rows: ReceivedTlsReportRow[]; total: number }> {
-      let q = db.selectFrom('received_tls_reports').where('team_id', '=', teamId);
-      if (opts.domainIds) q = q.where('domain_id', 'in', opts.domainIds.length ? opts.domainIds : [-1]);
-      const total = Number((await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
-      const rows = await q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').offset(opts.offset).limit(opts.limit).execute();
-      return { rows, total };
+      return boundedRead(db, async (rdb) => {
+        let q = rdb.selectFrom('received_tls_reports').where('team_id', '=', teamId);
+        if (opts.domainIds) q = q.where('domain_id', 'in', opts.domainIds.length ? opts.domainIds : [-1]);
+        const total = Number((await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+        const rows = await q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').offset(opts.offset).limit(opts.limit).execute();
+        return { rows, total };
+      });
     },
 
     async get(teamId: number, id: string): Promise<ReceivedTlsReportRow | undefined> {

@@ -3,6 +3,7 @@ import { transact } from '../store-context.js';
 import type { Db } from '../db.js';
 import type { SandboxMessagesTable } from '../tables/database.js';
 import { storedBytes, withinBytes, type ChunkLimit } from './content-chunks.js';
+import { boundedRead } from '../bounded-read.js';
 
 export type SandboxMessageRow = Selectable<SandboxMessagesTable>;
 
@@ -26,13 +27,14 @@ export function createSandboxMessagesRepository(db: Db) {
 
     /** Newest first: by capture time, then by insertion order (rowid) within one instant. */
     async list(f: SandboxListFilter): Promise<{ rows: SandboxMessageRow[]; total: number }> {
-      let q = db.selectFrom('sandbox_messages').where('team_id', '=', f.teamId);
-      if (f.domainId !== null) q = q.where('domain_id', '=', f.domainId);
-      const [rows, total] = await Promise.all([
-        q.selectAll().orderBy('created_at', 'desc').orderBy(sql`rowid`, 'desc').limit(f.limit).offset(f.offset).execute(),
-        q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-      ]);
-      return { rows, total: Number(total.n) };
+      return boundedRead(db, async (rdb) => {
+        let q = rdb.selectFrom('sandbox_messages').where('team_id', '=', f.teamId);
+        if (f.domainId !== null) q = q.where('domain_id', '=', f.domainId);
+        // One after the other: they share the read's connection.
+        const rows = await q.selectAll().orderBy('created_at', 'desc').orderBy(sql`rowid`, 'desc').limit(f.limit).offset(f.offset).execute();
+        const total = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+        return { rows, total: Number(total.n) };
+      });
     },
 
     async findById(teamId: number, id: string): Promise<SandboxMessageRow | undefined> {

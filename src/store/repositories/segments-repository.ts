@@ -2,6 +2,7 @@ import { sql, type Selectable, type Updateable } from 'kysely';
 import type { Db } from '../db.js';
 import { isPostgres, transact } from '../store-context.js';
 import type { CampaignStatus, SegmentsTable } from '../tables/database.js';
+import { boundedRead } from '../bounded-read.js';
 
 export type SegmentRow = Selectable<SegmentsTable>;
 /** A campaign that keeps a segment or contact book from being deleted, as the refusal names it. */
@@ -27,11 +28,13 @@ export function createSegmentsRepository(db: Db) {
 
     /** Newest first; rowid orders segments created in the same millisecond. */
     async list(teamId: number, f: { contactBookId?: string; offset: number; limit: number }): Promise<{ rows: SegmentRow[]; total: number }> {
-      let q = db.selectFrom('segments').where('team_id', '=', teamId);
-      if (f.contactBookId) q = q.where('contact_book_id', '=', f.contactBookId);
-      const rows = await q.selectAll().orderBy(sql`created_at desc, rowid desc`).limit(f.limit).offset(f.offset).execute();
-      const total = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-      return { rows, total: Number(total.n) };
+      return boundedRead(db, async (rdb) => {
+        let q = rdb.selectFrom('segments').where('team_id', '=', teamId);
+        if (f.contactBookId) q = q.where('contact_book_id', '=', f.contactBookId);
+        const rows = await q.selectAll().orderBy(sql`created_at desc, rowid desc`).limit(f.limit).offset(f.offset).execute();
+        const total = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+        return { rows, total: Number(total.n) };
+      });
     },
 
     async update(teamId: number, id: string, changes: SegmentChanges): Promise<SegmentRow | undefined> {

@@ -4,6 +4,7 @@ import { groupCommitOf } from '../group-commit.js';
 import { withDialect, transact } from '../store-context.js';
 import type { SuppressionsTable } from '../tables/database.js';
 import { addressLikePatterns } from './address-like-patterns.js';
+import { boundedRead } from '../bounded-read.js';
 
 export type SuppressionRow = Selectable<SuppressionsTable>;
 export type SuppressionReason = SuppressionsTable['reason'];
@@ -64,19 +65,20 @@ export function createSuppressionsRepository(db: Db) {
       return Number(res.numDeletedRows);
     },
     async list(teamId: number, f: { search?: string; reason?: SuppressionReason; offset: number; limit: number }): Promise<{ rows: SuppressionRow[]; total: number }> {
-      let q = db.selectFrom('suppressions').where('team_id', '=', teamId);
-      if (f.search) {
-        // ESCAPE makes the backslashes count: a search for "a_b" means that text, not "a?b". An
-        // internationalised domain typed in Unicode also matches its stored A-labels (address-like-patterns.ts).
-        const patterns = addressLikePatterns('contains', f.search).map((p) => sql<SqlBool>`email like ${p} escape '\\'`);
-        q = q.where(patterns.length === 1 ? patterns[0]! : (eb) => eb.or(patterns));
-      }
-      if (f.reason) q = q.where('reason', '=', f.reason);
-      const [rows, total] = await Promise.all([
-        q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
-        q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-      ]);
-      return { rows, total: Number(total.n) };
+      return boundedRead(db, async (rdb) => {
+        let q = rdb.selectFrom('suppressions').where('team_id', '=', teamId);
+        if (f.search) {
+          // ESCAPE makes the backslashes count: a search for "a_b" means that text, not "a?b". An
+          // internationalised domain typed in Unicode also matches its stored A-labels (address-like-patterns.ts).
+          const patterns = addressLikePatterns('contains', f.search).map((p) => sql<SqlBool>`email like ${p} escape '\\'`);
+          q = q.where(patterns.length === 1 ? patterns[0]! : (eb) => eb.or(patterns));
+        }
+        if (f.reason) q = q.where('reason', '=', f.reason);
+        // One after the other: they share the read's connection.
+        const rows = await q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute();
+        const total = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+        return { rows, total: Number(total.n) };
+      });
     },
   });
 }

@@ -3,6 +3,7 @@ import { transact } from '../store-context.js';
 import type { Db } from '../db.js';
 import { containsIgnoringCase } from './text-search-sql.js';
 import type { TemplatesTable, TemplateVersionsTable } from '../tables/database.js';
+import { boundedRead } from '../bounded-read.js';
 
 export type TemplateRow = Selectable<TemplatesTable>;
 export type TemplateVersionRow = Selectable<TemplateVersionsTable>;
@@ -23,13 +24,14 @@ export function createTemplatesRepository(db: Db) {
       return live().where('team_id', '=', teamId).where('id', '=', id).executeTakeFirst();
     },
     async list(teamId: number, f: { search?: string; offset: number; limit: number }): Promise<{ rows: TemplateRow[]; total: number }> {
-      let q = db.selectFrom('templates').where('team_id', '=', teamId).where('deleted_at', 'is', null);
-      if (f.search) q = q.where(containsIgnoringCase(db, ['name', 'subject'], f.search));
-      const [rows, total] = await Promise.all([
-        q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute(),
-        q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-      ]);
-      return { rows, total: Number(total.n) };
+      return boundedRead(db, async (rdb) => {
+        let q = rdb.selectFrom('templates').where('team_id', '=', teamId).where('deleted_at', 'is', null);
+        if (f.search) q = q.where(containsIgnoringCase(rdb, ['name', 'subject'], f.search));
+        // One after the other: they share the read's connection.
+        const rows = await q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(f.limit).offset(f.offset).execute();
+        const total = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+        return { rows, total: Number(total.n) };
+      });
     },
     async updateDraft(teamId: number, id: string, patch: Partial<Pick<TemplatesTable, 'name' | 'subject' | 'content' | 'html' | 'text_body'>>, nowIso: string): Promise<TemplateRow | undefined> {
       return db

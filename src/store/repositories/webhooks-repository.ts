@@ -4,6 +4,7 @@ import { groupCommitOf } from '../group-commit.js';
 import { isPostgres, withDialect, transact } from '../store-context.js';
 import { newId } from '../../lib/ids.js';
 import type { Database, WebhookAttemptsTable, WebhooksTable, WebhookStatus } from '../tables/database.js';
+import { boundedRead } from '../bounded-read.js';
 
 export type WebhookRow = Selectable<WebhooksTable>;
 export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
@@ -208,13 +209,14 @@ export function createWebhooksRepository(db: Db) {
 
     /** onlyDomainIdsJson: restrict to endpoints whose domain list is exactly this (domain-bound keys). */
     async list(teamId: number, offset: number, limit: number, onlyDomainIdsJson?: string): Promise<{ rows: WebhookRow[]; total: number }> {
-      let q = db.selectFrom('webhooks').where('team_id', '=', teamId);
-      if (onlyDomainIdsJson !== undefined) q = q.where('domain_ids_json', '=', onlyDomainIdsJson);
-      const [rows, total] = await Promise.all([
-        q.selectAll().orderBy('created_at').orderBy('id').limit(limit).offset(offset).execute(),
-        q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-      ]);
-      return { rows, total: Number(total.n) };
+      return boundedRead(db, async (rdb) => {
+        let q = rdb.selectFrom('webhooks').where('team_id', '=', teamId);
+        if (onlyDomainIdsJson !== undefined) q = q.where('domain_ids_json', '=', onlyDomainIdsJson);
+        // One after the other: they share the read's connection.
+        const rows = await q.selectAll().orderBy('created_at').orderBy('id').limit(limit).offset(offset).execute();
+        const total = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+        return { rows, total: Number(total.n) };
+      });
     },
 
     /**
@@ -401,26 +403,28 @@ export function createWebhooksRepository(db: Db) {
      * are read after the page is cut, once per event. `more`: attempts follow this page.
      */
     async listAttempts(webhookId: string, limit: number, beforeId?: number, maxBodyChars = Infinity): Promise<{ attempts: AttemptWithBody[]; more: boolean }> {
-      let q = db
-        .selectFrom('webhook_attempts as a')
-        .leftJoin('webhook_events as e', 'e.id', 'a.event_id')
-        .selectAll('a')
-        .select(sql<number | null>`length(e.body)`.as('body_chars'))
-        .where('a.webhook_id', '=', webhookId);
-      if (beforeId !== undefined) q = q.where('a.id', '<', beforeId);
-      const rows = await q.orderBy('a.id', 'desc').limit(limit + 1).execute();
-      const page: WebhookAttemptRow[] = [];
-      let chars = 0;
-      for (const { body_chars, ...row } of rows.slice(0, limit)) {
-        const n = Number(body_chars ?? 0);
-        if (page.length && chars + n > maxBodyChars) break;
-        page.push(row);
-        chars += n;
-      }
-      const eventIds = [...new Set(page.map((r) => r.event_id))];
-      const events = eventIds.length ? await db.selectFrom('webhook_events').select(['id', 'body']).where('id', 'in', eventIds).execute() : [];
-      const bodies = new Map(events.map((e) => [e.id, e.body]));
-      return { attempts: page.map((r) => ({ ...r, body: bodies.get(r.event_id) ?? null })), more: rows.length > page.length };
+      return boundedRead(db, async (rdb) => {
+        let q = rdb
+          .selectFrom('webhook_attempts as a')
+          .leftJoin('webhook_events as e', 'e.id', 'a.event_id')
+          .selectAll('a')
+          .select(sql<number | null>`length(e.body)`.as('body_chars'))
+          .where('a.webhook_id', '=', webhookId);
+        if (beforeId !== undefined) q = q.where('a.id', '<', beforeId);
+        const rows = await q.orderBy('a.id', 'desc').limit(limit + 1).execute();
+        const page: WebhookAttemptRow[] = [];
+        let chars = 0;
+        for (const { body_chars, ...row } of rows.slice(0, limit)) {
+          const n = Number(body_chars ?? 0);
+          if (page.length && chars + n > maxBodyChars) break;
+          page.push(row);
+          chars += n;
+        }
+        const eventIds = [...new Set(page.map((r) => r.event_id))];
+        const events = eventIds.length ? await rdb.selectFrom('webhook_events').select(['id', 'body']).where('id', 'in', eventIds).execute() : [];
+        const bodies = new Map(events.map((e) => [e.id, e.body]));
+        return { attempts: page.map((r) => ({ ...r, body: bodies.get(r.event_id) ?? null })), more: rows.length > page.length };
+      });
     },
 
     /** The newest HTTP attempt's outcome and time only (a discard entry is none): no event body (it may be megabytes) and no response body. */
