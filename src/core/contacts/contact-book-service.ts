@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import type { ContactBookRow, ContactBooksRepository } from '../../store/repositories/contact-books-repository.js';
+import type { ContactBook, ContactBookRow, ContactBooksRepository } from '../../store/repositories/contact-books-repository.js';
 import type { ContactRow } from '../../store/repositories/contacts-repository.js';
 import type { DomainService } from '../domains/domain-service.js';
 import { AppError, badRequest, forbidden, notFound, notUnique } from '../errors.js';
@@ -164,7 +164,7 @@ export interface ContactBookServiceDeps {
 export function createContactBookService(deps: ContactBookServiceDeps) {
   const { books, clock } = deps;
 
-  async function load(teamId: number, id: string): Promise<ContactBookRow> {
+  async function load(teamId: number, id: string): Promise<ContactBook> {
     const b = await books.findById(teamId, id);
     if (!b) throw notFound(`contact book ${id} not found`);
     return b;
@@ -211,7 +211,9 @@ export function createContactBookService(deps: ContactBookServiceDeps) {
     },
 
     async get(scope: BookScope, id: string): Promise<ContactBookView> {
-      return bookView(await load(scope.teamId, id));
+      const b = await orTooSlow(books.findCounted(scope.teamId, id));
+      if (!b) throw notFound(`contact book ${id} not found`);
+      return bookView(b);
     },
 
     async update(scope: BookScope, id: string, patch: ContactBookPatchInput): Promise<ContactBookView> {

@@ -1,6 +1,6 @@
 import { canonicalJson } from '../../lib/canonical-json.js';
 import { newId } from '../../lib/ids.js';
-import type { ContactBookRow } from '../../store/repositories/contact-books-repository.js';
+import type { ContactBook } from '../../store/repositories/contact-books-repository.js';
 import type { ContactChanges, ContactRow } from '../../store/repositories/contacts-repository.js';
 import type { ContactsTable } from '../../store/tables/database.js';
 
@@ -32,7 +32,7 @@ export interface Fields {
   subscribed?: boolean;
 }
 
-export function merge(existing: ContactRow, input: Fields, mode: SubscribeMode, book: ContactBookRow, nowIso: string): ContactRow | undefined {
+export function merge(existing: ContactRow, input: Fields, mode: SubscribeMode, book: ContactBook, nowIso: string): ContactRow | undefined {
   const after: ContactRow = { ...existing };
   const firstName = cleanName(input.firstName);
   const lastName = cleanName(input.lastName);
@@ -62,7 +62,7 @@ export function merge(existing: ContactRow, input: Fields, mode: SubscribeMode, 
   return after;
 }
 
-export function newContact(teamId: number, book: ContactBookRow, email: string, input: Fields, nowIso: string): { row: ContactsTable; confirm: boolean } {
+export function newContact(teamId: number, book: ContactBook, email: string, input: Fields, nowIso: string): { row: ContactsTable; confirm: boolean } {
   // Double opt-in: a new contact waits, unsubscribed, until it confirms. An explicit
   // subscribed:false means "not subscribed", so no confirmation is sent to it.
   const optOut = input.subscribed === false;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
-import type { ContactBookRow, ContactBooksRepository } from '../../store/repositories/contact-books-repository.js';
+import type { ContactBook, ContactBooksRepository } from '../../store/repositories/contact-books-repository.js';
 import type { ContactRow, ContactsRepository, ContactsStore } from '../../store/repositories/contacts-repository.js';
 import type { ContactsTable } from '../../store/tables/database.js';
 import type { FilterGroup } from '../../store/repositories/contact-filter-sql.js';
@@ -169,7 +169,7 @@ export function createContactService(deps: ContactServiceDeps) {
     return list;
   }
 
-  async function loadBook(teamId: number, bookId: string): Promise<ContactBookRow> {
+  async function loadBook(teamId: number, bookId: string): Promise<ContactBook> {
     const book = await books.findById(teamId, bookId);
     if (!book) throw notFound(`contact book ${bookId} not found`);
     return book;
@@ -187,7 +187,7 @@ export function createContactService(deps: ContactServiceDeps) {
   }
 
   /** Checked before writing when a confirmation will be needed, so a bad sender changes nothing. */
-  async function senderFor(scope: BookScope, book: ContactBookRow): Promise<string> {
+  async function senderFor(scope: BookScope, book: ContactBook): Promise<string> {
     if (!book.double_opt_in_from) throw badRequest(`contact book ${book.id}: double opt-in is on but doubleOptInFrom is not set`);
     return resolveSender(deps.domains, scope, book.double_opt_in_from, 'doubleOptInFrom');
   }
@@ -196,13 +196,13 @@ export function createContactService(deps: ContactServiceDeps) {
    * Made before a write that may need confirmations: a bad sender refuses it before anything is
    * written, and the sends' store reads (sending domain, suppressions) are not made inside it.
    */
-  async function confirmationReads(scope: BookScope, book: ContactBookRow, addresses: string[]): Promise<ConfirmationReads> {
+  async function confirmationReads(scope: BookScope, book: ContactBook, addresses: string[]): Promise<ConfirmationReads> {
     const sender = await senderFor(scope, book);
     const ahead = await deps.emails.readAhead(confirmationContext(book), sender, addresses);
     return { sender, addresses: new Set(addresses), ahead };
   }
 
-  function confirmationContext(book: ContactBookRow): SendContext {
+  function confirmationContext(book: ContactBook): SendContext {
     return { teamId: book.team_id, domainId: null, apiKeyId: null };
   }
 
@@ -216,7 +216,7 @@ export function createContactService(deps: ContactServiceDeps) {
    * stored without one (bulk adds: one bad row does not refuse the rest). A failure to store a
    * confirmation is never caught here: it fails the whole write.
    */
-  async function queueConfirmations(reads: ConfirmationReads | null, book: ContactBookRow, rows: ContactRow[], strict: boolean): Promise<SendInTransaction[]> {
+  async function queueConfirmations(reads: ConfirmationReads | null, book: ContactBook, rows: ContactRow[], strict: boolean): Promise<SendInTransaction[]> {
     if (!rows.length) return [];
     if (!reads || rows.some((r) => !reads.addresses.has(r.email))) throw new ConfirmationNeeded();
     const tpl = confirmationTemplate({ subject: book.double_opt_in_subject, content: book.double_opt_in_content });
