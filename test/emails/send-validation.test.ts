@@ -55,6 +55,7 @@ const badBodies: [string, Record<string, unknown>, RegExp][] = [
   ['11 tags', { tags: Array.from({ length: 11 }, (_, i) => `t${i}`) }, /tags/],
   ['65-char tag', { tags: ['x'.repeat(65)] }, /tags/],
   ['empty tag', { tags: [''] }, /tags/],
+  ['1,001 variables', { variables: Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`v${i}`, 'x'])) }, /variables: at most 1000 variables/],
   ['unparseable scheduledAt', { scheduledAt: 'when pigs fly' }, /scheduledAt/],
   // chrono finds a time inside any text; the whole text must be the time.
   ['scheduledAt with words around a time', { scheduledAt: 'not tomorrow' }, /scheduledAt: "not tomorrow" is not/],

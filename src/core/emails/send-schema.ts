@@ -16,13 +16,18 @@ const scalar = z.union([z.string(), z.number(), z.boolean()]).transform((v) => S
 
 export const MAX_ATTACHMENTS = 10;
 export const MAX_TAGS = 10;
+/** Far more than a template names; bounds what a send may make the renderer look through. */
+export const MAX_SEND_VARIABLES = 1000;
 
 export const sendBodySchema = z.object({
   to: addressList,
   from: z.string().min(1).max(1000),
   subject: z.string().min(1).max(998).optional(),
   templateId: z.string().min(1).max(100).optional(),
-  variables: z.record(z.string().max(100), scalar).optional(),
+  variables: z
+    .record(z.string().max(100), scalar)
+    .refine((v) => Object.keys(v).length <= MAX_SEND_VARIABLES, `at most ${MAX_SEND_VARIABLES} variables`)
+    .optional(),
   replyTo: addressList.nullable().optional(),
   cc: addressList.nullable().optional(),
   bcc: addressList.nullable().optional(),

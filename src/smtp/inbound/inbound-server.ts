@@ -13,6 +13,7 @@ import { ConnectionsPerIp } from '../client-ip-limits.js';
 import { networkMatcher } from '../../lib/network-list.js';
 import { receiveMessage, SMTP_SERVER_TIMEOUT_MS, SmtpListener, tooManyConnectionsReply, type SmtpListenerOptions } from '../smtp-listener.js';
 import { parseMessage } from '../parsed-mail.js';
+import { headerBlockProblem } from './header-block-limits.js';
 import { parseReport } from './report-parser.js';
 import { buildReceivedMessage, plainIp } from './received-message.js';
 import { tlsReportJsonOf } from './tls-report-intake.js';
@@ -66,6 +67,12 @@ export async function startInboundServer(options: InboundServerOptions): Promise
       }
     }
     if (!routes.length) throw smtpError(550, '5.7.1', 'no recipient of this message is accepted here any more');
+    // Before any parser sees it: mailauth's header handling is quadratic in a header block's shape.
+    const headerProblem = headerBlockProblem(raw);
+    if (headerProblem) {
+      logger.info({ envelope, problem: headerProblem }, 'inbound message refused: header block out of bounds');
+      throw smtpError(552, '5.6.0', `${headerProblem}; refused`);
+    }
 
     const parsed = await parseMessage(raw);
     const ids: string[] = [];

@@ -11,6 +11,12 @@
  *   shorter) is fetched again in the background while the cached one answers (§3.3: "SHOULD
  *   proactively refresh"), so its max_age starts again and one failed fetch at its expiry
  *   cannot drop it.
+ * - A fetched policy answers for at least MIN_POLICY_REUSE_MS, whatever its max_age: with
+ *   max_age 0 (or a few seconds) a domain would otherwise make us fetch over HTTPS once per
+ *   message, on the one thread every tenant shares. max_age is an upper bound on caching
+ *   (§3.2: "SHOULD cache a policy for up to this value"), so reuse within a minute of the fetch
+ *   is the fetch's own use stretched across the messages queued at that moment; a changed
+ *   policy still comes with a new TXT id, which is fetched at once.
  * - A failed fetch keeps the last good policy while it is valid (§5.1: "MUST continue to use
  *   the previously cached policy"), is reported, and is not tried again for a few minutes.
  * - Without a usable TXT record a cached policy still in force is used (§5.1), else none.
@@ -77,6 +83,8 @@ const MAX_TXT_TTL_SECONDS = 24 * 3600;
 const FETCH_RETRY_MS = 5 * 60_000;
 /** A TXT record is asked for afresh after a refusal at most this often (per domain). */
 const RECHECK_MS = 5 * 60_000;
+/** A fetched policy is used this long at least, however short its max_age (see above). */
+const MIN_POLICY_REUSE_MS = 60_000;
 /** §3.3: "a suggested refresh frequency is once per day". */
 const PROACTIVE_REFRESH_MS = 24 * 3_600_000;
 const MS_PER_SECOND = 1000;
@@ -133,7 +141,12 @@ export function createMtaStsResolver(opts: MtaStsResolverOptions): MtaStsResolve
       const value = stored ? fromStored(stored) : null;
       return { value, ttlMs: MAX_TXT_TTL_SECONDS * MS_PER_SECOND };
     });
-    return p && p.expiresAtMs > opts.clock.nowMs() ? p : null;
+    return p && usableUntilMs(p) > opts.clock.nowMs() ? p : null;
+  }
+
+  /** Its max_age, or the floor when that is shorter. */
+  function usableUntilMs(p: ActiveStsPolicy): number {
+    return Math.max(p.expiresAtMs, p.fetchedAtMs + MIN_POLICY_REUSE_MS);
   }
 
   /** Fetches and parses the policy: the policy, or the problem (RFC 8460 result types). */
@@ -200,8 +213,10 @@ export function createMtaStsResolver(opts: MtaStsResolverOptions): MtaStsResolve
       const cached = await cachedPolicy(domain);
       if (txt === 'none' || txt === 'temporary') return cached ? { policy: cached } : {};
       if (cached && cached.id === txt.id) {
-        // Once a day, or at half its max_age when that is shorter (gmail.com's is a day): always before it expires.
-        if (opts.clock.nowMs() - cached.fetchedAtMs >= Math.min(PROACTIVE_REFRESH_MS, (cached.expiresAtMs - cached.fetchedAtMs) / 2)) {
+        // Once a day, or at half its max_age when that is shorter (gmail.com's is a day): always before it
+        // expires. Never sooner than the floor, so a short max_age cannot bring a fetch per message.
+        const refreshAfterMs = Math.max(MIN_POLICY_REUSE_MS, Math.min(PROACTIVE_REFRESH_MS, (cached.expiresAtMs - cached.fetchedAtMs) / 2));
+        if (opts.clock.nowMs() - cached.fetchedAtMs >= refreshAfterMs) {
           // Nobody waits for it: a failure keeps the cached policy (refresh() says so).
           start(domain, txt.id, cached).catch((err: unknown) => log.warn({ domain, err }, 'refreshing an MTA-STS policy failed'));
         }

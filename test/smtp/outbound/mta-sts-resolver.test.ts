@@ -15,7 +15,7 @@ import { startPolicyServer, stsPolicyText, type PolicyServer } from '../../helpe
 import { createTestCa, selfSignedLeaf, type TestCa } from '../../helpers/test-ca.js';
 import { until } from '../../helpers/until.js';
 
-const DOMAINS = ['a.test', 'b.test', 'c.test', 'd.test', 'e.test', 'f.test', 'g.test', 'h.test', 'i.test', 'j.test', 'k.test', 'l.test'];
+const DOMAINS = ['a.test', 'b.test', 'c.test', 'd.test', 'e.test', 'f.test', 'g.test', 'h.test', 'i.test', 'j.test', 'k.test', 'l.test', 'm.test', 'n.test'];
 let zone: DnsZone;
 let ca: TestCa;
 let server: PolicyServer;
@@ -156,6 +156,40 @@ test.serial('a policy of max_age one day (as gmail.com publishes) is refreshed b
   clock.advance(12 * HOUR);
   const later = await sts.lookup('k.test');
   t.like(later.policy, { mode: 'enforce', id: '1' });
+});
+
+test.serial('a policy of max_age 0 is fetched once for all the deliveries of the next minute, not once per message', async (t) => {
+  zone.set('_mta-sts.m.test', 'TXT', ['v=STSv1; id=1;'], 3600);
+  server.setPolicy('m.test', stsPolicyText('enforce', ['mx.m.test'], 0));
+  const { sts, clock } = resolverFor();
+  // A burst at once shares the one fetch, and so do the deliveries after it within the floor.
+  const burst = await Promise.all(Array.from({ length: 20 }, () => sts.lookup('m.test')));
+  for (const r of burst) t.like(r.policy, { mode: 'enforce', maxAgeSeconds: 0 });
+  for (let i = 0; i < 20; i++) {
+    clock.advance(2_000);
+    t.like((await sts.lookup('m.test')).policy, { mode: 'enforce', id: '1' });
+  }
+  t.is(fetchesOf('m.test'), 1);
+  // Past the floor the policy is fetched again, once.
+  clock.advance(21_000);
+  await Promise.all(Array.from({ length: 5 }, () => sts.lookup('m.test')));
+  t.is(fetchesOf('m.test'), 2);
+});
+
+test.serial('a policy of a small max_age is not refreshed more than once a minute either', async (t) => {
+  zone.set('_mta-sts.n.test', 'TXT', ['v=STSv1; id=1;'], 3600);
+  server.setPolicy('n.test', stsPolicyText('enforce', ['mx.n.test'], 4));
+  const { sts, clock, store } = resolverFor();
+  await sts.lookup('n.test');
+  for (let i = 0; i < 29; i++) {
+    clock.advance(2_000); // past half its max_age and past max_age: still the one fetch
+    t.like((await sts.lookup('n.test')).policy, { mode: 'enforce', id: '1' });
+  }
+  t.is(fetchesOf('n.test'), 1);
+  clock.advance(2_000);
+  await sts.lookup('n.test');
+  await until(() => store.get('n.test')?.fetchedAtMs === clock.nowMs());
+  t.is(fetchesOf('n.test'), 2);
 });
 
 test.serial('redirects are not followed, the media type must be text/plain, the syntax must be right', async (t) => {
