@@ -29,7 +29,7 @@ export function webhookRetryDelayMs(attemptsMade: number, random: () => number =
   return Math.round(base * (1 + WEBHOOK_RETRY_JITTER_RATIO * random()));
 }
 
-/** Calls in flight per endpoint (per node): a slow endpoint holds only its own slots. */
+/** Calls in flight per endpoint, for the cluster (each node takes its share): a slow endpoint holds only its own slots. */
 export const WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT = 4;
 /** Calls in flight in all (per node) by default: webhooks.maxInFlight, which bounds webhooks.maxInFlightPerHost. */
 export const WEBHOOK_MAX_IN_FLIGHT = 64;
