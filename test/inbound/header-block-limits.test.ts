@@ -40,6 +40,9 @@ test('headerBlockProblem: the bounds, counted in the header block only', (t) => 
   t.regex(headerBlockProblem(Buffer.from('arc-message-signature:' + ' '.repeat(MAX_SIGNATURE_FIELD_BYTES) + tail)) ?? '', /signature field is longer/);
   t.is(headerBlockProblem(Buffer.from('X-DKIM-Signature: ' + ' '.repeat(MAX_SIGNATURE_FIELD_BYTES) + '\r\n' + tail)), null, 'another field of that length');
   t.regex(headerBlockProblem(Buffer.from(sig(blanks(3000)).repeat(11) + tail)) ?? '', /together/);
+  // mailauth trims the name before the colon: blanks there (any number, NBSP too) still make it a signature field.
+  t.regex(headerBlockProblem(Buffer.from('DKIM-Signature' + ' '.repeat(100) + ':' + ' '.repeat(MAX_SIGNATURE_FIELD_BYTES) + '\r\n' + tail)) ?? '', /signature field is longer/);
+  t.regex(headerBlockProblem(Buffer.from('ARC-Seal\t\u00a0:' + ' '.repeat(MAX_SIGNATURE_FIELD_BYTES) + '\r\n' + tail, 'latin1')) ?? '', /signature field is longer/);
 });
 
 let t0: TestApp;

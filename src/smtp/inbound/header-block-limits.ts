@@ -19,7 +19,8 @@ export const MAX_LINE_BREAK_RUN = 64;
 export const MAX_SIGNATURE_FIELD_BYTES = 4096;
 export const MAX_SIGNATURE_FIELDS_BYTES = 32 * 1024;
 /** The fields mailauth takes b= out of with that expression (names are ASCII, case ignored). */
-const SIGNATURE_FIELD = /^(dkim-signature|arc-seal|arc-message-signature)[ \t]*:/i;
+const SIGNATURE_FIELD = /^(?:dkim-signature|arc-seal|arc-message-signature)$/i;
+const COLON = 0x3a;
 
 const CR = 0x0d;
 const LF = 0x0a;
@@ -35,7 +36,10 @@ export function headerBlockProblem(raw: Buffer): string | null {
   let fieldStart = 0;
   let signatureBytes = 0;
   const endField = (end: number): string | null => {
-    if (!SIGNATURE_FIELD.test(raw.toString('latin1', fieldStart, Math.min(end, fieldStart + 40)))) return null;
+    // The name as mailauth reads it: up to the colon, trimmed (blanks before the colon, any
+    // number of them, do not hide a signature field). The search stays within this field.
+    const colon = raw.subarray(fieldStart, end).indexOf(COLON);
+    if (colon < 0 || !SIGNATURE_FIELD.test(raw.toString('latin1', fieldStart, fieldStart + colon).trim())) return null;
     const size = end - fieldStart;
     if (size > MAX_SIGNATURE_FIELD_BYTES) return `a signature field is longer than ${MAX_SIGNATURE_FIELD_BYTES} bytes`;
     signatureBytes += size;
