@@ -1,7 +1,8 @@
 // The console's CSV import and the main thread: how long at most one turn of the event loop is
 // held (monitorEventLoopDelay's max, and the longest gap between 1 ms timer ticks) while a
 // 20 MB file is uploaded and while it is imported, and how long each takes. Not part of
-// `npm run bench`: run it alone, `node dist/bench/csv-import-fairness.js [plain|quoted] [rows]`.
+// `npm run bench`: run it alone, `node dist/bench/csv-import-fairness.js [plain|quoted] [rows]
+// [upload]` (upload: stop once the upload is answered, without waiting for the import).
 // The client (fetch) runs in this process too; its share of a turn is small (it streams the body).
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { startTestApp } from '../test/helpers/test-app.js';
@@ -59,6 +60,7 @@ try {
   const importId = /imports\/([^/?]+)/.exec(res.location ?? '')?.[1];
   if (res.status !== 303 && res.status !== 302) throw new Error(`upload answered ${res.status}: ${res.text.slice(0, 300)}`);
   console.log(`upload (POST until the redirect): ${uploadMs} ms`, upload);
+  if (process.argv[4] === 'upload') process.exit(0);
 
   stop = watch();
   started = performance.now();
