@@ -1,6 +1,6 @@
 import test from 'ava';
 import { pino } from 'pino';
-import { contactsCsvHeader, contactsCsvLines, contactsFromCsv, MAX_CSV_BYTES, parseCsv } from '../../src/core/contacts/contact-csv.js';
+import { contactsCsvHeader, contactsCsvLines, contactsFromCsv, CSV_PIECE_CHARS, csvCursor, MAX_CSV_BYTES, parseCsv, readContactsCsv } from '../../src/core/contacts/contact-csv.js';
 import { createContactImportService, IMPORT_CHUNK_ROWS, MAX_RUNNING_IMPORTS } from '../../src/core/contacts/contact-import-service.js';
 import { createContactImportsRepository } from '../../src/store/repositories/contact-imports-repository.js';
 import type { ContactView } from '../../src/core/contacts/contact-service.js';
@@ -49,6 +49,47 @@ test('CSV: old-Mac CR-only line breaks, a quoted field after spaces, and line nu
   t.deepEqual(parseCsv('a "b" c,d\n').records[0]!.fields, ['a "b" c', 'd']);
   const rows = contactsFromCsv('email,lastName\ra@x.org, "Smith, Ann"\r');
   t.deepEqual(rows, [{ line: 2, email: 'a@x.org', body: { email: 'a@x.org', lastName: 'Smith, Ann' } }]);
+});
+
+test('CSV: fields sliced between delimiters read tricky files right: quotes, doubled quotes, line breaks in fields, empty fields, a BOM, with or without a last line break', (t) => {
+  const cases: [string, string[][]][] = [
+    ['a,b', [['a', 'b']]],
+    ['a,b\n', [['a', 'b']]],
+    ['a,b\r\n', [['a', 'b']]],
+    ['\uFEFFa,b\r\nc,d', [['a', 'b'], ['c', 'd']]],
+    [',,\n,x,\n', [['', '', ''], ['', 'x', '']]],
+    ['a,\n', [['a', '']]],
+    ['"",""\n""', [['', '']]],
+    ['"a""b","""","x""""y"', [['a"b', '"', 'x""y']]],
+    ['"multi\r\nline, with comma",z\r\nnext,row', [['multi\r\nline, with comma', 'z'], ['next', 'row']]],
+    ['"ends with quote"""\n"""starts"', [['ends with quote"'], ['"starts']]],
+    ['  "padded" ,  plain  ,"q"x y', [['padded', '  plain  ', 'qx y']]],
+    ['"a" "b",c', [['a "b"', 'c']]],
+    ['un"quoted"here,"', []],
+  ];
+  for (const [text, rows] of cases) t.deepEqual(parseCsv(text).records.map((r) => r.fields), rows, JSON.stringify(text));
+  t.deepEqual(parseCsv('un"quoted"here,"').error, { line: 1, message: 'a quoted field opened on line 1 is never closed' });
+  // Lines of later records count the line breaks inside quoted fields.
+  t.deepEqual(parseCsv('h\n"1\n2\r\n3\r4"\nnext\n').records.map((r) => r.line), [1, 2, 6]);
+});
+
+test('CSV: read a few characters at a time, or in pieces through contacts, a file reads the same as in one go', async (t) => {
+  const text = '\uFEFFemail,note,plan\r\n"a@x.org","one ""two""\r\nthree",\r\n\r\nb@x.org, "x, y" ,pro\nc@x.org,"",\r"never closed';
+  const whole = parseCsv(text);
+  for (const chars of [1, 2, 7]) {
+    const cursor = csvCursor(text);
+    const records = [];
+    while (!cursor.done) records.push(...cursor.read(chars));
+    t.deepEqual({ records, error: cursor.error }, whole);
+  }
+  // Records cross the pieces readContactsCsv reads in: a quoted field with line breaks among them.
+  const rows = Array.from({ length: 3 * Math.ceil(CSV_PIECE_CHARS / 40) }, (_, i) => `r${i}@example.org,"line ${i}\nand ""${i}"", more",${i % 3 ? 'yes' : ''}`);
+  const big = `email,note,subscribed\n${rows.join('\r\n')}`;
+  const read = await readContactsCsv(big);
+  t.deepEqual(read, contactsFromCsv(big));
+  t.is(read.length, rows.length);
+  t.deepEqual(read[rows.length - 1], { line: 2 * rows.length, email: `r${rows.length - 1}@example.org`, body: { email: `r${rows.length - 1}@example.org`, subscribed: true, properties: { note: `line ${rows.length - 1}\nand "${rows.length - 1}", more` } } });
+  await t.throwsAsync(readContactsCsv('name\nx\n'), { message: /one of them must be email/ });
 });
 
 test('CSV to contacts: empty header names at the end (a trailing ",") are ignored columns, which a row may leave out', (t) => {
@@ -305,4 +346,31 @@ test('a team runs at most MAX_RUNNING_IMPORTS imports at once: the next is RATE_
   const next = await service.start(scope, book.id, 'later.csv', csv('later'));
   await service.whenFinished(next.id);
   t.is((await service.get(scope, next.id)).status, 'DONE');
+});
+
+test('while a large file is read for its import, the server answers other requests (the file is read a piece at a time)', async (t) => {
+  const app = await startTestApp();
+  t.teardown(() => app.close());
+  const scope = { teamId: app.teamId, domainId: null };
+  const book = (await app.request('POST', '/v1/contactBooks', { body: { name: 'Large file' } })).body;
+  const real = app.app.services.contacts;
+  // start() looks up the book once the file is read: until then, it is being read.
+  let read = false;
+  const contacts: typeof real = {
+    ...real,
+    async search(...args: Parameters<typeof real.search>) {
+      read = true;
+      return real.search(...args);
+    },
+  };
+  const service = createContactImportService({ imports: createContactImportsRepository(app.app.store.db), contacts, clock: app.app.clock, logger: pino({ level: 'silent' }), node: 'n', cluster: false });
+  t.teardown(() => service.stop());
+  const csv = `email,firstName,lastName,note\n${Array.from({ length: 100_000 }, (_, i) => `big${i}@example.org,"Ann, ""A""",Lee,"a note\nof two lines"`).join('\n')}\n`;
+  // The request is on its way before the reading starts; read in one go, it would wait for all of it.
+  const health = app.request('GET', '/health').then((res) => ({ status: res.status, whileReading: !read }));
+  const started = service.start(scope, book.id, 'large.csv', csv);
+  t.deepEqual(await health, { status: 200, whileReading: true });
+  const job = await started;
+  t.is(job.totalRows, 100_000);
+  await service.stop();
 });

@@ -6,7 +6,7 @@ import type { ContactImportStatus } from '../../store/tables/database.js';
 import { AppError, notFound } from '../errors.js';
 import { isStorageFailure } from '../../store/store-errors.js';
 import type { BookScope } from './contact-book-service.js';
-import { contactsFromCsv, type CsvContactRow } from './contact-csv.js';
+import { readContactsCsv, type CsvContactRow } from './contact-csv.js';
 import type { ContactService } from './contact-service.js';
 
 // A CSV import runs in the background, a chunk of rows at a time through contacts.bulkAdd
@@ -111,9 +111,10 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
     return false;
   }
 
-  async function run(job: ContactImportRow): Promise<void> {
+  /** `read`: the file's rows when start() has just read them, else read again (a resumed import). */
+  async function run(job: ContactImportRow, read?: CsvContactRow[]): Promise<void> {
     const scope: BookScope = { teamId: job.team_id, domainId: null };
-    const rows = contactsFromCsv(job.csv);
+    const rows = read ?? (await readContactsCsv(job.csv));
     let state: Progress = { processed: job.processed_rows, created: job.created_count, updated: job.updated_count, errorCount: job.error_count, errors: JSON.parse(job.errors_json) as ImportError[] };
     const changesOf = (p: Progress, done: boolean): ContactImportChanges => ({
       status: done ? 'DONE' : 'RUNNING',
@@ -195,10 +196,11 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
    * was out of reach) carries on after a pause from the last chunk it recorded, while the import
    * is still RUNNING and this node's: otherwise it stayed RUNNING, run by nobody, until a restart.
    */
-  async function runToEnd(job: ContactImportRow): Promise<void> {
+  async function runToEnd(job: ContactImportRow, rows?: CsvContactRow[]): Promise<void> {
     for (let current: ContactImportRow | undefined = job; current; ) {
       try {
-        await run(current);
+        // Only the first run has the rows start() read; one carrying on after a pause reads its stored file.
+        await run(current, current === job ? rows : undefined);
         return;
       } catch (err) {
         if (!isStorageFailure(err)) {
@@ -220,16 +222,17 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
     }
   }
 
-  function launch(job: ContactImportRow): void {
+  function launch(job: ContactImportRow, rows?: CsvContactRow[]): void {
     if (running.has(job.id)) return;
-    const p = runToEnd(job).finally(() => running.delete(job.id));
+    const p = runToEnd(job, rows).finally(() => running.delete(job.id));
     running.set(job.id, p);
   }
 
   return {
     /** Checks the file (400 naming the column for a bad header) and starts importing it; RATE_LIMITED while the team has MAX_RUNNING_IMPORTS running. */
     async start(scope: BookScope, bookId: string, fileName: string, text: string): Promise<ContactImportView> {
-      const rows = contactsFromCsv(text);
+      // Read a piece at a time: a 20 MB file holds the thread for seconds when read in one go.
+      const rows = await readContactsCsv(text);
       // The book must be the team's (404 otherwise) before anything is stored.
       await deps.contacts.search(scope, bookId, { offset: 0, limit: 1 });
       const now = clock.now().toISOString();
@@ -253,7 +256,7 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
       if (!(await imports.insertIfRoom(row, deps.node, MAX_RUNNING_IMPORTS))) {
         throw new AppError('RATE_LIMITED', `${MAX_RUNNING_IMPORTS} imports are running for this team; start this one when one of them has finished`, 30);
       }
-      launch(row);
+      launch(row, rows);
       return view(row);
     },
 
