@@ -270,7 +270,7 @@ test('a node whose import was taken over (it was taken for dead) stops, and writ
   await service.whenFinished(job.id);
   const row = await db.selectFrom('contact_imports').selectAll().where('id', '=', job.id).executeTakeFirstOrThrow();
   t.like(row, { owner: 'node-b', status: 'RUNNING', processed_rows: 0 }, 'left to node-b as node-b found it');
-  t.not(row.csv, '', 'its file is still there for node-b to run');
+  t.is((await db.selectFrom('contact_import_files').select('content').where('import_id', '=', job.id).executeTakeFirst())?.content, csv, 'its file is still there for node-b to run');
   // Its chunk rolled back with the progress it could not record: node-b counts those rows as its own.
   t.is((await real.search(scope, book.id, { offset: 0, limit: 1 })).total, 0, 'the chunk of the node that lost the import is not written');
   t.deepEqual(logged.map((l) => l.msg), ['contact import stopped here: another node runs it now (this one was taken for dead), or it ended meanwhile'], 'it stopped for the lost import, not as a failure');
@@ -299,10 +299,75 @@ test('an import that fails after a chunk committed (in an after-commit step) is 
     const csv = `email\n${Array.from({ length: rows }, (_, i) => `f${afterCommit ? 'a' : 'b'}${i}@example.org`).join('\n')}\n`;
     const job = await service.start(scope, book.id, 'fails.csv', csv);
     await service.whenFinished(job.id);
+    t.is(await createContactImportsRepository(app.app.store.db).readFile(scope.teamId, job.id), undefined, 'a failed import keeps its report, not its file');
     return service.get(scope, job.id);
   };
   t.like(await run(2, true), { status: 'FAILED', failure: 'refused after', processedRows: 2 * IMPORT_CHUNK_ROWS, created: 2 * IMPORT_CHUNK_ROWS });
   t.like(await run(2, false), { status: 'FAILED', failure: 'refused before', processedRows: IMPORT_CHUNK_ROWS, created: IMPORT_CHUNK_ROWS });
+});
+
+test('the file is stored once, apart from the progress row each chunk rewrites, and gone when the import is done', async (t) => {
+  const app = await startTestApp();
+  t.teardown(() => app.close());
+  const scope = { teamId: app.teamId, domainId: null };
+  const book = (await app.request('POST', '/v1/contactBooks', { body: { name: 'Apart' } })).body;
+  const db = app.app.store.db;
+  const repo = createContactImportsRepository(db);
+  const real = app.app.services.contacts;
+  const rows = 3 * IMPORT_CHUNK_ROWS;
+  // Long rows, so the file outweighs anything a progress row holds.
+  const csv = `email,notes\n${Array.from({ length: rows }, (_, i) => `apart${i}@example.org,${'n'.repeat(200)}`).join('\n')}\n`;
+  const seen: { rowChars: number; file: string | undefined }[] = [];
+  const contacts: typeof real = {
+    ...real,
+    // Before each chunk: the import's row as the last progress update left it, and its file.
+    async bulkAdd(...args: Parameters<typeof real.bulkAdd>) {
+      const row = await db.selectFrom('contact_imports').selectAll().where('contact_book_id', '=', book.id).executeTakeFirstOrThrow();
+      seen.push({ rowChars: JSON.stringify(row).length, file: await repo.readFile(scope.teamId, row.id) });
+      return real.bulkAdd(...args);
+    },
+  };
+  const service = createContactImportService({ imports: repo, contacts, clock: app.app.clock, logger: pino({ level: 'silent' }), node: 'n', cluster: false });
+  t.teardown(() => service.stop());
+  const job = await service.start(scope, book.id, 'apart.csv', csv);
+  await service.whenFinished(job.id);
+  t.like(await service.get(scope, job.id), { status: 'DONE', processedRows: rows, created: rows });
+  t.is(seen.length, 3);
+  for (const s of seen) {
+    t.is(s.file, csv, 'the running import has its whole file');
+    t.true(s.rowChars < 2000, `the progress row holds ${s.rowChars} characters, not the ${csv.length} of the file`);
+  }
+  t.is(await repo.readFile(scope.teamId, job.id), undefined, 'the done import kept no file');
+  t.deepEqual(await db.selectFrom('contact_import_files').select('import_id').execute(), []);
+});
+
+test('a running import\'s file is read by its team only', async (t) => {
+  const app = await startTestApp();
+  t.teardown(() => app.close());
+  const { a, b } = await twoTeams(app);
+  const book = (await app.request('POST', '/v1/contactBooks', { body: { name: 'Theirs' } })).body;
+  const real = app.app.services.contacts;
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const contacts: typeof real = {
+    ...real,
+    async bulkAdd(...args: Parameters<typeof real.bulkAdd>) {
+      await released;
+      return real.bulkAdd(...args);
+    },
+  };
+  const repo = createContactImportsRepository(app.app.store.db);
+  const service = createContactImportService({ imports: repo, contacts, clock: app.app.clock, logger: pino({ level: 'silent' }), node: 'n', cluster: false });
+  t.teardown(async () => {
+    release();
+    await service.stop();
+  });
+  const job = await service.start({ teamId: a.teamId, domainId: null }, book.id, 'theirs.csv', 'email\nwalled@example.org\n');
+  t.is(await repo.readFile(a.teamId, job.id), 'email\nwalled@example.org\n');
+  t.is(await repo.readFile(b.teamId, job.id), undefined, 'another team\'s key reads nothing');
+  release();
+  await service.whenFinished(job.id);
+  t.is(await repo.readFile(a.teamId, job.id), undefined);
 });
 
 test('a team runs at most MAX_RUNNING_IMPORTS imports at once: the next is RATE_LIMITED until one ends; other teams are not held back', async (t) => {

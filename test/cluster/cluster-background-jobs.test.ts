@@ -47,8 +47,9 @@ test.serial('a dead node\'s contact import freed by a node that was stopping is 
   await db.insertInto('cluster_nodes').values({ id: 'node-gone', hostname: 'gone', pid: 2, started_at: now, heartbeat_at: Date.now() - 3600_000, listeners_json: '{}' }).execute();
   await db
     .insertInto('contact_imports')
-    .values({ id: 'ci_freed', team_id: a.teamId, contact_book_id: book.id, file_name: 'f.csv', csv, status: 'RUNNING', total_rows: 5, processed_rows: 0, created_count: 0, updated_count: 0, error_count: 0, errors_json: '[]', failure: null, created_at: now, updated_at: now, owner: 'node-gone' })
+    .values({ id: 'ci_freed', team_id: a.teamId, contact_book_id: book.id, file_name: 'f.csv', status: 'RUNNING', total_rows: 5, processed_rows: 0, created_count: 0, updated_count: 0, error_count: 0, errors_json: '[]', failure: null, created_at: now, updated_at: now, owner: 'node-gone' })
     .execute();
+  await db.insertInto('contact_import_files').values({ import_id: 'ci_freed', team_id: a.teamId, content: csv }).execute();
   // A third node is being stopped (a rolling restart) when its sweep finds the dead node's
   // import: it frees it, and takes up nothing, on its way out.
   const stopping = c.stop();

@@ -284,8 +284,9 @@ test.serial('a contact import a dead node was running is taken up by a live one 
   await db.insertInto('cluster_nodes').values({ id: 'node-gone', hostname: 'gone', pid: 2, started_at: now, heartbeat_at: Date.now() - 3600_000, listeners_json: '{}' }).execute();
   await db
     .insertInto('contact_imports')
-    .values({ id: 'ci_orphan', team_id: w.t0.teamId, contact_book_id: book.id, file_name: 'o.csv', csv, status: 'RUNNING', total_rows: 7, processed_rows: 0, created_count: 0, updated_count: 0, error_count: 0, errors_json: '[]', failure: null, created_at: now, updated_at: now, owner: 'node-gone' })
+    .values({ id: 'ci_orphan', team_id: w.t0.teamId, contact_book_id: book.id, file_name: 'o.csv', status: 'RUNNING', total_rows: 7, processed_rows: 0, created_count: 0, updated_count: 0, error_count: 0, errors_json: '[]', failure: null, created_at: now, updated_at: now, owner: 'node-gone' })
     .execute();
+  await db.insertInto('contact_import_files').values({ import_id: 'ci_orphan', team_id: w.t0.teamId, content: csv }).execute();
   // A live node's running import is not taken by another's start.
   t.deepEqual(await b.app.services.contactImports.resume(), 0);
   // Both nodes sweep: one of them takes it up.

@@ -12,7 +12,8 @@ import type { ContactService } from './contact-service.js';
 // A CSV import runs in the background, a chunk of rows at a time through contacts.bulkAdd
 // (the API's bulk add: same validation, same events, same double opt-in), and records its
 // progress in each chunk's own transaction (bulkAdd's inTransaction), so the console can show a
-// progress bar and, at the end, each refused row with its line. The file is stored with the job:
+// progress bar and, at the end, each refused row with its line. The file is stored with the job
+// (in a row of its own, so a chunk's progress update does not rewrite it), until the job ends:
 // a process killed mid-import continues at the next start from the last recorded chunk, and a
 // chunk commits only with its progress, so none is written or counted twice.
 
@@ -51,7 +52,7 @@ export interface ContactImportView {
   updatedAt: string;
 }
 
-function view(r: Omit<ContactImportRow, 'csv'>): ContactImportView {
+function view(r: ContactImportRow): ContactImportView {
   return {
     id: r.id,
     contactBookId: r.contact_book_id,
@@ -114,7 +115,17 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
   /** `read`: the file's rows when start() has just read them, else read again (a resumed import). */
   async function run(job: ContactImportRow, read?: CsvContactRow[]): Promise<void> {
     const scope: BookScope = { teamId: job.team_id, domainId: null };
-    const rows = read ?? (await readContactsCsv(job.csv));
+    let rows = read;
+    if (!rows) {
+      const file = await imports.readFile(job.team_id, job.id);
+      // A running import has its file (both are written and ended in one transaction): none means
+      // it ended meanwhile, or the store lost it; then it fails rather than hold a running slot.
+      if (file === undefined) {
+        await record(job, { status: 'FAILED', failure: 'the uploaded file is no longer stored; import it again', updated_at: clock.now().toISOString() });
+        return;
+      }
+      rows = await readContactsCsv(file);
+    }
     let state: Progress = { processed: job.processed_rows, created: job.created_count, updated: job.updated_count, errorCount: job.error_count, errors: JSON.parse(job.errors_json) as ImportError[] };
     const changesOf = (p: Progress, done: boolean): ContactImportChanges => ({
       status: done ? 'DONE' : 'RUNNING',
@@ -123,8 +134,6 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
       updated_count: p.updated,
       error_count: p.errorCount,
       errors_json: JSON.stringify(p.errors),
-      // The file is only needed to finish; a finished import keeps its report, not the data.
-      ...(done ? { csv: '' } : {}),
       updated_at: clock.now().toISOString(),
     });
     while (state.processed < rows.length && !stopping) {
@@ -165,13 +174,14 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
         // recorded: the stored progress says which, and the report keeps what was written.
         const committed = next && (await imports.findRunning(job.id, deps.node))?.processed_rows === next.processed;
         const stopped = committed ? next! : after(state, 0, { created: 0, updated: 0 }, unreadable);
-        await record(job, { ...changesOf(stopped, false), status: 'FAILED', failure, csv: '' });
+        // Its file goes with it (record deletes it in the same transaction); the report stays.
+        await record(job, { ...changesOf(stopped, false), status: 'FAILED', failure });
         return;
       }
       state = next!;
     }
     if (rows.length === 0) {
-      await record(job, { status: 'DONE', csv: '', updated_at: clock.now().toISOString() });
+      await record(job, { status: 'DONE', updated_at: clock.now().toISOString() });
     }
   }
 
@@ -241,7 +251,6 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
         team_id: scope.teamId,
         contact_book_id: bookId,
         file_name: fileName.slice(0, 200) || 'contacts.csv',
-        csv: text,
         status: 'RUNNING',
         total_rows: rows.length,
         processed_rows: 0,
@@ -253,7 +262,7 @@ export function createContactImportService(deps: ContactImportServiceDeps) {
         created_at: now,
         updated_at: now,
       };
-      if (!(await imports.insertIfRoom(row, deps.node, MAX_RUNNING_IMPORTS))) {
+      if (!(await imports.insertIfRoom(row, text, deps.node, MAX_RUNNING_IMPORTS))) {
         throw new AppError('RATE_LIMITED', `${MAX_RUNNING_IMPORTS} imports are running for this team; start this one when one of them has finished`, 30);
       }
       launch(row, rows);

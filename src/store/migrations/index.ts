@@ -58,4 +58,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261130040000-contact-book-deleting': lazy(() => import('./20261130040000-contact-book-deleting.js')),
   '20261130140000-machine-engagement': lazy(() => import('./20261130140000-machine-engagement.js')),
   '20261130170000-campaign-machine-counts': lazy(() => import('./20261130170000-campaign-machine-counts.js')),
+  '20261130190000-contact-import-files': lazy(() => import('./20261130190000-contact-import-files.js')),
 };

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../tables/database.js';
-import { ImportNotOwnedError, recordQuery, type ContactImportChanges, type ContactImportsRepository } from '../repositories/contact-imports-repository.js';
+import { dropFileQuery, endsImport, ImportNotOwnedError, recordQuery, type ContactImportChanges, type ContactImportsRepository } from '../repositories/contact-imports-repository.js';
 import { openTxWrites, type TxWriteKind } from './pg-exec.js';
 
 /*
@@ -26,6 +26,10 @@ function progressKind(db: Kysely<Database>): TxWriteKind<Progress> {
       for (const p of items) {
         const q = recordQuery(db, p.id, p.owner, p.changes).compile();
         if ((await exec.run(q.sql, q.parameters)) === 0) throw new ImportNotOwnedError(p.id);
+        if (endsImport(p.changes)) {
+          const d = dropFileQuery(db, p.id).compile();
+          await exec.run(d.sql, d.parameters);
+        }
       }
     },
   };

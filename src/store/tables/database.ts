@@ -471,8 +471,6 @@ export interface ContactImportsTable {
   team_id: number;
   contact_book_id: string;
   file_name: string;
-  /** The uploaded file, kept until the import is done so a restart can finish it. */
-  csv: string;
   status: ContactImportStatus;
   total_rows: number;
   processed_rows: number;
@@ -486,6 +484,13 @@ export interface ContactImportsTable {
   updated_at: string;
 }
 
+/** A running import's uploaded file, apart from its progress row (rewritten at every chunk); deleted when the import ends. */
+export interface ContactImportFilesTable {
+  import_id: string;
+  team_id: number;
+  content: string;
+}
+
 export interface Database {
   cluster_nodes: ClusterNodesTable;
   job_runs: JobRunsTable;
@@ -495,6 +500,7 @@ export interface Database {
   console_sessions: ConsoleSessionsTable;
   login_failures: LoginFailuresTable;
   contact_imports: ContactImportsTable & ContactImportOwnerColumns;
+  contact_import_files: ContactImportFilesTable;
   operator_keys: OperatorKeysTable;
   operator_audit: OperatorAuditTable;
   queue_suspensions: QueueSuspensionsTable;
