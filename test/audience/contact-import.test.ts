@@ -341,6 +341,23 @@ test('the file is stored once, apart from the progress row each chunk rewrites, 
   t.deepEqual(await db.selectFrom('contact_import_files').select('import_id').execute(), []);
 });
 
+test('a running import whose file is not stored fails, saying so, instead of holding one of its team\'s running slots', async (t) => {
+  const app = await startTestApp();
+  t.teardown(() => app.close());
+  const book = (await app.request('POST', '/v1/contactBooks', { body: { name: 'No file' } })).body;
+  const db = app.app.store.db;
+  const now = app.app.clock.now().toISOString();
+  await db
+    .insertInto('contact_imports')
+    .values({ id: 'ci_nofile', team_id: app.teamId, contact_book_id: book.id, file_name: 'gone.csv', status: 'RUNNING', total_rows: 5, processed_rows: 0, created_count: 0, updated_count: 0, error_count: 0, errors_json: '[]', failure: null, created_at: now, updated_at: now, owner: null })
+    .execute();
+  const service = createContactImportService({ imports: createContactImportsRepository(db), contacts: app.app.services.contacts, clock: app.app.clock, logger: pino({ level: 'silent' }), node: 'n', cluster: false });
+  t.teardown(() => service.stop());
+  t.is(await service.resume(), 1);
+  await service.whenFinished('ci_nofile');
+  t.like(await service.get({ teamId: app.teamId, domainId: null }, 'ci_nofile'), { status: 'FAILED', failure: 'the uploaded file is no longer stored; import it again', processedRows: 0 });
+});
+
 test('a running import\'s file is read by its team only', async (t) => {
   const app = await startTestApp();
   t.teardown(() => app.close());
