@@ -4,6 +4,7 @@ import type { Clock } from '../../lib/clock.js';
 import { newKeyToken, parseKeyToken, secretMatches } from './key-token.js';
 import type { ApiKeysRepository, ApiKeyRow } from '../../store/repositories/api-keys-repository.js';
 import type { AuditService, OperatorActor } from '../operators/audit-service.js';
+import { createLastUsedThrottle } from './last-used-throttle.js';
 
 export type Permission = 'FULL' | 'SENDING';
 
@@ -28,7 +29,6 @@ export interface ApiKeyView {
   createdAt: string;
 }
 
-export const LAST_USED_WRITE_INTERVAL_MS = 60_000; // don't write a row on every request
 
 export interface ApiKeyServiceDeps {
   apiKeys: ApiKeysRepository;
@@ -49,7 +49,7 @@ export function keyName(raw: string): string {
 }
 
 export function createApiKeyService(deps: ApiKeyServiceDeps) {
-  const lastTouched = new Map<number, number>();
+  const lastUsed = createLastUsedThrottle();
 
   /** The entry of an operator's change, written inside the change's transaction; nothing for a team's own change. */
   function audited<T>(by: OperatorActor | undefined, entry: (value: T) => [string, Record<string, unknown>]): ((value: T) => void) | undefined {
@@ -133,8 +133,7 @@ export function createApiKeyService(deps: ApiKeyServiceDeps) {
       const row = await deps.apiKeys.findForAuth(parsed.publicId);
       if (!secretMatches(parsed.secret, row?.secretHash) || !row) throw new AppError('UNAUTHORIZED', 'invalid API key');
       const now = deps.clock.nowMs();
-      if (now - (lastTouched.get(row.id) ?? 0) > LAST_USED_WRITE_INTERVAL_MS) {
-        lastTouched.set(row.id, now);
+      if (lastUsed.due(row.id, now)) {
         await deps.apiKeys.touch(row.id, new Date(now).toISOString());
       }
       return { teamId: row.teamId, keyId: row.id, permission: row.permission, domainId: row.domainId, teamRateLimit: row.teamRateLimit };

@@ -1,7 +1,8 @@
 import type { Clock } from '../../lib/clock.js';
 import type { OperatorKeyRow, OperatorKeysRepository } from '../../store/repositories/operator-keys-repository.js';
 import { AppError, notFound } from '../errors.js';
-import { keyName, LAST_USED_WRITE_INTERVAL_MS } from '../api-keys/api-key-service.js';
+import { keyName } from '../api-keys/api-key-service.js';
+import { createLastUsedThrottle } from '../api-keys/last-used-throttle.js';
 import { newKeyToken, parseKeyToken, secretMatches } from '../api-keys/key-token.js';
 import type { AuditService, OperatorActor } from './audit-service.js';
 
@@ -41,7 +42,7 @@ export function createOperatorKeyService(deps: OperatorKeyServiceDeps) {
     return (value) => audit.inTransaction(by, ...entry(value));
   }
 
-  const lastTouched = new Map<number, number>();
+  const lastUsed = createLastUsedThrottle();
 
   /** The row a token names, if its secret matches. */
   async function match(token: string | undefined): Promise<OperatorKeyRow | undefined> {
@@ -79,8 +80,7 @@ export function createOperatorKeyService(deps: OperatorKeyServiceDeps) {
       const row = await match(token);
       if (!row) throw new AppError('UNAUTHORIZED', 'invalid operator key');
       const now = deps.clock.nowMs();
-      if (now - (lastTouched.get(row.id) ?? 0) > LAST_USED_WRITE_INTERVAL_MS) {
-        lastTouched.set(row.id, now);
+      if (lastUsed.due(row.id, now)) {
         await deps.keys.touch(row.id, new Date(now).toISOString());
       }
       return { keyId: row.id, name: row.name };
