@@ -23,16 +23,20 @@ const POSTGRES_ONLY = [/^cluster\//, /^proof\/cluster-sigkill\./, /^proof\/clust
  * parsers, the config), SQLite's own proofs (the full disk, its WAL), real `posthorn serve` or
  * CLI processes on SQLite data directories, the package build, and the console in a browser
  * (its pages read through the same services the API tests cover on both stores), and the port 25
- * watch (process memory fed by the SMTP client; it reads and writes nothing in the store).
+ * watch (process memory fed by the SMTP client; it reads and writes nothing in the store), the
+ * CLI's refusals that come before any store is opened (bad-input-no-store: arguments, usage, the
+ * config file, init's files; its no-data-dir cases never point the CLI at PostgreSQL anyway), and
+ * the JSON shapes proof (fuzz-api-shapes: bodies refused by the parser and validation, a cost of
+ * the main thread that no store changes).
  */
 const SQLITE_ONLY = [
   /^(lib|render|config|lint|helpers|core|docs)\//,
   /^analytics\/analytics-batch\./,
   /^smtp\/(mime|outbound)\//,
   /^store\/(wal-checkpointer|scope-precedence|store-backup|store-restore)\./,
-  /^proof\/(leak-check|faults-disk|faults-disk-campaign|crash-sigkill|smtp-crash-sigkill|webhook-outbox-kill|fuzz-smtp)\./,
+  /^proof\/(fuzz-api-shapes|leak-check|faults-disk|faults-disk-campaign|crash-sigkill|smtp-crash-sigkill|webhook-outbox-kill|fuzz-smtp)\./,
   /^emails\/(crash-kill|retry-schedule|bounce-sub-type)\./,
-  /^cli\/(first-hour-cli|npm-start|systemd-unit|data-dir|start-failure)\./,
+  /^cli\/(bad-input-no-store|first-hour-cli|npm-start|systemd-unit|data-dir|start-failure)\./,
   /^shaping\/(shaping-cli|shaping-units)\./,
   /^operations\/(package|port25-blocked)\./,
   /^console\/(browser-|console-html\.)/,
