@@ -25,7 +25,8 @@ const POSTGRES_ONLY = [/^cluster\//, /^proof\/cluster-sigkill\./, /^proof\/clust
  * (its pages read through the same services the API tests cover on both stores), and the port 25
  * watch (process memory fed by the SMTP client; it reads and writes nothing in the store), the
  * CLI's refusals that come before any store is opened (bad-input-no-store: arguments, usage, the
- * config file, init's files; its no-data-dir cases never point the CLI at PostgreSQL anyway), and
+ * config file, init's files; its no-data-dir cases never point the CLI at PostgreSQL anyway), the
+ * CLI given only POSTHORN_DATA_DIR (cli-data-dir-store: its SQLite store in both runs), and
  * the JSON shapes proof (fuzz-api-shapes: bodies refused by the parser and validation, a cost of
  * the main thread that no store changes).
  */
@@ -36,7 +37,7 @@ const SQLITE_ONLY = [
   /^store\/(wal-checkpointer|scope-precedence|store-backup|store-restore)\./,
   /^proof\/(fuzz-api-shapes|leak-check|faults-disk|faults-disk-campaign|crash-sigkill|smtp-crash-sigkill|webhook-outbox-kill|fuzz-smtp)\./,
   /^emails\/(crash-kill|retry-schedule|bounce-sub-type)\./,
-  /^cli\/(bad-input-no-store|first-hour-cli|npm-start|systemd-unit|data-dir|start-failure)\./,
+  /^cli\/(bad-input-no-store|cli-data-dir-store|first-hour-cli|npm-start|systemd-unit|data-dir|start-failure)\./,
   /^shaping\/(shaping-cli|shaping-units)\./,
   /^operations\/(package|port25-blocked)\./,
   /^console\/(browser-|console-html\.)/,
