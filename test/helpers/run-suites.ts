@@ -28,7 +28,9 @@ const POSTGRES_ONLY = [/^cluster\//, /^proof\/cluster-sigkill\./, /^proof\/clust
  * config file, init's files; its no-data-dir cases never point the CLI at PostgreSQL anyway), the
  * CLI given only POSTHORN_DATA_DIR (cli-data-dir-store: its SQLite store in both runs), and
  * the JSON shapes proof (fuzz-api-shapes: bodies refused by the parser and validation, a cost of
- * the main thread that no store changes).
+ * the main thread that no store changes), and the unit tests that open no store (a stub in its
+ * place, or none needed: threading, bounce phrases, health and metrics with a failing stub, the
+ * client IP limits, the submission parse time, the start notices, the webhook POST's socket).
  */
 const SQLITE_ONLY = [
   /^(lib|render|config|lint|helpers|core|docs)\//,
@@ -49,7 +51,13 @@ const SQLITE_ONLY = [
   /^emails\/simple-mailbox\./,
   /^scheduler\/(cron-finish-order|cron-time-zone)\./,
   /^store\/statement-cache\./,
-  /^webhooks\/(url-policy|webhook-dispatcher|webhook-retry)\./,
+  /^webhooks\/(url-policy|webhook-dispatcher|webhook-retry|http-post-keepalive|http-post-trailing-bytes)\./,
+  /^emails\/threading\./,
+  /^inbound\/text-bounce-languages\./,
+  /^operations\/(admin-health-store-read|metrics-store-down)\./,
+  /^smtp\/client-ip-limits\./,
+  /^submission\/submission-parse-time\./,
+  /^composition\/start-notices\./,
 ];
 
 function testFiles(dir: string): string[] {
