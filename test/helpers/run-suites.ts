@@ -23,16 +23,23 @@ const POSTGRES_ONLY = [/^cluster\//, /^proof\/cluster-sigkill\./, /^proof\/clust
  * parsers, the config), SQLite's own proofs (the full disk, its WAL), real `posthorn serve` or
  * CLI processes on SQLite data directories, the package build, and the console in a browser
  * (its pages read through the same services the API tests cover on both stores), and the port 25
- * watch (process memory fed by the SMTP client; it reads and writes nothing in the store).
+ * watch (process memory fed by the SMTP client; it reads and writes nothing in the store), the
+ * CLI's refusals that come before any store is opened (bad-input-no-store: arguments, usage, the
+ * config file, init's files; its no-data-dir cases never point the CLI at PostgreSQL anyway), the
+ * CLI given only POSTHORN_DATA_DIR (cli-data-dir-store: its SQLite store in both runs), and
+ * the JSON shapes proof (fuzz-api-shapes: bodies refused by the parser and validation, a cost of
+ * the main thread that no store changes), and the unit tests that open no store (a stub in its
+ * place, or none needed: threading, bounce phrases, health and metrics with a failing stub, the
+ * client IP limits, the submission parse time, the start notices, the webhook POST's socket).
  */
 const SQLITE_ONLY = [
   /^(lib|render|config|lint|helpers|core|docs)\//,
   /^analytics\/analytics-batch\./,
   /^smtp\/(mime|outbound)\//,
   /^store\/(wal-checkpointer|scope-precedence|store-backup|store-restore)\./,
-  /^proof\/(leak-check|faults-disk|faults-disk-campaign|crash-sigkill|smtp-crash-sigkill|webhook-outbox-kill|fuzz-smtp)\./,
+  /^proof\/(fuzz-api-shapes|leak-check|faults-disk|faults-disk-campaign|crash-sigkill|smtp-crash-sigkill|webhook-outbox-kill|fuzz-smtp)\./,
   /^emails\/(crash-kill|retry-schedule|bounce-sub-type)\./,
-  /^cli\/(first-hour-cli|npm-start|systemd-unit|data-dir|start-failure)\./,
+  /^cli\/(bad-input-no-store|cli-data-dir-store|first-hour-cli|npm-start|systemd-unit|data-dir|start-failure)\./,
   /^shaping\/(shaping-cli|shaping-units)\./,
   /^operations\/(package|port25-blocked)\./,
   /^console\/(browser-|console-html\.)/,
@@ -44,7 +51,13 @@ const SQLITE_ONLY = [
   /^emails\/simple-mailbox\./,
   /^scheduler\/(cron-finish-order|cron-time-zone)\./,
   /^store\/statement-cache\./,
-  /^webhooks\/(url-policy|webhook-dispatcher|webhook-retry)\./,
+  /^webhooks\/(url-policy|webhook-dispatcher|webhook-retry|http-post-keepalive|http-post-trailing-bytes)\./,
+  /^emails\/threading\./,
+  /^inbound\/text-bounce-languages\./,
+  /^operations\/(admin-health-store-read|metrics-store-down)\./,
+  /^smtp\/client-ip-limits\./,
+  /^submission\/submission-parse-time\./,
+  /^composition\/start-notices\./,
 ];
 
 function testFiles(dir: string): string[] {
