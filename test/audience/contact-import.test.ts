@@ -3,13 +3,28 @@ import { pino } from 'pino';
 import { contactsCsvHeader, contactsCsvLines, contactsFromCsv, CSV_PIECE_CHARS, csvCursor, MAX_CSV_BYTES, parseCsv, readContactsCsv } from '../../src/core/contacts/contact-csv.js';
 import { createContactImportService, IMPORT_CHUNK_ROWS, MAX_RUNNING_IMPORTS } from '../../src/core/contacts/contact-import-service.js';
 import { createContactImportsRepository } from '../../src/store/repositories/contact-imports-repository.js';
-import type { ContactView } from '../../src/core/contacts/contact-service.js';
+import type { ContactService, ContactView } from '../../src/core/contacts/contact-service.js';
 import { AppError } from '../../src/core/errors.js';
 import { startTestApp } from '../helpers/test-app.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { twoTeams } from '../helpers/two-teams.js';
 
 // CSV import and export of contacts (the console's), and the import job's durability.
+
+
+/** The contact service with every bulk add held until release(): imports stay RUNNING inside their first chunk. */
+function heldContacts(real: ContactService): { contacts: ContactService; release: () => void } {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const contacts: ContactService = {
+    ...real,
+    async bulkAdd(...args: Parameters<ContactService['bulkAdd']>) {
+      await released;
+      return real.bulkAdd(...args);
+    },
+  };
+  return { contacts, release };
+}
 
 test('CSV: quotes, doubled quotes, line breaks inside fields, CRLF, a BOM and ";" files; records keep their first line', (t) => {
   const { records, error } = parseCsv('\uFEFFa,b\r\n"x, ""y""","two\nlines"\r\n\r\nlast,row');
@@ -363,16 +378,7 @@ test('a running import\'s file is read by its team only', async (t) => {
   t.teardown(() => app.close());
   const { a, b } = await twoTeams(app);
   const book = (await app.request('POST', '/v1/contactBooks', { body: { name: 'Theirs' } })).body;
-  const real = app.app.services.contacts;
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  const contacts: typeof real = {
-    ...real,
-    async bulkAdd(...args: Parameters<typeof real.bulkAdd>) {
-      await released;
-      return real.bulkAdd(...args);
-    },
-  };
+  const { contacts, release } = heldContacts(app.app.services.contacts);
   const repo = createContactImportsRepository(app.app.store.db);
   const service = createContactImportService({ imports: repo, contacts, clock: app.app.clock, logger: pino({ level: 'silent' }), node: 'n', cluster: false });
   t.teardown(async () => {
@@ -392,17 +398,8 @@ test('a team runs at most MAX_RUNNING_IMPORTS imports at once: the next is RATE_
   t.teardown(() => app.close());
   const scope = { teamId: app.teamId, domainId: null };
   const book = (await app.request('POST', '/v1/contactBooks', { body: { name: 'Many files' } })).body;
-  const real = app.app.services.contacts;
   // Every import waits inside its first chunk until released, so they all stay RUNNING.
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  const contacts: typeof real = {
-    ...real,
-    async bulkAdd(...args: Parameters<typeof real.bulkAdd>) {
-      await released;
-      return real.bulkAdd(...args);
-    },
-  };
+  const { contacts, release } = heldContacts(app.app.services.contacts);
   const service = createContactImportService({ imports: createContactImportsRepository(app.app.store.db), contacts, clock: app.app.clock, logger: pino({ level: 'silent' }), node: 'n', cluster: false });
   t.teardown(async () => {
     release();
