@@ -7,6 +7,9 @@ import type { ContactImportsTable } from '../tables/database.js';
 export type ContactImportRow = Selectable<ContactImportsTable>;
 export type ContactImportChanges = Updateable<ContactImportsTable>;
 
+/** An import's columns as callers see it: not the node that runs it (owner); its file is a table of its own. */
+const IMPORT_COLUMNS = ['id', 'team_id', 'contact_book_id', 'file_name', 'status', 'total_rows', 'processed_rows', 'created_count', 'updated_count', 'error_count', 'errors_json', 'failure', 'created_at', 'updated_at'] as const;
+
 /** A progress record inside a chunk's transaction found the import no longer this node's: the chunk rolls back with it. */
 export class ImportNotOwnedError extends Error {
   constructor(readonly importId: string) {
@@ -61,7 +64,7 @@ export function createContactImportsRepository(db: Db) {
     async findById(teamId: number, id: string): Promise<ContactImportRow | undefined> {
       return db
         .selectFrom('contact_imports')
-        .select(['id', 'team_id', 'contact_book_id', 'file_name', 'status', 'total_rows', 'processed_rows', 'created_count', 'updated_count', 'error_count', 'errors_json', 'failure', 'created_at', 'updated_at'])
+        .select(IMPORT_COLUMNS)
         .where('team_id', '=', teamId)
         .where('id', '=', id)
         .executeTakeFirst();
@@ -75,7 +78,7 @@ export function createContactImportsRepository(db: Db) {
     async listForBook(teamId: number, bookId: string, limit: number): Promise<ContactImportRow[]> {
       return db
         .selectFrom('contact_imports')
-        .select(['id', 'team_id', 'contact_book_id', 'file_name', 'status', 'total_rows', 'processed_rows', 'created_count', 'updated_count', 'error_count', 'errors_json', 'failure', 'created_at', 'updated_at'])
+        .select(IMPORT_COLUMNS)
         .where('team_id', '=', teamId)
         .where('contact_book_id', '=', bookId)
         .orderBy('created_at', 'desc')
@@ -92,14 +95,14 @@ export function createContactImportsRepository(db: Db) {
       let q = db.updateTable('contact_imports').set({ owner }).where('status', '=', 'RUNNING');
       if (any === 'unowned') q = q.where('owner', 'is', null);
       else if (!any) q = q.where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '=', owner)]));
-      const rows = await q.returning(['id', 'team_id', 'contact_book_id', 'file_name', 'status', 'total_rows', 'processed_rows', 'created_count', 'updated_count', 'error_count', 'errors_json', 'failure', 'created_at', 'updated_at']).execute();
+      const rows = await q.returning(IMPORT_COLUMNS).execute();
       return rows.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
     },
     /** The import, while it is still RUNNING and `owner`'s to run. */
     async findRunning(id: string, owner: string): Promise<ContactImportRow | undefined> {
       return db
         .selectFrom('contact_imports')
-        .select(['id', 'team_id', 'contact_book_id', 'file_name', 'status', 'total_rows', 'processed_rows', 'created_count', 'updated_count', 'error_count', 'errors_json', 'failure', 'created_at', 'updated_at'])
+        .select(IMPORT_COLUMNS)
         .where('id', '=', id)
         .where('status', '=', 'RUNNING')
         .where('owner', '=', owner)
